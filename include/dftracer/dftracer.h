@@ -1,0 +1,200 @@
+/*
+ * dftracer: C API of the tracing core.
+ *
+ * One logger per process. Every entry point (this C API, the C++ macros in
+ * dftracer.hpp, the Python extension, the LibTorch observer) links the same
+ * shared core library `libdftracer_core.so`, so a process has one set of
+ * buffers, one writer thread and one trace file.
+ *
+ * Hot path contract: dft_complete*, dft_ticks and dft_region_end take no
+ * lock, allocate nothing, format nothing and make no syscall; they copy a
+ * fixed-size binary record into the calling thread's buffer. All JSON is
+ * produced later by the writer thread. With tracing off (DFTRACER_ENABLE
+ * unset and no explicit dft_init) every call returns after one relaxed load.
+ *
+ * This header is hermetic: it needs only <stddef.h> and <stdint.h>.
+ */
+#ifndef DFTRACER_DFTRACER_H_
+#define DFTRACER_DFTRACER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define DFT_API
+#else
+#define DFT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- lifecycle */
+
+/* Starts tracing. `log_file` is the path prefix of the trace file (the file is
+ * `<log_file>-<app>-<pid>.pfw[.gz]`); NULL or "" takes DFTRACER_LOG_FILE, then
+ * "./dftracer". `data_dir` is recorded as DFTracer's DFTRACER_DATA_DIR (the
+ * directories whose I/O is of interest); NULL takes the environment.
+ * `process_id` < 0 means getpid(). Other settings come from the environment.
+ * Returns 0 when tracing is on after the call (also when it already was),
+ * -1 when the trace file cannot be created (one warning is printed; every
+ * later call is then a no-op until the next successful dft_init). */
+DFT_API int dft_init(const char* log_file, const char* data_dir, int64_t process_id);
+
+/* Starts tracing if DFTRACER_ENABLE=1 (read once per process). Returns 1 when
+ * tracing is on after the call, 0 otherwise. Called by the Python package on
+ * import and by the LD_PRELOAD shim; a C/C++ program may call it itself. */
+DFT_API int dft_init_from_env(void);
+
+/* Flushes everything recorded, writes the `end` event and closes the file.
+ * Idempotent. Also run at normal exit and on SIGTERM/SIGINT when that signal
+ * would have killed the process. After it, recording calls are counted
+ * no-ops until the next dft_init. */
+DFT_API void dft_finalize(void);
+
+/* 1 while tracing is on. One relaxed atomic load. */
+DFT_API int dft_enabled(void);
+
+/* Path of the trace file being written, or NULL when tracing is off. The
+ * string stays valid until the next dft_init. */
+DFT_API const char* dft_trace_path(void);
+
+/* Asks the writer to write out everything recorded so far and waits until it
+ * is in the file (a gzip member is complete). Not for the hot path. */
+DFT_API void dft_flush(void);
+
+/* Counters since the last dft_init (or process start). */
+typedef struct dft_stats {
+  uint64_t events_recorded;     /* accepted into thread buffers            */
+  uint64_t events_written;      /* formatted into the file                 */
+  uint64_t events_dropped;      /* lost to the `drop` policy or overflow   */
+  uint64_t events_after_finalize; /* recording calls made while off after a finalize */
+  uint64_t bytes_written;       /* bytes written to the trace file         */
+  uint64_t pool_bytes_in_use;   /* buffer memory now held                  */
+  uint64_t pool_bytes_peak;     /* most buffer memory ever held            */
+  uint64_t pool_bytes_cap;      /* DFTRACER_BUFFER_SIZE                    */
+} dft_stats;
+DFT_API void dft_get_stats(dft_stats* out);
+
+/* -------------------------------------------------------------------- clock */
+
+/* Raw fast clock (TSC where it is invariant, else CLOCK_MONOTONIC ns).
+ * Record with it; the writer converts to epoch time. */
+DFT_API uint64_t dft_ticks(void);
+
+/* Nanoseconds since the Unix epoch, derived from the monotonic clock anchored
+ * once at process start (so it never jumps with NTP). */
+DFT_API uint64_t dft_now_ns(void);
+
+/* Converts a dft_ticks() value to nanoseconds since the epoch. */
+DFT_API uint64_t dft_ticks_to_ns(uint64_t ticks);
+
+/* ------------------------------------------------------------------ strings */
+
+/* Interned string id; 0 means "no string". */
+typedef uint32_t dft_id;
+
+/* Interns `s` (`len` bytes, need not be NUL-terminated; invalid UTF-8 is
+ * replaced when written) and returns its id, the same for equal strings
+ * for the life of the process (across dft_init/dft_finalize). Thread-safe;
+ * lookups of known strings take no lock, the first sight of a string does.
+ * Intern once and keep the id: names, categories, arg keys. Works (and is
+ * cheap) whether tracing is on or not. */
+DFT_API dft_id dft_intern(const char* s, size_t len);
+DFT_API dft_id dft_intern_cstr(const char* s);
+
+/* Returns the interned string (NUL-terminated) for an id, or NULL. */
+DFT_API const char* dft_string(dft_id id, size_t* len);
+
+/* --------------------------------------------------------------------- args */
+
+typedef enum dft_arg_type {
+  DFT_ARG_INT = 1,    /* v.i  -> 123                                    */
+  DFT_ARG_UINT = 2,   /* v.u  -> 123                                    */
+  DFT_ARG_DOUBLE = 3, /* v.d  -> 1.5 (NaN/inf written as null)          */
+  DFT_ARG_BOOL = 4,   /* v.i  -> true / false                           */
+  DFT_ARG_STR = 5,    /* v.id -> "interned string", JSON-escaped        */
+  DFT_ARG_BYTES = 6,  /* v.str -> "copied string", JSON-escaped; copied
+                         into the record (at most DFT_MAX_INLINE_STR bytes,
+                         longer is cut on a UTF-8 boundary)             */
+  DFT_ARG_HASH = 7,   /* v.u  -> "16 hex digits"                        */
+  DFT_ARG_JSON = 8    /* v.id -> interned *fragment* of JSON members,
+                         written as is inside "args":{...}: for example
+                         `"graph":3,"node":17,"module":"encoder.0"`.
+                         The key is ignored. The fragment must be valid
+                         JSON members; dft_intern_json_fragment checks. */
+} dft_arg_type;
+
+#define DFT_MAX_INLINE_STR 2048
+
+typedef struct dft_arg {
+  dft_id key;          /* interned key (ignored for DFT_ARG_JSON) */
+  uint32_t type;       /* dft_arg_type */
+  union {
+    int64_t i;
+    uint64_t u;
+    double d;
+    dft_id id;
+    struct {
+      const char* ptr;
+      uint32_t len;
+    } str;
+  } v;
+} dft_arg;
+
+/* Interns a JSON-members fragment after checking it parses as the inside of
+ * an object (`"k":v,...`). Returns 0 (and warns once) when it does not. */
+DFT_API dft_id dft_intern_json_fragment(const char* s, size_t len);
+
+/* ------------------------------------------------------------------- events */
+
+/* Records a complete ("ph":"X") event. Times are dft_ticks() values.
+ * `args` may be NULL when `nargs` is 0; at most DFT_MAX_ARGS args. */
+#define DFT_MAX_ARGS 64
+DFT_API void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks,
+                                uint64_t end_ticks, const dft_arg* args, uint32_t nargs);
+
+/* Same with start and duration given in nanoseconds since the epoch (e.g.
+ * from dft_now_ns, or a caller's own clock). */
+DFT_API void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns,
+                             const dft_arg* args, uint32_t nargs);
+
+/* Region helpers: `dft_region_begin` returns dft_ticks(); `dft_region_end`
+ * records the event from then to now. */
+DFT_API uint64_t dft_region_begin(void);
+DFT_API void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks,
+                            const dft_arg* args, uint32_t nargs);
+
+/* Records an instant ("ph":"i") event at now. */
+DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs);
+
+/* Records a flow event ("ph":"s" when `start` is 1, else "ph":"f" with
+ * "bp":"e") with the given flow id, at the given tick time: Perfetto draws an
+ * arrow from the slice enclosing the "s" to the slice enclosing the "f". */
+DFT_API void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_ticks);
+
+/* Records a metadata ("ph":"M") event: name `key`, cat "dftracer", args
+ * {"name": key, "value": value} (pydftracer's log_metadata_event). */
+DFT_API void dft_metadata(const char* key, const char* value);
+
+/* Records a metadata event that names a string and its 64-bit hash,
+ * DFTracer's FH/SH convention: {"name": value, "value": "<hash>"}. Returns
+ * the hash (xxh-style 64-bit, stable across processes and hosts). */
+DFT_API uint64_t dft_hash_metadata(const char* kind, const char* value);
+
+/* 64-bit hash of a string as used in HH/FH/SH events. */
+DFT_API uint64_t dft_hash64(const char* s, size_t len);
+
+/* Sets the name shown for the calling thread (a "thread_name" metadata event). */
+DFT_API void dft_set_thread_name(const char* name);
+
+/* Process/thread ids as written in events. */
+DFT_API int64_t dft_pid(void);
+DFT_API int64_t dft_tid(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DFTRACER_DFTRACER_H_ */
