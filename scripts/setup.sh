@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the build, the tests and the demo need. Idempotent: a
+# second run finds everything present and changes nothing.
+#   apt: compiler toolchain pieces and the C/C++ libraries we link
+#   pip: torch 2.13.0 (the CPU wheel on disk: asked for by exact version so
+#        pip never reaches for a CUDA build), the Python build backend, and
+#        the packages the Python tests and examples use.
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  zlib1g-dev libsimdjson-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
+  chromium
+)
+PIP_PACKAGES=(
+  "torch==2.13.0"
+  "scikit-build-core>=0.10" "nanobind>=2.0" "pybind11>=2.12"
+  "numpy" "pandas" "pytest" "transformers"
+)
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing apt packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+# torch first and alone, by exact version: anything that depends on torch then
+# finds it satisfied and never pulls another build.
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
+  echo "setup: installing torch==2.13.0"
+  "$PY" -m pip install -q "torch==2.13.0"
+fi
+"$PY" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+echo "setup: done"
