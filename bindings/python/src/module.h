@@ -1,0 +1,27 @@
+// Shared declarations of the `dftracer._core` extension module.
+//
+// The module is assembled from several translation units, each owned by one
+// part of the project; module.cc calls every register_* function once, in
+// the order below, from NB_MODULE(_core, m).
+#ifndef DFTRACER_BINDINGS_PYTHON_MODULE_H_
+#define DFTRACER_BINDINGS_PYTHON_MODULE_H_
+
+#include <nanobind/nanobind.h>
+
+namespace dft_py {
+
+// api.cc: lifecycle (init, finalize, flush, stats), clock, interning,
+// log_event / metadata -- thin wrappers over include/dftracer/dftracer.h.
+void register_api(nanobind::module_& m);
+
+// region.cc: the hot types written against the CPython C API (vectorcall):
+// `Region` (base class of dftracer.python.dft_fn: context manager,
+// update/flush/reset) and `TracedFunction` (what dft_fn.log returns).
+void register_region(nanobind::module_& m);
+
+// dynamo_hooks.cc: owned by the capture backend (torch.compile hooks).
+void register_dynamo(nanobind::module_& m);
+
+}  // namespace dft_py
+
+#endif  // DFTRACER_BINDINGS_PYTHON_MODULE_H_
