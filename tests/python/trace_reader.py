@@ -1,0 +1,92 @@
+"""Reads dftracer trace files (.pfw and .pfw.gz) back into Python dicts.
+
+Used by every Python test that checks what reached the file. It accepts both
+finalized files (strict JSON: `[`, events one per line, `]`) and files cut
+short by a crash (trailing comma, no `]`, a cut-off last gzip member or a
+half-written last line), the way Perfetto and line-oriented tools read them.
+"""
+import glob
+import gzip
+import json
+import os
+import zlib
+
+__all__ = ["read_trace", "read_trace_text", "trace_files", "read_all", "complete_events"]
+
+
+def _gunzip_members(raw):
+    """Decompresses a multi-member gzip, keeping every complete member.
+
+    A cut-off last member (the process died mid-write) is dropped rather than
+    raising, so what was flushed before it is still read.
+    """
+    out = []
+    pos = 0
+    while pos < len(raw):
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = d.decompress(raw[pos:])
+        except zlib.error:
+            break
+        if not d.eof:  # member cut short
+            break
+        out.append(chunk)
+        consumed = len(raw) - pos - len(d.unused_data)
+        pos += consumed
+    return b"".join(out)
+
+
+def read_trace_text(path):
+    """Returns the decompressed text of a trace file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if path.endswith(".gz"):
+        raw = _gunzip_members(raw)
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_trace(path):
+    """Returns the events of one trace file as a list of dicts, in file order.
+
+    Lines `[` and `]` are skipped and a trailing comma is stripped. A line that
+    does not parse raises ValueError naming the file and line, except the very
+    last line of a file that was cut short (no closing `]`).
+    """
+    lines = read_trace_text(path).split("\n")
+    finalized = any(l.strip() == "]" for l in lines[-3:])
+    events = []
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if not s or s in ("[", "]"):
+            continue
+        if s.endswith(","):
+            s = s[:-1]
+        try:
+            events.append(json.loads(s))
+        except ValueError as e:
+            if i == last and not finalized:
+                break
+            raise ValueError(f"{path}:{i + 1}: not a JSON event: {e}: {line[:200]!r}") from None
+    return events
+
+
+def trace_files(directory, pattern="*.pfw*"):
+    """Sorted list of trace files (.pfw, .pfw.gz) under `directory` (not recursive)."""
+    return sorted(p for p in glob.glob(os.path.join(directory, pattern))
+                  if p.endswith(".pfw") or p.endswith(".pfw.gz"))
+
+
+def read_all(directory):
+    """{path: [events]} for every trace file in `directory`."""
+    return {p: read_trace(p) for p in trace_files(directory)}
+
+
+def complete_events(events, cat=None, name=None):
+    """The "ph":"X" events, optionally only those of one category and/or name."""
+    return [e for e in events
+            if e.get("ph") == "X"
+            and (cat is None or e.get("cat") == cat)
+            and (name is None or e.get("name") == name)]
