@@ -1,0 +1,333 @@
+// The C API (include/dftracer/dftracer.h) over Logger, Clock and StringTable.
+// Recording functions build the binary record in place in the caller's
+// buffer: header, one slot per arg, copied string bytes after their slot.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "clock.h"
+#include "dftracer/dftracer.h"
+#include "diagnostics.h"
+#include "hash.h"
+#include "json_escape.h"
+#include "logger.h"
+#include "string_table.h"
+#include "writer.h"
+
+using dftracer::ArgSlot;
+using dftracer::Clock;
+using dftracer::kSlot;
+using dftracer::Logger;
+using dftracer::RecordHeader;
+using dftracer::RecordKind;
+using dftracer::StringTable;
+
+namespace {
+
+inline uint32_t inline_len(const dft_arg& a) {
+  uint32_t n = a.v.str.ptr != nullptr ? a.v.str.len : 0;
+  if (n > DFT_MAX_INLINE_STR) n = static_cast<uint32_t>(dftracer::utf8_cut(a.v.str.ptr, n, DFT_MAX_INLINE_STR));
+  return n;
+}
+
+inline uint32_t slots_for(const dft_arg* args, uint32_t nargs) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nargs; ++i) {
+    n += 1;
+    if (args[i].type == DFT_ARG_BYTES) n += (inline_len(args[i]) + kSlot - 1) / kSlot;
+  }
+  return n;
+}
+
+inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint64_t start, uint64_t end,
+                   const dft_arg* args, uint32_t nargs) {
+  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
+  if (args == nullptr) nargs = 0;
+  uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0);
+  Logger& lg = Logger::instance();
+  unsigned char* p = lg.reserve(nslots);
+  if (p == nullptr) return;
+  RecordHeader* h = reinterpret_cast<RecordHeader*>(p);
+  h->start = start;
+  h->end = end;
+  h->name = name;
+  h->cat = cat;
+  h->kind = kind;
+  h->flags = flags;
+  h->nslots = static_cast<uint16_t>(nslots);
+  h->nargs = nargs;
+  ArgSlot* s = reinterpret_cast<ArgSlot*>(h + 1);
+  for (uint32_t i = 0; i < nargs; ++i) {
+    const dft_arg& a = args[i];
+    s->key = a.key;
+    s->type = static_cast<uint8_t>(a.type);
+    s->pad = 0;
+    s->len = 0;
+    if (a.type == DFT_ARG_BYTES) {
+      uint32_t n = inline_len(a);
+      s->len = static_cast<uint16_t>(n);
+      s->value = 0;
+      if (n) std::memcpy(s + 1, a.v.str.ptr, n);
+      s += 1 + (n + kSlot - 1) / kSlot;
+    } else {
+      s->value = a.v.u;
+      ++s;
+    }
+  }
+  lg.commit(nslots);
+}
+
+dft_id cat_dftracer() {
+  static const dft_id id = StringTable::instance().intern("dftracer", 8);
+  return id;
+}
+
+dft_arg bytes_arg(dft_id key, const char* s) {
+  dft_arg a;
+  std::memset(&a, 0, sizeof a);
+  a.key = key;
+  a.type = DFT_ARG_BYTES;
+  a.v.str.ptr = s;
+  a.v.str.len = static_cast<uint32_t>(s ? std::strlen(s) : 0);
+  return a;
+}
+
+// Checks that `s` is the inside of a JSON object: "k":v pairs separated by
+// commas. A small validating scanner: fragments are interned once per graph
+// node or context, never on the hot path.
+class FragmentChecker {
+ public:
+  FragmentChecker(const char* s, size_t n) : p_(s), e_(s + n) {}
+  bool ok() {
+    ws();
+    if (p_ == e_) return true;  // empty fragment
+    for (;;) {
+      ws();
+      if (!string()) return false;
+      ws();
+      if (!eat(':')) return false;
+      if (!value(0)) return false;
+      ws();
+      if (p_ == e_) return true;
+      if (!eat(',')) return false;
+    }
+  }
+
+ private:
+  void ws() { while (p_ < e_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_; }
+  bool eat(char c) { if (p_ < e_ && *p_ == c) { ++p_; return true; } return false; }
+  bool string() {
+    if (!eat('"')) return false;
+    while (p_ < e_) {
+      unsigned char c = static_cast<unsigned char>(*p_++);
+      if (c == '"') return true;
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        if (p_ >= e_) return false;
+        char x = *p_++;
+        if (x == 'u') {
+          for (int i = 0; i < 4; ++i, ++p_)
+            if (p_ >= e_ || !isxdigit(static_cast<unsigned char>(*p_))) return false;
+        } else if (!strchr("\"\\/bfnrt", x)) {
+          return false;
+        }
+      }
+    }
+    return false;
+  }
+  bool literal(const char* w) {
+    size_t n = strlen(w);
+    if (static_cast<size_t>(e_ - p_) < n || memcmp(p_, w, n) != 0) return false;
+    p_ += n;
+    return true;
+  }
+  bool number() {
+    const char* s = p_;
+    eat('-');
+    if (p_ < e_ && *p_ == '0') ++p_;
+    else if (!digits()) return false;
+    if (eat('.') && !digits()) return false;
+    if (p_ < e_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < e_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digits()) return false;
+    }
+    return p_ > s;
+  }
+  bool digits() {
+    const char* s = p_;
+    while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    return p_ > s;
+  }
+  bool value(int depth) {
+    if (depth > 32) return false;
+    ws();
+    if (p_ >= e_) return false;
+    char c = *p_;
+    if (c == '"') return string();
+    if (c == '{' || c == '[') {
+      char close = c == '{' ? '}' : ']';
+      ++p_;
+      ws();
+      if (eat(close)) return true;
+      for (;;) {
+        ws();
+        if (c == '{') {
+          if (!string()) return false;
+          ws();
+          if (!eat(':')) return false;
+        }
+        if (!value(depth + 1)) return false;
+        ws();
+        if (eat(close)) return true;
+        if (!eat(',')) return false;
+      }
+    }
+    if (c == 't') return literal("true");
+    if (c == 'f') return literal("false");
+    if (c == 'n') return literal("null");
+    return number();
+  }
+  const char* p_;
+  const char* e_;
+};
+
+}  // namespace
+
+extern "C" {
+
+int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
+  return Logger::instance().init(log_file, data_dir, process_id, false);
+}
+int dft_init_from_env(void) { return Logger::instance().init_from_env(); }
+void dft_finalize(void) { Logger::instance().finalize(); }
+int dft_enabled(void) { return Logger::instance().enabled() ? 1 : 0; }
+const char* dft_trace_path(void) { return Logger::instance().trace_path(); }
+void dft_flush(void) { Logger::instance().flush(); }
+
+void dft_get_stats(dft_stats* out) {
+  if (out == nullptr) return;
+  std::memset(out, 0, sizeof *out);
+  Logger& lg = Logger::instance();
+  std::vector<dftracer::ThreadBuffer*> bufs;
+  lg.snapshot_buffers(&bufs);
+  for (auto* tb : bufs) {
+    if (tb->session != lg.session()) continue;
+    out->events_recorded += tb->recorded.load(std::memory_order_relaxed);
+  }
+  if (dftracer::Writer* w = lg.writer()) {
+    out->events_written = w->events_written();
+    out->events_dropped = w->events_dropped();
+    out->bytes_written = w->bytes_written();
+  }
+  out->events_after_finalize = lg.after_finalize_count();
+  out->pool_bytes_in_use = lg.pool().in_use_bytes();
+  out->pool_bytes_peak = lg.pool().peak_bytes();
+  out->pool_bytes_cap = lg.pool().cap_bytes();
+}
+
+uint64_t dft_ticks(void) { return Clock::instance().ticks(); }
+uint64_t dft_now_ns(void) { return Clock::instance().now_ns(); }
+uint64_t dft_ticks_to_ns(uint64_t ticks) { return Clock::instance().to_ns(ticks); }
+
+dft_id dft_intern(const char* s, size_t len) { return StringTable::instance().intern(s, len); }
+dft_id dft_intern_cstr(const char* s) { return StringTable::instance().intern(s, s ? std::strlen(s) : 0); }
+
+const char* dft_string(dft_id id, size_t* len) {
+  const dftracer::InternedString* e = StringTable::instance().get(id);
+  if (e == nullptr) return nullptr;
+  if (len) *len = e->len;
+  return e->str;
+}
+
+dft_id dft_intern_json_fragment(const char* s, size_t len) {
+  if (s == nullptr) return 0;
+  if (!FragmentChecker(s, len).ok()) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      std::string shown(s, len > 80 ? 80 : len);
+      dftracer::log_warn("dft_intern_json_fragment: not a list of JSON object members: '" + shown + "'; ignored");
+    }
+    return 0;
+  }
+  return StringTable::instance().intern(s, len);
+}
+
+void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks, uint64_t end_ticks, const dft_arg* args,
+                        uint32_t nargs) {
+  record(RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks, args, nargs);
+}
+
+void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns, const dft_arg* args,
+                     uint32_t nargs) {
+  record(RecordKind::kComplete, dftracer::kTimeIsNs, name, cat, start_ns, dur_ns, args, nargs);
+}
+
+uint64_t dft_region_begin(void) { return Clock::instance().ticks(); }
+
+void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg* args, uint32_t nargs) {
+  if (!Logger::instance().enabled()) {
+    record(RecordKind::kComplete, 0, name, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
+    return;
+  }
+  record(RecordKind::kComplete, 0, name, cat, begin_ticks, Clock::instance().ticks(), args, nargs);
+}
+
+void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs) {
+  uint64_t t = Clock::instance().ticks();
+  record(RecordKind::kInstant, 0, name, cat, t, t, args, nargs);
+}
+
+void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_ticks) {
+  record(start ? RecordKind::kFlowStart : RecordKind::kFlowEnd, 0, name, cat, at_ticks, flow_id, nullptr, 0);
+}
+
+void dft_metadata(const char* key, const char* value) {
+  if (!Logger::instance().enabled() || key == nullptr) {
+    record(RecordKind::kMetadata, 0, 0, 0, 0, 0, nullptr, 0);
+    return;
+  }
+  StringTable& st = StringTable::instance();
+  static const dft_id k_name = st.intern("name", 4);
+  static const dft_id k_value = st.intern("value", 5);
+  dft_arg args[2] = {bytes_arg(k_name, key), bytes_arg(k_value, value ? value : "")};
+  record(RecordKind::kMetadata, 0, st.intern(key, std::strlen(key)), cat_dftracer(), 0, 0, args, 2);
+}
+
+uint64_t dft_hash64(const char* s, size_t len) { return dftracer::hash64(s ? s : "", s ? len : 0); }
+
+uint64_t dft_hash_metadata(const char* kind, const char* value) {
+  if (value == nullptr) value = "";
+  uint64_t h = dftracer::hash64(value, std::strlen(value));
+  if (!Logger::instance().enabled() || kind == nullptr) return h;
+  StringTable& st = StringTable::instance();
+  static const dft_id k_name = st.intern("name", 4);
+  static const dft_id k_value = st.intern("value", 5);
+  dft_arg args[2];
+  args[0] = bytes_arg(k_name, value);
+  std::memset(&args[1], 0, sizeof args[1]);
+  args[1].key = k_value;
+  args[1].type = DFT_ARG_HASH;
+  args[1].v.u = h;
+  record(RecordKind::kMetadata, 0, st.intern(kind, std::strlen(kind)), cat_dftracer(), 0, 0, args, 2);
+  return h;
+}
+
+void dft_set_thread_name(const char* name) {
+  if (!Logger::instance().enabled()) return;
+  StringTable& st = StringTable::instance();
+  static const dft_id k_thread_name = st.intern("thread_name", 11);
+  static const dft_id k_name = st.intern("name", 4);
+  dft_arg a = bytes_arg(k_name, name ? name : "");
+  record(RecordKind::kThreadName, 0, k_thread_name, cat_dftracer(), 0, 0, &a, 1);
+}
+
+int64_t dft_pid(void) {
+  int64_t p = Logger::instance().pid();
+  return p != 0 ? p : static_cast<int64_t>(getpid());
+}
+int64_t dft_tid(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }
+
+}  // extern "C"

@@ -1,0 +1,65 @@
+// Clock: a fast raw tick source for the hot path and its conversion to
+// nanoseconds since the Unix epoch, done later by the writer.
+//
+// Ticks are the TSC where it is invariant (constant + nonstop: one `rdtsc`,
+// no syscall, no vDSO), otherwise CLOCK_MONOTONIC nanoseconds. Epoch time is
+// anchored once at process start (realtime - monotonic), so timestamps line
+// up across processes and hosts but never jump when NTP steps the clock.
+// The tick rate is re-measured against CLOCK_MONOTONIC on every writer
+// cycle over the whole run's baseline: a tick is converted after it was
+// taken, so the error stays at clock-read jitter however long the run.
+#ifndef DFTRACER_SRC_CORE_CLOCK_H_
+#define DFTRACER_SRC_CORE_CLOCK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+namespace dftracer {
+
+class Clock {
+ public:
+  static Clock& instance();
+
+  // Raw ticks: the only clock read on the hot path.
+  inline uint64_t ticks() const {
+#if defined(__x86_64__) || defined(__i386__)
+    if (use_tsc_) return __rdtsc();
+#endif
+    return monotonic_ns();
+  }
+
+  static inline uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
+
+  // Nanoseconds since the epoch from the monotonic clock and the anchor.
+  uint64_t now_ns() const { return monotonic_ns() + epoch_offset_ns_; }
+
+  // Converts ticks to epoch nanoseconds with the latest calibration.
+  uint64_t to_ns(uint64_t ticks) const;
+
+  // Re-measures the tick rate over the baseline since process start.
+  // Called by the writer before it converts a batch; cheap (two clock reads).
+  void recalibrate();
+
+  bool uses_tsc() const { return use_tsc_; }
+
+ private:
+  Clock();
+  bool use_tsc_ = false;
+  uint64_t epoch_offset_ns_ = 0;  // realtime - monotonic at the anchor
+  uint64_t anchor_ticks_ = 0;
+  uint64_t anchor_mono_ns_ = 0;
+  std::atomic<double> ns_per_tick_{1.0};
+};
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_CLOCK_H_

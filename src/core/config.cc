@@ -1,0 +1,121 @@
+#include "config.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
+#include "diagnostics.h"
+
+namespace dftracer {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void warn_bad(const char* name, const char* value, const std::string& used) {
+  log_warn(std::string(name) + "='" + value + "' is not valid; using " + used);
+}
+
+bool parse_bool(const char* name, bool def) {
+  const char* v = env(name);
+  if (v == nullptr) return def;
+  std::string s = lower(v);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  warn_bad(name, v, def ? "1" : "0");
+  return def;
+}
+
+long parse_int(const char* name, long def, long lo, long hi) {
+  const char* v = env(name);
+  if (v == nullptr) return def;
+  errno = 0;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
+    warn_bad(name, v, std::to_string(def));
+    return def;
+  }
+  return x;
+}
+
+size_t parse_size_env(const char* name, size_t def, size_t lo, size_t hi) {
+  const char* v = env(name);
+  if (v == nullptr) return def;
+  size_t x = 0;
+  if (!parse_size(v, &x) || x < lo || x > hi) {
+    warn_bad(name, v, std::to_string(def) + " bytes");
+    return def;
+  }
+  return x;
+}
+
+}  // namespace
+
+bool parse_size(const std::string& s, size_t* out) {
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  size_t start = i;
+  unsigned long long v = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    if (v > (~0ull) / 10) return false;
+    v = v * 10 + static_cast<unsigned>(s[i] - '0');
+    ++i;
+  }
+  if (i == start) return false;
+  std::string unit = lower(s.substr(i));
+  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.back()))) unit.pop_back();
+  unsigned shift = 0;
+  if (unit.empty() || unit == "b") shift = 0;
+  else if (unit == "k" || unit == "kb" || unit == "kib") shift = 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") shift = 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") shift = 30;
+  else return false;
+  if (shift > 0 && v > ((~0ull) >> shift)) return false;
+  *out = static_cast<size_t>(v << shift);
+  return true;
+}
+
+Config Config::from_env() {
+  Config c;
+  if (const char* lv = env("DFTRACER_LOG_LEVEL")) {
+    if (!set_log_level(lv)) warn_bad("DFTRACER_LOG_LEVEL", lv, "warn");
+  }
+  c.enable = parse_bool("DFTRACER_ENABLE", false);
+  if (const char* v = env("DFTRACER_INIT")) {
+    std::string s = v;
+    for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (s == "FUNCTION" || s == "PRELOAD") c.init_mode = s;
+    else warn_bad("DFTRACER_INIT", v, "FUNCTION");
+  }
+  if (const char* v = env("DFTRACER_LOG_FILE")) c.log_file = v;
+  if (const char* v = env("DFTRACER_DATA_DIR")) c.data_dir = v;
+  c.disable_io = parse_bool("DFTRACER_DISABLE_IO", false);
+  c.inc_metadata = parse_bool("DFTRACER_INC_METADATA", true);
+  c.compress = parse_bool("DFTRACER_TRACE_COMPRESSION", true);
+  c.compression_level = static_cast<int>(parse_int("DFTRACER_COMPRESSION_LEVEL", 1, 1, 9));
+  c.buffer_size = parse_size_env("DFTRACER_BUFFER_SIZE", c.buffer_size, size_t{1} << 16, size_t{1} << 40);
+  c.chunk_size = parse_size_env("DFTRACER_CHUNK_SIZE", c.chunk_size, size_t{4} << 10, size_t{64} << 20);
+  if (c.chunk_size * 2 > c.buffer_size) {
+    log_warn("DFTRACER_CHUNK_SIZE=" + std::to_string(c.chunk_size) + " is more than half of DFTRACER_BUFFER_SIZE=" +
+             std::to_string(c.buffer_size) + "; using " + std::to_string(c.buffer_size / 16) + " bytes");
+    c.chunk_size = c.buffer_size / 16;
+  }
+  c.flush_interval_ms = static_cast<uint32_t>(parse_int("DFTRACER_FLUSH_INTERVAL_MS", 100, 1, 60000));
+  if (const char* v = env("DFTRACER_OVERFLOW")) {
+    std::string s = lower(v);
+    if (s == "drop") c.drop_on_overflow = true;
+    else if (s == "block") c.drop_on_overflow = false;
+    else warn_bad("DFTRACER_OVERFLOW", v, "block");
+  }
+  return c;
+}
+
+}  // namespace dftracer

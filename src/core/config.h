@@ -1,0 +1,50 @@
+// Settings, read once from the environment when tracing starts. A bad value
+// gets one warning naming the variable and the value used instead; nothing
+// here ever stops the traced program.
+//
+//   DFTRACER_ENABLE              1 to trace (dft_init_from_env)
+//   DFTRACER_INIT                FUNCTION | PRELOAD (recorded; how we were started)
+//   DFTRACER_LOG_FILE            trace path prefix (default ./dftracer)
+//   DFTRACER_DATA_DIR            directories of interest for I/O (recorded)
+//   DFTRACER_DISABLE_IO          1: no I/O events (recorded for the I/O shim)
+//   DFTRACER_INC_METADATA        0: no HH/SH/thread_name/process_name events
+//   DFTRACER_TRACE_COMPRESSION   1 (default): .pfw.gz; 0: .pfw
+//   DFTRACER_COMPRESSION_LEVEL   zlib level 1..9 (default 1)
+//   DFTRACER_LOG_LEVEL           error | warn (default) | info | debug | off
+//   DFTRACER_BUFFER_SIZE         pool cap, bytes with optional K/M/G (64M)
+//   DFTRACER_CHUNK_SIZE          chunk size (256K), 4K..64M
+//   DFTRACER_FLUSH_INTERVAL_MS   writer flush period (100), 1..60000
+//   DFTRACER_OVERFLOW            block (default) | drop
+#ifndef DFTRACER_SRC_CORE_CONFIG_H_
+#define DFTRACER_SRC_CORE_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dftracer {
+
+struct Config {
+  bool enable = false;
+  std::string init_mode = "FUNCTION";
+  std::string log_file = "./dftracer";
+  std::string data_dir;
+  bool disable_io = false;
+  bool inc_metadata = true;
+  bool compress = true;
+  int compression_level = 1;
+  size_t buffer_size = size_t{64} << 20;
+  size_t chunk_size = size_t{256} << 10;
+  uint32_t flush_interval_ms = 100;
+  bool drop_on_overflow = false;
+
+  // Reads every DFTRACER_* variable; warns once per bad value.
+  static Config from_env();
+};
+
+// Parses "123", "64K", "64M", "1G" (also KiB/MiB/GiB, case-insensitive).
+bool parse_size(const std::string& s, size_t* out);
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_CONFIG_H_

@@ -1,0 +1,21 @@
+// The tracer's own diagnostics (warnings about bad settings, I/O failures).
+// spdlog to stderr with a "[dftracer]" prefix, level from DFTRACER_LOG_LEVEL.
+// Never used on the recording hot path.
+#ifndef DFTRACER_SRC_CORE_DIAGNOSTICS_H_
+#define DFTRACER_SRC_CORE_DIAGNOSTICS_H_
+
+#include <string>
+
+namespace dftracer {
+
+// Sets the level from a DFTRACER_LOG_LEVEL-style name ("error", "warn",
+// "info", "debug", "off"); returns false for an unknown name.
+bool set_log_level(const std::string& level);
+
+void log_warn(const std::string& msg);
+void log_info(const std::string& msg);
+void log_debug(const std::string& msg);
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_DIAGNOSTICS_H_

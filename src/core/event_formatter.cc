@@ -1,0 +1,194 @@
+#include "event_formatter.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "clock.h"
+#include "dftracer/dftracer.h"
+#include "json_escape.h"
+#include "string_table.h"
+
+namespace dftracer {
+
+EventFormatter::EventFormatter(int64_t pid, uint64_t host_hash)
+    : pid_(pid), host_hash_(host_hash), strings_(StringTable::instance()), clock_(Clock::instance()) {}
+
+void EventFormatter::str_id(uint32_t id, OutBuffer* out) {
+  out->ch('"');
+  if (const InternedString* s = strings_.get(id)) out->append(s->escaped, s->escaped_len);
+  out->ch('"');
+}
+
+void EventFormatter::head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
+                          OutBuffer* out, bool with_id) {
+  ++lines_;
+  if (with_id) {
+    out->lit("{\"id\":");
+    out->u64(next_id_++);
+    out->lit(",\"name\":\"");
+  } else {
+    out->lit("{\"name\":\"");
+  }
+  out->append(name, name_len);
+  out->lit("\",\"cat\":\"");
+  out->append(cat, cat_len);
+  out->lit("\",\"pid\":");
+  out->i64(pid_);
+  out->lit(",\"tid\":");
+  out->i64(tid);
+}
+
+void EventFormatter::args(const RecordHeader* r, OutBuffer* out) {
+  out->lit(",\"args\":{\"hhash\":\"");
+  out->hex16(host_hash_);
+  out->ch('"');
+  const ArgSlot* a = reinterpret_cast<const ArgSlot*>(r + 1);
+  const ArgSlot* end = reinterpret_cast<const ArgSlot*>(reinterpret_cast<const unsigned char*>(r) +
+                                                        size_t{r->nslots} * kSlot);
+  for (uint32_t i = 0; i < r->nargs && a < end; ++i, ++a) {
+    if (a->type == DFT_ARG_JSON) {
+      const InternedString* s = strings_.get(static_cast<uint32_t>(a->value));
+      if (s != nullptr && s->len > 0) {
+        out->ch(',');
+        out->append(s->str, s->len);  // validated when interned
+      }
+      continue;
+    }
+    out->ch(',');
+    str_id(a->key, out);
+    out->ch(':');
+    switch (a->type) {
+      case DFT_ARG_INT: out->i64(static_cast<int64_t>(a->value)); break;
+      case DFT_ARG_UINT: out->u64(a->value); break;
+      case DFT_ARG_BOOL:
+        if (a->value != 0) out->lit("true"); else out->lit("false");
+        break;
+      case DFT_ARG_DOUBLE: {
+        double d;
+        std::memcpy(&d, &a->value, sizeof d);
+        if (!std::isfinite(d)) { out->lit("null"); break; }
+        char* p = out->ensure(32);
+        auto res = std::to_chars(p, p + 32, d);
+        out->advance(static_cast<size_t>(res.ptr - p));
+        break;
+      }
+      case DFT_ARG_STR: str_id(static_cast<uint32_t>(a->value), out); break;
+      case DFT_ARG_HASH:
+        out->ch('"');
+        out->hex16(a->value);
+        out->ch('"');
+        break;
+      case DFT_ARG_BYTES: {
+        const char* bytes = reinterpret_cast<const char*>(a + 1);
+        size_t n = a->len;
+        if (bytes + n > reinterpret_cast<const char*>(end)) n = 0;  // malformed: never read past the record
+        out->ch('"');
+        char* p = out->ensure(6 * n);
+        out->advance(json_escape_to(bytes, n, p));
+        out->ch('"');
+        a += (n + kSlot - 1) / kSlot;  // skip the string's slots
+        break;
+      }
+      default: out->lit("null");
+    }
+  }
+  out->ch('}');
+}
+
+void EventFormatter::format(const RecordHeader* r, int64_t tid, OutBuffer* out) {
+  const InternedString* name = strings_.get(r->name);
+  const InternedString* cat = strings_.get(r->cat);
+  const char* n = name ? name->escaped : "";
+  size_t nl = name ? name->escaped_len : 0;
+  const char* c = cat ? cat->escaped : "";
+  size_t cl = cat ? cat->escaped_len : 0;
+
+  uint64_t start_ns, dur_ns;
+  if (r->flags & kTimeIsNs) {
+    start_ns = r->start;
+    dur_ns = r->end;
+  } else {
+    start_ns = clock_.to_ns(r->start);
+    uint64_t end_ns = clock_.to_ns(r->end);
+    dur_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+  }
+
+  switch (r->kind) {
+    case RecordKind::kComplete:
+      head(n, nl, c, cl, tid, out);
+      out->lit(",\"ts\":");
+      out->micros(start_ns);
+      out->lit(",\"dur\":");
+      out->micros(dur_ns);
+      out->lit(",\"ph\":\"X\"");
+      args(r, out);
+      break;
+    case RecordKind::kInstant:
+      head(n, nl, c, cl, tid, out);
+      out->lit(",\"ts\":");
+      out->micros(start_ns);
+      out->lit(",\"ph\":\"i\",\"s\":\"t\"");
+      args(r, out);
+      break;
+    case RecordKind::kFlowStart:
+    case RecordKind::kFlowEnd:
+      // Chrome flow events: "id" is the flow id that pairs "s" with "f", so
+      // these lines carry no event index.
+      head(n, nl, c, cl, tid, out, /*with_id=*/false);
+      out->lit(",\"id\":");
+      out->u64(r->end);
+      out->lit(",\"ts\":");
+      out->micros(clock_.to_ns(r->start));
+      if (r->kind == RecordKind::kFlowStart) out->lit(",\"ph\":\"s\"");
+      else out->lit(",\"ph\":\"f\",\"bp\":\"e\"");
+      break;
+    case RecordKind::kMetadata:
+    case RecordKind::kThreadName:
+      head(n, nl, c, cl, tid, out);
+      out->lit(",\"ph\":\"M\"");
+      args(r, out);
+      break;
+  }
+  out->lit("},\n");
+}
+
+void EventFormatter::metadata(const char* name, int64_t tid, const std::string& arg_name,
+                              const std::string& value, OutBuffer* out) {
+  head(name, std::strlen(name), "dftracer", 8, tid, out);
+  out->lit(",\"ph\":\"M\",\"args\":{\"hhash\":\"");
+  out->hex16(host_hash_);
+  out->lit("\",\"name\":\"");
+  char* p = out->ensure(6 * arg_name.size());
+  out->advance(json_escape_to(arg_name.data(), arg_name.size(), p));
+  out->lit("\",\"value\":\"");
+  p = out->ensure(6 * value.size());
+  out->advance(json_escape_to(value.data(), value.size(), p));
+  out->lit("\"}},\n");
+}
+
+void EventFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {
+  head(kind, std::strlen(kind), "dftracer", 8, tid, out);
+  out->lit(",\"ph\":\"M\",\"args\":{\"name\":\"");
+  char* p = out->ensure(6 * display.size());
+  out->advance(json_escape_to(display.data(), display.size(), p));
+  out->lit("\"}},\n");
+}
+
+void EventFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
+                               OutBuffer* out, bool last) {
+  head(name, std::strlen(name), "dftracer", 8, tid, out);
+  out->lit(",\"ts\":");
+  out->micros(ts_ns);
+  out->lit(",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"");
+  out->hex16(host_hash_);
+  out->ch('"');
+  if (!args_fragment.empty()) {
+    out->ch(',');
+    out->append(args_fragment.data(), args_fragment.size());
+  }
+  if (last) out->lit("}}\n]\n");
+  else out->lit("}},\n");
+}
+
+}  // namespace dftracer

@@ -1,0 +1,75 @@
+// OutBuffer: the writer's growable byte buffer with the few append helpers
+// JSON formatting needs (decimal integers, fixed 3-decimal microseconds, hex)
+// written by hand: snprintf would cost more than the rest of an event.
+#ifndef DFTRACER_SRC_CORE_OUT_BUFFER_H_
+#define DFTRACER_SRC_CORE_OUT_BUFFER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace dftracer {
+
+class OutBuffer {
+ public:
+  explicit OutBuffer(size_t reserve = 1 << 20) { buf_.resize(reserve); }
+
+  // Room for n more bytes; returns where to write them.
+  char* ensure(size_t n) {
+    if (len_ + n > buf_.size()) buf_.resize((len_ + n) * 2);
+    return buf_.data() + len_;
+  }
+  void advance(size_t n) { len_ += n; }
+
+  void append(const char* s, size_t n) {
+    std::memcpy(ensure(n), s, n);
+    len_ += n;
+  }
+  template <size_t N>
+  void lit(const char (&s)[N]) { append(s, N - 1); }
+  void ch(char c) { *ensure(1) = c; ++len_; }
+
+  void u64(uint64_t v) {
+    char tmp[20];
+    char* e = tmp + sizeof tmp;
+    char* p = e;
+    do { *--p = static_cast<char>('0' + v % 10); v /= 10; } while (v != 0);
+    append(p, static_cast<size_t>(e - p));
+  }
+  void i64(int64_t v) {
+    if (v < 0) { ch('-'); u64(0 - static_cast<uint64_t>(v)); }
+    else u64(static_cast<uint64_t>(v));
+  }
+  // Nanoseconds as microseconds: "123" or "123.456" (trailing zeros trimmed).
+  void micros(uint64_t ns) {
+    u64(ns / 1000);
+    unsigned frac = static_cast<unsigned>(ns % 1000);
+    if (frac == 0) return;
+    char d[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                 static_cast<char>('0' + frac % 10)};
+    size_t n = 4;
+    while (d[n - 1] == '0') --n;
+    append(d, n);
+  }
+  void hex16(uint64_t v) {
+    static const char kHex[] = "0123456789abcdef";
+    char* p = ensure(16);
+    for (int i = 15; i >= 0; --i) { p[i] = kHex[v & 15]; v >>= 4; }
+    len_ += 16;
+  }
+
+  const char* data() const { return buf_.data(); }
+  size_t size() const { return len_; }
+  void clear() { len_ = 0; }
+  // Drops everything after `n` bytes (to undo a partly formatted event).
+  void truncate(size_t n) { if (n < len_) len_ = n; }
+
+ private:
+  std::vector<char> buf_;
+  size_t len_ = 0;
+};
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_OUT_BUFFER_H_

@@ -1,0 +1,100 @@
+#include "string_table.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "hash.h"
+#include "json_escape.h"
+
+namespace dftracer {
+namespace {
+
+char* dup_bytes(const char* s, size_t n) {
+  char* p = static_cast<char*>(::operator new(n + 1));
+  std::memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+}  // namespace
+
+StringTable& StringTable::instance() {
+  static StringTable* table = new StringTable();  // never destroyed (see header)
+  return *table;
+}
+
+StringTable::StringTable() {
+  for (auto& s : segments_) s.store(nullptr, std::memory_order_relaxed);
+  Index* idx = new Index;
+  idx->mask = 4095;
+  idx->slots = new std::atomic<InternedString*>[4096];
+  for (size_t i = 0; i <= idx->mask; ++i) idx->slots[i].store(nullptr, std::memory_order_relaxed);
+  index_.store(idx, std::memory_order_release);
+}
+
+const InternedString* StringTable::find(const Index* idx, uint64_t h, const char* s, size_t n) const {
+  for (size_t i = h & idx->mask;; i = (i + 1) & idx->mask) {
+    const InternedString* e = idx->slots[i].load(std::memory_order_acquire);
+    if (e == nullptr) return nullptr;
+    if (e->hash == h && e->len == n && std::memcmp(e->str, s, n) == 0) return e;
+  }
+}
+
+void StringTable::insert_into(Index* idx, InternedString* e) {
+  size_t i = e->hash & idx->mask;
+  while (idx->slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & idx->mask;
+  idx->slots[i].store(e, std::memory_order_release);
+}
+
+uint32_t StringTable::intern(const char* s, size_t n) {
+  if (s == nullptr) { s = ""; n = 0; }
+  uint64_t h = hash64(s, n);
+  if (const InternedString* e = find(index_.load(std::memory_order_acquire), h, s, n)) return e->id;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  Index* idx = index_.load(std::memory_order_relaxed);
+  if (const InternedString* e = find(idx, h, s, n)) return e->id;
+
+  uint32_t id = next_id_.load(std::memory_order_relaxed);
+  uint32_t seg = id >> kSegmentBits;
+  if (seg >= kMaxSegments) return 0;  // table full: callers treat 0 as "no string"
+  InternedString** block = segments_[seg].load(std::memory_order_relaxed);
+  if (block == nullptr) {
+    block = new InternedString*[kSegmentSize]();
+    segments_[seg].store(block, std::memory_order_release);
+  }
+
+  std::string esc;
+  json_escape_append(s, n, &esc);
+  auto* e = new InternedString;
+  e->hash = h;
+  e->id = id;
+  e->len = static_cast<uint32_t>(n);
+  e->str = dup_bytes(s, n);
+  e->escaped_len = static_cast<uint32_t>(esc.size());
+  e->escaped = dup_bytes(esc.data(), esc.size());
+  block[id & (kSegmentSize - 1)] = e;
+  // Publish the id -> entry mapping before the id can be returned to anyone.
+  segments_[seg].store(block, std::memory_order_release);
+  next_id_.store(id + 1, std::memory_order_release);
+
+  // Keep the index at most half full; readers keep using the old index
+  // (which stays valid, it is never freed) until the new one is published.
+  if (2 * (count_ + 1) > idx->mask + 1) {
+    Index* bigger = new Index;
+    bigger->mask = 2 * (idx->mask + 1) - 1;
+    bigger->slots = new std::atomic<InternedString*>[bigger->mask + 1];
+    for (size_t i = 0; i <= bigger->mask; ++i) bigger->slots[i].store(nullptr, std::memory_order_relaxed);
+    for (size_t i = 0; i <= idx->mask; ++i)
+      if (InternedString* old = idx->slots[i].load(std::memory_order_relaxed)) insert_into(bigger, old);
+    insert_into(bigger, e);
+    index_.store(bigger, std::memory_order_release);
+  } else {
+    insert_into(idx, e);
+  }
+  ++count_;
+  return id;
+}
+
+}  // namespace dftracer

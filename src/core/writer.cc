@@ -1,0 +1,204 @@
+#include "writer.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+
+#include "clock.h"
+#include "hash.h"
+#include "json_escape.h"
+#include "logger.h"
+#include "thread_buffer.h"
+
+namespace dftracer {
+namespace {
+
+// A chunk handed to the sink: big enough to compress well, small enough that
+// the writer never holds much formatted text.
+constexpr size_t kEmitBytes = 1 << 20;
+
+std::string hex16(uint64_t v) {
+  char b[17];
+  snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  json_escape_append(s.data(), s.size(), &out);
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+Writer::Writer(Logger& logger, std::unique_ptr<TraceSink> sink, SessionInfo info)
+    : logger_(logger),
+      sink_(std::move(sink)),
+      info_(std::move(info)),
+      path_(sink_->path()),
+      fmt_(info_.pid, hash64(info_.hostname.data(), info_.hostname.size())),
+      out_(2 * kEmitBytes) {}
+
+Writer::~Writer() {
+  if (thread_.joinable()) thread_.detach();
+}
+
+void Writer::start() {
+  write_preamble();
+  thread_ = std::thread([this] {
+    // Signals go to the application's threads, never here: a SIGTERM handler
+    // that finalizes must be able to join this thread.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    pthread_setname_np(pthread_self(), "dftracer-writer");
+    run();
+  });
+}
+
+void Writer::write_preamble() {
+  // "[" and the process metadata go out as the first chunk, so even a
+  // process killed at once leaves a file that says whose it is.
+  out_.lit("[\n");
+  const Config& c = info_.config;
+  uint64_t cmd_hash = hash64(info_.cmdline.data(), info_.cmdline.size());
+  uint64_t exe_hash = hash64(info_.exe.data(), info_.exe.size());
+  uint64_t cwd_hash = hash64(info_.cwd.data(), info_.cwd.size());
+  if (c.inc_metadata) {
+    fmt_.metadata("HH", info_.main_tid, info_.hostname,
+                  hex16(hash64(info_.hostname.data(), info_.hostname.size())), &out_);
+    fmt_.metadata("SH", info_.main_tid, info_.cmdline, hex16(cmd_hash), &out_);
+    fmt_.metadata("SH", info_.main_tid, info_.exe, hex16(exe_hash), &out_);
+    fmt_.metadata("FH", info_.main_tid, info_.cwd, hex16(cwd_hash), &out_);
+    fmt_.naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", &out_);
+  }
+  std::string args = "\"cmd_hash\":\"" + hex16(cmd_hash) + "\",\"exec_hash\":\"" + hex16(exe_hash) +
+                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) +
+                     ",\"version\":\"" DFTRACER_VERSION "\",\"init\":" + json_str(c.init_mode) +
+                     ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0");
+  fmt_.lifecycle("start", info_.main_tid, info_.start_ns, args, &out_, false);
+  emit();
+}
+
+void Writer::run() {
+  const auto interval = std::chrono::milliseconds(info_.config.flush_interval_ms);
+  auto next_flush = std::chrono::steady_clock::now() + interval;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    // Wake on a sealed chunk, a flush request, stop, or the timer.
+    wake_.wait_until(lock, next_flush);
+    if (stop_) break;
+    uint64_t want = flush_requested_;
+    lock.unlock();
+    cycle();
+    auto now = std::chrono::steady_clock::now();
+    // Write out partial chunks when the timer is due or someone asked.
+    if (now >= next_flush || want > flush_done_) {
+      emit();
+      next_flush = now + interval;
+    }
+    lock.lock();
+    if (want > flush_done_) {
+      flush_done_ = want;
+      flushed_.notify_all();
+    }
+  }
+}
+
+void Writer::cycle() {
+  Clock::instance().recalibrate();
+  logger_.snapshot_buffers(&scratch_);
+  for (ThreadBuffer* tb : scratch_) drain(tb);
+}
+
+void Writer::drain(ThreadBuffer* tb) {
+  if (tb->rchunk == nullptr) {
+    tb->rchunk = tb->first.load(std::memory_order_acquire);
+    tb->roff = 0;
+    if (tb->rchunk == nullptr) {
+      if (tb->exited.load(std::memory_order_acquire)) logger_.retire_buffer(tb);
+      return;
+    }
+  }
+  if (!tb->named && info_.config.inc_metadata) {
+    fmt_.naming("thread_name", tb->tid, tb->name[0] ? std::string(tb->name) : std::to_string(tb->tid), &out_);
+    tb->named = true;
+  }
+  ChunkPool& pool = logger_.pool();
+  for (;;) {
+    Chunk* c = tb->rchunk;
+    // Read `sealed` before `committed`: once sealed, committed is final.
+    bool sealed = c->sealed.load(std::memory_order_acquire);
+    uint32_t end = c->committed.load(std::memory_order_acquire);
+    while (tb->roff + 2 * kSlot <= end) {
+      const RecordHeader* r = reinterpret_cast<const RecordHeader*>(c->data + tb->roff);
+      uint32_t size = uint32_t{r->nslots} * kSlot;
+      if (r->nslots < 2 || tb->roff + size > end) {  // cannot happen unless memory was corrupted
+        tb->roff = end;
+        break;
+      }
+      fmt_.format(r, tb->tid, &out_);
+      tb->roff += size;
+      if (out_.size() >= kEmitBytes) emit();
+    }
+    if (!sealed) break;
+    Chunk* next = c->next.load(std::memory_order_acquire);
+    pool.release(c);
+    pool.note_sealed_released();
+    tb->rchunk = next;
+    tb->roff = 0;
+    if (next == nullptr) {  // sealed without a successor: the thread exited
+      logger_.retire_buffer(tb);
+      break;
+    }
+  }
+  uint64_t d = tb->dropped.load(std::memory_order_relaxed);
+  if (d != tb->accounted_drops) {
+    dropped_.fetch_add(d - tb->accounted_drops, std::memory_order_relaxed);
+    tb->accounted_drops = d;
+  }
+}
+
+void Writer::emit() {
+  if (out_.size() == 0) return;
+  uint64_t lines = fmt_.lines() - emitted_lines_;
+  emitted_lines_ = fmt_.lines();
+  if (sink_->write_chunk(out_.data(), out_.size(), lines)) {
+    events_written_.fetch_add(lines, std::memory_order_relaxed);
+  } else {
+    lost_lines_ += lines;
+    dropped_.fetch_add(lines, std::memory_order_relaxed);
+  }
+  bytes_written_.store(sink_->bytes_written(), std::memory_order_relaxed);
+  out_.clear();
+}
+
+void Writer::flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stop_ || !thread_.joinable()) return;
+  uint64_t ticket = ++flush_requested_;
+  wake_.notify_one();
+  flushed_.wait_for(lock, std::chrono::seconds(30), [&] { return flush_done_ >= ticket || stop_; });
+}
+
+void Writer::stop(int64_t tid) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  flushed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  cycle();  // whatever came in while the thread was stopping
+  // num_events counts every event written before `end`, metadata included
+  // (DFTracer's convention).
+  std::string args = "\"num_events\":" + std::to_string(fmt_.lines() - lost_lines_) +
+                     ",\"dropped\":" + std::to_string(dropped_.load(std::memory_order_relaxed));
+  fmt_.lifecycle("end", tid, Clock::instance().now_ns(), args, &out_, /*last=*/true);
+  emit();
+  sink_->close();
+}
+
+}  // namespace dftracer

@@ -1,0 +1,92 @@
+// Writer: the background thread that drains every thread's chunks, formats
+// JSON lines and hands them to the sink. It wakes when a chunk is sealed,
+// on dft_flush, and at least every flush interval, so a crash loses at most
+// one interval of events. It converts ticks to epoch time, so the clock is
+// recalibrated here, not on the recording threads.
+#ifndef DFTRACER_SRC_CORE_WRITER_H_
+#define DFTRACER_SRC_CORE_WRITER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "event_formatter.h"
+#include "out_buffer.h"
+#include "trace_sink.h"
+
+namespace dftracer {
+
+class Logger;
+struct ThreadBuffer;
+
+struct SessionInfo {
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  int64_t main_tid = 0;
+  uint64_t start_ns = 0;
+  std::string hostname, cmdline, exe, app, cwd;
+  Config config;
+};
+
+class Writer {
+ public:
+  Writer(Logger& logger, std::unique_ptr<TraceSink> sink, SessionInfo info);
+  ~Writer();
+
+  void start();
+  // Drains everything, writes the `end` event and `]`, closes the file and
+  // joins the thread. `tid` is the finalizing thread.
+  void stop(int64_t tid);
+  // A chunk was sealed: wake up soon.
+  void notify() { wake_.notify_one(); }
+  // Writes everything recorded so far, then returns.
+  void flush();
+
+  uint64_t events_written() const { return events_written_.load(std::memory_order_relaxed); }
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
+  uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  const std::string& path() const { return path_; }
+
+  // fork(): the child has no writer thread; its Writer is abandoned.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
+
+ private:
+  void run();
+  void cycle();
+  void drain(ThreadBuffer* tb);
+  void emit();
+  void write_preamble();
+
+  Logger& logger_;
+  std::unique_ptr<TraceSink> sink_;
+  SessionInfo info_;
+  std::string path_;
+  EventFormatter fmt_;
+  OutBuffer out_;
+  uint64_t emitted_lines_ = 0;  // fmt_.lines() at the last emit
+  uint64_t lost_lines_ = 0;  // formatted but not written (I/O failure)
+  std::vector<ThreadBuffer*> scratch_;
+
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable flushed_;
+  bool stop_ = false;
+  uint64_t flush_requested_ = 0;  // guarded by mu_
+  uint64_t flush_done_ = 0;       // guarded by mu_
+
+  std::atomic<uint64_t> events_written_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_WRITER_H_
