@@ -1,0 +1,188 @@
+#include "event_decoder.hpp"
+
+#include <charconv>
+#include <cstring>
+
+namespace dftracer::analyze {
+namespace ondemand = simdjson::ondemand;
+
+namespace {
+
+// `raw` points just past a key's opening quote (padded buffer: reading a few
+// bytes past a short key is safe). Keys with escapes never match, which is right:
+// none of the names we look for contain any.
+template <size_t N>
+inline bool key_is(const char* raw, const char (&lit)[N]) {
+  return std::memcmp(raw, lit, N - 1) == 0 && raw[N - 1] == '"';
+}
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+// A number written bare or quoted. Returns false for any other type.
+inline bool read_number(ondemand::value& v, double& out) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == ondemand::json_type::number) return !v.get_double().get(out);
+  if (t == ondemand::json_type::string) return !v.get_double_in_string().get(out);
+  return false;
+}
+
+// A string value, or the literal text of a number/bool (graph ids may be ints).
+inline bool read_text(ondemand::value& v, std::string_view& out) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == ondemand::json_type::string) return !v.get_string().get(out);
+  if (t == ondemand::json_type::number || t == ondemand::json_type::boolean) {
+    out = trim(v.raw_json_token());
+    return true;
+  }
+  return false;
+}
+
+// pid/tid: a number, a numeric string, or (torch.profiler) an arbitrary string.
+inline bool read_id(ondemand::value& v, int64_t& num, std::string_view& text, std::string& buf) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == ondemand::json_type::number) {
+    std::string_view tok = trim(v.raw_json_token());
+    double d = 0;
+    if (v.get_double().get(d)) return false;
+    num = static_cast<int64_t>(d);
+    // Keep integral ids as written ("1338896"), normalise "12.0"-style to "12".
+    if (tok.find_first_of(".eE") == std::string_view::npos) {
+      text = tok;
+    } else {
+      buf = std::to_string(num);
+      text = buf;
+    }
+    return true;
+  }
+  if (t == ondemand::json_type::string) {
+    if (v.get_string().get(text)) return false;
+    int64_t n = 0;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), n);
+    num = (r.ec == std::errc() && r.ptr == text.data() + text.size()) ? n : 0;
+    return true;
+  }
+  return false;
+}
+
+DecodeStatus decode_args(ondemand::value& v, Event& ev) {
+  ondemand::object args;
+  if (v.get_object().get(args)) return DecodeStatus::BadField;
+  for (auto fr : args) {
+    ondemand::field f;
+    if (std::move(fr).get(f)) return DecodeStatus::Malformed;
+    const char* k = f.key().raw();
+    ondemand::value av = f.value();
+    switch (k[0]) {
+      case 'm':
+        if (key_is(k, "module")) read_text(av, ev.module);
+        break;
+      case 'p':
+        if (key_is(k, "phase")) read_text(av, ev.phase);
+        break;
+      case 'g':
+        if (key_is(k, "graph")) read_text(av, ev.graph);
+        break;
+      case 'f':
+        if (key_is(k, "flops")) ev.has_flops = read_number(av, ev.flops);
+        break;
+      case 'b':
+        if (key_is(k, "bytes")) ev.has_bytes = read_number(av, ev.bytes);
+        break;
+      case 'n':
+        if (key_is(k, "name")) read_text(av, ev.meta_name);
+        break;
+      default:
+        break;
+    }
+  }
+  return DecodeStatus::Ok;
+}
+
+}  // namespace
+
+std::string_view strip_trace_line(std::string_view line) {
+  line = trim(line);
+  if (!line.empty() && line.back() == ',') line.remove_suffix(1);
+  line = trim(line);
+  if (line == "[" || line == "]" || line == "[]") return {};
+  // The writer's closing line is a last event followed by "]" on its own line,
+  // but a hand-joined file may close on the same line: "{...}]".
+  if (line.size() > 1 && line.back() == ']' && line.front() == '{') {
+    std::string_view inner = trim(line.substr(0, line.size() - 1));
+    if (!inner.empty() && inner.back() == '}') return inner;
+  }
+  return line;
+}
+
+DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity, Event& ev) {
+  ev = Event{};
+  if (line.empty() || line.front() != '{') return DecodeStatus::Malformed;
+  ondemand::document doc;
+  if (parser_.iterate(line.data(), line.size(), padded_capacity).get(doc)) return DecodeStatus::Malformed;
+  ondemand::object obj;
+  if (doc.get_object().get(obj)) return DecodeStatus::Malformed;
+  bool have_name = false, have_ph = false, bad_field = false;
+  for (auto fr : obj) {
+    ondemand::field f;
+    if (std::move(fr).get(f)) return DecodeStatus::Malformed;
+    const char* k = f.key().raw();
+    ondemand::value v = f.value();
+    switch (k[0]) {
+      case 'n':
+        if (key_is(k, "name")) {
+          have_name = !v.get_string().get(ev.name);
+          bad_field |= !have_name;
+        }
+        break;
+      case 'c':
+        if (key_is(k, "cat")) bad_field |= !read_text(v, ev.cat);
+        break;
+      case 'p':
+        if (key_is(k, "ph")) {
+          have_ph = !v.get_string().get(ev.ph);
+          bad_field |= !have_ph;
+        } else if (key_is(k, "pid")) {
+          bad_field |= !read_id(v, ev.pid, ev.pid_text, pid_buf_);
+        }
+        break;
+      case 't':
+        if (key_is(k, "ts")) {
+          ev.has_ts = read_number(v, ev.ts);
+          bad_field |= !ev.has_ts;
+        } else if (key_is(k, "tid")) {
+          bad_field |= !read_id(v, ev.tid, ev.tid_text, tid_buf_);
+        }
+        break;
+      case 'd':
+        if (key_is(k, "dur")) {
+          ev.has_dur = read_number(v, ev.dur);
+          bad_field |= !ev.has_dur;
+        }
+        break;
+      case 'a':
+        if (key_is(k, "args")) {
+          DecodeStatus s = decode_args(v, ev);
+          if (s == DecodeStatus::Malformed) return s;
+          bad_field |= (s == DecodeStatus::BadField);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  // On-Demand stops at the closing brace: anything after it means a broken line.
+  const char* rest = nullptr;
+  if (!doc.current_location().get(rest)) return DecodeStatus::Malformed;
+  if (bad_field || !have_name || !have_ph) return DecodeStatus::BadField;
+  if (ev.has_dur && !(ev.dur >= 0)) return DecodeStatus::BadField;
+  return DecodeStatus::Ok;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,172 @@
+// dftracer-analyze: summary, merge and report over .pfw / .pfw.gz / Chrome JSON traces.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "merge.hpp"
+#include "report.hpp"
+#include "summary.hpp"
+#include "trace_reader.hpp"
+
+using namespace dftracer::analyze;
+
+namespace {
+
+const char* kUsage =
+    "usage: dftracer-analyze <command> [options] PATH...\n"
+    "\n"
+    "PATH: .pfw, .pfw.gz, Chrome trace .json/.json.gz files, directories, or glob patterns.\n"
+    "\n"
+    "commands:\n"
+    "  summary   time per group: count, total, mean, min, p50, p95, max, share, GFLOP/s, GB/s\n"
+    "              --by KEYS      name (default), cat, module, phase, graph, pid, tid; comma-joined for several\n"
+    "              --top N        the N groups with the most time (default: all)\n"
+    "              --format F     table (default), json or csv\n"
+    "              -o FILE        write there instead of stdout\n"
+    "  merge     all inputs into one strict-JSON trace for Perfetto / chrome://tracing\n"
+    "              -o FILE        output, .json or .json.gz (required)\n"
+    "  report    one self-contained HTML page with charts\n"
+    "              -o FILE        output .html (required)\n"
+    "              --top N        ops in the top-ops chart (default 20)\n"
+    "\n"
+    "common options:\n"
+    "  --threads N     reader threads (default: all cores)\n"
+    "  --no-progress   no progress bar (it only shows when stderr is a terminal)\n"
+    "\n"
+    "Bad input (garbage or half lines, wrongly typed fields, truncated gzip members, empty files) is\n"
+    "skipped and counted in one line on stderr; the exit status is 0 when any event was read, 1 when\n"
+    "none was, 2 for a usage error or a missing or unreadable path.\n";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "dftracer-analyze: %s\n(run 'dftracer-analyze --help' for usage)\n", msg.c_str());
+  std::exit(2);
+}
+
+size_t parse_count(const std::string& opt, const char* v) {
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (!*v || *end || n < 0) usage_error(opt + " needs a non-negative integer, not '" + v + "'");
+  return static_cast<size_t>(n);
+}
+
+struct Args {
+  std::string command;
+  std::vector<std::string> paths;
+  std::string by = "name", format = "table", out;
+  size_t top = 0;
+  bool top_set = false;
+  unsigned threads = default_threads();
+  bool progress = true;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  if (argc < 2) usage_error("missing command");
+  a.command = argv[1];
+  if (a.command == "-h" || a.command == "--help" || a.command == "help") {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  if (a.command != "summary" && a.command != "merge" && a.command != "report")
+    usage_error("unknown command '" + a.command + "'");
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage_error(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "-h" || s == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (s == "--by") a.by = value();
+    else if (s == "--format") a.format = value();
+    else if (s == "--top") {
+      a.top = parse_count(s, value());
+      a.top_set = true;
+    } else if (s == "-o" || s == "--output") a.out = value();
+    else if (s == "--threads") {
+      a.threads = static_cast<unsigned>(parse_count(s, value()));
+      if (a.threads == 0) usage_error("--threads must be at least 1");
+    } else if (s == "--no-progress") a.progress = false;
+    else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
+    else a.paths.push_back(s);
+  }
+  if (a.paths.empty()) usage_error("no input path given");
+  if (a.format != "table" && a.format != "json" && a.format != "csv")
+    usage_error("--format must be table, json or csv, not '" + a.format + "'");
+  if ((a.command == "merge" || a.command == "report") && a.out.empty())
+    usage_error(a.command + " needs -o FILE");
+  return a;
+}
+
+// The one line about skipped input, and the exit status it implies.
+int finish(const ReadStats& st) {
+  std::string line = st.problems_line();
+  if (!line.empty()) std::fprintf(stderr, "dftracer-analyze: %s\n", line.c_str());
+  if (st.events == 0) {
+    std::fprintf(stderr, "dftracer-analyze: no event could be read\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* why = unsupported_cpu_reason()) {
+    std::fprintf(stderr, "dftracer-analyze: error: %s\n", why);
+    return 2;
+  }
+  Args a = parse_args(argc, argv);
+  ReadOptions ro;
+  ro.progress = a.progress;
+  try {
+    std::vector<std::string> files = expand_inputs(a.paths);
+    if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
+    if (a.command == "summary") {
+      std::vector<GroupKey> keys;
+      try {
+        keys = parse_group_keys(a.by);
+      } catch (const std::invalid_argument& e) {
+        usage_error(e.what());
+      }
+      Summary s = summarize(files, keys, a.top, a.threads, ro);
+      std::ostringstream os;
+      if (a.format == "json") write_summary_json(os, s);
+      else if (a.format == "csv") write_summary_csv(os, s);
+      else write_summary_table(os, s);
+      if (a.out.empty()) {
+        std::cout << os.str();
+        std::cout.flush();
+      } else {
+        std::ofstream f(a.out, std::ios::binary);
+        f << os.str();
+        if (!f) throw InputError("cannot write " + a.out);
+      }
+      return finish(s.stats);
+    }
+    if (a.command == "merge") {
+      MergeResult r = merge_traces(files, a.out, a.threads, ro);
+      std::fprintf(stderr, "dftracer-analyze: wrote %llu events to %s\n",
+                   static_cast<unsigned long long>(r.events_written), a.out.c_str());
+      return finish(r.stats);
+    }
+    ReportResult r = write_report(files, a.out, a.top_set ? a.top : 20, a.threads, ro);
+    std::fprintf(stderr, "dftracer-analyze: wrote report of %llu events to %s\n",
+                 static_cast<unsigned long long>(r.stats.events), a.out.c_str());
+    return finish(r.stats);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "dftracer-analyze: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dftracer-analyze: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,264 @@
+#include "merge.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "summary.hpp"  // append_json_string
+
+namespace dftracer::analyze {
+namespace ondemand = simdjson::ondemand;
+
+namespace {
+
+// The single output stream; threads hand it whole blocks of events.
+class OutputSink {
+ public:
+  explicit OutputSink(const std::string& path) : path_(path) {
+    gz_ = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) throw InputError("cannot write " + path + ": " + std::strerror(errno));
+    if (gz_) {
+      // One gzip stream (not one member per block): every viewer's gunzip reads it.
+      if (deflateInit2(&zs_, 3, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        throw InputError("zlib deflateInit2 failed");
+    }
+  }
+  ~OutputSink() {
+    if (file_) std::fclose(file_);
+    if (gz_) deflateEnd(&zs_);
+  }
+
+  // Appends events (each a JSON object) with the separating commas.
+  void events(const std::vector<std::string>& evs) {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::string block;
+    for (auto& e : evs) {
+      block += first_ ? "\n" : ",\n";
+      first_ = false;
+      block += e;
+    }
+    write(block.data(), block.size(), false);
+  }
+  void raw(const std::string& s) {
+    std::lock_guard<std::mutex> lk(mu_);
+    write(s.data(), s.size(), false);
+  }
+  void close() {
+    std::lock_guard<std::mutex> lk(mu_);
+    write(nullptr, 0, true);
+    if (std::fflush(file_) != 0 || std::ferror(file_)) throw InputError("write error on " + path_);
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+
+ private:
+  void write(const char* p, size_t n, bool finish) {
+    if (!gz_) {
+      if (n && std::fwrite(p, 1, n, file_) != n) throw InputError("write error on " + path_);
+      return;
+    }
+    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
+    zs_.avail_in = static_cast<uInt>(n);
+    char out[1 << 16];
+    int rc;
+    do {
+      zs_.next_out = reinterpret_cast<Bytef*>(out);
+      zs_.avail_out = sizeof out;
+      rc = deflate(&zs_, finish ? Z_FINISH : Z_NO_FLUSH);
+      size_t got = sizeof out - zs_.avail_out;
+      if (got && std::fwrite(out, 1, got, file_) != got) throw InputError("write error on " + path_);
+    } while (zs_.avail_out == 0 || (finish && rc != Z_STREAM_END));
+  }
+
+  std::string path_;
+  bool gz_ = false;
+  std::FILE* file_ = nullptr;
+  z_stream zs_{};
+  std::mutex mu_;
+  bool first_ = true;
+};
+
+using Track = std::pair<std::string, std::string>;  // pid, tid as JSON tokens
+
+struct Tracks {
+  std::set<std::string> pids, named_pids;
+  std::set<Track> tids, named_tids;
+  std::map<std::string, size_t> pid_file;  // first file a pid came from, for its label
+
+  void merge(const Tracks& o) {
+    pids.insert(o.pids.begin(), o.pids.end());
+    named_pids.insert(o.named_pids.begin(), o.named_pids.end());
+    tids.insert(o.tids.begin(), o.tids.end());
+    named_tids.insert(o.named_tids.begin(), o.named_tids.end());
+    for (auto& [p, f] : o.pid_file) pid_file.emplace(p, f);
+  }
+};
+
+inline std::string_view trim_token(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// "123" -> 123 when the whole string is a JSON number.
+bool numeric_string(std::string_view s) {
+  if (s.empty()) return false;
+  double d;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), d);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-');
+}
+
+class MergeConsumer : public LineConsumer {
+ public:
+  explicit MergeConsumer(OutputSink& out) : out_(out) {}
+
+  void begin_piece(size_t file_index) override { file_ = file_index; }
+
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    // Full validation first: On-Demand alone would copy invalid text it skipped.
+    simdjson::dom::element el;
+    if (dom_.parse(line.data(), line.size(), false).get(el) || !el.is_object()) return DecodeStatus::Malformed;
+    ondemand::document doc;
+    ondemand::object obj;
+    if (od_.iterate(line.data(), line.size(), cap).get(doc) || doc.get_object().get(obj))
+      return DecodeStatus::Malformed;
+    std::string& o = scratch_;
+    o.assign("{");
+    std::string pid = "0", tid = "0", name, ph, meta_name;
+    bool first = true;
+    for (auto fr : obj) {
+      ondemand::field f;
+      std::string_view key;
+      if (std::move(fr).get(f) || f.unescaped_key().get(key)) return DecodeStatus::Malformed;
+      ondemand::value v = f.value();
+      ondemand::json_type t;
+      if (v.type().get(t)) return DecodeStatus::Malformed;
+      std::string_view text;
+      if (t == ondemand::json_type::object) {
+        ondemand::object sub;
+        if (v.get_object().get(sub) || sub.raw_json().get(text)) return DecodeStatus::Malformed;
+        if (key == "args" && (name == "process_name" || name == "thread_name")) {
+          simdjson::dom::element a;
+          std::string_view nm;
+          if (!el["args"]["name"].get(a) && !a.get_string().get(nm)) meta_name = nm;
+        }
+      } else if (t == ondemand::json_type::array) {
+        ondemand::array sub;
+        if (v.get_array().get(sub) || sub.raw_json().get(text)) return DecodeStatus::Malformed;
+      } else {
+        text = trim_token(v.raw_json_token());
+      }
+      bool numeric_field = key == "pid" || key == "tid" || key == "ts" || key == "dur" || key == "id";
+      if (numeric_field && t == ondemand::json_type::string && text.size() >= 2 &&
+          numeric_string(text.substr(1, text.size() - 2)))
+        text = text.substr(1, text.size() - 2);  // DFTracer v1 quotes its numbers
+      if (key == "pid") pid = std::string(text);
+      else if (key == "tid") tid = std::string(text);
+      else if (key == "name" && t == ondemand::json_type::string) name = std::string(text.substr(1, text.size() - 2));
+      else if (key == "ph" && t == ondemand::json_type::string) ph = std::string(text.substr(1, text.size() - 2));
+      if (!first) o += ',';
+      first = false;
+      append_json_string(o, key);
+      o += ':';
+      o.append(text.data(), text.size());
+    }
+    o += '}';
+    if (ph.empty()) return DecodeStatus::BadField;
+    tracks_.pids.insert(pid);
+    tracks_.pid_file.emplace(pid, file_);
+    if (ph == "M" && name == "process_name") tracks_.named_pids.insert(pid);
+    else if (ph == "M" && name == "thread_name") tracks_.named_tids.insert({pid, tid});
+    else tracks_.tids.insert({pid, tid});
+    block_.push_back(o);
+    block_bytes_ += o.size();
+    if (block_bytes_ > (1u << 20)) flush();
+    ++written_;
+    return DecodeStatus::Ok;
+  }
+
+  void flush() {
+    if (block_.empty()) return;
+    out_.events(block_);
+    block_.clear();
+    block_bytes_ = 0;
+  }
+
+  Tracks& tracks() { return tracks_; }
+  uint64_t written() const { return written_; }
+
+ private:
+  OutputSink& out_;
+  simdjson::dom::parser dom_;
+  ondemand::parser od_;
+  std::string scratch_;
+  std::vector<std::string> block_;
+  size_t block_bytes_ = 0;
+  size_t file_ = 0;
+  uint64_t written_ = 0;
+  Tracks tracks_;
+};
+
+std::string meta_event(const char* what, const std::string& pid, const std::string& tid, const std::string& label) {
+  std::string o = "{\"name\":\"";
+  o += what;
+  o += "\",\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{\"name\":";
+  append_json_string(o, label);
+  return o + "}}";
+}
+
+}  // namespace
+
+MergeResult merge_traces(const std::vector<std::string>& files, const std::string& out_path, unsigned threads,
+                         const ReadOptions& options) {
+  threads = std::max(1u, threads);
+  OutputSink out(out_path);
+  out.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+  std::vector<std::unique_ptr<MergeConsumer>> cons;
+  std::vector<LineConsumer*> ptrs;
+  for (unsigned t = 0; t < threads; ++t) {
+    cons.push_back(std::make_unique<MergeConsumer>(out));
+    ptrs.push_back(cons.back().get());
+  }
+  MergeResult res;
+  res.stats = read_traces(files, ptrs, options);
+  Tracks tracks;
+  for (auto& c : cons) {
+    c->flush();
+    tracks.merge(c->tracks());
+    res.events_written += c->written();
+  }
+  // Label the tracks nobody named: the process by its pid and source file.
+  std::vector<std::string> names;
+  for (auto& pid : tracks.pids) {
+    if (tracks.named_pids.count(pid)) continue;
+    std::string label = "pid " + pid;
+    auto it = tracks.pid_file.find(pid);
+    if (it != tracks.pid_file.end() && it->second < files.size())
+      label += " (" + std::filesystem::path(files[it->second]).filename().string() + ")";
+    names.push_back(meta_event("process_name", pid, "0", label));
+  }
+  for (auto& tr : tracks.tids) {
+    if (tracks.named_tids.count(tr)) continue;
+    names.push_back(meta_event("thread_name", tr.first, tr.second, "tid " + tr.second));
+  }
+  out.events(names);
+  res.names_added = names.size();
+  res.events_written += names.size();
+  out.raw("\n]}\n");
+  out.close();
+  return res;
+}
+
+}  // namespace dftracer::analyze

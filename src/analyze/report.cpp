@@ -1,0 +1,268 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "event_decoder.hpp"
+#include "summary.hpp"  // append_json_string
+
+namespace dftracer::analyze {
+
+namespace {
+
+struct Totals {
+  uint64_t count = 0;
+  double total = 0;
+};
+
+// Event counts of one process in time bins of 2^shift microseconds. When a
+// process needs more than kMaxBins bins the bins double in width, so memory
+// stays bounded however long the trace.
+struct Timeline {
+  static constexpr size_t kMaxBins = 4096;
+  int shift = 0;
+  std::map<int64_t, uint64_t> bins;
+
+  void coarsen_to(int s) {
+    if (s <= shift) return;
+    std::map<int64_t, uint64_t> nb;
+    for (auto& [k, c] : bins) nb[k >> (s - shift)] += c;
+    bins.swap(nb);
+    shift = s;
+  }
+  void add(double ts) {
+    int64_t k = static_cast<int64_t>(std::floor(ts)) >> shift;
+    ++bins[k];
+    while (bins.size() > kMaxBins) coarsen_to(shift + 1);
+  }
+  void merge(Timeline& o) {
+    int s = std::max(shift, o.shift);
+    coarsen_to(s);
+    o.coarsen_to(s);
+    for (auto& [k, c] : o.bins) bins[k] += c;
+    while (bins.size() > kMaxBins) coarsen_to(shift + 1);
+  }
+};
+
+class ReportConsumer : public LineConsumer {
+ public:
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    DecodeStatus st = decoder_.decode(line, cap, ev_);
+    if (st != DecodeStatus::Ok) return st;
+    if (ev_.is_metadata()) {
+      if (ev_.name == "process_name" && !ev_.meta_name.empty())
+        process_names_[std::string(ev_.pid_text)] = std::string(ev_.meta_name);
+      return st;
+    }
+    if (!ev_.is_complete() || !ev_.has_dur) return st;
+    add(by_name_, ev_.name, ev_.dur);
+    add(by_module_, ev_.module.empty() ? std::string_view("(none)") : ev_.module, ev_.dur);
+    add(by_phase_, ev_.phase.empty() ? std::string_view("(none)") : ev_.phase, ev_.dur);
+    if (ev_.has_ts) {
+      timelines_[std::string(ev_.pid_text)].add(ev_.ts);
+      first_ts_ = std::min(first_ts_, ev_.ts);
+    }
+    return st;
+  }
+
+  void merge(ReportConsumer& o) {
+    for (auto p : {std::make_pair(&by_name_, &o.by_name_), std::make_pair(&by_module_, &o.by_module_),
+                   std::make_pair(&by_phase_, &o.by_phase_)}) {
+      for (auto& [k, t] : *p.second) {
+        Totals& m = (*p.first)[k];
+        m.count += t.count;
+        m.total += t.total;
+      }
+    }
+    for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
+    for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
+    first_ts_ = std::min(first_ts_, o.first_ts_);
+  }
+
+  std::unordered_map<std::string, Totals> by_name_, by_module_, by_phase_;
+  std::map<std::string, Timeline> timelines_;
+  std::map<std::string, std::string> process_names_;
+  double first_ts_ = INFINITY;
+
+ private:
+  void add(std::unordered_map<std::string, Totals>& m, std::string_view k, double dur) {
+    key_.assign(k.data(), k.size());
+    Totals& t = m[key_];
+    ++t.count;
+    t.total += dur;
+  }
+  EventDecoder decoder_;
+  Event ev_;
+  std::string key_;
+};
+
+// JSON array of [label, count, total_us] sorted by total, at most `top` (0 = all).
+std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t top) {
+  std::vector<std::pair<std::string, Totals>> v(m.begin(), m.end());
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.total > b.second.total; });
+  if (top && v.size() > top) v.resize(top);
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) o += ',';
+    o += '[';
+    append_json_string(o, v[i].first);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ",%llu,%.3f]", static_cast<unsigned long long>(v[i].second.count),
+                  v[i].second.total);
+    o += buf;
+  }
+  return o + "]";
+}
+
+const char* kPage = R"HTML(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>dftracer-analyze report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}
+.note{color:#666;font-size:13px}
+svg.chart{display:block;border:1px solid #ddd;background:#fcfcfc}
+svg.chart text{font-size:11px;fill:#333}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
+</style></head><body>
+<h1>Trace report</h1>
+<p class="note" id="overview"></p>
+<h2>Top operations by total time</h2><div id="top-ops"></div>
+<h2>Time by module</h2><div id="by-module"></div>
+<h2>Forward / backward / inference</h2><div id="by-phase"></div>
+<h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
+<script id="report-data" type="application/json">@DATA@</script>
+<script>
+(function(){
+"use strict";
+var D = JSON.parse(document.getElementById("report-data").textContent);
+var NS = "http://www.w3.org/2000/svg";
+var COLORS = ["#4e79a7","#f28e2b","#e15759","#76b7b2","#59a14f","#edc948","#b07aa1","#ff9da7","#9c755f","#bab0ac"];
+function el(name, attrs, parent){ var e=document.createElementNS(NS,name); for(var k in attrs) e.setAttribute(k,attrs[k]); if(parent) parent.appendChild(e); return e; }
+function fmt(us){ if(us>=1e6) return (us/1e6).toFixed(3)+" s"; if(us>=1e3) return (us/1e3).toFixed(3)+" ms"; return us.toFixed(3)+" us"; }
+function bars(target, rows, title){
+  var host=document.getElementById(target);
+  if(!rows.length){ host.textContent="No events."; return; }
+  var rowH=20, labelW=330, W=1000, H=rows.length*rowH+10, max=0;
+  rows.forEach(function(r){ if(r[2]>max) max=r[2]; });
+  var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":title},host);
+  rows.forEach(function(r,i){
+    var y=5+i*rowH, w=max>0?(W-labelW-130)*r[2]/max:0;
+    var label=r[0].length>52?r[0].slice(0,25)+"\u2026"+r[0].slice(-25):r[0];
+    el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=label;
+    var b=el("rect",{"class":"bar",x:labelW,y:y+2,width:Math.max(w,1),height:rowH-5,fill:COLORS[i%COLORS.length]},svg);
+    el("title",{},b).textContent=r[0]+": "+fmt(r[2])+" in "+r[1]+" events";
+    el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+" ("+r[1]+")";
+  });
+}
+function timeline(target){
+  var host=document.getElementById(target), procs=D.timeline;
+  if(!procs.length){ host.textContent="No timestamped events."; return; }
+  var W=1000,H=260,L=60,B=30,T=10,R=20, tmin=Infinity,tmax=-Infinity,cmax=0;
+  procs.forEach(function(p){ p.bins.forEach(function(b){ tmin=Math.min(tmin,b[0]); tmax=Math.max(tmax,b[0]+p.width); cmax=Math.max(cmax,b[1]/p.width); }); });
+  var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"events per process over time"},host);
+  var sx=function(t){ return L+(W-L-R)*(t-tmin)/Math.max(tmax-tmin,1); }, sy=function(r){ return H-B-(H-B-T)*r/Math.max(cmax,1e-12); };
+  el("line",{x1:L,y1:H-B,x2:W-R,y2:H-B,stroke:"#888"},svg); el("line",{x1:L,y1:T,x2:L,y2:H-B,stroke:"#888"},svg);
+  el("text",{x:L,y:H-8},svg).textContent="0 s";
+  el("text",{x:W-R,y:H-8,"text-anchor":"end"},svg).textContent=((tmax-tmin)/1e6).toFixed(3)+" s";
+  el("text",{x:L-4,y:T+10,"text-anchor":"end"},svg).textContent=(cmax*1e6).toPrecision(3)+"/s";
+  var legend=document.getElementById("timeline-legend");
+  procs.forEach(function(p,i){
+    var c=COLORS[i%COLORS.length];
+    p.bins.forEach(function(b){
+      var x=sx(b[0]), w=Math.max(sx(b[0]+p.width)-x,1), y=sy(b[1]/p.width);
+      var r=el("rect",{"class":"bin",x:x,y:y,width:w,height:H-B-y,fill:c,"fill-opacity":0.55},svg);
+      el("title",{},r).textContent=p.label+": "+b[1]+" events";
+    });
+    var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+c+"\"></i>"; s.appendChild(document.createTextNode(p.label)); legend.appendChild(s);
+  });
+}
+document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
+bars("top-ops", D.top_ops, "top operations");
+bars("by-module", D.by_module, "time by module");
+bars("by-phase", D.by_phase, "time by phase");
+timeline("timeline");
+document.body.setAttribute("data-rendered","yes");
+})();
+</script></body></html>
+)HTML";
+
+}  // namespace
+
+ReportResult write_report(const std::vector<std::string>& files, const std::string& out_path, size_t top_n,
+                          unsigned threads, const ReadOptions& options) {
+  threads = std::max(1u, threads);
+  std::vector<std::unique_ptr<ReportConsumer>> cons;
+  std::vector<LineConsumer*> ptrs;
+  for (unsigned t = 0; t < threads; ++t) {
+    cons.push_back(std::make_unique<ReportConsumer>());
+    ptrs.push_back(cons.back().get());
+  }
+  ReportResult res;
+  res.stats = read_traces(files, ptrs, options);
+  for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
+  ReportConsumer& r = *cons[0];
+
+  uint64_t events = 0;
+  double total = 0;
+  for (auto& [k, t] : r.by_name_) {
+    events += t.count;
+    total += t.total;
+  }
+  std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(events);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ",\"total_us\":%.3f", total);
+  data += buf;
+  data += ",\"top_ops\":" + totals_json(r.by_name_, top_n);
+  data += ",\"by_module\":" + totals_json(r.by_module_, 30);
+  data += ",\"by_phase\":" + totals_json(r.by_phase_, 0);
+  data += ",\"timeline\":[";
+  // Bins as [start_us_relative, count], at most ~200 per process for the page.
+  bool first = true;
+  for (auto& [pid, tl] : r.timelines_) {
+    int shift = tl.shift;
+    Timeline t = tl;  // coarsen a copy down to <= 200 bins
+    if (!t.bins.empty()) {
+      while (static_cast<double>(t.bins.rbegin()->first - t.bins.begin()->first) >= 200) t.coarsen_to(t.shift + 1);
+    }
+    shift = t.shift;
+    if (!first) data += ',';
+    first = false;
+    auto nm = r.process_names_.find(pid);
+    std::string label = "pid " + pid + (nm != r.process_names_.end() ? " " + nm->second : "");
+    data += "{\"label\":";
+    append_json_string(data, label);
+    std::snprintf(buf, sizeof buf, ",\"width\":%.0f,\"bins\":[", std::ldexp(1.0, shift));
+    data += buf;
+    double origin = std::isfinite(r.first_ts_) ? r.first_ts_ : 0;
+    bool fb = true;
+    for (auto& [k, c] : t.bins) {
+      std::snprintf(buf, sizeof buf, "%s[%.0f,%llu]", fb ? "" : ",", std::ldexp(static_cast<double>(k), shift) - origin,
+                    static_cast<unsigned long long>(c));
+      data += buf;
+      fb = false;
+    }
+    data += "]}";
+  }
+  data += "]}";
+  // The data sits in a <script> element: "</" must not close it early.
+  std::string safe;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i] == '<') safe += "\\u003c";
+    else safe += data[i];
+  }
+  std::string page = kPage;
+  page.replace(page.find("@DATA@"), 6, safe);
+  std::ofstream f(out_path, std::ios::binary);
+  f << page;
+  f.close();
+  if (!f) throw InputError("cannot write " + out_path);
+  return res;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,352 @@
+#include "summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+
+namespace dftracer::analyze {
+
+namespace {
+constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decoded name we group by
+constexpr std::string_view kNone = "(none)";
+}  // namespace
+
+std::vector<GroupKey> parse_group_keys(const std::string& spec) {
+  std::vector<GroupKey> keys;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    std::string k = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (k == "name") keys.push_back(GroupKey::Name);
+    else if (k == "cat") keys.push_back(GroupKey::Cat);
+    else if (k == "module") keys.push_back(GroupKey::Module);
+    else if (k == "phase") keys.push_back(GroupKey::Phase);
+    else if (k == "graph") keys.push_back(GroupKey::Graph);
+    else if (k == "pid") keys.push_back(GroupKey::Pid);
+    else if (k == "tid") keys.push_back(GroupKey::Tid);
+    else throw std::invalid_argument("unknown group key '" + k + "' (use name, cat, module, phase, graph, pid, tid)");
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return keys;
+}
+
+const char* group_key_name(GroupKey k) {
+  switch (k) {
+    case GroupKey::Name: return "name";
+    case GroupKey::Cat: return "cat";
+    case GroupKey::Module: return "module";
+    case GroupKey::Phase: return "phase";
+    case GroupKey::Graph: return "graph";
+    case GroupKey::Pid: return "pid";
+    case GroupKey::Tid: return "tid";
+  }
+  return "?";
+}
+
+void GroupStats::add(const Event& e) {
+  ++count;
+  total += e.dur;
+  if (e.dur < min) min = e.dur;
+  if (e.dur > max) max = e.dur;
+  hist.add(e.dur);
+  if (e.has_flops) {
+    flops += e.flops;
+    flops_time += e.dur;
+    ++with_flops;
+  }
+  if (e.has_bytes) {
+    bytes += e.bytes;
+    bytes_time += e.dur;
+    ++with_bytes;
+  }
+}
+
+void GroupStats::merge(const GroupStats& o) {
+  count += o.count;
+  total += o.total;
+  min = std::min(min, o.min);
+  max = std::max(max, o.max);
+  hist.merge(o.hist);
+  flops += o.flops;
+  flops_time += o.flops_time;
+  bytes += o.bytes;
+  bytes_time += o.bytes_time;
+  with_flops += o.with_flops;
+  with_bytes += o.with_bytes;
+}
+
+DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
+  DecodeStatus st = decoder_.decode(line, cap, ev_);
+  if (st != DecodeStatus::Ok) return st;
+  if (ev_.is_metadata()) {
+    ++metadata_;
+    return st;
+  }
+  if (!ev_.is_complete() || !ev_.has_dur) {
+    ++other_;
+    return st;
+  }
+  ++complete_;
+  if (ev_.has_ts) {
+    first_ts_ = std::min(first_ts_, ev_.ts);
+    last_end_ = std::max(last_end_, ev_.ts + ev_.dur);
+  }
+  key_.clear();
+  for (size_t i = 0; i < keys_.size(); ++i) {
+    if (i) key_ += kKeySep;
+    std::string_view v;
+    switch (keys_[i]) {
+      case GroupKey::Name: v = ev_.name; break;
+      case GroupKey::Cat: v = ev_.cat; break;
+      case GroupKey::Module: v = ev_.module; break;
+      case GroupKey::Phase: v = ev_.phase; break;
+      case GroupKey::Graph: v = ev_.graph; break;
+      case GroupKey::Pid: v = ev_.pid_text; break;
+      case GroupKey::Tid: v = ev_.tid_text; break;
+    }
+    key_.append(v.empty() ? kNone : v);
+  }
+  auto it = groups_.find(key_);
+  if (it == groups_.end()) it = groups_.emplace(key_, GroupStats{}).first;
+  it->second.add(ev_);
+  return st;
+}
+
+void SummaryAggregator::merge(SummaryAggregator& o) {
+  for (auto& [k, g] : o.groups_) {
+    auto it = groups_.find(k);
+    if (it == groups_.end()) groups_.emplace(k, std::move(g));
+    else it->second.merge(g);
+  }
+  o.groups_.clear();
+  complete_ += o.complete_;
+  metadata_ += o.metadata_;
+  other_ += o.other_;
+  first_ts_ = std::min(first_ts_, o.first_ts_);
+  last_end_ = std::max(last_end_, o.last_end_);
+}
+
+Summary build_summary(SummaryAggregator& agg, size_t top_n) {
+  Summary s;
+  s.keys = agg.keys();
+  s.complete_events = agg.complete_events();
+  s.metadata_events = agg.metadata_events();
+  s.other_events = agg.other_events();
+  s.groups = agg.groups().size();
+  if (agg.last_end() >= agg.first_ts()) s.span_us = agg.last_end() - agg.first_ts();
+  for (auto& [k, g] : agg.groups()) s.total_us += g.total;
+  for (auto& [k, g] : agg.groups()) {
+    SummaryRow r;
+    size_t pos = 0;
+    while (true) {
+      size_t sep = k.find(kKeySep, pos);
+      r.key.push_back(k.substr(pos, sep == std::string::npos ? std::string::npos : sep - pos));
+      if (sep == std::string::npos) break;
+      pos = sep + 1;
+    }
+    r.count = g.count;
+    r.total_us = g.total;
+    r.mean_us = g.total / static_cast<double>(g.count);
+    r.min_us = g.min;
+    r.max_us = g.max;
+    r.p50_us = g.hist.quantile(0.50, g.min, g.max);
+    r.p95_us = g.hist.quantile(0.95, g.min, g.max);
+    r.share = s.total_us > 0 ? g.total / s.total_us : 0;
+    // FLOP/s over the time of the events that declared flops: 1 flop/us = 1e-3 GFLOP/s.
+    if (g.with_flops && g.flops_time > 0) r.gflops = g.flops / g.flops_time * 1e-3;
+    if (g.with_bytes && g.bytes_time > 0) r.gbps = g.bytes / g.bytes_time * 1e-3;
+    s.rows.push_back(std::move(r));
+  }
+  std::sort(s.rows.begin(), s.rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
+    if (a.total_us != b.total_us) return a.total_us > b.total_us;
+    return a.key < b.key;  // deterministic order for ties
+  });
+  if (top_n && s.rows.size() > top_n) s.rows.resize(top_n);
+  return s;
+}
+
+Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
+                  unsigned threads, const ReadOptions& options) {
+  threads = std::max(1u, threads);
+  std::vector<std::unique_ptr<SummaryAggregator>> aggs;
+  std::vector<LineConsumer*> consumers;
+  for (unsigned t = 0; t < threads; ++t) {
+    aggs.push_back(std::make_unique<SummaryAggregator>(keys));
+    consumers.push_back(aggs.back().get());
+  }
+  ReadStats stats = read_traces(files, consumers, options);
+  for (unsigned t = 1; t < threads; ++t) aggs[0]->merge(*aggs[t]);
+  Summary s = build_summary(*aggs[0], top_n);
+  s.stats = stats;
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Output
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+namespace {
+
+std::string fmt_num(double v, int prec = 3) {
+  if (std::isnan(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+// JSON numbers: integral values without a fraction, others with enough digits.
+std::string json_num(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "null";
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string human_time(double us) {
+  char buf[64];
+  if (std::isnan(us)) return "";
+  if (us >= 1e6) std::snprintf(buf, sizeof buf, "%.3f s", us / 1e6);
+  else if (us >= 1e3) std::snprintf(buf, sizeof buf, "%.3f ms", us / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f us", us);
+  return buf;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace
+
+void write_summary_table(std::ostream& os, const Summary& s) {
+  std::vector<std::string> header;
+  for (GroupKey k : s.keys) header.push_back(group_key_name(k));
+  for (const char* h : {"count", "total", "mean", "min", "p50", "p95", "max", "share", "GFLOP/s", "GB/s"})
+    header.push_back(h);
+  std::vector<std::vector<std::string>> cells;
+  bool any_flops = false, any_bytes = false;
+  for (auto& r : s.rows) {
+    any_flops |= !std::isnan(r.gflops);
+    any_bytes |= !std::isnan(r.gbps);
+  }
+  for (auto& r : s.rows) {
+    std::vector<std::string> c = r.key;
+    c.push_back(std::to_string(r.count));
+    for (double v : {r.total_us, r.mean_us, r.min_us, r.p50_us, r.p95_us, r.max_us}) c.push_back(human_time(v));
+    c.push_back(fmt_num(100 * r.share, 2) + "%");
+    c.push_back(fmt_num(r.gflops, 2));
+    c.push_back(fmt_num(r.gbps, 2));
+    cells.push_back(std::move(c));
+  }
+  // Drop the throughput columns when no event carried flops/bytes.
+  size_t ncols = header.size();
+  std::vector<bool> keep(ncols, true);
+  keep[ncols - 2] = any_flops;
+  keep[ncols - 1] = any_bytes;
+  std::vector<size_t> width(ncols, 0);
+  for (size_t i = 0; i < ncols; ++i) width[i] = header[i].size();
+  for (auto& row : cells)
+    for (size_t i = 0; i < ncols; ++i) width[i] = std::max(width[i], row[i].size());
+  size_t nkeys = s.keys.size();
+  auto emit = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < ncols; ++i) {
+      if (!keep[i]) continue;
+      if (!line.empty()) line += "  ";
+      size_t pad = width[i] - row[i].size();
+      if (i < nkeys) line += row[i] + std::string(pad, ' ');  // keys left-aligned
+      else line += std::string(pad, ' ') + row[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << '\n';
+  };
+  emit(header);
+  for (auto& row : cells) emit(row);
+  os << s.complete_events << " complete events in " << s.groups << " groups, " << human_time(s.total_us)
+     << " summed duration over a " << human_time(s.span_us) << " span";
+  if (s.rows.size() < s.groups) os << " (top " << s.rows.size() << " shown)";
+  os << "; " << s.metadata_events << " metadata events\n";
+}
+
+void write_summary_json(std::ostream& os, const Summary& s) {
+  std::string o = "{\"group_by\":[";
+  for (size_t i = 0; i < s.keys.size(); ++i) {
+    if (i) o += ',';
+    append_json_string(o, group_key_name(s.keys[i]));
+  }
+  o += "],\"complete_events\":" + std::to_string(s.complete_events);
+  o += ",\"metadata_events\":" + std::to_string(s.metadata_events);
+  o += ",\"other_events\":" + std::to_string(s.other_events);
+  o += ",\"groups\":" + std::to_string(s.groups);
+  o += ",\"total_us\":" + json_num(s.total_us) + ",\"span_us\":" + json_num(s.span_us);
+  o += ",\"skipped\":{\"malformed\":" + std::to_string(s.stats.malformed) +
+       ",\"bad_fields\":" + std::to_string(s.stats.bad_fields) +
+       ",\"truncated_members\":" + std::to_string(s.stats.truncated_members) +
+       ",\"corrupt_members\":" + std::to_string(s.stats.corrupt_members) +
+       ",\"empty_files\":" + std::to_string(s.stats.empty_files) + "}";
+  o += ",\"rows\":[";
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    const SummaryRow& r = s.rows[i];
+    o += i ? ",\n{" : "\n{";
+    for (size_t k = 0; k < s.keys.size(); ++k) {
+      append_json_string(o, group_key_name(s.keys[k]));
+      o += ':';
+      append_json_string(o, r.key[k]);
+      o += ',';
+    }
+    o += "\"count\":" + std::to_string(r.count) + ",\"total_us\":" + json_num(r.total_us) +
+         ",\"mean_us\":" + json_num(r.mean_us) + ",\"min_us\":" + json_num(r.min_us) +
+         ",\"p50_us\":" + json_num(r.p50_us) + ",\"p95_us\":" + json_num(r.p95_us) +
+         ",\"max_us\":" + json_num(r.max_us) + ",\"share\":" + json_num(r.share) +
+         ",\"gflops\":" + json_num(r.gflops) + ",\"gbps\":" + json_num(r.gbps) + "}";
+  }
+  o += "]}\n";
+  os << o;
+}
+
+void write_summary_csv(std::ostream& os, const Summary& s) {
+  std::string o;
+  for (GroupKey k : s.keys) o += std::string(group_key_name(k)) + ",";
+  o += "count,total_us,mean_us,min_us,p50_us,p95_us,max_us,share,gflops,gbps\n";
+  for (auto& r : s.rows) {
+    for (auto& k : r.key) o += csv_field(k) + ",";
+    o += std::to_string(r.count) + "," + json_num(r.total_us) + "," + json_num(r.mean_us) + "," +
+         json_num(r.min_us) + "," + json_num(r.p50_us) + "," + json_num(r.p95_us) + "," + json_num(r.max_us) +
+         "," + json_num(r.share) + "," + (std::isnan(r.gflops) ? "" : json_num(r.gflops)) + "," +
+         (std::isnan(r.gbps) ? "" : json_num(r.gbps)) + "\n";
+  }
+  os << o;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,95 @@
+// `summary`: complete ("X") events grouped by one or more keys, with count,
+// total, mean, min, p50, p95, max, share of traced time, and achieved GFLOP/s
+// and GB/s where events carry args.flops / args.bytes.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "event_decoder.hpp"
+#include "log_histogram.hpp"
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze {
+
+enum class GroupKey { Name, Cat, Module, Phase, Graph, Pid, Tid };
+
+// Parses "name", "module,phase", ...; throws std::invalid_argument naming the bad key.
+std::vector<GroupKey> parse_group_keys(const std::string& spec);
+const char* group_key_name(GroupKey k);
+
+struct GroupStats {
+  uint64_t count = 0;
+  double total = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  LogHistogram hist;
+  double flops = 0, flops_time = 0;  // sum of args.flops, and of dur over those events
+  double bytes = 0, bytes_time = 0;
+  uint64_t with_flops = 0, with_bytes = 0;
+
+  void add(const Event& e);
+  void merge(const GroupStats& o);
+};
+
+// Per-thread aggregation; merge the threads' aggregators into one at the end.
+class SummaryAggregator : public LineConsumer {
+ public:
+  explicit SummaryAggregator(std::vector<GroupKey> keys) : keys_(std::move(keys)) {}
+  DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
+  void merge(SummaryAggregator& other);
+
+  const std::unordered_map<std::string, GroupStats>& groups() const { return groups_; }
+  const std::vector<GroupKey>& keys() const { return keys_; }
+  uint64_t complete_events() const { return complete_; }
+  uint64_t metadata_events() const { return metadata_; }
+  uint64_t other_events() const { return other_; }
+  double first_ts() const { return first_ts_; }
+  double last_end() const { return last_end_; }
+
+ private:
+  EventDecoder decoder_;
+  Event ev_;
+  std::vector<GroupKey> keys_;
+  std::unordered_map<std::string, GroupStats> groups_;
+  std::string key_;
+  uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
+  double first_ts_ = std::numeric_limits<double>::infinity();
+  double last_end_ = -std::numeric_limits<double>::infinity();
+};
+
+struct SummaryRow {
+  std::vector<std::string> key;  // one value per group key
+  uint64_t count = 0;
+  double total_us = 0, mean_us = 0, min_us = 0, p50_us = 0, p95_us = 0, max_us = 0;
+  double share = 0;  // of the summed duration of all complete events
+  double gflops = std::numeric_limits<double>::quiet_NaN();  // NaN: no event carried flops
+  double gbps = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct Summary {
+  std::vector<GroupKey> keys;
+  std::vector<SummaryRow> rows;  // by total time, descending
+  uint64_t complete_events = 0, metadata_events = 0, other_events = 0, groups = 0;
+  double total_us = 0;           // summed durations of all complete events
+  double span_us = 0;            // first start to last end
+  ReadStats stats;
+};
+
+// Reads `files` on `threads` threads and builds the summary (top_n 0 = all rows).
+Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
+                  unsigned threads, const ReadOptions& options = {});
+Summary build_summary(SummaryAggregator& merged, size_t top_n);
+
+void write_summary_table(std::ostream& os, const Summary& s);
+void write_summary_json(std::ostream& os, const Summary& s);
+void write_summary_csv(std::ostream& os, const Summary& s);
+
+// JSON string escaping shared by the writers.
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace dftracer::analyze

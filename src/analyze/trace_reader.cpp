@@ -1,0 +1,659 @@
+#include "trace_reader.hpp"
+
+#include <glob.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "gzip_members.hpp"
+#include "mapped_file.hpp"
+
+namespace dftracer::analyze {
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------
+// ReadStats
+
+void ReadStats::add(const ReadStats& o) {
+  files += o.files;
+  input_bytes += o.input_bytes;
+  json_bytes += o.json_bytes;
+  events += o.events;
+  malformed += o.malformed;
+  bad_fields += o.bad_fields;
+  truncated_members += o.truncated_members;
+  corrupt_members += o.corrupt_members;
+  empty_files += o.empty_files;
+  bad_indexes += o.bad_indexes;
+  boundary_mismatches += o.boundary_mismatches;
+}
+
+bool ReadStats::any_problem() const {
+  return malformed || bad_fields || truncated_members || corrupt_members || empty_files || bad_indexes ||
+         boundary_mismatches;
+}
+
+std::string ReadStats::problems_line() const {
+  std::string s;
+  auto part = [&s](uint64_t n, const char* one, const char* many) {
+    if (!n) return;
+    s += s.empty() ? "skipped " : ", ";
+    s += std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  part(malformed, "malformed or partial line", "malformed or partial lines");
+  part(bad_fields, "event with wrongly typed fields", "events with wrongly typed fields");
+  part(truncated_members, "truncated gzip member", "truncated gzip members");
+  part(corrupt_members, "corrupt gzip member", "corrupt gzip members");
+  part(empty_files, "empty file", "empty files");
+  part(bad_indexes, "mismatched .idx sidecar (scanned instead)", "mismatched .idx sidecars (scanned instead)");
+  part(boundary_mismatches, "gzip piece boundary mismatch", "gzip piece boundary mismatches");
+  if (!s.empty()) s += " (read " + std::to_string(events) + " events from " + std::to_string(files) + " files)";
+  return s;
+}
+
+const char* unsupported_cpu_reason() {
+#if defined(__x86_64__) && defined(__AVX2__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2"))
+    return "this build of the analyzer needs a CPU with AVX2 and BMI2 (x86-64-v3); rebuild with "
+           "-DDFTRACER_ANALYZE_ARCH= for a portable one";
+#endif
+  return nullptr;
+}
+
+unsigned default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1;
+}
+
+// ---------------------------------------------------------------------------
+// Input expansion
+
+namespace {
+
+bool has_trace_suffix(const std::string& name) {
+  auto ends = [&](const char* suf) {
+    size_t n = std::strlen(suf);
+    return name.size() >= n && name.compare(name.size() - n, n, suf) == 0;
+  };
+  return ends(".pfw") || ends(".pfw.gz") || ends(".json") || ends(".json.gz");
+}
+
+void add_file(const std::string& p, std::vector<std::string>& out) {
+  if (::access(p.c_str(), R_OK) != 0) throw InputError("cannot read " + p + ": " + std::strerror(errno));
+  out.push_back(p);
+}
+
+}  // namespace
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (!ec && fs::is_directory(st)) {
+      std::vector<std::string> found;
+      for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
+           !ec && it != end; it.increment(ec)) {
+        if (it->is_regular_file(ec) && has_trace_suffix(it->path().filename().string()))
+          found.push_back(it->path().string());
+      }
+      if (ec) throw InputError("cannot list directory " + p + ": " + ec.message());
+      std::sort(found.begin(), found.end());
+      for (auto& f : found) add_file(f, out);
+    } else if (!ec && fs::exists(st)) {
+      if (!fs::is_regular_file(st)) throw InputError("not a regular file: " + p);
+      add_file(p, out);
+    } else if (p.find_first_of("*?[") != std::string::npos) {
+      glob_t g{};
+      int rc = ::glob(p.c_str(), 0, nullptr, &g);
+      if (rc != 0) {
+        ::globfree(&g);
+        throw InputError("no file matches " + p);
+      }
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        std::string m = g.gl_pathv[i];
+        if (fs::is_regular_file(m, ec)) add_file(m, out);
+      }
+      ::globfree(&g);
+    } else {
+      throw InputError("no such file or directory: " + p);
+    }
+  }
+  // The same file named twice (a glob and a directory) is read once.
+  std::vector<std::string> unique;
+  std::vector<fs::path> seen;
+  for (auto& f : out) {
+    fs::path canon = fs::weakly_canonical(f);
+    if (std::find(seen.begin(), seen.end(), canon) != seen.end()) continue;
+    seen.push_back(canon);
+    unique.push_back(f);
+  }
+  return unique;
+}
+
+// ---------------------------------------------------------------------------
+// Lines
+
+namespace {
+
+inline bool is_gz(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
+
+// Hands one stripped line to the consumer, copying it into a padded scratch
+// buffer when the bytes after it are not readable.
+struct LineSink {
+  LineConsumer* consumer;
+  ReadStats* stats;
+  std::vector<char> scratch;
+
+  void line(const char* p, size_t len, size_t readable_after) {
+    std::string_view raw(p, len);
+    std::string_view s = strip_trace_line(raw);
+    if (s.empty()) {
+      // Only framing or whitespace, unless it held something non-blank.
+      return;
+    }
+    size_t cap = readable_after - static_cast<size_t>(s.data() - p);
+    DecodeStatus st;
+    if (cap < s.size() + kLinePadding) {
+      scratch.resize(s.size() + kLinePadding);
+      std::memcpy(scratch.data(), s.data(), s.size());
+      st = consumer->consume(std::string_view(scratch.data(), s.size()), scratch.size());
+    } else {
+      st = consumer->consume(s, cap);
+    }
+    if (st == DecodeStatus::Ok) ++stats->events;
+    else if (st == DecodeStatus::Malformed) ++stats->malformed;
+    else ++stats->bad_fields;
+  }
+
+  // Every line of [begin, end); `limit` is the end of readable memory.
+  void lines(const char* begin, const char* end, const char* limit) {
+    const char* p = begin;
+    while (p < end) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      const char* stop = nl ? nl : end;
+      line(p, stop - p, limit - p);
+      p = stop + 1;
+    }
+  }
+};
+
+// Reassembles lines from inflated pieces. With `stash_head`, bytes up to the
+// first newline are kept aside: they may finish a line begun in the previous
+// piece of the file, which another thread read.
+class LineAssembler {
+ public:
+  LineAssembler(LineSink& sink, bool stash_head) : sink_(sink), stashing_(stash_head) {}
+
+  void feed(const char* p, size_t n) {
+    const char* end = p + n;
+    if (stashing_) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', n));
+      if (!nl) {
+        head_.append(p, n);
+        return;
+      }
+      head_.append(p, nl + 1 - p);
+      head_complete_ = true;
+      stashing_ = false;
+      p = nl + 1;
+    }
+    if (p == end) return;
+    if (!carry_.empty()) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      if (!nl) {
+        carry_.append(p, end - p);
+        return;
+      }
+      carry_.append(p, nl - p);
+      flush_carry();
+      p = nl + 1;
+    }
+    // Complete lines straight from the inflate window (it has padding after it);
+    // the last, unterminated piece waits for the next feed.
+    const char* last_nl = static_cast<const char*>(memrchr(p, '\n', end - p));
+    if (!last_nl) {
+      carry_.append(p, end - p);
+      return;
+    }
+    buf_.assign(p, last_nl);  // copy into a padded buffer: the window is reused
+    buf_.resize(buf_.size() + kLinePadding);
+    const char* b = buf_.data();
+    sink_.lines(b, b + (last_nl - p), b + buf_.size());
+    carry_.append(last_nl + 1, end - last_nl - 1);
+  }
+
+  // Drops a partial line (a member that broke off mid-line).
+  bool drop_partial() {
+    bool had = !carry_.empty();
+    carry_.clear();
+    return had;
+  }
+
+  std::string& head() { return head_; }
+  bool head_complete() const { return head_complete_; }
+  std::string take_tail() { return std::move(carry_); }
+
+ private:
+  void flush_carry() {
+    size_t n = carry_.size();
+    carry_.resize(n + kLinePadding);
+    sink_.line(carry_.data(), n, carry_.size());
+    carry_.clear();
+  }
+
+  LineSink& sink_;
+  bool stashing_;
+  bool head_complete_ = false;
+  std::string head_, carry_;
+  std::vector<char> buf_;
+};
+
+// ---------------------------------------------------------------------------
+// Files and work units
+
+enum class Layout { Lines, Document };
+
+struct FileState {
+  std::string path;
+  std::unique_ptr<MappedFile> map;
+  bool gz = false;
+  Layout layout = Layout::Lines;
+  std::vector<GzipIndexEntry> index;
+};
+
+struct Unit {
+  size_t file = 0;
+  uint64_t begin = 0;  // .pfw: exact; .gz: exact when `trusted`, else where to scan from
+  uint64_t end = 0;    // pieces starting at or after this belong to the next unit
+  bool trusted = true;
+  // Filled by the worker (gz units):
+  bool any = false;
+  uint64_t actual_begin = 0;
+  uint64_t chain_end = 0;
+  std::string head, tail;
+  bool head_complete = false;
+};
+
+std::string_view first_nonblank_line(std::string_view text, size_t& pos) {
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    size_t stop = nl == std::string_view::npos ? text.size() : nl;
+    std::string_view l = text.substr(pos, stop - pos);
+    pos = stop + 1;
+    size_t a = l.find_first_not_of(" \t\r");
+    if (a != std::string_view::npos) return l.substr(a);
+  }
+  return {};
+}
+
+// Line-per-event (ours, DFTracer's, JSON lines) or one JSON document (a
+// pretty-printed Chrome trace such as a torch.profiler export).
+Layout detect_layout(std::string_view head) {
+  size_t pos = 0;
+  std::string_view l1 = first_nonblank_line(head, pos);
+  if (l1.empty()) return Layout::Lines;
+  std::string_view s1 = strip_trace_line(l1);
+  if (s1.empty()) {  // "[" alone: look at the first event line
+    std::string_view l2 = first_nonblank_line(head, pos);
+    if (l2.empty() || pos > head.size()) return Layout::Lines;  // nothing more, or cut in the head
+    std::string_view s2 = strip_trace_line(l2);
+    return (!s2.empty() && s2.front() == '{' && s2.back() == '}') || s2.empty() ? Layout::Lines : Layout::Document;
+  }
+  if (s1.front() == '{' && s1.back() == '}' && s1.find("\"traceEvents\"") == std::string_view::npos)
+    return Layout::Lines;
+  if (s1.front() == '{' || s1.front() == '[') return Layout::Document;
+  return Layout::Lines;  // garbage: read line by line and count it
+}
+
+// First inflated bytes of a gzip file, for layout detection.
+std::string gz_head(const FileState& f) {
+  std::string out;
+  MemberInflater inf;
+  inf.inflate_member(f.map->data(), f.map->size(), 0, [&](const char* p, size_t n) {
+    out.append(p, n);
+    return out.size() < (64u << 10);
+  });
+  return out;
+}
+
+class Progress {
+ public:
+  Progress(bool enabled, uint64_t total) : total_(total) {
+    if (!enabled || !::isatty(2) || total == 0) return;
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Progress() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+      std::fprintf(stderr, "\r\033[K");
+    }
+  }
+  void add(uint64_t n) { done_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  void run() {
+    auto start = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!cv_.wait_for(lk, std::chrono::milliseconds(250), [this] { return stop_; })) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (secs < 0.5) continue;  // short runs show nothing
+      uint64_t d = std::min(done_.load(std::memory_order_relaxed), total_);
+      int width = 30, filled = static_cast<int>(width * d / total_);
+      std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %.0f MB/s", filled, "##############################",
+                   width - filled, "", 100.0 * d / total_, d / 1e6 / secs);
+      std::fflush(stderr);
+    }
+  }
+  uint64_t total_;
+  std::atomic<uint64_t> done_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------
+// Workers
+
+struct Worker {
+  LineConsumer* consumer;
+  ReadStats stats;
+  LineSink sink;
+  MemberInflater inflater;
+  Progress* progress;
+
+  Worker(LineConsumer* c, Progress* p) : consumer(c), sink{c, &stats, {}}, progress(p) {}
+
+  void run_plain(const FileState& f, const Unit& u) {
+    const char* base = f.map->chars();
+    sink.lines(base + u.begin, base + u.end, base + f.map->size());
+    stats.json_bytes += u.end - u.begin;
+    stats.input_bytes += u.end - u.begin;
+    progress->add(u.end - u.begin);
+  }
+
+  // Follows the chain of gzip members from the unit's start until a member
+  // begins at or after u.end. A start found by scanning (not from the index or
+  // the previous member's end) is only believed once its member inflates to a
+  // checked end, or 64 MiB of it inflate without error.
+  void run_gz(const FileState& f, Unit& u) {
+    const uint8_t* data = f.map->data();
+    const size_t size = f.map->size();
+    LineAssembler lines(sink, /*stash_head=*/u.begin != 0);
+    size_t pos = u.begin;
+    bool trusted = u.trusted;
+    if (!trusted) pos = find_gzip_header(data, size, pos);
+    std::string spec;  // inflated bytes of a not-yet-believed member
+    constexpr size_t kBelieve = 64u << 20;
+    while (pos < u.end && pos < size) {
+      if (!trusted && !is_gzip_header(data + pos, size - pos)) break;
+      bool believed = trusted;
+      spec.clear();
+      MemberResult r = inflater.inflate_member(data, size, pos, [&](const char* p, size_t n) {
+        stats.json_bytes += n;
+        if (believed) {
+          lines.feed(p, n);
+          return true;
+        }
+        spec.append(p, n);
+        if (spec.size() >= kBelieve) {
+          believed = true;
+          lines.feed(spec.data(), spec.size());
+          spec.clear();
+        }
+        return true;
+      });
+      if (!believed && r.end == MemberEnd::Corrupt) {
+        // Not a member after all (a header-like byte pattern inside compressed
+        // data): look further, still inside this unit.
+        stats.json_bytes -= r.produced;
+        pos = find_gzip_header(data, size, pos + 1);
+        continue;
+      }
+      if (!believed) lines.feed(spec.data(), spec.size());
+      if (!u.any) {
+        u.any = true;
+        u.actual_begin = pos;
+      }
+      progress->add(r.next_offset - pos);
+      stats.input_bytes += r.next_offset - pos;
+      if (r.end == MemberEnd::Complete) {
+        pos = r.next_offset;
+        trusted = true;
+        continue;
+      }
+      if (r.end == MemberEnd::Truncated) {
+        ++stats.truncated_members;  // keep every complete line; the half line is counted at the end
+        pos = size;
+        break;
+      }
+      // Corrupt in the middle of a believed member: keep what came before,
+      // drop the half line, and resynchronise on the next header.
+      ++stats.corrupt_members;
+      if (lines.drop_partial()) ++stats.malformed;
+      pos = find_gzip_header(data, size, std::max(r.next_offset, pos + 1));
+      trusted = false;
+    }
+    if (u.any) {
+      u.chain_end = std::min(pos, size);
+      u.head = std::move(lines.head());
+      u.head_complete = lines.head_complete();
+      u.tail = lines.take_tail();
+    }
+  }
+
+  void run_document(const FileState& f, size_t file_index);
+};
+
+void Worker::run_document(const FileState& f, size_t file_index) {
+  (void)file_index;
+  std::string text;
+  if (f.gz) {
+    size_t pos = 0;
+    const uint8_t* data = f.map->data();
+    while (pos < f.map->size()) {
+      if (!is_gzip_header(data + pos, f.map->size() - pos)) {
+        ++stats.corrupt_members;
+        break;
+      }
+      MemberResult r = inflater.inflate_member(data, f.map->size(), pos, [&](const char* p, size_t n) {
+        text.append(p, n);
+        return true;
+      });
+      if (r.end == MemberEnd::Truncated) ++stats.truncated_members;
+      if (r.end == MemberEnd::Corrupt) ++stats.corrupt_members;
+      if (r.end != MemberEnd::Complete) break;
+      pos = r.next_offset;
+    }
+  } else {
+    text.assign(f.map->chars(), f.map->size());
+  }
+  stats.input_bytes += f.map->size();
+  stats.json_bytes += text.size();
+  progress->add(f.map->size());
+
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::dom::element root;
+  simdjson::dom::array events;
+  bool ok = !parser.parse(padded).get(root);
+  if (ok) {
+    if (root.is_array()) {
+      ok = !root.get_array().get(events);
+    } else {
+      ok = !root["traceEvents"].get_array().get(events);
+    }
+  }
+  if (!ok) {
+    // Not one valid document (cut short?): salvage the complete one-line objects.
+    text.resize(text.size() + kLinePadding);
+    sink.lines(text.data(), text.data() + text.size() - kLinePadding, text.data() + text.size());
+    return;
+  }
+  std::string line;
+  for (simdjson::dom::element e : events) {
+    line = simdjson::minify(e);
+    size_t n = line.size();
+    line.resize(n + kLinePadding);
+    sink.line(line.data(), n, line.size());
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<LineConsumer*>& consumers,
+                      const ReadOptions& options) {
+  const size_t nthreads = std::max<size_t>(1, consumers.size());
+  ReadStats setup;
+  std::vector<FileState> files(paths.size());
+  std::vector<Unit> units;
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    FileState& f = files[i];
+    f.path = paths[i];
+    f.map = std::make_unique<MappedFile>(f.path);
+    f.gz = is_gz(f.path);
+    ++setup.files;
+    const size_t size = f.map->size();
+    total_bytes += size;
+    if (size == 0) {
+      ++setup.empty_files;
+      continue;
+    }
+    if (f.gz && !is_gzip_header(f.map->data(), size)) {
+      // Not gzip at all despite the name: one corrupt member, nothing to read.
+      ++setup.corrupt_members;
+      continue;
+    }
+    std::string gzhead;
+    std::string_view head;
+    if (f.gz) {
+      gzhead = gz_head(f);
+      head = gzhead;
+    } else {
+      head = std::string_view(f.map->chars(), std::min<size_t>(size, 64u << 10));
+    }
+    f.layout = detect_layout(head);
+    if (f.layout == Layout::Document) {
+      units.push_back(Unit{i, 0, size, true});
+      continue;
+    }
+    // Enough pieces that both threads stay busy to the end, none tiny.
+    size_t pieces = std::max<size_t>(1, std::min<size_t>(nthreads * 4, size / options.min_piece_bytes));
+    if (!f.gz) {
+      uint64_t prev = 0;
+      for (size_t k = 1; k <= pieces; ++k) {
+        uint64_t cut = k == pieces ? size : size * k / pieces;
+        if (k != pieces) {
+          const void* nl = std::memchr(f.map->chars() + cut, '\n', size - cut);
+          cut = nl ? static_cast<const char*>(nl) - f.map->chars() + 1 : size;
+        }
+        if (cut > prev) units.push_back(Unit{i, prev, cut, true});
+        prev = cut;
+      }
+      continue;
+    }
+    IndexStatus is = load_gzip_index(f.path, f.map->data(), size, f.index);
+    if (is == IndexStatus::Invalid) ++setup.bad_indexes;
+    if (is == IndexStatus::Usable && f.index.size() > 1) {
+      // Split on member starts, balancing uncompressed bytes.
+      uint64_t total = 0;
+      for (auto& e : f.index) total += e.uncompressed ? e.uncompressed : e.size;
+      uint64_t acc = 0, target = total / pieces + 1;
+      size_t start = 0;
+      for (size_t m = 0; m < f.index.size(); ++m) {
+        acc += f.index[m].uncompressed ? f.index[m].uncompressed : f.index[m].size;
+        bool last = m + 1 == f.index.size();
+        if (acc >= target || last) {
+          uint64_t end = last ? size : f.index[m + 1].offset;
+          units.push_back(Unit{i, f.index[start].offset, end, true});
+          start = m + 1;
+          acc = 0;
+        }
+      }
+    } else {
+      for (size_t k = 0; k < pieces; ++k) {
+        uint64_t b = size * k / pieces, e = k + 1 == pieces ? size : size * (k + 1) / pieces;
+        units.push_back(Unit{i, b, e, k == 0});
+      }
+    }
+  }
+
+  Progress progress(options.progress, total_bytes);
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (size_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>(consumers[t], &progress));
+  std::atomic<size_t> next{0};
+  auto work = [&](Worker& w) {
+    for (size_t k; (k = next.fetch_add(1)) < units.size();) {
+      Unit& u = units[k];
+      const FileState& f = files[u.file];
+      w.consumer->begin_piece(u.file);
+      if (f.layout == Layout::Document) w.run_document(f, u.file);
+      else if (f.gz) w.run_gz(f, u);
+      else w.run_plain(f, u);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < nthreads; ++t) threads.emplace_back(work, std::ref(*workers[t]));
+  work(*workers[0]);
+  for (auto& th : threads) th.join();
+
+  // Join the lines that straddle two gzip pieces, and check the pieces met.
+  Worker& w0 = *workers[0];
+  for (size_t k = 0; k < units.size();) {
+    const FileState& f = files[units[k].file];
+    size_t file = units[k].file;
+    if (!f.gz || f.layout == Layout::Document) {
+      ++k;
+      continue;
+    }
+    w0.consumer->begin_piece(file);
+    std::string acc;
+    const Unit* prev = nullptr;
+    for (; k < units.size() && units[k].file == file; ++k) {
+      Unit& u = units[k];
+      if (!u.any) continue;
+      if (prev && prev->chain_end != u.actual_begin) ++w0.stats.boundary_mismatches;
+      acc += u.head;
+      if (u.head_complete || !prev) {
+        if (!acc.empty()) {
+          size_t n = acc.size();
+          acc.resize(n + kLinePadding);
+          w0.sink.lines(acc.data(), acc.data() + n, acc.data() + acc.size());
+        }
+        acc = std::move(u.tail);
+      } else {
+        acc += u.tail;  // a piece with no newline at all: keep accumulating
+      }
+      prev = &u;
+    }
+    if (!acc.empty()) {
+      size_t n = acc.size();
+      acc.resize(n + kLinePadding);
+      w0.sink.lines(acc.data(), acc.data() + n, acc.data() + acc.size());
+    }
+  }
+
+  ReadStats total = setup;
+  for (auto& w : workers) total.add(w->stats);
+  return total;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,78 @@
+// The parallel trace reader: expands inputs, splits every file into work units
+// (line-aligned byte ranges of a .pfw, runs of gzip members of a .pfw.gz) and
+// hands each JSON line to a per-thread LineConsumer. Memory stays bounded by the
+// consumers' aggregates: nothing keeps the events, except whole-document Chrome
+// JSON (a pretty-printed torch.profiler export), which is parsed as one document.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "event_decoder.hpp"
+
+namespace dftracer::analyze {
+
+// A path that does not exist or cannot be read: the CLI prints it and exits non-zero.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ReadStats {
+  uint64_t files = 0;
+  uint64_t input_bytes = 0;   // bytes of the files as stored
+  uint64_t json_bytes = 0;    // bytes of JSON text after inflating
+  uint64_t events = 0;        // lines decoded as events
+  uint64_t malformed = 0;     // garbage or half lines
+  uint64_t bad_fields = 0;    // JSON objects whose known fields have the wrong type
+  uint64_t truncated_members = 0;
+  uint64_t corrupt_members = 0;
+  uint64_t empty_files = 0;
+  uint64_t bad_indexes = 0;   // .idx sidecars that did not match their file
+  uint64_t boundary_mismatches = 0;  // parallel gzip pieces that did not line up
+
+  void add(const ReadStats& o);
+  bool any_problem() const;
+  // One line for stderr, e.g. "skipped 3 malformed lines, 1 truncated gzip member".
+  std::string problems_line() const;
+};
+
+class LineConsumer {
+ public:
+  virtual ~LineConsumer() = default;
+  // Called before the lines of a piece of file `file_index` (an index into the
+  // expanded file list) on this consumer's thread.
+  virtual void begin_piece(size_t file_index) { (void)file_index; }
+  // One stripped JSON text; kLinePadding readable bytes follow it.
+  virtual DecodeStatus consume(std::string_view line, size_t padded_capacity) = 0;
+};
+
+struct ReadOptions {
+  // Show a progress bar on stderr: only honoured when stderr is a terminal.
+  bool progress = false;
+  // Smallest piece of a file worth giving its own thread.
+  uint64_t min_piece_bytes = 8u << 20;
+};
+
+// Files, directories (recursively: *.pfw, *.pfw.gz, *.json, *.json.gz) and glob
+// patterns, sorted and de-duplicated. Throws InputError for a path that does not
+// exist, a glob that matches nothing, or an unreadable file.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths);
+
+// Reads `files` with one thread per consumer. Throws InputError when a file
+// vanished or became unreadable after expansion.
+ReadStats read_traces(const std::vector<std::string>& files, const std::vector<LineConsumer*>& consumers,
+                      const ReadOptions& options = {});
+
+// Non-null when this CPU lacks an instruction set the analyzer was compiled
+// for (see DFTRACER_ANALYZE_ARCH): the reason, to print before anything runs.
+const char* unsupported_cpu_reason();
+
+// Threads to use by default: the machine's hardware threads (at least 1).
+unsigned default_threads();
+
+}  // namespace dftracer::analyze
