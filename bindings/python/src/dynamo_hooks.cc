@@ -1,9 +1,342 @@
-// Placeholder: the capture-backend work replaces this file with the
-// torch.compile hook entry points. Until then the module has none.
+// Hot path of the torch.compile capture backend (dftracer.python.dynamo).
+//
+// The backend instruments each ATen graph once, at compile time: before every
+// op node it inserts a call `dynamo_mark(i)`, and before the output node a
+// last `dynamo_mark(n)`. A mark closes the node that was open (records its
+// complete event from the previous mark to now) and opens node i. So a graph
+// with n op nodes makes n+1 calls into C per run, each passing one small int.
+//
+// Everything an event needs besides its two timestamps is static and lives in
+// a GraphTable registered once per graph: the interned event name
+// (`function.<op overload>`) and an interned JSON-members fragment with the
+// node's static args (graph, node, module, shapes, flops, ...). The dynamic
+// context of a call (grad mode, user tags) is two more interned fragments,
+// chosen once per graph call by `dynamo_begin`. A mark therefore formats
+// nothing and allocates nothing: it reads the clock and copies ids into the
+// core's per-thread buffer (dft_complete_ticks).
+//
+// The three per-node/per-call entry points (dynamo_begin / dynamo_mark /
+// dynamo_end) are plain METH_FASTCALL CPython functions rather than nanobind
+// bindings: nanobind's overload dispatch costs ~40 ns a call, a fastcall
+// builtin with one int argument costs ~15 ns, and the per-node budget is
+// 150 ns all included.
+//
+// Per-thread state: a small stack of open graph calls (a graph can only be
+// re-entered on the same thread through Python code run by an op, which is
+// rare but legal; beyond kMaxDepth nested calls we stop recording instead of
+// corrupting state).
+//
+// Forward/backward pairing for flow arrows: a forward call takes a fresh
+// block of flow ids (one per autograd seq_nr group of its graph) and, when it
+// ends, pushes {flow base, tags} on its graph's pending stack. The backward
+// graph of that forward pops the most recent entry (LIFO: the autograd engine
+// runs the backward of the latest forward first, and a forward whose backward
+// never runs -- evaluation with grad on -- stays at the bottom without
+// shifting the pairing of later calls). The stack is capped; the oldest
+// entries go first.
+
+#include <Python.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dftracer/dftracer.h"
 #include "module.h"
 
-namespace dft_py {
+namespace nb = nanobind;
 
-void register_dynamo(nanobind::module_& /*m*/) {}
+namespace dft_py {
+namespace {
+
+enum Phase : int { kForward = 0, kBackward = 1, kInference = 2 };
+
+struct NodeEntry {
+  dft_id name;      // interned "function.<op>"
+  dft_id fragment;  // interned static args fragment
+  int32_t flow;     // forward: flow group started here; backward: group finished here; -1 none
+};
+
+struct PendingCall {
+  uint64_t flow_base;
+  dft_id tags;
+};
+
+struct GraphTable {
+  dft_id event_name = 0;  // name of the graph-call event
+  dft_id fragment = 0;    // static args of the graph-call event
+  int phase = kInference;
+  uint32_t n_flow_groups = 0;
+  int32_t pair_slot = -1;  // backward: slot of its forward graph
+  std::vector<NodeEntry> nodes;
+
+  // Forward graphs only: calls waiting for their backward (see file comment).
+  std::mutex pending_mu;
+  std::vector<PendingCall> pending;
+};
+
+constexpr size_t kMaxGraphs = 1 << 16;
+constexpr size_t kMaxPending = 1024;
+constexpr int kMaxDepth = 8;
+
+// Append-only table of graphs: registration takes a lock, readers do one
+// acquire load, so the hot path never sees a vector being reallocated.
+std::atomic<GraphTable*> g_tables[kMaxGraphs];
+std::atomic<uint32_t> g_n_tables{0};
+std::mutex g_register_mu;
+std::atomic<uint64_t> g_next_flow{1};
+
+dft_id g_cat = 0;         // "dynamo"
+dft_id g_flow_name = 0;   // "autograd"
+dft_id g_grad_frag[2] = {0, 0};  // "grad_enabled":0 / 1
+
+struct Frame {
+  GraphTable* table;
+  uint64_t begin_ticks;
+  uint64_t open_start;
+  int64_t open;  // index of the open node, -1 none
+  dft_id grad;
+  dft_id tags;
+  uint64_t flow_base;  // 0: no flow arrows for this call
+};
+
+thread_local Frame tl_frames[kMaxDepth];
+thread_local int tl_depth = 0;
+
+inline GraphTable* table_at(long slot) {
+  if (slot < 0 || static_cast<size_t>(slot) >= kMaxGraphs) return nullptr;
+  return g_tables[slot].load(std::memory_order_acquire);
+}
+
+inline uint32_t fill_args(dft_arg* args, dft_id static_frag, const Frame& f) {
+  uint32_t n = 0;
+  if (static_frag) {
+    args[n].key = 0;
+    args[n].type = DFT_ARG_JSON;
+    args[n].v.id = static_frag;
+    ++n;
+  }
+  args[n].key = 0;
+  args[n].type = DFT_ARG_JSON;
+  args[n].v.id = f.grad;
+  ++n;
+  if (f.tags) {
+    args[n].key = 0;
+    args[n].type = DFT_ARG_JSON;
+    args[n].v.id = f.tags;
+    ++n;
+  }
+  return n;
+}
+
+// Records the open node of `f` as ending at `now`.
+inline void close_open_node(Frame& f, uint64_t now) {
+  const int64_t i = f.open;
+  if (i < 0) return;
+  f.open = -1;
+  GraphTable* t = f.table;
+  if (static_cast<size_t>(i) >= t->nodes.size()) return;
+  const NodeEntry& e = t->nodes[i];
+  dft_arg args[3];
+  const uint32_t n = fill_args(args, e.fragment, f);
+  dft_complete_ticks(e.name, g_cat, f.open_start, now, args, n);
+  if (e.flow >= 0 && f.flow_base != 0) {
+    // Bind the flow point to the middle of the slice: Perfetto attaches it to
+    // the slice enclosing that instant on this thread.
+    dft_flow(g_flow_name, g_cat, f.flow_base + static_cast<uint64_t>(e.flow),
+             t->phase == kForward ? 1 : 0, f.open_start + (now - f.open_start) / 2);
+  }
+}
+
+inline bool parse_long(PyObject* o, long* out) {
+  long v = PyLong_AsLong(o);
+  if (v == -1 && PyErr_Occurred()) return false;
+  *out = v;
+  return true;
+}
+
+// dynamo_mark(i): closes the open node, opens node i (i == n closes only).
+PyObject* py_mark(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 1) {
+    PyErr_SetString(PyExc_TypeError, "dynamo_mark(node_index) takes one int");
+    return nullptr;
+  }
+  long i;
+  if (!parse_long(args[0], &i)) return nullptr;
+  const int d = tl_depth;
+  if (d <= 0 || d > kMaxDepth) Py_RETURN_NONE;
+  Frame& f = tl_frames[d - 1];
+  const uint64_t now = dft_ticks();
+  close_open_node(f, now);
+  f.open = i;
+  f.open_start = now;
+  Py_RETURN_NONE;
+}
+
+// dynamo_begin(slot, grad_enabled, tags_fragment_id): a graph call starts.
+PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "dynamo_begin(slot, grad_enabled, tags_id) takes three ints");
+    return nullptr;
+  }
+  long slot, grad, tags;
+  if (!parse_long(args[0], &slot) || !parse_long(args[1], &grad) || !parse_long(args[2], &tags))
+    return nullptr;
+  const int d = tl_depth++;
+  if (d >= kMaxDepth) Py_RETURN_NONE;  // counted, so dynamo_end stays balanced
+  GraphTable* t = table_at(slot);
+  Frame& f = tl_frames[d];
+  f.table = t;
+  f.open = -1;
+  f.grad = g_grad_frag[grad ? 1 : 0];
+  f.tags = static_cast<dft_id>(tags);
+  f.flow_base = 0;
+  if (t == nullptr) {
+    // Unknown slot: keep the frame but record nothing for it.
+    tl_depth = d + 1;
+    f.table = nullptr;
+  } else if (t->phase == kForward && t->n_flow_groups > 0) {
+    f.flow_base = g_next_flow.fetch_add(t->n_flow_groups, std::memory_order_relaxed);
+  } else if (t->phase == kBackward) {
+    if (GraphTable* fw = table_at(t->pair_slot)) {
+      std::lock_guard<std::mutex> lock(fw->pending_mu);
+      if (!fw->pending.empty()) {
+        const PendingCall p = fw->pending.back();
+        fw->pending.pop_back();
+        f.flow_base = p.flow_base;
+        f.tags = p.tags;  // the backward carries the tags of its forward call
+      }
+    }
+  }
+  f.begin_ticks = dft_ticks();
+  Py_RETURN_NONE;
+}
+
+// dynamo_end(): closes the last node and records the graph-call event.
+PyObject* py_end(PyObject*, PyObject* const*, Py_ssize_t) {
+  const int d = tl_depth;
+  if (d <= 0) Py_RETURN_NONE;
+  tl_depth = d - 1;
+  if (d > kMaxDepth) Py_RETURN_NONE;
+  Frame& f = tl_frames[d - 1];
+  GraphTable* t = f.table;
+  if (t == nullptr) Py_RETURN_NONE;
+  const uint64_t now = dft_ticks();
+  close_open_node(f, now);
+  dft_arg a[3];
+  const uint32_t n = fill_args(a, t->fragment, f);
+  dft_complete_ticks(t->event_name, g_cat, f.begin_ticks, now, a, n);
+  if (t->phase == kForward && f.flow_base != 0) {
+    std::lock_guard<std::mutex> lock(t->pending_mu);
+    if (t->pending.size() >= kMaxPending) t->pending.erase(t->pending.begin());
+    t->pending.push_back(PendingCall{f.flow_base, f.tags});
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_fast_methods[] = {
+    {"dynamo_mark", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_mark)),
+     METH_FASTCALL, "dynamo_mark(i): close the open node of this thread's graph call, open node i."},
+    {"dynamo_begin", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_begin)),
+     METH_FASTCALL, "dynamo_begin(slot, grad_enabled, tags_id): a call of graph `slot` starts."},
+    {"dynamo_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_end)),
+     METH_FASTCALL, "dynamo_end(): the innermost graph call of this thread ends."},
+    {nullptr, nullptr, 0, nullptr}};
+
+dft_id intern_fragment_or_throw(const std::string& s) {
+  if (s.empty()) return 0;
+  dft_id id = dft_intern_json_fragment(s.data(), s.size());
+  if (id == 0) throw nb::value_error(("not a JSON-members fragment: " + s.substr(0, 200)).c_str());
+  return id;
+}
+
+void init_ids() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_cat = dft_intern_cstr("dynamo");
+    g_flow_name = dft_intern_cstr("autograd");
+    g_grad_frag[0] = dft_intern_json_fragment("\"grad_enabled\":0", 16);
+    g_grad_frag[1] = dft_intern_json_fragment("\"grad_enabled\":1", 16);
+  });
+}
+
+// Registers a graph; returns its slot. `names`, `fragments` and `flows` are
+// per op node, in execution order (node i is what dynamo_mark(i) opens).
+int register_graph(const std::string& event_name, const std::string& fragment, int phase,
+                   const std::vector<std::string>& names,
+                   const std::vector<std::string>& fragments, const std::vector<int>& flows,
+                   uint32_t n_flow_groups, int pair_slot) {
+  init_ids();
+  if (names.size() != fragments.size() || names.size() != flows.size())
+    throw nb::value_error("dynamo_register_graph: names, fragments and flows differ in length");
+  if (phase < kForward || phase > kInference)
+    throw nb::value_error("dynamo_register_graph: phase must be 0 (forward), 1 (backward) or 2 (inference)");
+  auto t = std::make_unique<GraphTable>();
+  t->event_name = dft_intern(event_name.data(), event_name.size());
+  t->fragment = intern_fragment_or_throw(fragment);
+  t->phase = phase;
+  t->n_flow_groups = n_flow_groups;
+  t->pair_slot = pair_slot;
+  t->nodes.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    t->nodes.push_back(NodeEntry{dft_intern(names[i].data(), names[i].size()),
+                                 intern_fragment_or_throw(fragments[i]), flows[i]});
+  }
+  std::lock_guard<std::mutex> lock(g_register_mu);
+  const uint32_t slot = g_n_tables.load(std::memory_order_relaxed);
+  if (slot >= kMaxGraphs) throw nb::value_error("dynamo_register_graph: too many graphs (65536)");
+  g_tables[slot].store(t.release(), std::memory_order_release);
+  g_n_tables.store(slot + 1, std::memory_order_relaxed);
+  return static_cast<int>(slot);
+}
+
+// Records a compiled-region event (the @dynamo.compile wrapper) from
+// `begin_ticks` to now.
+void region_end(uint32_t name_id, uint64_t begin_ticks, uint32_t fragment_id, int grad,
+                uint32_t tags_id) {
+  init_ids();
+  Frame f{};
+  f.grad = g_grad_frag[grad ? 1 : 0];
+  f.tags = tags_id;
+  dft_arg a[3];
+  const uint32_t n = fill_args(a, fragment_id, f);
+  dft_complete_ticks(name_id, g_cat, begin_ticks, dft_ticks(), a, n);
+}
+
+}  // namespace
+
+void register_dynamo(nb::module_& m) {
+  if (PyModule_AddFunctions(m.ptr(), g_fast_methods) != 0) throw nb::python_error();
+  m.def("dynamo_register_graph", &register_graph, nb::arg("event_name"), nb::arg("fragment"),
+        nb::arg("phase"), nb::arg("names"), nb::arg("fragments"), nb::arg("flows"),
+        nb::arg("n_flow_groups"), nb::arg("pair_slot"),
+        "Registers an instrumented graph's node table; returns its slot.");
+  m.def(
+      "dynamo_intern_fragment",
+      [](const std::string& s) { return intern_fragment_or_throw(s); }, nb::arg("fragment"),
+      "Interns a JSON-members fragment (`\"k\":v,...`); ValueError when it is not one.");
+  m.def(
+      "dynamo_intern", [](const std::string& s) { return dft_intern(s.data(), s.size()); },
+      nb::arg("s"), "Interns a string; returns its id.");
+  m.def("dynamo_ticks", &dft_ticks, "The core's raw clock (dft_ticks).");
+  m.def("dynamo_region_end", &region_end, nb::arg("name_id"), nb::arg("begin_ticks"),
+        nb::arg("fragment_id"), nb::arg("grad_enabled"), nb::arg("tags_id"),
+        "Records a compiled-region event from begin_ticks to now.");
+  m.def(
+      "dynamo_metadata",
+      [](const std::string& k, const std::string& v) { dft_metadata(k.c_str(), v.c_str()); },
+      nb::arg("key"), nb::arg("value"), "Records a metadata event.");
+  m.def(
+      "dynamo_enabled", [] { return dft_enabled() != 0; }, "True while tracing is on.");
+  m.def(
+      "dynamo_depth", [] { return tl_depth; },
+      "Open graph calls on this thread (for tests: 0 between calls).");
+}
 
 }  // namespace dft_py

@@ -1,0 +1,246 @@
+"""torch.compile capture: pydftracer's Dynamo API over our instrumenting backend.
+
+    from dftracer.python import dftracer, dynamo, Dynamo, dftracer_dynamo_backend
+
+    @dynamo.compile                          # bare, on a function or a forward
+    def forward(self, x): ...
+
+    @dynamo.compile(fullgraph=False, dynamic=None, name="encoder", phase="eval")
+    def forward(self, x): ...                # with torch.compile options and tags
+
+    d = Dynamo("resnet50", epoch=1, step=0, image_idx=0, image_size=(224, 224))
+    model.forward = d.compile(model.forward)
+    d.update(step=7)                         # every later op event says "step":7
+
+    torch.compile(model, backend=dftracer_dynamo_backend)
+
+Every ATen op of every forward, backward and inference graph becomes a
+complete event (cat ``dynamo``, name ``function.<op overload>``) whose args
+hold ``grad_enabled``, ``phase``, ``graph``, ``node``, ``module``, ``source``,
+``shapes``, ``dtype``, ``flops``, ``bytes``, ``seq_nr`` and the tags. Each
+graph call is an event (``graph.forward`` / ``graph.backward`` /
+``graph.inference``) and each call of a ``Dynamo.compile``d function is one
+(``dynamo.<function>`` or the given name). How it works: docs/capture.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from typing import Any, Callable
+
+import torch
+
+from . import dynamo_backend
+from .dynamo_backend import _active_tags, instrumented_graphs, make_backend, tracing_enabled
+from .dynamo_nodes import EXTRA_FLOP_FORMULAS
+
+CAT_DYNAMO = "dynamo"
+
+__all__ = [
+    "CAT_DYNAMO",
+    "Dynamo",
+    "EXTRA_FLOP_FORMULAS",
+    "create_backend",
+    "dftracer_dynamo_backend",
+    "dynamo",
+    "instrumented_graphs",
+]
+
+_TAG_FIELDS = ("epoch", "step", "image_idx", "image_size")
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (tuple, list)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, torch.Tensor) and v.numel() == 1:
+        return v.item()
+    return str(v)
+
+
+def _tags_fragment(tags: dict) -> str:
+    members = {k: _json_value(v) for k, v in tags.items() if v is not None}
+    if not members:
+        return ""
+    return json.dumps(members, separators=(",", ":"))[1:-1]
+
+
+class Dynamo:
+    """A named source of compiled regions with tags (pydftracer's ``Dynamo``).
+
+    ``name`` names the region events of functions it compiles (unless the
+    default ``"dynamo"``, then ``dynamo.<function>``); ``epoch``, ``step``,
+    ``image_idx``, ``image_size`` and any extra keyword are tags written into
+    the args of every op event its compiled functions produce; ``update``
+    changes them between calls. ``enable=False`` makes ``compile`` return the
+    function untouched.
+    """
+
+    def __init__(
+        self,
+        name: str = "dynamo",
+        epoch: int | None = None,
+        step: int | None = None,
+        image_idx: int | None = None,
+        image_size: Any = None,
+        enable: bool = True,
+        **tags: Any,
+    ) -> None:
+        self.name = name
+        self.enable = bool(enable)
+        self.tags: dict[str, Any] = {"epoch": epoch, "step": step, "image_idx": image_idx, "image_size": image_size}
+        self.tags.update(tags)
+        self._version = 0
+        self._lock = threading.Lock()
+        self._ids: dict[tuple, int] = {}  # (version, site tags) -> fragment id
+        self._backend: Callable | None = None
+
+    # pydftracer exposes the tags as attributes too.
+    @property
+    def epoch(self):
+        return self.tags.get("epoch")
+
+    @property
+    def step(self):
+        return self.tags.get("step")
+
+    @property
+    def image_idx(self):
+        return self.tags.get("image_idx")
+
+    @property
+    def image_size(self):
+        return self.tags.get("image_size")
+
+    def update(
+        self,
+        epoch: int | None = None,
+        step: int | None = None,
+        image_idx: int | None = None,
+        image_size: Any = None,
+        **tags: Any,
+    ) -> "Dynamo":
+        """Sets the given tags (None leaves a tag as it was) for later calls."""
+        given = {"epoch": epoch, "step": step, "image_idx": image_idx, "image_size": image_size}
+        given.update(tags)
+        with self._lock:
+            for k, v in given.items():
+                if v is not None:
+                    self.tags[k] = v
+            self._version += 1
+            self._ids.clear()  # fragments of old tag values are not needed again
+        return self
+
+    def tags_id(self, site: tuple = ()) -> int:
+        """Interned fragment of this object's tags plus ``site`` ((key, value)
+        pairs); 0 when there are none or tracing is off. Interned once per
+        distinct set of tag values, never per op."""
+        if not tracing_enabled():
+            return 0
+        key = (self._version, site)
+        i = self._ids.get(key)
+        if i is None:
+            merged = dict(self.tags)
+            merged.update(site)
+            frag = _tags_fragment(merged)
+            i = dynamo_backend._core.dynamo_intern_fragment(frag) if frag else 0
+            with self._lock:
+                if key[0] == self._version:
+                    self._ids[key] = i
+        return i
+
+    @property
+    def backend(self) -> Callable:
+        """A torch.compile backend whose events carry this object's tags."""
+        if self._backend is None:
+            self._backend = make_backend(self.tags_id)
+        return self._backend
+
+    def compile(
+        self,
+        fn: Callable | None = None,
+        *,
+        fullgraph: bool = False,
+        dynamic: bool | None = None,
+        name: str | None = None,
+        **tags: Any,
+    ) -> Callable:
+        """``torch.compile`` with our backend, plus a region event per call.
+
+        Usable bare (``@d.compile``) or with arguments
+        (``@d.compile(fullgraph=True, name="enc", stage="train")``); on a
+        function, a method (e.g. a module's ``forward`` in the class body) or
+        an ``nn.Module`` (its ``forward`` is replaced, the module returned).
+        """
+        if fn is None:
+            return functools.partial(self.compile, fullgraph=fullgraph, dynamic=dynamic, name=name, **tags)
+        if not self.enable:
+            return fn
+        if isinstance(fn, torch.nn.Module):
+            fn.forward = self.compile(fn.forward, fullgraph=fullgraph, dynamic=dynamic, name=name, **tags)
+            return fn
+        if not callable(fn):
+            raise TypeError(f"dynamo.compile: expected a function or nn.Module, got {type(fn).__name__}")
+        dynamo_backend.warn_if_unavailable()
+
+        compiled = torch.compile(fn, backend=self.backend, fullgraph=fullgraph, dynamic=dynamic)
+        qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "fn"
+        region = name or (self.name if self.name != "dynamo" else f"dynamo.{qualname}")
+        site = tuple(sorted(tags.items(), key=lambda kv: kv[0]))
+        core = dynamo_backend._core
+        ids: list[int] = []  # [name id, fragment id], interned at first traced call
+
+        @functools.wraps(fn)
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            if core is None or not core.dynamo_enabled():
+                return compiled(*args, **kwargs)
+            if not ids:
+                ids.append(core.dynamo_intern(region))
+                ids.append(core.dynamo_intern_fragment(json.dumps({"fn": qualname}, separators=(",", ":"))[1:-1]))
+            prev = _active_tags.tags
+            tags_id = self.tags_id(site)
+            _active_tags.tags = tags_id
+            grad = torch.is_grad_enabled()
+            t0 = core.dynamo_ticks()
+            try:
+                return compiled(*args, **kwargs)
+            finally:
+                core.dynamo_region_end(ids[0], t0, ids[1], grad, tags_id)
+                _active_tags.tags = prev
+
+        traced._dftracer_compiled = compiled  # the torch.compile'd function
+        return traced
+
+    def __repr__(self) -> str:
+        tags = {k: v for k, v in self.tags.items() if v is not None}
+        return f"Dynamo(name={self.name!r}, enable={self.enable}, tags={tags})"
+
+
+def create_backend(
+    name: str = "dynamo",
+    epoch: int | None = None,
+    step: int | None = None,
+    image_idx: int | None = None,
+    image_size: Any = None,
+    enable: bool = True,
+    autograd: bool = True,
+    **tags: Any,
+) -> Callable:
+    """pydftracer's factory: a torch.compile backend with these tags.
+    ``enable=False`` gives plain ``aot_eager``; ``autograd`` is accepted for
+    compatibility (backward graphs are always instrumented)."""
+    if not enable:
+        from torch._dynamo.backends.debugging import aot_eager
+
+        return aot_eager
+    return Dynamo(name, epoch, step, image_idx, image_size, enable, **tags).backend
+
+
+# The default instance (``@dynamo.compile``) and the plain backend; the
+# backend's events carry the default instance's tags (``dynamo.update(...)``)
+# unless a Dynamo.compile wrapper is active on the thread.
+dynamo = Dynamo()
+dftracer_dynamo_backend = dynamo.backend
