@@ -86,14 +86,10 @@ Logger& Logger::instance() {
 
 int Logger::init_from_env() {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
-  if (!env_read_) {
-    env_read_ = true;
-    env_enable_ = Config::from_env().enable;
-  }
-  if (!env_enable_) return 0;
   if (enabled_.load(std::memory_order_relaxed)) return 1;
-  std::string error;
   Config cfg = Config::from_env();
+  if (!cfg.enable) return 0;
+  std::string error;
   if (start_session(cfg, -1, &error) != 0) {
     log_warn(error + "; tracing is off");
     return 0;
@@ -260,11 +256,14 @@ void Logger::on_thread_exit(ThreadBuffer* tb) {
   if (tls_buffer_ == tb) tls_buffer_ = nullptr;
   std::lock_guard<std::mutex> lock(registry_mu_);
   bool live_session = enabled_.load(std::memory_order_relaxed) && tb->session == session_.load(std::memory_order_relaxed);
-  if (live_session && tb->chunk != nullptr) {
-    // Seal with no successor: the writer drains it, then retires the buffer.
-    pool_.note_sealed();
-    tb->chunk->sealed.store(true, std::memory_order_release);
-    tb->chunk = nullptr;
+  if (live_session) {
+    // Seal with no successor: the writer drains it (and counts the thread's
+    // drops), then retires the buffer.
+    if (tb->chunk != nullptr) {
+      pool_.note_sealed();
+      tb->chunk->sealed.store(true, std::memory_order_release);
+      tb->chunk = nullptr;
+    }
     tb->exited.store(true, std::memory_order_release);
     if (Writer* w = writer_.get()) w->notify();
     return;

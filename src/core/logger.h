@@ -101,8 +101,6 @@ class Logger {
   std::atomic<uint64_t> session_{0};
   std::atomic<uint64_t> after_finalize_{0};
   Config config_;
-  bool env_read_ = false;
-  bool env_enable_ = false;
   int64_t pid_ = 0;
   int64_t process_id_override_ = -1;
   std::string path_;

@@ -88,8 +88,9 @@ void Writer::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     // Wake on a sealed chunk, a flush request, stop, or the timer.
-    wake_.wait_until(lock, next_flush);
+    wake_.wait_until(lock, next_flush, [&] { return stop_ || pending_ || flush_requested_ > flush_done_; });
     if (stop_) break;
+    pending_ = false;
     uint64_t want = flush_requested_;
     lock.unlock();
     cycle();
@@ -114,6 +115,13 @@ void Writer::cycle() {
 }
 
 void Writer::drain(ThreadBuffer* tb) {
+  // Drops first: a buffer may be retired below, and one that never got a
+  // chunk has nothing else to report.
+  uint64_t d = tb->dropped.load(std::memory_order_relaxed);
+  if (d != tb->accounted_drops) {
+    dropped_.fetch_add(d - tb->accounted_drops, std::memory_order_relaxed);
+    tb->accounted_drops = d;
+  }
   if (tb->rchunk == nullptr) {
     tb->rchunk = tb->first.load(std::memory_order_acquire);
     tb->roff = 0;
@@ -153,11 +161,6 @@ void Writer::drain(ThreadBuffer* tb) {
       logger_.retire_buffer(tb);
       break;
     }
-  }
-  uint64_t d = tb->dropped.load(std::memory_order_relaxed);
-  if (d != tb->accounted_drops) {
-    dropped_.fetch_add(d - tb->accounted_drops, std::memory_order_relaxed);
-    tb->accounted_drops = d;
   }
 }
 

@@ -43,8 +43,16 @@ class Writer {
   // Drains everything, writes the `end` event and `]`, closes the file and
   // joins the thread. `tid` is the finalizing thread.
   void stop(int64_t tid);
-  // A chunk was sealed: wake up soon.
-  void notify() { wake_.notify_one(); }
+  // A chunk was sealed: wake up now. Takes the writer's mutex so the wakeup
+  // cannot fall between the writer's check and its wait (once per chunk,
+  // never per event).
+  void notify() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_ = true;
+    }
+    wake_.notify_one();
+  }
   // Writes everything recorded so far, then returns.
   void flush();
 
@@ -79,6 +87,7 @@ class Writer {
   std::condition_variable wake_;
   std::condition_variable flushed_;
   bool stop_ = false;
+  bool pending_ = false;          // guarded by mu_: sealed chunks to drain
   uint64_t flush_requested_ = 0;  // guarded by mu_
   uint64_t flush_done_ = 0;       // guarded by mu_
 

@@ -1,0 +1,82 @@
+// Bad settings get one warning line naming the variable and the value used
+// instead, and tracing still works.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dftracer/dftracer.h"
+#include "trace_file.h"
+
+using namespace dftracer_test;
+
+namespace {
+
+int count_lines_with(const std::string& text, const std::string& needle) {
+  int n = 0;
+  size_t pos = 0;
+  while ((pos = text.find(needle, pos)) != std::string::npos) {
+    ++n;
+    pos += needle.size();
+  }
+  return n;
+}
+
+struct BadValue {
+  const char* var;
+  const char* value;
+  const char* used;  // part of the "using ..." text
+};
+
+}  // namespace
+
+TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
+  const BadValue cases[] = {
+      {"DFTRACER_BUFFER_SIZE", "lots", "67108864 bytes"},
+      {"DFTRACER_CHUNK_SIZE", "-4", "262144 bytes"},
+      {"DFTRACER_FLUSH_INTERVAL_MS", "0", "100"},
+      {"DFTRACER_OVERFLOW", "spill", "block"},
+      {"DFTRACER_TRACE_COMPRESSION", "maybe", "1"},
+      {"DFTRACER_COMPRESSION_LEVEL", "11", "1"},
+      {"DFTRACER_INC_METADATA", "2", "1"},
+      {"DFTRACER_INIT", "LATER", "FUNCTION"},
+  };
+  for (const BadValue& c : cases) {
+    SCOPED_TRACE(c.var);
+    std::string dir = temp_dir("cfg");
+    ScopedEnv env(c.var, c.value);
+    testing::internal::CaptureStderr();
+    ASSERT_EQ(dft_init((dir + "/c").c_str(), nullptr, -1), 0);
+    std::string path = dft_trace_path();
+    dft_complete_ns(dft_intern_cstr("e"), dft_intern_cstr("c"), 1, 1, nullptr, 0);
+    dft_finalize();
+    std::string err = testing::internal::GetCapturedStderr();
+    std::string expect = std::string(c.var) + "='" + c.value + "' is not valid; using " + c.used;
+    EXPECT_EQ(count_lines_with(err, expect), 1) << err;
+    EXPECT_EQ(count_lines_with(err, "\n"), 1) << "one line: " << err;
+    size_t n = 0;
+    EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+  }
+}
+
+TEST(Config, SizesAcceptUnits) {
+  std::string dir = temp_dir("units");
+  ScopedEnv b("DFTRACER_BUFFER_SIZE", "8M");
+  ScopedEnv c("DFTRACER_CHUNK_SIZE", "64KiB");
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(dft_init((dir + "/u").c_str(), nullptr, -1), 0);
+  dft_stats st;
+  dft_get_stats(&st);
+  EXPECT_EQ(st.pool_bytes_cap, 8u << 20);
+  dft_finalize();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(Config, LogLevelOffSilencesWarnings) {
+  std::string dir = temp_dir("quiet");
+  ScopedEnv l("DFTRACER_LOG_LEVEL", "off");
+  ScopedEnv b("DFTRACER_BUFFER_SIZE", "lots");
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(dft_init((dir + "/q").c_str(), nullptr, -1), 0);
+  dft_finalize();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}

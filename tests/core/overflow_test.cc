@@ -1,0 +1,109 @@
+// Bounded memory: the `drop` policy loses events only when the pool is
+// exhausted and counts every one; memory stays under the pool cap however
+// many events stream through.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "dftracer/dftracer.h"
+#include "trace_file.h"
+
+using namespace dftracer_test;
+
+namespace {
+
+size_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+TEST(Overflow, DropPolicyCountsEveryDroppedEventExactly) {
+  std::string dir = temp_dir("drop");
+  ScopedEnv p("DFTRACER_OVERFLOW", "drop");
+  ScopedEnv b("DFTRACER_BUFFER_SIZE", "128K");
+  ScopedEnv c("DFTRACER_CHUNK_SIZE", "8K");
+  ScopedEnv l("DFTRACER_COMPRESSION_LEVEL", "9");  // a slow writer, so the pool overflows
+  ASSERT_EQ(dft_init((dir + "/d").c_str(), nullptr, -1), 0);
+  std::string path = dft_trace_path();
+  const int threads = 4;
+  const uint64_t per_thread = scaled(500000);
+  const dft_id name = dft_intern_cstr("burst"), cat = dft_intern_cstr("t");
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&] {
+      for (uint64_t i = 0; i < per_thread; ++i) dft_complete_ns(name, cat, i, 1, nullptr, 0);
+    });
+  for (auto& t : ts) t.join();
+  dft_finalize();
+  dft_stats st;
+  dft_get_stats(&st);
+
+  auto events = parse_events(event_lines(read_all(path)));
+  uint64_t in_file = 0;
+  int64_t end_dropped = -1;
+  for (auto& e : events) {
+    if (e.name == "burst") ++in_file;
+    if (e.name == "end") end_dropped = int_arg(e, "dropped");
+  }
+  const uint64_t attempted = threads * per_thread;
+  EXPECT_GT(in_file, 0u);
+  EXPECT_GT(attempted - in_file, 0u) << "the pool never overflowed; the test proves nothing";
+  EXPECT_EQ(static_cast<uint64_t>(end_dropped), attempted - in_file) << "end event's count is exact";
+  EXPECT_EQ(st.events_dropped, attempted - in_file);
+  EXPECT_LE(st.pool_bytes_peak, st.pool_bytes_cap);
+}
+
+TEST(Overflow, BlockPolicyLosesNothingWithATinyPool) {
+  std::string dir = temp_dir("block");
+  ScopedEnv b("DFTRACER_BUFFER_SIZE", "128K");
+  ScopedEnv c("DFTRACER_CHUNK_SIZE", "8K");
+  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  std::string path = dft_trace_path();
+  const uint64_t n = scaled(300000);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      const dft_id name = dft_intern_cstr("e"), cat = dft_intern_cstr("t");
+      for (uint64_t i = 0; i < n; ++i) dft_complete_ns(name, cat, i, 1, nullptr, 0);
+    });
+  for (auto& t : ts) t.join();
+  dft_finalize();
+  dft_stats st;
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_dropped, 0u);
+  EXPECT_LE(st.pool_bytes_peak, st.pool_bytes_cap);
+  uint64_t found = 0;
+  for (auto& e : parse_events(event_lines(read_all(path)))) found += e.name == "e";
+  EXPECT_EQ(found, 4 * n);
+}
+
+TEST(Overflow, MemoryStaysUnderThePoolCapWhileFiftyMillionEventsStream) {
+  std::string dir = temp_dir("stream");
+  ScopedEnv b("DFTRACER_BUFFER_SIZE", "4M");
+  ScopedEnv c("DFTRACER_CHUNK_SIZE", "64K");
+  ASSERT_EQ(dft_init((dir + "/s").c_str(), nullptr, -1), 0);
+  const uint64_t n = scaled(50000000);
+  const dft_id name = dft_intern_cstr("e"), cat = dft_intern_cstr("t");
+  size_t rss_before = rss_bytes();
+  size_t rss_max = rss_before;
+  for (uint64_t i = 0; i < n; ++i) {
+    dft_complete_ns(name, cat, i, 1, nullptr, 0);
+    if ((i & 0xFFFFF) == 0) rss_max = std::max(rss_max, rss_bytes());
+  }
+  dft_finalize();
+  dft_stats st;
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_dropped, 0u);
+  EXPECT_GE(st.events_written, n);
+  EXPECT_LE(st.pool_bytes_peak, 4u << 20);
+  // The process grows by at most the pool plus the writer's fixed buffers
+  // (formatting and compression, a few MiB), never with the event count.
+  EXPECT_LT(rss_max - rss_before, size_t{4 << 20} + size_t{16 << 20}) << "RSS grew with the stream";
+}

@@ -1,0 +1,154 @@
+// Processes: fork gives the child its own file with none of the parent's
+// events; SIGKILL leaves a readable file holding everything recorded more
+// than one flush interval before the kill; SIGTERM finalizes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include "dftracer/dftracer.h"
+#include "trace_file.h"
+
+using namespace dftracer_test;
+
+namespace {
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void emit(const char* name, int64_t seq) {
+  dft_arg a{};
+  a.key = dft_intern_cstr("seq");
+  a.type = DFT_ARG_INT;
+  a.v.i = seq;
+  uint64_t t = dft_ticks();
+  dft_complete_ticks(dft_intern_cstr(name), dft_intern_cstr("test"), t, t + 1, &a, 1);
+}
+
+std::multiset<std::string> names_in(const std::string& path) {
+  std::multiset<std::string> out;
+  for (auto& e : parse_events(event_lines(read_all(path)))) out.insert(e.name);
+  return out;
+}
+
+}  // namespace
+
+TEST(Fork, ChildGetsItsOwnFileAndNoneOfTheParentsEvents) {
+  std::string dir = temp_dir("fork");
+  ASSERT_EQ(dft_init((dir + "/p").c_str(), nullptr, -1), 0);
+  std::string parent_path = dft_trace_path();
+  for (int i = 0; i < 1000; ++i) emit("before_fork", i);  // still buffered at fork time
+  fflush(nullptr);
+  pid_t child = fork();
+  if (child == 0) {
+    for (int i = 0; i < 500; ++i) emit("in_child", i);
+    exit(0);  // atexit finalizes the child's file
+  }
+  for (int i = 0; i < 700; ++i) emit("in_parent", i);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  dft_finalize();
+
+  auto files = files_in(dir, ".pfw.gz");
+  ASSERT_EQ(files.size(), 2u);
+  std::string child_path = files[0] == parent_path ? files[1] : files[0];
+  EXPECT_NE(child_path.find("-" + std::to_string(child) + ".pfw.gz"), std::string::npos) << child_path;
+  auto p = names_in(parent_path);
+  auto c = names_in(child_path);
+  EXPECT_EQ(p.count("before_fork"), 1000u);
+  EXPECT_EQ(p.count("in_parent"), 700u);
+  EXPECT_EQ(p.count("in_child"), 0u);
+  EXPECT_EQ(c.count("in_child"), 500u);
+  EXPECT_EQ(c.count("before_fork"), 0u);
+  EXPECT_EQ(c.count("in_parent"), 0u);
+  size_t n;
+  EXPECT_EQ(strict_json_error(read_all(child_path), &n), "");
+  for (auto& e : parse_events(event_lines(read_all(child_path)))) EXPECT_EQ(e.pid, child);
+}
+
+TEST(Crash, SigkillKeepsEverythingOlderThanOneFlushInterval) {
+  std::string dir = temp_dir("kill");
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(pipefd[0]);
+    setenv("DFTRACER_FLUSH_INTERVAL_MS", "100", 1);
+    if (dft_init((dir + "/k").c_str(), nullptr, -1) != 0) _exit(3);
+    // Record steadily and report (seq, monotonic time) after each batch.
+    for (int64_t seq = 0;; ++seq) {
+      emit("tick", seq);
+      if (seq % 100 == 99) {
+        uint64_t msg[2] = {static_cast<uint64_t>(seq), mono_ns()};
+        if (write(pipefd[1], msg, sizeof msg) != sizeof msg) _exit(4);
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    }
+  }
+  close(pipefd[1]);
+  std::vector<std::pair<uint64_t, uint64_t>> progress;
+  uint64_t start = mono_ns();
+  while (mono_ns() - start < 700000000ull) {  // let it run ~0.7 s
+    uint64_t msg[2];
+    if (read(pipefd[0], msg, sizeof msg) != sizeof msg) break;
+    progress.emplace_back(msg[0], msg[1]);
+  }
+  kill(child, SIGKILL);
+  uint64_t killed_at = mono_ns();
+  int status;
+  waitpid(child, &status, 0);
+  close(pipefd[0]);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_FALSE(progress.empty());
+
+  auto files = files_in(dir, ".pfw.gz");
+  ASSERT_EQ(files.size(), 1u);
+  bool truncated = false;
+  std::string partial;
+  auto lines = event_lines(read_all(files[0], &truncated), &partial);
+  EXPECT_FALSE(truncated) << "each chunk is one complete gzip member";
+  EXPECT_TRUE(partial.empty()) << "members hold whole lines";
+  std::set<int64_t> seqs;
+  for (auto& e : parse_events(lines))
+    if (e.name == "tick") seqs.insert(int_arg(e, "seq"));
+  // Everything reported more than one flush interval (plus 50 ms of
+  // scheduling slack on a loaded 2-core machine) before the kill is there.
+  const uint64_t horizon = killed_at - (100 + 50) * 1000000ull;
+  int64_t must_have = -1;
+  for (auto& p : progress)
+    if (p.second <= horizon) must_have = static_cast<int64_t>(p.first);
+  ASSERT_GE(must_have, 0);
+  for (int64_t s = 0; s <= must_have; ++s) ASSERT_TRUE(seqs.count(s)) << "missing seq " << s << " of " << must_have;
+}
+
+TEST(Crash, SigtermFinalizesTheFile) {
+  std::string dir = temp_dir("term");
+  pid_t child = fork();
+  if (child == 0) {
+    if (dft_init((dir + "/t").c_str(), nullptr, -1) != 0) _exit(3);
+    for (int64_t seq = 0;; ++seq) {
+      emit("work", seq);
+      if (seq % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(child, SIGTERM);
+  int status;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM) << "the signal keeps its normal effect";
+  auto files = files_in(dir, ".pfw.gz");
+  ASSERT_EQ(files.size(), 1u);
+  std::string text = read_all(files[0]);
+  size_t n = 0;
+  EXPECT_EQ(strict_json_error(text, &n), "") << "SIGTERM must leave a finalized file";
+  EXPECT_GT(n, 100u);
+}

@@ -1,0 +1,70 @@
+// Test helpers: read a trace back the way a user's tools would, and parse it
+// with a real JSON parser (simdjson), never with the code under test.
+#ifndef DFTRACER_TESTS_CORE_TRACE_FILE_H_
+#define DFTRACER_TESTS_CORE_TRACE_FILE_H_
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dftracer_test {
+
+// The whole file, inflated if it is .gz (every gzip member; a cut-off last
+// member contributes what inflates cleanly, as a reader of a crashed run would).
+std::string read_all(const std::string& path, bool* truncated_member = nullptr);
+
+// The event lines: every line but "[" and "]", trailing comma removed.
+// A last line without a newline (cut short) is returned in *partial.
+std::vector<std::string> event_lines(const std::string& text, std::string* partial = nullptr);
+
+// One parsed event: the fields tests look at.
+struct Event {
+  std::string name, cat, ph;
+  int64_t pid = 0, tid = 0;
+  double ts = 0, dur = 0;
+  std::string args_json;  // the raw "args" object
+};
+
+// Parses every line with simdjson; a line that is not a JSON object fails
+// the calling test (ADD_FAILURE) and is skipped.
+std::vector<Event> parse_events(const std::vector<std::string>& lines);
+
+// Parses `text` as one strict JSON document; returns the parser's error text
+// or "" when it is valid, and the number of array elements.
+std::string strict_json_error(const std::string& text, size_t* elements);
+
+// Integer arg `key` of an event, or -1.
+int64_t int_arg(const Event& e, const char* key);
+// String arg `key` of an event, or "<missing>".
+std::string str_arg(const Event& e, const char* key);
+
+// A fresh empty directory under $TMPDIR, removed at process exit.
+std::string temp_dir(const std::string& tag);
+
+// Files in `dir` whose names end with `suffix`.
+std::vector<std::string> files_in(const std::string& dir, const std::string& suffix);
+
+// Sets an environment variable for the scope of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+ private:
+  std::string name_;
+  bool had_;
+  std::string old_;
+};
+
+// Runs `body` in a forked child and returns its exit status (or 128+signal).
+int run_in_child(const std::function<int()>& body);
+
+// Test size: DFTRACER_TEST_SCALE (default 1.0) multiplies event counts, so
+// the sanitizer builds can run the same tests smaller.
+uint64_t scaled(uint64_t n);
+
+}  // namespace dftracer_test
+
+#endif  // DFTRACER_TESTS_CORE_TRACE_FILE_H_
