@@ -1,0 +1,85 @@
+"""Child processes: making sure every process that should trace does, and
+that its file is complete.
+
+- fork: the core starts a new file in the child by itself. But a
+  multiprocessing child made by fork (and so every torch DataLoader worker
+  on Linux) ends with os._exit(), which skips atexit, so the core's exit
+  handler never runs there. multiprocessing does run its own finalizers
+  first; we register one (in each such child) that finalizes the trace.
+- spawn / forkserver: the child is a fresh interpreter that traces when it
+  imports dftracer with DFTRACER_ENABLE=1 in its environment. When tracing
+  was started by initialize_log() rather than by the environment,
+  initialize_log() puts DFTRACER_ENABLE/DFTRACER_LOG_FILE/DFTRACER_DATA_DIR
+  into os.environ so children inherit them; finalize() restores them.
+"""
+import os
+
+from .. import _core
+
+_hooks_installed = False
+_saved_env = None  # {name: previous value or None} while we own the variables
+
+
+class _ForkAnchor:
+    """multiprocessing.util.register_after_fork keys callbacks by a live,
+    weak-referenceable object; this module-level instance is it."""
+
+
+_anchor = _ForkAnchor()
+
+
+def _finalize_in_child():
+    _core.finalize()
+
+
+def _after_mp_fork(_obj):
+    # Runs in a multiprocessing child made by fork, after multiprocessing has
+    # cleared the finalizers inherited from the parent.
+    if _core.enabled():
+        import multiprocessing.util as mpu
+
+        # Lowest priority: after every other finalizer of the child.
+        mpu.Finalize(None, _finalize_in_child, exitpriority=-(2**31))
+
+
+def _install_hooks():
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    try:
+        import multiprocessing.util as mpu
+
+        mpu.register_after_fork(_anchor, _after_mp_fork)
+    except Exception:  # pragma: no cover - multiprocessing unavailable
+        pass
+
+
+def export_env(prefix, data_dir):
+    """Makes spawned children trace like this process (see module doc)."""
+    global _saved_env
+    values = {"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": prefix}
+    if data_dir is not None:
+        values["DFTRACER_DATA_DIR"] = str(data_dir)
+    if _saved_env is None:
+        _saved_env = {k: os.environ.get(k) for k in ("DFTRACER_ENABLE", "DFTRACER_LOG_FILE",
+                                                     "DFTRACER_DATA_DIR")}
+    os.environ.update(values)
+
+
+def restore_env():
+    """Undoes export_env (called by finalize)."""
+    global _saved_env
+    if _saved_env is None:
+        return
+    for k, v in _saved_env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    _saved_env = None
+
+
+def tracing_started(from_env):
+    """Called whenever this process starts tracing."""
+    _install_hooks()

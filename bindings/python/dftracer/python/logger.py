@@ -1,0 +1,185 @@
+"""pydftracer's `dftracer` logger class and module-level helpers.
+
+One logger per process: every `dftracer` instance talks to the same core.
+Times are microseconds since the Unix epoch, as in pydftracer.
+"""
+import os
+
+from .. import _core
+from . import _process
+from .env import TRACING_FORBIDDEN
+from .tags import unwrap
+
+__all__ = ["dftracer", "initialize", "finalize", "get_time", "trace_path"]
+
+_TRACE_SUFFIXES = (".pfw.gz", ".pfw")
+
+
+def _prefix_of(logfile):
+    """The core's file prefix for a user's log file argument.
+
+    pydftracer users pass a file name such as "trace.pfw"; the core names
+    files `<prefix>-<app>-<pid>.pfw[.gz]`, so a trailing .pfw / .pfw.gz is
+    dropped ("trace.pfw" -> "trace-python3.11-1234.pfw.gz").
+    """
+    p = os.fspath(logfile)
+    for suffix in _TRACE_SUFFIXES:
+        if p.endswith(suffix) and len(p) > len(suffix):
+            p = p[: -len(suffix)]
+            break
+    return os.path.abspath(p)
+
+
+def _merge_typed_args(args, int_args, float_args, string_args):
+    """pydftracer's int_args/float_args/string_args (values may be its
+    TagValue tuples (tag_type, value)) merged into one dict."""
+    merged = dict(args) if args else {}
+    for typed in (int_args, float_args, string_args):
+        if not typed:
+            continue
+        for k, v in typed.items():
+            if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], int):
+                v = v[1]
+            merged[k] = unwrap(v)
+    return merged
+
+
+class dftracer:
+    """The process's trace logger (pydftracer's class of the same name)."""
+
+    __instance = None
+
+    def __init__(self):
+        self.logger = None  # pydftracer attribute; set while tracing
+        self.trace_file = None  # path of the last file this process traced to
+        dftracer.__instance = self
+
+    @classmethod
+    def get_instance(cls):
+        if dftracer.__instance is None:
+            dftracer()
+        return dftracer.__instance
+
+    @staticmethod
+    def initialize_log(logfile=None, data_dir=None, process_id=-1, *, log_file=None):
+        """Starts tracing to `<logfile prefix>-<app>-<pid>.pfw[.gz]`.
+
+        `logfile` (or `log_file=`) may be None: DFTRACER_LOG_FILE, then
+        "./dftracer". `data_dir` is recorded as DFTRACER_DATA_DIR.
+        `process_id` < 0 means the real pid. Starts tracing even when
+        DFTRACER_ENABLE is unset (pydftracer needs DFTRACER_ENABLE=1 for
+        that); DFTRACER_ENABLE=0 keeps tracing off. Returns the logger.
+        """
+        instance = dftracer.get_instance()
+        if logfile is None:
+            logfile = log_file
+        if TRACING_FORBIDDEN:
+            return instance
+        if not isinstance(process_id, int) or isinstance(process_id, bool):
+            raise TypeError(f"dftracer: process_id must be an int, got {type(process_id).__name__}")
+        prefix = _prefix_of(logfile) if logfile else None
+        if data_dir is not None:
+            data_dir = os.fspath(data_dir)
+
+        if _core.enabled():
+            current = _core.trace_path()
+            if prefix is None or (current and current.startswith(prefix + "-")):
+                instance._started(current, prefix, data_dir)
+                return instance
+            # Tracing was started from the environment on import with
+            # another prefix. If nothing was recorded yet, move to the file
+            # the program asks for (dropping the empty one); otherwise keep
+            # the file that already holds events.
+            if _core.stats()["events_recorded"] == 0:
+                _core.finalize()
+                try:
+                    os.unlink(current)
+                except OSError:
+                    pass
+            else:
+                import sys
+
+                print(f"dftracer: initialize_log({logfile!r}) ignored: tracing already "
+                      f"writes {current}", file=sys.stderr)
+                return instance
+
+        rc = _core.init(prefix, data_dir, int(process_id))
+        if rc == 0 and _core.enabled():
+            instance._started(_core.trace_path(), prefix, data_dir)
+        return instance
+
+    def _started(self, path, prefix, data_dir):
+        self.logger = _core
+        self.trace_file = path
+        if prefix is None and path:
+            # prefix of the running file: strip "-<app>-<pid>.pfw[.gz]"
+            base = path
+            for suffix in _TRACE_SUFFIXES:
+                if base.endswith(suffix):
+                    base = base[: -len(suffix)]
+                    break
+            prefix = base.rsplit("-", 2)[0]
+        _process.export_env(prefix, data_dir)
+        _process.tracing_started(from_env=False)
+
+    # get_time() is on every pydftracer user's hot path: a direct C call.
+    get_time = staticmethod(_core.now_us)
+
+    def get_config(self, key):
+        """Value of a DFTRACER_* setting as seen by this process ("" if unset)."""
+        return os.environ.get(key, "")
+
+    def enter_event(self):
+        """pydftracer API; events here are complete events (nesting comes
+        from their times), so there is nothing to do."""
+
+    def exit_event(self):
+        """See enter_event."""
+
+    def log_event(self, name, cat, start_time, duration, args=None, int_args=None,
+                  float_args=None, string_args=None):
+        """Records a complete event. `start_time` and `duration` are
+        microseconds (int or float), as returned by get_time(). `args` values:
+        bool/int/float/str are written typed, anything else as str(value);
+        non-str keys as str(key). A no-op while tracing is off."""
+        if not _core.enabled():
+            return
+        if int_args or float_args or string_args:
+            args = _merge_typed_args(args, int_args, float_args, string_args)
+        _core.log_event(name, cat, start_time, duration, args)
+
+    def log_metadata_event(self, key, value):
+        """Records a metadata event {"name": key, "value": str(value)}."""
+        if not _core.enabled():
+            return
+        _core.metadata(key, value)
+
+    def finalize(self):
+        """Writes everything and closes the trace file. Safe to call twice;
+        events logged after it are counted and dropped, never written."""
+        _core.finalize()
+        _process.restore_env()
+        self.logger = None
+
+    @property
+    def trace_path(self):
+        """Path of the file being written now, or None when not tracing."""
+        return _core.trace_path()
+
+
+def initialize(log_file=None, data_dirs=None, process_id=-1):
+    """Module-level form of dftracer.initialize_log (pydftracer)."""
+    return dftracer.initialize_log(log_file, data_dirs, process_id)
+
+
+def finalize():
+    """Module-level form of dftracer.finalize (pydftracer)."""
+    dftracer.get_instance().finalize()
+
+
+get_time = _core.now_us
+
+
+def trace_path():
+    """Path of the trace file being written now, or None."""
+    return _core.trace_path()

@@ -1,0 +1,231 @@
+// Module-level functions of dftracer._core: thin wrappers over the C API in
+// include/dftracer/dftracer.h. Times cross this boundary as integers:
+// ticks (dft_ticks), nanoseconds or microseconds since the Unix epoch.
+#include <Python.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <dftracer/dftracer.h>
+
+#include "args.h"
+#include "intern_cache.h"
+#include "module.h"
+
+namespace nb = nanobind;
+
+namespace dft_py {
+namespace {
+
+// A time given in microseconds (int or float, pydftracer's unit) as integer
+// nanoseconds. Raises ValueError for negative or non-finite values.
+uint64_t us_to_ns(nb::handle t, const char* what) {
+  PyObject* o = t.ptr();
+  if (PyFloat_Check(o)) {
+    double d = PyFloat_AS_DOUBLE(o);
+    if (!std::isfinite(d) || d < 0)
+      throw nb::value_error((std::string("dftracer: ") + what +
+                             " must be a finite number of microseconds >= 0").c_str());
+    return static_cast<uint64_t>(std::llround(d * 1000.0));
+  }
+  if (PyLong_Check(o) && !PyBool_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (overflow || v < 0 || v > static_cast<long long>(UINT64_MAX / 1000))
+      throw nb::value_error((std::string("dftracer: ") + what +
+                             " out of range (microseconds >= 0 expected)").c_str());
+    return static_cast<uint64_t>(v) * 1000u;
+  }
+  throw nb::type_error((std::string("dftracer: ") + what + " must be an int or float (microseconds), got " +
+                        Py_TYPE(o)->tp_name).c_str());
+}
+
+dft_id checked_intern(nb::handle s, const char* what) {
+  if (!PyUnicode_Check(s.ptr()))
+    throw nb::type_error((std::string("dftracer: event ") + what + " must be a str, got " +
+                          Py_TYPE(s.ptr())->tp_name).c_str());
+  dft_id id = intern_str(s.ptr());
+  if (id == 0 && PyErr_Occurred()) throw nb::python_error();
+  return id;
+}
+
+void log_event_ns(nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t dur_ns,
+                  nb::handle args) {
+  dft_id name_id = checked_intern(name, "name");
+  dft_id cat_id = checked_intern(cat, "cat");
+  if (!args.is_valid() || args.is_none()) {
+    dft_complete_ns(name_id, cat_id, start_ns, dur_ns, nullptr, 0);
+    return;
+  }
+  if (!PyDict_Check(args.ptr()) && !PyMapping_Check(args.ptr()))
+    throw nb::type_error((std::string("dftracer: args must be a dict, got ") +
+                          Py_TYPE(args.ptr())->tp_name).c_str());
+  ArgList list;
+  list.add_mapping(args.ptr());
+  dft_complete_ns(name_id, cat_id, start_ns, dur_ns, list.data(), list.size());
+}
+
+std::string str_of(nb::handle o) {
+  nb::str s = nb::str(o);  // str(value) -- raises like str() would
+  return std::string(s.c_str());
+}
+
+}  // namespace
+
+void register_api(nb::module_& m) {
+  if (!init_intern_cache()) throw nb::python_error();
+
+  // ------------------------------------------------------------ lifecycle
+  m.def(
+      "init",
+      [](std::optional<std::string> log_file, std::optional<std::string> data_dir,
+         int64_t process_id) {
+        int rc;
+        {
+          nb::gil_scoped_release release;
+          rc = dft_init(log_file ? log_file->c_str() : nullptr,
+                        data_dir ? data_dir->c_str() : nullptr, process_id);
+        }
+        return rc;
+      },
+      nb::arg("log_file").none() = nb::none(), nb::arg("data_dir").none() = nb::none(),
+      nb::arg("process_id") = -1,
+      "Starts tracing (dft_init). Returns 0 when tracing is on after the call, -1 when the "
+      "trace file cannot be created.");
+  m.def("init_from_env", []() { return dft_init_from_env() != 0; },
+        "Starts tracing if DFTRACER_ENABLE=1 (read once per process). True when tracing is on.");
+  m.def("finalize", []() { dft_finalize(); }, nb::call_guard<nb::gil_scoped_release>(),
+        "Flushes, writes the end event and closes the trace file. Idempotent.");
+  m.def("flush", []() { dft_flush(); }, nb::call_guard<nb::gil_scoped_release>(),
+        "Waits until everything recorded so far is in the file.");
+  m.def("enabled", []() { return dft_enabled() != 0; }, "True while tracing is on.");
+  m.def(
+      "trace_path",
+      []() -> std::optional<std::string> {
+        const char* p = dft_trace_path();
+        if (p == nullptr) return std::nullopt;
+        return std::string(p);
+      },
+      "Path of the trace file being written, or None.");
+  m.def(
+      "stats",
+      []() {
+        dft_stats s{};
+        dft_get_stats(&s);
+        nb::dict d;
+        d["events_recorded"] = s.events_recorded;
+        d["events_written"] = s.events_written;
+        d["events_dropped"] = s.events_dropped;
+        d["events_after_finalize"] = s.events_after_finalize;
+        d["bytes_written"] = s.bytes_written;
+        d["pool_bytes_in_use"] = s.pool_bytes_in_use;
+        d["pool_bytes_peak"] = s.pool_bytes_peak;
+        d["pool_bytes_cap"] = s.pool_bytes_cap;
+        d["intern_cache_size"] = intern_cache_size();
+        return d;
+      },
+      "Counters of the core since the last init (dft_get_stats).");
+
+  // ---------------------------------------------------------------- clock
+  m.def("ticks", []() { return dft_ticks(); }, "Raw fast clock (dft_ticks).");
+  m.def("ticks_to_ns", [](uint64_t t) { return dft_ticks_to_ns(t); },
+        "dft_ticks() value -> nanoseconds since the epoch.");
+  m.def("now_ns", []() { return dft_now_ns(); }, "Nanoseconds since the Unix epoch.");
+  m.def("now_us", []() { return dft_now_ns() / 1000u; },
+        "Microseconds since the Unix epoch (pydftracer's get_time()).");
+
+  // -------------------------------------------------------------- strings
+  m.def(
+      "intern",
+      [](nb::handle s) {
+        dft_id id = intern_str(s.ptr());
+        if (id == 0 && PyErr_Occurred()) throw nb::python_error();
+        return id;
+      },
+      nb::arg("s"), "Id of a str in the core's string table (cached).");
+  m.def(
+      "string",
+      [](uint32_t id) -> std::optional<std::string> {
+        size_t len = 0;
+        const char* s = dft_string(id, &len);
+        if (s == nullptr) return std::nullopt;
+        return std::string(s, len);
+      },
+      nb::arg("id"), "The interned string of an id, or None.");
+
+  // --------------------------------------------------------------- events
+  m.def(
+      "log_event",
+      [](nb::handle name, nb::handle cat, nb::handle start_us, nb::handle dur_us, nb::handle args) {
+        uint64_t start = us_to_ns(start_us, "start_time");
+        uint64_t dur = us_to_ns(dur_us, "duration");
+        log_event_ns(name, cat, start, dur, args);
+      },
+      nb::arg("name"), nb::arg("cat"), nb::arg("start_us"), nb::arg("duration_us"),
+      nb::arg("args").none() = nb::none(),
+      "Records a complete event; start and duration in microseconds (int or float).");
+  m.def(
+      "log_event_ns",
+      [](nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t dur_ns, nb::handle args) {
+        log_event_ns(name, cat, start_ns, dur_ns, args);
+      },
+      nb::arg("name"), nb::arg("cat"), nb::arg("start_ns"), nb::arg("duration_ns"),
+      nb::arg("args").none() = nb::none(),
+      "Records a complete event; start and duration in integer nanoseconds.");
+  m.def(
+      "record_ticks",
+      [](uint32_t name_id, uint32_t cat_id, uint64_t t0, uint64_t t1, nb::handle args) {
+        if (!dft_enabled()) return;
+        if (!args.is_valid() || args.is_none()) {
+          dft_complete_ticks(name_id, cat_id, t0, t1, nullptr, 0);
+          return;
+        }
+        ArgList list;
+        list.add_mapping(args.ptr());
+        dft_complete_ticks(name_id, cat_id, t0, t1, list.data(), list.size());
+      },
+      nb::arg("name_id"), nb::arg("cat_id"), nb::arg("t0"), nb::arg("t1"),
+      nb::arg("args").none() = nb::none(),
+      "Records a complete event from interned ids and dft_ticks() values.");
+  m.def(
+      "instant",
+      [](nb::handle name, nb::handle cat, nb::handle args) {
+        if (!dft_enabled()) return;
+        dft_id name_id = checked_intern(name, "name");
+        dft_id cat_id = checked_intern(cat, "cat");
+        ArgList list;
+        if (args.is_valid() && !args.is_none()) list.add_mapping(args.ptr());
+        dft_instant(name_id, cat_id, list.data(), list.size());
+      },
+      nb::arg("name"), nb::arg("cat"), nb::arg("args").none() = nb::none(),
+      "Records an instant event at now.");
+  m.def(
+      "metadata",
+      [](nb::handle key, nb::handle value) {
+        if (!PyUnicode_Check(key.ptr()))
+          throw nb::type_error((std::string("dftracer: metadata key must be a str, got ") +
+                                Py_TYPE(key.ptr())->tp_name).c_str());
+        std::string k = str_of(key), v = str_of(value);
+        dft_metadata(k.c_str(), v.c_str());
+      },
+      nb::arg("key"), nb::arg("value"),
+      "Records a metadata event {name: key, value: str(value)}.");
+  m.def(
+      "hash_metadata",
+      [](const std::string& kind, const std::string& value) {
+        return dft_hash_metadata(kind.c_str(), value.c_str());
+      },
+      nb::arg("kind"), nb::arg("value"), "FH/SH-style metadata event; returns the hash.");
+  m.def("set_thread_name", [](const std::string& name) { dft_set_thread_name(name.c_str()); },
+        nb::arg("name"), "Names the calling thread in the trace.");
+  m.def("pid", []() { return dft_pid(); }, "Process id as written in events.");
+  m.def("tid", []() { return dft_tid(); }, "Thread id as written in events.");
+}
+
+}  // namespace dft_py

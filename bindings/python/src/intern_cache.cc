@@ -1,0 +1,69 @@
+#include "intern_cache.h"
+
+#include <string>
+
+namespace dft_py {
+namespace {
+
+PyObject* g_cache = nullptr;  // dict: str -> int (dft_id)
+
+// Stop caching (not interning) past this many distinct strings: a program
+// that makes a new event name per call would otherwise grow the dict
+// without bound. Such names still work, at the cost of hashing each time.
+constexpr Py_ssize_t kMaxCached = 1 << 20;
+
+dft_id intern_utf8_of(PyObject* s) {
+  Py_ssize_t len = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(s, &len);
+  if (utf8 != nullptr) return dft_intern(utf8, static_cast<size_t>(len));
+  PyErr_Clear();
+  PyObject* bytes = PyUnicode_AsEncodedString(s, "utf-8", "replace");
+  if (bytes == nullptr) {
+    PyErr_Clear();
+    return dft_intern_cstr("<unencodable>");
+  }
+  dft_id id = dft_intern(PyBytes_AS_STRING(bytes), static_cast<size_t>(PyBytes_GET_SIZE(bytes)));
+  Py_DECREF(bytes);
+  return id;
+}
+
+}  // namespace
+
+bool init_intern_cache() {
+  if (g_cache == nullptr) g_cache = PyDict_New();
+  return g_cache != nullptr;
+}
+
+dft_id intern_str(PyObject* s) {
+  if (!PyUnicode_Check(s)) {
+    PyErr_Format(PyExc_TypeError, "dftracer: expected a str, got %.100s", Py_TYPE(s)->tp_name);
+    return 0;
+  }
+  PyObject* hit = PyDict_GetItemWithError(g_cache, s);  // borrowed
+  if (hit != nullptr) return static_cast<dft_id>(PyLong_AsUnsignedLong(hit));
+  if (PyErr_Occurred()) PyErr_Clear();
+  dft_id id = intern_utf8_of(s);
+  if (id != 0 && PyDict_GET_SIZE(g_cache) < kMaxCached) {
+    PyObject* v = PyLong_FromUnsignedLong(id);
+    if (v == nullptr || PyDict_SetItem(g_cache, s, v) < 0) PyErr_Clear();
+    Py_XDECREF(v);
+  }
+  return id;
+}
+
+dft_id intern_any(PyObject* o) {
+  if (PyUnicode_Check(o)) return intern_str(o);
+  PyObject* s = PyObject_Str(o);
+  if (s == nullptr) {
+    PyErr_Clear();
+    std::string text = std::string("<unprintable ") + Py_TYPE(o)->tp_name + ">";
+    return dft_intern(text.data(), text.size());
+  }
+  dft_id id = intern_utf8_of(s);  // not cached: the str is a temporary
+  Py_DECREF(s);
+  return id;
+}
+
+Py_ssize_t intern_cache_size() { return g_cache ? PyDict_GET_SIZE(g_cache) : 0; }
+
+}  // namespace dft_py

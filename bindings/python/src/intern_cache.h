@@ -1,0 +1,35 @@
+// Python str -> core string id, cached.
+//
+// dft_intern hashes the bytes on every call; a Python str caches its own hash,
+// so a dict keyed by the str object answers a repeated name with one lookup.
+// Ids are stable for the life of the process (the core never forgets a
+// string), so the cache never needs invalidating -- also not across fork.
+#ifndef DFTRACER_BINDINGS_PYTHON_INTERN_CACHE_H_
+#define DFTRACER_BINDINGS_PYTHON_INTERN_CACHE_H_
+
+#include <Python.h>
+
+#include <dftracer/dftracer.h>
+
+namespace dft_py {
+
+// Creates the cache; called once from module init. Returns false with a
+// Python error set on failure.
+bool init_intern_cache();
+
+// Id of `s`, which must be a str (TypeError set and 0 returned otherwise).
+// A str that cannot be encoded as UTF-8 (lone surrogates) is interned with
+// the offending characters replaced by '?'.
+dft_id intern_str(PyObject* s);
+
+// Id of any object: a str as is, anything else as str(o). Never fails: an
+// object whose str() raises is interned as "<unprintable TYPE>" and the
+// error is cleared.
+dft_id intern_any(PyObject* o);
+
+// Number of cached entries (for tests and the benchmark).
+Py_ssize_t intern_cache_size();
+
+}  // namespace dft_py
+
+#endif  // DFTRACER_BINDINGS_PYTHON_INTERN_CACHE_H_

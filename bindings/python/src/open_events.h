@@ -1,0 +1,88 @@
+// Per-thread stack of the regions (context managers and traced calls) that
+// are open right now, so that dft_fn.update(...) can attach args to "the
+// current event" -- the innermost open one of that dft_fn on this thread --
+// and flush()/exit find their own start time even when one dft_fn object is
+// used by several threads or re-entered.
+//
+// Plain thread_local array, zero-initialised: push/pop cost a few ns and
+// never allocate. Depth past kMaxOpen is not tracked (update() then falls
+// back to the dft_fn's sticky args; exit falls back to the object's t0).
+#ifndef DFTRACER_BINDINGS_PYTHON_OPEN_EVENTS_H_
+#define DFTRACER_BINDINGS_PYTHON_OPEN_EVENTS_H_
+
+#include <Python.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include <dftracer/dftracer.h>
+
+namespace dft_py {
+
+struct OpenEvent {
+  const void* owner;  // the dft_fn (Region) the event belongs to; not owned
+  PyObject* pending;  // dict of args added by update() while open, or NULL
+  uint64_t t0;        // dft_ticks() at open
+  uint64_t token;     // unique per push, to find the entry again
+  dft_id name;        // event name (the function's for traced calls)
+  bool flushed;       // already written by flush(); exit writes nothing
+  bool is_call;       // opened by a traced function call, not a `with`
+};
+
+constexpr int kMaxOpen = 256;
+
+struct OpenStack {
+  int depth;
+  uint64_t next_token;
+  OpenEvent ev[kMaxOpen];
+};
+
+extern thread_local OpenStack t_open;
+
+// Returns the token of the new entry, 0 when the stack is full.
+inline uint64_t open_push(const void* owner, dft_id name, uint64_t t0, bool is_call) {
+  OpenStack& s = t_open;
+  if (s.depth >= kMaxOpen) return 0;
+  OpenEvent& e = s.ev[s.depth++];
+  e.owner = owner;
+  e.pending = nullptr;
+  e.t0 = t0;
+  e.token = ++s.next_token;
+  e.name = name;
+  e.flushed = false;
+  e.is_call = is_call;
+  return e.token;
+}
+
+// Index of the innermost entry with this token / owner, or -1.
+inline int open_find_token(uint64_t token) {
+  OpenStack& s = t_open;
+  for (int i = s.depth - 1; i >= 0; --i)
+    if (s.ev[i].token == token) return i;
+  return -1;
+}
+inline int open_find_owner(const void* owner, bool regions_only) {
+  OpenStack& s = t_open;
+  for (int i = s.depth - 1; i >= 0; --i)
+    if (s.ev[i].owner == owner && !(regions_only && s.ev[i].is_call)) return i;
+  return -1;
+}
+
+inline OpenEvent& open_at(int i) { return t_open.ev[i]; }
+
+// Removes entry i (usually the top) and returns it; the caller owns .pending.
+inline OpenEvent open_take(int i) {
+  OpenStack& s = t_open;
+  OpenEvent e = s.ev[i];
+  if (i != s.depth - 1)
+    std::memmove(&s.ev[i], &s.ev[i + 1], sizeof(OpenEvent) * static_cast<size_t>(s.depth - 1 - i));
+  --s.depth;
+  return e;
+}
+
+// Drops every entry of `owner` on this thread (the owner is being freed).
+void open_forget_owner(const void* owner);
+
+}  // namespace dft_py
+
+#endif  // DFTRACER_BINDINGS_PYTHON_OPEN_EVENTS_H_

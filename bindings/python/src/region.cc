@@ -1,0 +1,332 @@
+// `Region`: the C base class of dftracer.python.dft_fn.
+//
+// Written against the CPython C API rather than through nanobind because it
+// is the per-region hot path: `with dft_fn(cat, name):` costs one type call
+// (tp_new + tp_init), __enter__ (one dft_ticks) and __exit__ (one
+// dft_complete_ticks), with no Python frame of ours in between.
+#include "region.h"
+
+#include <nanobind/nanobind.h>
+
+#include "args.h"
+#include "intern_cache.h"
+#include "module.h"
+#include "open_events.h"
+
+namespace dft_py {
+
+PyTypeObject* g_region_type = nullptr;
+dft_id g_tag_key_id[kNumTagKeys];
+PyObject* g_tag_key_str[kNumTagKeys];
+
+namespace {
+
+const char* const kTagKeyNames[kNumTagKeys] = {"epoch", "step", "image_idx", "image_size"};
+
+// Merges normalized `src` into *dst (created on first use).
+int merge_into(PyObject** dst, PyObject* src) {
+  if (*dst == nullptr) {
+    *dst = PyDict_Copy(src);
+    return *dst ? 0 : -1;
+  }
+  return PyDict_Update(*dst, src);
+}
+
+// Name of the function that called dft_fn(...) (pydftracer takes
+// inspect.stack()[1].function; this is the same without the cost).
+PyObject* caller_function_name() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  if (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new ref
+    PyObject* name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_name");
+    Py_DECREF(code);
+    if (name != nullptr && PyUnicode_Check(name)) return name;
+    Py_XDECREF(name);
+    PyErr_Clear();
+  }
+  return PyUnicode_FromString("<unknown>");
+}
+
+PyObject* Region_new(PyTypeObject* type, PyObject*, PyObject*) {
+  auto* self = reinterpret_cast<RegionObject*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->enable = 1;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+// dft_fn(cat, name=None, epoch=None, step=None, image_idx=None,
+//        image_size=None, enable=True)
+int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  static const char* kwlist[] = {"cat", "name", "epoch", "step", "image_idx", "image_size",
+                                 "enable", nullptr};
+  PyObject* cat = nullptr;
+  PyObject* name = Py_None;
+  PyObject* tags[kNumTagKeys] = {Py_None, Py_None, Py_None, Py_None};
+  PyObject* enable = Py_True;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO:dft_fn", const_cast<char**>(kwlist),
+                                   &cat, &name, &tags[0], &tags[1], &tags[2], &tags[3], &enable))
+    return -1;
+  if (!PyUnicode_Check(cat)) {
+    PyErr_Format(PyExc_TypeError, "dftracer: dft_fn cat must be a str, got %.100s",
+                 Py_TYPE(cat)->tp_name);
+    return -1;
+  }
+  PyObject* name_obj;
+  if (name == Py_None || (PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 0)) {
+    name_obj = caller_function_name();
+    if (name_obj == nullptr) return -1;
+  } else if (PyUnicode_Check(name)) {
+    name_obj = Py_NewRef(name);
+  } else {
+    PyErr_Format(PyExc_TypeError, "dftracer: dft_fn name must be a str or None, got %.100s",
+                 Py_TYPE(name)->tp_name);
+    return -1;
+  }
+  int en = PyObject_IsTrue(enable);
+  if (en < 0) {
+    Py_DECREF(name_obj);
+    return -1;
+  }
+  dft_id cat_id = intern_str(cat);
+  dft_id name_id = intern_str(name_obj);
+  if ((cat_id == 0 || name_id == 0) && PyErr_Occurred()) {
+    Py_DECREF(name_obj);
+    return -1;
+  }
+  Py_XSETREF(self->name_obj, name_obj);
+  Py_XSETREF(self->cat_obj, Py_NewRef(cat));
+  self->name = name_id;
+  self->cat = cat_id;
+  self->enable = en;
+  self->flushed = 0;
+  Py_CLEAR(self->args);
+  for (int i = 0; i < kNumTagKeys; ++i) {
+    if (tags[i] == Py_None) continue;
+    if (self->args == nullptr && (self->args = PyDict_New()) == nullptr) return -1;
+    PyObject* v = normalize_value(tags[i]);
+    int rc = PyDict_SetItem(self->args, g_tag_key_str[i], v);
+    Py_DECREF(v);
+    if (rc < 0) return -1;
+  }
+  // pydftracer starts the clock in the constructor (reset()), so that
+  // `f = dft_fn(...); ...; f.flush()` times the code in between.
+  self->t0 = (en && dft_enabled()) ? dft_ticks() : 0;
+  return 0;
+}
+
+void Region_dealloc(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  open_forget_owner(self);
+  Py_CLEAR(self->name_obj);
+  Py_CLEAR(self->cat_obj);
+  Py_CLEAR(self->args);
+  PyTypeObject* tp = Py_TYPE(op);
+  tp->tp_free(op);
+  Py_DECREF(tp);
+}
+
+PyObject* Region_enter(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable && dft_enabled()) {
+    uint64_t t = dft_ticks();
+    self->t0 = t;
+    self->flushed = 0;
+    open_push(self, self->name, t, false);
+  } else {
+    self->t0 = 0;
+  }
+  return Py_NewRef(op);
+}
+
+// Writes the innermost open event of this object on this thread (or the
+// object-level one). `close` removes it (exit); otherwise it stays open but
+// marked flushed (flush()).
+void finish_event(RegionObject* self, bool close) {
+  uint64_t t1 = dft_ticks();
+  int i = open_find_owner(self, /*regions_only=*/close);
+  if (i >= 0) {
+    OpenEvent& e = open_at(i);
+    if (!e.flushed) record_region_event(self, e.name, e.t0, t1, e.pending);
+    if (close) {
+      OpenEvent taken = open_take(i);
+      Py_XDECREF(taken.pending);
+    } else {
+      e.flushed = true;
+      Py_CLEAR(e.pending);
+    }
+  } else if (self->t0 != 0 && !self->flushed) {
+    record_region_event(self, self->name, self->t0, t1, nullptr);
+  }
+  self->flushed = 1;
+}
+
+PyObject* Region_exit(PyObject* op, PyObject* const*, Py_ssize_t) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable) finish_event(self, true);
+  Py_RETURN_FALSE;  // never swallow the exception
+}
+
+PyObject* Region_flush(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable) finish_event(self, false);
+  return Py_NewRef(op);
+}
+
+PyObject* Region_reset(PyObject* op, PyObject*) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable && dft_enabled()) {
+    uint64_t t = dft_ticks();
+    int i = open_find_owner(self, false);
+    if (i >= 0) {
+      open_at(i).t0 = t;
+      open_at(i).flushed = false;
+    }
+    self->t0 = t;
+    self->flushed = 0;
+  }
+  return Py_NewRef(op);
+}
+
+// _attach(args: dict): args for the innermost open event of this dft_fn on
+// this thread; with none open, sticky args for all its later events.
+PyObject* Region_attach(PyObject* op, PyObject* mapping) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (!self->enable) Py_RETURN_NONE;
+  PyObject* norm = normalize_mapping(mapping);
+  if (norm == nullptr) return nullptr;
+  int i = open_find_owner(self, false);
+  int rc = (i >= 0) ? merge_into(&open_at(i).pending, norm) : merge_into(&self->args, norm);
+  Py_DECREF(norm);
+  if (rc < 0) return nullptr;
+  Py_RETURN_NONE;
+}
+
+// _sticky(args: dict): adds to the sticky args, whatever is open.
+PyObject* Region_sticky(PyObject* op, PyObject* mapping) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  PyObject* norm = normalize_mapping(mapping);
+  if (norm == nullptr) return nullptr;
+  int rc = merge_into(&self->args, norm);
+  Py_DECREF(norm);
+  if (rc < 0) return nullptr;
+  Py_RETURN_NONE;
+}
+
+// _record(name_id, t0, t1, key_id=0, value=None): an event of this dft_fn
+// with its sticky args plus one extra arg. Used by the Python helpers
+// (iter(), generator wrappers) that keep their own ticks.
+PyObject* Region_record(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (nargs < 3 || nargs > 5) {
+    PyErr_SetString(PyExc_TypeError, "_record(name_id, t0, t1, key_id=0, value=None)");
+    return nullptr;
+  }
+  if (!self->enable || !dft_enabled()) Py_RETURN_NONE;
+  unsigned long name = PyLong_AsUnsignedLong(args[0]);
+  unsigned long long t0 = PyLong_AsUnsignedLongLong(args[1]);
+  unsigned long long t1 = PyLong_AsUnsignedLongLong(args[2]);
+  unsigned long key = nargs >= 4 ? PyLong_AsUnsignedLong(args[3]) : 0;
+  if (PyErr_Occurred()) return nullptr;
+  if (self->args == nullptr && (key == 0 || nargs < 5)) {
+    dft_complete_ticks(static_cast<dft_id>(name), self->cat, t0, t1, nullptr, 0);
+    Py_RETURN_NONE;
+  }
+  ArgList list;
+  add_sticky_args(self, list);
+  if (key != 0 && nargs == 5) list.add(static_cast<dft_id>(key), args[4]);
+  dft_complete_ticks(static_cast<dft_id>(name), self->cat, t0, t1, list.data(), list.size());
+  Py_RETURN_NONE;
+}
+
+PyObject* Region_get_name(PyObject* op, void*) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  return Py_NewRef(self->name_obj ? self->name_obj : Py_None);
+}
+PyObject* Region_get_cat(PyObject* op, void*) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  return Py_NewRef(self->cat_obj ? self->cat_obj : Py_None);
+}
+PyObject* Region_get_enable(PyObject* op, void*) {
+  return PyBool_FromLong(reinterpret_cast<RegionObject*>(op)->enable);
+}
+PyObject* Region_get_cat_id(PyObject* op, void*) {
+  return PyLong_FromUnsignedLong(reinterpret_cast<RegionObject*>(op)->cat);
+}
+PyObject* Region_get_args(PyObject* op, void*) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  return self->args ? PyDict_Copy(self->args) : PyDict_New();
+}
+
+PyMethodDef Region_methods[] = {
+    {"__enter__", Region_enter, METH_NOARGS, "Starts this region's event."},
+    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_exit)),
+     METH_FASTCALL, "Writes this region's event (also when an exception leaves it)."},
+    {"flush", Region_flush, METH_NOARGS,
+     "Writes the event now (from the last start to now); a later exit writes nothing."},
+    {"reset", Region_reset, METH_NOARGS, "Restarts the clock of the current event."},
+    {"_attach", Region_attach, METH_O, nullptr},
+    {"_sticky", Region_sticky, METH_O, nullptr},
+    {"_record", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_record)),
+     METH_FASTCALL, nullptr},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyGetSetDef Region_getset[] = {
+    {"name", Region_get_name, nullptr, "Event name.", nullptr},
+    {"cat", Region_get_cat, nullptr, "Event category.", nullptr},
+    {"_name", Region_get_name, nullptr, nullptr, nullptr},
+    {"_cat", Region_get_cat, nullptr, nullptr, nullptr},
+    {"_enable", Region_get_enable, nullptr, nullptr, nullptr},
+    {"_cat_id", Region_get_cat_id, nullptr, nullptr, nullptr},
+    {"_arguments", Region_get_args, nullptr, "Copy of the sticky args.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyType_Slot Region_slots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(Region_new)},
+    {Py_tp_init, reinterpret_cast<void*>(Region_init)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(Region_dealloc)},
+    {Py_tp_methods, Region_methods},
+    {Py_tp_getset, Region_getset},
+    {Py_tp_doc, const_cast<char*>("Base class of dftracer.python.dft_fn (C hot path).")},
+    {0, nullptr}};
+
+PyType_Spec Region_spec = {"dftracer._core.Region", sizeof(RegionObject), 0,
+                           Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, Region_slots};
+
+}  // namespace
+
+void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t t1,
+                         PyObject* pending) {
+  if (owner->args == nullptr && pending == nullptr) {
+    dft_complete_ticks(name, owner->cat, t0, t1, nullptr, 0);
+    return;
+  }
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  {
+    ArgList list;
+    add_sticky_args(owner, list);
+    if (pending != nullptr) list.add_mapping(pending);
+    dft_complete_ticks(name, owner->cat, t0, t1, list.data(), list.size());
+  }
+  PyErr_Restore(et, ev, tb);
+}
+
+void register_region(nanobind::module_& m) {
+  for (int i = 0; i < kNumTagKeys; ++i) {
+    g_tag_key_id[i] = dft_intern_cstr(kTagKeyNames[i]);
+    g_tag_key_str[i] = PyUnicode_InternFromString(kTagKeyNames[i]);
+    if (g_tag_key_str[i] == nullptr) throw nanobind::python_error();
+  }
+  PyObject* type = PyType_FromSpec(&Region_spec);
+  if (type == nullptr) throw nanobind::python_error();
+  g_region_type = reinterpret_cast<PyTypeObject*>(type);
+  Py_INCREF(type);  // g_region_type keeps one reference for the process
+  if (PyModule_AddObject(m.ptr(), "Region", type) < 0) {
+    Py_DECREF(type);
+    throw nanobind::python_error();
+  }
+  if (!register_traced_function(m.ptr())) throw nanobind::python_error();
+}
+
+}  // namespace dft_py

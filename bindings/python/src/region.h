@@ -1,0 +1,52 @@
+// Internal types shared by region.cc (the Region type: base class of
+// dftracer.python.dft_fn) and traced_function.cc (what dft_fn.log returns).
+#ifndef DFTRACER_BINDINGS_PYTHON_REGION_H_
+#define DFTRACER_BINDINGS_PYTHON_REGION_H_
+
+#include <Python.h>
+
+#include <cstdint>
+
+#include <dftracer/dftracer.h>
+
+#include "args.h"
+
+namespace dft_py {
+
+// One dft_fn: a category, a default event name, sticky args, and -- when
+// used as a context manager or the pydftracer way (constructor starts the
+// clock, flush() ends it) -- the start of its own event.
+struct RegionObject {
+  PyObject_HEAD
+  dft_id name;
+  dft_id cat;
+  int enable;         // pydftracer's dft_fn(enable=...)
+  int flushed;        // the object-level event was already written
+  uint64_t t0;        // start of the object-level event; 0 = not started
+  PyObject* name_obj; // str
+  PyObject* cat_obj;  // str
+  PyObject* args;     // dict of normalized sticky args, or NULL
+};
+
+extern PyTypeObject* g_region_type;
+
+// Interned keys and their Python names, in pydftracer's order.
+enum TagKey { kEpoch = 0, kStep, kImageIdx, kImageSize, kNumTagKeys };
+extern dft_id g_tag_key_id[kNumTagKeys];
+extern PyObject* g_tag_key_str[kNumTagKeys];
+
+// Adds the sticky args of `owner` to `list`.
+inline void add_sticky_args(const RegionObject* owner, ArgList& list) {
+  if (owner->args != nullptr) list.add_mapping(owner->args);
+}
+
+// Writes one complete event of `owner` (its cat and sticky args, then
+// `pending` on top). Keeps a Python exception that is set on entry.
+void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t t1,
+                         PyObject* pending);
+
+bool register_traced_function(PyObject* module);
+
+}  // namespace dft_py
+
+#endif  // DFTRACER_BINDINGS_PYTHON_REGION_H_
