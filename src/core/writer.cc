@@ -115,18 +115,12 @@ void Writer::cycle() {
 }
 
 void Writer::drain(ThreadBuffer* tb) {
-  // Drops first: a buffer may be retired below, and one that never got a
-  // chunk has nothing else to report.
-  uint64_t d = tb->dropped.load(std::memory_order_relaxed);
-  if (d != tb->accounted_drops) {
-    dropped_.fetch_add(d - tb->accounted_drops, std::memory_order_relaxed);
-    tb->accounted_drops = d;
-  }
+  account_drops(tb);
   if (tb->rchunk == nullptr) {
     tb->rchunk = tb->first.load(std::memory_order_acquire);
     tb->roff = 0;
     if (tb->rchunk == nullptr) {
-      if (tb->exited.load(std::memory_order_acquire)) logger_.retire_buffer(tb);
+      if (tb->exited.load(std::memory_order_acquire)) retire(tb);
       return;
     }
   }
@@ -158,10 +152,25 @@ void Writer::drain(ThreadBuffer* tb) {
     tb->rchunk = next;
     tb->roff = 0;
     if (next == nullptr) {  // sealed without a successor: the thread exited
-      logger_.retire_buffer(tb);
+      retire(tb);
       break;
     }
   }
+}
+
+void Writer::account_drops(ThreadBuffer* tb) {
+  uint64_t d = tb->dropped.load(std::memory_order_relaxed);
+  if (d != tb->accounted_drops) {
+    dropped_.fetch_add(d - tb->accounted_drops, std::memory_order_relaxed);
+    tb->accounted_drops = d;
+  }
+}
+
+void Writer::retire(ThreadBuffer* tb) {
+  // The owner has exited, so its drop count is final: count the last ones
+  // before the buffer is handed to the next new thread.
+  account_drops(tb);
+  logger_.retire_buffer(tb);
 }
 
 void Writer::emit() {

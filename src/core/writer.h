@@ -69,6 +69,8 @@ class Writer {
   void run();
   void cycle();
   void drain(ThreadBuffer* tb);
+  void account_drops(ThreadBuffer* tb);
+  void retire(ThreadBuffer* tb);
   void emit();
   void write_preamble();
 
