@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test of the project on a fresh machine:
+#   1. installs what the build and tests need (scripts/setup.sh, idempotent);
+#   2. configures and builds everything (core, analyzer, tests, benchmarks,
+#      examples) and runs all GoogleTest suites with ctest;
+#   3. builds the buffer and writer tests with ThreadSanitizer and runs them
+#      (smaller, via DFTRACER_TEST_SCALE: TSan is ~10x slower);
+#   4. installs the Python package and runs pytest.
+# Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+JOBS=${JOBS:-$(nproc)}
+PY=${PYTHON:-python3}
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+step "setup"
+scripts/setup.sh
+
+step "build (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$(command -v "$PY")"
+cmake --build build -j "$JOBS"
+
+step "ctest"
+ctest --test-dir build -j "$JOBS" --output-on-failure --timeout 600
+
+step "ThreadSanitizer: buffer and writer tests"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_SANITIZE=thread \
+  -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
+cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_test
+DFTRACER_TEST_SCALE=0.02 TSAN_OPTIONS="halt_on_error=1" \
+  ctest --test-dir build-tsan -j "$JOBS" --output-on-failure -R '^core\.(Recording|Lifecycle|Overflow)\.'
+
+step "Python package"
+"$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
+
+step "pytest"
+cd "$ROOT/tests/python"
+"$PY" -m pytest -q -p no:cacheprovider .
