@@ -54,19 +54,10 @@ PyObject* Region_new(PyTypeObject* type, PyObject*, PyObject*) {
   return reinterpret_cast<PyObject*>(self);
 }
 
-// dft_fn(cat, name=None, epoch=None, step=None, image_idx=None,
-//        image_size=None, enable=True)
-int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  static const char* kwlist[] = {"cat", "name", "epoch", "step", "image_idx", "image_size",
-                                 "enable", nullptr};
-  PyObject* cat = nullptr;
-  PyObject* name = Py_None;
-  PyObject* tags[kNumTagKeys] = {Py_None, Py_None, Py_None, Py_None};
-  PyObject* enable = Py_True;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO:dft_fn", const_cast<char**>(kwlist),
-                                   &cat, &name, &tags[0], &tags[1], &tags[2], &tags[3], &enable))
-    return -1;
+// Fills a Region from dft_fn's arguments (shared by tp_init and the
+// vectorcall constructor). `name`, `tags[i]` are Py_None when not given.
+int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* const tags[kNumTagKeys],
+                 PyObject* enable) {
   if (!PyUnicode_Check(cat)) {
     PyErr_Format(PyExc_TypeError, "dftracer: dft_fn cat must be a str, got %.100s",
                  Py_TYPE(cat)->tp_name);
@@ -83,7 +74,7 @@ int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
                  Py_TYPE(name)->tp_name);
     return -1;
   }
-  int en = PyObject_IsTrue(enable);
+  int en = enable == Py_True ? 1 : PyObject_IsTrue(enable);
   if (en < 0) {
     Py_DECREF(name_obj);
     return -1;
@@ -114,6 +105,93 @@ int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
   self->t0 = (en && dft_enabled()) ? dft_ticks() : 0;
   return 0;
 }
+
+// Parameter order of dft_fn(cat, name=None, epoch=None, step=None,
+// image_idx=None, image_size=None, enable=True).
+constexpr int kNumParams = 7;
+const char* const kParamNames[kNumParams] = {"cat",       "name",       "epoch", "step",
+                                             "image_idx", "image_size", "enable"};
+PyObject* g_param_str[kNumParams];
+
+int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  static const char* kwlist[] = {"cat", "name", "epoch", "step", "image_idx", "image_size",
+                                 "enable", nullptr};
+  PyObject* cat = nullptr;
+  PyObject* name = Py_None;
+  PyObject* tags[kNumTagKeys] = {Py_None, Py_None, Py_None, Py_None};
+  PyObject* enable = Py_True;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO:dft_fn", const_cast<char**>(kwlist),
+                                   &cat, &name, &tags[0], &tags[1], &tags[2], &tags[3], &enable))
+    return -1;
+  return region_setup(self, cat, name, tags, enable);
+}
+
+// Vectorcall constructor, installed on dft_fn by _core._fast_construct(cls):
+// `dft_fn("cat", "name")` then needs no args tuple, no kwargs dict and no
+// format-string parsing. Same checks and errors as tp_init.
+PyObject* Region_vectorcall_new(PyObject* callable, PyObject* const* args, size_t nargsf,
+                                PyObject* kwnames) {
+  auto* type = reinterpret_cast<PyTypeObject*>(callable);
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  PyObject* v[kNumParams] = {nullptr, Py_None, Py_None, Py_None, Py_None, Py_None, Py_True};
+  if (nargs > kNumParams) {
+    PyErr_Format(PyExc_TypeError, "dft_fn() takes at most %d arguments (%zd given)", kNumParams,
+                 nargs);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) v[i] = args[i];
+  if (kwnames != nullptr) {
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t j = 0; j < nkw; ++j) {
+      PyObject* kw = PyTuple_GET_ITEM(kwnames, j);
+      int k = 0;
+      for (; k < kNumParams; ++k)
+        if (kw == g_param_str[k] || PyUnicode_Compare(kw, g_param_str[k]) == 0) break;
+      if (PyErr_Occurred()) return nullptr;
+      if (k == kNumParams) {
+        PyErr_Format(PyExc_TypeError, "dft_fn() got an unexpected keyword argument '%U'", kw);
+        return nullptr;
+      }
+      if (k < nargs) {
+        PyErr_Format(PyExc_TypeError, "dft_fn() got multiple values for argument '%U'", kw);
+        return nullptr;
+      }
+      v[k] = args[nargs + j];
+    }
+  }
+  if (v[0] == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "dft_fn() missing required argument 'cat' (pos 1)");
+    return nullptr;
+  }
+  PyObject* op = type->tp_alloc(type, 0);
+  if (op == nullptr) return nullptr;
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  self->enable = 1;
+  if (region_setup(self, v[0], v[1], &v[2], v[6]) < 0) {
+    Py_DECREF(op);
+    return nullptr;
+  }
+  return op;
+}
+
+// _fast_construct(cls): gives a Region subclass the vectorcall constructor.
+// Only for classes that keep Region's __new__/__init__ (a subclass that
+// defines its own gets the normal path: tp_vectorcall is never inherited).
+PyObject* fast_construct(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), g_region_type)) {
+    PyErr_SetString(PyExc_TypeError, "_fast_construct: expected a subclass of Region");
+    return nullptr;
+  }
+  auto* t = reinterpret_cast<PyTypeObject*>(cls);
+  if (t->tp_init == g_region_type->tp_init && t->tp_new == g_region_type->tp_new)
+    t->tp_vectorcall = Region_vectorcall_new;
+  Py_RETURN_NONE;
+}
+
+PyMethodDef module_functions[] = {
+    {"_fast_construct", fast_construct, METH_O, nullptr},
+    {nullptr, nullptr, 0, nullptr}};
 
 void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
@@ -326,6 +404,11 @@ void register_region(nanobind::module_& m) {
     Py_DECREF(type);
     throw nanobind::python_error();
   }
+  for (int i = 0; i < kNumParams; ++i) {
+    g_param_str[i] = PyUnicode_InternFromString(kParamNames[i]);
+    if (g_param_str[i] == nullptr) throw nanobind::python_error();
+  }
+  if (PyModule_AddFunctions(m.ptr(), module_functions) < 0) throw nanobind::python_error();
   if (!register_traced_function(m.ptr())) throw nanobind::python_error();
 }
 

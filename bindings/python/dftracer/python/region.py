@@ -232,3 +232,8 @@ class dft_fn(_core.Region):
 
     def __repr__(self):
         return f"dft_fn(cat={self.cat!r}, name={self.name!r})"
+
+
+# dft_fn(...) without the args tuple / kwargs dict of a normal class call
+# (see Region_vectorcall_new); subclasses with their own __init__ are unaffected.
+_core._fast_construct(dft_fn)
