@@ -1,0 +1,77 @@
+// The command end to end: exit statuses, the one-line stderr summary, formats.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include "trace_files.hpp"
+
+#ifndef DFTRACER_ANALYZE_EXE
+#error "DFTRACER_ANALYZE_EXE must name the dftracer-analyze binary"
+#endif
+
+namespace dftracer::analyze::testing {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+CliRun run(const TempDir& d, const std::string& args) {
+  std::string cmd = std::string(DFTRACER_ANALYZE_EXE) + " " + args + " >" + d.file("stdout") + " 2>" + d.file("stderr");
+  int rc = std::system(cmd.c_str());
+  CliRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = read_file(d.file("stdout"));
+  r.err = read_file(d.file("stderr"));
+  return r;
+}
+
+TEST(Cli, SummaryFormatsAndExitStatuses) {
+  TempDir d;
+  write_file(d.file("t.pfw"), pfw_text({op_event(1, "function.mm", 10, 4), op_event(2, "function.mm", 20, 6),
+                                        "not json", op_event(3, "function.add", 30, 1)}));
+  CliRun ok = run(d, "summary --no-progress --format csv " + d.file("t.pfw"));
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("function.mm,2,10,5,"), std::string::npos) << ok.out;
+  // One line on stderr about the skipped line.
+  EXPECT_EQ(std::count(ok.err.begin(), ok.err.end(), '\n'), 1) << ok.err;
+  EXPECT_NE(ok.err.find("skipped 1 malformed or partial line"), std::string::npos) << ok.err;
+
+  CliRun js = run(d, "summary --format json --by phase,module " + d.file("t.pfw"));
+  EXPECT_EQ(js.status, 0);
+  EXPECT_NE(js.out.find("\"group_by\":[\"phase\",\"module\"]"), std::string::npos) << js.out;
+
+  CliRun missing = run(d, "summary " + d.file("missing.pfw"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("no such file or directory"), std::string::npos) << missing.err;
+
+  write_file(d.file("empty.pfw"), "");
+  CliRun empty = run(d, "summary " + d.file("empty.pfw"));
+  EXPECT_EQ(empty.status, 1);
+  EXPECT_NE(empty.err.find("1 empty file"), std::string::npos) << empty.err;
+
+  CliRun both = run(d, "summary " + d.file("empty.pfw") + " " + d.file("t.pfw"));
+  EXPECT_EQ(both.status, 0);
+
+  CliRun bad = run(d, "summary --by colour " + d.file("t.pfw"));
+  EXPECT_EQ(bad.status, 2);
+  CliRun nocmd = run(d, "frobnicate x");
+  EXPECT_EQ(nocmd.status, 2);
+}
+
+TEST(Cli, MergeAndReportWriteFiles) {
+  TempDir d;
+  write_file(d.file("t.pfw"), pfw_text({op_event(1, "function.mm", 10, 4)}));
+  CliRun m = run(d, "merge -o " + d.file("out.json") + " " + d.file("t.pfw"));
+  EXPECT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(read_file(d.file("out.json")).find("\"traceEvents\""), std::string::npos);
+  CliRun r = run(d, "report -o " + d.file("r.html") + " " + d.file("t.pfw"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::string html = read_file(d.file("r.html"));
+  EXPECT_NE(html.find("function.mm"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no network reference but the SVG namespace
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing

@@ -1,0 +1,69 @@
+// libFuzzer target for the line decoder and the gzip member / line reader.
+// The first byte picks what the rest is: 0 -> one line for EventDecoder;
+// 1 -> a .pfw file; 2 -> a .pfw.gz file; 3 -> a .pfw.gz with a .idx built
+// from its second half. Files go through read_traces with two threads and
+// tiny pieces, so splitting, member scanning and line joining all run.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "event_decoder.hpp"
+#include "summary.hpp"
+#include "trace_reader.hpp"
+
+using namespace dftracer::analyze;
+
+namespace {
+
+std::string temp_base() {
+  static std::string base = [] {
+    const char* t = std::getenv("TMPDIR");
+    return std::string(t ? t : "/tmp") + "/dft-analyze-fuzz-" + std::to_string(::getpid());
+  }();
+  return base;
+}
+
+void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return;
+  if (n) std::fwrite(p, 1, n, f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t mode = data[0] % 4;
+  data += 1;
+  size -= 1;
+  if (mode == 0) {
+    static EventDecoder dec;
+    std::string line(reinterpret_cast<const char*>(data), size);
+    std::string_view s = strip_trace_line(line);
+    std::string padded(s);
+    padded.resize(s.size() + kLinePadding);
+    Event ev;
+    dec.decode(std::string_view(padded.data(), s.size()), padded.size(), ev);
+    return 0;
+  }
+  std::string path = temp_base() + (mode == 1 ? ".pfw" : ".pfw.gz");
+  write_bytes(path, data, size);
+  std::string idx = path + ".idx";
+  if (mode == 3) write_bytes(idx, data + size / 2, size - size / 2);
+  else ::unlink(idx.c_str());
+  SummaryAggregator a({GroupKey::Name}), b({GroupKey::Name});
+  ReadOptions opt;
+  opt.min_piece_bytes = 16;
+  try {
+    read_traces({path}, {&a, &b}, opt);
+  } catch (const InputError&) {
+  }
+  a.merge(b);
+  build_summary(a, 5);
+  return 0;
+}

@@ -1,0 +1,105 @@
+// `merge` output is strict JSON with every event, numbers unquoted, and a name
+// for every process and thread.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "merge.hpp"
+#include "trace_files.hpp"
+
+namespace dftracer::analyze::testing {
+namespace {
+
+struct Parsed {
+  size_t x = 0, m = 0;
+  std::set<int64_t> named_pids, pids;
+  bool numbers_ok = true;
+};
+
+Parsed parse_merged(const std::string& text) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  auto err = p.parse(simdjson::padded_string(text)).get(doc);
+  EXPECT_EQ(err, simdjson::SUCCESS) << "merge output is not strict JSON";
+  Parsed r;
+  if (err) return r;
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    std::string_view ph = e["ph"];
+    int64_t pid = 0;
+    if (e["pid"].get_int64().get(pid)) r.numbers_ok = false;
+    if (ph == "X") {
+      ++r.x;
+      r.pids.insert(pid);
+      if (!e["ts"].is_number() || !e["dur"].is_number()) r.numbers_ok = false;
+    } else if (ph == "M") {
+      ++r.m;
+      if (std::string_view(e["name"]) == "process_name") r.named_pids.insert(pid);
+    }
+  }
+  return r;
+}
+
+std::string gunzip(const std::string& gz) {
+  z_stream zs{};
+  inflateInit2(&zs, 16 + MAX_WBITS);
+  std::string out;
+  char buf[1 << 16];
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  zs.avail_in = static_cast<uInt>(gz.size());
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - zs.avail_out);
+  } while (rc == Z_OK);
+  inflateEnd(&zs);
+  EXPECT_EQ(rc, Z_STREAM_END);
+  return out;
+}
+
+TEST(Merge, ManyFilesIntoOneStrictJsonTrace) {
+  TempDir d;
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 300; ++i) a.push_back(op_event(i, "function.mm", 1e15 + i, 1.5, "forward", "m", 10, 20, 100, 101));
+  // Names with quotes, backslashes and newlines must stay escaped.
+  b.push_back(R"({"id":1,"name":"we\"ird\\name\n","cat":"x","pid":"200","tid":"201","ts":"5","dur":"2","ph":"X","args":{"fname":"/a\"b"}})");
+  b.push_back(R"({"name":"thread_name","ph":"M","pid":200,"tid":201,"args":{"name":"worker"}})");
+  write_file(d.file("a.pfw"), pfw_text(a, false));  // cut short: no "]"
+  write_gz(d.file("b.pfw.gz"), pfw_text(b), 1, false);
+  write_file(d.file("c.pfw"), "[\n{\"name\":\"bad\",\"ph\":\"X\",\"args\":{\"v\":tru}},\n");  // invalid literal
+  for (const char* out : {"merged.json", "merged.json.gz"}) {
+    MergeResult r = merge_traces({d.file("a.pfw"), d.file("b.pfw.gz"), d.file("c.pfw")}, d.file(out), 2);
+    std::string text = read_file(d.file(out));
+    if (std::string(out).size() > 5 && std::string(out).substr(std::string(out).size() - 3) == ".gz") text = gunzip(text);
+    Parsed p = parse_merged(text);
+    EXPECT_EQ(p.x, 301u) << out;
+    EXPECT_TRUE(p.numbers_ok) << out;
+    EXPECT_EQ(p.pids, (std::set<int64_t>{100, 200}));
+    EXPECT_EQ(p.named_pids, (std::set<int64_t>{100, 200})) << "every process gets a process_name";
+    EXPECT_EQ(r.stats.malformed, 1u);  // the invalid literal is not copied
+    // pid 100 had no thread_name: one added; 200/201 had one already.
+    EXPECT_EQ(r.names_added, 3u);
+    EXPECT_NE(text.find(R"(we\"ird\\name\n)"), std::string::npos);
+  }
+}
+
+TEST(Merge, DftracerSamplesMergeToStrictJson) {
+  std::string dir = DFTRACER_SAMPLES_DIR;
+  if (!fs::exists(dir)) GTEST_SKIP();
+  TempDir d;
+  MergeResult r = merge_traces(expand_inputs({dir}), d.file("m.json"), 2);
+  Parsed p = parse_merged(read_file(d.file("m.json")));
+  EXPECT_EQ(p.x, 8082u + 1012u);  // complete events of both samples (see samples_test.cc)
+  EXPECT_TRUE(p.numbers_ok);      // v1's quoted pid/ts/dur are numbers now
+  EXPECT_FALSE(r.stats.any_problem()) << r.stats.problems_line();
+}
+
+TEST(Merge, UnwritableOutputIsAnError) {
+  TempDir d;
+  write_file(d.file("a.pfw"), pfw_text({op_event(1, "x", 1, 1)}));
+  EXPECT_THROW(merge_traces({d.file("a.pfw")}, d.file("no/such/dir/out.json"), 1), InputError);
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing

@@ -1,0 +1,157 @@
+// The reader hands every event to exactly one consumer, whatever the layout
+// (ours, DFTracer's, Chrome JSON), compression, gzip member layout and split.
+#include <gtest/gtest.h>
+
+#include "trace_files.hpp"
+
+namespace dftracer::analyze::testing {
+namespace {
+
+std::vector<std::string> make_events(int n, std::multiset<std::string>* names) {
+  std::vector<std::string> evs;
+  for (int i = 0; i < n; ++i) {
+    std::string name = "function.op_" + std::to_string(i);
+    evs.push_back(op_event(i, name, 1.7e15 + i * 10.125, 3.5 + i % 7));
+    if (names) names->insert(name);
+  }
+  return evs;
+}
+
+TEST(Reader, PlainFileSplitAcrossThreadsReadsEveryEventOnce) {
+  TempDir d;
+  std::multiset<std::string> want;
+  auto text = pfw_text(make_events(2000, &want));
+  write_file(d.file("a.pfw"), text);
+  for (unsigned threads : {1u, 2u, 3u}) {
+    Collected c = collect({d.file("a.pfw")}, threads);
+    EXPECT_EQ(c.names, want) << threads << " threads";
+    EXPECT_EQ(c.stats.events, 2000u);
+    EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
+    EXPECT_EQ(c.stats.json_bytes, text.size());
+  }
+}
+
+TEST(Reader, UnfinalizedFileKeepsAllEvents) {
+  TempDir d;
+  std::multiset<std::string> want;
+  write_file(d.file("a.pfw"), pfw_text(make_events(500, &want), /*finalized=*/false));
+  Collected c = collect({d.file("a.pfw")});
+  EXPECT_EQ(c.names, want);
+  EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
+}
+
+TEST(Reader, GzipMembersWithAndWithoutIndex) {
+  TempDir d;
+  std::multiset<std::string> want;
+  auto text = pfw_text(make_events(3000, &want));
+  for (bool index : {true, false}) {
+    for (size_t per_member : {size_t(1), size_t(37), size_t(100000)}) {
+      std::string p = d.file("t" + std::to_string(index) + "_" + std::to_string(per_member) + ".pfw.gz");
+      write_gz(p, text, per_member, index);
+      Collected c = collect({p}, 2);
+      EXPECT_EQ(c.names, want) << "index=" << index << " per_member=" << per_member;
+      EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
+      EXPECT_EQ(c.stats.json_bytes, text.size());
+    }
+  }
+}
+
+TEST(Reader, LinesStraddlingGzipMembersAreJoined) {
+  // A generic gzip writer may cut members anywhere, not at line ends.
+  TempDir d;
+  std::multiset<std::string> want;
+  auto text = pfw_text(make_events(1500, &want));
+  for (bool index : {true, false}) {
+    std::string out, idx;
+    for (size_t pos = 0; pos < text.size(); pos += 777) {
+      std::string piece = text.substr(pos, 777);
+      std::string m = gzip_member(piece);
+      idx += std::to_string(out.size()) + " " + std::to_string(m.size()) + " " + std::to_string(piece.size()) + " 0\n";
+      out += m;
+    }
+    std::string p = d.file(index ? "i.pfw.gz" : "n.pfw.gz");
+    write_file(p, out);
+    if (index) write_file(p + ".idx", idx);
+    for (unsigned threads : {1u, 2u, 4u}) {
+      Collected c = collect({p}, threads);
+      EXPECT_EQ(c.names, want) << "index=" << index << " threads=" << threads;
+      EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
+    }
+  }
+}
+
+TEST(Reader, ChromeJsonArrayAndObjectPrettyPrinted) {
+  TempDir d;
+  const char* array_doc = R"([
+  {"name": "aten::mm", "ph": "X", "cat": "cpu_op", "pid": 7, "tid": 8,
+   "ts": 100.5, "dur": 20.25, "args": {"Input Dims": [[2, 3], [3, 4]]}},
+  {"name": "process_name", "ph": "M", "pid": 7, "tid": 0, "args": {"name": "python"}},
+  {
+    "name": "aten::add", "ph": "X", "cat": "cpu_op", "pid": 7, "tid": 8,
+    "ts": 130, "dur": 2
+  }
+])";
+  std::string object_doc = std::string("{\n  \"schemaVersion\": 1,\n  \"traceEvents\": ") + array_doc +
+                           ",\n  \"traceName\": \"x\"\n}\n";
+  write_file(d.file("a.json"), array_doc);
+  write_file(d.file("o.json"), object_doc);
+  write_gz(d.file("o.json.gz"), object_doc, 3, false);
+  std::multiset<std::string> want{"aten::mm", "process_name", "aten::add"};
+  for (const char* f : {"a.json", "o.json", "o.json.gz"}) {
+    Collected c = collect({d.file(f)});
+    EXPECT_EQ(c.names, want) << f;
+    EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
+  }
+}
+
+TEST(Reader, DirectoriesAndGlobsExpandToTraceFiles) {
+  TempDir d;
+  fs::create_directories(d.path() / "sub");
+  write_file(d.file("a.pfw"), pfw_text({op_event(1, "x", 1, 1)}));
+  write_file(d.file("sub/b.pfw.gz"), gzip_member(pfw_text({op_event(2, "y", 1, 1)})));
+  write_file(d.file("notes.txt"), "not a trace");
+  auto files = expand_inputs({d.path().string()});
+  ASSERT_EQ(files.size(), 2u);
+  auto globbed = expand_inputs({d.file("*.pfw"), d.file("a.pfw")});
+  EXPECT_EQ(globbed.size(), 1u);  // the same file named twice is read once
+  Collected c = collect(files);
+  EXPECT_EQ(c.names, (std::multiset<std::string>{"x", "y"}));
+}
+
+TEST(Reader, MissingPathsAreErrors) {
+  TempDir d;
+  EXPECT_THROW(expand_inputs({d.file("nope.pfw")}), InputError);
+  EXPECT_THROW(expand_inputs({d.file("*.nothing")}), InputError);
+}
+
+TEST(Reader, DecoderAcceptsQuotedNumbersAndRejectsWrongTypes) {
+  EventDecoder dec;
+  Event ev;
+  auto run = [&](std::string s) {
+    size_t n = s.size();
+    s.resize(n + kLinePadding);
+    return dec.decode(std::string_view(s.data(), n), s.size(), ev);
+  };
+  ASSERT_EQ(run(R"({"id":"0","name":"open","cat":"POSIX","pid":"12","tid":"13","ts":"100","dur":"7","ph":"X"})"),
+            DecodeStatus::Ok);
+  EXPECT_EQ(ev.pid, 12);
+  EXPECT_EQ(ev.pid_text, "12");
+  EXPECT_DOUBLE_EQ(ev.dur, 7);
+  ASSERT_EQ(run(R"({"name":"mm","ph":"X","ts":1.5,"dur":0.125,"pid":1,"tid":2,"args":{"flops":"1000","bytes":64,"phase":"backward","graph":3}})"),
+            DecodeStatus::Ok);
+  EXPECT_DOUBLE_EQ(ev.flops, 1000);
+  EXPECT_DOUBLE_EQ(ev.bytes, 64);
+  EXPECT_EQ(ev.phase, "backward");
+  EXPECT_EQ(ev.graph, "3");
+  EXPECT_EQ(run(R"({"name":5,"ph":"X","dur":1})"), DecodeStatus::BadField);
+  EXPECT_EQ(run(R"({"name":"a","ph":"X","dur":"abc"})"), DecodeStatus::BadField);
+  EXPECT_EQ(run(R"({"name":"a","ph":"X","dur":-1})"), DecodeStatus::BadField);
+  EXPECT_EQ(run(R"({"name":"a","ph":"X","dur":1}})"), DecodeStatus::Malformed);
+  EXPECT_EQ(run(R"({"name":"a","ph":"X","du)"), DecodeStatus::Malformed);
+  EXPECT_EQ(run("[1,2]"), DecodeStatus::Malformed);
+  EXPECT_EQ(strip_trace_line("  {\"a\":1},\r"), "{\"a\":1}");
+  EXPECT_EQ(strip_trace_line("]"), "");
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing

@@ -1,0 +1,65 @@
+// DFTracer's own sample traces (v1: quoted numbers, v2: 16-bit hashes, no
+// commas) read with the right counts per category.
+//
+// The expected numbers were obtained independently of this reader with:
+//   python3 -c 'import gzip,json,collections; c=collections.Counter();
+//     [c.update([(e["cat"],e["ph"])]) for l in gzip.open(F,"rt")
+//      for s in [l.strip().rstrip(",")] if s not in ("[","]","")
+//      for e in [json.loads(s)]]; print(c)'
+// and the summed "dur" per category the same way (float(e["dur"])).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "summary.hpp"
+#include "trace_files.hpp"
+
+#ifndef DFTRACER_SAMPLES_DIR
+#error "DFTRACER_SAMPLES_DIR must point at shared/data/dftracer-samples"
+#endif
+
+namespace dftracer::analyze::testing {
+namespace {
+
+std::string sample(const char* name) { return std::string(DFTRACER_SAMPLES_DIR) + "/" + name; }
+
+std::map<std::string, std::pair<uint64_t, double>> by_cat(const Summary& s) {
+  std::map<std::string, std::pair<uint64_t, double>> m;
+  for (auto& r : s.rows) m[r.key[0]] = {r.count, r.total_us};
+  return m;
+}
+
+TEST(Samples, DftracerV2PreloadTrace) {
+  std::string f = sample("cm1-DEFAULT-3537780-preload.pfw.gz");
+  if (!fs::exists(f)) GTEST_SKIP() << "sample not present: " << f;
+  for (unsigned threads : {1u, 2u}) {
+    Summary s = summarize({f}, {GroupKey::Cat}, 0, threads);
+    auto m = by_cat(s);
+    EXPECT_EQ(m["POSIX"].first, 6985u);
+    EXPECT_EQ(m["STDIO"].first, 1095u);
+    EXPECT_EQ(m["dftracer"].first, 2u);  // start and end
+    EXPECT_DOUBLE_EQ(m["POSIX"].second, 1351271.0);
+    EXPECT_DOUBLE_EQ(m["STDIO"].second, 93153.0);
+    EXPECT_EQ(s.metadata_events, 709u);  // HH, FH, SH, thread_name
+    EXPECT_EQ(s.complete_events, 8082u);
+    EXPECT_FALSE(s.stats.any_problem()) << s.stats.problems_line();
+  }
+}
+
+TEST(Samples, DftracerV1QuotedNumbers) {
+  std::string f = sample("test-2023.pfw.gz");
+  if (!fs::exists(f)) GTEST_SKIP() << "sample not present: " << f;
+  Summary s = summarize({f}, {GroupKey::Cat}, 0, 2);
+  auto m = by_cat(s);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m["POSIX"].first, 1012u);
+  EXPECT_DOUBLE_EQ(m["POSIX"].second, 931087.0);
+  EXPECT_FALSE(s.stats.any_problem()) << s.stats.problems_line();
+  Summary byname = summarize({f}, {GroupKey::Name}, 0, 2);
+  ASSERT_FALSE(byname.rows.empty());
+  EXPECT_EQ(byname.rows[0].key[0], "remove");  // the single 759589 us remove dominates
+  EXPECT_EQ(byname.rows[0].count, 1u);
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing

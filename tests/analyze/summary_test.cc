@@ -1,0 +1,145 @@
+// Summaries of traces with known content: exact counts, totals, min/max, and
+// quantiles within the histogram's documented relative error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "summary.hpp"
+#include "trace_files.hpp"
+
+namespace dftracer::analyze::testing {
+namespace {
+
+const SummaryRow* find_row(const Summary& s, std::vector<std::string> key) {
+  for (auto& r : s.rows)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+class KnownTrace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // mm: 100 forward events of 10..109 us, 1e6 flops and 4000 bytes each;
+    // add: 50 backward events of 2.5 us in module model.fc, 200 bytes each;
+    // relu: 10 inference events of exactly 1 us, no flops/bytes; plus metadata.
+    std::vector<std::string> evs;
+    evs.push_back(R"({"id":0,"name":"process_name","cat":"dftracer","pid":4242,"tid":4242,"ph":"M","args":{"name":"train.py"}})");
+    int id = 1;
+    for (int i = 0; i < 100; ++i)
+      evs.push_back(op_event(id++, "function.mm", 1000.0 + i * 200, 10 + i, "forward", "model.layer1", 1e6, 4000));
+    for (int i = 0; i < 50; ++i)
+      evs.push_back(op_event(id++, "function.add", 30000.0 + i * 10, 2.5, "backward", "model.fc", -1, 200, 4242, 9));
+    for (int i = 0; i < 10; ++i)
+      evs.push_back(op_event(id++, "function.relu", 40000.0 + i * 10, 1.0, "inference", "model.act"));
+    // Split over a .pfw and a .pfw.gz: both files' events add up.
+    std::vector<std::string> a(evs.begin(), evs.begin() + 80), b(evs.begin() + 80, evs.end());
+    write_file(dir.file("a.pfw"), pfw_text(a));
+    write_gz(dir.file("b.pfw.gz"), pfw_text(b), 7, true);
+    files = {dir.file("a.pfw"), dir.file("b.pfw.gz")};
+  }
+  TempDir dir;
+  std::vector<std::string> files;
+};
+
+TEST_F(KnownTrace, ByNameExactCountsAndTotals) {
+  Summary s = summarize(files, {GroupKey::Name}, 0, 2);
+  EXPECT_EQ(s.complete_events, 160u);
+  EXPECT_EQ(s.metadata_events, 1u);
+  ASSERT_EQ(s.rows.size(), 3u);
+  const SummaryRow* mm = find_row(s, {"function.mm"});
+  ASSERT_TRUE(mm);
+  EXPECT_EQ(mm->count, 100u);
+  EXPECT_DOUBLE_EQ(mm->total_us, 5950.0);  // sum of 10..109
+  EXPECT_DOUBLE_EQ(mm->mean_us, 59.5);
+  EXPECT_DOUBLE_EQ(mm->min_us, 10.0);
+  EXPECT_DOUBLE_EQ(mm->max_us, 109.0);
+  // Nearest rank: p50 is the 50th smallest (59), p95 the 95th (104).
+  EXPECT_NEAR(mm->p50_us, 59.0, 59.0 * LogHistogram::kMaxRelativeError);
+  EXPECT_NEAR(mm->p95_us, 104.0, 104.0 * LogHistogram::kMaxRelativeError);
+  // 1e8 flops in 5950 us: 1e8 / 5950e-6 s = 16.807 GFLOP/s; 4e5 bytes: 0.0672 GB/s.
+  EXPECT_NEAR(mm->gflops, 1e8 / 5950e-6 / 1e9, 1e-9);
+  EXPECT_NEAR(mm->gbps, 4e5 / 5950e-6 / 1e9, 1e-9);
+  const SummaryRow* add = find_row(s, {"function.add"});
+  ASSERT_TRUE(add);
+  EXPECT_EQ(add->count, 50u);
+  EXPECT_DOUBLE_EQ(add->total_us, 125.0);
+  EXPECT_DOUBLE_EQ(add->p50_us, 2.5);  // all equal: clamped to the exact min/max
+  EXPECT_TRUE(std::isnan(add->gflops));
+  const SummaryRow* relu = find_row(s, {"function.relu"});
+  ASSERT_TRUE(relu);
+  EXPECT_EQ(relu->count, 10u);
+  EXPECT_DOUBLE_EQ(relu->total_us, 10.0);
+  EXPECT_DOUBLE_EQ(s.total_us, 6085.0);
+  EXPECT_NEAR(mm->share, 5950.0 / 6085.0, 1e-12);
+  EXPECT_EQ(s.rows[0].key[0], "function.mm");  // sorted by total
+}
+
+TEST_F(KnownTrace, ByPhaseModuleTidAndComposite) {
+  Summary ph = summarize(files, {GroupKey::Phase}, 0, 2);
+  ASSERT_EQ(ph.rows.size(), 3u);
+  EXPECT_EQ(find_row(ph, {"forward"})->count, 100u);
+  EXPECT_EQ(find_row(ph, {"backward"})->count, 50u);
+  EXPECT_EQ(find_row(ph, {"inference"})->count, 10u);
+  Summary mod = summarize(files, {GroupKey::Module}, 0, 1);
+  EXPECT_DOUBLE_EQ(find_row(mod, {"model.fc"})->total_us, 125.0);
+  Summary tid = summarize(files, {GroupKey::Tid}, 0, 2);
+  EXPECT_EQ(find_row(tid, {"9"})->count, 50u);
+  EXPECT_EQ(find_row(tid, {"4243"})->count, 110u);
+  Summary comp = summarize(files, parse_group_keys("module,phase"), 0, 2);
+  ASSERT_TRUE(find_row(comp, {"model.layer1", "forward"}));
+  EXPECT_EQ(find_row(comp, {"model.layer1", "forward"})->count, 100u);
+  Summary top = summarize(files, {GroupKey::Name}, 1, 2);
+  ASSERT_EQ(top.rows.size(), 1u);
+  EXPECT_EQ(top.groups, 3u);
+  EXPECT_THROW(parse_group_keys("name,colour"), std::invalid_argument);
+}
+
+TEST_F(KnownTrace, JsonAndCsvOutputs) {
+  Summary s = summarize(files, {GroupKey::Name}, 0, 2);
+  std::ostringstream js, csv, table;
+  write_summary_json(js, s);
+  write_summary_csv(csv, s);
+  write_summary_table(table, s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_EQ(p.parse(simdjson::padded_string(js.str())).get(doc), simdjson::SUCCESS) << js.str();
+  EXPECT_EQ(uint64_t(doc["complete_events"]), 160u);
+  simdjson::dom::array rows = doc["rows"];
+  EXPECT_EQ(rows.size(), 3u);
+  EXPECT_EQ(std::string_view(rows.at(0)["name"]), "function.mm");
+  EXPECT_EQ(uint64_t(rows.at(0)["count"]), 100u);
+  EXPECT_DOUBLE_EQ(double(rows.at(0)["total_us"]), 5950.0);
+  std::string csv_text = csv.str();
+  EXPECT_EQ(std::count(csv_text.begin(), csv_text.end(), '\n'), 4);
+  EXPECT_EQ(csv_text.rfind("name,count,total_us", 0), 0u);
+  EXPECT_NE(table.str().find("function.mm"), std::string::npos);
+  EXPECT_NE(table.str().find("GFLOP/s"), std::string::npos);
+}
+
+TEST(LogHistogram, QuantilesWithinDocumentedError) {
+  std::mt19937 rng(3);
+  std::lognormal_distribution<double> dist(2.0, 2.5);  // ~1 ns to seconds
+  std::vector<double> v;
+  LogHistogram h;
+  for (int i = 0; i < 100000; ++i) {
+    double x = dist(rng);
+    v.push_back(x);
+    h.add(x);
+  }
+  std::sort(v.begin(), v.end());
+  for (double q : {0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0}) {
+    size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
+    double exact = v[rank - 1];
+    double got = h.quantile(q, v.front(), v.back());
+    EXPECT_LE(std::fabs(got - exact) / exact, LogHistogram::kMaxRelativeError) << "q=" << q;
+  }
+  LogHistogram zeros;
+  for (int i = 0; i < 10; ++i) zeros.add(0);
+  EXPECT_EQ(zeros.quantile(0.5, 0, 0), 0.0);
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing
