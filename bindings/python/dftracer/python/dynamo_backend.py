@@ -34,6 +34,7 @@ from __future__ import annotations
 import collections
 import functools
 import json
+import os
 import threading
 import warnings
 from typing import Any, Callable
@@ -268,6 +269,25 @@ _frame_graphs: collections.Counter = collections.Counter()
 _reported_breaks: set[str] = set()
 
 
+def _root_frame() -> str | None:
+    """``fn (file.py:line)`` of the user frame Dynamo is compiling, with resume
+    functions (the code after a graph break) mapped back to the function they
+    were cut from, so all graphs of one user function count together."""
+    try:
+        from torch._dynamo.resume_execution import ContinueExecutionCache
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        code = InstructionTranslator.current_tx().f_code
+        for _ in range(64):  # resume functions of resume functions
+            meta = ContinueExecutionCache.generated_code_metadata.get(code)
+            if meta is None:
+                break
+            code = meta.code
+        return f"{code.co_name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+    except Exception:  # Dynamo internals moved: fall back to the name in the reason
+        return None
+
+
 def _root_frame_name(code_name: str) -> str:
     # Resume functions after a break are named torch_dynamo_resume_in_<fn>_at_<line>.
     prefix = "torch_dynamo_resume_in_"
@@ -293,7 +313,7 @@ def _record_graph_metadata(gm: torch.fx.GraphModule, graph_id: int) -> None:
         frame = str(CompileContext.current_compile_id() or "")
     except Exception:
         frame = ""
-    root = _root_frame_name(fn_name) if fn_name else "?"
+    root = _root_frame() or (_root_frame_name(fn_name) if fn_name else "?")
     with _lock:
         _frame_graphs[root] += 1
         count = _frame_graphs[root]

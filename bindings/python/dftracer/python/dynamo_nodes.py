@@ -46,7 +46,9 @@ def _extra_flop_formulas() -> dict:
         op = getattr(aten, op_name, None)
         formula = getattr(flop_counter, formula_name, None)
         if op is not None and formula is not None:
-            extra[op] = formula
+            # The module attribute is the registered (shape-wrapped) formula;
+            # custom_mapping wants the shape formula underneath.
+            extra[op] = getattr(formula, "__wrapped__", formula)
     return extra
 
 
