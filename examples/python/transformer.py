@@ -1,0 +1,94 @@
+"""A transformer encoder (transformers' BertModel, from a config, random
+weights) traced in training and inference with the torch.compile backend.
+
+    DFTRACER_ENABLE=1 DFTRACER_LOG_FILE=traces/transformer python examples/python/transformer.py
+    -> traces/transformer-<app>-<pid>.pfw.gz
+
+Module paths in the op events name the encoder layer, the attention block and
+the projection (e.g. "encoder.layer.1.attention.self.query"), so time, FLOPs
+and bytes can be summed per layer. Nothing is downloaded: the model comes from
+a BertConfig. Without transformers installed, torch's nn.TransformerEncoder is
+used instead.
+"""
+import argparse
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from dftracer.python import dft_fn, dftracer, dftracer_dynamo_backend, dynamo
+
+
+class Classifier(nn.Module):
+    def __init__(self, layers, hidden, heads, vocab=1000, classes=2):
+        super().__init__()
+        try:
+            import transformers
+
+            cfg = transformers.BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                                          num_attention_heads=heads, intermediate_size=4 * hidden,
+                                          max_position_embeddings=512)
+            self.encoder = transformers.BertModel(cfg, add_pooling_layer=False)
+            self.hf = True
+        except ImportError:
+            self.embed = nn.Embedding(vocab, hidden)
+            layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers)
+            self.hf = False
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, ids, mask):
+        if self.hf:
+            h = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        else:
+            h = self.encoder(self.embed(ids), src_key_padding_mask=mask == 0)
+        return self.head(h[:, 0])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--trace-prefix", default=None, help="trace file prefix (starts tracing without DFTRACER_ENABLE)")
+    a = p.parse_args()
+
+    log = dftracer.initialize_log(a.trace_prefix, None, -1) if a.trace_prefix else None
+    torch.manual_seed(0)
+    model = Classifier(a.layers, a.hidden, a.heads)
+    # The plain backend: events carry the default `dynamo` instance's tags.
+    compiled = torch.compile(model, backend=dftracer_dynamo_backend)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 1000, (a.batch, a.seq))
+    mask = torch.ones(a.batch, a.seq, dtype=torch.long)
+    labels = torch.randint(0, 2, (a.batch,))
+
+    model.train()
+    for step in range(a.steps):
+        dynamo.update(epoch=0, step=step)
+        with dft_fn("app", name="train_step"):
+            opt.zero_grad()
+            loss = F.cross_entropy(compiled(ids, mask), labels)
+            loss.backward()
+            with dft_fn("app", name="optimizer.step"):
+                opt.step()
+        print(f"step {step} loss {loss.item():.4f}")
+
+    model.eval()
+    with torch.inference_mode():
+        with dft_fn("app", name="inference"):
+            probs = compiled(ids, mask).softmax(-1)
+    print("p(class 1)", [round(v, 3) for v in probs[:, 1].tolist()])
+    if log is not None:
+        log.finalize()
+    path = os.environ.get("DFTRACER_LOG_FILE") or a.trace_prefix
+    if path:
+        print("trace:", path + "-*.pfw*")
+
+
+if __name__ == "__main__":
+    main()
