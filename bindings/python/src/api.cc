@@ -63,7 +63,7 @@ void log_event_ns(nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t d
     dft_complete_ns(name_id, cat_id, start_ns, dur_ns, nullptr, 0);
     return;
   }
-  if (!PyDict_Check(args.ptr()) && !PyMapping_Check(args.ptr()))
+  if (!is_mapping(args.ptr()))
     throw nb::type_error((std::string("dftracer: args must be a dict, got ") +
                           Py_TYPE(args.ptr())->tp_name).c_str());
   ArgList list;
@@ -148,7 +148,7 @@ void register_api(nb::module_& m) {
         if (id == 0 && PyErr_Occurred()) throw nb::python_error();
         return id;
       },
-      nb::arg("s"), "Id of a str in the core's string table (cached).");
+      nb::arg("s").none(), "Id of a str in the core's string table (cached).");
   m.def(
       "string",
       [](uint32_t id) -> std::optional<std::string> {
@@ -167,7 +167,7 @@ void register_api(nb::module_& m) {
         uint64_t dur = us_to_ns(dur_us, "duration");
         log_event_ns(name, cat, start, dur, args);
       },
-      nb::arg("name"), nb::arg("cat"), nb::arg("start_us"), nb::arg("duration_us"),
+      nb::arg("name").none(), nb::arg("cat").none(), nb::arg("start_us").none(), nb::arg("duration_us").none(),
       nb::arg("args").none() = nb::none(),
       "Records a complete event; start and duration in microseconds (int or float).");
   m.def(
@@ -175,7 +175,7 @@ void register_api(nb::module_& m) {
       [](nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t dur_ns, nb::handle args) {
         log_event_ns(name, cat, start_ns, dur_ns, args);
       },
-      nb::arg("name"), nb::arg("cat"), nb::arg("start_ns"), nb::arg("duration_ns"),
+      nb::arg("name").none(), nb::arg("cat").none(), nb::arg("start_ns"), nb::arg("duration_ns"),
       nb::arg("args").none() = nb::none(),
       "Records a complete event; start and duration in integer nanoseconds.");
   m.def(
@@ -203,7 +203,7 @@ void register_api(nb::module_& m) {
         if (args.is_valid() && !args.is_none()) list.add_mapping(args.ptr());
         dft_instant(name_id, cat_id, list.data(), list.size());
       },
-      nb::arg("name"), nb::arg("cat"), nb::arg("args").none() = nb::none(),
+      nb::arg("name").none(), nb::arg("cat").none(), nb::arg("args").none() = nb::none(),
       "Records an instant event at now.");
   m.def(
       "metadata",
@@ -214,7 +214,7 @@ void register_api(nb::module_& m) {
         std::string k = str_of(key), v = str_of(value);
         dft_metadata(k.c_str(), v.c_str());
       },
-      nb::arg("key"), nb::arg("value"),
+      nb::arg("key").none(), nb::arg("value").none(),
       "Records a metadata event {name: key, value: str(value)}.");
   m.def(
       "hash_metadata",

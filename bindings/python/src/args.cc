@@ -189,11 +189,18 @@ PyObject* normalize_value(PyObject* v) {
   return safe_str(v);
 }
 
+bool is_mapping(PyObject* o) {
+  if (PyDict_Check(o)) return true;
+  if (PyList_Check(o) || PyTuple_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) return false;
+  int has = PyObject_HasAttrString(o, "items");
+  return has == 1 && PyMapping_Check(o);
+}
+
 PyObject* normalize_mapping(PyObject* mapping) {
   PyObject* items = nullptr;
   if (PyDict_Check(mapping)) {
     items = PyDict_Items(mapping);
-  } else if (PyMapping_Check(mapping)) {
+  } else if (is_mapping(mapping)) {
     items = PyMapping_Items(mapping);
   } else {
     PyErr_Format(PyExc_TypeError, "dftracer: args must be a dict, got %.100s",

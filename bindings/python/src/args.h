@@ -52,6 +52,10 @@ class ArgList {
 // reference; never NULL.
 PyObject* normalize_value(PyObject* value);
 
+// True for a dict or a mapping (an object with .items() that is not a
+// sequence). Lists pass PyMapping_Check, so that alone is not enough.
+bool is_mapping(PyObject* o);
+
 // A dict with every key as str and every value normalized. NULL with an
 // error set when `mapping` is not a mapping.
 PyObject* normalize_mapping(PyObject* mapping);

@@ -1,0 +1,82 @@
+"""With tracing off every API is a no-op that records nothing and creates no
+file; DFTRACER_ENABLE=0 is a kill switch that also ignores initialize_log."""
+import os
+
+from trace_reader import trace_files
+
+USE_EVERYTHING = """
+import os, asyncio
+from dftracer.python import dftracer, dft_fn
+import dftracer._core as core
+fn = dft_fn("off")
+
+@fn.log
+def f(x):
+    return x * 2
+
+@fn.log
+def gen():
+    yield 1
+    yield 2
+
+@fn.log
+async def coro():
+    return 3
+
+with dft_fn("off", "block") as r:
+    r.update(args={"a": 1})
+assert f(2) == 4 and list(gen()) == [1, 2] and asyncio.run(coro()) == 3
+assert list(fn.iter(range(3))) == [0, 1, 2]
+log = dftracer.get_instance()
+log.log_event("n", "c", log.get_time(), 1, {"a": 1})
+log.log_metadata_event("k", "v")
+fn.log_metadata("k2", "v2")
+log.finalize()
+log.finalize()
+"""
+
+
+def assert_no_files(*dirs):
+    for d in dirs:
+        found = [p for p in trace_files(d)] + [p for p in os.listdir(d) if ".pfw" in p]
+        assert not found, found
+
+
+def test_disabled_records_nothing_and_creates_no_file(run_python, trace_dir, tmp_path):
+    run_python(USE_EVERYTHING + """
+assert not core.enabled() and core.trace_path() is None
+assert core.stats()["events_recorded"] == 0
+""", env={"DFTRACER_LOG_FILE": os.path.join(trace_dir, "x")})
+    assert_no_files(trace_dir, str(tmp_path))
+
+
+def test_enable_zero_is_a_kill_switch(run_python, trace_dir, tmp_path):
+    run_python("""
+import os
+from dftracer.python import dftracer, dft_fn
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "k.pfw"), None, -1)
+def plain():
+    return 1
+assert dft_fn("c").log(plain) is plain        # unwrapped: zero cost
+""" + USE_EVERYTHING + """
+assert not core.enabled()
+""", env={"DFTRACER_ENABLE": "0", "TRACE_DIR": trace_dir})
+    assert_no_files(trace_dir, str(tmp_path))
+
+
+def test_enable_false_per_object(run_python, trace_dir):
+    run_python("""
+import os
+from dftracer.python import dftracer, dft_fn
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "e.pfw"), None, -1)
+quiet = dft_fn("q", enable=False)
+def plain():
+    return 1
+assert quiet.log(plain) is plain
+with dft_fn("q", "silent", enable=False):
+    pass
+log.finalize()
+""", env={"TRACE_DIR": trace_dir})
+    from trace_reader import read_trace
+    events = read_trace(trace_files(trace_dir)[0])
+    assert not [e for e in events if e.get("cat") == "q"]

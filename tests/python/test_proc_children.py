@@ -1,0 +1,138 @@
+"""Child processes trace into their own files: os.fork, multiprocessing
+(fork and spawn) with tracing started by initialize_log() (not the
+environment), and torch DataLoader workers. No file holds another process's
+events."""
+import os
+
+import pytest
+
+from trace_reader import read_trace, trace_files
+
+
+def pid_of(path):
+    return int(os.path.basename(path).split("-")[-1].split(".")[0])
+
+
+def events_by_pid(trace_dir):
+    """{pid from file name: events}, checking every event of a file carries
+    that file's pid."""
+    out = {}
+    for path in trace_files(trace_dir):
+        pid = pid_of(path)
+        events = read_trace(path)
+        assert events and events[-1].get("name") == "end", f"{path} was not finalized"
+        for e in events:
+            assert e["pid"] == pid, f"{path} holds an event of pid {e['pid']}: {e}"
+        out[pid] = events
+    return out
+
+
+def names(events):
+    return [e["name"] for e in events if e.get("ph") == "X"]
+
+
+def test_os_fork_child_gets_its_own_file(run_python, trace_dir):
+    run_python("""
+import os
+from dftracer.python import dftracer, dft_fn
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "f.pfw"), None, -1)
+with dft_fn("p", "before_fork"):
+    pass
+pid = os.fork()
+if pid == 0:
+    with dft_fn("p", "in_child"):
+        pass
+    log.finalize()
+    os._exit(0)
+with dft_fn("p", "in_parent"):
+    pass
+assert os.waitpid(pid, 0)[1] == 0
+log.finalize()
+""", env={"TRACE_DIR": trace_dir})
+    by_pid = events_by_pid(trace_dir)
+    assert len(by_pid) == 2
+    parent = [p for p, ev in by_pid.items() if "in_parent" in names(ev)]
+    child = [p for p, ev in by_pid.items() if "in_child" in names(ev)]
+    assert len(parent) == 1 and len(child) == 1 and parent != child
+    assert names(by_pid[parent[0]]).count("before_fork") == 1
+    assert "before_fork" not in names(by_pid[child[0]])  # nothing written twice
+    assert "in_child" not in names(by_pid[parent[0]])
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_multiprocessing_children_trace_without_env(run_python, trace_dir, method):
+    # Tracing starts with initialize_log(); the environment has no DFTRACER_*.
+    run_python(f"""
+import os, multiprocessing as mp
+from dftracer.python import dftracer, dft_fn
+
+fn = dft_fn("mp")
+
+@fn.log
+def child_work(i):
+    return i * i
+
+def main():
+    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "mp.pfw"), None, -1)
+    ctx = mp.get_context("{method}")
+    with ctx.Pool(2) as pool:
+        assert pool.map(child_work, range(8)) == [i * i for i in range(8)]
+    p = ctx.Process(target=child_work, args=(3,))
+    p.start(); p.join()
+    assert p.exitcode == 0
+    with dft_fn("mp", "parent_done"):
+        pass
+    log.finalize()
+
+if __name__ == "__main__":
+    main()
+""", env={"TRACE_DIR": trace_dir}, timeout=300)
+    by_pid = events_by_pid(trace_dir)
+    parents = [p for p, ev in by_pid.items() if "parent_done" in names(ev)]
+    assert len(parents) == 1
+    children = {p: ev for p, ev in by_pid.items() if p not in parents}
+    assert len(children) >= 2, sorted(by_pid)  # pool workers + the Process
+    total = sum(names(ev).count("child_work") for ev in children.values())
+    assert total == 9
+    assert "child_work" not in names(by_pid[parents[0]])
+
+
+def test_dataloader_workers_one_file_each(run_python, trace_dir):
+    pytest.importorskip("torch")
+    run_python("""
+import os
+import torch
+from torch.utils.data import DataLoader, Dataset
+from dftracer.python import dftracer, dft_fn
+
+fn = dft_fn("data")
+
+class Squares(Dataset):
+    def __len__(self):
+        return 32
+
+    @fn.log
+    def __getitem__(self, i):
+        return torch.tensor([i * i])
+
+def main():
+    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "dl.pfw"), None, -1)
+    loader = DataLoader(Squares(), batch_size=4, num_workers=2)
+    seen = 0
+    for batch in fn.iter(loader, name="epoch"):
+        seen += len(batch)
+    assert seen == 32
+    log.finalize()
+
+if __name__ == "__main__":
+    main()
+""", env={"TRACE_DIR": trace_dir}, timeout=300)
+    by_pid = events_by_pid(trace_dir)
+    assert len(by_pid) == 3, sorted(by_pid)
+    main = [p for p, ev in by_pid.items() if "epoch.iter" in names(ev)]
+    assert len(main) == 1
+    workers = [p for p in by_pid if p not in main]
+    per_worker = [names(by_pid[p]).count("Squares.__getitem__") for p in workers]
+    assert sum(per_worker) == 32 and all(n > 0 for n in per_worker)
+    assert "Squares.__getitem__" not in names(by_pid[main[0]])
+    assert names(by_pid[main[0]]).count("epoch.iter") == 8
