@@ -75,8 +75,10 @@ def child_work(i):
 def main():
     log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "mp.pfw"), None, -1)
     ctx = mp.get_context("{method}")
-    with ctx.Pool(2) as pool:
-        assert pool.map(child_work, range(8)) == [i * i for i in range(8)]
+    pool = ctx.Pool(2)
+    assert pool.map(child_work, range(8)) == [i * i for i in range(8)]
+    pool.close()   # workers exit normally (terminate() would SIGTERM them)
+    pool.join()
     p = ctx.Process(target=child_work, args=(3,))
     p.start(); p.join()
     assert p.exitcode == 0
