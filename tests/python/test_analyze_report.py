@@ -1,0 +1,85 @@
+"""`dftracer-analyze report` opened in headless Chromium renders its charts,
+and `merge` output is strict JSON for Python's own parser.
+
+The command is found on PATH (the wheel installs it), through
+$DFTRACER_ANALYZE_BIN, or in a CMake build directory of this checkout.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _analyzer():
+    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), shutil.which("dftracer-analyze")]
+    cands += sorted(glob.glob(os.path.join(ROOT, "build*", "src", "analyze", "dftracer-analyze")),
+                    key=os.path.getmtime, reverse=True)
+    for c in cands:
+        if c and os.access(c, os.X_OK):
+            return c
+    pytest.skip("dftracer-analyze not built (set DFTRACER_ANALYZE_BIN)")
+
+
+def _write_trace(path, pids=(100, 200)):
+    """A small trace in our format: op events of three phases in two processes."""
+    lines = ["["]
+    i = 0
+    for pid in pids:
+        lines.append(json.dumps({"id": i, "name": "process_name", "cat": "dftracer", "pid": pid, "tid": pid,
+                                 "ph": "M", "args": {"name": f"worker{pid}"}}) + ",")
+        for k in range(300):
+            i += 1
+            phase = ("forward", "backward", "inference")[k % 3]
+            ev = {"id": i, "name": f"function.aten.op{k % 7}", "cat": "torch", "pid": pid, "tid": pid + 1,
+                  "ts": 1.7e15 + k * 100.0 + pid, "dur": 5.0 + k % 11, "ph": "X",
+                  "args": {"phase": phase, "module": f"model.layer{k % 4}", "graph": 0, "flops": 1000 * k,
+                           "bytes": 64 * k}}
+            lines.append(json.dumps(ev) + ",")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def test_merge_output_is_strict_json(tmp_path):
+    exe = _analyzer()
+    _write_trace(tmp_path / "a.pfw")
+    out = tmp_path / "merged.json"
+    subprocess.run([exe, "merge", "-o", str(out), str(tmp_path / "a.pfw")], check=True, capture_output=True)
+    doc = json.loads(out.read_text())  # strict: raises on trailing commas and the like
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == 600
+    names = {(e["pid"], e["args"]["name"]) for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert names == {(100, "worker100"), (200, "worker200")}
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_renders_charts_in_headless_chromium(tmp_path):
+    exe = _analyzer()
+    _write_trace(tmp_path / "a.pfw")
+    html = tmp_path / "report.html"
+    subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True)
+    text = html.read_text()
+    assert "<rect" not in text.split("<script")[0], "charts must be drawn by the page's script"
+    assert not re.search(r"(src|href)=\"https?://", text), "the report must not load anything from the network"
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    dom = proc.stdout
+    assert 'data-rendered="yes"' in dom, proc.stderr[-2000:]
+    # The rendered DOM (after the script ran) holds the SVG charts.
+    top_ops = dom.split('id="top-ops"')[1].split("</svg>")[0]
+    assert top_ops.count('class="bar"') == 7  # seven op names
+    assert "function.aten.op" in top_ops
+    phases = dom.split('id="by-phase"')[1].split("</svg>")[0]
+    assert phases.count('class="bar"') == 3  # forward, backward, inference
+    modules = dom.split('id="by-module"')[1].split("</svg>")[0]
+    assert modules.count('class="bar"') == 4
+    timeline = dom.split('id="timeline"')[1].split("</svg>")[0]
+    assert timeline.count('class="bin"') > 2
+    assert "worker100" in dom and "worker200" in dom
