@@ -79,16 +79,10 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
     Py_DECREF(name_obj);
     return -1;
   }
-  dft_id cat_id = intern_str(cat);
-  dft_id name_id = intern_str(name_obj);
-  if ((cat_id == 0 || name_id == 0) && PyErr_Occurred()) {
-    Py_DECREF(name_obj);
-    return -1;
-  }
   Py_XSETREF(self->name_obj, name_obj);
   Py_XSETREF(self->cat_obj, Py_NewRef(cat));
-  self->name = name_id;
-  self->cat = cat_id;
+  self->name = 0;  // interned on first use with tracing on
+  self->cat = 0;
   self->enable = en;
   self->flushed = 0;
   Py_CLEAR(self->args);
@@ -102,7 +96,12 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
   }
   // pydftracer starts the clock in the constructor (reset()), so that
   // `f = dft_fn(...); ...; f.flush()` times the code in between.
-  self->t0 = (en && dft_enabled()) ? dft_ticks() : 0;
+  if (en && dft_enabled()) {
+    region_ensure_ids(self);
+    self->t0 = dft_ticks();
+  } else {
+    self->t0 = 0;
+  }
   return 0;
 }
 
@@ -207,6 +206,7 @@ void Region_dealloc(PyObject* op) {
 PyObject* Region_enter(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   if (self->enable && dft_enabled()) {
+    region_ensure_ids(self);
     uint64_t t = dft_ticks();
     self->t0 = t;
     self->flushed = 0;
@@ -301,6 +301,7 @@ PyObject* Region_record(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   if (!self->enable || !dft_enabled()) Py_RETURN_NONE;
+  region_ensure_ids(self);
   unsigned long name = PyLong_AsUnsignedLong(args[0]);
   unsigned long long t0 = PyLong_AsUnsignedLongLong(args[1]);
   unsigned long long t1 = PyLong_AsUnsignedLongLong(args[2]);
@@ -329,6 +330,7 @@ PyObject* Region_get_enable(PyObject* op, void*) {
   return PyBool_FromLong(reinterpret_cast<RegionObject*>(op)->enable);
 }
 PyObject* Region_get_cat_id(PyObject* op, void*) {
+  region_ensure_ids(reinterpret_cast<RegionObject*>(op));
   return PyLong_FromUnsignedLong(reinterpret_cast<RegionObject*>(op)->cat);
 }
 PyObject* Region_get_args(PyObject* op, void*) {
@@ -375,6 +377,7 @@ PyType_Spec Region_spec = {"dftracer._core.Region", sizeof(RegionObject), 0,
 
 void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t t1,
                          PyObject* pending) {
+  region_ensure_ids(owner);
   if (owner->args == nullptr && pending == nullptr) {
     dft_complete_ticks(name, owner->cat, t0, t1, nullptr, 0);
     return;

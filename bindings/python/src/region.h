@@ -10,6 +10,7 @@
 #include <dftracer/dftracer.h>
 
 #include "args.h"
+#include "intern_cache.h"
 
 namespace dft_py {
 
@@ -34,6 +35,13 @@ extern PyTypeObject* g_region_type;
 enum TagKey { kEpoch = 0, kStep, kImageIdx, kImageSize, kNumTagKeys };
 extern dft_id g_tag_key_id[kNumTagKeys];
 extern PyObject* g_tag_key_str[kNumTagKeys];
+
+// Interns name/cat on first use with tracing on (a dft_fn made and used
+// while tracing is off never touches the string table).
+inline void region_ensure_ids(RegionObject* r) {
+  if (r->cat == 0 && r->cat_obj != nullptr) r->cat = intern_str(r->cat_obj);
+  if (r->name == 0 && r->name_obj != nullptr) r->name = intern_str(r->name_obj);
+}
 
 // Adds the sticky args of `owner` to `list`.
 inline void add_sticky_args(const RegionObject* owner, ArgList& list) {

@@ -154,6 +154,7 @@ PyObject* TF_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   tf->vectorcall = TF_vectorcall;
   tf->func = Py_NewRef(func);
   tf->owner = reinterpret_cast<RegionObject*>(Py_NewRef(owner));
+  region_ensure_ids(tf->owner);
   tf->name = intern_str(name);
   tf->self_attrs = self_attrs;
   for (Py_ssize_t i = 0; i < nspecs; ++i) {

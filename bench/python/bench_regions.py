@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Cost per traced region from Python, side by side, in one run.
+
+    python bench/python/bench_regions.py [--side-python /tmp/pydft-venv/bin/python]
+
+Each column runs in its own fresh interpreter (tracing state is per
+process); each figure is the best of several repetitions of a loop, in ns
+per region (enter + exit), minus the matching floor measured in the same
+process (the empty loop for `with` blocks, a call of an undecorated
+function for decorators). The side interpreter is a virtual environment with
+pydftracer + its core (PyPI `dftracer`) and viztracer; create it with
+
+    python3 -m venv /tmp/pydft-venv
+    /tmp/pydft-venv/bin/pip install pydftracer dftracer viztracer
+
+(pydftracer and this package both import as `dftracer`, so they cannot
+share an environment.) Missing tools are reported, not fatal.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+N = 100_000
+REPEATS = 15
+
+
+def best_ns(fn, n=N, repeats=REPEATS):
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter_ns()
+        fn()
+        best = min(best, (time.perf_counter_ns() - t) / n)
+    return best
+
+
+def net_ns(case, floor, n=N, repeats=REPEATS):
+    """min(case) - min(floor), the two runs interleaved so that both see the
+    same machine load (this matters on a shared machine)."""
+    best_c = best_f = float("inf")
+    for _ in range(repeats):
+        best_f = min(best_f, best_ns(floor, n, 1))
+        best_c = min(best_c, best_ns(case, n, 1))
+    return best_c - best_f
+
+
+def floor_fns(n=N):
+    """The floors: an empty loop, and a loop calling an empty function."""
+    rng = range(n)
+
+    def loop():
+        for _ in rng:
+            pass
+
+    def plain():
+        pass
+
+    def call():
+        for _ in rng:
+            plain()
+
+    return loop, call
+
+
+def floors(n=N):
+    loop, call = floor_fns(n)
+    return best_ns(loop, n), best_ns(call, n)
+
+
+def bench_dft_api(n=N):
+    """The pydftracer API: same code for this package and for pydftracer."""
+    from dftracer.python import dft_fn, dftracer
+
+    rng = range(n)
+    fn = dft_fn("bench")
+    region = dft_fn("bench", "reused")
+
+    @fn.log
+    def traced():
+        pass
+
+    def ctx_new():
+        for _ in rng:
+            with dft_fn("bench", "region"):
+                pass
+
+    def ctx_reused():
+        for _ in rng:
+            with region:
+                pass
+
+    def deco():
+        for _ in rng:
+            traced()
+
+    log = dftracer.get_instance()
+
+    def log_event():
+        for _ in rng:
+            t = log.get_time()
+            log.log_event("ev", "bench", t, 1)
+
+    loop_fn, call_fn = floor_fns(n)
+    return {
+        "with dft_fn(cat, name)": net_ns(ctx_new, loop_fn, n),
+        "with <reused dft_fn>": net_ns(ctx_reused, loop_fn, n),
+        "@dft_fn(cat).log call": net_ns(deco, call_fn, n),
+        "get_time + log_event": net_ns(log_event, loop_fn, n),
+    }
+
+
+def worker(kind, trace_dir):
+    out = {}
+    if kind in ("ours-on", "pydftracer-on"):
+        from dftracer.python import dftracer
+
+        log = dftracer.initialize_log(os.path.join(trace_dir, kind + ".pfw"), None, -1)
+        out = bench_dft_api()
+        log.finalize()
+    elif kind in ("ours-off", "pydftracer-off"):
+        out = bench_dft_api()
+    elif kind == "viztracer":
+        from viztracer import VizTracer, get_tracer, log_sparse
+
+        n = 50_000
+        rng = range(n)
+        loop, call = floor_fns(n)
+
+        def plain():
+            pass
+
+        # log_sparse only wraps when a tracer exists at decoration time.
+        tracer = VizTracer(log_sparse=True, tracer_entries=4_000_000, verbose=0,
+                           output_file=os.path.join(trace_dir, "viz.json"))
+
+        @log_sparse
+        def sparse():
+            pass
+
+        tracer.start()
+
+        def sparse_calls():
+            for _ in rng:
+                sparse()
+
+        def instants():
+            for _ in rng:
+                tracer.log_instant("i")
+
+        def event_ctx():
+            for _ in rng:
+                with tracer.log_event("e"):
+                    pass
+
+        out["@log_sparse call"] = net_ns(sparse_calls, call, n, 5)
+        out["log_instant (one event)"] = net_ns(instants, loop, n, 5)
+        out["with log_event(name)"] = net_ns(event_ctx, loop, n, 5)
+        tracer.stop()
+        tracer.clear()
+        full = VizTracer(tracer_entries=4_000_000, verbose=0,
+                         output_file=os.path.join(trace_dir, "viz2.json"))
+
+        def calls():
+            for _ in rng:
+                plain()
+
+        plain_call = best_ns(calls, n, 5)
+        full.start()
+        traced_call = best_ns(calls, n, 5)
+        full.stop()
+        full.clear()
+        out["function entry+exit (full tracing)"] = traced_call - plain_call
+    elif kind == "torch":
+        import torch
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        n = 20_000
+        rng = range(n)
+        loop, _ = floor_fns(n)
+
+        def rf():
+            for _ in rng:
+                with record_function("r"):
+                    pass
+
+        out["record_function, profiler off"] = net_ns(rf, loop, n, 5)
+        with profile(activities=[ProfilerActivity.CPU]):
+            out["record_function, profiler on"] = net_ns(rf, loop, n, 3)
+    elif kind == "floor":
+        loop, call = floors()
+        out = {"empty loop iteration": loop, "plain function call + loop": call}
+    print(json.dumps(out))
+
+
+COLUMNS = [
+    ("floor", None, {}),
+    ("ours-on", None, {}),
+    ("ours-off", None, {}),
+    ("ours-off", None, {"DFTRACER_ENABLE": "0"}),
+    ("pydftracer-on", "side", {"DFTRACER_ENABLE": "1"}),
+    ("pydftracer-off", "side", {"DFTRACER_ENABLE": "0"}),
+    ("viztracer", "side", {}),
+    ("torch", None, {}),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--side-python", default="/tmp/pydft-venv/bin/python",
+                    help="interpreter with pydftracer, dftracer (PyPI) and viztracer")
+    ap.add_argument("--worker")
+    ap.add_argument("--trace-dir")
+    ap.add_argument("--json", help="also write the results here")
+    a = ap.parse_args()
+    if a.worker:
+        worker(a.worker, a.trace_dir)
+        return
+    results = {}
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    with tempfile.TemporaryDirectory() as td:
+        for kind, interp, extra in COLUMNS:
+            label = kind + ("" if not extra or kind.startswith("pydftracer") else
+                            " (" + ",".join(f"{k}={v}" for k, v in extra.items()) + ")")
+            python = a.side_python if interp == "side" else sys.executable
+            if not os.path.exists(python):
+                results[label] = {"error": f"{python} not found (see --help to create it)"}
+                continue
+            env = dict(base_env, **extra)
+            env["PYTHONPATH"] = ""
+            p = subprocess.run([python, os.path.abspath(__file__), "--worker", kind, "--trace-dir", td],
+                               env=env, capture_output=True, text=True, cwd=td)
+            if p.returncode != 0:
+                results[label] = {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
+            else:
+                results[label] = json.loads(p.stdout.strip().splitlines()[-1])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# ns per region (enter + exit), best of {REPEATS} minus the floor measured interleaved; {os.cpu_count()} CPUs, load {load:.1f}")
+    for label, res in results.items():
+        print(f"\n## {label}")
+        if "error" in res:
+            print(f"  not measured: {res['error']}")
+            continue
+        for k, v in res.items():
+            print(f"  {k:40s} {v:8.1f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
