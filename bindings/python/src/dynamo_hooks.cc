@@ -10,7 +10,7 @@
 // a GraphTable registered once per graph: the interned event name
 // (`function.<op overload>`) and an interned JSON-members fragment with the
 // node's static args (graph, node, module, shapes, flops, ...). The dynamic
-// context of a call (grad mode, user tags) is two more interned fragments,
+// context of a call (grad mode, user tags) is one more interned fragment,
 // chosen once per graph call by `dynamo_begin`. A mark therefore formats
 // nothing and allocates nothing: it reads the clock and copies ids into the
 // core's per-thread buffer (dft_complete_ticks).
@@ -45,6 +45,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "dftracer/dftracer.h"
@@ -94,15 +95,36 @@ std::atomic<uint64_t> g_next_flow{1};
 
 dft_id g_cat = 0;         // "dynamo"
 dft_id g_flow_name = 0;   // "autograd"
-dft_id g_grad_frag[2] = {0, 0};  // "grad_enabled":0 / 1
+
+// Context fragments: "grad_enabled":<g> followed by the tags fragment, one
+// interned id per distinct (grad, tags) pair, looked up once per graph call.
+std::mutex g_ctx_mu;
+std::unordered_map<uint64_t, dft_id> g_ctx_ids;
+
+dft_id context_id(int grad, dft_id tags) {
+  const uint64_t key = (static_cast<uint64_t>(tags) << 1) | (grad ? 1u : 0u);
+  std::lock_guard<std::mutex> lock(g_ctx_mu);
+  auto it = g_ctx_ids.find(key);
+  if (it != g_ctx_ids.end()) return it->second;
+  std::string frag = grad ? "\"grad_enabled\":1" : "\"grad_enabled\":0";
+  size_t len = 0;
+  const char* t = tags ? dft_string(tags, &len) : nullptr;
+  if (t != nullptr && len > 0) {
+    frag += ',';
+    frag.append(t, len);
+  }
+  const dft_id id = dft_intern_json_fragment(frag.data(), frag.size());
+  g_ctx_ids.emplace(key, id);
+  return id;
+}
 
 struct Frame {
   GraphTable* table;
   uint64_t begin_ticks;
   uint64_t open_start;
   int64_t open;  // index of the open node, -1 none
-  dft_id grad;
-  dft_id tags;
+  dft_id ctx;    // "grad_enabled":g[,tags]: the call's dynamic args, one fragment
+  dft_id tags;   // tags fragment alone (handed to the backward of a forward call)
   uint64_t flow_base;  // 0: no flow arrows for this call
 };
 
@@ -114,7 +136,7 @@ inline GraphTable* table_at(long slot) {
   return g_tables[slot].load(std::memory_order_acquire);
 }
 
-inline uint32_t fill_args(dft_arg* args, dft_id static_frag, const Frame& f) {
+inline uint32_t fill_args(dft_arg* args, dft_id static_frag, dft_id ctx) {
   uint32_t n = 0;
   if (static_frag) {
     args[n].key = 0;
@@ -122,14 +144,10 @@ inline uint32_t fill_args(dft_arg* args, dft_id static_frag, const Frame& f) {
     args[n].v.id = static_frag;
     ++n;
   }
-  args[n].key = 0;
-  args[n].type = DFT_ARG_JSON;
-  args[n].v.id = f.grad;
-  ++n;
-  if (f.tags) {
+  if (ctx) {
     args[n].key = 0;
     args[n].type = DFT_ARG_JSON;
-    args[n].v.id = f.tags;
+    args[n].v.id = ctx;
     ++n;
   }
   return n;
@@ -143,8 +161,8 @@ inline void close_open_node(Frame& f, uint64_t now) {
   GraphTable* t = f.table;
   if (static_cast<size_t>(i) >= t->nodes.size()) return;
   const NodeEntry& e = t->nodes[i];
-  dft_arg args[3];
-  const uint32_t n = fill_args(args, e.fragment, f);
+  dft_arg args[2];
+  const uint32_t n = fill_args(args, e.fragment, f.ctx);
   dft_complete_ticks(e.name, g_cat, f.open_start, now, args, n);
   if (e.flow >= 0 && f.flow_base != 0) {
     // Bind the flow point to the middle of the slice: Perfetto attaches it to
@@ -194,7 +212,6 @@ PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Frame& f = tl_frames[d];
   f.table = t;
   f.open = -1;
-  f.grad = g_grad_frag[grad ? 1 : 0];
   f.tags = static_cast<dft_id>(tags);
   f.flow_base = 0;
   if (t == nullptr) {
@@ -214,6 +231,7 @@ PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       }
     }
   }
+  f.ctx = context_id(static_cast<int>(grad), f.tags);
   f.begin_ticks = dft_ticks();
   Py_RETURN_NONE;
 }
@@ -229,8 +247,8 @@ PyObject* py_end(PyObject*, PyObject* const*, Py_ssize_t) {
   if (t == nullptr) Py_RETURN_NONE;
   const uint64_t now = dft_ticks();
   close_open_node(f, now);
-  dft_arg a[3];
-  const uint32_t n = fill_args(a, t->fragment, f);
+  dft_arg a[2];
+  const uint32_t n = fill_args(a, t->fragment, f.ctx);
   dft_complete_ticks(t->event_name, g_cat, f.begin_ticks, now, a, n);
   if (t->phase == kForward && f.flow_base != 0) {
     std::lock_guard<std::mutex> lock(t->pending_mu);
@@ -261,8 +279,6 @@ void init_ids() {
   std::call_once(once, [] {
     g_cat = dft_intern_cstr("dynamo");
     g_flow_name = dft_intern_cstr("autograd");
-    g_grad_frag[0] = dft_intern_json_fragment("\"grad_enabled\":0", 16);
-    g_grad_frag[1] = dft_intern_json_fragment("\"grad_enabled\":1", 16);
   });
 }
 
@@ -301,11 +317,8 @@ int register_graph(const std::string& event_name, const std::string& fragment, i
 void region_end(uint32_t name_id, uint64_t begin_ticks, uint32_t fragment_id, int grad,
                 uint32_t tags_id) {
   init_ids();
-  Frame f{};
-  f.grad = g_grad_frag[grad ? 1 : 0];
-  f.tags = tags_id;
-  dft_arg a[3];
-  const uint32_t n = fill_args(a, fragment_id, f);
+  dft_arg a[2];
+  const uint32_t n = fill_args(a, fragment_id, context_id(grad, tags_id));
   dft_complete_ticks(name_id, g_cat, begin_ticks, dft_ticks(), a, n);
 }
 
