@@ -162,6 +162,31 @@ def test_seq_nr_flows_link_forward_to_backward(tmp_path):
         assert not later_fw or all(c is fw_calls[3] for c in later_fw)
 
 
+def test_backwards_in_forward_order_pair_with_their_forward(tmp_path):
+    """Two forwards, then their backwards oldest first (two micro-batches
+    accumulated): each backward carries its own forward's tags and arrows."""
+    d = Dynamo("pairing")
+    model = MLP()
+    fwd = d.compile(model.forward)
+    with traced(tmp_path) as events:
+        d.update(step=1)
+        l1 = fwd(torch.randn(3, 6)).sum()
+        d.update(step=2)
+        l2 = fwd(torch.randn(3, 6)).sum()
+        l1.backward()
+        l2.backward()
+    fw_calls = sorted(graph_calls(events, "forward"), key=lambda e: e["ts"])
+    bw_calls = sorted(graph_calls(events, "backward"), key=lambda e: e["ts"])
+    assert [c["args"]["step"] for c in fw_calls] == [1, 2]
+    assert [c["args"]["step"] for c in bw_calls] == [1, 2]
+    starts = {e["id"]: e for e in events if e.get("ph") == "s"}
+    for f in (e for e in events if e.get("ph") == "f"):
+        s = starts[f["id"]]
+        fw_i = next(i for i, c in enumerate(fw_calls) if c["ts"] <= s["ts"] <= c["ts"] + c["dur"])
+        bw_i = next(i for i, c in enumerate(bw_calls) if c["ts"] <= f["ts"] <= c["ts"] + c["dur"])
+        assert fw_i == bw_i
+
+
 class Attention(nn.Module):
     def __init__(self, d=16, heads=2, sdpa=True):
         super().__init__()

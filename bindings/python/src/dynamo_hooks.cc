@@ -26,14 +26,17 @@
 // rare but legal; beyond kMaxDepth nested calls we stop recording instead of
 // corrupting state).
 //
-// Forward/backward pairing for flow arrows: a forward call takes a fresh
-// block of flow ids (one per autograd seq_nr group of its graph) and, when it
-// ends, pushes {flow base, tags} on its graph's pending stack. The backward
-// graph of that forward pops the most recent entry (LIFO: the autograd engine
-// runs the backward of the latest forward first, and a forward whose backward
-// never runs -- evaluation with grad on -- stays at the bottom without
-// shifting the pairing of later calls). The stack is capped; the oldest
-// entries go first.
+// Forward/backward pairing for flow arrows and tags: a forward call takes a
+// fresh block of flow ids (one per autograd seq_nr group of its graph) and,
+// when it ends, pushes {flow base, tags, key} on its graph's pending stack.
+// `key` identifies the call by one of the activations it saves for backward
+// (its data pointer, taken by the Python wrapper); the backward of that call
+// receives the same tensor as an input and looks its entry up by it, so
+// forwards and backwards pair exactly in any order. Without a key (a graph
+// that saves no activation of its own) the backward takes the newest entry
+// (LIFO: the autograd engine runs the backward of the latest forward first,
+// and a forward whose backward never runs stays at the bottom). The stack is
+// capped; the oldest entries go first.
 
 #include <Python.h>
 #include <nanobind/nanobind.h>
@@ -66,6 +69,7 @@ struct NodeEntry {
 
 struct PendingCall {
   uint64_t flow_base;
+  uint64_t key;  // data pointer of a saved activation, 0 none
   dft_id tags;
 };
 
@@ -197,14 +201,25 @@ PyObject* py_mark(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// dynamo_begin(slot, grad_enabled, tags_fragment_id): a graph call starts.
+inline bool parse_u64(PyObject* o, uint64_t* out) {
+  unsigned long long v = PyLong_AsUnsignedLongLong(o);
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return false;
+  *out = v;
+  return true;
+}
+
+// dynamo_begin(slot, grad_enabled, tags_fragment_id[, key]): a graph call
+// starts. `key` (backward graphs): data pointer of the saved activation that
+// identifies the forward call it belongs to, 0 for none.
 PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "dynamo_begin(slot, grad_enabled, tags_id) takes three ints");
+  if (nargs != 3 && nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "dynamo_begin(slot, grad_enabled, tags_id[, key]) takes three or four ints");
     return nullptr;
   }
   long slot, grad, tags;
-  if (!parse_long(args[0], &slot) || !parse_long(args[1], &grad) || !parse_long(args[2], &tags))
+  uint64_t key = 0;
+  if (!parse_long(args[0], &slot) || !parse_long(args[1], &grad) || !parse_long(args[2], &tags) ||
+      (nargs == 4 && !parse_u64(args[3], &key)))
     return nullptr;
   const int d = tl_depth++;
   if (d >= kMaxDepth) Py_RETURN_NONE;  // counted, so dynamo_end stays balanced
@@ -223,11 +238,20 @@ PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   } else if (t->phase == kBackward) {
     if (GraphTable* fw = table_at(t->pair_slot)) {
       std::lock_guard<std::mutex> lock(fw->pending_mu);
-      if (!fw->pending.empty()) {
-        const PendingCall p = fw->pending.back();
-        fw->pending.pop_back();
-        f.flow_base = p.flow_base;
-        f.tags = p.tags;  // the backward carries the tags of its forward call
+      auto& q = fw->pending;
+      if (!q.empty()) {
+        size_t at = q.size() - 1;  // LIFO unless the key finds the exact call
+        if (key != 0) {
+          for (size_t j = q.size(); j-- > 0;) {
+            if (q[j].key == key) {
+              at = j;
+              break;
+            }
+          }
+        }
+        f.flow_base = q[at].flow_base;
+        f.tags = q[at].tags;  // the backward carries the tags of its forward call
+        q.erase(q.begin() + static_cast<std::ptrdiff_t>(at));
       }
     }
   }
@@ -236,8 +260,16 @@ PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// dynamo_end(): closes the last node and records the graph-call event.
-PyObject* py_end(PyObject*, PyObject* const*, Py_ssize_t) {
+// dynamo_end([key]): closes the last node and records the graph-call event.
+// `key` (forward graphs): data pointer of the saved activation its backward
+// will receive, 0 for none.
+PyObject* py_end(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  uint64_t key = 0;
+  if (nargs > 1) {
+    PyErr_SetString(PyExc_TypeError, "dynamo_end([key]) takes at most one int");
+    return nullptr;
+  }
+  if (nargs == 1 && !parse_u64(args[0], &key)) return nullptr;
   const int d = tl_depth;
   if (d <= 0) Py_RETURN_NONE;
   tl_depth = d - 1;
@@ -250,10 +282,10 @@ PyObject* py_end(PyObject*, PyObject* const*, Py_ssize_t) {
   dft_arg a[2];
   const uint32_t n = fill_args(a, t->fragment, f.ctx);
   dft_complete_ticks(t->event_name, g_cat, f.begin_ticks, now, a, n);
-  if (t->phase == kForward && f.flow_base != 0) {
+  if (t->phase == kForward) {
     std::lock_guard<std::mutex> lock(t->pending_mu);
     if (t->pending.size() >= kMaxPending) t->pending.erase(t->pending.begin());
-    t->pending.push_back(PendingCall{f.flow_base, f.tags});
+    t->pending.push_back(PendingCall{f.flow_base, key, f.tags});
   }
   Py_RETURN_NONE;
 }
@@ -262,9 +294,9 @@ PyMethodDef g_fast_methods[] = {
     {"dynamo_mark", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_mark)),
      METH_FASTCALL, "dynamo_mark(i): close the open node of this thread's graph call, open node i."},
     {"dynamo_begin", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_begin)),
-     METH_FASTCALL, "dynamo_begin(slot, grad_enabled, tags_id): a call of graph `slot` starts."},
+     METH_FASTCALL, "dynamo_begin(slot, grad_enabled, tags_id[, key]): a call of graph `slot` starts."},
     {"dynamo_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_end)),
-     METH_FASTCALL, "dynamo_end(): the innermost graph call of this thread ends."},
+     METH_FASTCALL, "dynamo_end([key]): the innermost graph call of this thread ends."},
     {nullptr, nullptr, 0, nullptr}};
 
 dft_id intern_fragment_or_throw(const std::string& s) {

@@ -90,15 +90,19 @@ _entry = _Entry()
 class GraphInfo:
     """One instrumented graph, for tests and for pairing backward to forward."""
 
-    __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups")
+    __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups", "key_name", "key_index")
 
-    def __init__(self, graph, phase, slot, op_names, entries, flow_groups):
+    def __init__(self, graph, phase, slot, op_names, entries, flow_groups, key_name=None, key_index=-1):
         self.graph = graph
         self.phase = phase
         self.slot = slot
         self.op_names = op_names
         self.entries = entries
         self.flow_groups = flow_groups  # seq_nr -> flow group index (forward)
+        # Pairing key (see dynamo_hooks.cc): forward: the output that is a
+        # saved activation; backward: the input that receives it. -1: none.
+        self.key_name = key_name
+        self.key_index = key_index
 
     def __repr__(self) -> str:
         return f"GraphInfo(graph={self.graph}, phase={dynamo_nodes.PHASES[self.phase]}, ops={len(self.op_names)})"
@@ -189,7 +193,8 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
         len(flow_groups),
         fw_info.slot if fw_info is not None else -1,
     )
-    info = GraphInfo(graph_id, phase, slot, [e.name for e in entries], entries, flow_groups)
+    key_name, key_index = _pairing_key(gm, phase, fw_info)
+    info = GraphInfo(graph_id, phase, slot, [e.name for e in entries], entries, flow_groups, key_name, key_index)
     with _lock:
         _graphs.append(info)
         if phase == FORWARD:
@@ -208,6 +213,27 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     return info
 
 
+def _pairing_key(gm: torch.fx.GraphModule, phase: int, fw_info: GraphInfo | None) -> tuple[str | None, int]:
+    """Which tensor identifies a forward call to its backward: the last
+    forward output computed by the graph itself (AOT orders the outputs as
+    user outputs, then activations saved for backward), found again among the
+    backward graph's inputs by name (the partitioner keeps node names).
+    (None, -1) when there is none: pairing then falls back to LIFO."""
+    if phase == FORWARD:
+        out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+        flat = out.args[0] if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+        for i in range(len(flat) - 1, -1, -1):
+            n = flat[i]
+            if isinstance(n, torch.fx.Node) and n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor):
+                return n.name, i
+        return None, -1
+    if phase == BACKWARD and fw_info is not None and fw_info.key_name is not None:
+        for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+            if n.name == fw_info.key_name:
+                return n.name, i
+    return None, -1
+
+
 def _boxed_forward(gm: torch.fx.GraphModule) -> Callable:
     """gm.forward with the boxed calling convention (one list, cleared as the
     graph consumes it), as aot_eager's boxed_nop sets it up."""
@@ -224,17 +250,35 @@ def _make_compiler(phase: int, graph_id_box: list) -> Callable:
         fwd = _boxed_forward(gm)
         begin, end, slot = _core.dynamo_begin, _core.dynamo_end, info.slot
 
+        key = info.key_index
+        Tensor = torch.Tensor
         if phase == BACKWARD:
             is_grad_enabled = torch.is_grad_enabled
 
             def run(args):
                 # Tags come from the paired forward call (C++ side); grad mode
                 # is the backward's own (on only under create_graph=True).
-                begin(slot, is_grad_enabled(), 0)
+                k = args[key] if key >= 0 else None
+                begin(slot, is_grad_enabled(), 0, k.data_ptr() if type(k) is Tensor else 0)
                 try:
                     return fwd(args)
                 finally:
                     end()
+
+        elif phase == FORWARD:
+            entry = _entry
+
+            def run(args):
+                begin(slot, entry.grad, entry.tags)
+                k = 0
+                try:
+                    outs = fwd(args)
+                    if key >= 0:
+                        o = outs[key]
+                        k = o.data_ptr() if type(o) is Tensor else 0
+                    return outs
+                finally:
+                    end(k)
 
         else:
             entry = _entry
