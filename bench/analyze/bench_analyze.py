@@ -63,7 +63,8 @@ def main():
     for f in (pfw, gz):
         run("dftracer-analyze (2 threads)", f, [analyzer, "summary", "--no-progress", "--threads", "2", f])
         run("dftracer-analyze (1 thread)", f, [analyzer, "summary", "--no-progress", "--threads", "1", f])
-    stats = shutil.which("dftracer_stats") or os.environ.get("DFTRACER_STATS")
+    # dftracer-utils installs in a throwaway venv: point DFTRACER_STATS at its dftracer_stats.
+    stats = os.environ.get("DFTRACER_STATS") or shutil.which("dftracer_stats")
     if stats:
         for f in (pfw, gz):
             idx = os.path.join(d, "dftindex")
