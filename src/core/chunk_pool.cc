@@ -74,6 +74,8 @@ void ChunkPool::release(Chunk* c) {
   returned_.notify_all();
 }
 
+void ChunkPool::free_chunk(Chunk* c) { ::operator delete(c, std::align_val_t{64}); }
+
 void ChunkPool::reset_after_fork() {
   // Free chunks are plain memory and stay usable; in-use ones belonged to
   // the parent's threads and are forgotten.

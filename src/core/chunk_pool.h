@@ -78,6 +78,9 @@ class ChunkPool {
   void lock_for_fork() { mu_.lock(); }
   void unlock_after_fork() { mu_.unlock(); }
   void reset_after_fork();
+  // Frees a chunk outside the pool's accounting (the forked child's copies
+  // of the parent's chunks).
+  static void free_chunk(Chunk* c);
 
  private:
   static size_t bytes_of(const Chunk* c) { return sizeof(Chunk) + c->capacity; }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "clock.h"
@@ -147,6 +148,7 @@ int Logger::start_session(const Config& cfg, int64_t process_id, std::string* er
     // afresh.
     std::lock_guard<std::mutex> rl(registry_mu_);
     session_.fetch_add(1, std::memory_order_relaxed);
+    session_open_ = true;
     for (ThreadBuffer* tb : buffers_) {
       tb->first.store(nullptr, std::memory_order_relaxed);
       tb->rchunk = nullptr;
@@ -174,7 +176,25 @@ void Logger::finalize_locked() {
   finalized_once_.store(true, std::memory_order_relaxed);
   if (writer_) writer_->stop(current_tid());
   // Chunks that are some thread's current one stay with that thread; the
-  // rest went back to the pool in the writer's last cycle.
+  // rest went back to the pool in the writer's last cycle, except those of
+  // threads that exited after it: their events came too late, their
+  // buffers are freed here.
+  std::lock_guard<std::mutex> rl(registry_mu_);
+  session_open_ = false;
+  for (ThreadBuffer* tb : buffers_) {
+    if (!tb->in_use || !tb->exited.load(std::memory_order_acquire)) continue;
+    Chunk* c = tb->rchunk != nullptr ? tb->rchunk : tb->first.load(std::memory_order_acquire);
+    while (c != nullptr) {
+      Chunk* next = c->next.load(std::memory_order_acquire);
+      pool_.release(c);
+      pool_.note_sealed_released();
+      c = next;
+    }
+    tb->first.store(nullptr, std::memory_order_relaxed);
+    tb->rchunk = nullptr;
+    tb->exited.store(false, std::memory_order_relaxed);
+    tb->in_use = false;
+  }
 }
 
 void Logger::flush() {
@@ -255,7 +275,7 @@ bool Logger::refill(ThreadBuffer* tb, uint32_t bytes) {
 void Logger::on_thread_exit(ThreadBuffer* tb) {
   if (tls_buffer_ == tb) tls_buffer_ = nullptr;
   std::lock_guard<std::mutex> lock(registry_mu_);
-  bool live_session = enabled_.load(std::memory_order_relaxed) && tb->session == session_.load(std::memory_order_relaxed);
+  bool live_session = session_open_ && tb->session == session_.load(std::memory_order_relaxed);
   if (live_session) {
     // Seal with no successor: the writer drains it (and counts the thread's
     // drops), then retires the buffer.
@@ -355,8 +375,16 @@ void Logger::fork_child() {
   lg.enabled_.store(false, std::memory_order_relaxed);
   // The parent's writer thread does not exist here and its buffers hold the
   // parent's events: abandon both (never written twice), start afresh.
-  (void)lg.writer_.release();
+  if (lg.writer_) {
+    lg.writer_->forget_thread();
+    lg.writer_.reset();
+  }
+  std::set<Chunk*> parents_chunks;
   for (ThreadBuffer* tb : lg.buffers_) {
+    for (Chunk* c = tb->rchunk ? tb->rchunk : tb->first.load(std::memory_order_relaxed); c != nullptr;
+         c = c->next.load(std::memory_order_relaxed))
+      parents_chunks.insert(c);
+    if (tb->chunk != nullptr) parents_chunks.insert(tb->chunk);
     tb->chunk = nullptr;
     tb->first.store(nullptr, std::memory_order_relaxed);
     tb->rchunk = nullptr;
@@ -365,6 +393,7 @@ void Logger::fork_child() {
   }
   tls_buffer_ = nullptr;
   tls_exit_hook.tb = nullptr;
+  for (Chunk* c : parents_chunks) ChunkPool::free_chunk(c);
   lg.pool_.reset_after_fork();
   if (was_enabled) {
     std::string error;

@@ -107,6 +107,10 @@ class Logger {
 
   std::mutex registry_mu_;
   std::vector<ThreadBuffer*> buffers_;  // never shrinks; entries reused
+  // From start_session until the writer's last drain is done (guarded by
+  // registry_mu_). A thread exiting meanwhile hands its chain to the writer
+  // even though recording is already off: finalize may be draining it.
+  bool session_open_ = false;
 
   ChunkPool pool_;
   std::unique_ptr<Writer> writer_;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <new>
 
 #include "clock.h"
 #include "hash.h"
@@ -42,20 +43,32 @@ Writer::Writer(Logger& logger, std::unique_ptr<TraceSink> sink, SessionInfo info
       out_(2 * kEmitBytes) {}
 
 Writer::~Writer() {
-  if (thread_.joinable()) thread_.detach();
+  if (running_) pthread_detach(thread_);
+}
+
+void Writer::forget_thread() {
+  running_ = false;
+  // The parent's writer thread may have been waiting on these condition
+  // variables when fork() copied them; destroying such a copy would wait
+  // forever for a waiter that does not exist in the child. Start them over.
+  new (&wake_) std::condition_variable();
+  new (&flushed_) std::condition_variable();
 }
 
 void Writer::start() {
   write_preamble();
-  thread_ = std::thread([this] {
-    // Signals go to the application's threads, never here: a SIGTERM handler
-    // that finalizes must be able to join this thread.
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  // Signals go to the application's threads, never here: a SIGTERM handler
+  // that finalizes must be able to join this thread. The thread inherits
+  // the mask in force at creation.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  running_ = pthread_create(&thread_, nullptr, [](void* self) -> void* {
     pthread_setname_np(pthread_self(), "dftracer-writer");
-    run();
-  });
+    static_cast<Writer*>(self)->run();
+    return nullptr;
+  }, this) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 void Writer::write_preamble() {
@@ -117,10 +130,15 @@ void Writer::cycle() {
 void Writer::drain(ThreadBuffer* tb) {
   account_drops(tb);
   if (tb->rchunk == nullptr) {
+    // `exited` before `first`: the owner stores first, then (at exit)
+    // exited, so once exited is seen, `first` is final. Loading them the
+    // other way round could see no chunk yet and then "exited", and retire
+    // a buffer whose events were never read.
+    bool exited = tb->exited.load(std::memory_order_acquire);
     tb->rchunk = tb->first.load(std::memory_order_acquire);
     tb->roff = 0;
     if (tb->rchunk == nullptr) {
-      if (tb->exited.load(std::memory_order_acquire)) retire(tb);
+      if (exited) retire(tb);
       return;
     }
   }
@@ -189,7 +207,7 @@ void Writer::emit() {
 
 void Writer::flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (stop_ || !thread_.joinable()) return;
+  if (stop_ || !running_) return;
   uint64_t ticket = ++flush_requested_;
   wake_.notify_one();
   flushed_.wait_for(lock, std::chrono::seconds(30), [&] { return flush_done_ >= ticket || stop_; });
@@ -202,7 +220,10 @@ void Writer::stop(int64_t tid) {
   }
   wake_.notify_one();
   flushed_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (running_) {
+    pthread_join(thread_, nullptr);
+    running_ = false;
+  }
   cycle();  // whatever came in while the thread was stopping
   // num_events counts every event written before `end`, metadata included
   // (DFTracer's convention).

@@ -12,7 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
+#include <pthread.h>
 #include <vector>
 
 #include "config.h"
@@ -61,9 +61,12 @@ class Writer {
   uint64_t events_dropped() const { return dropped_.load(std::memory_order_relaxed); }
   const std::string& path() const { return path_; }
 
-  // fork(): the child has no writer thread; its Writer is abandoned.
+  // fork(): the child has no writer thread. After forget_thread() the
+  // Writer can be destroyed there without joining anything; its file
+  // descriptor (the child's copy) is closed and nothing is written.
   void lock_for_fork() { mu_.lock(); }
   void unlock_after_fork() { mu_.unlock(); }
+  void forget_thread();
 
  private:
   void run();
@@ -84,7 +87,8 @@ class Writer {
   uint64_t lost_lines_ = 0;  // formatted but not written (I/O failure)
   std::vector<ThreadBuffer*> scratch_;
 
-  std::thread thread_;
+  pthread_t thread_{};  // a plain handle, so a forked child can forget it
+  bool running_ = false;
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable flushed_;

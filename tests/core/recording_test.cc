@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -271,4 +273,37 @@ TEST(Lifecycle, EnableFromEnvironment) {
   EXPECT_EQ(path.substr(path.size() - 4), ".pfw");
   EXPECT_NE(path.find("-" + std::to_string(getpid()) + ".pfw"), std::string::npos);
   dft_finalize();
+}
+
+// Python's Thread.join() returns before the OS thread has run its exit
+// handlers, so finalize() can race with threads that are still exiting.
+// Their events, all recorded before finalize, must all be written.
+TEST(Lifecycle, ThreadsExitingDuringFinalizeKeepTheirEvents) {
+  const dft_id cat = dft_intern_cstr("c");
+  for (int round = 0; round < 20; ++round) {
+    std::string dir = temp_dir("exitrace");
+    ASSERT_EQ(dft_init((dir + "/r").c_str(), nullptr, -1), 0);
+    std::string path = dft_trace_path();
+    std::atomic<int> done{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 8; ++t) {
+      ts.emplace_back([&, t] {
+        const dft_id name = dft_intern_cstr(("t" + std::to_string(t)).c_str());
+        for (int i = 0; i < 1000; ++i) {
+          uint64_t t0 = dft_ticks();
+          dft_complete_ticks(name, cat, t0, t0 + 1, nullptr, 0);
+        }
+        done.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::microseconds(50 * t));  // exit while finalize runs
+      });
+    }
+    while (done.load() < 8) std::this_thread::yield();
+    dft_finalize();  // not joined yet: like Python, the threads are still exiting
+    for (auto& th : ts) th.join();
+    std::map<std::string, int> per_thread;
+    for (auto& e : parse_events(event_lines(read_all(path))))
+      if (e.cat == "c") per_thread[e.name]++;
+    ASSERT_EQ(per_thread.size(), 8u) << "round " << round;
+    for (auto& kv : per_thread) ASSERT_EQ(kv.second, 1000) << kv.first << " round " << round;
+  }
 }
