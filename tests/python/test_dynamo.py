@@ -356,3 +356,39 @@ def test_dynamo_enable_false_and_bare_function(tmp_path):
     names = [e["name"] for e in op_events(events, "inference")]
     assert names == ["function.sin.default", "function.mul.Tensor"]
     assert [e for e in events if e.get("ph") == "X" and e["name"].startswith("dynamo.") and e["name"].endswith(".g")]
+
+
+def test_error_inside_a_graph_leaves_tracing_consistent(tmp_path):
+    """An op that raises at run time (Cholesky of a non-PD matrix) ends the
+    graph call cleanly: the error reaches the caller, the open node is
+    closed, and later calls trace as before."""
+    from dftracer import _core
+
+    @dynamo.compile
+    def chol(a):
+        return torch.linalg.cholesky(a * 1.0) + 1
+
+    good = torch.eye(3)
+    with traced(tmp_path) as events:
+        chol(good)
+        with pytest.raises(RuntimeError):
+            chol(-good)
+        assert _core.dynamo_depth() == 0
+        torch.testing.assert_close(chol(good), torch.eye(3) + 1)
+    calls = graph_calls(events, "inference")
+    assert len(calls) == 3
+    names = [e["name"] for e in op_events(events, "inference")]
+    assert names.count("function.linalg_cholesky_ex.default") == 3
+
+
+def test_compile_a_module_instance_and_bad_input(tmp_path):
+    m = nn.Linear(3, 2)
+    assert dynamo.compile(m, name="lin") is m
+    x = torch.randn(4, 3)
+    with traced(tmp_path) as events:
+        out = m(x)
+    torch.testing.assert_close(out, F.linear(x, m.weight, m.bias))
+    assert [e for e in events if e.get("ph") == "X" and e["name"] == "lin"]
+    assert "function.addmm.default" in [e["name"] for e in op_events(events, "forward")]
+    with pytest.raises(TypeError, match="expected a function or nn.Module"):
+        dynamo.compile(42)
