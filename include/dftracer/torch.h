@@ -1,0 +1,74 @@
+// dftracer::torch: the LibTorch op observer.
+//
+//   #include <dftracer/torch.h>
+//   dft_init("trace", nullptr, -1);      // or DFTRACER_ENABLE=1 + dft_init_from_env()
+//   dftracer::torch::enable();           // every eager ATen op from now on
+//   model->forward(x);
+//   dftracer::torch::disable();
+//   dft_finalize();
+//
+// enable() registers one global at::RecordFunction callback, so ops on every
+// thread are recorded, each with the OS thread id of the thread that ran it
+// (autograd engine threads included). Each op becomes a complete event in
+// the same per-thread buffers as every other event of the process:
+//   name  the RecordFunction name, as torch.profiler shows it ("aten::mm")
+//   cat   "aten" for operators, "autograd" for backward nodes, "torch" for
+//         other scopes (autograd engine steps, compiled regions, user scopes)
+//   args  seq_nr (autograd sequence number, when the op has one) and, with
+//         shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]").
+// Events are recorded only while the core is tracing (dft_enabled()).
+//
+// Ops that run inside compiled graphs (torch.compile with an AOT-autograd
+// backend, forward and backward) are not recorded: the capture backend
+// records them already, with more context. See set_graph_depth_probe().
+//
+// This header is hermetic (no torch headers); link the `dftracer::torch`
+// CMake target, which brings LibTorch's libraries.
+#ifndef DFTRACER_TORCH_H_
+#define DFTRACER_TORCH_H_
+
+#if defined(_WIN32)
+#define DFT_TORCH_API
+#else
+#define DFT_TORCH_API __attribute__((visibility("default")))
+#endif
+
+namespace dftracer {
+namespace torch {
+
+// Starts recording ATen ops. `with_shapes` also records each op's input
+// sizes, which makes the dispatcher box every op's arguments: several times
+// the cost of the observer alone. Calling it again with another
+// `with_shapes` switches; with the same value it does nothing. Thread-safe.
+DFT_TORCH_API void enable(bool with_shapes = false);
+
+// Stops recording. Ops already running when it is called may still be
+// recorded when they end. Thread-safe, idempotent.
+DFT_TORCH_API void disable();
+
+// True between enable() and disable().
+DFT_TORCH_API bool enabled();
+
+// True when enabled with shapes.
+DFT_TORCH_API bool shapes_enabled();
+
+// Reads DFTRACER_TRACE_EAGER and enables accordingly: "1"/"true"/"yes"/"on"
+// record ops, "shapes" records ops with input shapes, unset/""/"0"/"false"/
+// "no"/"off" does nothing. Any other value warns once (one line naming the
+// variable and the value) and does nothing. Returns enabled().
+DFT_TORCH_API bool enable_from_env();
+
+// The capture backend's instrumented graphs (dftracer.python.dynamo) record
+// their own ops. A probe returns how many instrumented graph calls are open
+// on the calling thread; while it is non-zero the observer records nothing.
+// Without a probe, ops inside AOT-autograd compiled functions (the
+// "CompiledFunction" / "CompiledFunctionBackward" scopes, i.e. training
+// forward and backward) are still skipped; inference graphs need the probe.
+// nullptr removes it. The probe is called once per op start: make it cheap.
+using GraphDepthProbe = int (*)();
+DFT_TORCH_API void set_graph_depth_probe(GraphDepthProbe probe);
+
+}  // namespace torch
+}  // namespace dftracer
+
+#endif  // DFTRACER_TORCH_H_

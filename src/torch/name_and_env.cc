@@ -1,0 +1,54 @@
+// The parts of the observer that need no torch headers: name classification
+// (once per distinct name) and the DFTRACER_TRACE_EAGER setting.
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "observer_internal.h"
+#include "op_name_cache.h"
+
+namespace dftracer {
+namespace torch_observer {
+
+namespace {
+
+bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+}  // namespace
+
+uint8_t classify_name(const char* name) {
+  uint8_t flags = 0;
+  // "ns::op" or "ns::op.overload": one namespace, identifier characters only.
+  const char* sep = std::strstr(name, "::");
+  if (sep != nullptr && sep != name && sep[2] != '\0') {
+    bool ok = true;
+    for (const char* p = name; p < sep && ok; ++p) ok = is_ident(*p);
+    for (const char* p = sep + 2; *p != '\0' && ok; ++p) ok = is_ident(*p) || *p == '.';
+    if (ok) flags |= kOperator;
+  }
+  // The autograd.Function that AOT autograd runs compiled graphs in; its
+  // backward node. Ops under these belong to the compiled graph.
+  if (std::strcmp(name, "CompiledFunction") == 0 || std::strcmp(name, "CompiledFunctionBackward") == 0)
+    flags |= kCompiledScope;
+  return flags;
+}
+
+EnvSetting parse_trace_eager_env() {
+  const char* v = std::getenv(kTraceEagerEnv);
+  if (v == nullptr) return EnvSetting::kOff;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.empty() || s == "0" || s == "false" || s == "no" || s == "off") return EnvSetting::kOff;
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return EnvSetting::kOps;
+  if (s == "shapes") return EnvSetting::kOpsWithShapes;
+  std::fprintf(stderr,
+               "dftracer: warning: %s=\"%s\" is not one of 1/true/yes/on, shapes, 0/false/no/off; "
+               "using off\n",
+               kTraceEagerEnv, v);
+  return EnvSetting::kInvalid;
+}
+
+}  // namespace torch_observer
+}  // namespace dftracer
