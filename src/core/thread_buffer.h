@@ -13,7 +13,9 @@
 
 namespace dftracer {
 
-struct ThreadBuffer {
+// Cache-line aligned, owner fields first: two threads' buffers never share
+// a line, so recording on one thread never invalidates another's.
+struct alignas(64) ThreadBuffer {
   // --- owner thread only (plus the writer once the owner has exited) ---
   Chunk* chunk = nullptr;  // current chunk (nullptr: none could be had yet)
   uint32_t off = 0;        // bytes used in `chunk`

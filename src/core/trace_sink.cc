@@ -5,6 +5,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#ifdef DFTRACER_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -67,36 +71,77 @@ class PlainSink final : public TraceSink {
   }
 };
 
-class GzipSink final : public TraceSink {
+// Compresses one chunk into one complete gzip member. libdeflate, where the
+// build found it, does the same job about 1.7x faster than zlib on trace
+// text (docs/performance.md); both write standard gzip that any reader
+// (zlib, Python's gzip, Perfetto) inflates.
+class MemberCompressor {
  public:
-  GzipSink(int fd, int idx_fd, std::string path, int level) : TraceSink(fd, std::move(path)), level_(level) {
-    extra_fd_ = idx_fd;
+  explicit MemberCompressor(int level) {
+#ifdef DFTRACER_HAVE_LIBDEFLATE
+    c_ = libdeflate_alloc_compressor(level);
+    ok_ = c_ != nullptr;
+#else
     std::memset(&z_, 0, sizeof z_);
     // windowBits 15 + 16: gzip wrapper; memLevel 8 is zlib's default.
-    ok_ = deflateInit2(&z_, level_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    ok_ = deflateInit2(&z_, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+#endif
   }
-  ~GzipSink() override {
+  ~MemberCompressor() {
+#ifdef DFTRACER_HAVE_LIBDEFLATE
+    if (c_) libdeflate_free_compressor(c_);
+#else
     if (ok_) deflateEnd(&z_);
+#endif
+  }
+  bool ok() const { return ok_; }
+
+  // The member for data[0..len), in *out; false on failure.
+  bool compress(const char* data, size_t len, std::vector<unsigned char>* out) {
+#ifdef DFTRACER_HAVE_LIBDEFLATE
+    out->resize(libdeflate_gzip_compress_bound(c_, len));
+    size_t n = libdeflate_gzip_compress(c_, data, len, out->data(), out->size());
+    out->resize(n);
+    return n != 0;
+#else
+    out->resize(deflateBound(&z_, len) + 64);
+    deflateReset(&z_);  // a fresh, independent member with its own header
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    z_.avail_in = static_cast<uInt>(len);
+    z_.next_out = out->data();
+    z_.avail_out = static_cast<uInt>(out->size());
+    if (deflate(&z_, Z_FINISH) != Z_STREAM_END) return false;
+    out->resize(out->size() - z_.avail_out);
+    return true;
+#endif
+  }
+
+ private:
+  bool ok_ = false;
+#ifdef DFTRACER_HAVE_LIBDEFLATE
+  libdeflate_compressor* c_ = nullptr;
+#else
+  z_stream z_;
+#endif
+};
+
+class GzipSink final : public TraceSink {
+ public:
+  GzipSink(int fd, int idx_fd, std::string path, int level) : TraceSink(fd, std::move(path)), z_(level) {
+    extra_fd_ = idx_fd;
   }
 
   bool write_chunk(const char* data, size_t len, uint64_t lines) override {
     if (failed_) return false;
-    if (!ok_) {
+    if (!z_.ok()) {
       report_failure(ENOMEM);
       return false;
     }
-    out_.resize(deflateBound(&z_, len) + 64);
-    deflateReset(&z_);  // a fresh, independent member with its own header
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
-    z_.avail_in = static_cast<uInt>(len);
-    z_.next_out = out_.data();
-    z_.avail_out = static_cast<uInt>(out_.size());
-    int rc = deflate(&z_, Z_FINISH);
-    if (rc != Z_STREAM_END) {
+    if (!z_.compress(data, len, &out_)) {
       report_failure(EIO);
       return false;
     }
-    size_t member = out_.size() - z_.avail_out;
+    size_t member = out_.size();
     uint64_t offset = bytes_written_;
     if (!write_all(fd_, reinterpret_cast<const char*>(out_.data()), member)) return false;
     if (extra_fd_ >= 0) {
@@ -112,9 +157,7 @@ class GzipSink final : public TraceSink {
   }
 
  private:
-  int level_;
-  bool ok_ = false;
-  z_stream z_;
+  MemberCompressor z_;
   std::vector<unsigned char> out_;
 };
 
