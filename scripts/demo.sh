@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The main job, on a fresh machine: install what is needed, build and install
+# the package, trace a BERT-style encoder (training steps, then inference)
+# through the torch.compile capture backend, and show the analysis.
+#   scripts/demo.sh            # transformer encoder (default)
+#   scripts/demo.sh cnn        # the small CNN instead
+# The trace lands in traces/; open it in https://ui.perfetto.dev as is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+MODEL=${1:-transformer}
+case "$MODEL" in transformer|cnn) ;; *) echo "usage: $0 [transformer|cnn]" >&2; exit 2 ;; esac
+
+scripts/setup.sh
+echo "demo: building and installing the dftracer Python package"
+"$PY" -m pip install -q --no-build-isolation --no-deps .
+
+mkdir -p traces
+rm -f traces/"$MODEL"-*.pfw.gz traces/"$MODEL"-*.pfw.gz.idx
+echo "demo: tracing examples/python/$MODEL.py"
+DFTRACER_ENABLE=1 DFTRACER_LOG_FILE="traces/$MODEL" "$PY" "examples/python/$MODEL.py"
+TRACE=$(ls -t traces/"$MODEL"-*.pfw.gz | head -n 1)
+echo "demo: trace written to $TRACE"
+
+ANALYZE=$("$PY" -c 'import shutil,sys,os; p=shutil.which("dftracer-analyze") or os.path.join(os.path.dirname(sys.executable),"dftracer-analyze"); print(p)')
+echo
+echo "=== top ops by total time ==="
+"$ANALYZE" summary "$TRACE" --by name --top 15
+echo
+echo "=== time by phase ==="
+"$ANALYZE" summary "$TRACE" --by phase
+echo
+echo "=== time by module (top 10) ==="
+"$ANALYZE" summary "$TRACE" --by module --top 10
+"$ANALYZE" report "$TRACE" -o "traces/$MODEL-report.html"
+echo
+echo "demo: HTML report: traces/$MODEL-report.html; trace for Perfetto: $TRACE"
