@@ -117,6 +117,7 @@ struct ShapeWriter {
 // torch.profiler's "Input Dims" layout: one entry per input, a tensor's
 // sizes, a list of sizes for a tensor list, [] for anything else.
 uint16_t format_shapes(const at::RecordFunction& fn, char* out) {
+  if (fn.inputs().empty()) return 0;  // no "shapes" arg at all
   ShapeWriter w{out, kShapesCap};
   w.put('[');
   bool first = true;

@@ -1,0 +1,177 @@
+"""Eager ATen op tracing: LibTorch's RecordFunction observer as a Python switch.
+
+The capture backend (``dftracer.python.dynamo``) sees only what Dynamo
+captures. This switch records every ATen op that runs outside instrumented
+graphs -- code between graph breaks, eager models, the autograd engine's
+work for them -- into the same trace (cat ``aten``), on the thread that ran
+it::
+
+    from dftracer.python import trace_eager
+
+    trace_eager()                      # on from now on
+    trace_eager(False)                 # off again
+    with trace_eager(shapes=True):     # on inside, previous state after
+        model(x).sum().backward()
+
+or ``DFTRACER_TRACE_EAGER=1`` (``=shapes`` for input shapes) in the
+environment, applied as soon as both dftracer.python and torch are imported,
+in either order. Ops are recorded while tracing is on (``DFTRACER_ENABLE=1``
+or ``dftracer.initialize_log``).
+
+Importing this module never imports torch: ``trace_eager`` imports it on
+first use (the observer extension needs torch's libraries loaded first).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+__all__ = ["trace_eager", "eager_enabled", "TRACE_EAGER_ENV"]
+
+TRACE_EAGER_ENV = "DFTRACER_TRACE_EAGER"
+
+_lock = threading.RLock()
+_ext = None
+
+
+def _load():
+    """The observer extension dftracer._eager, loaded after torch."""
+    global _ext
+    if _ext is not None:
+        return _ext
+    with _lock:
+        if _ext is not None:
+            return _ext
+        import torch  # noqa: F401  (its libraries must be loaded before _eager)
+
+        try:
+            from .. import _eager
+        except ImportError as e:
+            raise RuntimeError(
+                "dftracer: eager op tracing needs the LibTorch observer (dftracer._eager), and this "
+                "dftracer has none or it does not load with this torch "
+                f"{getattr(torch, '__version__', '?')} ({e}); reinstall dftracer with torch present "
+                "in the build's Python: pip install --no-build-isolation ."
+            ) from e
+        _install_graph_probe(_eager)
+        _ext = _eager
+        return _ext
+
+
+def _install_graph_probe(ext) -> None:
+    """Lets the observer skip ops inside the capture backend's instrumented
+    graphs (they are recorded there already), through the capture hooks'
+    per-thread count of open graph calls, when dftracer._core exports it."""
+    try:
+        from .. import _core
+    except ImportError:
+        return
+    probe = getattr(_core, "dynamo_depth_fn", None)
+    if probe is not None:
+        ext.set_graph_depth_probe(probe)
+
+
+class trace_eager:
+    """Turns eager ATen op tracing on (or off with ``trace_eager(False)``).
+
+    Takes effect when called. Used as a context manager, the previous state
+    (on/off, shapes) comes back at the end of the ``with`` block.
+    ``shapes=True`` also records each op's input sizes -- it makes the
+    dispatcher box every op's arguments, several times the observer's cost.
+    """
+
+    __slots__ = ("_previous",)
+
+    def __init__(self, enabled: bool = True, *, shapes: bool = False):
+        if not isinstance(enabled, bool):
+            raise TypeError(f"trace_eager: enabled must be a bool, got {type(enabled).__name__}")
+        if not isinstance(shapes, bool):
+            raise TypeError(f"trace_eager: shapes must be a bool, got {type(shapes).__name__}")
+        ext = _load()
+        with _lock:
+            self._previous = (ext.enabled(), ext.shapes_enabled())
+            if enabled:
+                ext.enable(shapes=shapes)
+            else:
+                ext.disable()
+
+    def __enter__(self) -> "trace_eager":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        was_on, had_shapes = self._previous
+        with _lock:
+            if was_on:
+                _ext.enable(shapes=had_shapes)
+            else:
+                _ext.disable()
+        return False
+
+    def __repr__(self) -> str:
+        return f"trace_eager(enabled={eager_enabled()})"
+
+
+def eager_enabled() -> bool:
+    """True while eager ATen ops are being recorded."""
+    return _ext is not None and bool(_ext.enabled())
+
+
+# ------------------------------------------------- DFTRACER_TRACE_EAGER
+
+
+def _warn(msg: str) -> None:
+    print(f"dftracer: warning: {msg}", file=sys.stderr)
+
+
+def _apply_env_now() -> None:
+    try:
+        _load().enable_from_env()  # the C++ side parses and warns
+    except Exception as e:  # tracing never breaks the traced program
+        _warn(f"{TRACE_EAGER_ENV} ignored: {e}")
+
+
+class _AfterTorchImport:
+    """A one-shot meta path finder: applies DFTRACER_TRACE_EAGER right after
+    torch's own module has finished executing (so a program that imports
+    dftracer before torch still gets eager tracing, and dftracer itself
+    never imports torch)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            try:
+                del loader.exec_module  # back to the class's method
+            except AttributeError:
+                pass
+            _apply_env_now()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _apply_env_at_import() -> None:
+    value = os.environ.get(TRACE_EAGER_ENV)
+    if value is None or value.strip().lower() in ("", "0", "false", "no", "off"):
+        return
+    if "torch" in sys.modules:
+        _apply_env_now()
+    elif not any(isinstance(f, _AfterTorchImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterTorchImport())
+
+
+_apply_env_at_import()

@@ -1,0 +1,80 @@
+// dftracer._eager: the Python switch of the LibTorch op observer
+// (include/dftracer/torch.h). A separate extension from dftracer._core
+// because it links LibTorch: `import torch` must come first (so the torch
+// libraries it needs are the ones already loaded), and a dftracer built
+// without torch simply has no _eager.
+//
+// Plain CPython API: a handful of functions called once per switch, no
+// type to bind, no torch header (so this file compiles in a second).
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "dftracer/torch.h"
+
+namespace {
+
+// Capsule name of the capture backend's probe (dftracer._core): a pointer to
+// `int (*)(void)` returning the instrumented graph calls open on the
+// calling thread.
+constexpr const char* kProbeCapsule = "dftracer.dynamo_depth_fn";
+
+PyObject* py_enable(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kw[] = {"shapes", nullptr};
+  int shapes = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:enable", const_cast<char**>(kw), &shapes))
+    return nullptr;
+  dftracer::torch::enable(shapes != 0);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_disable(PyObject*, PyObject*) {
+  dftracer::torch::disable();
+  Py_RETURN_NONE;
+}
+
+PyObject* py_enabled(PyObject*, PyObject*) { return PyBool_FromLong(dftracer::torch::enabled()); }
+
+PyObject* py_shapes_enabled(PyObject*, PyObject*) {
+  return PyBool_FromLong(dftracer::torch::shapes_enabled());
+}
+
+PyObject* py_enable_from_env(PyObject*, PyObject*) {
+  return PyBool_FromLong(dftracer::torch::enable_from_env());
+}
+
+PyObject* py_set_graph_depth_probe(PyObject*, PyObject* arg) {
+  if (arg == Py_None) {
+    dftracer::torch::set_graph_depth_probe(nullptr);
+    Py_RETURN_NONE;
+  }
+  if (!PyCapsule_IsValid(arg, kProbeCapsule)) {
+    PyErr_Format(PyExc_TypeError, "set_graph_depth_probe: expected a '%s' capsule or None, got %s",
+                 kProbeCapsule, Py_TYPE(arg)->tp_name);
+    return nullptr;
+  }
+  void* p = PyCapsule_GetPointer(arg, kProbeCapsule);
+  if (p == nullptr) return nullptr;
+  dftracer::torch::set_graph_depth_probe(reinterpret_cast<dftracer::torch::GraphDepthProbe>(p));
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_methods[] = {
+    {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_enable)),
+     METH_VARARGS | METH_KEYWORDS,
+     "enable(shapes=False): record every eager ATen op (with input shapes if asked)."},
+    {"disable", py_disable, METH_NOARGS, "Stop recording ATen ops."},
+    {"enabled", py_enabled, METH_NOARGS, "True while the op observer is on."},
+    {"shapes_enabled", py_shapes_enabled, METH_NOARGS, "True while it records input shapes."},
+    {"enable_from_env", py_enable_from_env, METH_NOARGS,
+     "Apply DFTRACER_TRACE_EAGER (1/true/yes/on, shapes, 0/false/no/off); returns enabled()."},
+    {"set_graph_depth_probe", py_set_graph_depth_probe, METH_O,
+     "Install the capture backend's open-graph probe (a capsule) or None."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "_eager",
+                        "dftracer LibTorch op observer switch (import torch first).", -1, g_methods,
+                        nullptr, nullptr, nullptr, nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__eager(void) { return PyModule_Create(&g_module); }

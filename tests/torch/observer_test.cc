@@ -1,0 +1,255 @@
+// The LibTorch observer end to end: a small C++ model runs with the observer
+// on, the trace file is read back and parsed with simdjson (never with the
+// code under test), and the op events are checked: names, counts, nesting,
+// thread ids, shapes, and what must not be recorded.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dftracer/dftracer.h"
+#include "dftracer/torch.h"
+#include "trace_file.h"
+
+using namespace dftracer_test;
+
+namespace {
+
+struct Mlp : torch::nn::Module {
+  Mlp() {
+    fc1 = register_module("fc1", torch::nn::Linear(8, 16));
+    fc2 = register_module("fc2", torch::nn::Linear(16, 4));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2->forward(torch::relu(fc1->forward(x))); }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+
+// Starts tracing into a fresh directory; finish() finalizes and parses.
+class Trace {
+ public:
+  Trace() : dir_(temp_dir("torch")), env_("DFTRACER_TRACE_COMPRESSION", "0") {
+    EXPECT_EQ(dft_init((dir_ + "/t").c_str(), nullptr, -1), 0);
+    path_ = dft_trace_path();
+  }
+  std::vector<Event> finish() {
+    dftracer::torch::disable();
+    dft_finalize();
+    return parse_events(event_lines(read_all(path_)));
+  }
+
+ private:
+  std::string dir_;
+  ScopedEnv env_;
+  std::string path_;
+};
+
+std::vector<Event> with_cat(const std::vector<Event>& all, const std::string& cat) {
+  std::vector<Event> out;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.cat == cat) out.push_back(e);
+  return out;
+}
+
+std::map<std::string, int> count_names(const std::vector<Event>& evs) {
+  std::map<std::string, int> n;
+  for (const Event& e : evs) ++n[e.name];
+  return n;
+}
+
+bool inside(const Event& child, const Event& parent) {
+  // ts is epoch microseconds: as a double (the parser's type) it keeps only
+  // ~0.25 us, so allow half a microsecond at each end.
+  constexpr double kSlack = 0.5;
+  return child.tid == parent.tid && child.ts >= parent.ts - kSlack &&
+         child.ts + child.dur <= parent.ts + parent.dur + kSlack;
+}
+
+}  // namespace
+
+TEST(Observer, ForwardOpsNamesCountsAndNesting) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::Tensor x = torch::randn({2, 8});
+  Trace trace;
+  dftracer::torch::enable();
+  constexpr int kSteps = 3;
+  {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < kSteps; ++i) model.forward(x);
+  }
+  const std::vector<Event> all = trace.finish();
+  const std::vector<Event> ops = with_cat(all, "aten");
+  auto n = count_names(ops);
+  // Per step: two Linear layers (the C++ API's F::linear on 2-D input is
+  // addmm(bias, x, w.t())) and one relu, as the ATen dispatcher runs them.
+  EXPECT_EQ(n["aten::addmm"], 2 * kSteps);
+  EXPECT_EQ(n["aten::t"], 2 * kSteps);
+  EXPECT_EQ(n["aten::transpose"], 2 * kSteps);  // t's implementation
+  EXPECT_EQ(n["aten::relu"], kSteps);
+  EXPECT_EQ(n["aten::clamp_min"], kSteps);  // relu's kernel
+  EXPECT_EQ(n.count("aten::linear"), 0u);
+  // Nesting: every transpose lies within a t, every clamp_min within a relu.
+  for (const Event& e : ops) {
+    if (e.name != "aten::transpose" && e.name != "aten::clamp_min") continue;
+    const char* parent = e.name == "aten::transpose" ? "aten::t" : "aten::relu";
+    const bool nested = std::any_of(ops.begin(), ops.end(), [&](const Event& p) {
+      return p.name == parent && inside(e, p);
+    });
+    EXPECT_TRUE(nested) << e.name << " at " << e.ts << " is not inside a " << parent;
+  }
+  for (const Event& e : ops) {
+    EXPECT_EQ(e.tid, dft_tid()) << e.name;
+    EXPECT_GE(e.dur, 0.0);
+    EXPECT_EQ(e.args_json.find("shapes"), std::string::npos) << "shapes recorded without asking";
+  }
+}
+
+TEST(Observer, ShapesWhenAsked) {
+  torch::Tensor a = torch::randn({4, 8});
+  torch::Tensor b = torch::randn({8, 3});
+  Trace trace;
+  dftracer::torch::enable(/*with_shapes=*/true);
+  EXPECT_TRUE(dftracer::torch::shapes_enabled());
+  torch::mm(a, b);
+  const auto ops = with_cat(trace.finish(), "aten");
+  auto mm = std::find_if(ops.begin(), ops.end(), [](const Event& e) { return e.name == "aten::mm"; });
+  ASSERT_NE(mm, ops.end());
+  EXPECT_EQ(str_arg(*mm, "shapes"), "[[4, 8], [8, 3]]");
+}
+
+TEST(Observer, NothingBeforeEnableAfterDisableOrWhileTracingOff) {
+  torch::Tensor a = torch::randn({4, 4});
+  dftracer::torch::enable();
+  torch::sin(a);  // tracing (the core) is off: not recorded, no crash
+  Trace trace;
+  dftracer::torch::disable();
+  EXPECT_FALSE(dftracer::torch::enabled());
+  torch::cos(a);  // observer off
+  dftracer::torch::enable();
+  EXPECT_TRUE(dftracer::torch::enabled());
+  torch::tan(a);
+  dftracer::torch::disable();
+  torch::exp(a);
+  auto n = count_names(with_cat(trace.finish(), "aten"));
+  EXPECT_EQ(n.count("aten::sin"), 0u);
+  EXPECT_EQ(n.count("aten::cos"), 0u);
+  EXPECT_EQ(n["aten::tan"], 1);
+  EXPECT_EQ(n.count("aten::exp"), 0u);
+}
+
+TEST(Observer, BackwardOnAnotherThreadCarriesThatThreadsId) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::Tensor x = torch::randn({2, 8});
+  Trace trace;
+  dftracer::torch::enable();
+  torch::Tensor loss = model.forward(x).sum();
+  int64_t worker_tid = 0;
+  std::thread worker([&] {
+    worker_tid = dft_tid();
+    loss.backward();
+  });
+  worker.join();
+  const std::vector<Event> all = trace.finish();
+  ASSERT_NE(worker_tid, 0);
+  ASSERT_NE(worker_tid, dft_tid());
+  const auto ops = with_cat(all, "aten");
+  const auto nodes = with_cat(all, "autograd");
+  auto n = count_names(nodes);
+  EXPECT_EQ(n["AddmmBackward0"], 2);
+  EXPECT_EQ(n["ReluBackward0"], 1);
+  EXPECT_EQ(n["SumBackward0"], 1);
+  for (const Event& e : nodes) EXPECT_EQ(e.tid, worker_tid) << e.name;
+  int backward_ops = 0, forward_ops = 0;
+  for (const Event& e : ops) {
+    if (e.name == "aten::threshold_backward") {
+      EXPECT_EQ(e.tid, worker_tid);
+      ++backward_ops;
+    }
+    if (e.name == "aten::addmm" || e.name == "aten::relu") {
+      EXPECT_EQ(e.tid, dft_tid());
+      ++forward_ops;
+    }
+  }
+  EXPECT_EQ(backward_ops, 1);
+  EXPECT_EQ(forward_ops, 3);
+  // Forward ops and their backward nodes share the autograd sequence number.
+  std::vector<int64_t> fw_seq, bw_seq;
+  for (const Event& e : ops)
+    if (e.name == "aten::relu") fw_seq.push_back(int_arg(e, "seq_nr"));
+  for (const Event& e : nodes)
+    if (e.name == "ReluBackward0") bw_seq.push_back(int_arg(e, "seq_nr"));
+  ASSERT_EQ(fw_seq.size(), 1u);
+  ASSERT_EQ(bw_seq.size(), 1u);
+  EXPECT_GE(fw_seq[0], 0);
+  EXPECT_EQ(fw_seq[0], bw_seq[0]);
+}
+
+TEST(Observer, OpsInsideCompiledFunctionScopeAreSkipped) {
+  torch::Tensor a = torch::randn({4, 4});
+  Trace trace;
+  dftracer::torch::enable();
+  torch::sin(a);
+  {
+    // The scope AOT autograd's compiled forward runs in (torch.compile).
+    RECORD_FUNCTION("CompiledFunction", std::vector<c10::IValue>());
+    torch::cos(a);
+    torch::tan(a);
+  }
+  torch::exp(a);
+  const std::vector<Event> all = trace.finish();
+  auto ops = count_names(with_cat(all, "aten"));
+  EXPECT_EQ(ops["aten::sin"], 1);
+  EXPECT_EQ(ops["aten::exp"], 1);
+  EXPECT_EQ(ops.count("aten::cos"), 0u);
+  EXPECT_EQ(ops.count("aten::tan"), 0u);
+  EXPECT_EQ(count_names(with_cat(all, "torch"))["CompiledFunction"], 1);
+}
+
+namespace {
+thread_local int tl_open_graphs = 0;
+int open_graphs() { return tl_open_graphs; }
+}  // namespace
+
+TEST(Observer, GraphDepthProbeSkipsOpsOnlyWhileAGraphIsOpen) {
+  torch::Tensor a = torch::randn({4, 4});
+  Trace trace;
+  dftracer::torch::set_graph_depth_probe(&open_graphs);
+  dftracer::torch::enable();
+  torch::sin(a);
+  tl_open_graphs = 1;
+  torch::cos(a);
+  std::thread other([&] { torch::tan(a); });  // another thread has no open graph
+  other.join();
+  tl_open_graphs = 0;
+  torch::exp(a);
+  dftracer::torch::set_graph_depth_probe(nullptr);
+  auto ops = count_names(with_cat(trace.finish(), "aten"));
+  EXPECT_EQ(ops["aten::sin"], 1);
+  EXPECT_EQ(ops.count("aten::cos"), 0u);
+  EXPECT_EQ(ops["aten::tan"], 1);
+  EXPECT_EQ(ops["aten::exp"], 1);
+}
+
+TEST(Observer, EnvironmentSwitch) {
+  {
+    ScopedEnv e("DFTRACER_TRACE_EAGER", "shapes");
+    EXPECT_TRUE(dftracer::torch::enable_from_env());
+    EXPECT_TRUE(dftracer::torch::shapes_enabled());
+  }
+  dftracer::torch::disable();
+  {
+    ScopedEnv e("DFTRACER_TRACE_EAGER", "On");
+    EXPECT_TRUE(dftracer::torch::enable_from_env());
+    EXPECT_FALSE(dftracer::torch::shapes_enabled());
+  }
+  dftracer::torch::disable();
+  for (const char* off : {"0", "off", "", "bogus"}) {
+    ScopedEnv e("DFTRACER_TRACE_EAGER", off);
+    EXPECT_FALSE(dftracer::torch::enable_from_env()) << off;
+  }
+}
