@@ -51,6 +51,7 @@ inline bool read_id(ondemand::value& v, int64_t& num, std::string_view& text, st
     std::string_view tok = trim(v.raw_json_token());
     double d = 0;
     if (v.get_double().get(d)) return false;
+    if (!(d >= -9.2e18 && d <= 9.2e18)) return false;  // not an id a process or thread can have
     num = static_cast<int64_t>(d);
     // Keep integral ids as written ("1338896"), normalise "12.0"-style to "12".
     if (tok.find_first_of(".eE") == std::string_view::npos) {

@@ -62,7 +62,7 @@ class ReportConsumer : public LineConsumer {
     add(by_name_, ev_.name, ev_.dur);
     add(by_module_, ev_.module.empty() ? std::string_view("(none)") : ev_.module, ev_.dur);
     add(by_phase_, ev_.phase.empty() ? std::string_view("(none)") : ev_.phase, ev_.dur);
-    if (ev_.has_ts) {
+    if (ev_.has_ts && std::fabs(ev_.ts) < 9e18) {  // the bins index by int64 microseconds
       timelines_[std::string(ev_.pid_text)].add(ev_.ts);
       first_ts_ = std::min(first_ts_, ev_.ts);
     }
