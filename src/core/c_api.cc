@@ -47,7 +47,8 @@ inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint
   if (args == nullptr) nargs = 0;
   uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0);
   Logger& lg = Logger::instance();
-  unsigned char* p = lg.reserve(nslots);
+  dftracer::ThreadBuffer* tb;
+  unsigned char* p = lg.reserve(nslots, &tb);
   if (p == nullptr) return;
   RecordHeader* h = reinterpret_cast<RecordHeader*>(p);
   h->start = start;
@@ -76,7 +77,7 @@ inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint
       ++s;
     }
   }
-  lg.commit(nslots);
+  Logger::commit(tb, nslots);
 }
 
 dft_id cat_dftracer() {

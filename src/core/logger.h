@@ -44,8 +44,9 @@ class Logger {
 
   // --- hot path ---
   // Space for a record of `nslots` slots in the caller's buffer, or nullptr
-  // (tracing off, or dropped). Follow with commit() on the same thread.
-  inline unsigned char* reserve(uint32_t nslots) {
+  // (tracing off, or dropped). Follow with commit(*tb_out, nslots) on the
+  // same thread. (The buffer is returned so the thread-local is read once.)
+  inline unsigned char* reserve(uint32_t nslots, ThreadBuffer** tb_out) {
     if (!enabled_.load(std::memory_order_relaxed)) {
       if (finalized_once_.load(std::memory_order_relaxed)) after_finalize_.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
@@ -59,10 +60,10 @@ class Logger {
     if (__builtin_expect(tb->off + bytes > tb->cap, 0)) {
       if (!refill(tb, bytes)) return nullptr;
     }
+    *tb_out = tb;
     return tb->chunk->data + tb->off;
   }
-  inline void commit(uint32_t nslots) {
-    ThreadBuffer* tb = tls_buffer_;
+  static inline void commit(ThreadBuffer* tb, uint32_t nslots) {
     tb->off += nslots * kSlot;
     tb->chunk->committed.store(tb->off, std::memory_order_release);
     tb->recorded.store(tb->recorded.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
