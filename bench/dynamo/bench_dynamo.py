@@ -9,8 +9,10 @@ forward, loss, backward, SGD step) it times, interleaved round by round:
   aot_eager        torch.compile(backend="aot_eager"), untraced (the baseline)
   dftracer         torch.compile(backend=dftracer_dynamo_backend), tracing on
   torch.profiler   aot_eager under torch.profiler.profile(record_shapes=True)
-  pydftracer       pydftracer's dynamo backend (--pydftracer DIR: an unpacked
-                   wheel; it ships the same `dftracer` import name as this
+  pydftracer       pydftracer's dynamo backend (--pydftracer DIR: a directory
+                   holding pydftracer and its C++ core `dftracer`, e.g. the
+                   site-packages of `python -m venv V; V/bin/pip install
+                   pydftracer dftracer`; both import as `dftracer`, like this
                    project, so it runs in a child process with DIR first on
                    PYTHONPATH, against its own aot_eager baseline)
 
@@ -188,8 +190,10 @@ def pydftracer_child(model_name, mode, rounds, iters):
     imports pydftracer's `dftracer` package (PYTHONPATH), so ours is not
     importable here. Times aot_eager and pydftracer's create_backend, the
     same way as bench_model, and prints one JSON line."""
-    from dftracer.python.dynamo import create_backend  # pydftracer's
+    from dftracer.python import dftracer as pydft  # pydftracer's
+    from dftracer.python.dynamo import create_backend
 
+    log = pydft.initialize_log(os.path.join(tempfile.mkdtemp(prefix="pydft-"), "bench.pfw"), None, -1)
     make, inputs = {"bert": (models.bert_base, models.bert_inputs()),
                     "resnet": (models.ResNet50, models.resnet_inputs())}[model_name]
     torch.manual_seed(0)
@@ -208,9 +212,11 @@ def pydftracer_child(model_name, mode, rounds, iters):
     for _ in range(rounds):
         for k, r in runs.items():
             wall[k] += timed(r, iters)[0]
-    b = min(wall["aot_eager"])
-    print(json.dumps({"ratio": min(wall["pydftracer"]) / b, "wall_ms": min(wall["pydftracer"]) / 1e6,
-                      "extra_ns": min(wall["pydftracer"]) - b}))
+    log.finalize()
+    b = statistics.median(wall["aot_eager"])
+    print(json.dumps({"ratio": statistics.median(wall["pydftracer"]) / b,
+                      "wall_ms": statistics.median(wall["pydftracer"]) / 1e6,
+                      "extra_ns": statistics.median(wall["pydftracer"]) - b}))
 
 
 def pydftracer_compare(path, model_name, mode, rounds, iters, nodes):
@@ -284,7 +290,7 @@ def main():
                 pr = pydftracer_compare(a.pydftracer, name, mode, a.rounds, a.iters, r["nodes_per_iter"])
                 r["pydftracer"] = pr
                 if isinstance(pr, dict):
-                    print(f"{name:6s} {mode:9s} pydftracer {pr['wall_ms']:8.2f} ms x{pr['ratio']:.3f} "
+                    print(f"{name:6s} {mode:9s} pydftracer {pr['wall_ms']:8.2f} ms median x{pr['ratio']:.3f} "
                           f"(vs aot_eager in its own process) | per-node {pr['per_node_ns']:.0f} ns wall", flush=True)
                 else:
                     print(f"{name:6s} {mode:9s} pydftracer {pr}", flush=True)
