@@ -1,0 +1,191 @@
+#include "event_batches.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace dftracer::analyze::py {
+namespace ondemand = simdjson::ondemand;
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Columns
+
+void StringColumn::add(std::string_view s) {
+  if (s.empty()) {
+    codes_.push_back(-1);
+    return;
+  }
+  auto it = index_.find(s);
+  if (it == index_.end()) {
+    values_.emplace_back(s);
+    it = index_.emplace(values_.back(), static_cast<int32_t>(values_.size() - 1)).first;
+  }
+  codes_.push_back(it->second);
+}
+
+void EventBatch::reserve(size_t n, bool with_args) {
+  for (StringColumn* c : {&name, &cat, &ph, &phase, &module, &graph}) c->reserve(n);
+  for (auto* v : {&pid, &tid}) v->reserve(n);
+  for (auto* v : {&ts, &dur, &flops, &bytes}) v->reserve(n);
+  has_args = with_args;
+  if (with_args) {
+    args_end.reserve(n);
+    args.reserve(n * 64);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// BatchBuilder
+
+void BatchBuilder::start_batch() {
+  batch_ = std::make_unique<EventBatch>();
+  batch_->reserve(opt_.batch_size, opt_.raw_args);
+}
+
+// The args object exactly as written. A second, cheap On-Demand pass: the
+// shared decoder keeps no view of it, and it is only wanted on request.
+std::string_view BatchBuilder::raw_args(std::string_view line, size_t cap) {
+  ondemand::document doc;
+  if (args_parser_.iterate(line.data(), line.size(), cap).get(doc)) return {};
+  ondemand::object obj;
+  if (doc.get_object().get(obj)) return {};
+  for (auto fr : obj) {
+    ondemand::field f;
+    if (std::move(fr).get(f)) return {};
+    // Raw key bytes (the buffer is padded, so reading 5 past its quote is safe);
+    // an escaped spelling of "args" is not matched, as in the shared decoder.
+    const char* k = f.key().raw();
+    if (std::memcmp(k, "args\"", 5) != 0) continue;
+    ondemand::object args;
+    std::string_view raw;
+    if (f.value().get_object().get(args) || args.raw_json().get(raw)) return {};
+    return raw;
+  }
+  return {};
+}
+
+DecodeStatus BatchBuilder::consume(std::string_view line, size_t cap) {
+  // Once Python has closed the stream, the reader only skims to the end.
+  if (queue_.cancelled()) return DecodeStatus::Ok;
+  DecodeStatus st = decoder_.decode(line, cap, ev_);
+  if (st != DecodeStatus::Ok) return st;
+  if (!opt_.ph.empty() && ev_.ph != opt_.ph) return st;
+  if (!batch_) start_batch();
+  EventBatch& b = *batch_;
+  b.name.add(ev_.name);
+  b.cat.add(ev_.cat);
+  b.ph.add(ev_.ph);
+  b.phase.add(ev_.phase);
+  b.module.add(ev_.module);
+  b.graph.add(ev_.graph);
+  b.pid.push_back(ev_.pid);
+  b.tid.push_back(ev_.tid);
+  b.ts.push_back(ev_.has_ts ? ev_.ts : kNaN);
+  b.dur.push_back(ev_.has_dur ? ev_.dur : kNaN);
+  b.flops.push_back(ev_.has_flops ? ev_.flops : kNaN);
+  b.bytes.push_back(ev_.has_bytes ? ev_.bytes : kNaN);
+  if (opt_.raw_args) {
+    std::string_view a = raw_args(line, cap);
+    b.args.append(a.data(), a.size());
+    b.args_end.push_back(b.args.size());
+  }
+  if (++b.size >= opt_.batch_size) queue_.push(std::move(batch_));
+  return st;
+}
+
+void BatchBuilder::flush() {
+  if (batch_ && batch_->size) queue_.push(std::move(batch_));
+  batch_.reset();
+}
+
+// ---------------------------------------------------------------------------
+// BatchQueue
+
+void BatchQueue::push(std::unique_ptr<EventBatch> b) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [this] { return q_.size() < capacity_ || cancelled(); });
+  if (cancelled()) return;
+  q_.push_back(std::move(b));
+  cv_.notify_all();
+}
+
+std::unique_ptr<EventBatch> BatchQueue::pop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [this] { return !q_.empty() || done_; });
+  if (!q_.empty()) {
+    auto b = std::move(q_.front());
+    q_.pop_front();
+    cv_.notify_all();
+    return b;
+  }
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;  // raised once; later calls just see the end
+    std::rethrow_exception(e);
+  }
+  return nullptr;
+}
+
+void BatchQueue::finish(const ReadStats& stats, std::exception_ptr error) {
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_ = stats;
+  error_ = error;
+  done_ = true;
+  cv_.notify_all();
+}
+
+void BatchQueue::cancel() {
+  std::lock_guard<std::mutex> lk(mu_);
+  cancelled_.store(true, std::memory_order_relaxed);
+  q_.clear();
+  cv_.notify_all();
+}
+
+bool BatchQueue::finished() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return done_;
+}
+
+ReadStats BatchQueue::stats() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
+}
+
+// ---------------------------------------------------------------------------
+// EventStream
+
+EventStream::EventStream(std::vector<std::string> files, StreamOptions opt)
+    : files_(std::move(files)), opt_(std::move(opt)), queue_(opt_.queue_capacity) {
+  if (opt_.batch_size == 0) opt_.batch_size = 1;
+  if (opt_.threads == 0) opt_.threads = 1;
+  for (unsigned t = 0; t < opt_.threads; ++t) builders_.push_back(std::make_unique<BatchBuilder>(opt_, queue_));
+  thread_ = std::thread([this] { run(); });
+}
+
+EventStream::~EventStream() { close(); }
+
+void EventStream::run() {
+  std::vector<LineConsumer*> consumers;
+  for (auto& b : builders_) consumers.push_back(b.get());
+  ReadStats stats;
+  std::exception_ptr error;
+  try {
+    stats = read_traces(files_, consumers);
+    for (auto& b : builders_) b->flush();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  queue_.finish(stats, error);
+}
+
+void EventStream::close() {
+  if (!thread_.joinable()) return;
+  queue_.cancel();
+  thread_.join();
+}
+
+}  // namespace dftracer::analyze::py

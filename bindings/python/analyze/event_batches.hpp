@@ -1,0 +1,143 @@
+// Columnar batches of decoded trace events for dftracer.analyze.events().
+//
+// The analyzer's reader (read_traces) pushes lines to consumers on its own
+// threads until the input is exhausted; Python wants to pull one batch at a
+// time. EventStream bridges the two: a producer thread runs read_traces with
+// BatchBuilder consumers that fill fixed-size columnar batches and hand them
+// to a small bounded queue, blocking while it is full. So memory is bounded by
+// (queue capacity + reader threads + 1) batches, never by the trace size.
+//
+// Nothing here touches Python: module.cc converts a finished EventBatch to
+// NumPy arrays with the GIL held, while this thread keeps reading.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "event_decoder.hpp"
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze::py {
+
+// A string column as dictionary codes: the op names of a trace repeat
+// millions of times, so each distinct value is stored (and later turned into
+// a Python str) once per batch. Code -1 means absent or empty.
+class StringColumn {
+ public:
+  void add(std::string_view s);
+  const std::vector<int32_t>& codes() const { return codes_; }
+  const std::deque<std::string>& values() const { return values_; }  // by code
+  std::vector<int32_t> take_codes() { return std::move(codes_); }
+  void reserve(size_t n) { codes_.reserve(n); }
+
+ private:
+  std::vector<int32_t> codes_;
+  std::deque<std::string> values_;  // a deque: the index's views stay valid as it grows
+  std::unordered_map<std::string_view, int32_t> index_;
+};
+
+struct EventBatch {
+  size_t size = 0;
+  StringColumn name, cat, ph, phase, module, graph;
+  std::vector<int64_t> pid, tid;
+  std::vector<double> ts, dur, flops, bytes;  // NaN where the event has none
+  bool has_args = false;
+  std::string args;                // the raw JSON of every event's args, back to back
+  std::vector<uint64_t> args_end;  // end offset of event i's args in `args`
+
+  void reserve(size_t n, bool with_args);
+};
+
+struct StreamOptions {
+  size_t batch_size = 65536;
+  unsigned threads = 1;
+  bool raw_args = true;
+  std::string ph;  // keep only events with this "ph" ("" = all)
+  size_t queue_capacity = 2;
+};
+
+class BatchQueue;
+
+// One reader thread's consumer: decodes each line and appends it to its batch.
+class BatchBuilder : public LineConsumer {
+ public:
+  BatchBuilder(const StreamOptions& opt, BatchQueue& queue) : opt_(opt), queue_(queue) {}
+  DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
+  // Hands the partly filled batch, if any, to the queue.
+  void flush();
+
+ private:
+  std::string_view raw_args(std::string_view line, size_t padded_capacity);
+  void start_batch();
+
+  const StreamOptions& opt_;
+  BatchQueue& queue_;
+  EventDecoder decoder_;
+  Event ev_;
+  simdjson::ondemand::parser args_parser_;
+  std::unique_ptr<EventBatch> batch_;
+};
+
+// The bounded hand-over between the producer and Python.
+class BatchQueue {
+ public:
+  explicit BatchQueue(size_t capacity) : capacity_(capacity ? capacity : 1) {}
+  // Blocks while full; drops the batch once cancelled.
+  void push(std::unique_ptr<EventBatch> b);
+  // The next batch, or null at the end. Rethrows the producer's error.
+  std::unique_ptr<EventBatch> pop();
+  void finish(const ReadStats& stats, std::exception_ptr error);
+  void cancel();
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  bool finished();
+  ReadStats stats();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<EventBatch>> q_;
+  size_t capacity_;
+  bool done_ = false;
+  std::atomic<bool> cancelled_{false};
+  std::exception_ptr error_;
+  ReadStats stats_;
+};
+
+// Reads `files` on a background thread from construction on.
+class EventStream {
+ public:
+  EventStream(std::vector<std::string> files, StreamOptions opt);
+  ~EventStream();
+  EventStream(const EventStream&) = delete;
+  EventStream& operator=(const EventStream&) = delete;
+
+  // Blocks until a batch is ready; null when the input is exhausted.
+  std::unique_ptr<EventBatch> next() { return queue_.pop(); }
+  // Stops decoding and waits for the producer: the reader still skims the
+  // rest of the input (it cannot be interrupted), but decodes nothing more.
+  void close();
+  bool finished() { return queue_.finished(); }
+  // What was read and skipped: all zero until finished().
+  ReadStats stats() { return queue_.stats(); }
+
+ private:
+  void run();
+
+  std::vector<std::string> files_;
+  StreamOptions opt_;
+  BatchQueue queue_;
+  std::vector<std::unique_ptr<BatchBuilder>> builders_;
+  std::thread thread_;
+};
+
+}  // namespace dftracer::analyze::py

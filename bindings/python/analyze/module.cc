@@ -1,0 +1,246 @@
+// dftracer._analyze: the analyzer's reader for Python (nanobind).
+//
+// Low-level on purpose: it returns plain dicts of NumPy arrays and lists, and
+// dftracer/analyze/__init__.py builds the pandas objects, so this module never
+// needs pandas headers or a pandas ABI. The GIL is released while reading.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "event_batches.hpp"
+#include "merge.hpp"
+#include "summary.hpp"
+#include "trace_reader.hpp"
+
+namespace nb = nanobind;
+using namespace dftracer::analyze;
+using dftracer::analyze::py::EventBatch;
+using dftracer::analyze::py::EventStream;
+using dftracer::analyze::py::StreamOptions;
+using dftracer::analyze::py::StringColumn;
+
+namespace {
+
+void check_cpu() {
+  if (const char* why = unsupported_cpu_reason()) throw std::runtime_error(why);
+}
+
+unsigned thread_count(long threads) { return threads > 0 ? static_cast<unsigned>(threads) : default_threads(); }
+
+std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths) {
+  std::vector<std::string> files = expand_inputs(paths);
+  if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
+  return files;
+}
+
+// A Python str from UTF-8 bytes; undecodable bytes become U+FFFD rather than
+// failing a whole batch (simdjson validates UTF-8, so this is belt and braces).
+nb::object py_str(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (!o) throw nb::python_error();
+  return nb::steal(o);
+}
+
+// A 1-D NumPy array that takes over the vector's memory (no copy).
+template <typename T>
+nb::object numpy_array(std::vector<T>&& v) {
+  auto* heap = new std::vector<T>(std::move(v));
+  if (heap->empty()) heap->reserve(1);  // a valid data pointer even for no rows
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  size_t n = heap->size();
+  return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<1>>(heap->data(), {n}, owner), nb::rv_policy::reference);
+}
+
+// (codes: int32 array, values: list of str); code -1 = absent.
+nb::object string_column(StringColumn& c) {
+  nb::list values;
+  for (const std::string& s : c.values()) values.append(py_str(s));
+  return nb::make_tuple(numpy_array(c.take_codes()), values);
+}
+
+nb::dict stats_dict(const ReadStats& s) {
+  nb::dict d;
+  d["files"] = s.files;
+  d["input_bytes"] = s.input_bytes;
+  d["json_bytes"] = s.json_bytes;
+  d["events"] = s.events;
+  d["malformed"] = s.malformed;
+  d["bad_fields"] = s.bad_fields;
+  d["truncated_members"] = s.truncated_members;
+  d["corrupt_members"] = s.corrupt_members;
+  d["empty_files"] = s.empty_files;
+  d["bad_indexes"] = s.bad_indexes;
+  d["boundary_mismatches"] = s.boundary_mismatches;
+  d["skipped_lines"] = s.malformed + s.bad_fields;
+  d["problems"] = s.problems_line();
+  return d;
+}
+
+nb::dict batch_dict(EventBatch& b) {
+  nb::dict d;
+  d["size"] = b.size;
+  d["name"] = string_column(b.name);
+  d["cat"] = string_column(b.cat);
+  d["ph"] = string_column(b.ph);
+  d["pid"] = numpy_array(std::move(b.pid));
+  d["tid"] = numpy_array(std::move(b.tid));
+  d["ts"] = numpy_array(std::move(b.ts));
+  d["dur"] = numpy_array(std::move(b.dur));
+  d["phase"] = string_column(b.phase);
+  d["module"] = string_column(b.module);
+  d["graph"] = string_column(b.graph);
+  d["flops"] = numpy_array(std::move(b.flops));
+  d["bytes"] = numpy_array(std::move(b.bytes));
+  if (b.has_args) {
+    nb::list args;
+    uint64_t begin = 0;
+    for (uint64_t end : b.args_end) {
+      args.append(py_str(std::string_view(b.args.data() + begin, end - begin)));
+      begin = end;
+    }
+    d["args"] = args;
+  }
+  return d;
+}
+
+nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long threads) {
+  check_cpu();
+  std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
+  Summary s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = summarize(expand_or_throw(paths), keys, top, thread_count(threads));
+  }
+  nb::list key_names;
+  for (GroupKey k : s.keys) key_names.append(group_key_name(k));
+  nb::dict cols;
+  for (size_t k = 0; k < s.keys.size(); ++k) {
+    nb::list col;
+    for (const SummaryRow& r : s.rows) col.append(py_str(r.key[k]));
+    cols[group_key_name(s.keys[k])] = col;
+  }
+  std::vector<uint64_t> count;
+  std::vector<double> total, mean, mn, p50, p95, mx, share, gflops, gbps;
+  for (const SummaryRow& r : s.rows) {
+    count.push_back(r.count);
+    total.push_back(r.total_us);
+    mean.push_back(r.mean_us);
+    mn.push_back(r.min_us);
+    p50.push_back(r.p50_us);
+    p95.push_back(r.p95_us);
+    mx.push_back(r.max_us);
+    share.push_back(r.share);
+    gflops.push_back(r.gflops);
+    gbps.push_back(r.gbps);
+  }
+  cols["count"] = numpy_array(std::move(count));
+  cols["total_us"] = numpy_array(std::move(total));
+  cols["mean_us"] = numpy_array(std::move(mean));
+  cols["min_us"] = numpy_array(std::move(mn));
+  cols["p50_us"] = numpy_array(std::move(p50));
+  cols["p95_us"] = numpy_array(std::move(p95));
+  cols["max_us"] = numpy_array(std::move(mx));
+  cols["share"] = numpy_array(std::move(share));
+  cols["gflops"] = numpy_array(std::move(gflops));
+  cols["gbps"] = numpy_array(std::move(gbps));
+  nb::dict totals;
+  totals["complete_events"] = s.complete_events;
+  totals["metadata_events"] = s.metadata_events;
+  totals["other_events"] = s.other_events;
+  totals["groups"] = s.groups;
+  totals["total_us"] = s.total_us;
+  totals["span_us"] = s.span_us;
+  nb::dict out;
+  out["keys"] = key_names;
+  out["columns"] = cols;
+  out["totals"] = totals;
+  out["stats"] = stats_dict(s.stats);
+  return out;
+}
+
+nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long threads) {
+  check_cpu();
+  MergeResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    r = merge_traces(expand_or_throw(paths), output, thread_count(threads));
+  }
+  nb::dict out;
+  out["events_written"] = r.events_written;
+  out["names_added"] = r.names_added;
+  out["stats"] = stats_dict(r.stats);
+  return out;
+}
+
+EventStream* py_open_events(const std::vector<std::string>& paths, size_t batch_size, long threads, bool raw_args,
+                            const std::string& ph, size_t queue_capacity) {
+  check_cpu();
+  StreamOptions opt;
+  opt.batch_size = batch_size;
+  opt.threads = thread_count(threads);
+  opt.raw_args = raw_args;
+  opt.ph = ph;
+  opt.queue_capacity = queue_capacity;
+  std::vector<std::string> files = expand_or_throw(paths);  // errors now, not at the first batch
+  return new EventStream(std::move(files), std::move(opt));
+}
+
+nb::object stream_next(EventStream& s) {
+  std::unique_ptr<EventBatch> b;
+  {
+    nb::gil_scoped_release unlocked;
+    b = s.next();
+  }
+  if (!b) return nb::none();
+  return batch_dict(*b);
+}
+
+}  // namespace
+
+NB_MODULE(_analyze, m) {
+  m.doc() = "dftracer-analyze's C++ trace reader (low level; use dftracer.analyze)";
+
+  // A missing input is FileNotFoundError (message names the path); other
+  // unreadable inputs and outputs are OSError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      const char* msg = e.what();
+      bool missing = std::strncmp(msg, "no such file", 12) == 0 || std::strncmp(msg, "no file matches", 15) == 0 ||
+                     std::strncmp(msg, "no trace file", 13) == 0;
+      PyErr_SetString(missing ? PyExc_FileNotFoundError : PyExc_OSError, msg);
+    }
+  });
+
+  m.def("expand_inputs", [](const std::vector<std::string>& paths) { return expand_or_throw(paths); },
+        nb::arg("paths"), "The trace files that PATHS (files, directories, globs) name, sorted and de-duplicated.");
+  m.def("summary", &py_summary, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
+        nb::arg("threads") = 0,
+        "Summary of complete events: {'keys', 'columns', 'totals', 'stats'} (threads 0 = all cores).");
+  m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
+        "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
+  m.def("default_threads", &default_threads);
+
+  nb::class_<EventStream>(m, "EventStream",
+                          "Batches of decoded events, read on a background thread (see dftracer.analyze.events).")
+      .def("next_batch", &stream_next,
+           "The next batch as a dict of columns, or None at the end. Strings are (codes, values) pairs.")
+      .def(
+          "close",
+          [](EventStream& s) {
+            nb::gil_scoped_release unlocked;
+            s.close();
+          },
+          "Stop decoding and wait for the reader thread.")
+      .def_prop_ro("finished", [](EventStream& s) { return s.finished(); })
+      .def_prop_ro("stats", [](EventStream& s) { return stats_dict(s.stats()); });
+  m.def("open_events", &py_open_events, nb::arg("paths"), nb::arg("batch_size") = 65536, nb::arg("threads") = 1,
+        nb::arg("raw_args") = true, nb::arg("ph") = "", nb::arg("queue_capacity") = 2,
+        nb::rv_policy::take_ownership, "Start reading PATHS into batches of events.");
+}

@@ -1,0 +1,245 @@
+"""Trace analysis from Python, on the same C++ reader as `dftracer-analyze`.
+
+    import dftracer.analyze as da
+
+    df = da.summary("traces/", by="module,phase", top=20)   # a pandas DataFrame
+    print(df.attrs["stats"]["skipped_lines"])
+
+    for batch in da.events("traces/*.pfw.gz", batch_size=100_000):
+        ...                                                  # one DataFrame per batch
+
+PATHS is a file, directory (searched recursively for *.pfw, *.pfw.gz, *.json,
+*.json.gz), glob pattern, or a list of them -- exactly what the command takes.
+Our .pfw/.pfw.gz, DFTracer's v1/v2 traces and Chrome trace JSON are read.
+
+Bad input (garbage or half lines, wrongly typed fields, truncated gzip
+members, empty files) is skipped and counted, never fatal: the counts are in
+`df.attrs["stats"]` (summary) or `EventBatches.stats` (events), and a
+SkippedInputWarning says it once. A path that does not exist raises
+FileNotFoundError naming it.
+
+Importing this module needs neither torch nor pandas; summary() and
+events(format="pandas") import pandas when called.
+"""
+import os
+import warnings
+
+try:
+    from .. import _analyze as _ext
+
+    _IMPORT_ERROR = None
+except ImportError as e:  # built without the analyzer (no simdjson)
+    _ext = None
+    _IMPORT_ERROR = e
+
+__all__ = ["summary", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
+           "EVENT_COLUMNS"]
+
+#: Columns of summary() after the group key column(s).
+SUMMARY_COLUMNS = ("count", "total_us", "mean_us", "min_us", "p50_us", "p95_us", "max_us", "share", "gflops",
+                   "gbps")
+#: Columns of each events() batch ("args" only with raw_args=True).
+EVENT_COLUMNS = ("name", "cat", "ph", "pid", "tid", "ts", "dur", "phase", "module", "graph", "flops", "bytes",
+                 "args")
+_STRING_COLUMNS = frozenset(("name", "cat", "ph", "phase", "module", "graph"))
+
+
+class SkippedInputWarning(UserWarning):
+    """Some input was skipped (malformed lines, truncated gzip members...): see the stats."""
+
+
+def _module():
+    if _ext is None:
+        raise ImportError(f"dftracer was built without the trace analyzer (dftracer._analyze): {_IMPORT_ERROR}")
+    return _ext
+
+
+def _path_list(paths):
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    out = [os.fsdecode(p) for p in paths]
+    if not out:
+        raise ValueError("no input path given")
+    return out
+
+
+def _threads(threads):
+    if threads is None:
+        return 0  # all cores
+    if int(threads) < 1:
+        raise ValueError(f"threads must be at least 1, not {threads!r}")
+    return int(threads)
+
+
+def _warn_skipped(stats, stacklevel=3):
+    if stats.get("problems"):
+        warnings.warn(f"dftracer.analyze: {stats['problems']}", SkippedInputWarning, stacklevel=stacklevel)
+
+
+def files(paths):
+    """The trace files PATHS names, sorted and de-duplicated (FileNotFoundError if one is missing)."""
+    return list(_module().expand_inputs(_path_list(paths)))
+
+
+def summary(paths, by="name", top=None, threads=None):
+    """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by total time.
+
+    by: "name" (default), "cat", "module", "phase", "graph", "pid" or "tid", or several
+        as a comma-joined string or a list ("module,phase" / ["module", "phase"]).
+    top: keep the `top` groups with the most time (None: all).
+    threads: reader threads (None: all cores).
+
+    Columns: the key column(s) (str; events without the field are grouped as "(none)"),
+    then count (uint64), total_us, mean_us, min_us, p50_us, p95_us, max_us (microseconds),
+    share (of the summed duration of all complete events), gflops and gbps (NaN where no
+    event of the group carried args.flops / args.bytes). Same numbers as
+    `dftracer-analyze summary --format csv`: p50/p95 within 0.78%, the rest exact.
+
+    df.attrs["stats"]: what was read and skipped (files, events, malformed, bad_fields,
+    truncated_members, corrupt_members, empty_files, skipped_lines, problems, ...);
+    df.attrs["totals"]: complete_events, metadata_events, other_events, groups,
+    total_us (summed duration), span_us (first start to last end).
+    """
+    import pandas as pd
+
+    if not isinstance(by, str):
+        by = ",".join(by)
+    if top is None:
+        top = 0
+    elif int(top) < 1:
+        raise ValueError(f"top must be a positive number of groups or None, not {top!r}")
+    raw = _module().summary(_path_list(paths), by, int(top), _threads(threads))
+    order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
+    df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
+    df.attrs["stats"] = dict(raw["stats"])
+    df.attrs["totals"] = dict(raw["totals"])
+    _warn_skipped(raw["stats"])
+    return df
+
+
+def merge(paths, output, threads=None):
+    """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
+    Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats"}."""
+    r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads))
+    _warn_skipped(r["stats"])
+    return r
+
+
+def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1):
+    """Iterate over every decoded event of PATHS in batches of at most `batch_size` events.
+
+    format="pandas" (default): each batch is a DataFrame; the string columns name, cat,
+        ph, phase, module, graph are pandas Categoricals (each distinct value is stored
+        once per batch; missing or empty values are NaN; use .astype(str) for plain str).
+    format="numpy": each batch is a dict of NumPy arrays; string columns are object
+        arrays of str (None where missing). No pandas needed.
+    Columns: EVENT_COLUMNS -- name, cat, ph, pid, tid (int64; 0 when not numeric),
+        ts, dur (float64 microseconds, NaN when absent), phase, module, graph,
+        flops, bytes (float64, NaN when absent), args (the event's args object as
+        raw JSON text, "" when it has none; left out with raw_args=False, which
+        also makes reading faster).
+    ph: keep only events with this "ph" ("X" for complete events, "M" for metadata).
+    threads: reader threads. With 1 (default) batches follow file order (except
+        lines at the seams of parallel gzip pieces, which come at the end); with
+        more, batches of different file pieces interleave.
+
+    Reading runs on a background thread, at most two batches ahead of the
+    consumer, so memory is bounded by the batch size and not by the trace.
+    Returns an EventBatches (an iterator and context manager); its .stats holds
+    the counts of what was read and skipped once iteration is over.
+    """
+    if format not in ("pandas", "numpy"):
+        raise ValueError(f"format must be 'pandas' or 'numpy', not {format!r}")
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
+    stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads) if threads else 1,
+                                   bool(raw_args), ph or "")
+    return EventBatches(stream, format)
+
+
+class EventBatches:
+    """Iterator over batches of events (see events()). Close it, or use it in a `with`
+    block, to stop reading early; iterating to the end closes it by itself."""
+
+    def __init__(self, stream, format):
+        self._stream = stream
+        self._format = format
+        if format == "pandas":
+            import pandas as pd
+
+            self._pd = pd
+        self._stats = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._stream is None:
+            raise StopIteration
+        raw = self._stream.next_batch()
+        if raw is None:
+            self._stats = dict(self._stream.stats)
+            self._stream = None
+            _warn_skipped(self._stats, stacklevel=3)
+            raise StopIteration
+        return self._frame(raw) if self._format == "pandas" else self._arrays(raw)
+
+    @property
+    def stats(self):
+        """Counts of files, events read and input skipped (malformed, bad_fields, skipped_lines,
+        truncated_members, ..., problems); None until the iteration has ended."""
+        return self._stats
+
+    def close(self):
+        """Stop reading; the background thread skims the rest of the input without decoding it."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _frame(self, raw):
+        pd = self._pd
+        cols = {}
+        for c in EVENT_COLUMNS:
+            if c not in raw:
+                continue
+            v = raw[c]
+            if c in _STRING_COLUMNS:
+                codes, values = v
+                v = pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype=object), validate=False)
+            cols[c] = v
+        return pd.DataFrame(cols, copy=False)
+
+    @staticmethod
+    def _arrays(raw):
+        import numpy as np
+
+        out = {}
+        for c in EVENT_COLUMNS:
+            if c not in raw:
+                continue
+            v = raw[c]
+            if c in _STRING_COLUMNS:
+                codes, values = v
+                table = np.empty(len(values) + 1, dtype=object)
+                table[:-1] = values
+                table[-1] = None  # code -1
+                v = table[codes]
+            elif c == "args":
+                a = np.empty(len(v), dtype=object)
+                a[:] = v
+                v = a
+            out[c] = v
+        return out
