@@ -68,6 +68,13 @@ DFT_TORCH_API bool enable_from_env();
 using GraphDepthProbe = int (*)();
 DFT_TORCH_API void set_graph_depth_probe(GraphDepthProbe probe);
 
+// Pauses recording on the calling thread until the matching resume (calls
+// nest). The Python switch pauses while torch.compile compiles, so the ops
+// Dynamo and AOT autograd run on fake tensors to trace a graph are not
+// mistaken for the program's own. resume without suspend does nothing.
+DFT_TORCH_API void suspend_this_thread();
+DFT_TORCH_API void resume_this_thread();
+
 }  // namespace torch
 }  // namespace dftracer
 

@@ -17,7 +17,8 @@
 //
 // No double counting with the capture backend: while a frame of the
 // compiled-function scopes is open on the thread, or the capture backend's
-// probe reports an open instrumented graph, ops are skipped.
+// probe reports an open instrumented graph, ops are skipped (as they are
+// while the thread is suspended, e.g. compiling).
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 
@@ -61,6 +62,7 @@ struct Frame {
 struct ThreadState {
   int depth;           // frames pushed, including those beyond kMaxDepth
   int compiled_depth;  // open kCompiled frames
+  int suspended;       // suspend_this_thread() calls not yet resumed
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
@@ -155,7 +157,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!dft_enabled()) return nullptr;
 
   f.info = t.names.lookup(fn.name());
-  const bool in_graph = t.compiled_depth > 0;
+  const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
   if (f.info.flags & kCompiledScope) {
     f.kind = kCompiled;
     ++t.compiled_depth;
@@ -296,6 +298,12 @@ bool enable_from_env() {
 }
 
 void set_graph_depth_probe(GraphDepthProbe probe) { g_probe.store(probe, std::memory_order_relaxed); }
+
+void suspend_this_thread() { ++tl_state.suspended; }
+
+void resume_this_thread() {
+  if (tl_state.suspended > 0) --tl_state.suspended;
+}
 
 }  // namespace torch
 }  // namespace dftracer

@@ -58,6 +58,16 @@ PyObject* py_set_graph_depth_probe(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* py_suspend(PyObject*, PyObject*) {
+  dftracer::torch::suspend_this_thread();
+  Py_RETURN_NONE;
+}
+
+PyObject* py_resume(PyObject*, PyObject*) {
+  dftracer::torch::resume_this_thread();
+  Py_RETURN_NONE;
+}
+
 PyMethodDef g_methods[] = {
     {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_enable)),
      METH_VARARGS | METH_KEYWORDS,
@@ -69,6 +79,9 @@ PyMethodDef g_methods[] = {
      "Apply DFTRACER_TRACE_EAGER (1/true/yes/on, shapes, 0/false/no/off); returns enabled()."},
     {"set_graph_depth_probe", py_set_graph_depth_probe, METH_O,
      "Install the capture backend's open-graph probe (a capsule) or None."},
+    {"suspend_this_thread", py_suspend, METH_NOARGS,
+     "Pause recording on this thread until resume_this_thread (calls nest)."},
+    {"resume_this_thread", py_resume, METH_NOARGS, "Undo one suspend_this_thread."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "_eager",

@@ -56,6 +56,10 @@ def _load():
             ) from e
         _install_graph_probe(_eager)
         _ext = _eager
+        if "torch._dynamo" in sys.modules:
+            _pause_while_compiling()
+        else:  # importing torch._dynamo costs seconds: wait for the program to
+            _after_import("torch._dynamo", _pause_while_compiling)
         return _ext
 
 
@@ -70,6 +74,25 @@ def _install_graph_probe(ext) -> None:
     probe = getattr(_core, "dynamo_depth_fn", None)
     if probe is not None:
         ext.set_graph_depth_probe(probe)
+
+
+_compile_hooks_installed = False
+
+
+def _pause_while_compiling() -> None:
+    """Pauses recording on the compiling thread while torch.compile compiles
+    (Dynamo's compile callbacks, also for the lazy backward compile): the ops
+    it runs on fake tensors to trace graphs are not the program's."""
+    global _compile_hooks_installed
+    with _lock:
+        if _compile_hooks_installed:
+            return
+        from torch._dynamo.callback import callback_handler
+
+        ext = _ext
+        callback_handler.register_start_callback(lambda _args: ext.suspend_this_thread())
+        callback_handler.register_end_callback(lambda _args: ext.resume_this_thread())
+        _compile_hooks_installed = True
 
 
 class trace_eager:
@@ -131,14 +154,18 @@ def _apply_env_now() -> None:
         _warn(f"{TRACE_EAGER_ENV} ignored: {e}")
 
 
-class _AfterTorchImport:
-    """A one-shot meta path finder: applies DFTRACER_TRACE_EAGER right after
-    torch's own module has finished executing (so a program that imports
-    dftracer before torch still gets eager tracing, and dftracer itself
-    never imports torch)."""
+class _AfterImport:
+    """A one-shot meta path finder: runs `then()` right after module `name`
+    has finished executing. Lets DFTRACER_TRACE_EAGER apply to a program that
+    imports dftracer before torch (dftracer itself never imports torch), and
+    the compile pause wait for torch._dynamo instead of importing it."""
+
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != self.name:
             return None
         try:
             sys.meta_path.remove(self)
@@ -151,6 +178,7 @@ class _AfterTorchImport:
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         original = loader.exec_module
+        then = self.then
 
         def exec_module(module):
             original(module)
@@ -158,10 +186,18 @@ class _AfterTorchImport:
                 del loader.exec_module  # back to the class's method
             except AttributeError:
                 pass
-            _apply_env_now()
+            try:
+                then()
+            except Exception as e:  # tracing never breaks the traced program
+                _warn(f"eager tracing setup after importing {name} failed: {e}")
 
         loader.exec_module = exec_module
         return spec
+
+
+def _after_import(name, then) -> None:
+    if not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def _apply_env_at_import() -> None:
@@ -170,8 +206,8 @@ def _apply_env_at_import() -> None:
         return
     if "torch" in sys.modules:
         _apply_env_now()
-    elif not any(isinstance(f, _AfterTorchImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterTorchImport())
+    else:
+        _after_import("torch", _apply_env_now)
 
 
 _apply_env_at_import()

@@ -1,0 +1,162 @@
+"""Per-op cost of eager ATen op tracing: untraced vs our LibTorch observer
+vs torch.profiler, side by side in one run, on the same eager model.
+
+    python bench/torch/bench_eager.py [--iters 200] [--repeats 5] [--width 64] [--layers 8]
+
+The model is a stack of small Linear/LayerNorm/GELU blocks trained step by
+step (forward, loss, backward) -- many cheap ops, so per-op overhead shows.
+Each configuration runs `--repeats` times, interleaved with the others so
+machine load hits them alike; the best (least disturbed) repeat counts.
+Per-op cost = (time per step traced - untraced) / ops per step, where ops
+per step is the number of RecordFunction events one step makes (counted
+from our trace: ATen ops, autograd nodes, engine steps -- the same events
+torch.profiler records).
+
+Configurations:
+  untraced            no observer
+  dftracer            trace_eager(): events into the core's buffers -> .pfw.gz
+  dftracer+shapes     trace_eager(shapes=True)
+  torch.profiler      profile(activities=[CPU]) (loop only; its stop/postprocess
+                      time is printed separately)
+  torch.profiler+shapes  the same with record_shapes=True
+"""
+import argparse
+import gc
+import glob
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+
+from dftracer.python import dftracer
+from dftracer.python.eager import trace_eager
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return x + nn.functional.gelu(self.norm(self.fc(x)))
+
+
+def make_model(width, layers):
+    torch.manual_seed(0)
+    return nn.Sequential(*[Block(width) for _ in range(layers)], nn.Linear(width, 4))
+
+
+def step(model, x, y):
+    model.zero_grad(set_to_none=True)
+    nn.functional.cross_entropy(model(x), y).backward()
+
+
+def time_steps(model, x, y, iters):
+    t0 = time.perf_counter_ns()
+    for _ in range(iters):
+        step(model, x, y)
+    return (time.perf_counter_ns() - t0) / iters
+
+
+def run_untraced(model, x, y, iters):
+    return time_steps(model, x, y, iters), 0.0
+
+
+def run_ours(model, x, y, iters, shapes, trace_dir, tag):
+    log = dftracer.initialize_log(os.path.join(trace_dir, tag), None, -1)
+    with trace_eager(shapes=shapes):
+        t = time_steps(model, x, y, iters)
+    t0 = time.perf_counter_ns()
+    log.finalize()
+    return t, (time.perf_counter_ns() - t0) / 1e6
+
+
+def run_profiler(model, x, y, iters, shapes):
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=shapes)
+    prof.__enter__()
+    t = time_steps(model, x, y, iters)
+    t0 = time.perf_counter_ns()
+    prof.__exit__(None, None, None)
+    prof.events()  # what a user does next: the post-processing torch.profiler defers
+    return t, (time.perf_counter_ns() - t0) / 1e6
+
+
+def events_per_step(trace_dir, iters):
+    """RecordFunction events one step makes, counted from our own trace."""
+    path = sorted(glob.glob(os.path.join(trace_dir, "count-*.pfw*")))[-1]
+    opener = gzip.open if path.endswith(".gz") else open
+    n = 0
+    with opener(path, "rt") as f:
+        for line in f:
+            line = line.strip().rstrip(",")
+            if line.startswith("{"):
+                e = json.loads(line)
+                if e.get("ph") == "X" and e.get("cat") in ("aten", "autograd", "torch"):
+                    n += 1
+    return n / iters
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--iters", type=int, default=200)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--batch", type=int, default=8)
+    a = p.parse_args()
+    if min(a.iters, a.repeats, a.width, a.layers, a.batch) < 1:
+        p.error("all sizes must be >= 1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+
+    model = make_model(a.width, a.layers)
+    x, y = torch.randn(a.batch, a.width), torch.randint(0, 4, (a.batch,))
+    for _ in range(20):
+        step(model, x, y)  # warm up allocator and lazy init
+
+    trace_dir = tempfile.mkdtemp(prefix="bench_eager_")
+    run_ours(model, x, y, 20, False, trace_dir, "count")
+    ops = events_per_step(trace_dir, 20)
+
+    configs = {
+        "untraced": lambda: run_untraced(model, x, y, a.iters),
+        "dftracer": lambda: run_ours(model, x, y, a.iters, False, trace_dir, "ours"),
+        "dftracer+shapes": lambda: run_ours(model, x, y, a.iters, True, trace_dir, "shapes"),
+        "torch.profiler": lambda: run_profiler(model, x, y, a.iters, False),
+        "torch.profiler+shapes": lambda: run_profiler(model, x, y, a.iters, True),
+    }
+    per_step = {k: [] for k in configs}
+    stop_ms = {k: [] for k in configs}
+    for _ in range(a.repeats):
+        for name, fn in configs.items():
+            gc.collect()
+            t, stop = fn()
+            per_step[name].append(t)
+            stop_ms[name].append(stop)
+
+    base = min(per_step["untraced"])
+    print(f"torch {torch.__version__}, 1 thread, model {a.layers}x(Linear {a.width} + LayerNorm + GELU), "
+          f"batch {a.batch}, train step; {ops:.0f} RecordFunction events per step; "
+          f"{a.iters} steps x {a.repeats} repeats (best)")
+    print(f"{'configuration':24s} {'us/step':>10s} {'overhead':>9s} {'ns/op':>8s} {'stop+collect ms':>16s}")
+    for name in configs:
+        t = min(per_step[name])
+        over = (t - base) / base * 100
+        per_op = (t - base) / ops
+        print(f"{name:24s} {t / 1e3:10.1f} {over:8.1f}% {per_op:8.0f} {statistics.median(stop_ms[name]):16.1f}")
+    ours = (min(per_step["dftracer"]) - base) / ops
+    theirs = (min(per_step["torch.profiler"]) - base) / ops
+    if theirs > 0:
+        print(f"dftracer per-op cost / torch.profiler per-op cost = {ours / theirs:.2f} (target <= 0.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
