@@ -291,3 +291,17 @@ def test_inference_graph_break_no_double_counting(tmp_path):
     n = names(ops)
     assert n["aten::cumsum"] == 1 and n["aten::sigmoid"] == 1
     assert "aten::addmm" not in n and "aten::relu" not in n
+
+
+def test_compilation_ops_are_not_recorded(tmp_path):
+    # The first step compiles (forward now, backward lazily at .backward());
+    # the fake-tensor ops Dynamo and AOT autograd run to trace the graphs are
+    # not the program's ops: the first step records what the second does.
+    model, x = compiled_breaky(), torch.randn(2, 4)
+    with traced(tmp_path, "first") as first, trace_eager():
+        train_step(model, x)
+    model.zero_grad(set_to_none=True)  # the same gradient accumulation (detach, not add_)
+    with traced(tmp_path, "second") as second, trace_eager():
+        train_step(model, x)
+    assert len(graph_calls(first)) == len(graph_calls(second)) == 4
+    assert names(aten_events(first)) == names(aten_events(second))
