@@ -315,3 +315,11 @@ def test_summary_of_dftracer_v2_sample():
     assert df.attrs["stats"]["problems"] == ""
     posix = sum(int(b["cat"].eq("POSIX").sum()) for b in da.events(f, ph="X", raw_args=False))
     assert posix == 6985
+
+
+def test_import_needs_neither_torch_nor_pandas():
+    code = ("import sys, dftracer.analyze as da; "
+            "assert 'torch' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules); "
+            "print(da._ext is not None)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "True"
