@@ -32,6 +32,8 @@ const char* kUsage =
     "              -o FILE        write there instead of stdout\n"
     "  merge     all inputs into one strict-JSON trace for Perfetto / chrome://tracing\n"
     "              -o FILE        output, .json or .json.gz (required)\n"
+    "              --epoch-ts     keep epoch timestamps (default: microseconds from\n"
+    "                             otherData.ts_base_us, exact for sub-us events in viewers)\n"
     "  report    one self-contained HTML page with charts\n"
     "              -o FILE        output .html (required)\n"
     "              --top N        ops in the top-ops chart (default 20)\n"
@@ -64,6 +66,7 @@ struct Args {
   bool top_set = false;
   unsigned threads = default_threads();
   bool progress = true;
+  bool epoch_ts = false;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -95,6 +98,7 @@ Args parse_args(int argc, char** argv) {
       a.threads = static_cast<unsigned>(parse_count(s, value()));
       if (a.threads == 0) usage_error("--threads must be at least 1");
     } else if (s == "--no-progress") a.progress = false;
+    else if (s == "--epoch-ts") a.epoch_ts = true;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
     else a.paths.push_back(s);
   }
@@ -153,7 +157,7 @@ int main(int argc, char** argv) {
       return finish(s.stats);
     }
     if (a.command == "merge") {
-      MergeResult r = merge_traces(files, a.out, a.threads, ro);
+      MergeResult r = merge_traces(files, a.out, a.threads, ro, a.epoch_ts);
       std::fprintf(stderr, "dftracer-analyze: wrote %llu events to %s\n",
                    static_cast<unsigned long long>(r.events_written), a.out.c_str());
       return finish(r.stats);

@@ -120,9 +120,41 @@ bool numeric_string(std::string_view s) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-');
 }
 
+// Writes `text` (a JSON number, microseconds) minus `base_us` to `out`,
+// exactly: the integer part is subtracted, the fraction digits are kept.
+bool rebase_ts(std::string_view text, int64_t base_us, std::string* out) {
+  size_t i = 0;
+  bool neg = !text.empty() && text[0] == '-';
+  if (neg) ++i;
+  size_t int_start = i;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == int_start || i - int_start > 18) return false;
+  std::string_view rest = text.substr(i);
+  if (!rest.empty() && (rest[0] != '.' || rest.find_first_of("eE") != std::string_view::npos)) return false;
+  int64_t whole = 0;
+  std::from_chars(text.data() + int_start, text.data() + i, whole);
+  if (neg) whole = -whole;
+  int64_t v = whole - base_us;
+  if (v < 0 && !rest.empty()) {
+    // Before the base (an hour before the first event: rare). A negative
+    // whole part plus a positive fraction needs a borrow; a double is
+    // precise enough at these magnitudes.
+    double frac = 0;
+    std::from_chars(rest.data() + 1, rest.data() + rest.size(), frac);
+    frac /= std::pow(10.0, static_cast<double>(rest.size() - 1));
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(v) + frac);
+    out->assign(buf, static_cast<size_t>(r.ptr - buf));
+    return true;
+  }
+  *out = std::to_string(v);
+  out->append(rest.data(), rest.size());
+  return true;
+}
+
 class MergeConsumer : public LineConsumer {
  public:
-  explicit MergeConsumer(OutputSink& out) : out_(out) {}
+  MergeConsumer(OutputSink& out, int64_t ts_base_us) : out_(out), ts_base_us_(ts_base_us) {}
 
   void begin_piece(size_t file_index) override { file_ = file_index; }
 
@@ -164,6 +196,9 @@ class MergeConsumer : public LineConsumer {
       if (numeric_field && t == ondemand::json_type::string && text.size() >= 2 &&
           numeric_string(text.substr(1, text.size() - 2)))
         text = text.substr(1, text.size() - 2);  // DFTracer v1 quotes its numbers
+      if (key == "ts" && ts_base_us_ != 0 && t != ondemand::json_type::object &&
+          t != ondemand::json_type::array && rebase_ts(text, ts_base_us_, &ts_text_))
+        text = ts_text_;
       if (key == "pid") pid = std::string(text);
       else if (key == "tid") tid = std::string(text);
       else if (key == "name" && t == ondemand::json_type::string) name = std::string(text.substr(1, text.size() - 2));
@@ -200,6 +235,8 @@ class MergeConsumer : public LineConsumer {
 
  private:
   OutputSink& out_;
+  int64_t ts_base_us_;
+  std::string ts_text_;
   simdjson::dom::parser dom_;
   ondemand::parser od_;
   std::string scratch_;
@@ -220,18 +257,49 @@ std::string meta_event(const char* what, const std::string& pid, const std::stri
 
 }  // namespace
 
+int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
+  int64_t best = -1;
+  std::vector<char> buf(1 << 20);
+  for (const std::string& f : files) {
+    gzFile g = gzopen(f.c_str(), "rb");  // reads plain files as they are, too
+    if (g == nullptr) continue;
+    int n = gzread(g, buf.data(), static_cast<unsigned>(buf.size()));
+    gzclose(g);
+    if (n <= 0) continue;
+    std::string_view text(buf.data(), static_cast<size_t>(n));
+    for (size_t p = text.find("\"ts\":"); p != std::string_view::npos; p = text.find("\"ts\":", p + 5)) {
+      size_t i = p + 5;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '"')) ++i;
+      size_t j = i;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      if (j == i || j - i > 18) continue;
+      int64_t v = 0;
+      std::from_chars(text.data() + i, text.data() + j, v);
+      if (v > 0 && (best < 0 || v < best)) best = v;
+    }
+  }
+  return best;
+}
+
 MergeResult merge_traces(const std::vector<std::string>& files, const std::string& out_path, unsigned threads,
-                         const ReadOptions& options) {
+                         const ReadOptions& options, bool epoch_ts) {
   threads = std::max(1u, threads);
+  MergeResult res;
+  if (!epoch_ts) {
+    // Whole seconds, an hour before the earliest leading event: later events
+    // stay positive, and small numbers keep sub-microsecond precision.
+    int64_t first = earliest_leading_ts_us(files);
+    if (first > int64_t{3600} * 1000000) res.ts_base_us = (first / 1000000 - 3600) * 1000000;
+  }
   OutputSink out(out_path);
-  out.raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+  out.raw("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ts_base_us\":" + std::to_string(res.ts_base_us) +
+          "},\"traceEvents\":[");
   std::vector<std::unique_ptr<MergeConsumer>> cons;
   std::vector<LineConsumer*> ptrs;
   for (unsigned t = 0; t < threads; ++t) {
-    cons.push_back(std::make_unique<MergeConsumer>(out));
+    cons.push_back(std::make_unique<MergeConsumer>(out, res.ts_base_us));
     ptrs.push_back(cons.back().get());
   }
-  MergeResult res;
   res.stats = read_traces(files, ptrs, options);
   Tracks tracks;
   for (auto& c : cons) {

@@ -95,6 +95,40 @@ TEST(Merge, DftracerSamplesMergeToStrictJson) {
   EXPECT_FALSE(r.stats.any_problem()) << r.stats.problems_line();
 }
 
+// Viewers parse ts into doubles (0.25 us apart at epoch microseconds), so the
+// merge re-bases every ts on one whole-second base, keeping the fraction
+// digits exactly; --epoch-ts keeps the input's values.
+TEST(Merge, TimestampsAreRebasedExactlyUnlessEpochIsAsked) {
+  TempDir d;
+  write_file(d.file("a.pfw"),
+             "[\n"
+             R"({"id":1,"name":"outer","cat":"c","pid":7,"tid":7,"ts":1795280406425524.831,"dur":2.573,"ph":"X"},)" "\n"
+             R"({"id":2,"name":"inner","cat":"c","pid":7,"tid":7,"ts":"1795280406425527.134","dur":0.07,"ph":"X"},)" "\n"
+             R"({"id":3,"name":"late","cat":"c","pid":7,"tid":7,"ts":1795280406425600,"dur":1,"ph":"X"})" "\n]\n");
+  EXPECT_EQ(earliest_leading_ts_us({d.file("a.pfw")}), 1795280406425524);
+  MergeResult r = merge_traces({d.file("a.pfw")}, d.file("m.json"), 1);
+  const int64_t base = (1795280406 - 3600) * int64_t{1000000};
+  EXPECT_EQ(r.ts_base_us, base);
+  std::string text = read_file(d.file("m.json"));
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_EQ(p.parse(simdjson::padded_string(text)).get(doc), simdjson::SUCCESS);
+  int64_t got_base = -1;
+  ASSERT_FALSE(doc["otherData"]["ts_base_us"].get(got_base));
+  EXPECT_EQ(got_base, base);
+  const int64_t rel = 1795280406425524 - base;  // 3600425524
+  EXPECT_NE(text.find("\"ts\":" + std::to_string(rel) + ".831"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ts\":" + std::to_string(rel + 3) + ".134"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ts\":" + std::to_string(rel + 76) + ","), std::string::npos) << text;
+  // The inner event now nests inside the outer one even in double arithmetic.
+  double outer_end = static_cast<double>(rel) + 0.831 + 2.573, inner_end = static_cast<double>(rel + 3) + 0.134 + 0.07;
+  EXPECT_LT(inner_end, outer_end);
+
+  MergeResult e = merge_traces({d.file("a.pfw")}, d.file("e.json"), 1, {}, /*epoch_ts=*/true);
+  EXPECT_EQ(e.ts_base_us, 0);
+  EXPECT_NE(read_file(d.file("e.json")).find("\"ts\":1795280406425524.831"), std::string::npos);
+}
+
 TEST(Merge, UnwritableOutputIsAnError) {
   TempDir d;
   write_file(d.file("a.pfw"), pfw_text({op_event(1, "x", 1, 1)}));

@@ -86,11 +86,8 @@ def test_real_tracer_trace_loads_and_nothing_is_lost_silently(tmp_path):
     assert len(pid) == 1 and str(pid[0]) in rep["page_text"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "merge keeps epoch-microsecond timestamps (~1.8e15): the Perfetto UI parses ts as a double "
-    "(0.25 us apart at that size), so a sub-microsecond event nested near its parent's end "
-    "lands outside it and is dropped (slice_drop_overlapping_complete_event). Fix in merge: "
-    "subtract a common base from every ts. Remove this xfail once it does."))
+# merge re-bases ts on otherData.ts_base_us, so the viewer's doubles keep
+# sub-microsecond precision and nesting survives.
 def test_sub_microsecond_nesting_survives_epoch_timestamps(tmp_path):
     # Times a real trace had: the inner call ends 0.2 us before its parent.
     evs = [{"id": 1, "name": "epoch", "cat": "train", "pid": 77, "tid": 77, "ts": 1795280406425524.831,
