@@ -25,6 +25,7 @@ from .env import (  # noqa: F401
 )
 from .logger import dftracer, finalize, get_time, initialize, trace_path  # noqa: F401
 from .region import dft_fn  # noqa: F401
+from .eager import eager_enabled, trace_eager  # noqa: F401  (no torch import)
 from .tags import TagDType, TagType, TagValue  # noqa: F401
 
 try:
@@ -78,5 +79,5 @@ sys.modules[__name__].__class__ = _Package
 __all__ = [
     "dftracer", "dft_fn", "initialize", "finalize", "get_time", "trace_path",
     "TagValue", "TagType", "TagDType", "DFTRACER_ENABLE", "DFTRACER_INIT_PRELOAD",
-    "DFTRACER_LOG_LEVEL",
+    "DFTRACER_LOG_LEVEL", "trace_eager", "eager_enabled",
 ]
