@@ -17,7 +17,7 @@ APT_PACKAGES=(
 PIP_PACKAGES=(
   "torch==2.13.0"
   "scikit-build-core>=0.10" "nanobind>=2.0" "pybind11>=2.12"
-  "numpy" "pandas" "pytest" "transformers"
+  "numpy" "pandas" "pytest" "transformers" "viztracer"
 )
 
 SUDO=""
