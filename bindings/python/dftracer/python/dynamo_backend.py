@@ -32,7 +32,6 @@ With tracing off at compile time the backend is exactly ``aot_eager``.
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import os
 import threading
