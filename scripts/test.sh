@@ -19,7 +19,8 @@ step "setup"
 scripts/setup.sh
 
 step "build (RelWithDebInfo)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$(command -v "$PY")"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$(command -v "$PY")" \
+  -DDFTRACER_BUILD_TESTS=ON -DDFTRACER_BUILD_ANALYZER=ON -DDFTRACER_BUILD_BENCH=ON -DDFTRACER_BUILD_EXAMPLES=ON
 cmake --build build -j "$JOBS"
 
 step "ctest"
