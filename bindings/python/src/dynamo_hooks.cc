@@ -158,6 +158,11 @@ struct ThreadState {
 
 thread_local ThreadState tl;
 
+// For the LibTorch observer (dftracer._eager): ops run while a graph call is
+// open on this thread are recorded here already, so the observer skips them.
+// Exported as a capsule holding this function's address.
+int dynamo_depth_probe() { return tl.depth; }
+
 inline GraphTable* table_at(long slot) {
   if (slot < 0 || static_cast<size_t>(slot) >= kMaxGraphs) return nullptr;
   return g_tables[slot].load(std::memory_order_acquire);
@@ -430,6 +435,8 @@ void register_dynamo(nb::module_& m) {
       nb::arg("key"), nb::arg("value"), "Records a metadata event.");
   m.def(
       "dynamo_enabled", [] { return dft_enabled() != 0; }, "True while tracing is on.");
+  m.attr("dynamo_depth_fn") =
+      nb::capsule(reinterpret_cast<void*>(&dynamo_depth_probe), "dftracer.dynamo_depth_fn");
   m.def(
       "dynamo_depth", [] { return tl.depth; },
       "Open graph calls on this thread (for tests: 0 between calls).");
