@@ -26,7 +26,7 @@
 // The three per-node/per-call entry points (dynamo_begin / dynamo_mark /
 // dynamo_end) are plain METH_FASTCALL CPython functions rather than nanobind
 // bindings: the cheapest call there is, ~8 ns less than nanobind's dispatch
-// for a call with int arguments (docs/performance-python.md), which matters
+// for a call with int arguments (docs/performance.md), which matters
 // when the whole per-node budget is ~100 ns.
 //
 // Per-thread state: a small stack of open graph calls (a graph can only be
