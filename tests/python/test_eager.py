@@ -281,7 +281,10 @@ def test_inference_graph_break_no_double_counting(tmp_path):
                     "(dynamo_depth_fn); inference graphs cannot be told apart without it")
     model, x = compiled_breaky(), torch.randn(2, 4)
     with torch.no_grad():
-        model(x)  # compile
+        # Compile while tracing is on: graphs compiled with tracing off stay
+        # plain aot_eager (no hooks), as the capture backend documents.
+        with traced(tmp_path, "warm"):
+            model(x)
         with traced(tmp_path) as events, trace_eager():
             model(x)
     calls = graph_calls(events, "inference")
@@ -297,6 +300,8 @@ def test_compilation_ops_are_not_recorded(tmp_path):
     # The first step compiles (forward now, backward lazily at .backward());
     # the fake-tensor ops Dynamo and AOT autograd run to trace the graphs are
     # not the program's ops: the first step records what the second does.
+    with trace_eager():  # pause hooks installed first: compiled_breaky() resets Dynamo,
+        pass             # which clears compile callbacks; ours must survive that
     model, x = compiled_breaky(), torch.randn(2, 4)
     with traced(tmp_path, "first") as first, trace_eager():
         train_step(model, x)

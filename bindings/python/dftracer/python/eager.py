@@ -90,8 +90,30 @@ def _pause_while_compiling() -> None:
         from torch._dynamo.callback import callback_handler
 
         ext = _ext
-        callback_handler.register_start_callback(lambda _args: ext.suspend_this_thread())
-        callback_handler.register_end_callback(lambda _args: ext.resume_this_thread())
+
+        def on_start(_args):
+            ext.suspend_this_thread()
+
+        def on_end(_args):
+            ext.resume_this_thread()
+
+        def register():
+            if on_start not in callback_handler.start_callbacks:
+                callback_handler.register_start_callback(on_start)
+            if on_end not in callback_handler.end_callbacks:
+                callback_handler.register_end_callback(on_end)
+
+        # torch._dynamo.reset() clears every compile callback (tests and
+        # notebooks call it often); put ours back after each clear, on this
+        # handler object only.
+        original_clear = callback_handler.clear
+
+        def clear_and_keep_ours():
+            original_clear()
+            register()
+
+        callback_handler.clear = clear_and_keep_ours
+        register()
         _compile_hooks_installed = True
 
 
