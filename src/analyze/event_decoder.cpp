@@ -1,5 +1,7 @@
 #include "event_decoder.hpp"
 
+#include "event_fast_path.hpp"
+
 #include <charconv>
 #include <cstring>
 
@@ -123,6 +125,16 @@ std::string_view strip_trace_line(std::string_view line) {
 }
 
 DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity, Event& ev) {
+  if (line.empty() || line.front() != '{') {
+    ev = Event{};
+    return DecodeStatus::Malformed;
+  }
+  DecodeStatus st;
+  if (fast_decode_line(line, ev, st)) return st;
+  return decode_with_simdjson(line, padded_capacity, ev);
+}
+
+DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t padded_capacity, Event& ev) {
   ev = Event{};
   if (line.empty() || line.front() != '{') return DecodeStatus::Malformed;
   ondemand::document doc;

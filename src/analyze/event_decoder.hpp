@@ -24,7 +24,11 @@ class EventDecoder {
  public:
   // `line` must be followed by kLinePadding readable bytes (their content does
   // not matter); `padded_capacity` is line.size() plus those bytes at least.
+  // Tries the hand-written fast path (event_fast_path.hpp) first and falls
+  // back to simdjson for every line it does not take.
   DecodeStatus decode(std::string_view line, size_t padded_capacity, Event& out);
+  // simdjson On-Demand only: the reference the fast path must agree with.
+  DecodeStatus decode_with_simdjson(std::string_view line, size_t padded_capacity, Event& out);
 
  private:
   simdjson::ondemand::parser parser_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "event_fast_path.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
 
@@ -34,6 +35,21 @@ void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
   std::fclose(f);
 }
 
+// Every field of a decoded event, for comparing the two decoders.
+std::string describe(const Event& e, DecodeStatus st) {
+  char nums[256];
+  std::snprintf(nums, sizeof nums, "st=%d pid=%lld tid=%lld ts=%a/%d dur=%a/%d flops=%a/%d bytes=%a/%d",
+                static_cast<int>(st), static_cast<long long>(e.pid), static_cast<long long>(e.tid), e.ts, e.has_ts,
+                e.dur, e.has_dur, e.flops, e.has_flops, e.bytes, e.has_bytes);
+  std::string out = nums;
+  for (std::string_view f : {e.name, e.cat, e.ph, e.pid_text, e.tid_text, e.module, e.phase, e.graph, e.meta_name}) {
+    out += " [";
+    out.append(f.data(), f.size());
+    out += "]";
+  }
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -47,8 +63,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view s = strip_trace_line(line);
     std::string padded(s);
     padded.resize(s.size() + kLinePadding);
+    std::string_view view(padded.data(), s.size());
     Event ev;
-    dec.decode(std::string_view(padded.data(), s.size()), padded.size(), ev);
+    dec.decode(view, padded.size(), ev);
+    // The fast path must agree with simdjson on every line it accepts.
+    if (!s.empty() && s.front() == '{') {
+      Event fast;
+      DecodeStatus fast_status;
+      if (fast_decode_line(view, fast, fast_status)) {
+        std::string fast_fields = describe(fast, fast_status);
+        Event ref;
+        DecodeStatus ref_status = dec.decode_with_simdjson(view, padded.size(), ref);
+        if (fast_fields != describe(ref, ref_status)) {
+          std::fprintf(stderr, "fast path disagrees with simdjson:\n  fast: %s\n  ref:  %s\n", fast_fields.c_str(),
+                       describe(ref, ref_status).c_str());
+          std::abort();
+        }
+      }
+    }
     return 0;
   }
   std::string path = temp_base() + (mode == 1 ? ".pfw" : ".pfw.gz");
