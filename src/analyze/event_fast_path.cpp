@@ -31,24 +31,27 @@ inline bool exact_decimal(std::string_view tok, double& out) {
   const char* e = p + tok.size();
   bool neg = *p == '-';
   p += neg;
-  const char* dot = static_cast<const char*>(std::memchr(p, '.', static_cast<size_t>(e - p)));
-  if (dot) {
-    while (e[-1] == '0') --e;  // the grammar guarantees a digit before the dot
-    if (e - 1 == dot) {
-      e = dot;
-      dot = nullptr;
+  uint64_t m = 0;
+  size_t digits = 0, frac = 0;
+  bool in_frac = false;
+  for (; p < e; ++p) {
+    char c = *p;
+    if (is_digit(c)) {
+      m = m * 10 + static_cast<uint64_t>(c - '0');
+      ++digits;
+      frac += in_frac;
+    } else if (c == '.') {
+      in_frac = true;
+    } else {
+      return false;  // an exponent: from_chars' job
     }
   }
-  size_t digits = static_cast<size_t>(e - p) - (dot ? 1 : 0);
-  if (digits > 19) return false;
-  uint64_t m = 0;
-  for (const char* q = p; q < e; ++q) {
-    if (is_digit(*q)) m = m * 10 + static_cast<uint64_t>(*q - '0');
-    else if (*q != '.') return false;  // an exponent: from_chars' job
+  if (digits > 19) return false;  // m may have wrapped
+  while (frac && m % 10 == 0) {  // "1693.000" is 1693
+    m /= 10;
+    --frac;
   }
-  if (m > (uint64_t{1} << 53)) return false;
-  size_t frac = dot ? static_cast<size_t>(e - dot - 1) : 0;
-  if (frac > 22) return false;
+  if (m > (uint64_t{1} << 53) || frac > 22) return false;
   double v = static_cast<double>(m) / kPow10[frac];
   out = neg ? -v : v;
   return true;
@@ -301,10 +304,18 @@ class Scanner {
   const char* e_;
 };
 
-// Compares a key with a literal of the length already switched on (inlined memcmp).
+// Compares a key with a literal of the length already switched on, as one
+// 8-byte load: the key lies inside the line, which padding follows, so reading
+// up to 8 bytes from its start is safe; the bytes past the key are masked off.
 template <size_t N>
 inline bool is(std::string_view k, const char (&lit)[N]) {
-  return std::memcmp(k.data(), lit, N - 1) == 0;
+  static_assert(N - 1 <= 8, "keys up to 8 bytes");
+  uint64_t want = 0;
+  for (size_t i = 0; i < N - 1; ++i) want |= static_cast<uint64_t>(static_cast<unsigned char>(lit[i])) << (8 * i);
+  uint64_t got;
+  std::memcpy(&got, k.data(), 8);
+  constexpr uint64_t mask = N - 1 == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * (N - 1))) - 1;
+  return (got & mask) == want;
 }
 
 bool decode_args(Scanner& s, Event& ev) {

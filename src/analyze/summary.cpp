@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -12,6 +13,35 @@ namespace dftracer::analyze {
 namespace {
 constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decoded name we group by
 constexpr std::string_view kNone = "(none)";
+
+std::string_view key_value(GroupKey k, const Event& e) {
+  switch (k) {
+    case GroupKey::Name: return e.name;
+    case GroupKey::Cat: return e.cat;
+    case GroupKey::Module: return e.module;
+    case GroupKey::Phase: return e.phase;
+    case GroupKey::Graph: return e.graph;
+    case GroupKey::Pid: return e.pid_text;
+    case GroupKey::Tid: return e.tid_text;
+  }
+  return {};
+}
+
+// A quick 8-bytes-at-a-time mix for the group cache (not for the map itself).
+inline uint64_t hash_key(std::string_view s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  uint64_t w = 0;
+  std::memcpy(&w, s.data() + i, s.size() - i);
+  h = (h ^ w) * 0x94d049bb133111ebull;
+  return h ^ (h >> 29);
+}
 }  // namespace
 
 std::vector<GroupKey> parse_group_keys(const std::string& spec) {
@@ -95,25 +125,31 @@ DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
     first_ts_ = std::min(first_ts_, ev_.ts);
     last_end_ = std::max(last_end_, ev_.ts + ev_.dur);
   }
+  if (keys_.size() == 1) {  // the common case: no composite key to build
+    std::string_view v = key_value(keys_[0], ev_);
+    group_for(v.empty() ? kNone : v).add(ev_);
+    return st;
+  }
   key_.clear();
   for (size_t i = 0; i < keys_.size(); ++i) {
     if (i) key_ += kKeySep;
-    std::string_view v;
-    switch (keys_[i]) {
-      case GroupKey::Name: v = ev_.name; break;
-      case GroupKey::Cat: v = ev_.cat; break;
-      case GroupKey::Module: v = ev_.module; break;
-      case GroupKey::Phase: v = ev_.phase; break;
-      case GroupKey::Graph: v = ev_.graph; break;
-      case GroupKey::Pid: v = ev_.pid_text; break;
-      case GroupKey::Tid: v = ev_.tid_text; break;
-    }
+    std::string_view v = key_value(keys_[i], ev_);
     key_.append(v.empty() ? kNone : v);
   }
-  auto it = groups_.find(key_);
-  if (it == groups_.end()) it = groups_.emplace(key_, GroupStats{}).first;
-  it->second.add(ev_);
+  group_for(key_).add(ev_);
   return st;
+}
+
+GroupStats& SummaryAggregator::group_for(std::string_view key) {
+  uint64_t h = hash_key(key);
+  CacheSlot& slot = cache_[h & (cache_.size() - 1)];
+  if (slot.group && slot.hash == h && slot.key == key) return *slot.group;
+  auto it = groups_.find(std::string(key));
+  if (it == groups_.end()) it = groups_.emplace(std::string(key), GroupStats{}).first;
+  slot.hash = h;
+  slot.key.assign(key.data(), key.size());
+  slot.group = &it->second;
+  return it->second;
 }
 
 void SummaryAggregator::merge(SummaryAggregator& o) {
@@ -123,6 +159,7 @@ void SummaryAggregator::merge(SummaryAggregator& o) {
     else it->second.merge(g);
   }
   o.groups_.clear();
+  for (auto& slot : o.cache_) slot.group = nullptr;
   complete_ += o.complete_;
   metadata_ += o.metadata_;
   other_ += o.other_;

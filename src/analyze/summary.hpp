@@ -55,8 +55,20 @@ class SummaryAggregator : public LineConsumer {
   EventDecoder decoder_;
   Event ev_;
   std::vector<GroupKey> keys_;
+  GroupStats& group_for(std::string_view key);
+
   std::unordered_map<std::string, GroupStats> groups_;
   std::string key_;
+  // A direct-mapped cache in front of groups_ (whose nodes never move): most
+  // lines find their group with one cheap hash and one compare, without
+  // std::hash over the key and the map's bucket walk. Fixed size, so memory
+  // stays bounded by the groups.
+  struct CacheSlot {
+    uint64_t hash = 0;
+    std::string key;
+    GroupStats* group = nullptr;
+  };
+  std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(1024);
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
   double first_ts_ = std::numeric_limits<double>::infinity();
   double last_end_ = -std::numeric_limits<double>::infinity();
