@@ -52,6 +52,14 @@ DFT_TORCH_API bool enabled();
 // True when enabled with shapes.
 DFT_TORCH_API bool shapes_enabled();
 
+// For benchmarks only: registers the same RecordFunction callback as
+// enable() (same scopes, no inputs) with bodies that do nothing, and records
+// nothing. What a program pays with it on is torch's RecordFunction
+// machinery alone -- the floor under any RecordFunction observer, ours or
+// torch.profiler's. Replaces enable(); disable() removes it; enabled() is
+// false while it is on.
+DFT_TORCH_API void enable_noop_for_benchmark();
+
 // Reads DFTRACER_TRACE_EAGER and enables accordingly: "1"/"true"/"yes"/"on"
 // record ops, "shapes" records ops with input shapes, unset/""/"0"/"false"/
 // "no"/"off" does nothing. Any other value warns once (one line naming the

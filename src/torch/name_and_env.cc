@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "observer_internal.h"
 #include "op_name_cache.h"
@@ -18,20 +19,20 @@ bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c 
 
 }  // namespace
 
-uint8_t classify_name(const char* name) {
+uint8_t classify_name(const char* name, size_t n) {
+  const std::string_view s(name, n);
   uint8_t flags = 0;
   // "ns::op" or "ns::op.overload": one namespace, identifier characters only.
-  const char* sep = std::strstr(name, "::");
-  if (sep != nullptr && sep != name && sep[2] != '\0') {
+  const size_t sep = s.find("::");
+  if (sep != std::string_view::npos && sep != 0 && sep + 2 < n) {
     bool ok = true;
-    for (const char* p = name; p < sep && ok; ++p) ok = is_ident(*p);
-    for (const char* p = sep + 2; *p != '\0' && ok; ++p) ok = is_ident(*p) || *p == '.';
+    for (size_t i = 0; i < sep && ok; ++i) ok = is_ident(s[i]);
+    for (size_t i = sep + 2; i < n && ok; ++i) ok = is_ident(s[i]) || s[i] == '.';
     if (ok) flags |= kOperator;
   }
   // The autograd.Function that AOT autograd runs compiled graphs in; its
   // backward node. Ops under these belong to the compiled graph.
-  if (std::strcmp(name, "CompiledFunction") == 0 || std::strcmp(name, "CompiledFunctionBackward") == 0)
-    flags |= kCompiledScope;
+  if (s == "CompiledFunction" || s == "CompiledFunctionBackward") flags |= kCompiledScope;
   return flags;
 }
 

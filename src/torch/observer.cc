@@ -19,6 +19,7 @@
 // compiled-function scopes is open on the thread, or the capture backend's
 // probe reports an open instrumented graph, ops are skipped (as they are
 // while the thread is suspended, e.g. compiling).
+#include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 
@@ -28,6 +29,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <string>
+#include <variant>
 
 #include "dftracer/dftracer.h"
 #include "dftracer/torch.h"
@@ -58,19 +62,53 @@ struct Frame {
   uint16_t shapes_len;
 };
 
-// Plain data (no constructor): thread_local access needs no init guard.
 struct ThreadState {
   int depth;           // frames pushed, including those beyond kMaxDepth
   int compiled_depth;  // open kCompiled frames
   int suspended;       // suspend_this_thread() calls not yet resumed
+  char* shapes;        // kMaxDepth shapes strings, allocated on first use
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
 
-thread_local ThreadState tl_state;
-// Shapes strings, one per frame; allocated on a thread's first op with
-// shapes on (so threads that never record shapes pay nothing).
-thread_local std::unique_ptr<char[]> tl_shapes;
+// The thread's state lives on the heap; thread-local storage holds only a
+// pointer to it. Why: the state is ~30 KB, and a dlopen'ed library's TLS
+// that large never fits the static TLS surplus, so every access went
+// through __tls_get_addr. One pointer (plain data, no init guard) fits, so
+// with TLS descriptors (-mtls-dialect=gnu2, see CMakeLists.txt) the loader
+// places it in static TLS when it can and each access is a single load --
+// and when it cannot, it falls back to dynamic TLS instead of failing to
+// load (which initial-exec TLS would do).
+thread_local ThreadState* tl_state = nullptr;
+thread_local bool tl_state_gone = false;  // set once the thread's state was freed at exit
+
+// Frees the state at thread exit. A separate thread_local with a
+// destructor, touched only when the state is created, so the hot path
+// never pays its guard.
+struct StateReaper {
+  ThreadState* state = nullptr;
+  ~StateReaper() {
+    tl_state = nullptr;
+    tl_state_gone = true;  // an op ending during teardown is ignored, not re-allocated
+    if (state != nullptr) delete[] state->shapes;
+    delete state;
+  }
+};
+
+__attribute__((noinline)) ThreadState* create_state() {
+  if (tl_state_gone) return nullptr;
+  static thread_local StateReaper reaper;
+  auto* st = new (std::nothrow) ThreadState();  // value-initialised: zeroed
+  if (st == nullptr) return nullptr;
+  reaper.state = st;
+  tl_state = st;
+  return st;
+}
+
+inline ThreadState* state() {
+  ThreadState* st = tl_state;
+  return __builtin_expect(st != nullptr, 1) ? st : create_state();
+}
 
 std::atomic<bool> g_shapes{false};
 std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
@@ -145,10 +183,47 @@ uint16_t format_shapes(const at::RecordFunction& fn, char* out) {
   return static_cast<uint16_t>(w.len);
 }
 
+// ------------------------------------------------------------ op names
+
+// RecordFunction::name() is an out-of-line call that hides whether the name
+// belongs to an operator schema (stable storage) or to the RecordFunction
+// (a std::string reused for other names). Its private `fn_` variant says
+// both and gives the length for free, so the name cache can skip strcmp
+// (op_name_cache.h). Private members may be named in an explicit
+// instantiation ([temp.spec.general]); this reads the member and nothing
+// else. Enabled for the torch versions whose layout was checked (2.x up to
+// the one tested); any other falls back to name() + strcmp.
+#if defined(__has_include)
+#if __has_include(<torch/headeronly/version.h>)
+#include <torch/headeronly/version.h>
+#endif
+#endif
+#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR <= 13
+#define DFTRACER_RF_NAME_VARIANT 1
+using RfFnMember = std::variant<std::string, at::RecordFunction::schema_ref_t> at::RecordFunction::*;
+RfFnMember rf_fn_member();
+template <RfFnMember M>
+struct RfFnAccess {
+  friend RfFnMember rf_fn_member() { return M; }
+};
+template struct RfFnAccess<&at::RecordFunction::fn_>;
+
+inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) {
+  const auto& v = fn.*rf_fn_member();
+  if (const auto* schema = std::get_if<at::RecordFunction::schema_ref_t>(&v))
+    return names.lookup(schema->get().name(), /*stable=*/true);
+  return names.lookup(*std::get_if<std::string>(&v), /*stable=*/false);
+}
+#else
+inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) { return names.lookup(fn.name()); }
+#endif
+
 // ------------------------------------------------------------ callbacks
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  ThreadState& t = tl_state;
+  ThreadState* const st = state();
+  if (st == nullptr) return nullptr;
+  ThreadState& t = *st;
   const int d = t.depth++;
   if (d >= kMaxDepth) return nullptr;
   Frame& f = t.frames[d];
@@ -156,7 +231,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   f.kind = kIgnored;
   if (!dft_enabled()) return nullptr;
 
-  f.info = t.names.lookup(fn.name());
+  f.info = lookup_name(t.names, fn);
   const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
   if (f.info.flags & kCompiledScope) {
     f.kind = kCompiled;
@@ -171,8 +246,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   f.seq_nr = fn.seqNr();
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) {
-    if (!tl_shapes) tl_shapes.reset(new char[static_cast<size_t>(kMaxDepth) * kShapesCap]);
-    f.shapes_len = format_shapes(fn, tl_shapes.get() + static_cast<size_t>(d) * kShapesCap);
+    if (t.shapes == nullptr) t.shapes = new (std::nothrow) char[static_cast<size_t>(kMaxDepth) * kShapesCap];
+    if (t.shapes != nullptr) f.shapes_len = format_shapes(fn, t.shapes + static_cast<size_t>(d) * kShapesCap);
   }
   f.start = dft_ticks();
   return nullptr;
@@ -193,7 +268,7 @@ void finish(ThreadState& t, int index, uint64_t end) {
   if (f.shapes_len > 0) {
     args[n].key = g_key_shapes;
     args[n].type = DFT_ARG_BYTES;
-    args[n].v.str.ptr = tl_shapes.get() + static_cast<size_t>(index) * kShapesCap;
+    args[n].v.str.ptr = t.shapes + static_cast<size_t>(index) * kShapesCap;
     args[n].v.str.len = f.shapes_len;
     ++n;
   }
@@ -202,7 +277,9 @@ void finish(ThreadState& t, int index, uint64_t end) {
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
-  ThreadState& t = tl_state;
+  ThreadState* const st = tl_state;  // null: no start ran on this thread
+  if (st == nullptr) return;
+  ThreadState& t = *st;
   const int d = t.depth;
   if (d <= 0) return;  // an end whose start ran on another thread
   if (d > kMaxDepth) {  // beyond the recorded depth: nothing to pair
@@ -231,9 +308,12 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
 
 // --------------------------------------------------------- registration
 
+// What the one registered callback is.
+enum class Mode { kOff, kOps, kOpsWithShapes, kNoop };
+
 std::mutex g_mu;
 at::CallbackHandle g_handle = 0;
-bool g_registered = false;
+Mode g_mode = Mode::kOff;
 
 void intern_constants() {
   g_cat_aten = dft_intern_cstr("aten");
@@ -241,6 +321,29 @@ void intern_constants() {
   g_cat_torch = dft_intern_cstr("torch");
   g_key_seq = dft_intern_cstr("seq_nr");
   g_key_shapes = dft_intern_cstr("shapes");
+}
+
+// The benchmark floor: the same registration with callbacks that do
+// nothing, so what remains is RecordFunction's own cost for these scopes.
+std::unique_ptr<at::ObserverContext> noop_start(const at::RecordFunction&) { return nullptr; }
+void noop_end(const at::RecordFunction&, at::ObserverContext*) {}
+
+// Replaces the registered callback (if any) by the one for `mode`.
+// Called with g_mu held.
+void set_mode_locked(Mode mode) {
+  if (mode == g_mode) return;
+  if (g_mode != Mode::kOff) at::removeCallback(g_handle);
+  g_mode = Mode::kOff;
+  g_shapes.store(mode == Mode::kOpsWithShapes, std::memory_order_relaxed);
+  if (mode == Mode::kOff) return;
+  intern_constants();
+  const bool noop = mode == Mode::kNoop;
+  g_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(noop ? &noop_start : &on_start, noop ? &noop_end : &on_end)
+          .needsInputs(mode == Mode::kOpsWithShapes)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                   at::RecordScope::USER_SCOPE}));
+  g_mode = mode;
 }
 
 }  // namespace
@@ -252,34 +355,27 @@ using namespace torch_observer;
 
 void enable(bool with_shapes) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_registered && g_shapes.load(std::memory_order_relaxed) == with_shapes) return;
-  if (g_registered) at::removeCallback(g_handle);
-  intern_constants();
-  g_shapes.store(with_shapes, std::memory_order_relaxed);
-  g_handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(&on_start, &on_end)
-          .needsInputs(with_shapes)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
-                   at::RecordScope::USER_SCOPE}));
-  g_registered = true;
+  set_mode_locked(with_shapes ? Mode::kOpsWithShapes : Mode::kOps);
 }
 
 void disable() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_registered) return;
-  at::removeCallback(g_handle);
-  g_registered = false;
-  g_shapes.store(false, std::memory_order_relaxed);
+  set_mode_locked(Mode::kOff);
 }
 
 bool enabled() {
   std::lock_guard<std::mutex> lock(g_mu);
-  return g_registered;
+  return g_mode == Mode::kOps || g_mode == Mode::kOpsWithShapes;
 }
 
 bool shapes_enabled() {
   std::lock_guard<std::mutex> lock(g_mu);
-  return g_registered && g_shapes.load(std::memory_order_relaxed);
+  return g_mode == Mode::kOpsWithShapes;
+}
+
+void enable_noop_for_benchmark() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  set_mode_locked(Mode::kNoop);
 }
 
 bool enable_from_env() {
@@ -299,10 +395,13 @@ bool enable_from_env() {
 
 void set_graph_depth_probe(GraphDepthProbe probe) { g_probe.store(probe, std::memory_order_relaxed); }
 
-void suspend_this_thread() { ++tl_state.suspended; }
+void suspend_this_thread() {
+  if (ThreadState* st = state()) ++st->suspended;
+}
 
 void resume_this_thread() {
-  if (tl_state.suspended > 0) --tl_state.suspended;
+  ThreadState* st = tl_state;
+  if (st != nullptr && st->suspended > 0) --st->suspended;
 }
 
 }  // namespace torch

@@ -1,21 +1,32 @@
 // Per-thread cache from a RecordFunction's name to its interned ids.
 //
-// Dispatcher ops name themselves with a pointer into their schema, which is
-// stable for the life of the process, so the cache is keyed by the pointer.
-// Other RecordFunctions (autograd nodes, user scopes) own their name string,
-// so the same address can later hold another name: every hit is confirmed
-// with strcmp against the interned copy (a few ns for an op name), and a
-// mismatch is handled as a miss. A miss interns the name in the core (no
-// lock for a string the core already knows) and overwrites the slot.
+// Two ways in, depending on what the observer can tell about the name:
 //
-// Plain data with no constructor, so a thread_local of it needs no
-// initialisation guard on the hot path; no allocation after the first
-// sight of a name.
+// lookup(std::string, stable): the observer reads the RecordFunction's own
+// std::string (see observer.cc), so the length is known and the first and
+// last 8 bytes can be loaded without a strlen (a std::string's buffer is
+// always at least 16 bytes). Names that point into an operator's schema
+// ("stable": they live as long as the operator) are keyed by address and
+// confirmed by length and those 16 bytes -- no strcmp on the hot path.
+// Names the RecordFunction owns (autograd nodes, engine steps, user
+// scopes: their storage is reused for other names) are keyed by content
+// and confirmed with memcmp, so a reused address never mismatches and never
+// re-interns.
+//
+// lookup(const char*): the fallback when the name's std::string is not
+// reachable (an untested torch layout): keyed by address, every hit
+// confirmed with strcmp against the interned copy.
+//
+// A miss interns the name in the core (no lock for a string the core
+// already knows) and overwrites a slot. Plain data with no constructor, so
+// the state holding it needs no initialisation guard; no allocation after
+// the first sight of a name.
 #ifndef DFTRACER_SRC_TORCH_OP_NAME_CACHE_H_
 #define DFTRACER_SRC_TORCH_OP_NAME_CACHE_H_
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "dftracer/dftracer.h"
 
@@ -33,24 +44,40 @@ struct NameInfo {
   uint8_t flags;
 };
 
-// Classifies a name the first time it is seen (not on the hot path).
-uint8_t classify_name(const char* name);
+// Classifies a name (`n` bytes, not necessarily NUL-terminated) the first
+// time it is seen (not on the hot path).
+uint8_t classify_name(const char* name, size_t n);
 
 class OpNameCache {
  public:
   static constexpr uint32_t kSlots = 1024;  // power of two
   static constexpr uint32_t kProbe = 4;
 
-  // The interned name and flags for `name` (NUL-terminated, non-null).
+  // The interned name and flags for `name`, the RecordFunction's own string;
+  // `stable`: it belongs to an operator schema (its address keeps its text).
+  NameInfo lookup(const std::string& name, bool stable) {
+    const char* p = name.data();
+    const uint32_t n = static_cast<uint32_t>(name.size());
+    uint64_t first, last;
+    edges(p, n, &first, &last);
+    const uint32_t h = stable ? slot_of(p) : slot_of_content(n, first, last);
+    for (uint32_t i = 0; i < kProbe; ++i) {
+      Slot& s = slots_[(h + i) & (kSlots - 1)];
+      if (s.text == nullptr) return refill(s, p, n, stable, first, last);
+      if (s.len == n && s.first == first && s.last == last &&
+          (stable ? s.key == p : std::memcmp(s.text, p, n) == 0))
+        return s.info;
+    }
+    return refill(slots_[h & (kSlots - 1)], p, n, stable, first, last);
+  }
+
+  // The fallback: `name` NUL-terminated, non-null, of unknown storage.
   NameInfo lookup(const char* name) {
     const uint32_t h = slot_of(name);
     for (uint32_t i = 0; i < kProbe; ++i) {
       Slot& s = slots_[(h + i) & (kSlots - 1)];
-      if (s.key == name) {
-        if (std::strcmp(name, s.text) == 0) return s.info;
-        return refill(s, name);  // same address, another string now
-      }
-      if (s.key == nullptr) return refill(s, name);
+      if (s.text == nullptr) return refill(s, name);
+      if (s.key == name && std::strcmp(name, s.text) == 0) return s.info;
     }
     // Probe window full: replace its first slot (rare; names are few).
     return refill(slots_[h & (kSlots - 1)], name);
@@ -58,26 +85,65 @@ class OpNameCache {
 
  private:
   struct Slot {
-    const char* key;   // the RecordFunction's name pointer
-    const char* text;  // the core's interned copy (lives as long as the process)
+    const char* key;   // the name's address; nullptr for content-keyed slots
+    const char* text;  // the core's interned copy (lives as long as the process); nullptr: empty
+    uint64_t first;    // first 8 bytes of the name (zero-padded when shorter)
+    uint64_t last;     // last 8 bytes (== first when shorter than 8)
+    uint32_t len;
     NameInfo info;
   };
+
+  // `p` is a std::string's data(): at least 16 readable bytes, so an 8-byte
+  // load is in bounds whatever n is; bytes past the end are masked off.
+  static void edges(const char* p, uint32_t n, uint64_t* first, uint64_t* last) {
+    uint64_t f;
+    std::memcpy(&f, p, 8);
+    if (n >= 8) {
+      std::memcpy(last, p + n - 8, 8);
+    } else {
+      f &= n == 0 ? 0 : ~0ull >> (64 - 8 * n);
+      *last = f;
+    }
+    *first = f;
+  }
 
   static uint32_t slot_of(const char* p) {
     const uint64_t v = reinterpret_cast<uintptr_t>(p) * 0x9E3779B97F4A7C15ull;
     return static_cast<uint32_t>(v >> 54);  // top 10 bits: kSlots == 1024
   }
 
-  static NameInfo refill(Slot& s, const char* name) {
-    const dft_id id = dft_intern_cstr(name);
+  static uint32_t slot_of_content(uint32_t n, uint64_t first, uint64_t last) {
+    const uint64_t v = (first ^ (last * 0xC2B2AE3D27D4EB4Full) ^ n) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint32_t>(v >> 54);
+  }
+
+  static NameInfo refill(Slot& s, const char* p, uint32_t n, bool stable, uint64_t first, uint64_t last) {
+    const dft_id id = dft_intern(p, n);
     size_t len = 0;
     const char* text = dft_string(id, &len);
     s.info.name = id;
-    s.info.flags = classify_name(name);
-    // Should the core ever fail to intern, keep the slot unmatchable so
-    // the next call retries instead of trusting a stale key.
-    s.key = text != nullptr ? name : nullptr;
-    s.text = text != nullptr ? text : "";
+    s.info.flags = classify_name(p, n);
+    // Should the core ever fail to intern, leave the slot empty so the next
+    // call retries instead of trusting a stale key.
+    s.text = text;
+    s.key = stable ? p : nullptr;
+    s.len = n;
+    s.first = first;
+    s.last = last;
+    return s.info;
+  }
+
+  static NameInfo refill(Slot& s, const char* name) {
+    const uint32_t n = static_cast<uint32_t>(std::strlen(name));
+    const dft_id id = dft_intern(name, n);
+    size_t len = 0;
+    const char* text = dft_string(id, &len);
+    s.info.name = id;
+    s.info.flags = classify_name(name, n);
+    s.text = text;
+    s.key = name;
+    s.len = n;
+    s.first = s.last = 0;  // not used by this way in
     return s.info;
   }
 

@@ -141,6 +141,28 @@ TEST(Observer, NothingBeforeEnableAfterDisableOrWhileTracingOff) {
   EXPECT_EQ(n.count("aten::exp"), 0u);
 }
 
+TEST(Observer, NoopBenchmarkModeRecordsNothingAndSwitchesBack) {
+  torch::Tensor a = torch::randn({4, 4});
+  Trace trace;
+  dftracer::torch::enable_noop_for_benchmark();
+  EXPECT_FALSE(dftracer::torch::enabled());
+  torch::sin(a);  // callbacks run, record nothing
+  dftracer::torch::enable(true);  // replaces the no-op callback
+  EXPECT_TRUE(dftracer::torch::enabled());
+  EXPECT_TRUE(dftracer::torch::shapes_enabled());
+  torch::cos(a);
+  dftracer::torch::enable_noop_for_benchmark();
+  EXPECT_FALSE(dftracer::torch::enabled());
+  EXPECT_FALSE(dftracer::torch::shapes_enabled());
+  torch::tan(a);
+  dftracer::torch::disable();
+  auto evs = with_cat(trace.finish(), "aten");
+  auto n = count_names(evs);
+  EXPECT_EQ(n.count("aten::sin"), 0u);
+  EXPECT_EQ(n["aten::cos"], 1);
+  EXPECT_EQ(n.count("aten::tan"), 0u);
+}
+
 TEST(Observer, BackwardOnAnotherThreadCarriesThatThreadsId) {
   torch::manual_seed(0);
   Mlp model;

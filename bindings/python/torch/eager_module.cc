@@ -38,6 +38,11 @@ PyObject* py_shapes_enabled(PyObject*, PyObject*) {
   return PyBool_FromLong(dftracer::torch::shapes_enabled());
 }
 
+PyObject* py_enable_noop(PyObject*, PyObject*) {
+  dftracer::torch::enable_noop_for_benchmark();
+  Py_RETURN_NONE;
+}
+
 PyObject* py_enable_from_env(PyObject*, PyObject*) {
   return PyBool_FromLong(dftracer::torch::enable_from_env());
 }
@@ -75,6 +80,9 @@ PyMethodDef g_methods[] = {
     {"disable", py_disable, METH_NOARGS, "Stop recording ATen ops."},
     {"enabled", py_enabled, METH_NOARGS, "True while the op observer is on."},
     {"shapes_enabled", py_shapes_enabled, METH_NOARGS, "True while it records input shapes."},
+    {"_enable_noop_for_benchmark", py_enable_noop, METH_NOARGS,
+     "Benchmarks only: the same RecordFunction callback with empty bodies (records nothing); "
+     "disable() removes it."},
     {"enable_from_env", py_enable_from_env, METH_NOARGS,
      "Apply DFTRACER_TRACE_EAGER (1/true/yes/on, shapes, 0/false/no/off); returns enabled()."},
     {"set_graph_depth_probe", py_set_graph_depth_probe, METH_O,

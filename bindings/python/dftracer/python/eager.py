@@ -54,13 +54,20 @@ def _load():
                 f"{getattr(torch, '__version__', '?')} ({e}); reinstall dftracer with torch present "
                 "in the build's Python: pip install --no-build-isolation ."
             ) from e
-        _install_graph_probe(_eager)
         _ext = _eager
+        # Both matter only once torch._dynamo is in use (no instrumented graph
+        # and no compile can exist before): a pure eager program pays no probe
+        # call per op.
         if "torch._dynamo" in sys.modules:
-            _pause_while_compiling()
+            _on_dynamo_import()
         else:  # importing torch._dynamo costs seconds: wait for the program to
-            _after_import("torch._dynamo", _pause_while_compiling)
+            _after_import("torch._dynamo", _on_dynamo_import)
         return _ext
+
+
+def _on_dynamo_import() -> None:
+    _install_graph_probe(_ext)
+    _pause_while_compiling()
 
 
 def _install_graph_probe(ext) -> None:
