@@ -96,18 +96,45 @@ P any_string(P p, P e) {
   }
 }
 
-// The value of n ASCII digits (n <= 19), eight at a time (SWAR).
+// Eight ASCII digits (the first the most significant) as a number (SWAR).
+inline uint32_t eight_digits(uint64_t w) {
+  w = (w & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
+  w = (w & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
+  return static_cast<uint32_t>((w & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32);
+}
+
+// The value of the n ASCII digits at p (n <= 19). Reads 8 bytes from any
+// digit position, which the line's padding makes safe.
 inline uint64_t parse_digits(P p, size_t n) {
-  uint64_t v = 0;
+  uint64_t v = 0, w;
   for (; n >= 8; p += 8, n -= 8) {
+    std::memcpy(&w, p, 8);
+    v = v * 100000000 + eight_digits(w);
+  }
+  if (n) {
+    static constexpr uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    std::memcpy(&w, p, 8);
+    w <<= 8 * (8 - n);  // the n digits become the low end of eight; the zero bytes read as 0
+    v = v * kPow10[n] + eight_digits(w);
+  }
+  return v;
+}
+
+// The first non-digit at or after p, or e. Eight bytes a time (SWAR): a byte
+// is a digit when its high nibble is 3 and adding 6 keeps it so. A carry out
+// of a non-digit byte only disturbs the bytes after it, past the answer.
+inline P digits_end(P p, P e) {
+  for (; p < e; p += 8) {
     uint64_t w;
     std::memcpy(&w, p, 8);
-    w = (w & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
-    w = (w & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
-    v = v * 100000000 + static_cast<uint32_t>((w & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32);
+    uint64_t nd = ((w & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+                  (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull);
+    if (nd) {
+      P r = p + (__builtin_ctzll(nd) >> 3);
+      return r < e ? r : e;
+    }
   }
-  for (; n; ++p, --n) v = v * 10 + static_cast<uint64_t>(*p - '0');
-  return v;
+  return e;
 }
 
 // Where a number's parts lie.
@@ -123,13 +150,12 @@ inline P number(P p, P e, NumberParts& n) {
   p += n.neg;
   if (!(p < e && is_digit(*p))) return nullptr;
   n.int_begin = p;
-  if (*p++ != '0') {  // "0" stands alone: a digit after it fails the delimiter test
-    while (p < e && is_digit(*p)) ++p;
-  }
+  // "0" stands alone: a digit after it fails the delimiter test.
+  p = *p == '0' ? p + 1 : digits_end(p + 1, e);
   n.int_end = n.frac_begin = n.frac_end = p;
   if (p < e && *p == '.') {
     n.frac_begin = ++p;
-    while (p < e && is_digit(*p)) ++p;
+    p = digits_end(p, e);
     n.frac_end = p;
     if (p == n.frac_begin) return nullptr;
   }
