@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../decoded_event_text.hpp"
 #include "event_decoder.hpp"
 #include "event_fast_path.hpp"
 #include "summary.hpp"
@@ -33,21 +34,6 @@ void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
   if (!f) return;
   if (n) std::fwrite(p, 1, n, f);
   std::fclose(f);
-}
-
-// Every field of a decoded event, for comparing the two decoders.
-std::string describe(const Event& e, DecodeStatus st) {
-  char nums[256];
-  std::snprintf(nums, sizeof nums, "st=%d pid=%lld tid=%lld ts=%a/%d dur=%a/%d flops=%a/%d bytes=%a/%d",
-                static_cast<int>(st), static_cast<long long>(e.pid), static_cast<long long>(e.tid), e.ts, e.has_ts,
-                e.dur, e.has_dur, e.flops, e.has_flops, e.bytes, e.has_bytes);
-  std::string out = nums;
-  for (std::string_view f : {e.name, e.cat, e.ph, e.pid_text, e.tid_text, e.module, e.phase, e.graph, e.meta_name}) {
-    out += " [";
-    out.append(f.data(), f.size());
-    out += "]";
-  }
-  return out;
 }
 
 }  // namespace
