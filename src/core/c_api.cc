@@ -200,7 +200,7 @@ class FragmentChecker {
 extern "C" {
 
 int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
-  return Logger::instance().init(log_file, data_dir, process_id, false);
+  return Logger::instance().init(log_file, data_dir, process_id);
 }
 int dft_init_from_env(void) { return Logger::instance().init_from_env(); }
 void dft_finalize(void) { Logger::instance().finalize(); }

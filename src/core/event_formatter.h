@@ -22,8 +22,8 @@ class EventFormatter {
   // Formats the record at `r` (its slots follow it) from thread `tid`.
   void format(const RecordHeader* r, int64_t tid, OutBuffer* out);
 
-  // Metadata event: {"name":name,"ph":"M","args":{"name":arg_name,"value":value}}.
-  // `value_is_hash` writes value as a 16-hex-digit string hash.
+  // Metadata event: {"name":name,"ph":"M","args":{"hhash",...,"name":arg_name,"value":value}}
+  // (HH/SH/FH pass the hash as `value`, already 16 hex digits).
   void metadata(const char* name, int64_t tid, const std::string& arg_name, const std::string& value,
                 OutBuffer* out);
   // Chrome's thread_name / process_name: args {"name": display}.

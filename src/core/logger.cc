@@ -98,7 +98,7 @@ int Logger::init_from_env() {
   return 1;
 }
 
-int Logger::init(const char* log_file, const char* data_dir, int64_t process_id, bool) {
+int Logger::init(const char* log_file, const char* data_dir, int64_t process_id) {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (enabled_.load(std::memory_order_relaxed)) return 0;
   Config cfg = Config::from_env();

@@ -34,7 +34,7 @@ class Logger {
   static Logger& instance();
 
   // --- lifecycle (not hot) ---
-  int init(const char* log_file, const char* data_dir, int64_t process_id, bool from_env_only);
+  int init(const char* log_file, const char* data_dir, int64_t process_id);
   int init_from_env();
   void finalize();
   void flush();
