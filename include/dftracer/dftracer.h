@@ -90,6 +90,29 @@ DFT_API uint64_t dft_now_ns(void);
 /* Converts a dft_ticks() value to nanoseconds since the epoch. */
 DFT_API uint64_t dft_ticks_to_ns(uint64_t ticks);
 
+/* ------------------------------------------------- inline hot-path helpers */
+
+/* dft_enabled_inline() and dft_ticks_inline() answer exactly as
+ * dft_enabled() and dft_ticks() do, without a call: they read two words the
+ * core publishes (and `rdtsc` in place when the core's clock is the TSC).
+ * For code that calls them on every traced operation -- the Python
+ * extension, the LibTorch observer -- where the two out-of-line calls were
+ * a measurable share of the per-event cost. Read-only for callers. */
+typedef struct dft_hot_state {
+  int enabled; /* == dft_enabled() */
+  int tsc;     /* 1: dft_ticks() is the TSC; 0: not known yet, or another clock */
+} dft_hot_state;
+DFT_API extern dft_hot_state dft_hot;
+
+static inline int dft_enabled_inline(void) { return __atomic_load_n(&dft_hot.enabled, __ATOMIC_RELAXED); }
+
+static inline uint64_t dft_ticks_inline(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__atomic_load_n(&dft_hot.tsc, __ATOMIC_RELAXED)) return __builtin_ia32_rdtsc();
+#endif
+  return dft_ticks(); /* the first call also decides the clock */
+}
+
 /* ------------------------------------------------------------------ strings */
 
 /* Interned string id; 0 means "no string". */

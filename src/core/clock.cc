@@ -1,5 +1,7 @@
 #include "clock.h"
 
+#include "dftracer/dftracer.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -34,6 +36,7 @@ Clock::Clock() {
   uint64_t real = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + static_cast<uint64_t>(rt.tv_nsec);
   epoch_offset_ns_ = real - mono;
   use_tsc_ = has_invariant_tsc() && getenv("DFTRACER_NO_TSC") == nullptr;
+  __atomic_store_n(&dft_hot.tsc, use_tsc_ ? 1 : 0, __ATOMIC_RELEASE);  // dft_ticks_inline() may now read the TSC
   anchor_mono_ns_ = monotonic_ns();
   anchor_ticks_ = ticks();
   if (use_tsc_) {

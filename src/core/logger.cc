@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "clock.h"
+#include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "string_table.h"
 #include "writer.h"
@@ -77,6 +78,11 @@ void make_parent_dirs(const std::string& path) {
 }
 
 }  // namespace
+
+void Logger::set_enabled(bool on) {
+  enabled_.store(on, std::memory_order_release);
+  __atomic_store_n(&dft_hot.enabled, on ? 1 : 0, __ATOMIC_RELEASE);  // the inline mirror (dftracer.h)
+}
 
 Logger& Logger::instance() {
   // Never destroyed: exit handlers, late thread exits and signal handlers
@@ -160,7 +166,7 @@ int Logger::start_session(const Config& cfg, int64_t process_id, std::string* er
   after_finalize_.store(0, std::memory_order_relaxed);
   writer_.reset(new Writer(*this, std::move(sink), std::move(info)));
   writer_->start();
-  enabled_.store(true, std::memory_order_release);
+  set_enabled(true);
   log_debug("tracing to " + path_);
   return 0;
 }
@@ -172,7 +178,7 @@ void Logger::finalize() {
 
 void Logger::finalize_locked() {
   if (!enabled_.load(std::memory_order_relaxed)) return;
-  enabled_.store(false, std::memory_order_release);
+  set_enabled(false);
   finalized_once_.store(true, std::memory_order_relaxed);
   if (writer_) writer_->stop(current_tid());
   // Chunks that are some thread's current one stay with that thread; the
@@ -372,7 +378,7 @@ void Logger::fork_child() {
   lg.registry_mu_.unlock();
   if (lg.writer_) lg.writer_->unlock_after_fork();
   bool was_enabled = lg.enabled_.load(std::memory_order_relaxed);
-  lg.enabled_.store(false, std::memory_order_relaxed);
+  lg.set_enabled(false);
   // The parent's writer thread does not exist here and its buffers hold the
   // parent's events: abandon both (never written twice), start afresh.
   if (lg.writer_) {

@@ -97,6 +97,7 @@ class Logger {
   static void fork_child();
 
   std::mutex lifecycle_mu_;  // init / finalize / fork
+  void set_enabled(bool on);  // enabled_ and its public mirror dft_hot.enabled
   std::atomic<bool> enabled_{false};
   std::atomic<bool> finalized_once_{false};
   std::atomic<uint64_t> session_{0};

@@ -229,7 +229,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   Frame& f = t.frames[d];
   f.rf = &fn;
   f.kind = kIgnored;
-  if (!dft_enabled()) return nullptr;
+  if (!dft_enabled_inline()) return nullptr;
 
   f.info = lookup_name(t.names, fn);
   const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
@@ -249,7 +249,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (t.shapes == nullptr) t.shapes = new (std::nothrow) char[static_cast<size_t>(kMaxDepth) * kShapesCap];
     if (t.shapes != nullptr) f.shapes_len = format_shapes(fn, t.shapes + static_cast<size_t>(d) * kShapesCap);
   }
-  f.start = dft_ticks();
+  f.start = dft_ticks_inline();
   return nullptr;
 }
 
@@ -286,7 +286,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
     t.depth = d - 1;
     return;
   }
-  const uint64_t end = t.frames[d - 1].kind & kRecorded ? dft_ticks() : 0;
+  const uint64_t end = t.frames[d - 1].kind & kRecorded ? dft_ticks_inline() : 0;
   if (t.frames[d - 1].rf == &fn) {
     finish(t, d - 1, end);
     t.depth = d - 1;
@@ -300,7 +300,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
       t.frames[j].kind &= static_cast<uint8_t>(~kRecorded);
       finish(t, j, 0);
     }
-    finish(t, i, dft_ticks());
+    finish(t, i, dft_ticks_inline());
     t.depth = i;
     return;
   }

@@ -220,6 +220,29 @@ TEST(Lifecycle, FinalizeTwiceAndRecordAfterFinalizeAreCountedNoOps) {
   EXPECT_EQ(strict_json_error(read_all(path), &elems), "");
 }
 
+// dft_enabled_inline / dft_ticks_inline (the hot-path mirrors in
+// dftracer.h) must answer exactly as the calls do, through a whole session.
+TEST(Lifecycle, InlineHelpersAgreeWithTheCalls) {
+  std::string dir = temp_dir("inl");
+  EXPECT_EQ(dft_enabled_inline(), dft_enabled());
+  ASSERT_EQ(dft_init((dir + "/i").c_str(), nullptr, -1), 0);
+  EXPECT_EQ(dft_enabled_inline(), 1);
+  EXPECT_EQ(dft_enabled(), 1);
+  for (int i = 0; i < 1000; ++i) {  // one clock: interleaved reads never go backwards
+    const uint64_t a = dft_ticks(), b = dft_ticks_inline(), c = dft_ticks();
+    ASSERT_LE(a, b);
+    ASSERT_LE(b, c);
+  }
+  const uint64_t t0 = dft_ticks_inline();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const uint64_t t1 = dft_ticks_inline();
+  const double ms = static_cast<double>(dft_ticks_to_ns(t1) - dft_ticks_to_ns(t0)) / 1e6;
+  EXPECT_GE(ms, 4.5);  // converted like dft_ticks() values: real elapsed time
+  dft_finalize();
+  EXPECT_EQ(dft_enabled_inline(), 0);
+  EXPECT_EQ(dft_enabled(), 0);
+}
+
 TEST(Lifecycle, InitAgainAfterFinalizeStartsANewFile) {
   std::string dir = temp_dir("again");
   const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");

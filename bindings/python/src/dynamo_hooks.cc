@@ -13,7 +13,7 @@
 // chosen once per graph call by `dynamo_begin`. Nothing is formatted or
 // allocated per node.
 //
-// A mark only stores {node, dft_ticks()} in the thread's scratch array; the
+// A mark only stores {node, ticks} in the thread's scratch array; the
 // events of a graph call are recorded (dft_complete_ticks, one binary record
 // each) by `dynamo_end`, in one loop. Measured in-graph, between ATen ops,
 // recording at each mark cost ~110-130 ns a node: the core's record path and
@@ -245,7 +245,7 @@ PyObject* py_mark(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (f.n_marks < f.cap) {
     Mark& m = f.marks[f.n_marks++];
     m.node = i;
-    m.ticks = dft_ticks();
+    m.ticks = dft_ticks_inline();
   }
   Py_RETURN_NONE;
 }
@@ -311,7 +311,7 @@ PyObject* py_begin(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
   }
   f.ctx = context_id(static_cast<int>(grad), f.tags);
-  f.begin_ticks = dft_ticks();
+  f.begin_ticks = dft_ticks_inline();
   Py_RETURN_NONE;
 }
 
@@ -333,7 +333,7 @@ PyObject* py_end(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Frame& f = ts.frames[d - 1];
   GraphTable* t = f.table;
   if (t == nullptr) Py_RETURN_NONE;
-  const uint64_t now = dft_ticks();
+  const uint64_t now = dft_ticks_inline();
   record_marks(f, now);
   dft_arg a[2];
   const uint32_t n = fill_args(a, t->fragment, f.ctx);
@@ -407,7 +407,7 @@ void region_end(uint32_t name_id, uint64_t begin_ticks, uint32_t fragment_id, in
   init_ids();
   dft_arg a[2];
   const uint32_t n = fill_args(a, fragment_id, context_id(grad, tags_id));
-  dft_complete_ticks(name_id, g_cat, begin_ticks, dft_ticks(), a, n);
+  dft_complete_ticks(name_id, g_cat, begin_ticks, dft_ticks_inline(), a, n);
 }
 
 }  // namespace
@@ -434,7 +434,7 @@ void register_dynamo(nb::module_& m) {
       [](const std::string& k, const std::string& v) { dft_metadata(k.c_str(), v.c_str()); },
       nb::arg("key"), nb::arg("value"), "Records a metadata event.");
   m.def(
-      "dynamo_enabled", [] { return dft_enabled() != 0; }, "True while tracing is on.");
+      "dynamo_enabled", [] { return dft_enabled_inline() != 0; }, "True while tracing is on.");
   m.attr("dynamo_depth_fn") =
       nb::capsule(reinterpret_cast<void*>(&dynamo_depth_probe), "dftracer.dynamo_depth_fn");
   m.def(

@@ -96,9 +96,9 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
   }
   // pydftracer starts the clock in the constructor (reset()), so that
   // `f = dft_fn(...); ...; f.flush()` times the code in between.
-  if (en && dft_enabled()) {
+  if (en && dft_enabled_inline()) {
     region_ensure_ids(self);
-    self->t0 = dft_ticks();
+    self->t0 = dft_ticks_inline();
   } else {
     self->t0 = 0;
   }
@@ -205,9 +205,9 @@ void Region_dealloc(PyObject* op) {
 
 PyObject* Region_enter(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable && dft_enabled()) {
+  if (self->enable && dft_enabled_inline()) {
     region_ensure_ids(self);
-    uint64_t t = dft_ticks();
+    uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
     open_push(self, self->name, t, false);
@@ -221,7 +221,7 @@ PyObject* Region_enter(PyObject* op, PyObject*) {
 // object-level one). `close` removes it (exit); otherwise it stays open but
 // marked flushed (flush()).
 void finish_event(RegionObject* self, bool close) {
-  uint64_t t1 = dft_ticks();
+  uint64_t t1 = dft_ticks_inline();
   int i = open_find_owner(self, /*regions_only=*/close);
   if (i >= 0) {
     OpenEvent& e = open_at(i);
@@ -253,8 +253,8 @@ PyObject* Region_flush(PyObject* op, PyObject*) {
 
 PyObject* Region_reset(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable && dft_enabled()) {
-    uint64_t t = dft_ticks();
+  if (self->enable && dft_enabled_inline()) {
+    uint64_t t = dft_ticks_inline();
     int i = open_find_owner(self, false);
     if (i >= 0) {
       open_at(i).t0 = t;
@@ -300,7 +300,7 @@ PyObject* Region_record(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_TypeError, "_record(name_id, t0, t1, key_id=0, value=None)");
     return nullptr;
   }
-  if (!self->enable || !dft_enabled()) Py_RETURN_NONE;
+  if (!self->enable || !dft_enabled_inline()) Py_RETURN_NONE;
   region_ensure_ids(self);
   unsigned long name = PyLong_AsUnsignedLong(args[0]);
   unsigned long long t0 = PyLong_AsUnsignedLongLong(args[1]);

@@ -1,8 +1,8 @@
 // `TracedFunction`: what dft_fn.log returns for a plain (non-generator,
 // non-async) function or method.
 //
-// A C callable with vectorcall, so a traced call costs one dft_enabled()
-// load, two dft_ticks() and one dft_complete_ticks() on top of the call
+// A C callable with vectorcall, so a traced call costs one load of the
+// enabled flag, two clock reads and one dft_complete_ticks() on top of the call
 // itself, and no Python frame. With tracing off it forwards the call after
 // the one load. It behaves like the function it wraps: __get__ binds it as
 // a method (and Py_TPFLAGS_METHOD_DESCRIPTOR lets `obj.f()` skip the bound
@@ -103,11 +103,11 @@ void record_call(TracedFunctionObject* tf, PyObject* const* args, size_t nargsf,
 
 PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* tf = reinterpret_cast<TracedFunctionObject*>(op);
-  if (!dft_enabled()) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
-  uint64_t t0 = dft_ticks();
+  if (!dft_enabled_inline()) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
+  uint64_t t0 = dft_ticks_inline();
   uint64_t token = open_push(tf->owner, tf->name, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
-  uint64_t t1 = dft_ticks();
+  uint64_t t1 = dft_ticks_inline();
   PyObject* pending = nullptr;
   bool flushed = false;
   if (token != 0) {
