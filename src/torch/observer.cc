@@ -220,6 +220,13 @@ inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) { 
 
 // ------------------------------------------------------------ callbacks
 
+// Out of line: with shapes off (the default) the start callback's fast path
+// does not carry this code's register pressure.
+__attribute__((noinline)) void record_shapes(ThreadState& t, int d, const at::RecordFunction& fn) {
+  if (t.shapes == nullptr) t.shapes = new (std::nothrow) char[static_cast<size_t>(kMaxDepth) * kShapesCap];
+  if (t.shapes != nullptr) t.frames[d].shapes_len = format_shapes(fn, t.shapes + static_cast<size_t>(d) * kShapesCap);
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   ThreadState* const st = state();
   if (st == nullptr) return nullptr;
@@ -245,10 +252,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   f.backward = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
   f.seq_nr = fn.seqNr();
   f.shapes_len = 0;
-  if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) {
-    if (t.shapes == nullptr) t.shapes = new (std::nothrow) char[static_cast<size_t>(kMaxDepth) * kShapesCap];
-    if (t.shapes != nullptr) f.shapes_len = format_shapes(fn, t.shapes + static_cast<size_t>(d) * kShapesCap);
-  }
+  if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
   f.start = dft_ticks_inline();
   return nullptr;
 }

@@ -200,3 +200,37 @@ def test_disabled_is_plain_aot_eager(run_python, tmp_path):
     on = run_python(code, env={"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": str(tmp_path / "tr")})
     res = json.loads(on.stdout.strip().splitlines()[-1])
     assert res["graphs"] == 3  # f's inference graph, the Linear's forward and backward
+
+
+def test_graph_compiled_before_tracing_started(run_python, tmp_path):
+    """A graph compiled while tracing was off runs uninstrumented: one
+    warning line when it runs with tracing on; after torch._dynamo.reset()
+    the recompiled graph is traced."""
+    code = f"""
+        import json, torch
+        from dftracer.python import dftracer, dftracer_dynamo_backend
+        from dftracer.python.dynamo import instrumented_graphs
+
+        m = torch.nn.Linear(3, 3)
+        c = torch.compile(m, backend=dftracer_dynamo_backend)
+        x = torch.randn(2, 3)
+        want = m(x)
+        first = c(x)                      # compiled with tracing off
+        log = dftracer.initialize_log({str(tmp_path / "late")!r}, None, -1)
+        second, third = c(x), c(x)        # uninstrumented: one warning
+        before = len(instrumented_graphs())
+        torch._dynamo.reset()
+        fourth = c(x)                     # recompiled with tracing on
+        log.finalize()
+        same = all(torch.equal(o, want) for o in (first, second, third, fourth))
+        print(json.dumps({{"before": before, "after": len(instrumented_graphs()), "same": same}}))
+    """
+    r = run_python(code, env={})
+    assert r.stderr.count("compiled by dftracer_dynamo_backend while tracing was off") == 1, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"before": 0, "after": 1, "same": True}
+    from trace_reader import read_trace, trace_files
+
+    (path,) = trace_files(str(tmp_path), "late-*.pfw*")
+    ops = op_events(read_trace(path))
+    assert {e["name"] for e in ops} == {"function.addmm.default", "function.t.default"}  # one call
+    assert len(ops) == 2

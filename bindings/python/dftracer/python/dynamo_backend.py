@@ -26,7 +26,11 @@ seq_nr are linked with flow events (arrows in Perfetto); which seq_nrs the
 backward will have is known at forward compile time from the partitioner,
 whose output we look at through a thin ``partition_fn`` wrapper.
 
-With tracing off at compile time the backend is exactly ``aot_eager``.
+With tracing off at compile time the backend is ``aot_eager`` behind one
+check per graph call: a graph compiled while tracing was off stays
+uninstrumented (re-instrumenting it would mean keeping its example inputs
+alive to re-trace), so when tracing is on by the time such a graph runs, one
+line on stderr says so and how to get its ops traced.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import sys
 import threading
 import time
 import warnings
@@ -407,7 +412,7 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
 
     def dftracer_dynamo_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
         if not tracing_enabled():
-            return aot_eager(gm, example_inputs, **kwargs)
+            return _uninstrumented(aot_eager(gm, example_inputs, **kwargs))
         graph_id = _new_graph_id()
         t0 = time.perf_counter()
         _record_graph_metadata(gm, graph_id)
@@ -435,6 +440,27 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
         return torch._dynamo.disable(call_compiled_graph, reason="dftracer: AOT-compiled graph")
 
     return dftracer_dynamo_backend
+
+
+_uninstrumented_warned = False
+
+
+def _uninstrumented(compiled: Callable) -> Callable:
+    """``compiled`` (plain aot_eager), warning once per process if it runs
+    while tracing is on: its ops are silently missing from the trace
+    otherwise."""
+    inner = getattr(compiled, "_torchdynamo_orig_callable", compiled)
+
+    def call_uninstrumented_graph(*args):
+        global _uninstrumented_warned
+        if not _uninstrumented_warned and tracing_enabled():
+            _uninstrumented_warned = True
+            print("dftracer: warning: a graph compiled by dftracer_dynamo_backend while tracing was off "
+                  "runs uninstrumented (its ops are not in the trace); start tracing before the compiled "
+                  "model's first call, or call torch._dynamo.reset() after starting it", file=sys.stderr)
+        return inner(*args)
+
+    return torch._dynamo.disable(call_uninstrumented_graph, reason="dftracer: AOT-compiled graph (untraced)")
 
 
 class _ActiveTags(threading.local):
