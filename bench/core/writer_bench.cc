@@ -5,6 +5,8 @@
 //              seq_nr) plus phase / grad_enabled / tags;
 //   ops_small  pydftracer-style op events: name, cat, times, hhash, one
 //              small context fragment (its example trace's shape).
+// The *_us rows write times in whole microseconds
+// (DFTRACER_TIME_RESOLUTION=us) instead of with nanosecond fractions.
 // The recording thread fills the pool much faster than the writer drains
 // it, so the run's wall time is the writer's time. On a loaded machine wall
 // time also counts time the writer waited for a core, so the CPU time the
@@ -32,8 +34,9 @@ double cpu_seconds(clockid_t clock) {
 
 constexpr uint64_t kEvents = 2000000;
 
-void run(benchmark::State& state, bool compress, bool full) {
+void run(benchmark::State& state, bool compress, bool full, bool whole_us = false) {
   setenv("DFTRACER_LOG_LEVEL", "error", 1);
+  setenv("DFTRACER_TIME_RESOLUTION", whole_us ? "us" : "ns", 1);
   setenv("DFTRACER_BUFFER_SIZE", "512M", 1);  // holds the whole run: no back-pressure
   setenv("DFTRACER_TRACE_COMPRESSION", compress ? "1" : "0", 1);
   static auto full_mix = dftracer_bench::make_op_mix();
@@ -79,5 +82,13 @@ BENCHMARK_CAPTURE(run, pfw_ops_full, false, true)->UseManualTime()->Iterations(1
 BENCHMARK_CAPTURE(run, pfw_gz_ops_full, true, true)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(run, pfw_ops_small, false, false)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(run, pfw_gz_ops_small, true, false)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(run, pfw_gz_ops_full_us, true, true, true)
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(run, pfw_gz_ops_small_us, true, false, true)
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

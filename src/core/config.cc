@@ -115,6 +115,12 @@ Config Config::from_env() {
     else if (s == "block") c.drop_on_overflow = false;
     else warn_bad("DFTRACER_OVERFLOW", v, "block");
   }
+  if (const char* v = env("DFTRACER_TIME_RESOLUTION")) {
+    std::string s = lower(v);
+    if (s == "us") c.whole_micros = true;
+    else if (s == "ns") c.whole_micros = false;
+    else warn_bad("DFTRACER_TIME_RESOLUTION", v, "ns");
+  }
   return c;
 }
 

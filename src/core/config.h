@@ -37,6 +37,7 @@ struct Config {
   size_t chunk_size = size_t{256} << 10;
   uint32_t flush_interval_ms = 100;
   bool drop_on_overflow = false;
+  bool whole_micros = false;  // DFTRACER_TIME_RESOLUTION=us: ts/dur in whole microseconds
 
   // Reads every DFTRACER_* variable; warns once per bad value.
   static Config from_env();

@@ -11,8 +11,12 @@
 
 namespace dftracer {
 
-EventFormatter::EventFormatter(int64_t pid, uint64_t host_hash)
-    : pid_(pid), host_hash_(host_hash), strings_(StringTable::instance()), clock_(Clock::instance()) {}
+EventFormatter::EventFormatter(int64_t pid, uint64_t host_hash, bool whole_micros)
+    : pid_(pid),
+      host_hash_(host_hash),
+      whole_micros_(whole_micros),
+      strings_(StringTable::instance()),
+      clock_(Clock::instance()) {}
 
 void EventFormatter::str_id(uint32_t id, OutBuffer* out) {
   out->ch('"');
@@ -104,15 +108,17 @@ void EventFormatter::format(const RecordHeader* r, int64_t tid, OutBuffer* out) 
   const char* c = cat ? cat->escaped : "";
   size_t cl = cat ? cat->escaped_len : 0;
 
-  uint64_t start_ns, dur_ns;
+  uint64_t start_ns, end_ns;
   if (r->flags & kTimeIsNs) {
     start_ns = r->start;
-    dur_ns = r->end;
+    end_ns = r->start + r->end;
   } else {
     start_ns = clock_.to_ns(r->start);
-    uint64_t end_ns = clock_.to_ns(r->end);
-    dur_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+    end_ns = clock_.to_ns(r->end);
   }
+  start_ns = written(start_ns);
+  end_ns = written(end_ns);
+  const uint64_t dur_ns = end_ns > start_ns ? end_ns - start_ns : 0;
 
   switch (r->kind) {
     case RecordKind::kComplete:
@@ -139,7 +145,7 @@ void EventFormatter::format(const RecordHeader* r, int64_t tid, OutBuffer* out) 
       out->lit(",\"id\":");
       out->u64(r->end);
       out->lit(",\"ts\":");
-      out->micros(clock_.to_ns(r->start));
+      out->micros(written(clock_.to_ns(r->start)));
       if (r->kind == RecordKind::kFlowStart) out->lit(",\"ph\":\"s\"");
       else out->lit(",\"ph\":\"f\",\"bp\":\"e\"");
       break;
@@ -179,7 +185,7 @@ void EventFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, co
                                OutBuffer* out, bool last) {
   head(name, std::strlen(name), "dftracer", 8, tid, out);
   out->lit(",\"ts\":");
-  out->micros(ts_ns);
+  out->micros(written(ts_ns));
   out->lit(",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"");
   out->hex16(host_hash_);
   out->ch('"');

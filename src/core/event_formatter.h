@@ -17,7 +17,10 @@ class StringTable;
 
 class EventFormatter {
  public:
-  EventFormatter(int64_t pid, uint64_t host_hash);
+  // `whole_micros`: write ts and dur as whole microseconds (both ends
+  // floored, so nesting is kept) instead of with nanosecond fractions:
+  // DFTRACER_TIME_RESOLUTION=us, a smaller file for coarser times.
+  EventFormatter(int64_t pid, uint64_t host_hash, bool whole_micros = false);
 
   // Formats the record at `r` (its slots follow it) from thread `tid`.
   void format(const RecordHeader* r, int64_t tid, OutBuffer* out);
@@ -42,8 +45,12 @@ class EventFormatter {
   void args(const RecordHeader* r, OutBuffer* out);
   void str_id(uint32_t id, OutBuffer* out);
 
+  // Nanoseconds as written: floored to a whole microsecond when whole_micros_.
+  uint64_t written(uint64_t ns) const { return whole_micros_ ? ns / 1000 * 1000 : ns; }
+
   int64_t pid_;
   uint64_t host_hash_;
+  bool whole_micros_;
   uint64_t next_id_ = 0;
   uint64_t lines_ = 0;
   StringTable& strings_;

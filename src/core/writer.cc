@@ -39,7 +39,7 @@ Writer::Writer(Logger& logger, std::unique_ptr<TraceSink> sink, SessionInfo info
       sink_(std::move(sink)),
       info_(std::move(info)),
       path_(sink_->path()),
-      fmt_(info_.pid, hash64(info_.hostname.data(), info_.hostname.size())),
+      fmt_(info_.pid, hash64(info_.hostname.data(), info_.hostname.size()), info_.config.whole_micros),
       out_(2 * kEmitBytes) {}
 
 Writer::~Writer() {

@@ -39,6 +39,7 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
       {"DFTRACER_COMPRESSION_LEVEL", "11", "1"},
       {"DFTRACER_INC_METADATA", "2", "1"},
       {"DFTRACER_INIT", "LATER", "FUNCTION"},
+      {"DFTRACER_TIME_RESOLUTION", "ms", "ns"},
   };
   for (const BadValue& c : cases) {
     SCOPED_TRACE(c.var);

@@ -202,6 +202,51 @@ TEST(Recording, TimestampsAreEpochMicrosecondsAndDurationsMatch) {
   EXPECT_TRUE(given);
 }
 
+// DFTRACER_TIME_RESOLUTION=us: every ts and dur a whole number of
+// microseconds, both ends floored (so a child stays inside its parent), the
+// default's fractions gone.
+TEST(Recording, WholeMicrosecondResolutionKeepsNesting) {
+  std::string dir = temp_dir("us");
+  ScopedEnv res("DFTRACER_TIME_RESOLUTION", "us");
+  ASSERT_EQ(dft_init((dir + "/w").c_str(), nullptr, -1), 0);
+  std::string path = dft_trace_path();
+  const dft_id cat = dft_intern_cstr("app");
+  for (int i = 0; i < 200; ++i) {
+    DFT_REGION("outer", "app");
+    { DFT_REGION("inner", "app"); }
+  }
+  // 1.5 us from ...456.789 to ...458.289 us: ends floored to 456 and 458, dur 2.
+  dft_complete_ns(dft_intern_cstr("given"), cat, 1700000000123456789ull, 1500, nullptr, 0);
+  dft_instant(dft_intern_cstr("mark"), cat, nullptr, 0);
+  dft_finalize();
+  const std::string text = read_all(path);
+  size_t n = 0;
+  ASSERT_EQ(strict_json_error(text, &n), "");
+  auto ev = parse_events(event_lines(text));
+  int outer = 0, inner = 0, given = 0;
+  for (auto& e : ev) {
+    EXPECT_EQ(e.ts, static_cast<double>(static_cast<uint64_t>(e.ts))) << e.name;
+    EXPECT_EQ(e.dur, static_cast<double>(static_cast<uint64_t>(e.dur))) << e.name;
+    outer += e.name == "outer";
+    inner += e.name == "inner";
+    if (e.name == "given") {
+      ++given;
+      EXPECT_DOUBLE_EQ(e.ts, 1700000000123456.0);
+      EXPECT_DOUBLE_EQ(e.dur, 2.0);
+    }
+  }
+  // Each inner precedes its outer in the file (it ends first): pair them.
+  for (size_t i = 0; i + 1 < ev.size(); ++i) {
+    if (ev[i].name != "inner" || ev[i + 1].name != "outer") continue;
+    EXPECT_GE(ev[i].ts, ev[i + 1].ts);
+    EXPECT_LE(ev[i].ts + ev[i].dur, ev[i + 1].ts + ev[i + 1].dur);
+  }
+  EXPECT_EQ(outer, 200);
+  EXPECT_EQ(inner, 200);
+  EXPECT_EQ(given, 1);
+  EXPECT_EQ(text.find("\"ts\":1700000000123456.789"), std::string::npos);
+}
+
 TEST(Lifecycle, FinalizeTwiceAndRecordAfterFinalizeAreCountedNoOps) {
   std::string dir = temp_dir("fin");
   ASSERT_EQ(dft_init((dir + "/f").c_str(), nullptr, -1), 0);
