@@ -118,8 +118,8 @@ def main():
         counts = dict(zip(CONFIGS, pool.map(lambda c: count(c, a.steps, a.warmup, trace_dir), CONFIGS)))
     base = counts["untraced"] / a.steps
     per_op = {c: (counts[c] / a.steps - base) / ops for c in CONFIGS}
-    print(f"callgrind, stepping thread only; bench_eager.py's model, train step, {ops:.0f} RecordFunction "
-          f"events per step; {a.steps} counted steps after {a.warmup} warm-up steps")
+    print(f"callgrind, stepping thread only; bench_eager.py's model, train step, {ops:.0f} ATen ops "
+          f"per step; {a.steps} counted steps after {a.warmup} warm-up steps")
     print(f"{'configuration':18s} {'instr/step':>12s} {'instr/op':>9s} {'above floor':>12s}")
     floor = per_op["no-op observer"]
     for c in CONFIGS:

@@ -11,10 +11,15 @@
 // thread are recorded, each with the OS thread id of the thread that ran it
 // (autograd engine threads included). Each op becomes a complete event in
 // the same per-thread buffers as every other event of the process:
-//   name  the RecordFunction name, as torch.profiler shows it ("aten::mm")
-//   cat   "aten" for operators, "autograd" for backward nodes, "torch" for
-//         other scopes (autograd engine steps, compiled regions, user scopes)
-//   args  seq_nr (autograd sequence number, when the op has one) and, with
+//   name  the RecordFunction name, as torch.profiler shows it ("aten::mm");
+//         for each autograd node the engine runs, the node's name
+//         ("MmBackward0": one event for torch.profiler's two,
+//         "autograd::engine::evaluate_function: MmBackward0" and the node's
+//         own BACKWARD_FUNCTION scope, which is not registered)
+//   cat   "aten" for operators, "autograd" for autograd nodes, "torch" for
+//         other scopes (compiled regions, user scopes, other RecordFunctions)
+//   args  seq_nr (autograd sequence number, when the op has one; a node's is
+//         the forward op's) and, with
 //         shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]").
 // Events are recorded only while the core is tracing (dft_enabled()).
 //

@@ -20,8 +20,15 @@ bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c 
 }  // namespace
 
 uint8_t classify_name(const char* name, size_t n) {
-  const std::string_view s(name, n);
+  std::string_view s(name, n);
   uint8_t flags = 0;
+  // The engine's scope around one autograd node: recorded as that node
+  // (the observer does not register BACKWARD_FUNCTION, whose per-node event
+  // would only repeat this one; see observer.cc).
+  if (s.substr(0, kEvaluateFunctionPrefixLen) == kEvaluateFunctionPrefix) {
+    flags |= kAutogradNode;
+    s.remove_prefix(kEvaluateFunctionPrefixLen);
+  }
   // "ns::op" or "ns::op.overload": one namespace, identifier characters only.
   const size_t sep = s.find("::");
   if (sep != std::string_view::npos && sep != 0 && sep + 2 < n) {

@@ -15,6 +15,14 @@
 // frames down, and an end that matches nothing is ignored, so an unusual
 // pairing loses at most those events and never corrupts the stack.
 //
+// Scopes: FUNCTION and USER_SCOPE. Not BACKWARD_FUNCTION: its event per
+// autograd node sits inside the engine's FUNCTION-scope event for the same
+// node ("autograd::engine::evaluate_function: <node>") and adds nothing but
+// cost -- registering that scope makes torch demangle the node's type name
+// into a new std::string per node, ~240 instructions per op on a training
+// step (bench/torch/bench_eager_instructions.py). The engine's event is
+// written as the node (its name, cat "autograd", the node's seq_nr).
+//
 // No double counting with the capture backend: while a frame of the
 // compiled-function scopes is open on the thread, or the capture backend's
 // probe reports an open instrumented graph, ops are skipped (as they are
@@ -22,6 +30,7 @@
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <atomic>
 #include <cstdint>
@@ -58,7 +67,6 @@ struct Frame {
   int64_t seq_nr;
   NameInfo info;
   uint8_t kind;
-  uint8_t backward;  // BACKWARD_FUNCTION scope
   uint16_t shapes_len;
 };
 
@@ -220,6 +228,15 @@ inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) { 
 
 // ------------------------------------------------------------ callbacks
 
+// The sequence number of the autograd node the engine is running on this
+// thread (it sets the current node before opening its
+// "autograd::engine::evaluate_function: <node>" scope): the forward op that
+// made the node carries the same number. Once per node, not per op.
+__attribute__((noinline)) int64_t node_seq_nr() {
+  const auto node = ::torch::autograd::get_current_node();
+  return node ? static_cast<int64_t>(node->sequence_nr()) : -1;
+}
+
 // Out of line: with shapes off (the default) the start callback's fast path
 // does not carry this code's register pressure.
 __attribute__((noinline)) void record_shapes(ThreadState& t, int d, const at::RecordFunction& fn) {
@@ -249,8 +266,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (probe() > 0) return nullptr;
   }
   f.kind |= kRecorded;
-  f.backward = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
-  f.seq_nr = fn.seqNr();
+  f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
   f.start = dft_ticks_inline();
@@ -276,7 +292,9 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].v.str.len = f.shapes_len;
     ++n;
   }
-  const dft_id cat = f.backward ? g_cat_autograd : (f.info.flags & kOperator) ? g_cat_aten : g_cat_torch;
+  const dft_id cat = (f.info.flags & kAutogradNode) ? g_cat_autograd
+                    : (f.info.flags & kOperator)    ? g_cat_aten
+                                                    : g_cat_torch;
   dft_complete_ticks(f.info.name, cat, f.start, end, n ? args : nullptr, n);
 }
 
@@ -345,8 +363,7 @@ void set_mode_locked(Mode mode) {
   g_handle = at::addGlobalCallback(
       at::RecordFunctionCallback(noop ? &noop_start : &on_start, noop ? &noop_end : &on_end)
           .needsInputs(mode == Mode::kOpsWithShapes)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
-                   at::RecordScope::USER_SCOPE}));
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   g_mode = mode;
 }
 

@@ -37,7 +37,12 @@ namespace torch_observer {
 enum NameFlags : uint8_t {
   kOperator = 1,       // "ns::op" (an ATen or custom operator)
   kCompiledScope = 2,  // AOT autograd's compiled forward/backward
+  kAutogradNode = 4,   // the engine running one autograd node (see classify_name)
 };
+
+// The autograd engine's RecordFunction around each node it runs.
+constexpr char kEvaluateFunctionPrefix[] = "autograd::engine::evaluate_function: ";
+constexpr size_t kEvaluateFunctionPrefixLen = sizeof kEvaluateFunctionPrefix - 1;
 
 struct NameInfo {
   dft_id name;
@@ -47,6 +52,10 @@ struct NameInfo {
 // Classifies a name (`n` bytes, not necessarily NUL-terminated) the first
 // time it is seen (not on the hot path).
 uint8_t classify_name(const char* name, size_t n);
+
+// The name an event is written under: the node's own name for the engine's
+// "autograd::engine::evaluate_function: <node>" scopes, else `name` itself.
+inline size_t event_name_offset(uint8_t flags) { return (flags & kAutogradNode) ? kEvaluateFunctionPrefixLen : 0; }
 
 class OpNameCache {
  public:
@@ -121,11 +130,13 @@ class OpNameCache {
   // the observer's callbacks saves fewer registers.
   __attribute__((noinline, cold)) static NameInfo refill(Slot& s, const char* p, uint32_t n, bool stable,
                                                          uint64_t first, uint64_t last) {
-    const dft_id id = dft_intern(p, n);
+    const dft_id id = dft_intern(p, n);  // its interned copy: the text hits compare against
     size_t len = 0;
     const char* text = dft_string(id, &len);
-    s.info.name = id;
-    s.info.flags = classify_name(p, n);
+    const uint8_t flags = classify_name(p, n);
+    const size_t skip = event_name_offset(flags);
+    s.info.name = skip ? dft_intern(p + skip, n - skip) : id;
+    s.info.flags = flags;
     // Should the core ever fail to intern, leave the slot empty so the next
     // call retries instead of trusting a stale key.
     s.text = text;
@@ -141,8 +152,10 @@ class OpNameCache {
     const dft_id id = dft_intern(name, n);
     size_t len = 0;
     const char* text = dft_string(id, &len);
-    s.info.name = id;
-    s.info.flags = classify_name(name, n);
+    const uint8_t flags = classify_name(name, n);
+    const size_t skip = event_name_offset(flags);
+    s.info.name = skip ? dft_intern(name + skip, n - skip) : id;
+    s.info.flags = flags;
     s.text = text;
     s.key = name;
     s.len = n;

@@ -86,8 +86,16 @@ def test_nesting_and_seq_nr(tmp_path):
         assert any(p["tid"] == addmm["tid"] and p["ts"] <= addmm["ts"]
                    and addmm["ts"] + addmm["dur"] <= p["ts"] + p["dur"] for p in linears), addmm
     relu = next(e for e in ops if e["name"] == "aten::relu")
-    relu_bw = next(e for e in aten_events(events, "autograd") if e["name"] == "ReluBackward0")
+    nodes = aten_events(events, "autograd")
+    relu_bw = next(e for e in nodes if e["name"] == "ReluBackward0")
     assert relu["args"]["seq_nr"] == relu_bw["args"]["seq_nr"] >= 0
+    # One event per autograd node (the engine's scope, written as the node),
+    # holding the node's ATen ops.
+    assert names(nodes) == {"SumBackward0": 1, "AddmmBackward0": 2, "ReluBackward0": 1, "TBackward0": 2,
+                            "torch::autograd::AccumulateGrad": 5}
+    assert not [e for e in events if "evaluate_function" in e.get("name", "")]
+    (thr_bw,) = [e for e in ops if e["name"] == "aten::threshold_backward"]
+    assert relu_bw["ts"] <= thr_bw["ts"] and thr_bw["ts"] + thr_bw["dur"] <= relu_bw["ts"] + relu_bw["dur"]
 
 
 def test_function_form_and_shapes(tmp_path):
