@@ -104,6 +104,7 @@ typedef struct dft_hot_state {
 } dft_hot_state;
 DFT_API extern dft_hot_state dft_hot;
 
+#if defined(__GNUC__) || defined(__clang__)
 static inline int dft_enabled_inline(void) { return __atomic_load_n(&dft_hot.enabled, __ATOMIC_RELAXED); }
 
 static inline uint64_t dft_ticks_inline(void) {
@@ -112,6 +113,10 @@ static inline uint64_t dft_ticks_inline(void) {
 #endif
   return dft_ticks(); /* the first call also decides the clock */
 }
+#else /* other compilers: the calls themselves */
+static inline int dft_enabled_inline(void) { return dft_enabled(); }
+static inline uint64_t dft_ticks_inline(void) { return dft_ticks(); }
+#endif
 
 /* ------------------------------------------------------------------ strings */
 

@@ -29,12 +29,13 @@ uint8_t classify_name(const char* name, size_t n) {
     flags |= kAutogradNode;
     s.remove_prefix(kEvaluateFunctionPrefixLen);
   }
-  // "ns::op" or "ns::op.overload": one namespace, identifier characters only.
+  // "ns::op" or "ns::op.overload": one namespace, identifier characters
+  // only. (`s`, not `n`: the prefix above may have shortened it.)
   const size_t sep = s.find("::");
-  if (sep != std::string_view::npos && sep != 0 && sep + 2 < n) {
+  if (!(flags & kAutogradNode) && sep != std::string_view::npos && sep != 0 && sep + 2 < s.size()) {
     bool ok = true;
     for (size_t i = 0; i < sep && ok; ++i) ok = is_ident(s[i]);
-    for (size_t i = sep + 2; i < n && ok; ++i) ok = is_ident(s[i]) || s[i] == '.';
+    for (size_t i = sep + 2; i < s.size() && ok; ++i) ok = is_ident(s[i]) || s[i] == '.';
     if (ok) flags |= kOperator;
   }
   // The autograd.Function that AOT autograd runs compiled graphs in; its

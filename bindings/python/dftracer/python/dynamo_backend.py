@@ -456,7 +456,7 @@ def _uninstrumented(compiled: Callable) -> Callable:
         if not _uninstrumented_warned and tracing_enabled():
             _uninstrumented_warned = True
             print("dftracer: warning: a graph compiled by dftracer_dynamo_backend while tracing was off "
-                  "runs uninstrumented (its ops are not in the trace); start tracing before the compiled "
+                  "runs uninstrumented (the capture backend records none of its ops); start tracing before the compiled "
                   "model's first call, or call torch._dynamo.reset() after starting it", file=sys.stderr)
         return inner(*args)
 
