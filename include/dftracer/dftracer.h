@@ -99,8 +99,10 @@ DFT_API uint64_t dft_ticks_to_ns(uint64_t ticks);
  * extension, the LibTorch observer -- where the two out-of-line calls were
  * a measurable share of the per-event cost. Read-only for callers. */
 typedef struct dft_hot_state {
-  int enabled; /* == dft_enabled() */
-  int tsc;     /* 1: dft_ticks() is the TSC; 0: not known yet, or another clock */
+  int enabled;   /* == dft_enabled() */
+  int tsc;       /* 1: dft_ticks() is the TSC; 0: not known yet, or another clock */
+  int finalized; /* 1 from dft_finalize to the next dft_init: recording calls
+                    are counted no-ops then (dft_stats.events_after_finalize) */
 } dft_hot_state;
 DFT_API extern dft_hot_state dft_hot;
 

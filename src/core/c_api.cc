@@ -205,7 +205,7 @@ int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
 int dft_init_from_env(void) { return Logger::instance().init_from_env(); }
 void dft_finalize(void) { Logger::instance().finalize(); }
 // Written only by Logger (enabled) and Clock (tsc); see dftracer.h.
-dft_hot_state dft_hot = {0, 0};
+dft_hot_state dft_hot = {0, 0, 0};
 
 int dft_enabled(void) { return Logger::instance().enabled() ? 1 : 0; }
 const char* dft_trace_path(void) { return Logger::instance().trace_path(); }

@@ -82,6 +82,7 @@ void make_parent_dirs(const std::string& path) {
 void Logger::set_enabled(bool on) {
   enabled_.store(on, std::memory_order_release);
   __atomic_store_n(&dft_hot.enabled, on ? 1 : 0, __ATOMIC_RELEASE);  // the inline mirror (dftracer.h)
+  if (on) __atomic_store_n(&dft_hot.finalized, 0, __ATOMIC_RELAXED);
 }
 
 Logger& Logger::instance() {
@@ -180,6 +181,7 @@ void Logger::finalize_locked() {
   if (!enabled_.load(std::memory_order_relaxed)) return;
   set_enabled(false);
   finalized_once_.store(true, std::memory_order_relaxed);
+  __atomic_store_n(&dft_hot.finalized, 1, __ATOMIC_RELAXED);
   if (writer_) writer_->stop(current_tid());
   // Chunks that are some thread's current one stay with that thread; the
   // rest went back to the pool in the writer's last cycle, except those of

@@ -46,6 +46,7 @@ def test_disabled_records_nothing_and_creates_no_file(run_python, trace_dir, tmp
     run_python(USE_EVERYTHING + """
 assert not core.enabled() and core.trace_path() is None
 assert core.stats()["events_recorded"] == 0
+assert core.stats()["events_after_finalize"] == 0  # never traced: nothing was finalized
 """, env={"DFTRACER_LOG_FILE": os.path.join(trace_dir, "x")})
     assert_no_files(trace_dir, str(tmp_path))
 

@@ -255,6 +255,12 @@ log.log_event("after2", "f", log.get_time(), 1)
 def late():
     return 5
 assert late() == 5
+assert late() == 5
+log.log_metadata_event("late_key", "v")
+# Every one of those calls is counted, as the C API counts its own: the
+# region, log_event, late() twice, the metadata event.
+from dftracer import _core
+assert _core.stats()["events_after_finalize"] == 5, _core.stats()
 """)
     json.loads(read_trace_text(path))  # strict JSON: [ ... ]
     assert not by_name(events, "after") and not by_name(events, "after2") and not by_name(events, "late")

@@ -16,6 +16,7 @@
 #include "args.h"
 #include "intern_cache.h"
 #include "module.h"
+#include "skipped_call.h"
 
 namespace nb = nanobind;
 
@@ -178,10 +179,12 @@ void register_api(nb::module_& m) {
       nb::arg("name").none(), nb::arg("cat").none(), nb::arg("start_ns"), nb::arg("duration_ns"),
       nb::arg("args").none() = nb::none(),
       "Records a complete event; start and duration in integer nanoseconds.");
+  m.def("count_skipped", &count_skipped_call,
+        "Counts a recording call skipped while tracing is off (after finalize: events_after_finalize).");
   m.def(
       "record_ticks",
       [](uint32_t name_id, uint32_t cat_id, uint64_t t0, uint64_t t1, nb::handle args) {
-        if (!dft_enabled()) return;
+        if (!dft_enabled()) return count_skipped_call();
         if (!args.is_valid() || args.is_none()) {
           dft_complete_ticks(name_id, cat_id, t0, t1, nullptr, 0);
           return;
@@ -196,7 +199,7 @@ void register_api(nb::module_& m) {
   m.def(
       "instant",
       [](nb::handle name, nb::handle cat, nb::handle args) {
-        if (!dft_enabled()) return;
+        if (!dft_enabled()) return count_skipped_call();
         dft_id name_id = checked_intern(name, "name");
         dft_id cat_id = checked_intern(cat, "cat");
         ArgList list;

@@ -12,6 +12,7 @@
 #include "intern_cache.h"
 #include "module.h"
 #include "open_events.h"
+#include "skipped_call.h"
 
 namespace dft_py {
 
@@ -213,6 +214,7 @@ PyObject* Region_enter(PyObject* op, PyObject*) {
     open_push(self, self->name, t, false);
   } else {
     self->t0 = 0;
+    if (self->enable) count_skipped_call();  // the region's one event, skipped
   }
   return Py_NewRef(op);
 }
@@ -300,7 +302,10 @@ PyObject* Region_record(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_TypeError, "_record(name_id, t0, t1, key_id=0, value=None)");
     return nullptr;
   }
-  if (!self->enable || !dft_enabled_inline()) Py_RETURN_NONE;
+  if (!self->enable || !dft_enabled_inline()) {
+    if (self->enable) count_skipped_call();
+    Py_RETURN_NONE;
+  }
   region_ensure_ids(self);
   unsigned long name = PyLong_AsUnsignedLong(args[0]);
   unsigned long long t0 = PyLong_AsUnsignedLongLong(args[1]);

@@ -20,6 +20,7 @@
 #include "intern_cache.h"
 #include "open_events.h"
 #include "region.h"
+#include "skipped_call.h"
 
 namespace dft_py {
 namespace {
@@ -103,7 +104,10 @@ void record_call(TracedFunctionObject* tf, PyObject* const* args, size_t nargsf,
 
 PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* tf = reinterpret_cast<TracedFunctionObject*>(op);
-  if (!dft_enabled_inline()) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
+  if (!dft_enabled_inline()) {
+    count_skipped_call();
+    return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
+  }
   uint64_t t0 = dft_ticks_inline();
   uint64_t token = open_push(tf->owner, tf->name, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);

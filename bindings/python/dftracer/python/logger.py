@@ -143,7 +143,7 @@ class dftracer:
         bool/int/float/str are written typed, anything else as str(value);
         non-str keys as str(key). A no-op while tracing is off."""
         if not _core.enabled():
-            return
+            return _core.count_skipped()
         if int_args or float_args or string_args:
             args = _merge_typed_args(args, int_args, float_args, string_args)
         _core.log_event(name, cat, start_time, duration, args)
@@ -151,7 +151,7 @@ class dftracer:
     def log_metadata_event(self, key, value):
         """Records a metadata event {"name": key, "value": str(value)}."""
         if not _core.enabled():
-            return
+            return _core.count_skipped()
         _core.metadata(key, value)
 
     def finalize(self):
