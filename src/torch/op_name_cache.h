@@ -147,20 +147,10 @@ class OpNameCache {
     return s.info;
   }
 
-  __attribute__((noinline, cold)) static NameInfo refill(Slot& s, const char* name) {
-    const uint32_t n = static_cast<uint32_t>(std::strlen(name));
-    const dft_id id = dft_intern(name, n);
-    size_t len = 0;
-    const char* text = dft_string(id, &len);
-    const uint8_t flags = classify_name(name, n);
-    const size_t skip = event_name_offset(flags);
-    s.info.name = skip ? dft_intern(name + skip, n - skip) : id;
-    s.info.flags = flags;
-    s.text = text;
-    s.key = name;
-    s.len = n;
-    s.first = s.last = 0;  // not used by this way in
-    return s.info;
+  // The fallback's refill: keyed by address (its hits confirm with strcmp;
+  // the first/last bytes are not used by this way in).
+  static NameInfo refill(Slot& s, const char* name) {
+    return refill(s, name, static_cast<uint32_t>(std::strlen(name)), /*stable=*/true, 0, 0);
   }
 
   Slot slots_[kSlots];
