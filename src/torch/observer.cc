@@ -237,8 +237,8 @@ __attribute__((noinline)) int64_t node_seq_nr() {
   return node ? static_cast<int64_t>(node->sequence_nr()) : -1;
 }
 
-// Out of line: with shapes off (the default) the start callback's fast path
-// does not carry this code's register pressure.
+// Out of line: with shapes off (the default) the start callback does not
+// carry the formatting code.
 __attribute__((noinline)) void record_shapes(ThreadState& t, int d, const at::RecordFunction& fn) {
   if (t.shapes == nullptr) t.shapes = new (std::nothrow) char[static_cast<size_t>(kMaxDepth) * kShapesCap];
   if (t.shapes != nullptr) t.frames[d].shapes_len = format_shapes(fn, t.shapes + static_cast<size_t>(d) * kShapesCap);

@@ -126,8 +126,8 @@ class OpNameCache {
     return static_cast<uint32_t>(v >> 54);
   }
 
-  // Misses are rare (once per name): kept out of line so the hit path in
-  // the observer's callbacks saves fewer registers.
+  // Misses are rare (once per name): kept out of line, so the callbacks'
+  // hit path does not carry the interning and classification code.
   __attribute__((noinline, cold)) static NameInfo refill(Slot& s, const char* p, uint32_t n, bool stable,
                                                          uint64_t first, uint64_t last) {
     const dft_id id = dft_intern(p, n);  // its interned copy: the text hits compare against
