@@ -1,4 +1,4 @@
-// classify_name (src/torch/name_and_env.cc), built here with the standard
+// classify_name (name_and_env.cc beside it), built here with the standard
 // library's bounds assertions (_GLIBCXX_ASSERTIONS, see CMakeLists.txt), so
 // an out-of-range read of a name aborts the test instead of passing silently.
 #include <gtest/gtest.h>
