@@ -219,6 +219,13 @@ DFT_API uint64_t dft_hash64(const char* s, size_t len);
 /* Sets the name shown for the calling thread (a "thread_name" metadata event). */
 DFT_API void dft_set_thread_name(const char* name);
 
+/* The tracer's one diagnostics channel: writes `message` (one line, no
+ * trailing newline needed) to stderr as "[dftracer] warning: <message>",
+ * subject to DFTRACER_LOG_LEVEL. Used by the core, every capture source and
+ * the Python package, so the tracer's warnings all look alike. Never on a
+ * hot path. */
+DFT_API void dft_warn(const char* message);
+
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);
 DFT_API int64_t dft_tid(void);

@@ -334,4 +334,6 @@ int64_t dft_pid(void) {
 }
 int64_t dft_tid(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }
 
+void dft_warn(const char* message) { dftracer::log_warn(message ? message : ""); }
+
 }  // extern "C"

@@ -227,6 +227,9 @@ void register_api(nb::module_& m) {
       nb::arg("kind"), nb::arg("value"), "FH/SH-style metadata event; returns the hash.");
   m.def("set_thread_name", [](const std::string& name) { dft_set_thread_name(name.c_str()); },
         nb::arg("name"), "Names the calling thread in the trace.");
+  m.def("warn", [](const std::string& msg) { dft_warn(msg.c_str()); },
+        "The tracer's diagnostics channel (dft_warn): one stderr line, "
+        "\"[dftracer] warning: <msg>\", subject to DFTRACER_LOG_LEVEL.");
   m.def("pid", []() { return dft_pid(); }, "Process id as written in events.");
   m.def("tid", []() { return dft_tid(); }, "Thread id as written in events.");
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "dftracer/dftracer.h"
 #include "observer_internal.h"
 #include "op_name_cache.h"
 
@@ -52,10 +53,9 @@ EnvSetting parse_trace_eager_env() {
   if (s.empty() || s == "0" || s == "false" || s == "no" || s == "off") return EnvSetting::kOff;
   if (s == "1" || s == "true" || s == "yes" || s == "on") return EnvSetting::kOps;
   if (s == "shapes") return EnvSetting::kOpsWithShapes;
-  std::fprintf(stderr,
-               "dftracer: warning: %s=\"%s\" is not one of 1/true/yes/on, shapes, 0/false/no/off; "
-               "using off\n",
-               kTraceEagerEnv, v);
+  std::string msg = std::string(kTraceEagerEnv) + "=\"" + v +
+                    "\" is not one of 1/true/yes/on, shapes, 0/false/no/off; using off";
+  dft_warn(msg.c_str());
   return EnvSetting::kInvalid;
 }
 

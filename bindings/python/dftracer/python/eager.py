@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from .diagnostics import warn
 
 __all__ = ["trace_eager", "eager_enabled", "TRACE_EAGER_ENV"]
 
@@ -173,7 +174,7 @@ def eager_enabled() -> bool:
 
 
 def _warn(msg: str) -> None:
-    print(f"dftracer: warning: {msg}", file=sys.stderr)
+    warn(msg)
 
 
 def _apply_env_now() -> None:
