@@ -8,10 +8,47 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 namespace dftracer_test {
+namespace {
+
+// Directories made by temp_dir(), removed when the process that made them
+// exits normally. A forked child (run_in_child, or a test's own fork) that
+// exits normally runs these destructors too, so each directory remembers its
+// creator's pid: a child never deletes what its parent is still using.
+class TempDirRegistry {
+ public:
+  void add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back({dir, getpid()});
+  }
+  ~TempDirRegistry() {
+    for (const auto& d : dirs_) {
+      if (d.owner != getpid()) continue;
+      std::error_code ec;
+      std::filesystem::remove_all(d.path, ec);
+    }
+  }
+
+ private:
+  struct Dir {
+    std::string path;
+    pid_t owner;
+  };
+  std::mutex mu_;
+  std::vector<Dir> dirs_;
+};
+
+TempDirRegistry& temp_dirs() {
+  static TempDirRegistry registry;
+  return registry;
+}
+
+}  // namespace
 
 std::string read_all(const std::string& path, bool* truncated_member) {
   std::ifstream f(path, std::ios::binary);
@@ -137,6 +174,7 @@ std::string temp_dir(const std::string& tag) {
     ADD_FAILURE() << "mkdtemp failed";
     return "/tmp";
   }
+  temp_dirs().add(d);
   return d;
 }
 

@@ -1,7 +1,7 @@
 // Test helpers: read a trace back the way a user's tools would, and parse it
 // with a real JSON parser (simdjson), never with the code under test.
-#ifndef DFTRACER_TESTS_CORE_TRACE_FILE_H_
-#define DFTRACER_TESTS_CORE_TRACE_FILE_H_
+#ifndef DFTRACER_TESTS_SUPPORT_TRACE_FILE_H_
+#define DFTRACER_TESTS_SUPPORT_TRACE_FILE_H_
 
 #include <simdjson.h>
 
@@ -41,7 +41,8 @@ int64_t int_arg(const Event& e, const char* key);
 // String arg `key` of an event, or "<missing>".
 std::string str_arg(const Event& e, const char* key);
 
-// A fresh empty directory under $TMPDIR, removed at process exit.
+// A fresh empty directory under $TMPDIR, removed with what it holds when the
+// process that made it exits normally (not by a forked child).
 std::string temp_dir(const std::string& tag);
 
 // Files in `dir` whose names end with `suffix`.
@@ -67,4 +68,4 @@ uint64_t scaled(uint64_t n);
 
 }  // namespace dftracer_test
 
-#endif  // DFTRACER_TESTS_CORE_TRACE_FILE_H_
+#endif  // DFTRACER_TESTS_SUPPORT_TRACE_FILE_H_

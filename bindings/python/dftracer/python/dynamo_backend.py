@@ -38,7 +38,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import sys
 import threading
 import time
 import warnings
@@ -51,6 +50,7 @@ from torch._dynamo.backends.debugging import aot_eager
 from functorch.compile import min_cut_rematerialization_partition
 
 from . import dynamo_nodes
+from .diagnostics import warn
 
 FORWARD, BACKWARD, INFERENCE = 0, 1, 2
 
@@ -455,9 +455,9 @@ def _uninstrumented(compiled: Callable) -> Callable:
         global _uninstrumented_warned
         if not _uninstrumented_warned and tracing_enabled():
             _uninstrumented_warned = True
-            print("dftracer: warning: a graph compiled by dftracer_dynamo_backend while tracing was off "
-                  "runs uninstrumented (the capture backend records none of its ops); start tracing before the compiled "
-                  "model's first call, or call torch._dynamo.reset() after starting it", file=sys.stderr)
+            warn("a graph compiled by dftracer_dynamo_backend while tracing was off "
+                 "runs uninstrumented (the capture backend records none of its ops); start tracing before the compiled "
+                 "model's first call, or call torch._dynamo.reset() after starting it")
         return inner(*args)
 
     return torch._dynamo.disable(call_uninstrumented_graph, reason="dftracer: AOT-compiled graph (untraced)")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+
 from .diagnostics import warn
 
 __all__ = ["trace_eager", "eager_enabled", "TRACE_EAGER_ENV"]
@@ -173,15 +174,11 @@ def eager_enabled() -> bool:
 # ------------------------------------------------- DFTRACER_TRACE_EAGER
 
 
-def _warn(msg: str) -> None:
-    warn(msg)
-
-
 def _apply_env_now() -> None:
     try:
         _load().enable_from_env()  # the C++ side parses and warns
     except Exception as e:  # tracing never breaks the traced program
-        _warn(f"{TRACE_EAGER_ENV} ignored: {e}")
+        warn(f"{TRACE_EAGER_ENV} ignored: {e}")
 
 
 class _AfterImport:
@@ -219,7 +216,7 @@ class _AfterImport:
             try:
                 then()
             except Exception as e:  # tracing never breaks the traced program
-                _warn(f"eager tracing setup after importing {name} failed: {e}")
+                warn(f"eager tracing setup after importing {name} failed: {e}")
 
         loader.exec_module = exec_module
         return spec

@@ -7,6 +7,7 @@ import os
 
 from .. import _core
 from . import _process
+from .diagnostics import warn
 from .env import TRACING_FORBIDDEN
 from .tags import unwrap
 
@@ -97,10 +98,7 @@ class dftracer:
                 except OSError:
                     pass
             else:
-                import sys
-
-                print(f"dftracer: initialize_log({logfile!r}) ignored: tracing already "
-                      f"writes {current}", file=sys.stderr)
+                warn(f"initialize_log({logfile!r}) ignored: tracing already writes {current}")
                 return instance
 
         rc = _core.init(prefix, data_dir, int(process_id))
