@@ -1,7 +1,6 @@
 // The parts of the observer that need no torch headers: name classification
 // (once per distinct name) and the DFTRACER_TRACE_EAGER setting.
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>

@@ -21,12 +21,22 @@ using namespace dftracer::analyze;
 
 namespace {
 
-std::string temp_base() {
-  static std::string base = [] {
+// The input files each run writes, removed when the fuzzer exits (libFuzzer
+// ends with exit(), so this destructor runs) instead of left in $TMPDIR.
+struct TempFiles {
+  std::string base;
+  TempFiles() {
     const char* t = std::getenv("TMPDIR");
-    return std::string(t ? t : "/tmp") + "/dft-analyze-fuzz-" + std::to_string(::getpid());
-  }();
-  return base;
+    base = std::string(t ? t : "/tmp") + "/dft-analyze-fuzz-" + std::to_string(::getpid());
+  }
+  ~TempFiles() {
+    for (const char* suffix : {".pfw", ".pfw.gz", ".pfw.gz.idx"}) ::unlink((base + suffix).c_str());
+  }
+};
+
+const std::string& temp_base() {
+  static TempFiles files;
+  return files.base;
 }
 
 void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
