@@ -29,6 +29,14 @@ Clock& Clock::instance() {
   return *clock;
 }
 
+uint64_t Clock::Sources::ticks() const {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return monotonic_ns();
+#endif
+}
+
 Clock::Clock() {
   timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
@@ -37,36 +45,33 @@ Clock::Clock() {
   epoch_offset_ns_ = real - mono;
   use_tsc_ = has_invariant_tsc() && getenv("DFTRACER_NO_TSC") == nullptr;
   __atomic_store_n(&dft_hot.tsc, use_tsc_ ? 1 : 0, __ATOMIC_RELEASE);  // dft_ticks_inline() may now read the TSC
-  anchor_mono_ns_ = monotonic_ns();
-  anchor_ticks_ = ticks();
-  if (use_tsc_) {
-    // A first estimate over ~2 ms; recalibrate() refines it as the run goes.
-    uint64_t m0 = monotonic_ns(), t0 = ticks(), m1 = m0, t1 = t0;
-    while (m1 - m0 < 2000000) {
-      m1 = monotonic_ns();
-      t1 = ticks();
-    }
-    ns_per_tick_.store(static_cast<double>(m1 - m0) / static_cast<double>(t1 - t0),
-                       std::memory_order_relaxed);
+  if (!use_tsc_) return;  // ticks are monotonic ns: nothing to calibrate
+  Sources src;
+  calibration_.start(src);
+  // A first estimate over ~2 ms (longer if its end sample keeps being
+  // interrupted, up to ~20 ms); recalibrate() refines it as the run goes.
+  uint64_t begin = calibration_.anchor().mono_ns;
+  for (;;) {
+    uint64_t now = monotonic_ns();
+    if (now - begin < 2000000) continue;
+    if (calibration_.update(calibration_.sample(src)) || now - begin > 20000000) break;
   }
+  ns_per_tick_.store(calibration_.ns_per_tick(), std::memory_order_relaxed);
 }
 
 void Clock::recalibrate() {
   if (!use_tsc_) return;
-  uint64_t m = monotonic_ns();
-  uint64_t t = ticks();
+  ClockSample s = calibration_.sample(Sources{});
   // Below 50 ms of baseline the start-up estimate is as good as this one.
-  if (m - anchor_mono_ns_ < 50000000 || t <= anchor_ticks_) return;
-  ns_per_tick_.store(static_cast<double>(m - anchor_mono_ns_) / static_cast<double>(t - anchor_ticks_),
-                     std::memory_order_relaxed);
+  if (s.mono_ns - calibration_.anchor().mono_ns < 50000000) return;
+  // Only the writer thread calls this, so calibration_ has one writer;
+  // recording threads never read it (they only take ticks).
+  if (calibration_.update(s)) ns_per_tick_.store(calibration_.ns_per_tick(), std::memory_order_relaxed);
 }
 
 uint64_t Clock::to_ns(uint64_t t) const {
   if (!use_tsc_) return t + epoch_offset_ns_;
-  double k = ns_per_tick_.load(std::memory_order_relaxed);
-  int64_t dt = static_cast<int64_t>(t - anchor_ticks_);
-  int64_t dns = static_cast<int64_t>(static_cast<double>(dt) * k);
-  return anchor_mono_ns_ + epoch_offset_ns_ + static_cast<uint64_t>(dns);
+  return calibration_.to_mono_ns(t, ns_per_tick_.load(std::memory_order_relaxed)) + epoch_offset_ns_;
 }
 
 }  // namespace dftracer

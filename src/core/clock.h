@@ -8,12 +8,16 @@
 // The tick rate is re-measured against CLOCK_MONOTONIC on every writer
 // cycle over the whole run's baseline: a tick is converted after it was
 // taken, so the error stays at clock-read jitter however long the run.
+// Every (ticks, monotonic) pair is a bracketed read (tsc_calibration.h), so
+// a preemption between the two reads is detected instead of shifting events.
 #ifndef DFTRACER_SRC_CORE_CLOCK_H_
 #define DFTRACER_SRC_CORE_CLOCK_H_
 
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+
+#include "tsc_calibration.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -46,17 +50,23 @@ class Clock {
   uint64_t to_ns(uint64_t ticks) const;
 
   // Re-measures the tick rate over the baseline since process start.
-  // Called by the writer before it converts a batch; cheap (two clock reads).
+  // Called by the writer before it converts a batch; cheap (a few clock
+  // reads; more only when a bracket was interrupted).
   void recalibrate();
 
   bool uses_tsc() const { return use_tsc_; }
 
  private:
   Clock();
+  // The hardware sources, for TscCalibration.
+  struct Sources {
+    uint64_t ticks() const;
+    uint64_t mono_ns() const { return monotonic_ns(); }
+  };
+
   bool use_tsc_ = false;
-  uint64_t epoch_offset_ns_ = 0;  // realtime - monotonic at the anchor
-  uint64_t anchor_ticks_ = 0;
-  uint64_t anchor_mono_ns_ = 0;
+  uint64_t epoch_offset_ns_ = 0;  // realtime - monotonic at start
+  TscCalibration calibration_;    // anchor fixed in the constructor; rate via ns_per_tick_
   std::atomic<double> ns_per_tick_{1.0};
 };
 
