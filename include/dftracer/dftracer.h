@@ -39,8 +39,15 @@ extern "C" {
  * `process_id` < 0 means getpid(). Other settings come from the environment.
  * Returns 0 when tracing is on after the call (also when it already was),
  * -1 when the trace file cannot be created (one warning is printed; every
- * later call is then a no-op until the next successful dft_init). */
+ * later call is then a no-op until the next successful dft_init), 1 when
+ * DFTRACER_ENABLE=0 (or false/no/off) forbids tracing: the kill switch,
+ * nothing is started and nothing is printed. */
 DFT_API int dft_init(const char* log_file, const char* data_dir, int64_t process_id);
+
+/* DFTRACER_ENABLE as the core reads it (any case, blanks ignored): 1 for
+ * 1/true/yes/on, 0 for 0/false/no/off (the kill switch), -1 when unset or
+ * not a boolean (then tracing starts only on an explicit dft_init). */
+DFT_API int dft_env_enable(void);
 
 /* Starts tracing if DFTRACER_ENABLE=1 (read once per process). Returns 1 when
  * tracing is on after the call, 0 otherwise. Called by the Python package on

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "clock.h"
+#include "config.h"
 #include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "hash.h"
@@ -18,6 +19,8 @@
 
 using dftracer::ArgSlot;
 using dftracer::Clock;
+using dftracer::Config;
+using dftracer::EnableSetting;
 using dftracer::kSlot;
 using dftracer::Logger;
 using dftracer::RecordHeader;
@@ -200,7 +203,17 @@ class FragmentChecker {
 extern "C" {
 
 int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
+  // DFTRACER_ENABLE=0 is the kill switch, whoever asks to start: a C++
+  // program, the Python package, the observer.
+  if (Config::enable_setting() == EnableSetting::kOff) return 1;
   return Logger::instance().init(log_file, data_dir, process_id);
+}
+int dft_env_enable(void) {
+  switch (Config::enable_setting()) {
+    case EnableSetting::kOn: return 1;
+    case EnableSetting::kOff: return 0;
+    default: return -1;
+  }
 }
 int dft_init_from_env(void) { return Logger::instance().init_from_env(); }
 void dft_finalize(void) { Logger::instance().finalize(); }

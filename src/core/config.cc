@@ -23,12 +23,24 @@ void warn_bad(const char* name, const char* value, const std::string& used) {
   log_warn(std::string(name) + "='" + value + "' is not valid; using " + used);
 }
 
+// A boolean value: 1/true/yes/on, 0/false/no/off, any case, surrounding
+// blanks ignored. Anything else is kUnset.
+EnableSetting read_bool(const char* v) {
+  if (v == nullptr) return EnableSetting::kUnset;
+  std::string s = lower(v);
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  s = b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return EnableSetting::kOn;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return EnableSetting::kOff;
+  return EnableSetting::kUnset;
+}
+
 bool parse_bool(const char* name, bool def) {
   const char* v = env(name);
   if (v == nullptr) return def;
-  std::string s = lower(v);
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  EnableSetting b = read_bool(v);
+  if (b != EnableSetting::kUnset) return b == EnableSetting::kOn;
   warn_bad(name, v, def ? "1" : "0");
   return def;
 }
@@ -82,6 +94,8 @@ bool parse_size(const std::string& s, size_t* out) {
   *out = static_cast<size_t>(v << shift);
   return true;
 }
+
+EnableSetting Config::enable_setting() { return read_bool(env("DFTRACER_ENABLE")); }
 
 Config Config::from_env() {
   Config c;

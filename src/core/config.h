@@ -2,7 +2,8 @@
 // gets one warning naming the variable and the value used instead; nothing
 // here ever stops the traced program.
 //
-//   DFTRACER_ENABLE              1 to trace (dft_init_from_env)
+//   DFTRACER_ENABLE              1 to trace (dft_init_from_env); 0 is a kill
+//                                switch: dft_init() then starts nothing
 //   DFTRACER_INIT                FUNCTION | PRELOAD (recorded; how we were started)
 //   DFTRACER_LOG_FILE            trace path prefix (default ./dftracer)
 //   DFTRACER_DATA_DIR            directories of interest for I/O (recorded)
@@ -24,8 +25,12 @@
 
 namespace dftracer {
 
+// DFTRACER_ENABLE as set: unset (or not a boolean) lets an explicit
+// dft_init() start tracing; 0/false/no/off forbids even that.
+enum class EnableSetting { kUnset, kOn, kOff };
+
 struct Config {
-  bool enable = false;
+  bool enable = false;  // DFTRACER_ENABLE is on (enable_setting() tells off from unset)
   std::string init_mode = "FUNCTION";
   std::string log_file = "./dftracer";
   std::string data_dir;
@@ -41,6 +46,9 @@ struct Config {
 
   // Reads every DFTRACER_* variable; warns once per bad value.
   static Config from_env();
+
+  // Only DFTRACER_ENABLE, silently (from_env warns about a bad value).
+  static EnableSetting enable_setting();
 };
 
 // Parses "123", "64K", "64M", "1G" (also KiB/MiB/GiB, case-insensitive).

@@ -81,3 +81,35 @@ TEST(Config, LogLevelOffSilencesWarnings) {
   dft_finalize();
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
+
+// DFTRACER_ENABLE as the core reads it, for every spelling Python's env.py
+// used to parse on its own: both sides now ask the core.
+TEST(Config, EnableSettingSpellings) {
+  const struct {
+    const char* value;
+    int expect;
+  } cases[] = {{"1", 1},      {"true", 1},  {" YES ", 1}, {"On", 1},     {"0", 0},  {"false", 0},
+               {"\tno\n", 0}, {" OFF", 0},  {"2", -1},    {"maybe", -1}, {"", -1}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string("DFTRACER_ENABLE='") + c.value + "'");
+    ScopedEnv env("DFTRACER_ENABLE", c.value);
+    EXPECT_EQ(dft_env_enable(), c.expect);
+  }
+}
+
+// DFTRACER_ENABLE=0 is a kill switch in the core: an explicit dft_init()
+// (a C++ program, pydftracer's initialize_log) starts nothing, creates no
+// file and prints nothing; recording calls stay no-ops.
+TEST(Config, EnableZeroForbidsExplicitInit) {
+  std::string dir = temp_dir("kill");
+  ScopedEnv env("DFTRACER_ENABLE", "off");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(dft_init((dir + "/k").c_str(), nullptr, -1), 1);
+  EXPECT_EQ(dft_enabled(), 0);
+  EXPECT_EQ(dft_trace_path(), nullptr);
+  dft_complete_ns(dft_intern_cstr("e"), dft_intern_cstr("c"), 1, 1, nullptr, 0);
+  dft_finalize();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(files_in(dir, ".pfw").empty());
+  EXPECT_TRUE(files_in(dir, ".pfw.gz").empty());
+}

@@ -81,3 +81,25 @@ log.finalize()
     from trace_reader import read_trace
     events = read_trace(trace_files(trace_dir)[0])
     assert not [e for e in events if e.get("cat") == "q"]
+
+
+def test_kill_switch_is_the_cores_and_python_agrees(run_python, trace_dir, tmp_path):
+    """The core enforces DFTRACER_ENABLE=0 for every entry point (here the
+    raw `_core.init` that bypasses initialize_log), and env.py reads the
+    variable through the core, so spellings the two used to parse
+    differently (blanks, case) mean the same on both sides."""
+    for value, setting in ((" Off ", False), ("NO", False), ("\ttrue ", True), ("maybe", None)):
+        proc = run_python("""
+import os, sys
+import dftracer._core as core
+from dftracer.python import env
+print(repr((core.env_enable(), env.DFTRACER_ENABLE, env.TRACING_FORBIDDEN)))
+if env.TRACING_FORBIDDEN:
+    assert core.init(os.path.join(os.environ["TRACE_DIR"], "raw"), None, -1) == 1
+    assert not core.enabled() and core.trace_path() is None
+""", env={"DFTRACER_ENABLE": value, "TRACE_DIR": trace_dir, "DFTRACER_LOG_FILE": os.path.join(trace_dir, "env")})
+        got = eval(proc.stdout.strip().splitlines()[-1])
+        assert got == (setting, setting is True, setting is False), (value, got)
+    # " Off " and "NO" started nothing; "\ttrue " traced from the environment on import.
+    names = os.listdir(trace_dir)
+    assert not [n for n in names if n.startswith("raw")], names

@@ -98,7 +98,16 @@ void register_api(nb::module_& m) {
       nb::arg("log_file").none() = nb::none(), nb::arg("data_dir").none() = nb::none(),
       nb::arg("process_id") = -1,
       "Starts tracing (dft_init). Returns 0 when tracing is on after the call, -1 when the "
-      "trace file cannot be created.");
+      "trace file cannot be created, 1 when DFTRACER_ENABLE=0 forbids tracing.");
+  m.def(
+      "env_enable",
+      []() -> std::optional<bool> {
+        int v = dft_env_enable();
+        if (v < 0) return std::nullopt;
+        return v == 1;
+      },
+      "DFTRACER_ENABLE as the core reads it: True, False (the kill switch) or None (unset or "
+      "not a boolean).");
   m.def("init_from_env", []() { return dft_init_from_env() != 0; },
         "Starts tracing if DFTRACER_ENABLE=1 (read once per process). True when tracing is on.");
   m.def("finalize", []() { dft_finalize(); }, nb::call_guard<nb::gil_scoped_release>(),
