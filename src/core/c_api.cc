@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "json_escape.h"
 #include "logger.h"
 #include "string_table.h"
+#include "trace_file_name.h"
 #include "writer.h"
 
 using dftracer::ArgSlot;
@@ -209,6 +211,18 @@ dft_hot_state dft_hot = {0, 0, 0};
 
 int dft_enabled(void) { return Logger::instance().enabled() ? 1 : 0; }
 const char* dft_trace_path(void) { return Logger::instance().trace_path(); }
+const char* dft_trace_prefix(void) { return Logger::instance().trace_prefix(); }
+
+int dft_trace_file_name(const char* prefix, const char* app, int64_t pid, int compress, char* out, size_t cap) {
+  if (prefix == nullptr || app == nullptr) return -1;
+  std::string name = dftracer::trace_file_name(prefix, app, pid, compress != 0);
+  if (out != nullptr && cap > 0) {
+    size_t n = std::min(name.size(), cap - 1);
+    std::memcpy(out, name.data(), n);
+    out[n] = '\0';
+  }
+  return static_cast<int>(name.size());
+}
 void dft_flush(void) { Logger::instance().flush(); }
 
 void dft_get_stats(dft_stats* out) {

@@ -17,6 +17,7 @@
 #include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "string_table.h"
+#include "trace_file_name.h"
 #include "writer.h"
 
 namespace dftracer {
@@ -136,7 +137,7 @@ int Logger::start_session(const Config& cfg, int64_t process_id, std::string* er
   char cwd[PATH_MAX];
   info.cwd = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
 
-  std::string path = cfg.log_file + "-" + info.app + "-" + std::to_string(info.pid) + (cfg.compress ? ".pfw.gz" : ".pfw");
+  std::string path = trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress);
   make_parent_dirs(path);
   std::unique_ptr<TraceSink> sink = open_trace_sink(path, cfg.compress, cfg.compression_level, error);
   if (!sink) return -1;
@@ -212,6 +213,10 @@ void Logger::flush() {
 
 const char* Logger::trace_path() const {
   return enabled_.load(std::memory_order_relaxed) ? path_.c_str() : nullptr;
+}
+
+const char* Logger::trace_prefix() const {
+  return enabled_.load(std::memory_order_relaxed) ? config_.log_file.c_str() : nullptr;
 }
 
 ThreadBuffer* Logger::attach_thread() {

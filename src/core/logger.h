@@ -39,6 +39,7 @@ class Logger {
   void finalize();
   void flush();
   const char* trace_path() const;
+  const char* trace_prefix() const;  // the <prefix> of trace_path()
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   int64_t pid() const { return pid_; }
 

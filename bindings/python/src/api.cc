@@ -115,6 +115,24 @@ void register_api(nb::module_& m) {
       },
       "Path of the trace file being written, or None.");
   m.def(
+      "trace_prefix",
+      []() -> std::optional<std::string> {
+        const char* p = dft_trace_prefix();
+        if (p == nullptr) return std::nullopt;
+        return std::string(p);
+      },
+      "The <prefix> the trace file's name was built from, or None when tracing is off.");
+  m.def(
+      "trace_file_name",
+      [](const std::string& prefix, const std::string& app, int64_t pid, bool compress) {
+        int n = dft_trace_file_name(prefix.c_str(), app.c_str(), pid, compress ? 1 : 0, nullptr, 0);
+        std::string name(static_cast<size_t>(n), '\0');
+        dft_trace_file_name(prefix.c_str(), app.c_str(), pid, compress ? 1 : 0, name.data(), name.size() + 1);
+        return name;
+      },
+      nb::arg("prefix"), nb::arg("app"), nb::arg("pid"), nb::arg("compress"),
+      "The core's trace file name: '<prefix>-<app>-<pid>.pfw' or '.pfw.gz' (dft_trace_file_name).");
+  m.def(
       "stats",
       []() {
         dft_stats s{};
