@@ -139,7 +139,7 @@ int Logger::start_session(const Config& cfg, int64_t process_id, std::string* er
 
   std::string path = trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress);
   make_parent_dirs(path);
-  std::unique_ptr<TraceSink> sink = open_trace_sink(path, cfg.compress, cfg.compression_level, error);
+  std::unique_ptr<TraceSink> sink = open_trace_sink(path, sink_kind_for(path), cfg.compression_level, error);
   if (!sink) return -1;
 
   config_ = cfg;
@@ -166,7 +166,8 @@ int Logger::start_session(const Config& cfg, int64_t process_id, std::string* er
     }
   }
   after_finalize_.store(0, std::memory_order_relaxed);
-  writer_.reset(new Writer(*this, std::move(sink), std::move(info)));
+  std::unique_ptr<TraceFormatter> formatter = make_json_lines_formatter(info);
+  writer_.reset(new Writer(*this, std::move(formatter), std::move(sink), std::move(info)));
   writer_->start();
   set_enabled(true);
   log_debug("tracing to " + path_);
