@@ -7,7 +7,7 @@
 #include <new>
 
 #include "clock.h"
-#include "logger.h"
+#include "buffer_registry.h"
 #include "thread_buffer.h"
 
 namespace dftracer {
@@ -19,9 +19,10 @@ constexpr size_t kEmitBytes = 1 << 20;
 
 }  // namespace
 
-Writer::Writer(Logger& logger, std::unique_ptr<TraceFormatter> formatter, std::unique_ptr<TraceSink> sink,
-               SessionInfo info)
-    : logger_(logger),
+Writer::Writer(BufferRegistry& registry, ChunkPool& pool, std::unique_ptr<TraceFormatter> formatter,
+               std::unique_ptr<TraceSink> sink, SessionInfo info)
+    : registry_(registry),
+      pool_(pool),
       sink_(std::move(sink)),
       info_(std::move(info)),
       path_(sink_->path()),
@@ -88,7 +89,7 @@ void Writer::run() {
 
 void Writer::cycle() {
   Clock::instance().recalibrate();
-  logger_.snapshot_buffers(&scratch_);
+  registry_.snapshot(&scratch_);
   for (ThreadBuffer* tb : scratch_) drain(tb);
 }
 
@@ -111,7 +112,6 @@ void Writer::drain(ThreadBuffer* tb) {
     fmt_->thread_name(tb->tid, tb->name[0] ? std::string(tb->name) : std::to_string(tb->tid), &out_);
     tb->named = true;
   }
-  ChunkPool& pool = logger_.pool();
   for (;;) {
     Chunk* c = tb->rchunk;
     // Read `sealed` before `committed`: once sealed, committed is final.
@@ -130,8 +130,8 @@ void Writer::drain(ThreadBuffer* tb) {
     }
     if (!sealed) break;
     Chunk* next = c->next.load(std::memory_order_acquire);
-    pool.release(c);
-    pool.note_sealed_released();
+    pool_.release(c);
+    pool_.note_sealed_released();
     tb->rchunk = next;
     tb->roff = 0;
     if (next == nullptr) {  // sealed without a successor: the thread exited
@@ -153,7 +153,7 @@ void Writer::retire(ThreadBuffer* tb) {
   // The owner has exited, so its drop count is final: count the last ones
   // before the buffer is handed to the next new thread.
   account_drops(tb);
-  logger_.retire_buffer(tb);
+  registry_.retire(tb);
 }
 
 void Writer::emit() {

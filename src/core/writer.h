@@ -24,13 +24,14 @@
 
 namespace dftracer {
 
-class Logger;
+class BufferRegistry;
+class ChunkPool;
 struct ThreadBuffer;
 
 class Writer {
  public:
-  Writer(Logger& logger, std::unique_ptr<TraceFormatter> formatter, std::unique_ptr<TraceSink> sink,
-         SessionInfo info);
+  Writer(BufferRegistry& registry, ChunkPool& pool, std::unique_ptr<TraceFormatter> formatter,
+         std::unique_ptr<TraceSink> sink, SessionInfo info);
   ~Writer();
 
   void start();
@@ -70,7 +71,8 @@ class Writer {
   void retire(ThreadBuffer* tb);
   void emit();
 
-  Logger& logger_;
+  BufferRegistry& registry_;
+  ChunkPool& pool_;
   std::unique_ptr<TraceSink> sink_;
   SessionInfo info_;
   std::string path_;
