@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "diagnostics.h"
+#include "dftracer/dftracer.h"
 
 namespace dftracer {
 
@@ -35,7 +35,8 @@ void OutputFile::close(bool warn_if_deleted) {
   if (fd_ < 0) return;
   struct stat st;
   if (warn_if_deleted && fstat(fd_, &st) == 0 && st.st_nlink == 0) {
-    log_warn("trace file " + path_ + " was deleted while it was being written; its events are lost");
+    std::string msg = "trace file " + path_ + " was deleted while it was being written; its events are lost";
+    dft_warn(msg.c_str());
   }
   ::close(fd_);
   fd_ = -1;
