@@ -67,6 +67,20 @@ DFT_API int dft_enabled(void);
  * string stays valid until the next dft_init. */
 DFT_API const char* dft_trace_path(void);
 
+/* The <prefix> the trace file's name was built from (DFTRACER_LOG_FILE or
+ * dft_init's log_file, as given), or NULL when tracing is off. Valid until
+ * the next dft_init. */
+DFT_API const char* dft_trace_prefix(void);
+
+/* Builds a trace file name, "<prefix>-<app>-<pid>.pfw" (".pfw.gz" when
+ * compress != 0), the way the core names its own files. Writes at most `cap`
+ * bytes, NUL included, to `out` (which may be NULL when cap is 0) and
+ * returns the name's full length, as snprintf does; -1 when prefix or app is
+ * NULL. Use it (or dft_trace_prefix) instead of taking a name apart: an app
+ * name may itself contain '-'. */
+DFT_API int dft_trace_file_name(const char* prefix, const char* app, int64_t pid, int compress, char* out,
+                                size_t cap);
+
 /* Asks the writer to write out everything recorded so far and waits until it
  * is in the file (a gzip member is complete). Not for the hot path. */
 DFT_API void dft_flush(void);

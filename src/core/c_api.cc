@@ -1,9 +1,10 @@
-// The C API (include/dftracer/dftracer.h) over Logger, Clock and StringTable.
+// The C API (include/dftracer/dftracer.h) over Session, Clock and StringTable.
 // Recording functions build the binary record in place in the caller's
 // buffer: header, one slot per arg, copied string bytes after their slot.
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -13,8 +14,9 @@
 #include "diagnostics.h"
 #include "hash.h"
 #include "json_escape.h"
-#include "logger.h"
+#include "session.h"
 #include "string_table.h"
+#include "trace_file_name.h"
 #include "writer.h"
 
 using dftracer::ArgSlot;
@@ -22,7 +24,7 @@ using dftracer::Clock;
 using dftracer::Config;
 using dftracer::EnableSetting;
 using dftracer::kSlot;
-using dftracer::Logger;
+using dftracer::Session;
 using dftracer::RecordHeader;
 using dftracer::RecordKind;
 using dftracer::StringTable;
@@ -49,7 +51,7 @@ inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint
   if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
   if (args == nullptr) nargs = 0;
   uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0);
-  Logger& lg = Logger::instance();
+  Session& lg = Session::instance();
   dftracer::ThreadBuffer* tb;
   unsigned char* p = lg.reserve(nslots, &tb);
   if (p == nullptr) return;
@@ -80,7 +82,7 @@ inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint
       ++s;
     }
   }
-  Logger::commit(tb, nslots);
+  Session::commit(tb, nslots);
 }
 
 dft_id cat_dftracer() {
@@ -206,7 +208,7 @@ int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
   // DFTRACER_ENABLE=0 is the kill switch, whoever asks to start: a C++
   // program, the Python package, the observer.
   if (Config::enable_setting() == EnableSetting::kOff) return 1;
-  return Logger::instance().init(log_file, data_dir, process_id);
+  return Session::instance().init(log_file, data_dir, process_id);
 }
 int dft_env_enable(void) {
   switch (Config::enable_setting()) {
@@ -215,21 +217,33 @@ int dft_env_enable(void) {
     default: return -1;
   }
 }
-int dft_init_from_env(void) { return Logger::instance().init_from_env(); }
-void dft_finalize(void) { Logger::instance().finalize(); }
-// Written only by Logger (enabled) and Clock (tsc); see dftracer.h.
+int dft_init_from_env(void) { return Session::instance().init_from_env(); }
+void dft_finalize(void) { Session::instance().finalize(); }
+// Written only by Session (enabled) and Clock (tsc); see dftracer.h.
 dft_hot_state dft_hot = {0, 0, 0};
 
-int dft_enabled(void) { return Logger::instance().enabled() ? 1 : 0; }
-const char* dft_trace_path(void) { return Logger::instance().trace_path(); }
-void dft_flush(void) { Logger::instance().flush(); }
+int dft_enabled(void) { return Session::instance().enabled() ? 1 : 0; }
+const char* dft_trace_path(void) { return Session::instance().trace_path(); }
+const char* dft_trace_prefix(void) { return Session::instance().trace_prefix(); }
+
+int dft_trace_file_name(const char* prefix, const char* app, int64_t pid, int compress, char* out, size_t cap) {
+  if (prefix == nullptr || app == nullptr) return -1;
+  std::string name = dftracer::trace_file_name(prefix, app, pid, compress != 0);
+  if (out != nullptr && cap > 0) {
+    size_t n = std::min(name.size(), cap - 1);
+    std::memcpy(out, name.data(), n);
+    out[n] = '\0';
+  }
+  return static_cast<int>(name.size());
+}
+void dft_flush(void) { Session::instance().flush(); }
 
 void dft_get_stats(dft_stats* out) {
   if (out == nullptr) return;
   std::memset(out, 0, sizeof *out);
-  Logger& lg = Logger::instance();
+  Session& lg = Session::instance();
   std::vector<dftracer::ThreadBuffer*> bufs;
-  lg.snapshot_buffers(&bufs);
+  lg.registry().snapshot(&bufs);
   for (auto* tb : bufs) {
     if (tb->session != lg.session()) continue;
     out->events_recorded += tb->recorded.load(std::memory_order_relaxed);
@@ -285,7 +299,7 @@ void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns
 uint64_t dft_region_begin(void) { return Clock::instance().ticks(); }
 
 void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg* args, uint32_t nargs) {
-  if (!Logger::instance().enabled()) {
+  if (!Session::instance().enabled()) {
     record(RecordKind::kComplete, 0, name, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
     return;
   }
@@ -302,7 +316,7 @@ void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_
 }
 
 void dft_metadata(const char* key, const char* value) {
-  if (!Logger::instance().enabled() || key == nullptr) {
+  if (!Session::instance().enabled() || key == nullptr) {
     record(RecordKind::kMetadata, 0, 0, 0, 0, 0, nullptr, 0);
     return;
   }
@@ -318,7 +332,7 @@ uint64_t dft_hash64(const char* s, size_t len) { return dftracer::hash64(s ? s :
 uint64_t dft_hash_metadata(const char* kind, const char* value) {
   if (value == nullptr) value = "";
   uint64_t h = dftracer::hash64(value, std::strlen(value));
-  if (!Logger::instance().enabled() || kind == nullptr) return h;
+  if (!Session::instance().enabled() || kind == nullptr) return h;
   StringTable& st = StringTable::instance();
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
@@ -333,7 +347,7 @@ uint64_t dft_hash_metadata(const char* kind, const char* value) {
 }
 
 void dft_set_thread_name(const char* name) {
-  if (!Logger::instance().enabled()) return;
+  if (!Session::instance().enabled()) return;
   StringTable& st = StringTable::instance();
   static const dft_id k_thread_name = st.intern("thread_name", 11);
   static const dft_id k_name = st.intern("name", 4);
@@ -342,7 +356,7 @@ void dft_set_thread_name(const char* name) {
 }
 
 int64_t dft_pid(void) {
-  int64_t p = Logger::instance().pid();
+  int64_t p = Session::instance().pid();
   return p != 0 ? p : static_cast<int64_t>(getpid());
 }
 int64_t dft_tid(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }

@@ -7,9 +7,7 @@
 #include <new>
 
 #include "clock.h"
-#include "hash.h"
-#include "json_escape.h"
-#include "logger.h"
+#include "buffer_registry.h"
 #include "thread_buffer.h"
 
 namespace dftracer {
@@ -19,27 +17,16 @@ namespace {
 // the writer never holds much formatted text.
 constexpr size_t kEmitBytes = 1 << 20;
 
-std::string hex16(uint64_t v) {
-  char b[17];
-  snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  json_escape_append(s.data(), s.size(), &out);
-  out += '"';
-  return out;
-}
-
 }  // namespace
 
-Writer::Writer(Logger& logger, std::unique_ptr<TraceSink> sink, SessionInfo info)
-    : logger_(logger),
+Writer::Writer(BufferRegistry& registry, ChunkPool& pool, std::unique_ptr<TraceFormatter> formatter,
+               std::unique_ptr<TraceSink> sink, SessionInfo info)
+    : registry_(registry),
+      pool_(pool),
       sink_(std::move(sink)),
       info_(std::move(info)),
       path_(sink_->path()),
-      fmt_(info_.pid, hash64(info_.hostname.data(), info_.hostname.size()), info_.config.whole_micros),
+      fmt_(std::move(formatter)),
       out_(2 * kEmitBytes) {}
 
 Writer::~Writer() {
@@ -56,7 +43,10 @@ void Writer::forget_thread() {
 }
 
 void Writer::start() {
-  write_preamble();
+  // The preamble goes out as the first chunk, so even a process killed at
+  // once leaves a file that says whose it is.
+  fmt_->preamble(&out_);
+  emit();
   // Signals go to the application's threads, never here: a SIGTERM handler
   // that finalizes must be able to join this thread. The thread inherits
   // the mask in force at creation.
@@ -69,30 +59,6 @@ void Writer::start() {
     return nullptr;
   }, this) == 0;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
-
-void Writer::write_preamble() {
-  // "[" and the process metadata go out as the first chunk, so even a
-  // process killed at once leaves a file that says whose it is.
-  out_.lit("[\n");
-  const Config& c = info_.config;
-  uint64_t cmd_hash = hash64(info_.cmdline.data(), info_.cmdline.size());
-  uint64_t exe_hash = hash64(info_.exe.data(), info_.exe.size());
-  uint64_t cwd_hash = hash64(info_.cwd.data(), info_.cwd.size());
-  if (c.inc_metadata) {
-    fmt_.metadata("HH", info_.main_tid, info_.hostname,
-                  hex16(hash64(info_.hostname.data(), info_.hostname.size())), &out_);
-    fmt_.metadata("SH", info_.main_tid, info_.cmdline, hex16(cmd_hash), &out_);
-    fmt_.metadata("SH", info_.main_tid, info_.exe, hex16(exe_hash), &out_);
-    fmt_.metadata("FH", info_.main_tid, info_.cwd, hex16(cwd_hash), &out_);
-    fmt_.naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", &out_);
-  }
-  std::string args = "\"cmd_hash\":\"" + hex16(cmd_hash) + "\",\"exec_hash\":\"" + hex16(exe_hash) +
-                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) +
-                     ",\"version\":\"" DFTRACER_VERSION "\",\"init\":" + json_str(c.init_mode) +
-                     ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0");
-  fmt_.lifecycle("start", info_.main_tid, info_.start_ns, args, &out_, false);
-  emit();
 }
 
 void Writer::run() {
@@ -123,7 +89,7 @@ void Writer::run() {
 
 void Writer::cycle() {
   Clock::instance().recalibrate();
-  logger_.snapshot_buffers(&scratch_);
+  registry_.snapshot(&scratch_);
   for (ThreadBuffer* tb : scratch_) drain(tb);
 }
 
@@ -142,11 +108,10 @@ void Writer::drain(ThreadBuffer* tb) {
       return;
     }
   }
-  if (!tb->named && info_.config.inc_metadata) {
-    fmt_.naming("thread_name", tb->tid, tb->name[0] ? std::string(tb->name) : std::to_string(tb->tid), &out_);
+  if (!tb->named) {
+    fmt_->thread_name(tb->tid, tb->name[0] ? std::string(tb->name) : std::to_string(tb->tid), &out_);
     tb->named = true;
   }
-  ChunkPool& pool = logger_.pool();
   for (;;) {
     Chunk* c = tb->rchunk;
     // Read `sealed` before `committed`: once sealed, committed is final.
@@ -159,14 +124,14 @@ void Writer::drain(ThreadBuffer* tb) {
         tb->roff = end;
         break;
       }
-      fmt_.format(r, tb->tid, &out_);
+      fmt_->event(r, tb->tid, &out_);
       tb->roff += size;
       if (out_.size() >= kEmitBytes) emit();
     }
     if (!sealed) break;
     Chunk* next = c->next.load(std::memory_order_acquire);
-    pool.release(c);
-    pool.note_sealed_released();
+    pool_.release(c);
+    pool_.note_sealed_released();
     tb->rchunk = next;
     tb->roff = 0;
     if (next == nullptr) {  // sealed without a successor: the thread exited
@@ -188,13 +153,13 @@ void Writer::retire(ThreadBuffer* tb) {
   // The owner has exited, so its drop count is final: count the last ones
   // before the buffer is handed to the next new thread.
   account_drops(tb);
-  logger_.retire_buffer(tb);
+  registry_.retire(tb);
 }
 
 void Writer::emit() {
   if (out_.size() == 0) return;
-  uint64_t lines = fmt_.lines() - emitted_lines_;
-  emitted_lines_ = fmt_.lines();
+  uint64_t lines = fmt_->lines() - emitted_lines_;
+  emitted_lines_ = fmt_->lines();
   if (sink_->write_chunk(out_.data(), out_.size(), lines)) {
     events_written_.fetch_add(lines, std::memory_order_relaxed);
   } else {
@@ -225,11 +190,8 @@ void Writer::stop(int64_t tid) {
     running_ = false;
   }
   cycle();  // whatever came in while the thread was stopping
-  // num_events counts every event written before `end`, metadata included
-  // (DFTracer's convention).
-  std::string args = "\"num_events\":" + std::to_string(fmt_.lines() - lost_lines_) +
-                     ",\"dropped\":" + std::to_string(dropped_.load(std::memory_order_relaxed));
-  fmt_.lifecycle("end", tid, Clock::instance().now_ns(), args, &out_, /*last=*/true);
+  fmt_->end(tid, Clock::instance().now_ns(), fmt_->lines() - lost_lines_, dropped_.load(std::memory_order_relaxed),
+            &out_);
   emit();
   sink_->close();
 }

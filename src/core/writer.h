@@ -1,5 +1,7 @@
-// Writer: the background thread that drains every thread's chunks, formats
-// JSON lines and hands them to the sink. It wakes when a chunk is sealed,
+// Writer: the background thread that drains every thread's chunks, has the
+// formatter turn each record into bytes and hands them, a chunk at a time,
+// to the sink (the file format is the formatter's, where the bytes go the
+// sink's). It wakes when a chunk is sealed,
 // on dft_flush, and at least every flush interval, so a crash loses at most
 // one interval of events. It converts ticks to epoch time, so the clock is
 // recalibrated here, not on the recording threads.
@@ -15,32 +17,25 @@
 #include <pthread.h>
 #include <vector>
 
-#include "config.h"
-#include "event_formatter.h"
 #include "out_buffer.h"
+#include "session_info.h"
+#include "trace_formatter.h"
 #include "trace_sink.h"
 
 namespace dftracer {
 
-class Logger;
+class BufferRegistry;
+class ChunkPool;
 struct ThreadBuffer;
-
-struct SessionInfo {
-  int64_t pid = 0;
-  int64_t ppid = 0;
-  int64_t main_tid = 0;
-  uint64_t start_ns = 0;
-  std::string hostname, cmdline, exe, app, cwd;
-  Config config;
-};
 
 class Writer {
  public:
-  Writer(Logger& logger, std::unique_ptr<TraceSink> sink, SessionInfo info);
+  Writer(BufferRegistry& registry, ChunkPool& pool, std::unique_ptr<TraceFormatter> formatter,
+         std::unique_ptr<TraceSink> sink, SessionInfo info);
   ~Writer();
 
   void start();
-  // Drains everything, writes the `end` event and `]`, closes the file and
+  // Drains everything, writes the formatter's end, closes the sink and
   // joins the thread. `tid` is the finalizing thread.
   void stop(int64_t tid);
   // A chunk was sealed: wake up now. Takes the writer's mutex so the wakeup
@@ -75,15 +70,15 @@ class Writer {
   void account_drops(ThreadBuffer* tb);
   void retire(ThreadBuffer* tb);
   void emit();
-  void write_preamble();
 
-  Logger& logger_;
+  BufferRegistry& registry_;
+  ChunkPool& pool_;
   std::unique_ptr<TraceSink> sink_;
   SessionInfo info_;
   std::string path_;
-  EventFormatter fmt_;
+  std::unique_ptr<TraceFormatter> fmt_;
   OutBuffer out_;
-  uint64_t emitted_lines_ = 0;  // fmt_.lines() at the last emit
+  uint64_t emitted_lines_ = 0;  // fmt_->lines() at the last emit
   uint64_t lost_lines_ = 0;  // formatted but not written (I/O failure)
   std::vector<ThreadBuffer*> scratch_;
 

@@ -138,3 +138,40 @@ if __name__ == "__main__":
     assert sum(per_worker) == 32 and all(n > 0 for n in per_worker)
     assert "Squares.__getitem__" not in names(by_pid[main[0]])
     assert names(by_pid[main[0]]).count("epoch.iter") == 8
+
+
+def test_children_inherit_the_prefix_when_the_app_name_has_a_hyphen(tmp_path, trace_dir):
+    """Tracing started by the environment, then initialize_log() with no file:
+    the prefix exported to children must be the one the core used, even when
+    the app name (the interpreter's file name) contains '-'. Taking the file
+    name apart on '-' gave "<dir>/run-my", and children wrote
+    "run-my-my-python-<pid>.pfw"."""
+    import shutil
+    import subprocess
+    import sys
+
+    interpreter = tmp_path / "my-python"
+    real = os.path.realpath(sys.executable)
+    try:
+        os.link(real, interpreter)
+    except OSError:
+        shutil.copy2(real, interpreter)
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "from dftracer.python import dftracer\n"
+        "dftracer.initialize_log()\n"
+        "print(os.environ['DFTRACER_LOG_FILE'])\n"
+        "subprocess.run([sys.executable, '-c', 'import dftracer.python'], check=True)\n"
+        "dftracer.get_instance().finalize()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    # The copy is not in a venv: give it this interpreter's module path.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env.update({"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": os.path.join(trace_dir, "run")})
+    proc = subprocess.run([str(interpreter), str(script)], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == os.path.join(trace_dir, "run")
+    files = sorted(os.path.basename(p) for p in trace_files(trace_dir))
+    assert len(files) == 2, files
+    assert all(f.startswith("run-my-python-") for f in files), files

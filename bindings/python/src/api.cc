@@ -72,6 +72,12 @@ void log_event_ns(nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t d
   dft_complete_ns(name_id, cat_id, start_ns, dur_ns, list.data(), list.size());
 }
 
+// A C string the core may return as NULL, as str or None.
+std::optional<std::string> optional_str(const char* p) {
+  if (p == nullptr) return std::nullopt;
+  return std::string(p);
+}
+
 std::string str_of(nb::handle o) {
   nb::str s = nb::str(o);  // str(value) -- raises like str() would
   return std::string(s.c_str());
@@ -115,14 +121,20 @@ void register_api(nb::module_& m) {
   m.def("flush", []() { dft_flush(); }, nb::call_guard<nb::gil_scoped_release>(),
         "Waits until everything recorded so far is in the file.");
   m.def("enabled", []() { return dft_enabled() != 0; }, "True while tracing is on.");
+  m.def("trace_path", []() { return optional_str(dft_trace_path()); },
+        "Path of the trace file being written, or None.");
+  m.def("trace_prefix", []() { return optional_str(dft_trace_prefix()); },
+        "The <prefix> the trace file's name was built from, or None when tracing is off.");
   m.def(
-      "trace_path",
-      []() -> std::optional<std::string> {
-        const char* p = dft_trace_path();
-        if (p == nullptr) return std::nullopt;
-        return std::string(p);
+      "trace_file_name",
+      [](const std::string& prefix, const std::string& app, int64_t pid, bool compress) {
+        int n = dft_trace_file_name(prefix.c_str(), app.c_str(), pid, compress ? 1 : 0, nullptr, 0);
+        std::string name(static_cast<size_t>(n), '\0');
+        dft_trace_file_name(prefix.c_str(), app.c_str(), pid, compress ? 1 : 0, name.data(), name.size() + 1);
+        return name;
       },
-      "Path of the trace file being written, or None.");
+      nb::arg("prefix"), nb::arg("app"), nb::arg("pid"), nb::arg("compress"),
+      "The core's trace file name: '<prefix>-<app>-<pid>.pfw' or '.pfw.gz' (dft_trace_file_name).");
   m.def(
       "stats",
       []() {

@@ -84,7 +84,7 @@ class dftracer:
 
         if _core.enabled():
             current = _core.trace_path()
-            if prefix is None or (current and current.startswith(prefix + "-")):
+            if prefix is None or os.path.abspath(_core.trace_prefix()) == prefix:
                 instance._started(current, prefix, data_dir)
                 return instance
             # Tracing was started from the environment on import with
@@ -110,13 +110,9 @@ class dftracer:
         self.logger = _core
         self.trace_file = path
         if prefix is None and path:
-            # prefix of the running file: strip "-<app>-<pid>.pfw[.gz]"
-            base = path
-            for suffix in _TRACE_SUFFIXES:
-                if base.endswith(suffix):
-                    base = base[: -len(suffix)]
-                    break
-            prefix = base.rsplit("-", 2)[0]
+            # The core's own prefix: the file name cannot be taken apart
+            # (an app name may contain '-').
+            prefix = _core.trace_prefix()
         _process.export_env(prefix, data_dir)
         _process.tracing_started(from_env=False)
 

@@ -2,8 +2,8 @@
 // categories and arg values may hold quotes, backslashes, newlines, control
 // characters or bytes that are not UTF-8; none of them may break a line of
 // the trace. Invalid UTF-8 becomes U+FFFD so the file stays valid JSON.
-#ifndef DFTRACER_SRC_CORE_JSON_ESCAPE_H_
-#define DFTRACER_SRC_CORE_JSON_ESCAPE_H_
+#ifndef DFTRACER_SRC_FILE_JSON_ESCAPE_H_
+#define DFTRACER_SRC_FILE_JSON_ESCAPE_H_
 
 #include <cstddef>
 #include <string>
@@ -23,4 +23,4 @@ size_t utf8_cut(const char* s, size_t n, size_t max);
 
 }  // namespace dftracer
 
-#endif  // DFTRACER_SRC_CORE_JSON_ESCAPE_H_
+#endif  // DFTRACER_SRC_FILE_JSON_ESCAPE_H_

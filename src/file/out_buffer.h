@@ -1,8 +1,8 @@
 // OutBuffer: the writer's growable byte buffer with the few append helpers
 // JSON formatting needs (decimal integers, fixed 3-decimal microseconds, hex)
 // written by hand: snprintf would cost more than the rest of an event.
-#ifndef DFTRACER_SRC_CORE_OUT_BUFFER_H_
-#define DFTRACER_SRC_CORE_OUT_BUFFER_H_
+#ifndef DFTRACER_SRC_FILE_OUT_BUFFER_H_
+#define DFTRACER_SRC_FILE_OUT_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -72,4 +72,4 @@ class OutBuffer {
 
 }  // namespace dftracer
 
-#endif  // DFTRACER_SRC_CORE_OUT_BUFFER_H_
+#endif  // DFTRACER_SRC_FILE_OUT_BUFFER_H_

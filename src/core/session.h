@@ -1,14 +1,14 @@
-// Logger: the one per-process tracing session. It owns the registry of
-// thread buffers, the chunk pool, the writer thread and the trace file, and
-// handles the process lifecycle: init / finalize, atexit, SIGTERM/SIGINT,
-// and fork (the child starts its own file and writes none of the parent's
-// events).
+// Session: the one per-process tracing session. It starts and ends tracing
+// (init / finalize: names the trace file, opens the sink, starts the
+// writer), and owns what recording needs: the buffer registry
+// (buffer_registry.h), the chunk pool and the writer. What the process does
+// to it from outside (atexit, SIGTERM/SIGINT, fork) is in process_hooks.cc.
 //
-// The hot path (Logger::record) is inline: one relaxed load of `enabled_`,
+// The hot path (reserve / commit) is inline: one relaxed load of `enabled_`,
 // a thread-local buffer pointer, a bounds check, a memcpy-sized store and a
 // release store of the fill level.
-#ifndef DFTRACER_SRC_CORE_LOGGER_H_
-#define DFTRACER_SRC_CORE_LOGGER_H_
+#ifndef DFTRACER_SRC_CORE_SESSION_H_
+#define DFTRACER_SRC_CORE_SESSION_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "buffer_registry.h"
 #include "chunk_pool.h"
 #include "config.h"
 #include "record.h"
@@ -29,9 +30,9 @@ namespace dftracer {
 
 class Writer;
 
-class Logger {
+class Session {
  public:
-  static Logger& instance();
+  static Session& instance();
 
   // --- lifecycle (not hot) ---
   int init(const char* log_file, const char* data_dir, int64_t process_id);
@@ -39,6 +40,7 @@ class Logger {
   void finalize();
   void flush();
   const char* trace_path() const;
+  const char* trace_prefix() const;  // the <prefix> of trace_path()
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   int64_t pid() const { return pid_; }
 
@@ -69,9 +71,8 @@ class Logger {
     tb->recorded.store(tb->recorded.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
-  // --- used by the writer ---
-  void snapshot_buffers(std::vector<ThreadBuffer*>* out);
-  void retire_buffer(ThreadBuffer* tb);  // exited and drained: reusable
+  // --- used by the writer and dft_get_stats ---
+  BufferRegistry& registry() { return registry_; }
   ChunkPool& pool() { return pool_; }
   uint64_t after_finalize_count() const { return after_finalize_.load(std::memory_order_relaxed); }
   Writer* writer() { return writer_.get(); }
@@ -80,21 +81,25 @@ class Logger {
   // Thread exit (from a thread_local destructor).
   void on_thread_exit(ThreadBuffer* tb);
 
+  // --- process hooks (process_hooks.cc) ---
+  // A fatal signal: finalize unless another thread is inside init/finalize
+  // (waiting could deadlock the signal handler).
+  void finalize_from_signal();
+  // pthread_atfork: hold every lock across fork(), so the child's copies
+  // are consistent; the child abandons the parent's events and, if tracing
+  // was on, starts its own file.
+  void prepare_fork();
+  void after_fork_in_parent();
+  void after_fork_in_child();
+
   static thread_local ThreadBuffer* tls_buffer_;
 
  private:
-  Logger() = default;
+  Session() = default;
   ThreadBuffer* attach_thread();
   bool refill(ThreadBuffer* tb, uint32_t bytes);
   int start_session(const Config& cfg, int64_t process_id, std::string* error);
-  void install_process_hooks();
   void finalize_locked();
-
-  static void at_exit();
-  static void on_signal(int sig);
-  static void fork_prepare();
-  static void fork_parent();
-  static void fork_child();
 
   std::mutex lifecycle_mu_;  // init / finalize / fork
   void set_enabled(bool on);  // enabled_ and its public mirror dft_hot.enabled
@@ -107,18 +112,11 @@ class Logger {
   int64_t process_id_override_ = -1;
   std::string path_;
 
-  std::mutex registry_mu_;
-  std::vector<ThreadBuffer*> buffers_;  // never shrinks; entries reused
-  // From start_session until the writer's last drain is done (guarded by
-  // registry_mu_). A thread exiting meanwhile hands its chain to the writer
-  // even though recording is already off: finalize may be draining it.
-  bool session_open_ = false;
-
+  BufferRegistry registry_;
   ChunkPool pool_;
   std::unique_ptr<Writer> writer_;
-  std::once_flag hooks_once_;
 };
 
 }  // namespace dftracer
 
-#endif  // DFTRACER_SRC_CORE_LOGGER_H_
+#endif  // DFTRACER_SRC_CORE_SESSION_H_

@@ -1,30 +1,84 @@
-#include "event_formatter.h"
+#include "json_lines_formatter.h"
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "clock.h"
 #include "dftracer/dftracer.h"
+#include "hash.h"
 #include "json_escape.h"
 #include "string_table.h"
 
 namespace dftracer {
+namespace {
 
-EventFormatter::EventFormatter(int64_t pid, uint64_t host_hash, bool whole_micros)
-    : pid_(pid),
-      host_hash_(host_hash),
-      whole_micros_(whole_micros),
+std::string hex16(uint64_t v) {
+  char b[17];
+  snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string json_str(const std::string& s) {
+  std::string out = "\"";
+  json_escape_append(s.data(), s.size(), &out);
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<TraceFormatter> make_json_lines_formatter(const SessionInfo& info) {
+  return std::unique_ptr<TraceFormatter>(new JsonLinesFormatter(info));
+}
+
+JsonLinesFormatter::JsonLinesFormatter(const SessionInfo& info)
+    : info_(info),
+      host_hash_(hash64(info.hostname.data(), info.hostname.size())),
+      whole_micros_(info.config.whole_micros),
       strings_(StringTable::instance()),
       clock_(Clock::instance()) {}
 
-void EventFormatter::str_id(uint32_t id, OutBuffer* out) {
+void JsonLinesFormatter::preamble(OutBuffer* out) {
+  out->lit("[\n");
+  const Config& c = info_.config;
+  uint64_t cmd_hash = hash64(info_.cmdline.data(), info_.cmdline.size());
+  uint64_t exe_hash = hash64(info_.exe.data(), info_.exe.size());
+  uint64_t cwd_hash = hash64(info_.cwd.data(), info_.cwd.size());
+  if (c.inc_metadata) {
+    metadata("HH", info_.main_tid, info_.hostname, hex16(host_hash_), out);
+    metadata("SH", info_.main_tid, info_.cmdline, hex16(cmd_hash), out);
+    metadata("SH", info_.main_tid, info_.exe, hex16(exe_hash), out);
+    metadata("FH", info_.main_tid, info_.cwd, hex16(cwd_hash), out);
+    naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", out);
+  }
+  std::string args = "\"cmd_hash\":\"" + hex16(cmd_hash) + "\",\"exec_hash\":\"" + hex16(exe_hash) +
+                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) +
+                     ",\"version\":\"" DFTRACER_VERSION "\",\"init\":" + json_str(c.init_mode) +
+                     ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0");
+  lifecycle("start", info_.main_tid, info_.start_ns, args, out, false);
+}
+
+void JsonLinesFormatter::thread_name(int64_t tid, const std::string& display, OutBuffer* out) {
+  if (info_.config.inc_metadata) naming("thread_name", tid, display, out);
+}
+
+void JsonLinesFormatter::end(int64_t tid, uint64_t ts_ns, uint64_t events_written, uint64_t dropped,
+                             OutBuffer* out) {
+  // num_events counts every event written before `end`, metadata included
+  // (DFTracer's convention).
+  std::string args = "\"num_events\":" + std::to_string(events_written) + ",\"dropped\":" + std::to_string(dropped);
+  lifecycle("end", tid, ts_ns, args, out, /*last=*/true);
+}
+
+void JsonLinesFormatter::str_id(uint32_t id, OutBuffer* out) {
   out->ch('"');
   if (const InternedString* s = strings_.get(id)) out->append(s->escaped, s->escaped_len);
   out->ch('"');
 }
 
-void EventFormatter::head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
+void JsonLinesFormatter::head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
                           OutBuffer* out, bool with_id) {
   ++lines_;
   if (with_id) {
@@ -38,12 +92,12 @@ void EventFormatter::head(const char* name, size_t name_len, const char* cat, si
   out->lit("\",\"cat\":\"");
   out->append(cat, cat_len);
   out->lit("\",\"pid\":");
-  out->i64(pid_);
+  out->i64(info_.pid);
   out->lit(",\"tid\":");
   out->i64(tid);
 }
 
-void EventFormatter::args(const RecordHeader* r, OutBuffer* out) {
+void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out) {
   out->lit(",\"args\":{\"hhash\":\"");
   out->hex16(host_hash_);
   out->ch('"');
@@ -100,7 +154,7 @@ void EventFormatter::args(const RecordHeader* r, OutBuffer* out) {
   out->ch('}');
 }
 
-void EventFormatter::format(const RecordHeader* r, int64_t tid, OutBuffer* out) {
+void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* out) {
   const InternedString* name = strings_.get(r->name);
   const InternedString* cat = strings_.get(r->cat);
   const char* n = name ? name->escaped : "";
@@ -159,7 +213,7 @@ void EventFormatter::format(const RecordHeader* r, int64_t tid, OutBuffer* out) 
   out->lit("},\n");
 }
 
-void EventFormatter::metadata(const char* name, int64_t tid, const std::string& arg_name,
+void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::string& arg_name,
                               const std::string& value, OutBuffer* out) {
   head(name, std::strlen(name), "dftracer", 8, tid, out);
   out->lit(",\"ph\":\"M\",\"args\":{\"hhash\":\"");
@@ -173,7 +227,7 @@ void EventFormatter::metadata(const char* name, int64_t tid, const std::string& 
   out->lit("\"}},\n");
 }
 
-void EventFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {
+void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {
   head(kind, std::strlen(kind), "dftracer", 8, tid, out);
   out->lit(",\"ph\":\"M\",\"args\":{\"name\":\"");
   char* p = out->ensure(6 * display.size());
@@ -181,7 +235,7 @@ void EventFormatter::naming(const char* kind, int64_t tid, const std::string& di
   out->lit("\"}},\n");
 }
 
-void EventFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
+void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
                                OutBuffer* out, bool last) {
   head(name, std::strlen(name), "dftracer", 8, tid, out);
   out->lit(",\"ts\":");

@@ -1,0 +1,22 @@
+// Process hooks: what the process does to the tracing session from outside
+// the program's own calls. Installed once, at the first session start:
+//   atexit          finalize, so a normal exit leaves a complete file;
+//   SIGTERM/SIGINT  finalize, then die of the signal as before (only where
+//                   the signal would kill the process anyway: an
+//                   application's own handler is left alone);
+//   fork            the child abandons the parent's events and, if tracing
+//                   was on, starts its own file.
+// The Session methods these call (finalize_from_signal, prepare_fork,
+// after_fork_in_parent, after_fork_in_child) are defined in process_hooks.cc
+// too, so everything about signals, exit and fork is in one file.
+#ifndef DFTRACER_SRC_CORE_PROCESS_HOOKS_H_
+#define DFTRACER_SRC_CORE_PROCESS_HOOKS_H_
+
+namespace dftracer {
+
+// Idempotent; thread-safe.
+void install_process_hooks();
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_PROCESS_HOOKS_H_

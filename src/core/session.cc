@@ -1,0 +1,217 @@
+#include "session.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "clock.h"
+#include "dftracer/dftracer.h"
+#include "diagnostics.h"
+#include "process_hooks.h"
+#include "trace_file_name.h"
+#include "writer.h"
+
+namespace dftracer {
+
+thread_local ThreadBuffer* Session::tls_buffer_ = nullptr;
+
+namespace {
+
+int64_t current_tid() { return static_cast<int64_t>(syscall(SYS_gettid)); }
+
+std::string read_file(const char* path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string command_line() {
+  std::string raw = read_file("/proc/self/cmdline");
+  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+  for (char& c : raw)
+    if (c == '\0') c = ' ';
+  return raw;
+}
+
+std::string executable() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string base_name(const std::string& p) {
+  size_t s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// mkdir -p of the trace file's directory, so DFTRACER_LOG_FILE=runs/a works
+// without creating runs/ first.
+void make_parent_dirs(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos || slash == 0) return;
+  std::string dir = path.substr(0, slash);
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      std::string part = dir.substr(0, i);
+      if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return;
+    }
+  }
+}
+
+}  // namespace
+
+void Session::set_enabled(bool on) {
+  enabled_.store(on, std::memory_order_release);
+  __atomic_store_n(&dft_hot.enabled, on ? 1 : 0, __ATOMIC_RELEASE);  // the inline mirror (dftracer.h)
+  if (on) __atomic_store_n(&dft_hot.finalized, 0, __ATOMIC_RELAXED);
+}
+
+Session& Session::instance() {
+  // Never destroyed: exit handlers, late thread exits and signal handlers
+  // may all still reach it after static destructors have run.
+  static Session* session = new Session();
+  return *session;
+}
+
+int Session::init_from_env() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (enabled_.load(std::memory_order_relaxed)) return 1;
+  Config cfg = Config::from_env();
+  if (!cfg.enable) return 0;
+  std::string error;
+  if (start_session(cfg, -1, &error) != 0) {
+    log_warn(error + "; tracing is off");
+    return 0;
+  }
+  return 1;
+}
+
+int Session::init(const char* log_file, const char* data_dir, int64_t process_id) {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (enabled_.load(std::memory_order_relaxed)) return 0;
+  Config cfg = Config::from_env();
+  if (log_file != nullptr && *log_file != '\0') cfg.log_file = log_file;
+  if (data_dir != nullptr) cfg.data_dir = data_dir;
+  std::string error;
+  if (start_session(cfg, process_id, &error) != 0) {
+    log_warn(error + "; tracing is off");
+    return -1;
+  }
+  return 0;
+}
+
+int Session::start_session(const Config& cfg, int64_t process_id, std::string* error) {
+  install_process_hooks();  // process_hooks.h
+  SessionInfo info;
+  info.pid = process_id >= 0 ? process_id : static_cast<int64_t>(getpid());
+  info.ppid = static_cast<int64_t>(getppid());
+  info.main_tid = current_tid();
+  info.start_ns = Clock::instance().now_ns();
+  info.config = cfg;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  info.hostname = host;
+  info.cmdline = command_line();
+  info.exe = executable();
+  info.app = base_name(info.exe.empty() ? std::string("app") : info.exe);
+  char cwd[PATH_MAX];
+  info.cwd = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
+
+  std::string path = trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress);
+  make_parent_dirs(path);
+  std::unique_ptr<TraceSink> sink = open_trace_sink(path, sink_kind_for(path), cfg.compression_level, error);
+  if (!sink) return -1;
+
+  config_ = cfg;
+  pid_ = info.pid;
+  process_id_override_ = process_id;
+  path_ = path;
+  pool_.configure(cfg.buffer_size, cfg.chunk_size,
+                  cfg.drop_on_overflow ? ChunkPool::Policy::kDrop : ChunkPool::Policy::kBlock);
+  pool_.reset_peak();
+
+  // A new session: every live thread re-attaches on its next record (its
+  // buffer's session no longer matches), and the writer starts each chain
+  // afresh.
+  registry_.begin_session(&session_);
+  after_finalize_.store(0, std::memory_order_relaxed);
+  std::unique_ptr<TraceFormatter> formatter = make_json_lines_formatter(info);
+  writer_.reset(new Writer(registry_, pool_, std::move(formatter), std::move(sink), std::move(info)));
+  writer_->start();
+  set_enabled(true);
+  log_debug("tracing to " + path_);
+  return 0;
+}
+
+void Session::finalize() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  finalize_locked();
+}
+
+void Session::finalize_locked() {
+  if (!enabled_.load(std::memory_order_relaxed)) return;
+  set_enabled(false);
+  finalized_once_.store(true, std::memory_order_relaxed);
+  __atomic_store_n(&dft_hot.finalized, 1, __ATOMIC_RELAXED);
+  if (writer_) writer_->stop(current_tid());
+  registry_.end_session(&pool_);
+}
+
+void Session::flush() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (enabled_.load(std::memory_order_relaxed) && writer_) writer_->flush();
+}
+
+const char* Session::trace_path() const {
+  return enabled_.load(std::memory_order_relaxed) ? path_.c_str() : nullptr;
+}
+
+const char* Session::trace_prefix() const {
+  return enabled_.load(std::memory_order_relaxed) ? config_.log_file.c_str() : nullptr;
+}
+
+ThreadBuffer* Session::attach_thread() {
+  ThreadBuffer* tb = registry_.attach(tls_buffer_, session_.load(std::memory_order_relaxed));
+  tls_buffer_ = tb;
+  return tb;
+}
+
+bool Session::refill(ThreadBuffer* tb, uint32_t bytes) {
+  auto drop = [tb] {
+    tb->dropped.store(tb->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return false;
+  };
+  if (bytes > pool_.chunk_bytes()) return drop();  // larger than any chunk
+  bool may_block = pool_.policy() == ChunkPool::Policy::kBlock;
+  // Under `drop` the pool is consulted only when a chunk may be there, so an
+  // overflowing thread does not take the pool lock for every event.
+  if (!may_block && !pool_.maybe_available()) return drop();
+  Chunk* next = pool_.acquire(may_block);
+  if (next == nullptr) return drop();
+  if (tb->chunk != nullptr) {
+    tb->chunk->next.store(next, std::memory_order_release);
+    pool_.note_sealed();
+    tb->chunk->sealed.store(true, std::memory_order_release);
+    if (Writer* w = writer_.get()) w->notify();
+  } else {
+    tb->first.store(next, std::memory_order_release);
+  }
+  tb->chunk = next;
+  tb->off = 0;
+  tb->cap = next->capacity;
+  return true;
+}
+
+void Session::on_thread_exit(ThreadBuffer* tb) {
+  if (tls_buffer_ == tb) tls_buffer_ = nullptr;
+  registry_.on_thread_exit(tb, session_, &pool_, writer_.get());
+}
+
+}  // namespace dftracer

@@ -1,0 +1,40 @@
+// GzipMemberSink: a .pfw.gz file made of one complete gzip member per chunk
+// (any gzip reader inflates the concatenation), plus one line per member in
+// `<file>.idx` ("offset size raw_size lines") so readers can inflate members
+// in parallel without scanning. The index is optional: if it cannot be
+// written it is dropped and readers scan the members instead.
+#ifndef DFTRACER_SRC_FILE_GZIP_MEMBER_SINK_H_
+#define DFTRACER_SRC_FILE_GZIP_MEMBER_SINK_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "output_file.h"
+#include "trace_sink.h"
+
+namespace dftracer {
+
+class MemberCompressor;
+
+class GzipMemberSink final : public TraceSink {
+ public:
+  // nullptr (and *error) when `path` cannot be created. `level`: 1-9.
+  static std::unique_ptr<TraceSink> open(const std::string& path, int level, std::string* error);
+
+  ~GzipMemberSink() override;
+  bool write_chunk(const char* data, size_t len, uint64_t lines) override;
+  void close() override;
+
+ private:
+  GzipMemberSink(const std::string& path, int level);
+
+  OutputFile file_;
+  OutputFile index_;
+  std::unique_ptr<MemberCompressor> z_;
+  std::vector<unsigned char> member_;
+};
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_FILE_GZIP_MEMBER_SINK_H_

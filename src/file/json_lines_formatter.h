@@ -1,0 +1,69 @@
+// JsonLinesFormatter: DFTracer's trace format. The file is one JSON array,
+// one event object a line:
+//
+//   [
+//   {"id":0,"name":"HH",...},        <- preamble: process metadata, `start`
+//   {"id":5,"name":"op",...},        <- events, each line ending in ",\n"
+//   {"id":9,"name":"end",...}}       <- end: the `end` event, then "]"
+//   ]
+//
+// Every event line ends in ",\n" so a file cut short (a crash) is still
+// loadable line by line and by Chrome/Perfetto; only `end` closes the array.
+// Runs on the writer thread; strings come pre-escaped from the StringTable.
+#ifndef DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_
+#define DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "trace_formatter.h"
+
+namespace dftracer {
+
+class Clock;
+class StringTable;
+
+class JsonLinesFormatter final : public TraceFormatter {
+ public:
+  // Writes ts and dur as whole microseconds (both ends floored, so nesting
+  // is kept) when info.config.whole_micros (DFTRACER_TIME_RESOLUTION=us);
+  // the process and thread metadata lines only when info.config.inc_metadata.
+  explicit JsonLinesFormatter(const SessionInfo& info);
+
+  void preamble(OutBuffer* out) override;
+  void thread_name(int64_t tid, const std::string& display, OutBuffer* out) override;
+  void event(const RecordHeader* r, int64_t tid, OutBuffer* out) override;
+  void end(int64_t tid, uint64_t ts_ns, uint64_t events_written, uint64_t dropped, OutBuffer* out) override;
+  uint64_t lines() const override { return lines_; }
+
+ private:
+  // Metadata event: {"name":name,"ph":"M","args":{"hhash",...,"name":arg_name,"value":value}}
+  // (HH/SH/FH pass the hash as `value`, already 16 hex digits).
+  void metadata(const char* name, int64_t tid, const std::string& arg_name, const std::string& value,
+                OutBuffer* out);
+  // Chrome's thread_name / process_name: args {"name": display}.
+  void naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out);
+  // The `start` / `end` events: a zero-length complete event with args
+  // given as a pre-formatted JSON members fragment (may be empty).
+  void lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
+                 OutBuffer* out, bool last);
+  void head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid, OutBuffer* out,
+            bool with_id = true);
+  void args(const RecordHeader* r, OutBuffer* out);
+  void str_id(uint32_t id, OutBuffer* out);
+
+  // Nanoseconds as written: floored to a whole microsecond when whole_micros_.
+  uint64_t written(uint64_t ns) const { return whole_micros_ ? ns / 1000 * 1000 : ns; }
+
+  SessionInfo info_;
+  uint64_t host_hash_;
+  bool whole_micros_;
+  uint64_t next_id_ = 0;
+  uint64_t lines_ = 0;
+  StringTable& strings_;
+  Clock& clock_;
+};
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_

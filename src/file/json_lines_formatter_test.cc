@@ -1,0 +1,247 @@
+// The JSON-lines formatter on its own, into a MemorySink: every kind of
+// record and every arg type it handles, the preamble and the end. Every line
+// is parsed back with simdjson (not with the code under test), and the
+// framing is pinned byte for byte: "[" alone on the first line, each event
+// line ending in ",\n", the last one in "}\n" followed by "]\n". The
+// expected lines are the format as it was before the formatter interface
+// existed: a change here is a change to every trace file.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dftracer/dftracer.h"
+#include "json_lines_formatter.h"
+#include "memory_sink.h"
+#include "string_table.h"
+#include "trace_file.h"
+
+namespace dftracer {
+namespace {
+
+uint32_t id(const char* s) { return StringTable::instance().intern(s, std::strlen(s)); }
+
+// Builds one record (header, arg slots, inline bytes) the way the C API does.
+class RecordBuilder {
+ public:
+  RecordBuilder(RecordKind kind, const char* name, const char* cat, uint64_t start, uint64_t end, uint8_t flags) {
+    RecordHeader h{};
+    h.start = start;
+    h.end = end;
+    h.name = id(name);
+    h.cat = id(cat);
+    h.kind = kind;
+    h.flags = flags;
+    slots_.resize(2 * kSlot);
+    std::memcpy(slots_.data(), &h, sizeof h);
+  }
+  RecordBuilder& arg(const char* key, dft_arg_type type, uint64_t value) {
+    ArgSlot a{};
+    a.key = key != nullptr ? id(key) : 0;
+    a.type = static_cast<uint8_t>(type);
+    a.value = value;
+    push(&a, sizeof a);
+    ++nargs_;
+    return *this;
+  }
+  RecordBuilder& bytes(const char* key, const std::string& s) {
+    ArgSlot a{};
+    a.key = id(key);
+    a.type = DFT_ARG_BYTES;
+    a.len = static_cast<uint16_t>(s.size());
+    push(&a, sizeof a);
+    size_t padded = (s.size() + kSlot - 1) / kSlot * kSlot;
+    size_t at = slots_.size();
+    slots_.resize(at + padded);
+    std::memcpy(slots_.data() + at, s.data(), s.size());
+    ++nargs_;
+    return *this;
+  }
+  const RecordHeader* get() {
+    RecordHeader* h = reinterpret_cast<RecordHeader*>(slots_.data());
+    h->nslots = static_cast<uint16_t>(slots_.size() / kSlot);
+    h->nargs = nargs_;
+    return h;
+  }
+
+ private:
+  void push(const void* p, size_t n) {
+    size_t at = slots_.size();
+    slots_.resize(at + n);
+    std::memcpy(slots_.data() + at, p, n);
+  }
+  // 16-byte aligned storage, as in a chunk.
+  struct alignas(16) Slot { unsigned char b[kSlot]; };
+  struct Bytes {
+    std::vector<Slot> v;
+    size_t n = 0;
+    unsigned char* data() { return v.front().b; }
+    size_t size() const { return n; }
+    void resize(size_t m) { v.resize((m + kSlot - 1) / kSlot); n = m; }
+  } slots_;
+  uint32_t nargs_ = 0;
+};
+
+SessionInfo test_session() {
+  SessionInfo info;
+  info.pid = 4242;
+  info.ppid = 1;
+  info.main_tid = 4243;
+  info.start_ns = 1700000000123456789ull;
+  info.hostname = "node-1";
+  info.cmdline = "prog --name \"x\"";
+  info.exe = "/opt/prog";
+  info.app = "prog";
+  info.cwd = "/work";
+  info.config.data_dir = "/data";
+  return info;
+}
+
+// Formats like the writer does: every call's output handed to the sink as
+// one chunk with its line count.
+struct Harness {
+  explicit Harness(const SessionInfo& info) : fmt(info) {}
+  void hand_over() {
+    sink.write_chunk(out.data(), out.size(), fmt.lines() - handed);
+    handed = fmt.lines();
+    out.clear();
+  }
+  JsonLinesFormatter fmt;
+  MemorySink sink;
+  OutBuffer out{64};
+  uint64_t handed = 0;
+};
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    EXPECT_NE(nl, std::string::npos) << "the text must end in a newline";
+    if (nl == std::string::npos) break;
+    lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return lines;
+}
+
+TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
+  Harness h(test_session());
+  h.fmt.preamble(&h.out);
+  h.hand_over();
+  h.fmt.thread_name(7, "worker \"1\"", &h.out);
+
+  double one_and_half = 1.5, nan = std::nan("");
+  uint64_t d1, d2;
+  std::memcpy(&d1, &one_and_half, sizeof d1);
+  std::memcpy(&d2, &nan, sizeof d2);
+  RecordBuilder complete(RecordKind::kComplete, "op", "cat", 1700000000000001500ull, 2500, kTimeIsNs);
+  complete.arg("i", DFT_ARG_INT, static_cast<uint64_t>(int64_t{-5}))
+      .arg("u", DFT_ARG_UINT, 7)
+      .arg("b", DFT_ARG_BOOL, 1)
+      .arg("f", DFT_ARG_BOOL, 0)
+      .arg("d", DFT_ARG_DOUBLE, d1)
+      .arg("nan", DFT_ARG_DOUBLE, d2)
+      .arg("s", DFT_ARG_STR, id("say \"hi\"\n"))
+      .arg("h", DFT_ARG_HASH, 0xabc)
+      .bytes("by", "a\tb\x01")
+      .arg(nullptr, DFT_ARG_JSON, id("\"j\":{\"x\":[1,2]}"));
+  h.fmt.event(complete.get(), 7, &h.out);
+  RecordBuilder instant(RecordKind::kInstant, "mark", "cat", 1700000000000002000ull, 0, kTimeIsNs);
+  h.fmt.event(instant.get(), 7, &h.out);
+  RecordBuilder meta(RecordKind::kMetadata, "step", "dftracer", 0, 0, 0);
+  meta.arg("name", DFT_ARG_STR, id("step")).arg("value", DFT_ARG_INT, 3);
+  h.fmt.event(meta.get(), 7, &h.out);
+  RecordBuilder tname(RecordKind::kThreadName, "thread_name", "dftracer", 0, 0, 0);
+  tname.arg("name", DFT_ARG_STR, id("loader"));
+  h.fmt.event(tname.get(), 7, &h.out);
+  // Flow events carry ticks: their ts depends on the clock, so they are
+  // checked field by field below, not byte for byte.
+  RecordBuilder flow_s(RecordKind::kFlowStart, "flow", "cat", 0, 99, 0);
+  h.fmt.event(flow_s.get(), 7, &h.out);
+  RecordBuilder flow_f(RecordKind::kFlowEnd, "flow", "cat", 0, 99, 0);
+  h.fmt.event(flow_f.get(), 8, &h.out);
+  h.hand_over();
+  h.fmt.end(4243, 1700000000999000000ull, h.fmt.lines(), 3, &h.out);
+  h.hand_over();
+  h.sink.close();
+
+  const std::string& text = h.sink.bytes();
+  std::vector<std::string> lines = split_lines(text);
+  ASSERT_EQ(lines.size(), 16u) << text;
+
+  // Framing: "[" alone, then one event a line, each but the last ending
+  // in ",", then "]" alone.
+  EXPECT_EQ(lines.front(), "[");
+  EXPECT_EQ(lines.back(), "]");
+  for (size_t i = 1; i + 2 < lines.size(); ++i) EXPECT_EQ(lines[i].back(), ',') << lines[i];
+  EXPECT_EQ(lines[lines.size() - 2].back(), '}');
+
+  // Every line parses as JSON; the whole file as one strict JSON array.
+  std::vector<std::string> event_lines = dftracer_test::event_lines(text);
+  ASSERT_EQ(event_lines.size(), 14u);
+  std::vector<dftracer_test::Event> events = dftracer_test::parse_events(event_lines);
+  ASSERT_EQ(events.size(), 14u);
+  size_t elements = 0;
+  EXPECT_EQ(dftracer_test::strict_json_error(text, &elements), "");
+  EXPECT_EQ(elements, 14u);
+
+  // The preamble (process metadata, process name, `start`), the events in
+  // the order given, `end`.
+  std::vector<std::string> names;
+  for (const auto& e : events) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"HH", "SH", "SH", "FH", "process_name", "start", "thread_name", "op",
+                                             "mark", "step", "thread_name", "flow", "flow", "end"}));
+
+  // Byte for byte, the lines whose content does not depend on the clock.
+  std::string hhash;
+  {
+    simdjson::dom::parser p;
+    simdjson::dom::element first = p.parse(event_lines[0]);
+    hhash = std::string(std::string_view(first["args"]["hhash"]));
+  }
+  EXPECT_EQ(lines[7], "{\"id\":6,\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":7,\"ph\":\"M\","
+                      "\"args\":{\"name\":\"worker \\\"1\\\"\"}},");
+  EXPECT_EQ(lines[8], "{\"id\":7,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1700000000000001.5,"
+                      "\"dur\":2.5,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash + "\",\"i\":-5,\"u\":7,\"b\":true,"
+                      "\"f\":false,\"d\":1.5,\"nan\":null,\"s\":\"say \\\"hi\\\"\\n\",\"h\":\"0000000000000abc\","
+                      "\"by\":\"a\\tb\\u0001\",\"j\":{\"x\":[1,2]}}},");
+  EXPECT_EQ(lines[9], "{\"id\":8,\"name\":\"mark\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1700000000000002,"
+                      "\"ph\":\"i\",\"s\":\"t\",\"args\":{\"hhash\":\"" + hhash + "\"}},");
+  EXPECT_EQ(lines[10], "{\"id\":9,\"name\":\"step\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":7,\"ph\":\"M\","
+                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"step\",\"value\":3}},");
+  EXPECT_EQ(lines[11], "{\"id\":10,\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":7,\"ph\":\"M\","
+                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"loader\"}},");
+  EXPECT_EQ(lines[14], "{\"id\":11,\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
+                       "\"ts\":1700000000999000,\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash +
+                       "\",\"num_events\":13,\"dropped\":3}}");
+  EXPECT_EQ(lines[1], "{\"id\":0,\"name\":\"HH\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,\"ph\":\"M\","
+                      "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"node-1\",\"value\":\"" + hhash + "\"}},");
+  EXPECT_EQ(lines[5], "{\"id\":4,\"name\":\"process_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
+                      "\"ph\":\"M\",\"args\":{\"name\":\"prog (4242)\"}},");
+  EXPECT_EQ(lines[6].rfind("{\"id\":5,\"name\":\"start\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
+                           "\"ts\":1700000000123456.789,\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash +
+                           "\",\"cmd_hash\":\"", 0),
+            0u)
+      << lines[6];
+  EXPECT_NE(lines[6].find(",\"ppid\":1,\"version\":\""), std::string::npos) << lines[6];
+  EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1}},"), std::string::npos)
+      << lines[6];
+
+  // Flow events: no event index; "id" is the flow id.
+  EXPECT_EQ(lines[12].rfind("{\"name\":\"flow\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"id\":99,\"ts\":", 0), 0u)
+      << lines[12];
+  EXPECT_NE(lines[12].find(",\"ph\":\"s\"},"), std::string::npos) << lines[12];
+  EXPECT_NE(lines[13].find(",\"tid\":8,\"id\":99,"), std::string::npos) << lines[13];
+  EXPECT_NE(lines[13].find(",\"ph\":\"f\",\"bp\":\"e\"},"), std::string::npos) << lines[13];
+
+  // The sink got each hand-over as one chunk, with its line count.
+  EXPECT_EQ(h.sink.chunk_lines(), (std::vector<uint64_t>{6, 7, 1}));
+  EXPECT_TRUE(h.sink.closed());
+}
+
+}  // namespace
+}  // namespace dftracer

@@ -1,0 +1,35 @@
+// OutputFile: a file descriptor a sink writes to, with the two things every
+// file sink needs: write() all of it (EINTR, short writes) and, at close,
+// a warning when the file was deleted while it was being written.
+#ifndef DFTRACER_SRC_FILE_OUTPUT_FILE_H_
+#define DFTRACER_SRC_FILE_OUTPUT_FILE_H_
+
+#include <cstddef>
+#include <string>
+
+namespace dftracer {
+
+class OutputFile {
+ public:
+  OutputFile() = default;
+  ~OutputFile() { close(); }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // Creates or truncates `path`. False (errno set) when it cannot.
+  bool open(const std::string& path);
+  bool is_open() const { return fd_ >= 0; }
+  // Writes all `len` bytes. 0 on success, else the errno of the failure
+  // (ENOSPC for a write that wrote nothing).
+  int write_all(const char* data, size_t len);
+  // Closes; warns when `warn_if_deleted` and the file had been unlinked.
+  void close(bool warn_if_deleted = false);
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_FILE_OUTPUT_FILE_H_

@@ -1,0 +1,98 @@
+// The sinks on their own: the kind a file name asks for, what each sink
+// leaves on disk (read back with the test reader, which inflates gzip with
+// zlib, never with the code under test), the gzip index, and a failing sink
+// refusing chunks.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "memory_sink.h"
+#include "trace_file.h"
+#include "trace_sink.h"
+
+namespace dftracer {
+namespace {
+
+const std::string kChunk1 = "[\n{\"id\":0,\"name\":\"a\"},\n";
+const std::string kChunk2 = "{\"id\":1,\"name\":\"b\"},\n{\"id\":2,\"name\":\"c\"}\n]\n";
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<TraceSink> open_ok(const std::string& path) {
+  std::string error;
+  std::unique_ptr<TraceSink> sink = open_trace_sink(path, sink_kind_for(path), 1, &error);
+  EXPECT_NE(sink, nullptr) << error;
+  EXPECT_EQ(error, "");
+  return sink;
+}
+
+TEST(TraceSink, KindFollowsTheFileName) {
+  EXPECT_EQ(sink_kind_for("run-app-1.pfw.gz"), SinkKind::kGzipMembers);
+  EXPECT_EQ(sink_kind_for("x.gz"), SinkKind::kGzipMembers);
+  EXPECT_EQ(sink_kind_for("run-app-1.pfw"), SinkKind::kPlainFile);
+  EXPECT_EQ(sink_kind_for("gz"), SinkKind::kPlainFile);
+  EXPECT_EQ(sink_kind_for(""), SinkKind::kPlainFile);
+}
+
+TEST(TraceSink, PlainFileHoldsTheBytesAsGiven) {
+  std::string path = dftracer_test::temp_dir("sink") + "/t.pfw";
+  std::unique_ptr<TraceSink> sink = open_ok(path);
+  ASSERT_NE(sink, nullptr);
+  EXPECT_TRUE(sink->write_chunk(kChunk1.data(), kChunk1.size(), 1));
+  EXPECT_TRUE(sink->write_chunk(kChunk2.data(), kChunk2.size(), 2));
+  sink->close();
+  sink->close();  // idempotent
+  EXPECT_EQ(slurp(path), kChunk1 + kChunk2);
+  EXPECT_EQ(sink->bytes_written(), kChunk1.size() + kChunk2.size());
+  EXPECT_FALSE(sink->failed());
+}
+
+TEST(TraceSink, GzipFileIsOneMemberPerChunkWithAnIndexLineEach) {
+  std::string path = dftracer_test::temp_dir("sink") + "/t.pfw.gz";
+  std::unique_ptr<TraceSink> sink = open_ok(path);
+  ASSERT_NE(sink, nullptr);
+  EXPECT_TRUE(sink->write_chunk(kChunk1.data(), kChunk1.size(), 1));
+  uint64_t first_member = sink->bytes_written();
+  EXPECT_TRUE(sink->write_chunk(kChunk2.data(), kChunk2.size(), 2));
+  sink->close();
+  bool truncated = true;
+  EXPECT_EQ(dftracer_test::read_all(path, &truncated), kChunk1 + kChunk2);
+  EXPECT_FALSE(truncated);
+  EXPECT_EQ(slurp(path).size(), sink->bytes_written());
+  // "offset size raw_size lines", one line per member.
+  std::ostringstream want;
+  want << "0 " << first_member << " " << kChunk1.size() << " 1\n"
+       << first_member << " " << sink->bytes_written() - first_member << " " << kChunk2.size() << " 2\n";
+  EXPECT_EQ(slurp(path + ".idx"), want.str());
+}
+
+TEST(TraceSink, UncreatableFileIsAOneLineError) {
+  std::string path = dftracer_test::temp_dir("sink") + "/no/such/dir/t.pfw";
+  std::string error;
+  EXPECT_EQ(open_trace_sink(path, SinkKind::kPlainFile, 1, &error), nullptr);
+  EXPECT_NE(error.find("cannot create trace file " + path), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TEST(MemorySink, KeepsChunksAndRefusesThemOnceFailed) {
+  MemorySink sink;
+  EXPECT_TRUE(sink.write_chunk(kChunk1.data(), kChunk1.size(), 1));
+  sink.fail_writes(true);
+  EXPECT_FALSE(sink.write_chunk(kChunk2.data(), kChunk2.size(), 2));
+  EXPECT_TRUE(sink.failed());
+  sink.fail_writes(false);
+  EXPECT_FALSE(sink.write_chunk(kChunk2.data(), kChunk2.size(), 2));  // failed stays failed
+  EXPECT_EQ(sink.bytes(), kChunk1);
+  EXPECT_EQ(sink.chunk_lines(), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(sink.bytes_written(), kChunk1.size());
+}
+
+}  // namespace
+}  // namespace dftracer
