@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../decoded_event_text.hpp"
+#include "decoded_event_text.hpp"
 #include "event_decoder.hpp"
 #include "event_fast_path.hpp"
 #include "summary.hpp"
