@@ -20,8 +20,10 @@ struct Event {
   int64_t tid = 0;
   std::string_view pid_text;
   std::string_view tid_text;
-  double ts = 0;   // microseconds
-  double dur = 0;  // microseconds
+  // Nanoseconds, exact (trace_time.hpp): the file writes microseconds with up
+  // to three decimals, which a double of epoch microseconds cannot hold.
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
   bool has_ts = false;
   bool has_dur = false;
   // Fields of args that the summaries group or divide by.

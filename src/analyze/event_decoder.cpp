@@ -1,6 +1,7 @@
 #include "event_decoder.hpp"
 
 #include "event_fast_path.hpp"
+#include "trace_time.hpp"
 
 #include <charconv>
 #include <cstring>
@@ -43,6 +44,20 @@ inline bool read_text(ondemand::value& v, std::string_view& out) {
     return true;
   }
   return false;
+}
+
+// ts/dur: microseconds written bare or quoted, as exact nanoseconds.
+inline bool read_time(ondemand::value& v, int64_t& ns) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  std::string_view text;
+  if (t == ondemand::json_type::number) text = trim(v.raw_json_token());
+  else if (t == ondemand::json_type::string) {
+    if (v.get_string().get(text)) return false;
+  } else {
+    return false;
+  }
+  return us_text_to_ns(text, ns);
 }
 
 // pid/tid: a number, a numeric string, or (torch.profiler) an arbitrary string.
@@ -167,7 +182,7 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
         break;
       case 't':
         if (key_is(k, "ts")) {
-          ev.has_ts = read_number(v, ev.ts);
+          ev.has_ts = read_time(v, ev.ts_ns);
           bad_field |= !ev.has_ts;
         } else if (key_is(k, "tid")) {
           bad_field |= !read_id(v, ev.tid, ev.tid_text, tid_buf_);
@@ -175,7 +190,7 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
         break;
       case 'd':
         if (key_is(k, "dur")) {
-          ev.has_dur = read_number(v, ev.dur);
+          ev.has_dur = read_time(v, ev.dur_ns);
           bad_field |= !ev.has_dur;
         }
         break;
@@ -194,7 +209,7 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
   const char* rest = nullptr;
   if (!doc.current_location().get(rest)) return DecodeStatus::Malformed;
   if (bad_field || !have_name || !have_ph) return DecodeStatus::BadField;
-  if (ev.has_dur && !(ev.dur >= 0)) return DecodeStatus::BadField;
+  if (ev.has_dur && ev.dur_ns < 0) return DecodeStatus::BadField;
   return DecodeStatus::Ok;
 }
 

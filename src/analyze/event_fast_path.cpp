@@ -1,5 +1,7 @@
 #include "event_fast_path.hpp"
 
+#include "trace_time.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -220,6 +222,28 @@ inline P double_value(P p, P e, double& out) {
   return r.ec == std::errc() && r.ptr == q ? q : nullptr;
 }
 
+// A bare number of microseconds as exact nanoseconds (trace_time.hpp). The
+// writer's layout -- up to 16 integer digits, up to 3 decimals, no exponent --
+// is two SWAR digit runs; any other number goes through us_text_to_ns, which
+// the simdjson path uses for every number, so the two agree by construction.
+inline P time_value(P p, P e, int64_t& ns) {
+  static constexpr uint64_t kFracScale[] = {1000, 100, 10, 1};
+  NumberParts n;
+  P q = number(p, e, n);
+  if (!q) return nullptr;
+  size_t il = static_cast<size_t>(n.int_end - n.int_begin), fl = static_cast<size_t>(n.frac_end - n.frac_begin);
+  if (!n.exp && il <= 16 && fl <= 3) {
+    // At most 16 + 3 digits: exact in uint64; int64 holds it unless the
+    // integer part is at least 9223372036854776 us.
+    uint64_t v = parse_digits(n.int_begin, il) * 1000 + parse_digits(n.frac_begin, fl) * kFracScale[fl];
+    if (v <= static_cast<uint64_t>(INT64_MAX)) {
+      ns = n.neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+      return q;
+    }
+  }
+  return us_text_to_ns(std::string_view(p, static_cast<size_t>(q - p)), ns) ? q : nullptr;
+}
+
 inline P literal(P p, P e, const char* word, size_t n) {
   if (static_cast<size_t>(e - p) < n || std::memcmp(p, word, n) != 0) return nullptr;
   P after = p + n;
@@ -399,11 +423,11 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status) {
     switch (k.size()) {
       case 2:
         if (is(k, "ph")) return noted(string_value(p, e, ev.ph), have_ph);
-        if (is(k, "ts")) return noted(double_value(p, e, ev.ts), ev.has_ts);
+        if (is(k, "ts")) return noted(time_value(p, e, ev.ts_ns), ev.has_ts);
         break;
       case 3:
         if (is(k, "cat")) return string_value(p, e, ev.cat);
-        if (is(k, "dur")) return noted(double_value(p, e, ev.dur), ev.has_dur);
+        if (is(k, "dur")) return noted(time_value(p, e, ev.dur_ns), ev.has_dur);
         if (is(k, "pid")) return id_value(p, e, ev.pid, ev.pid_text);
         if (is(k, "tid")) return id_value(p, e, ev.tid, ev.tid_text);
         break;
@@ -417,7 +441,7 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status) {
     return skip_value(p, e, 1);
   });
   if (!p || skip_ws(p, e) != e) return false;
-  if (!have_name || !have_ph || (ev.has_dur && !(ev.dur >= 0))) status = DecodeStatus::BadField;
+  if (!have_name || !have_ph || (ev.has_dur && ev.dur_ns < 0)) status = DecodeStatus::BadField;
   else status = DecodeStatus::Ok;
   return true;
 }

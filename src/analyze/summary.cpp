@@ -79,32 +79,32 @@ const char* group_key_name(GroupKey k) {
 
 void GroupStats::add(const Event& e) {
   ++count;
-  total += e.dur;
-  if (e.dur < min) min = e.dur;
-  if (e.dur > max) max = e.dur;
-  hist.add(e.dur);
+  total_ns = saturating_add(total_ns, e.dur_ns);
+  min_ns = std::min(min_ns, e.dur_ns);
+  max_ns = std::max(max_ns, e.dur_ns);
+  hist.add(static_cast<double>(e.dur_ns) * 1e-3);
   if (e.has_flops) {
     flops += e.flops;
-    flops_time += e.dur;
+    flops_ns = saturating_add(flops_ns, e.dur_ns);
     ++with_flops;
   }
   if (e.has_bytes) {
     bytes += e.bytes;
-    bytes_time += e.dur;
+    bytes_ns = saturating_add(bytes_ns, e.dur_ns);
     ++with_bytes;
   }
 }
 
 void GroupStats::merge(const GroupStats& o) {
   count += o.count;
-  total += o.total;
-  min = std::min(min, o.min);
-  max = std::max(max, o.max);
+  total_ns = saturating_add(total_ns, o.total_ns);
+  min_ns = std::min(min_ns, o.min_ns);
+  max_ns = std::max(max_ns, o.max_ns);
   hist.merge(o.hist);
   flops += o.flops;
-  flops_time += o.flops_time;
+  flops_ns = saturating_add(flops_ns, o.flops_ns);
   bytes += o.bytes;
-  bytes_time += o.bytes_time;
+  bytes_ns = saturating_add(bytes_ns, o.bytes_ns);
   with_flops += o.with_flops;
   with_bytes += o.with_bytes;
 }
@@ -122,8 +122,8 @@ DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
   }
   ++complete_;
   if (ev_.has_ts) {
-    first_ts_ = std::min(first_ts_, ev_.ts);
-    last_end_ = std::max(last_end_, ev_.ts + ev_.dur);
+    first_ts_ns_ = std::min(first_ts_ns_, ev_.ts_ns);
+    last_end_ns_ = std::max(last_end_ns_, saturating_add(ev_.ts_ns, ev_.dur_ns));
   }
   if (keys_.size() == 1) {  // the common case: no composite key to build
     std::string_view v = key_value(keys_[0], ev_);
@@ -163,8 +163,8 @@ void SummaryAggregator::merge(SummaryAggregator& o) {
   complete_ += o.complete_;
   metadata_ += o.metadata_;
   other_ += o.other_;
-  first_ts_ = std::min(first_ts_, o.first_ts_);
-  last_end_ = std::max(last_end_, o.last_end_);
+  first_ts_ns_ = std::min(first_ts_ns_, o.first_ts_ns_);
+  last_end_ns_ = std::max(last_end_ns_, o.last_end_ns_);
 }
 
 Summary build_summary(SummaryAggregator& agg, size_t top_n) {
@@ -174,8 +174,11 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
   s.metadata_events = agg.metadata_events();
   s.other_events = agg.other_events();
   s.groups = agg.groups().size();
-  if (agg.last_end() >= agg.first_ts()) s.span_us = agg.last_end() - agg.first_ts();
-  for (auto& [k, g] : agg.groups()) s.total_us += g.total;
+  if (agg.last_end_ns() >= agg.first_ts_ns())
+    s.span_us = ns_to_us(saturating_sub(agg.last_end_ns(), agg.first_ts_ns()));
+  int64_t total_ns = 0;
+  for (auto& [k, g] : agg.groups()) total_ns = saturating_add(total_ns, g.total_ns);
+  s.total_us = ns_to_us(total_ns);
   for (auto& [k, g] : agg.groups()) {
     SummaryRow r;
     size_t pos = 0;
@@ -186,16 +189,16 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
       pos = sep + 1;
     }
     r.count = g.count;
-    r.total_us = g.total;
-    r.mean_us = g.total / static_cast<double>(g.count);
-    r.min_us = g.min;
-    r.max_us = g.max;
-    r.p50_us = g.hist.quantile(0.50, g.min, g.max);
-    r.p95_us = g.hist.quantile(0.95, g.min, g.max);
-    r.share = s.total_us > 0 ? g.total / s.total_us : 0;
-    // FLOP/s over the time of the events that declared flops: 1 flop/us = 1e-3 GFLOP/s.
-    if (g.with_flops && g.flops_time > 0) r.gflops = g.flops / g.flops_time * 1e-3;
-    if (g.with_bytes && g.bytes_time > 0) r.gbps = g.bytes / g.bytes_time * 1e-3;
+    r.total_us = ns_to_us(g.total_ns);
+    r.mean_us = static_cast<double>(g.total_ns) / static_cast<double>(g.count) * 1e-3;
+    r.min_us = ns_to_us(g.min_ns);
+    r.max_us = ns_to_us(g.max_ns);
+    r.p50_us = g.hist.quantile(0.50, r.min_us, r.max_us);
+    r.p95_us = g.hist.quantile(0.95, r.min_us, r.max_us);
+    r.share = total_ns > 0 ? static_cast<double>(g.total_ns) / static_cast<double>(total_ns) : 0;
+    // FLOP/s over the time of the events that declared flops: 1 flop/ns = 1 GFLOP/s.
+    if (g.with_flops && g.flops_ns > 0) r.gflops = g.flops / static_cast<double>(g.flops_ns);
+    if (g.with_bytes && g.bytes_ns > 0) r.gbps = g.bytes / static_cast<double>(g.bytes_ns);
     s.rows.push_back(std::move(r));
   }
   std::sort(s.rows.begin(), s.rows.end(), [](const SummaryRow& a, const SummaryRow& b) {

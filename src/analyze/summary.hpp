@@ -12,6 +12,7 @@
 
 #include "event_decoder.hpp"
 #include "log_histogram.hpp"
+#include "trace_time.hpp"
 #include "trace_reader.hpp"
 
 namespace dftracer::analyze {
@@ -22,14 +23,15 @@ enum class GroupKey { Name, Cat, Module, Phase, Graph, Pid, Tid };
 std::vector<GroupKey> parse_group_keys(const std::string& spec);
 const char* group_key_name(GroupKey k);
 
+// Times in integer nanoseconds, summed exactly; the rows convert to us.
 struct GroupStats {
   uint64_t count = 0;
-  double total = 0;
-  double min = std::numeric_limits<double>::infinity();
-  double max = -std::numeric_limits<double>::infinity();
-  LogHistogram hist;
-  double flops = 0, flops_time = 0;  // sum of args.flops, and of dur over those events
-  double bytes = 0, bytes_time = 0;
+  int64_t total_ns = 0;
+  int64_t min_ns = std::numeric_limits<int64_t>::max();
+  int64_t max_ns = std::numeric_limits<int64_t>::min();
+  LogHistogram hist;  // of microseconds
+  double flops = 0, bytes = 0;            // sums of args.flops / args.bytes
+  int64_t flops_ns = 0, bytes_ns = 0;     // summed dur of the events that carried them
   uint64_t with_flops = 0, with_bytes = 0;
 
   void add(const Event& e);
@@ -48,8 +50,8 @@ class SummaryAggregator : public LineConsumer {
   uint64_t complete_events() const { return complete_; }
   uint64_t metadata_events() const { return metadata_; }
   uint64_t other_events() const { return other_; }
-  double first_ts() const { return first_ts_; }
-  double last_end() const { return last_end_; }
+  int64_t first_ts_ns() const { return first_ts_ns_; }
+  int64_t last_end_ns() const { return last_end_ns_; }
 
  private:
   EventDecoder decoder_;
@@ -70,8 +72,8 @@ class SummaryAggregator : public LineConsumer {
   };
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(1024);
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
-  double first_ts_ = std::numeric_limits<double>::infinity();
-  double last_end_ = -std::numeric_limits<double>::infinity();
+  int64_t first_ts_ns_ = std::numeric_limits<int64_t>::max();
+  int64_t last_end_ns_ = std::numeric_limits<int64_t>::min();
 };
 
 struct SummaryRow {

@@ -141,5 +141,28 @@ TEST(LogHistogram, QuantilesWithinDocumentedError) {
   EXPECT_EQ(zeros.quantile(0.5, 0, 0), 0.0);
 }
 
+// Regression: times were doubles of microseconds, so at epoch scale (~1.7e15
+// us) everything under a quarter microsecond vanished: these events' span came
+// out 0 and their ends collapsed. The writer's three decimals are nanoseconds.
+TEST(Summary, EpochTimestampsKeepNanoseconds) {
+  TempDir d;
+  std::vector<std::string> evs;
+  const char* line =
+      R"({"id":%d,"name":"tiny","cat":"op","pid":1,"tid":2,"ts":1727387307981693.%03d,"dur":0.%03d,"ph":"X"})";
+  char buf[256];
+  for (int i = 0; i < 3; ++i) {
+    std::snprintf(buf, sizeof buf, line, i, 1 + i, 1 + i);
+    evs.push_back(buf);
+  }
+  write_file(d.file("t.pfw"), pfw_text(evs));
+  Summary s = summarize({d.file("t.pfw")}, {GroupKey::Name}, 0, 1);
+  ASSERT_EQ(s.rows.size(), 1u);
+  // First start .001, last end .003 + .003 = .006: a 5 ns span.
+  EXPECT_DOUBLE_EQ(s.span_us, 0.005);
+  EXPECT_DOUBLE_EQ(s.rows[0].total_us, 0.006);
+  EXPECT_DOUBLE_EQ(s.rows[0].min_us, 0.001);
+  EXPECT_DOUBLE_EQ(s.rows[0].max_us, 0.003);
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

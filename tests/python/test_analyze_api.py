@@ -191,6 +191,39 @@ def test_events_match_independent_parse_in_small_batches(real_trace):
     assert sorted(json.loads(a)["step"] for a in loads["args"]) == list(range(5))
 
 
+def test_events_and_summary_keep_nanoseconds(tmp_path, real_trace):
+    """Regression: ts/dur were doubles of microseconds inside the reader, so at epoch
+    scale every time came out in quarter microseconds and a span of a few ns was 0."""
+    import decimal
+
+    lines = ['{"id":%d,"name":"tiny","cat":"op","pid":1,"tid":2,"ts":1727387307981693.%03d,"dur":0.%03d,"ph":"X"},'
+             % (i, 1 + i, 1 + i) for i in range(3)]
+    path = tmp_path / "ns.pfw"
+    path.write_text("[\n" + "\n".join(lines) + "\n")
+    df = _concat(list(da.events(path)))
+    assert df["ts_ns"].dtype == "Int64" and df["dur_ns"].dtype == "Int64"
+    assert list(df["ts_ns"]) == [1727387307981693001, 1727387307981693002, 1727387307981693003]
+    assert list(df["dur_ns"]) == [1, 2, 3]
+    assert list(df["dur"]) == [0.001, 0.002, 0.003]  # small numbers stay exact as us doubles too
+    totals = da.summary(path).attrs["totals"]
+    assert totals["span_us"] == pytest.approx(0.005, abs=1e-12)  # .001 to .003 + .003
+    assert totals["total_us"] == pytest.approx(0.006, abs=1e-12)
+    # The real tracer's file: every ts_ns is the written decimal times 1000, exactly.
+    real, _ = real_trace
+    exact = []
+    import gzip
+
+    with (gzip.open if real.endswith(".gz") else open)(real, "rt") as fh:
+        for line in fh:
+            line = line.strip().rstrip(",")
+            if line.startswith("{"):
+                e = json.loads(line, parse_float=decimal.Decimal)
+                if "ts" in e:
+                    exact.append(int(decimal.Decimal(e["ts"]) * 1000))
+    got = [int(v) for v in _concat(list(da.events(real, raw_args=False)))["ts_ns"].dropna()]
+    assert got == exact and any(v % 1000 not in (0, 250, 500, 750) for v in got)
+
+
 def test_events_numpy_format_with_op_fields_and_ph_filter(tmp_path):
     evs = [op_event(i) for i in range(50)]
     meta = {"name": "process_name", "cat": "dftracer", "pid": 100, "tid": 100, "ph": "M",

@@ -1,5 +1,7 @@
 #include "event_batches.hpp"
 
+#include "trace_time.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -29,7 +31,7 @@ void StringColumn::add(std::string_view s) {
 
 void EventBatch::reserve(size_t n, bool with_args) {
   for (StringColumn* c : {&name, &cat, &ph, &phase, &module, &graph}) c->reserve(n);
-  for (auto* v : {&pid, &tid}) v->reserve(n);
+  for (auto* v : {&pid, &tid, &ts_ns, &dur_ns}) v->reserve(n);
   for (auto* v : {&ts, &dur, &flops, &bytes}) v->reserve(n);
   has_args = with_args;
   if (with_args) {
@@ -84,8 +86,10 @@ DecodeStatus BatchBuilder::consume(std::string_view line, size_t cap) {
   b.graph.add(ev_.graph);
   b.pid.push_back(ev_.pid);
   b.tid.push_back(ev_.tid);
-  b.ts.push_back(ev_.has_ts ? ev_.ts : kNaN);
-  b.dur.push_back(ev_.has_dur ? ev_.dur : kNaN);
+  b.ts_ns.push_back(ev_.ts_ns);
+  b.dur_ns.push_back(ev_.dur_ns);
+  b.ts.push_back(ev_.has_ts ? ns_to_us(ev_.ts_ns) : kNaN);
+  b.dur.push_back(ev_.has_dur ? ns_to_us(ev_.dur_ns) : kNaN);
   b.flops.push_back(ev_.has_flops ? ev_.flops : kNaN);
   b.bytes.push_back(ev_.has_bytes ? ev_.bytes : kNaN);
   if (opt_.raw_args) {

@@ -50,7 +50,8 @@ struct EventBatch {
   size_t size = 0;
   StringColumn name, cat, ph, phase, module, graph;
   std::vector<int64_t> pid, tid;
-  std::vector<double> ts, dur, flops, bytes;  // NaN where the event has none
+  std::vector<int64_t> ts_ns, dur_ns;         // exact; 0 where the event has none
+  std::vector<double> ts, dur, flops, bytes;  // NaN where the event has none; ts/dur in us
   bool has_args = false;
   std::string args;                // the raw JSON of every event's args, back to back
   std::vector<uint64_t> args_end;  // end offset of event i's args in `args`

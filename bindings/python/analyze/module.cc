@@ -91,6 +91,8 @@ nb::dict batch_dict(EventBatch& b) {
   d["tid"] = numpy_array(std::move(b.tid));
   d["ts"] = numpy_array(std::move(b.ts));
   d["dur"] = numpy_array(std::move(b.dur));
+  d["ts_ns"] = numpy_array(std::move(b.ts_ns));
+  d["dur_ns"] = numpy_array(std::move(b.dur_ns));
   d["phase"] = string_column(b.phase);
   d["module"] = string_column(b.module);
   d["graph"] = string_column(b.graph);

@@ -39,9 +39,11 @@ __all__ = ["summary", "events", "merge", "files", "EventBatches", "SkippedInputW
 SUMMARY_COLUMNS = ("count", "total_us", "mean_us", "min_us", "p50_us", "p95_us", "max_us", "share", "gflops",
                    "gbps")
 #: Columns of each events() batch ("args" only with raw_args=True).
-EVENT_COLUMNS = ("name", "cat", "ph", "pid", "tid", "ts", "dur", "phase", "module", "graph", "flops", "bytes",
-                 "args")
+EVENT_COLUMNS = ("name", "cat", "ph", "pid", "tid", "ts", "dur", "ts_ns", "dur_ns", "phase", "module", "graph",
+                 "flops", "bytes", "args")
 _STRING_COLUMNS = frozenset(("name", "cat", "ph", "phase", "module", "graph"))
+# Exact integer-ns columns and the float column whose NaN says "absent".
+_NS_COLUMNS = {"ts_ns": "ts", "dur_ns": "dur"}
 
 
 class SkippedInputWarning(UserWarning):
@@ -134,7 +136,10 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
     format="numpy": each batch is a dict of NumPy arrays; string columns are object
         arrays of str (None where missing). No pandas needed.
     Columns: EVENT_COLUMNS -- name, cat, ph, pid, tid (int64; 0 when not numeric),
-        ts, dur (float64 microseconds, NaN when absent), phase, module, graph,
+        ts, dur (float64 microseconds, the Chrome-trace unit, NaN when absent: a
+        double of epoch microseconds holds only ~0.25 us, so for exact times use)
+        ts_ns, dur_ns (int64 nanoseconds, exact as written; pandas: nullable Int64,
+        <NA> when absent; numpy: 0 when absent, see ts), phase, module, graph,
         flops, bytes (float64, NaN when absent), args (the event's args object as
         raw JSON text, "" when it has none; left out with raw_args=False, which
         also makes reading faster).
@@ -165,9 +170,11 @@ class EventBatches:
         self._stream = stream
         self._format = format
         if format == "pandas":
+            import numpy as np
             import pandas as pd
 
             self._pd = pd
+            self._np = np
         self._stats = None
 
     def __iter__(self):
@@ -219,6 +226,8 @@ class EventBatches:
             if c in _STRING_COLUMNS:
                 codes, values = v
                 v = pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype=object), validate=False)
+            elif c in _NS_COLUMNS:
+                v = pd.arrays.IntegerArray(v, self._np.isnan(raw[_NS_COLUMNS[c]]))  # <NA> where absent
             cols[c] = v
         return pd.DataFrame(cols, copy=False)
 
