@@ -89,7 +89,28 @@ inline bool read_id(ondemand::value& v, int64_t& num, std::string_view& text, st
   return false;
 }
 
-DecodeStatus decode_args(ondemand::value& v, Event& ev) {
+// Json kind: a string's content, or any other value's JSON text.
+inline bool read_json(ondemand::value& v, std::string_view& out) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == ondemand::json_type::string) return !v.get_string().get(out);
+  if (t == ondemand::json_type::array || t == ondemand::json_type::object) {
+    std::string_view raw;
+    if (t == ondemand::json_type::array) {
+      ondemand::array a;
+      if (v.get_array().get(a) || a.raw_json().get(raw)) return false;
+    } else {
+      ondemand::object o;
+      if (v.get_object().get(o) || o.raw_json().get(raw)) return false;
+    }
+    out = trim(raw);
+    return true;
+  }
+  out = trim(v.raw_json_token());
+  return true;
+}
+
+DecodeStatus decode_args(ondemand::value& v, Event& ev, const ArgCapture* capture) {
   ondemand::object args;
   if (v.get_object().get(args)) return DecodeStatus::BadField;
   for (auto fr : args) {
@@ -97,27 +118,28 @@ DecodeStatus decode_args(ondemand::value& v, Event& ev) {
     if (std::move(fr).get(f)) return DecodeStatus::Malformed;
     const char* k = f.key().raw();
     ondemand::value av = f.value();
-    switch (k[0]) {
-      case 'm':
-        if (key_is(k, "module")) read_text(av, ev.module);
-        break;
-      case 'p':
-        if (key_is(k, "phase")) read_text(av, ev.phase);
-        break;
-      case 'g':
-        if (key_is(k, "graph")) read_text(av, ev.graph);
-        break;
-      case 'f':
-        if (key_is(k, "flops")) ev.has_flops = read_number(av, ev.flops);
-        break;
-      case 'b':
-        if (key_is(k, "bytes")) ev.has_bytes = read_number(av, ev.bytes);
-        break;
-      case 'n':
-        if (key_is(k, "name")) read_text(av, ev.meta_name);
-        break;
-      default:
-        break;
+    // The schema's args keys (event_schema.hpp); the first byte settles most.
+#define DFT_ARG_READ_Text(m) read_text(av, ev.m)
+#define DFT_ARG_READ_Json(m) read_json(av, ev.m)
+#define DFT_ARG_READ_Number(m) ev.has_##m = read_number(av, ev.m)
+#define DFT_X(member, key, kind, column) \
+  if (k[0] == key[0] && key_is(k, key)) { \
+    DFT_ARG_READ_##kind(member);         \
+    continue;                            \
+  }
+    DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+#undef DFT_ARG_READ_Text
+#undef DFT_ARG_READ_Json
+#undef DFT_ARG_READ_Number
+    if (capture) {
+      // is_equal: the raw key against the name, reading no byte past the key.
+      for (size_t i = 0; i < capture->size; ++i) {
+        if (f.key().is_equal(capture->keys[i])) {
+          read_json(av, ev.extra_args[i]);
+          break;
+        }
+      }
     }
   }
   return DecodeStatus::Ok;
@@ -145,7 +167,7 @@ DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity,
     return DecodeStatus::Malformed;
   }
   DecodeStatus st;
-  if (fast_decode_line(line, ev, st)) return st;
+  if (fast_decode_line(line, ev, st, capture())) return st;
   return decode_with_simdjson(line, padded_capacity, ev);
 }
 
@@ -196,7 +218,7 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
         break;
       case 'a':
         if (key_is(k, "args")) {
-          DecodeStatus s = decode_args(v, ev);
+          DecodeStatus s = decode_args(v, ev, capture());
           if (s == DecodeStatus::Malformed) return s;
           bad_field |= (s == DecodeStatus::BadField);
         }

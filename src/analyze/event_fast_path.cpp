@@ -390,23 +390,56 @@ inline P noted(P q, bool& flag) {
   return q;
 }
 
-P decode_args(P p, P e, Event& ev) {
-  return object(p, e, [&ev, e](std::string_view k, P p) -> P {
+// Json kind: a plain string's content, or any other value's JSON text.
+inline P json_value(P p, P e, std::string_view& out) {
+  if (p < e && *p == '"') return plain_string(p + 1, e, out);
+  P q = skip_value(p, e, 2);
+  if (q) out = std::string_view(p, static_cast<size_t>(q - p));
+  return q;
+}
+
+// The schema's args keys of length N (a compile-time filter of the table:
+// each `case` of the switch below compares only the keys of its length).
+template <size_t N>
+inline P known_arg(std::string_view k, P p, P e, Event& ev, bool& known) {
+  known = true;
+#define DFT_ARG_READ_Text(m) text_value(p, e, ev.m)
+#define DFT_ARG_READ_Json(m) json_value(p, e, ev.m)
+#define DFT_ARG_READ_Number(m) noted(double_value(p, e, ev.m), ev.has_##m)
+#define DFT_X(member, key, kind, column)                                    \
+  static_assert(sizeof(key) - 1 <= 8, "schema keys are compared as 8 bytes"); \
+  if constexpr (sizeof(key) - 1 == N) {                                       \
+    if (is(k, key)) return DFT_ARG_READ_##kind(member);                       \
+  }
+  DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+#undef DFT_ARG_READ_Text
+#undef DFT_ARG_READ_Json
+#undef DFT_ARG_READ_Number
+  known = false;
+  return p;
+}
+
+P decode_args(P p, P e, Event& ev, const ArgCapture* capture) {
+  return object(p, e, [&ev, e, capture](std::string_view k, P p) -> P {
+    bool known = false;
+    P q = p;
     switch (k.size()) {
-      case 4:
-        if (is(k, "name")) return text_value(p, e, ev.meta_name);
-        break;
-      case 5:
-        if (is(k, "phase")) return text_value(p, e, ev.phase);
-        if (is(k, "graph")) return text_value(p, e, ev.graph);
-        if (is(k, "flops")) return noted(double_value(p, e, ev.flops), ev.has_flops);
-        if (is(k, "bytes")) return noted(double_value(p, e, ev.bytes), ev.has_bytes);
-        break;
-      case 6:
-        if (is(k, "module")) return text_value(p, e, ev.module);
-        break;
-      default:
-        break;
+      case 1: q = known_arg<1>(k, p, e, ev, known); break;
+      case 2: q = known_arg<2>(k, p, e, ev, known); break;
+      case 3: q = known_arg<3>(k, p, e, ev, known); break;
+      case 4: q = known_arg<4>(k, p, e, ev, known); break;
+      case 5: q = known_arg<5>(k, p, e, ev, known); break;
+      case 6: q = known_arg<6>(k, p, e, ev, known); break;
+      case 7: q = known_arg<7>(k, p, e, ev, known); break;
+      case 8: q = known_arg<8>(k, p, e, ev, known); break;
+      default: break;
+    }
+    if (known) return q;
+    // Keys asked for by a group key (`--by args.<key>`); none in the usual case.
+    if (capture) {
+      for (size_t i = 0; i < capture->size; ++i)
+        if (k == capture->keys[i]) return json_value(p, e, ev.extra_args[i]);
     }
     return skip_value(p, e, 2);
   });
@@ -414,12 +447,12 @@ P decode_args(P p, P e, Event& ev) {
 
 }  // namespace
 
-bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status) {
+bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture) {
   ev = Event{};
   P p = line.data(), e = p + line.size();
   if (!(p < e && *p == '{')) return false;
   bool have_name = false, have_ph = false;
-  p = object(p, e, [&ev, &have_name, &have_ph, e](std::string_view k, P p) -> P {
+  p = object(p, e, [&ev, &have_name, &have_ph, e, capture](std::string_view k, P p) -> P {
     switch (k.size()) {
       case 2:
         if (is(k, "ph")) return noted(string_value(p, e, ev.ph), have_ph);
@@ -433,7 +466,7 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status) {
         break;
       case 4:
         if (is(k, "name")) return noted(string_value(p, e, ev.name), have_name);
-        if (is(k, "args")) return p < e && *p == '{' ? decode_args(p, e, ev) : nullptr;
+        if (is(k, "args")) return p < e && *p == '{' ? decode_args(p, e, ev, capture) : nullptr;
         break;
       default:
         break;

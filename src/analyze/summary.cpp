@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -14,17 +15,8 @@ namespace {
 constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decoded name we group by
 constexpr std::string_view kNone = "(none)";
 
-std::string_view key_value(GroupKey k, const Event& e) {
-  switch (k) {
-    case GroupKey::Name: return e.name;
-    case GroupKey::Cat: return e.cat;
-    case GroupKey::Module: return e.module;
-    case GroupKey::Phase: return e.phase;
-    case GroupKey::Graph: return e.graph;
-    case GroupKey::Pid: return e.pid_text;
-    case GroupKey::Tid: return e.tid_text;
-  }
-  return {};
+std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index) {
+  return k.field == Field::arg ? e.extra_args[extra_index] : field_text(e, k.field);
 }
 
 // A quick 8-bytes-at-a-time mix for the group cache (not for the map itself).
@@ -44,37 +36,99 @@ inline uint64_t hash_key(std::string_view s) {
 }
 }  // namespace
 
+namespace {
+
+// The schema fields a summary can group by: those with text (not numbers or times).
+constexpr bool groupable(std::string_view kind) { return kind == "Text" || kind == "Json" || kind == "Id"; }
+
+struct KnownKey {
+  const char* spelling;
+  Field field;
+};
+
+// "name", "pid", ... for the top-level fields; "module" and "args.module" for args.
+const std::vector<KnownKey>& known_keys() {
+  static const std::vector<KnownKey> keys = [] {
+    std::vector<KnownKey> v;
+#define DFT_X(member, key, kind, column) \
+  if (groupable(#kind)) v.push_back({key, Field::member});
+    DFT_EVENT_FIELDS(DFT_X)
+#undef DFT_X
+#define DFT_X(member, key, kind, column)                      \
+  if (groupable(#kind) && std::string_view(#column) == "Col") \
+    v.push_back({key, Field::member});
+    DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+    return v;
+  }();
+  return keys;
+}
+
+std::string trim_spaces(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  size_t b = s.find_first_not_of(' ');
+  return b == std::string::npos ? "" : s.substr(b);
+}
+
+}  // namespace
+
+std::string group_key_choices() {
+  std::string out;
+  for (const KnownKey& k : known_keys()) out += std::string(k.spelling) + ", ";
+  return out + "args.<key>";
+}
+
 std::vector<GroupKey> parse_group_keys(const std::string& spec) {
   std::vector<GroupKey> keys;
+  size_t extra = 0;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
-    std::string k = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (k == "name") keys.push_back(GroupKey::Name);
-    else if (k == "cat") keys.push_back(GroupKey::Cat);
-    else if (k == "module") keys.push_back(GroupKey::Module);
-    else if (k == "phase") keys.push_back(GroupKey::Phase);
-    else if (k == "graph") keys.push_back(GroupKey::Graph);
-    else if (k == "pid") keys.push_back(GroupKey::Pid);
-    else if (k == "tid") keys.push_back(GroupKey::Tid);
-    else throw std::invalid_argument("unknown group key '" + k + "' (use name, cat, module, phase, graph, pid, tid)");
+    std::string k = trim_spaces(spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    GroupKey g;
+    g.label = k;
+    bool found = false;
+    for (const KnownKey& known : known_keys()) {
+      if (k == known.spelling) {
+        g.field = known.field;
+        found = true;
+      }
+    }
+    if (!found && k.size() > 5 && k.compare(0, 5, "args.") == 0) {
+      std::string arg = k.substr(5);
+      g.field = Field::arg;
+      g.arg = arg;
+      found = true;
+#define DFT_X(member, key, kind, column)                                                              \
+  if (arg == key && !groupable(#kind))                                                                \
+    throw std::invalid_argument("cannot group by '" + k + "': the analyzer reads it as a number (use " + \
+                                group_key_choices() + ")");                                         \
+  if (arg == key) g.field = Field::member;
+      DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+      if (g.field == Field::arg && ++extra > kMaxExtraArgs)
+        throw std::invalid_argument("too many args.<key> group keys in '" + spec + "' (at most " +
+                                    std::to_string(kMaxExtraArgs) + ")");
+    }
+    if (!found)
+      throw std::invalid_argument("unknown group key '" + k + "' (use " + group_key_choices() + ")");
+    keys.push_back(std::move(g));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   return keys;
 }
 
-const char* group_key_name(GroupKey k) {
-  switch (k) {
-    case GroupKey::Name: return "name";
-    case GroupKey::Cat: return "cat";
-    case GroupKey::Module: return "module";
-    case GroupKey::Phase: return "phase";
-    case GroupKey::Graph: return "graph";
-    case GroupKey::Pid: return "pid";
-    case GroupKey::Tid: return "tid";
+const char* group_key_name(const GroupKey& k) { return k.label.c_str(); }
+
+SummaryAggregator::SummaryAggregator(std::vector<GroupKey> keys) : keys_(std::move(keys)) {
+  ArgCapture capture;
+  for (const GroupKey& k : keys_) {
+    if (k.field != Field::arg) continue;
+    capture.keys[capture.size++] = k.arg;
   }
-  return "?";
+  // Event::extra_args[i] is the i-th args.<key> group key (consume() counts them).
+  decoder_.capture_args(capture);
 }
 
 void GroupStats::add(const Event& e) {
@@ -126,14 +180,15 @@ DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
     last_end_ns_ = std::max(last_end_ns_, saturating_add(ev_.ts_ns, ev_.dur_ns));
   }
   if (keys_.size() == 1) {  // the common case: no composite key to build
-    std::string_view v = key_value(keys_[0], ev_);
+    std::string_view v = key_value(keys_[0], ev_, 0);
     group_for(v.empty() ? kNone : v).add(ev_);
     return st;
   }
   key_.clear();
-  for (size_t i = 0; i < keys_.size(); ++i) {
+  for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
     if (i) key_ += kKeySep;
-    std::string_view v = key_value(keys_[i], ev_);
+    std::string_view v = key_value(keys_[i], ev_, extra);
+    extra += keys_[i].field == Field::arg;
     key_.append(v.empty() ? kNone : v);
   }
   group_for(key_).add(ev_);
@@ -291,7 +346,7 @@ std::string csv_field(const std::string& s) {
 
 void write_summary_table(std::ostream& os, const Summary& s) {
   std::vector<std::string> header;
-  for (GroupKey k : s.keys) header.push_back(group_key_name(k));
+  for (const GroupKey& k : s.keys) header.push_back(group_key_name(k));
   for (const char* h : {"count", "total", "mean", "min", "p50", "p95", "max", "share", "GFLOP/s", "GB/s"})
     header.push_back(h);
   std::vector<std::vector<std::string>> cells;
@@ -377,8 +432,8 @@ void write_summary_json(std::ostream& os, const Summary& s) {
 
 void write_summary_csv(std::ostream& os, const Summary& s) {
   std::string o;
-  for (GroupKey k : s.keys) o += std::string(group_key_name(k)) + ",";
-  o += "count,total_us,mean_us,min_us,p50_us,p95_us,max_us,share,gflops,gbps\n";
+  for (const GroupKey& k : s.keys) o += csv_field(group_key_name(k)) + ",";
+  for (const char* c : kSummaryColumns) o += std::string(c) + (c == kSummaryColumns[std::size(kSummaryColumns) - 1] ? "\n" : ",");
   for (auto& r : s.rows) {
     for (auto& k : r.key) o += csv_field(k) + ",";
     o += std::to_string(r.count) + "," + json_num(r.total_us) + "," + json_num(r.mean_us) + "," +

@@ -124,6 +124,47 @@ def test_summary_by_category_top_and_list_of_keys(real_trace):
     assert both.set_index(["cat", "name"]).loc[("compute", "inner"), "count"] == COUNTS["inner"]
 
 
+def test_summary_by_any_args_key(real_trace, tmp_path):
+    """--by args.<key>: a well-known arg (step) and any other (the tracer's epoch tag,
+    a made-up rank), checked against the independent parse and the command line."""
+    path, evs = real_trace
+    xs = [e for e in evs if e["ph"] == "X"]
+
+    def expected(key):
+        out = {}
+        for e in xs:
+            v = e.get("args", {}).get(key)
+            k = "(none)" if v is None or v == "" else (json.dumps(v) if isinstance(v, (list, dict)) else str(v))
+            out[k] = out.get(k, 0) + 1
+        return out
+
+    by_step = da.summary(path, by="args.step")
+    assert list(by_step.columns[:1]) == ["args.step"]
+    assert dict(zip(by_step["args.step"], by_step["count"])) == expected("step")
+    assert {str(k) for k in range(5)} <= set(by_step["args.step"])
+    both = da.summary(path, by=["args.epoch", "name"])
+    got = {(a, b): c for a, b, c in zip(both["args.epoch"], both["name"], both["count"])}
+    assert got[("0", "outer")] == 1 and got[("2", "outer")] == 1 and got[("(none)", "load")] == COUNTS["load"]
+
+    ops = [dict(op_event(i), args=dict(op_event(i)["args"], rank=i % 3, dims=[i % 2, 4])) for i in range(30)]
+    p2 = write_trace(tmp_path / "ranks.pfw", ops)
+    r = da.summary(p2, by="args.rank,args.dims")
+    got = {(a, b): c for a, b, c in zip(r["args.rank"], r["args.dims"], r["count"])}
+    assert got == {(str(i % 3), json.dumps([i % 2, 4])): 5 for i in range(6)}  # lists as written
+    import shutil
+    exe = os.environ.get("DFTRACER_ANALYZE_BIN") or shutil.which("dftracer-analyze")
+    if exe:
+        out = subprocess.run([exe, "summary", "--by", "args.rank", "--format", "json", p2], check=True,
+                             capture_output=True, text=True).stdout
+        assert {row["args.rank"]: row["count"] for row in json.loads(out)["rows"]} == {"0": 10, "1": 10, "2": 10}
+    with pytest.raises(ValueError, match=r"cannot group by 'args.flops'.*args\.<key>"):
+        da.summary(p2, by="args.flops")
+    # events() carries the well-known args as columns.
+    b = next(iter(da.events(path, format="numpy", raw_args=False, ph="X")))
+    assert {"step", "epoch", "source", "shapes", "dtype"} <= set(b)
+    assert sorted(v for v in b["step"] if v is not None) == [str(k) for k in range(5)]
+
+
 def test_summary_op_args_throughput_and_missing_keys(tmp_path):
     evs = [op_event(i) for i in range(200)]
     evs.append({"name": "untagged", "cat": "app", "pid": 100, "tid": 101, "ts": 1.7e15, "dur": 4.0, "ph": "X"})
