@@ -1,6 +1,7 @@
 #include "event_decoder.hpp"
 
 #include "event_fast_path.hpp"
+#include "trace_time.hpp"
 
 #include <charconv>
 #include <cstring>
@@ -45,6 +46,20 @@ inline bool read_text(ondemand::value& v, std::string_view& out) {
   return false;
 }
 
+// ts/dur: microseconds written bare or quoted, as exact nanoseconds.
+inline bool read_time(ondemand::value& v, int64_t& ns) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  std::string_view text;
+  if (t == ondemand::json_type::number) text = trim(v.raw_json_token());
+  else if (t == ondemand::json_type::string) {
+    if (v.get_string().get(text)) return false;
+  } else {
+    return false;
+  }
+  return us_text_to_ns(text, ns);
+}
+
 // pid/tid: a number, a numeric string, or (torch.profiler) an arbitrary string.
 inline bool read_id(ondemand::value& v, int64_t& num, std::string_view& text, std::string& buf) {
   ondemand::json_type t;
@@ -74,7 +89,28 @@ inline bool read_id(ondemand::value& v, int64_t& num, std::string_view& text, st
   return false;
 }
 
-DecodeStatus decode_args(ondemand::value& v, Event& ev) {
+// Json kind: a string's content, or any other value's JSON text.
+inline bool read_json(ondemand::value& v, std::string_view& out) {
+  ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == ondemand::json_type::string) return !v.get_string().get(out);
+  if (t == ondemand::json_type::array || t == ondemand::json_type::object) {
+    std::string_view raw;
+    if (t == ondemand::json_type::array) {
+      ondemand::array a;
+      if (v.get_array().get(a) || a.raw_json().get(raw)) return false;
+    } else {
+      ondemand::object o;
+      if (v.get_object().get(o) || o.raw_json().get(raw)) return false;
+    }
+    out = trim(raw);
+    return true;
+  }
+  out = trim(v.raw_json_token());
+  return true;
+}
+
+DecodeStatus decode_args(ondemand::value& v, Event& ev, const ArgCapture* capture) {
   ondemand::object args;
   if (v.get_object().get(args)) return DecodeStatus::BadField;
   for (auto fr : args) {
@@ -82,27 +118,28 @@ DecodeStatus decode_args(ondemand::value& v, Event& ev) {
     if (std::move(fr).get(f)) return DecodeStatus::Malformed;
     const char* k = f.key().raw();
     ondemand::value av = f.value();
-    switch (k[0]) {
-      case 'm':
-        if (key_is(k, "module")) read_text(av, ev.module);
-        break;
-      case 'p':
-        if (key_is(k, "phase")) read_text(av, ev.phase);
-        break;
-      case 'g':
-        if (key_is(k, "graph")) read_text(av, ev.graph);
-        break;
-      case 'f':
-        if (key_is(k, "flops")) ev.has_flops = read_number(av, ev.flops);
-        break;
-      case 'b':
-        if (key_is(k, "bytes")) ev.has_bytes = read_number(av, ev.bytes);
-        break;
-      case 'n':
-        if (key_is(k, "name")) read_text(av, ev.meta_name);
-        break;
-      default:
-        break;
+    // The schema's args keys (event_schema.hpp); the first byte settles most.
+#define DFT_ARG_READ_Text(m) read_text(av, ev.m)
+#define DFT_ARG_READ_Json(m) read_json(av, ev.m)
+#define DFT_ARG_READ_Number(m) ev.has_##m = read_number(av, ev.m)
+#define DFT_X(member, key, kind, column) \
+  if (k[0] == key[0] && key_is(k, key)) { \
+    DFT_ARG_READ_##kind(member);         \
+    continue;                            \
+  }
+    DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+#undef DFT_ARG_READ_Text
+#undef DFT_ARG_READ_Json
+#undef DFT_ARG_READ_Number
+    if (capture) {
+      // is_equal: the raw key against the name, reading no byte past the key.
+      for (size_t i = 0; i < capture->size; ++i) {
+        if (f.key().is_equal(capture->keys[i])) {
+          read_json(av, ev.extra_args[i]);
+          break;
+        }
+      }
     }
   }
   return DecodeStatus::Ok;
@@ -130,7 +167,7 @@ DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity,
     return DecodeStatus::Malformed;
   }
   DecodeStatus st;
-  if (fast_decode_line(line, ev, st)) return st;
+  if (fast_decode_line(line, ev, st, capture())) return st;
   return decode_with_simdjson(line, padded_capacity, ev);
 }
 
@@ -167,7 +204,7 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
         break;
       case 't':
         if (key_is(k, "ts")) {
-          ev.has_ts = read_number(v, ev.ts);
+          ev.has_ts = read_time(v, ev.ts_ns);
           bad_field |= !ev.has_ts;
         } else if (key_is(k, "tid")) {
           bad_field |= !read_id(v, ev.tid, ev.tid_text, tid_buf_);
@@ -175,13 +212,13 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
         break;
       case 'd':
         if (key_is(k, "dur")) {
-          ev.has_dur = read_number(v, ev.dur);
+          ev.has_dur = read_time(v, ev.dur_ns);
           bad_field |= !ev.has_dur;
         }
         break;
       case 'a':
         if (key_is(k, "args")) {
-          DecodeStatus s = decode_args(v, ev);
+          DecodeStatus s = decode_args(v, ev, capture());
           if (s == DecodeStatus::Malformed) return s;
           bad_field |= (s == DecodeStatus::BadField);
         }
@@ -194,7 +231,7 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
   const char* rest = nullptr;
   if (!doc.current_location().get(rest)) return DecodeStatus::Malformed;
   if (bad_field || !have_name || !have_ph) return DecodeStatus::BadField;
-  if (ev.has_dur && !(ev.dur >= 0)) return DecodeStatus::BadField;
+  if (ev.has_dur && ev.dur_ns < 0) return DecodeStatus::BadField;
   return DecodeStatus::Ok;
 }
 

@@ -8,6 +8,7 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -20,8 +21,18 @@ enum class DecodeStatus { Ok, Malformed, BadField };
 // Bytes that must be readable after a line handed to the decoder.
 inline constexpr size_t kLinePadding = simdjson::SIMDJSON_PADDING;
 
+// Args keys outside the schema that a consumer wants (group keys `args.<key>`),
+// kept in Event::extra_args. Empty in the usual case, which then costs nothing.
+struct ArgCapture {
+  size_t size = 0;
+  std::array<std::string, kMaxExtraArgs> keys;
+};
+
 class EventDecoder {
  public:
+  // Also capture these args keys (at most kMaxExtraArgs) from now on.
+  void capture_args(const ArgCapture& capture) { capture_ = capture; }
+
   // `line` must be followed by kLinePadding readable bytes (their content does
   // not matter); `padded_capacity` is line.size() plus those bytes at least.
   // Tries the hand-written fast path (event_fast_path.hpp) first and falls
@@ -31,7 +42,10 @@ class EventDecoder {
   DecodeStatus decode_with_simdjson(std::string_view line, size_t padded_capacity, Event& out);
 
  private:
+  const ArgCapture* capture() const { return capture_.size ? &capture_ : nullptr; }
+
   simdjson::ondemand::parser parser_;
+  ArgCapture capture_;
   std::string pid_buf_, tid_buf_;
 };
 

@@ -1,5 +1,7 @@
 #include "event_fast_path.hpp"
 
+#include "trace_time.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -220,6 +222,28 @@ inline P double_value(P p, P e, double& out) {
   return r.ec == std::errc() && r.ptr == q ? q : nullptr;
 }
 
+// A bare number of microseconds as exact nanoseconds (trace_time.hpp). The
+// writer's layout -- up to 16 integer digits, up to 3 decimals, no exponent --
+// is two SWAR digit runs; any other number goes through us_text_to_ns, which
+// the simdjson path uses for every number, so the two agree by construction.
+inline P time_value(P p, P e, int64_t& ns) {
+  static constexpr uint64_t kFracScale[] = {1000, 100, 10, 1};
+  NumberParts n;
+  P q = number(p, e, n);
+  if (!q) return nullptr;
+  size_t il = static_cast<size_t>(n.int_end - n.int_begin), fl = static_cast<size_t>(n.frac_end - n.frac_begin);
+  if (!n.exp && il <= 16 && fl <= 3) {
+    // At most 16 + 3 digits: exact in uint64; int64 holds it unless the
+    // integer part is at least 9223372036854776 us.
+    uint64_t v = parse_digits(n.int_begin, il) * 1000 + parse_digits(n.frac_begin, fl) * kFracScale[fl];
+    if (v <= static_cast<uint64_t>(INT64_MAX)) {
+      ns = n.neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+      return q;
+    }
+  }
+  return us_text_to_ns(std::string_view(p, static_cast<size_t>(q - p)), ns) ? q : nullptr;
+}
+
 inline P literal(P p, P e, const char* word, size_t n) {
   if (static_cast<size_t>(e - p) < n || std::memcmp(p, word, n) != 0) return nullptr;
   P after = p + n;
@@ -366,23 +390,56 @@ inline P noted(P q, bool& flag) {
   return q;
 }
 
-P decode_args(P p, P e, Event& ev) {
-  return object(p, e, [&ev, e](std::string_view k, P p) -> P {
+// Json kind: a plain string's content, or any other value's JSON text.
+inline P json_value(P p, P e, std::string_view& out) {
+  if (p < e && *p == '"') return plain_string(p + 1, e, out);
+  P q = skip_value(p, e, 2);
+  if (q) out = std::string_view(p, static_cast<size_t>(q - p));
+  return q;
+}
+
+// The schema's args keys of length N (a compile-time filter of the table:
+// each `case` of the switch below compares only the keys of its length).
+template <size_t N>
+inline P known_arg(std::string_view k, P p, P e, Event& ev, bool& known) {
+  known = true;
+#define DFT_ARG_READ_Text(m) text_value(p, e, ev.m)
+#define DFT_ARG_READ_Json(m) json_value(p, e, ev.m)
+#define DFT_ARG_READ_Number(m) noted(double_value(p, e, ev.m), ev.has_##m)
+#define DFT_X(member, key, kind, column)                                    \
+  static_assert(sizeof(key) - 1 <= 8, "schema keys are compared as 8 bytes"); \
+  if constexpr (sizeof(key) - 1 == N) {                                       \
+    if (is(k, key)) return DFT_ARG_READ_##kind(member);                       \
+  }
+  DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+#undef DFT_ARG_READ_Text
+#undef DFT_ARG_READ_Json
+#undef DFT_ARG_READ_Number
+  known = false;
+  return p;
+}
+
+P decode_args(P p, P e, Event& ev, const ArgCapture* capture) {
+  return object(p, e, [&ev, e, capture](std::string_view k, P p) -> P {
+    bool known = false;
+    P q = p;
     switch (k.size()) {
-      case 4:
-        if (is(k, "name")) return text_value(p, e, ev.meta_name);
-        break;
-      case 5:
-        if (is(k, "phase")) return text_value(p, e, ev.phase);
-        if (is(k, "graph")) return text_value(p, e, ev.graph);
-        if (is(k, "flops")) return noted(double_value(p, e, ev.flops), ev.has_flops);
-        if (is(k, "bytes")) return noted(double_value(p, e, ev.bytes), ev.has_bytes);
-        break;
-      case 6:
-        if (is(k, "module")) return text_value(p, e, ev.module);
-        break;
-      default:
-        break;
+      case 1: q = known_arg<1>(k, p, e, ev, known); break;
+      case 2: q = known_arg<2>(k, p, e, ev, known); break;
+      case 3: q = known_arg<3>(k, p, e, ev, known); break;
+      case 4: q = known_arg<4>(k, p, e, ev, known); break;
+      case 5: q = known_arg<5>(k, p, e, ev, known); break;
+      case 6: q = known_arg<6>(k, p, e, ev, known); break;
+      case 7: q = known_arg<7>(k, p, e, ev, known); break;
+      case 8: q = known_arg<8>(k, p, e, ev, known); break;
+      default: break;
+    }
+    if (known) return q;
+    // Keys asked for by a group key (`--by args.<key>`); none in the usual case.
+    if (capture) {
+      for (size_t i = 0; i < capture->size; ++i)
+        if (k == capture->keys[i]) return json_value(p, e, ev.extra_args[i]);
     }
     return skip_value(p, e, 2);
   });
@@ -390,26 +447,26 @@ P decode_args(P p, P e, Event& ev) {
 
 }  // namespace
 
-bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status) {
+bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture) {
   ev = Event{};
   P p = line.data(), e = p + line.size();
   if (!(p < e && *p == '{')) return false;
   bool have_name = false, have_ph = false;
-  p = object(p, e, [&ev, &have_name, &have_ph, e](std::string_view k, P p) -> P {
+  p = object(p, e, [&ev, &have_name, &have_ph, e, capture](std::string_view k, P p) -> P {
     switch (k.size()) {
       case 2:
         if (is(k, "ph")) return noted(string_value(p, e, ev.ph), have_ph);
-        if (is(k, "ts")) return noted(double_value(p, e, ev.ts), ev.has_ts);
+        if (is(k, "ts")) return noted(time_value(p, e, ev.ts_ns), ev.has_ts);
         break;
       case 3:
         if (is(k, "cat")) return string_value(p, e, ev.cat);
-        if (is(k, "dur")) return noted(double_value(p, e, ev.dur), ev.has_dur);
+        if (is(k, "dur")) return noted(time_value(p, e, ev.dur_ns), ev.has_dur);
         if (is(k, "pid")) return id_value(p, e, ev.pid, ev.pid_text);
         if (is(k, "tid")) return id_value(p, e, ev.tid, ev.tid_text);
         break;
       case 4:
         if (is(k, "name")) return noted(string_value(p, e, ev.name), have_name);
-        if (is(k, "args")) return p < e && *p == '{' ? decode_args(p, e, ev) : nullptr;
+        if (is(k, "args")) return p < e && *p == '{' ? decode_args(p, e, ev, capture) : nullptr;
         break;
       default:
         break;
@@ -417,7 +474,7 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status) {
     return skip_value(p, e, 1);
   });
   if (!p || skip_ws(p, e) != e) return false;
-  if (!have_name || !have_ph || (ev.has_dur && !(ev.dur >= 0))) status = DecodeStatus::BadField;
+  if (!have_name || !have_ph || (ev.has_dur && ev.dur_ns < 0)) status = DecodeStatus::BadField;
   else status = DecodeStatus::Ok;
   return true;
 }

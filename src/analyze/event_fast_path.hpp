@@ -26,6 +26,7 @@ namespace dftracer::analyze {
 
 // `line` starts with '{' and is followed by kLinePadding readable bytes.
 // Returns false to defer to simdjson (then `ev` and `status` are unspecified).
-bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status);
+// `capture`: args keys to keep in ev.extra_args (null: none).
+bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture = nullptr);
 
 }  // namespace dftracer::analyze

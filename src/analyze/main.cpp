@@ -26,7 +26,8 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  summary   time per group: count, total, mean, min, p50, p95, max, share, GFLOP/s, GB/s\n"
-    "              --by KEYS      name (default), cat, module, phase, graph, pid, tid; comma-joined for several\n"
+    "              --by KEYS      name (default), cat, pid, tid, module, phase, graph, step, epoch, ... or\n"
+    "                             any args.<key> (e.g. args.step); comma-joined for several\n"
     "              --top N        the N groups with the most time (default: all)\n"
     "              --format F     table (default), json or csv\n"
     "              -o FILE        write there instead of stdout\n"
@@ -131,16 +132,19 @@ int main(int argc, char** argv) {
   Args a = parse_args(argc, argv);
   ReadOptions ro;
   ro.progress = a.progress;
+  // A bad --by is a usage error, found before any input is read.
+  std::vector<GroupKey> keys;
+  if (a.command == "summary") {
+    try {
+      keys = parse_group_keys(a.by);
+    } catch (const std::invalid_argument& e) {
+      usage_error(std::string("--by: ") + e.what());
+    }
+  }
   try {
     std::vector<std::string> files = expand_inputs(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     if (a.command == "summary") {
-      std::vector<GroupKey> keys;
-      try {
-        keys = parse_group_keys(a.by);
-      } catch (const std::invalid_argument& e) {
-        usage_error(e.what());
-      }
       Summary s = summarize(files, keys, a.top, a.threads, ro);
       std::ostringstream os;
       if (a.format == "json") write_summary_json(os, s);

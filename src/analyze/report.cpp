@@ -9,6 +9,7 @@
 
 #include "event_decoder.hpp"
 #include "summary.hpp"  // append_json_string
+#include "trace_time.hpp"
 
 namespace dftracer::analyze {
 
@@ -16,8 +17,11 @@ namespace {
 
 struct Totals {
   uint64_t count = 0;
-  double total = 0;
+  int64_t total_ns = 0;
 };
+
+// Whole microseconds at or before ns (floor, also for times before the epoch).
+int64_t floor_us(int64_t ns) { return ns / 1000 - (ns % 1000 < 0); }
 
 // Event counts of one process in time bins of 2^shift microseconds. When a
 // process needs more than kMaxBins bins the bins double in width, so memory
@@ -34,8 +38,8 @@ struct Timeline {
     bins.swap(nb);
     shift = s;
   }
-  void add(double ts) {
-    int64_t k = static_cast<int64_t>(std::floor(ts)) >> shift;
+  void add(int64_t ts_us) {
+    int64_t k = ts_us >> shift;
     ++bins[k];
     while (bins.size() > kMaxBins) coarsen_to(shift + 1);
   }
@@ -59,12 +63,13 @@ class ReportConsumer : public LineConsumer {
       return st;
     }
     if (!ev_.is_complete() || !ev_.has_dur) return st;
-    add(by_name_, ev_.name, ev_.dur);
-    add(by_module_, ev_.module.empty() ? std::string_view("(none)") : ev_.module, ev_.dur);
-    add(by_phase_, ev_.phase.empty() ? std::string_view("(none)") : ev_.phase, ev_.dur);
-    if (ev_.has_ts && std::fabs(ev_.ts) < 9e18) {  // the bins index by int64 microseconds
-      timelines_[std::string(ev_.pid_text)].add(ev_.ts);
-      first_ts_ = std::min(first_ts_, ev_.ts);
+    add(by_name_, ev_.name, ev_.dur_ns);
+    add(by_module_, ev_.module.empty() ? std::string_view("(none)") : ev_.module, ev_.dur_ns);
+    add(by_phase_, ev_.phase.empty() ? std::string_view("(none)") : ev_.phase, ev_.dur_ns);
+    if (ev_.has_ts) {
+      int64_t us = floor_us(ev_.ts_ns);
+      timelines_[std::string(ev_.pid_text)].add(us);
+      first_ts_us_ = std::min(first_ts_us_, us);
     }
     return st;
   }
@@ -75,25 +80,25 @@ class ReportConsumer : public LineConsumer {
       for (auto& [k, t] : *p.second) {
         Totals& m = (*p.first)[k];
         m.count += t.count;
-        m.total += t.total;
+        m.total_ns = saturating_add(m.total_ns, t.total_ns);
       }
     }
     for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
     for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
-    first_ts_ = std::min(first_ts_, o.first_ts_);
+    first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
   }
 
   std::unordered_map<std::string, Totals> by_name_, by_module_, by_phase_;
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
-  double first_ts_ = INFINITY;
+  int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
 
  private:
-  void add(std::unordered_map<std::string, Totals>& m, std::string_view k, double dur) {
+  void add(std::unordered_map<std::string, Totals>& m, std::string_view k, int64_t dur_ns) {
     key_.assign(k.data(), k.size());
     Totals& t = m[key_];
     ++t.count;
-    t.total += dur;
+    t.total_ns = saturating_add(t.total_ns, dur_ns);
   }
   EventDecoder decoder_;
   Event ev_;
@@ -103,7 +108,7 @@ class ReportConsumer : public LineConsumer {
 // JSON array of [label, count, total_us] sorted by total, at most `top` (0 = all).
 std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t top) {
   std::vector<std::pair<std::string, Totals>> v(m.begin(), m.end());
-  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.total > b.second.total; });
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.total_ns > b.second.total_ns; });
   if (top && v.size() > top) v.resize(top);
   std::string o = "[";
   for (size_t i = 0; i < v.size(); ++i) {
@@ -112,7 +117,7 @@ std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t
     append_json_string(o, v[i].first);
     char buf[96];
     std::snprintf(buf, sizeof buf, ",%llu,%.3f]", static_cast<unsigned long long>(v[i].second.count),
-                  v[i].second.total);
+                  ns_to_us(v[i].second.total_ns));
     o += buf;
   }
   return o + "]";
@@ -209,14 +214,14 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   ReportConsumer& r = *cons[0];
 
   uint64_t events = 0;
-  double total = 0;
+  int64_t total_ns = 0;
   for (auto& [k, t] : r.by_name_) {
     events += t.count;
-    total += t.total;
+    total_ns = saturating_add(total_ns, t.total_ns);
   }
   std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(events);
   char buf[64];
-  std::snprintf(buf, sizeof buf, ",\"total_us\":%.3f", total);
+  std::snprintf(buf, sizeof buf, ",\"total_us\":%.3f", ns_to_us(total_ns));
   data += buf;
   data += ",\"top_ops\":" + totals_json(r.by_name_, top_n);
   data += ",\"by_module\":" + totals_json(r.by_module_, 30);
@@ -239,7 +244,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
     append_json_string(data, label);
     std::snprintf(buf, sizeof buf, ",\"width\":%.0f,\"bins\":[", std::ldexp(1.0, shift));
     data += buf;
-    double origin = std::isfinite(r.first_ts_) ? r.first_ts_ : 0;
+    double origin = r.first_ts_us_ != INT64_MAX ? static_cast<double>(r.first_ts_us_) : 0;
     bool fb = true;
     for (auto& [k, c] : t.bins) {
       std::snprintf(buf, sizeof buf, "%s[%.0f,%llu]", fb ? "" : ",", std::ldexp(static_cast<double>(k), shift) - origin,

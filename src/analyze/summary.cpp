@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -14,17 +15,8 @@ namespace {
 constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decoded name we group by
 constexpr std::string_view kNone = "(none)";
 
-std::string_view key_value(GroupKey k, const Event& e) {
-  switch (k) {
-    case GroupKey::Name: return e.name;
-    case GroupKey::Cat: return e.cat;
-    case GroupKey::Module: return e.module;
-    case GroupKey::Phase: return e.phase;
-    case GroupKey::Graph: return e.graph;
-    case GroupKey::Pid: return e.pid_text;
-    case GroupKey::Tid: return e.tid_text;
-  }
-  return {};
+std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index) {
+  return k.field == Field::arg ? e.extra_args[extra_index] : field_text(e, k.field);
 }
 
 // A quick 8-bytes-at-a-time mix for the group cache (not for the map itself).
@@ -44,67 +36,129 @@ inline uint64_t hash_key(std::string_view s) {
 }
 }  // namespace
 
+namespace {
+
+// The schema fields a summary can group by: those with text (not numbers or times).
+constexpr bool groupable(std::string_view kind) { return kind == "Text" || kind == "Json" || kind == "Id"; }
+
+struct KnownKey {
+  const char* spelling;
+  Field field;
+};
+
+// "name", "pid", ... for the top-level fields; "module" and "args.module" for args.
+const std::vector<KnownKey>& known_keys() {
+  static const std::vector<KnownKey> keys = [] {
+    std::vector<KnownKey> v;
+#define DFT_X(member, key, kind, column) \
+  if (groupable(#kind)) v.push_back({key, Field::member});
+    DFT_EVENT_FIELDS(DFT_X)
+#undef DFT_X
+#define DFT_X(member, key, kind, column)                      \
+  if (groupable(#kind) && std::string_view(#column) == "Col") \
+    v.push_back({key, Field::member});
+    DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+    return v;
+  }();
+  return keys;
+}
+
+std::string trim_spaces(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  size_t b = s.find_first_not_of(' ');
+  return b == std::string::npos ? "" : s.substr(b);
+}
+
+}  // namespace
+
+std::string group_key_choices() {
+  std::string out;
+  for (const KnownKey& k : known_keys()) out += std::string(k.spelling) + ", ";
+  return out + "args.<key>";
+}
+
 std::vector<GroupKey> parse_group_keys(const std::string& spec) {
   std::vector<GroupKey> keys;
+  size_t extra = 0;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
-    std::string k = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (k == "name") keys.push_back(GroupKey::Name);
-    else if (k == "cat") keys.push_back(GroupKey::Cat);
-    else if (k == "module") keys.push_back(GroupKey::Module);
-    else if (k == "phase") keys.push_back(GroupKey::Phase);
-    else if (k == "graph") keys.push_back(GroupKey::Graph);
-    else if (k == "pid") keys.push_back(GroupKey::Pid);
-    else if (k == "tid") keys.push_back(GroupKey::Tid);
-    else throw std::invalid_argument("unknown group key '" + k + "' (use name, cat, module, phase, graph, pid, tid)");
+    std::string k = trim_spaces(spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    GroupKey g;
+    g.label = k;
+    bool found = false;
+    for (const KnownKey& known : known_keys()) {
+      if (k == known.spelling) {
+        g.field = known.field;
+        found = true;
+      }
+    }
+    if (!found && k.size() > 5 && k.compare(0, 5, "args.") == 0) {
+      std::string arg = k.substr(5);
+      g.field = Field::arg;
+      g.arg = arg;
+      found = true;
+#define DFT_X(member, key, kind, column)                                                              \
+  if (arg == key && !groupable(#kind))                                                                \
+    throw std::invalid_argument("cannot group by '" + k + "': the analyzer reads it as a number (use " + \
+                                group_key_choices() + ")");                                         \
+  if (arg == key) g.field = Field::member;
+      DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+      if (g.field == Field::arg && ++extra > kMaxExtraArgs)
+        throw std::invalid_argument("too many args.<key> group keys in '" + spec + "' (at most " +
+                                    std::to_string(kMaxExtraArgs) + ")");
+    }
+    if (!found)
+      throw std::invalid_argument("unknown group key '" + k + "' (use " + group_key_choices() + ")");
+    keys.push_back(std::move(g));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   return keys;
 }
 
-const char* group_key_name(GroupKey k) {
-  switch (k) {
-    case GroupKey::Name: return "name";
-    case GroupKey::Cat: return "cat";
-    case GroupKey::Module: return "module";
-    case GroupKey::Phase: return "phase";
-    case GroupKey::Graph: return "graph";
-    case GroupKey::Pid: return "pid";
-    case GroupKey::Tid: return "tid";
+const char* group_key_name(const GroupKey& k) { return k.label.c_str(); }
+
+SummaryAggregator::SummaryAggregator(std::vector<GroupKey> keys) : keys_(std::move(keys)) {
+  ArgCapture capture;
+  for (const GroupKey& k : keys_) {
+    if (k.field != Field::arg) continue;
+    capture.keys[capture.size++] = k.arg;
   }
-  return "?";
+  // Event::extra_args[i] is the i-th args.<key> group key (consume() counts them).
+  decoder_.capture_args(capture);
 }
 
 void GroupStats::add(const Event& e) {
   ++count;
-  total += e.dur;
-  if (e.dur < min) min = e.dur;
-  if (e.dur > max) max = e.dur;
-  hist.add(e.dur);
+  total_ns = saturating_add(total_ns, e.dur_ns);
+  min_ns = std::min(min_ns, e.dur_ns);
+  max_ns = std::max(max_ns, e.dur_ns);
+  hist.add(static_cast<double>(e.dur_ns) * 1e-3);
   if (e.has_flops) {
     flops += e.flops;
-    flops_time += e.dur;
+    flops_ns = saturating_add(flops_ns, e.dur_ns);
     ++with_flops;
   }
   if (e.has_bytes) {
     bytes += e.bytes;
-    bytes_time += e.dur;
+    bytes_ns = saturating_add(bytes_ns, e.dur_ns);
     ++with_bytes;
   }
 }
 
 void GroupStats::merge(const GroupStats& o) {
   count += o.count;
-  total += o.total;
-  min = std::min(min, o.min);
-  max = std::max(max, o.max);
+  total_ns = saturating_add(total_ns, o.total_ns);
+  min_ns = std::min(min_ns, o.min_ns);
+  max_ns = std::max(max_ns, o.max_ns);
   hist.merge(o.hist);
   flops += o.flops;
-  flops_time += o.flops_time;
+  flops_ns = saturating_add(flops_ns, o.flops_ns);
   bytes += o.bytes;
-  bytes_time += o.bytes_time;
+  bytes_ns = saturating_add(bytes_ns, o.bytes_ns);
   with_flops += o.with_flops;
   with_bytes += o.with_bytes;
 }
@@ -122,18 +176,19 @@ DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
   }
   ++complete_;
   if (ev_.has_ts) {
-    first_ts_ = std::min(first_ts_, ev_.ts);
-    last_end_ = std::max(last_end_, ev_.ts + ev_.dur);
+    first_ts_ns_ = std::min(first_ts_ns_, ev_.ts_ns);
+    last_end_ns_ = std::max(last_end_ns_, saturating_add(ev_.ts_ns, ev_.dur_ns));
   }
   if (keys_.size() == 1) {  // the common case: no composite key to build
-    std::string_view v = key_value(keys_[0], ev_);
+    std::string_view v = key_value(keys_[0], ev_, 0);
     group_for(v.empty() ? kNone : v).add(ev_);
     return st;
   }
   key_.clear();
-  for (size_t i = 0; i < keys_.size(); ++i) {
+  for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
     if (i) key_ += kKeySep;
-    std::string_view v = key_value(keys_[i], ev_);
+    std::string_view v = key_value(keys_[i], ev_, extra);
+    extra += keys_[i].field == Field::arg;
     key_.append(v.empty() ? kNone : v);
   }
   group_for(key_).add(ev_);
@@ -163,8 +218,8 @@ void SummaryAggregator::merge(SummaryAggregator& o) {
   complete_ += o.complete_;
   metadata_ += o.metadata_;
   other_ += o.other_;
-  first_ts_ = std::min(first_ts_, o.first_ts_);
-  last_end_ = std::max(last_end_, o.last_end_);
+  first_ts_ns_ = std::min(first_ts_ns_, o.first_ts_ns_);
+  last_end_ns_ = std::max(last_end_ns_, o.last_end_ns_);
 }
 
 Summary build_summary(SummaryAggregator& agg, size_t top_n) {
@@ -174,8 +229,11 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
   s.metadata_events = agg.metadata_events();
   s.other_events = agg.other_events();
   s.groups = agg.groups().size();
-  if (agg.last_end() >= agg.first_ts()) s.span_us = agg.last_end() - agg.first_ts();
-  for (auto& [k, g] : agg.groups()) s.total_us += g.total;
+  if (agg.last_end_ns() >= agg.first_ts_ns())
+    s.span_us = ns_to_us(saturating_sub(agg.last_end_ns(), agg.first_ts_ns()));
+  int64_t total_ns = 0;
+  for (auto& [k, g] : agg.groups()) total_ns = saturating_add(total_ns, g.total_ns);
+  s.total_us = ns_to_us(total_ns);
   for (auto& [k, g] : agg.groups()) {
     SummaryRow r;
     size_t pos = 0;
@@ -186,16 +244,16 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
       pos = sep + 1;
     }
     r.count = g.count;
-    r.total_us = g.total;
-    r.mean_us = g.total / static_cast<double>(g.count);
-    r.min_us = g.min;
-    r.max_us = g.max;
-    r.p50_us = g.hist.quantile(0.50, g.min, g.max);
-    r.p95_us = g.hist.quantile(0.95, g.min, g.max);
-    r.share = s.total_us > 0 ? g.total / s.total_us : 0;
-    // FLOP/s over the time of the events that declared flops: 1 flop/us = 1e-3 GFLOP/s.
-    if (g.with_flops && g.flops_time > 0) r.gflops = g.flops / g.flops_time * 1e-3;
-    if (g.with_bytes && g.bytes_time > 0) r.gbps = g.bytes / g.bytes_time * 1e-3;
+    r.total_us = ns_to_us(g.total_ns);
+    r.mean_us = static_cast<double>(g.total_ns) / static_cast<double>(g.count) * 1e-3;
+    r.min_us = ns_to_us(g.min_ns);
+    r.max_us = ns_to_us(g.max_ns);
+    r.p50_us = g.hist.quantile(0.50, r.min_us, r.max_us);
+    r.p95_us = g.hist.quantile(0.95, r.min_us, r.max_us);
+    r.share = total_ns > 0 ? static_cast<double>(g.total_ns) / static_cast<double>(total_ns) : 0;
+    // FLOP/s over the time of the events that declared flops: 1 flop/ns = 1 GFLOP/s.
+    if (g.with_flops && g.flops_ns > 0) r.gflops = g.flops / static_cast<double>(g.flops_ns);
+    if (g.with_bytes && g.bytes_ns > 0) r.gbps = g.bytes / static_cast<double>(g.bytes_ns);
     s.rows.push_back(std::move(r));
   }
   std::sort(s.rows.begin(), s.rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
@@ -288,7 +346,7 @@ std::string csv_field(const std::string& s) {
 
 void write_summary_table(std::ostream& os, const Summary& s) {
   std::vector<std::string> header;
-  for (GroupKey k : s.keys) header.push_back(group_key_name(k));
+  for (const GroupKey& k : s.keys) header.push_back(group_key_name(k));
   for (const char* h : {"count", "total", "mean", "min", "p50", "p95", "max", "share", "GFLOP/s", "GB/s"})
     header.push_back(h);
   std::vector<std::vector<std::string>> cells;
@@ -374,8 +432,8 @@ void write_summary_json(std::ostream& os, const Summary& s) {
 
 void write_summary_csv(std::ostream& os, const Summary& s) {
   std::string o;
-  for (GroupKey k : s.keys) o += std::string(group_key_name(k)) + ",";
-  o += "count,total_us,mean_us,min_us,p50_us,p95_us,max_us,share,gflops,gbps\n";
+  for (const GroupKey& k : s.keys) o += csv_field(group_key_name(k)) + ",";
+  for (const char* c : kSummaryColumns) o += std::string(c) + (c == kSummaryColumns[std::size(kSummaryColumns) - 1] ? "\n" : ",");
   for (auto& r : s.rows) {
     for (auto& k : r.key) o += csv_field(k) + ",";
     o += std::to_string(r.count) + "," + json_num(r.total_us) + "," + json_num(r.mean_us) + "," +

@@ -11,25 +11,38 @@
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "event_schema.hpp"
 #include "log_histogram.hpp"
+#include "trace_time.hpp"
 #include "trace_reader.hpp"
 
 namespace dftracer::analyze {
 
-enum class GroupKey { Name, Cat, Module, Phase, Graph, Pid, Tid };
+// What a summary groups by: a text field of the schema (event_schema.hpp) or
+// any other args key, which the decoder then captures.
+struct GroupKey {
+  Field field = Field::name;
+  std::string arg;    // Field::arg: the args key
+  std::string label;  // the column heading: the spelling asked for ("module", "args.step")
+};
 
-// Parses "name", "module,phase", ...; throws std::invalid_argument naming the bad key.
+// Parses "name", "module,phase", "args.step", ...: the schema's Text/Json/Id
+// fields by name, its args also as "args.<key>", and any other "args.<key>".
+// Throws std::invalid_argument with a one-line message naming the bad key.
 std::vector<GroupKey> parse_group_keys(const std::string& spec);
-const char* group_key_name(GroupKey k);
+const char* group_key_name(const GroupKey& k);
+// The keys a user can give, for messages and docs ("name, cat, ..., args.<key>").
+std::string group_key_choices();
 
+// Times in integer nanoseconds, summed exactly; the rows convert to us.
 struct GroupStats {
   uint64_t count = 0;
-  double total = 0;
-  double min = std::numeric_limits<double>::infinity();
-  double max = -std::numeric_limits<double>::infinity();
-  LogHistogram hist;
-  double flops = 0, flops_time = 0;  // sum of args.flops, and of dur over those events
-  double bytes = 0, bytes_time = 0;
+  int64_t total_ns = 0;
+  int64_t min_ns = std::numeric_limits<int64_t>::max();
+  int64_t max_ns = std::numeric_limits<int64_t>::min();
+  LogHistogram hist;  // of microseconds
+  double flops = 0, bytes = 0;            // sums of args.flops / args.bytes
+  int64_t flops_ns = 0, bytes_ns = 0;     // summed dur of the events that carried them
   uint64_t with_flops = 0, with_bytes = 0;
 
   void add(const Event& e);
@@ -39,7 +52,7 @@ struct GroupStats {
 // Per-thread aggregation; merge the threads' aggregators into one at the end.
 class SummaryAggregator : public LineConsumer {
  public:
-  explicit SummaryAggregator(std::vector<GroupKey> keys) : keys_(std::move(keys)) {}
+  explicit SummaryAggregator(std::vector<GroupKey> keys);
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
   void merge(SummaryAggregator& other);
 
@@ -48,8 +61,8 @@ class SummaryAggregator : public LineConsumer {
   uint64_t complete_events() const { return complete_; }
   uint64_t metadata_events() const { return metadata_; }
   uint64_t other_events() const { return other_; }
-  double first_ts() const { return first_ts_; }
-  double last_end() const { return last_end_; }
+  int64_t first_ts_ns() const { return first_ts_ns_; }
+  int64_t last_end_ns() const { return last_end_ns_; }
 
  private:
   EventDecoder decoder_;
@@ -70,9 +83,14 @@ class SummaryAggregator : public LineConsumer {
   };
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(1024);
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
-  double first_ts_ = std::numeric_limits<double>::infinity();
-  double last_end_ = -std::numeric_limits<double>::infinity();
+  int64_t first_ts_ns_ = std::numeric_limits<int64_t>::max();
+  int64_t last_end_ns_ = std::numeric_limits<int64_t>::min();
 };
+
+// The columns after the group key(s), in the CSV header, the JSON rows and the
+// Python DataFrame (exported by the _analyze module).
+inline constexpr const char* kSummaryColumns[] = {"count",  "total_us", "mean_us", "min_us", "p50_us",
+                                                  "p95_us", "max_us",   "share",   "gflops", "gbps"};
 
 struct SummaryRow {
   std::vector<std::string> key;  // one value per group key

@@ -124,6 +124,47 @@ def test_summary_by_category_top_and_list_of_keys(real_trace):
     assert both.set_index(["cat", "name"]).loc[("compute", "inner"), "count"] == COUNTS["inner"]
 
 
+def test_summary_by_any_args_key(real_trace, tmp_path):
+    """--by args.<key>: a well-known arg (step) and any other (the tracer's epoch tag,
+    a made-up rank), checked against the independent parse and the command line."""
+    path, evs = real_trace
+    xs = [e for e in evs if e["ph"] == "X"]
+
+    def expected(key):
+        out = {}
+        for e in xs:
+            v = e.get("args", {}).get(key)
+            k = "(none)" if v is None or v == "" else (json.dumps(v) if isinstance(v, (list, dict)) else str(v))
+            out[k] = out.get(k, 0) + 1
+        return out
+
+    by_step = da.summary(path, by="args.step")
+    assert list(by_step.columns[:1]) == ["args.step"]
+    assert dict(zip(by_step["args.step"], by_step["count"])) == expected("step")
+    assert {str(k) for k in range(5)} <= set(by_step["args.step"])
+    both = da.summary(path, by=["args.epoch", "name"])
+    got = {(a, b): c for a, b, c in zip(both["args.epoch"], both["name"], both["count"])}
+    assert got[("0", "outer")] == 1 and got[("2", "outer")] == 1 and got[("(none)", "load")] == COUNTS["load"]
+
+    ops = [dict(op_event(i), args=dict(op_event(i)["args"], rank=i % 3, dims=[i % 2, 4])) for i in range(30)]
+    p2 = write_trace(tmp_path / "ranks.pfw", ops)
+    r = da.summary(p2, by="args.rank,args.dims")
+    got = {(a, b): c for a, b, c in zip(r["args.rank"], r["args.dims"], r["count"])}
+    assert got == {(str(i % 3), json.dumps([i % 2, 4])): 5 for i in range(6)}  # lists as written
+    import shutil
+    exe = os.environ.get("DFTRACER_ANALYZE_BIN") or shutil.which("dftracer-analyze")
+    if exe:
+        out = subprocess.run([exe, "summary", "--by", "args.rank", "--format", "json", p2], check=True,
+                             capture_output=True, text=True).stdout
+        assert {row["args.rank"]: row["count"] for row in json.loads(out)["rows"]} == {"0": 10, "1": 10, "2": 10}
+    with pytest.raises(ValueError, match=r"cannot group by 'args.flops'.*args\.<key>"):
+        da.summary(p2, by="args.flops")
+    # events() carries the well-known args as columns.
+    b = next(iter(da.events(path, format="numpy", raw_args=False, ph="X")))
+    assert {"step", "epoch", "source", "shapes", "dtype"} <= set(b)
+    assert sorted(v for v in b["step"] if v is not None) == [str(k) for k in range(5)]
+
+
 def test_summary_op_args_throughput_and_missing_keys(tmp_path):
     evs = [op_event(i) for i in range(200)]
     evs.append({"name": "untagged", "cat": "app", "pid": 100, "tid": 101, "ts": 1.7e15, "dur": 4.0, "ph": "X"})
@@ -189,6 +230,39 @@ def test_events_match_independent_parse_in_small_batches(real_trace):
         assert json.loads(row.args) == e.get("args", {})
     loads = df[df["name"] == "load"]
     assert sorted(json.loads(a)["step"] for a in loads["args"]) == list(range(5))
+
+
+def test_events_and_summary_keep_nanoseconds(tmp_path, real_trace):
+    """Regression: ts/dur were doubles of microseconds inside the reader, so at epoch
+    scale every time came out in quarter microseconds and a span of a few ns was 0."""
+    import decimal
+
+    lines = ['{"id":%d,"name":"tiny","cat":"op","pid":1,"tid":2,"ts":1727387307981693.%03d,"dur":0.%03d,"ph":"X"},'
+             % (i, 1 + i, 1 + i) for i in range(3)]
+    path = tmp_path / "ns.pfw"
+    path.write_text("[\n" + "\n".join(lines) + "\n")
+    df = _concat(list(da.events(path)))
+    assert df["ts_ns"].dtype == "Int64" and df["dur_ns"].dtype == "Int64"
+    assert list(df["ts_ns"]) == [1727387307981693001, 1727387307981693002, 1727387307981693003]
+    assert list(df["dur_ns"]) == [1, 2, 3]
+    assert list(df["dur"]) == [0.001, 0.002, 0.003]  # small numbers stay exact as us doubles too
+    totals = da.summary(path).attrs["totals"]
+    assert totals["span_us"] == pytest.approx(0.005, abs=1e-12)  # .001 to .003 + .003
+    assert totals["total_us"] == pytest.approx(0.006, abs=1e-12)
+    # The real tracer's file: every ts_ns is the written decimal times 1000, exactly.
+    real, _ = real_trace
+    exact = []
+    import gzip
+
+    with (gzip.open if real.endswith(".gz") else open)(real, "rt") as fh:
+        for line in fh:
+            line = line.strip().rstrip(",")
+            if line.startswith("{"):
+                e = json.loads(line, parse_float=decimal.Decimal)
+                if "ts" in e:
+                    exact.append(int(decimal.Decimal(e["ts"]) * 1000))
+    got = [int(v) for v in _concat(list(da.events(real, raw_args=False)))["ts_ns"].dropna()]
+    assert got == exact and any(v % 1000 not in (0, 250, 500, 750) for v in got)
 
 
 def test_events_numpy_format_with_op_fields_and_ph_filter(tmp_path):
@@ -301,7 +375,7 @@ def _samples_dir():
 
 
 def test_summary_of_dftracer_v2_sample():
-    # Expected numbers from tests/analyze/samples_test.cc (obtained with json + gzip).
+    # Expected numbers from src/analyze/samples_test.cc (obtained with json + gzip).
     d = _samples_dir()
     f = d and os.path.join(d, "cm1-DEFAULT-3537780-preload.pfw.gz")
     if not f or not os.path.exists(f):

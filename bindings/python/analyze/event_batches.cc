@@ -1,5 +1,7 @@
 #include "event_batches.hpp"
 
+#include "trace_time.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -28,9 +30,7 @@ void StringColumn::add(std::string_view s) {
 }
 
 void EventBatch::reserve(size_t n, bool with_args) {
-  for (StringColumn* c : {&name, &cat, &ph, &phase, &module, &graph}) c->reserve(n);
-  for (auto* v : {&pid, &tid}) v->reserve(n);
-  for (auto* v : {&ts, &dur, &flops, &bytes}) v->reserve(n);
+  for_each_column([n](const char*, auto& column, const char*) { column.reserve(n); });
   has_args = with_args;
   if (with_args) {
     args_end.reserve(n);
@@ -76,18 +76,19 @@ DecodeStatus BatchBuilder::consume(std::string_view line, size_t cap) {
   if (!opt_.ph.empty() && ev_.ph != opt_.ph) return st;
   if (!batch_) start_batch();
   EventBatch& b = *batch_;
-  b.name.add(ev_.name);
-  b.cat.add(ev_.cat);
-  b.ph.add(ev_.ph);
-  b.phase.add(ev_.phase);
-  b.module.add(ev_.module);
-  b.graph.add(ev_.graph);
-  b.pid.push_back(ev_.pid);
-  b.tid.push_back(ev_.tid);
-  b.ts.push_back(ev_.has_ts ? ev_.ts : kNaN);
-  b.dur.push_back(ev_.has_dur ? ev_.dur : kNaN);
-  b.flops.push_back(ev_.has_flops ? ev_.flops : kNaN);
-  b.bytes.push_back(ev_.has_bytes ? ev_.bytes : kNaN);
+#define DFT_APPEND_Text(m) b.m.add(ev_.m);
+#define DFT_APPEND_Json(m) b.m.add(ev_.m);
+#define DFT_APPEND_Number(m) b.m.push_back(ev_.has_##m ? ev_.m : kNaN);
+#define DFT_APPEND_Id(m) b.m.push_back(ev_.m);
+#define DFT_APPEND_Time(m)                                       \
+  b.m.push_back(ev_.has_##m ? ns_to_us(ev_.m##_ns) : kNaN); \
+  b.m##_ns.push_back(ev_.m##_ns);
+#define DFT_APPEND_Col(kind, m) DFT_APPEND_##kind(m)
+#define DFT_APPEND_NoCol(kind, m)
+#define DFT_X(member, key, kind, column) DFT_APPEND_##column(kind, member)
+  DFT_EVENT_FIELDS(DFT_X)
+  DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
   if (opt_.raw_args) {
     std::string_view a = raw_args(line, cap);
     b.args.append(a.data(), a.size());

@@ -46,16 +46,51 @@ class StringColumn {
   std::unordered_map<std::string_view, int32_t> index_;
 };
 
+// Columns per field kind (event_schema.hpp): Text/Json -> StringColumn;
+// Number -> double (NaN when absent); Id -> int64; Time -> `m` as double
+// microseconds (NaN when absent) and `m_ns` as exact int64 nanoseconds (0 when absent).
+#define DFT_BATCH_Text(m) StringColumn m;
+#define DFT_BATCH_Json(m) StringColumn m;
+#define DFT_BATCH_Number(m) std::vector<double> m;
+#define DFT_BATCH_Id(m) std::vector<int64_t> m;
+#define DFT_BATCH_Time(m)  \
+  std::vector<double> m; \
+  std::vector<int64_t> m##_ns;
+#define DFT_BATCH_Col(kind, m) DFT_BATCH_##kind(m)
+#define DFT_BATCH_NoCol(kind, m)
+
+// The events() column of each kind, named as in Python, in table order.
+#define DFT_COLUMNS_Text(m) f(#m, m, "text");
+#define DFT_COLUMNS_Json(m) f(#m, m, "text");
+#define DFT_COLUMNS_Number(m) f(#m, m, "number");
+#define DFT_COLUMNS_Id(m) f(#m, m, "id");
+#define DFT_COLUMNS_Time(m) \
+  f(#m, m, "time_us");      \
+  f(#m "_ns", m##_ns, "time_ns");
+#define DFT_COLUMNS_Col(kind, m) DFT_COLUMNS_##kind(m)
+#define DFT_COLUMNS_NoCol(kind, m)
+
 struct EventBatch {
   size_t size = 0;
-  StringColumn name, cat, ph, phase, module, graph;
-  std::vector<int64_t> pid, tid;
-  std::vector<double> ts, dur, flops, bytes;  // NaN where the event has none
+#define DFT_X(member, key, kind, column) DFT_BATCH_##column(kind, member)
+  DFT_EVENT_FIELDS(DFT_X)
+  DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
   bool has_args = false;
   std::string args;                // the raw JSON of every event's args, back to back
   std::vector<uint64_t> args_end;  // end offset of event i's args in `args`
 
   void reserve(size_t n, bool with_args);
+
+  // Calls f(name, column, kind) for every schema column, in table order
+  // (kind: "text", "number", "id", "time_us", "time_ns"). The raw `args` is apart.
+  template <typename F>
+  void for_each_column(F&& f) {
+#define DFT_X(member, key, kind, column) DFT_COLUMNS_##column(kind, member)
+    DFT_EVENT_FIELDS(DFT_X)
+    DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+  }
 };
 
 struct StreamOptions {

@@ -63,6 +63,20 @@ nb::object string_column(StringColumn& c) {
   return nb::make_tuple(numpy_array(c.take_codes()), values);
 }
 
+nb::object to_python(StringColumn& c) { return string_column(c); }
+template <typename T>
+nb::object to_python(std::vector<T>& v) {
+  return numpy_array(std::move(v));
+}
+
+// {column: kind} of events() batches, in order ("args" last: raw JSON text).
+nb::dict event_column_kinds() {
+  nb::dict kinds;
+  EventBatch{}.for_each_column([&kinds](const char* name, auto&, const char* kind) { kinds[name] = kind; });
+  kinds["args"] = "json";
+  return kinds;
+}
+
 nb::dict stats_dict(const ReadStats& s) {
   nb::dict d;
   d["files"] = s.files;
@@ -84,18 +98,7 @@ nb::dict stats_dict(const ReadStats& s) {
 nb::dict batch_dict(EventBatch& b) {
   nb::dict d;
   d["size"] = b.size;
-  d["name"] = string_column(b.name);
-  d["cat"] = string_column(b.cat);
-  d["ph"] = string_column(b.ph);
-  d["pid"] = numpy_array(std::move(b.pid));
-  d["tid"] = numpy_array(std::move(b.tid));
-  d["ts"] = numpy_array(std::move(b.ts));
-  d["dur"] = numpy_array(std::move(b.dur));
-  d["phase"] = string_column(b.phase);
-  d["module"] = string_column(b.module);
-  d["graph"] = string_column(b.graph);
-  d["flops"] = numpy_array(std::move(b.flops));
-  d["bytes"] = numpy_array(std::move(b.bytes));
+  b.for_each_column([&d](const char* name, auto& column, const char*) { d[name] = to_python(column); });
   if (b.has_args) {
     nb::list args;
     uint64_t begin = 0;
@@ -117,7 +120,7 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
     s = summarize(expand_or_throw(paths), keys, top, thread_count(threads));
   }
   nb::list key_names;
-  for (GroupKey k : s.keys) key_names.append(group_key_name(k));
+  for (const GroupKey& k : s.keys) key_names.append(group_key_name(k));
   nb::dict cols;
   for (size_t k = 0; k < s.keys.size(); ++k) {
     nb::list col;
@@ -226,6 +229,12 @@ NB_MODULE(_analyze, m) {
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("default_threads", &default_threads);
+  // The column lists dftracer.analyze exports, from the same tables as the reader.
+  m.attr("EVENT_COLUMN_KINDS") = event_column_kinds();
+  nb::list summary_columns;
+  for (const char* c : kSummaryColumns) summary_columns.append(c);
+  m.attr("SUMMARY_COLUMNS") = nb::tuple(summary_columns);
+  m.attr("GROUP_KEY_CHOICES") = group_key_choices();
 
   nb::class_<EventStream>(m, "EventStream",
                           "Batches of decoded events, read on a background thread (see dftracer.analyze.events).")

@@ -35,13 +35,16 @@ except ImportError as e:  # built without the analyzer (no simdjson)
 __all__ = ["summary", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
            "EVENT_COLUMNS"]
 
+# The column lists come from the extension, which generates them from the
+# reader's field table (src/analyze/event_schema.hpp), so they cannot drift.
+_KINDS = dict(_ext.EVENT_COLUMN_KINDS) if _ext is not None else {}
 #: Columns of summary() after the group key column(s).
-SUMMARY_COLUMNS = ("count", "total_us", "mean_us", "min_us", "p50_us", "p95_us", "max_us", "share", "gflops",
-                   "gbps")
+SUMMARY_COLUMNS = tuple(_ext.SUMMARY_COLUMNS) if _ext is not None else ()
 #: Columns of each events() batch ("args" only with raw_args=True).
-EVENT_COLUMNS = ("name", "cat", "ph", "pid", "tid", "ts", "dur", "phase", "module", "graph", "flops", "bytes",
-                 "args")
-_STRING_COLUMNS = frozenset(("name", "cat", "ph", "phase", "module", "graph"))
+EVENT_COLUMNS = tuple(_KINDS)
+_STRING_COLUMNS = frozenset(c for c, k in _KINDS.items() if k == "text")
+# Exact integer-ns columns and the float column whose NaN says "absent".
+_NS_COLUMNS = {c: c[:-3] for c, k in _KINDS.items() if k == "time_ns"}
 
 
 class SkippedInputWarning(UserWarning):
@@ -84,8 +87,11 @@ def files(paths):
 def summary(paths, by="name", top=None, threads=None):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by total time.
 
-    by: "name" (default), "cat", "module", "phase", "graph", "pid" or "tid", or several
-        as a comma-joined string or a list ("module,phase" / ["module", "phase"]).
+    by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
+        (the well-known fields), or any "args.<key>" (e.g. "args.step", "args.rank": the
+        value as written, a list or object as its JSON text); several as a comma-joined
+        string or a list ("module,phase" / ["module", "args.step"]). The key columns are
+        named as given. A bad key raises ValueError naming it and the accepted keys.
     top: keep the `top` groups with the most time (None: all).
     threads: reader threads (None: all cores).
 
@@ -128,16 +134,20 @@ def merge(paths, output, threads=None):
 def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1):
     """Iterate over every decoded event of PATHS in batches of at most `batch_size` events.
 
-    format="pandas" (default): each batch is a DataFrame; the string columns name, cat,
-        ph, phase, module, graph are pandas Categoricals (each distinct value is stored
-        once per batch; missing or empty values are NaN; use .astype(str) for plain str).
+    format="pandas" (default): each batch is a DataFrame; the string columns (name, cat,
+        ph, phase, module, ...) are pandas Categoricals (each distinct value is stored once
+        per batch; missing or empty values are NaN; use .astype(str) for plain str).
     format="numpy": each batch is a dict of NumPy arrays; string columns are object
         arrays of str (None where missing). No pandas needed.
     Columns: EVENT_COLUMNS -- name, cat, ph, pid, tid (int64; 0 when not numeric),
-        ts, dur (float64 microseconds, NaN when absent), phase, module, graph,
-        flops, bytes (float64, NaN when absent), args (the event's args object as
-        raw JSON text, "" when it has none; left out with raw_args=False, which
-        also makes reading faster).
+        ts, dur (float64 microseconds, the Chrome-trace unit, NaN when absent: a
+        double of epoch microseconds holds only ~0.25 us, so for exact times use)
+        ts_ns, dur_ns (int64 nanoseconds, exact as written; pandas: nullable Int64,
+        <NA> when absent; numpy: 0 when absent, see ts); the well-known args
+        phase, module, graph, step, epoch, source, shapes, dtype (strings as
+        written; a list as its JSON text) and flops, bytes (float64, NaN when
+        absent); args (the event's args object as raw JSON text, "" when it has
+        none; left out with raw_args=False, which also makes reading faster).
     ph: keep only events with this "ph" ("X" for complete events, "M" for metadata).
     threads: reader threads. With 1 (default) batches follow file order (except
         lines at the seams of parallel gzip pieces, which come at the end); with
@@ -165,9 +175,11 @@ class EventBatches:
         self._stream = stream
         self._format = format
         if format == "pandas":
+            import numpy as np
             import pandas as pd
 
             self._pd = pd
+            self._np = np
         self._stats = None
 
     def __iter__(self):
@@ -219,6 +231,8 @@ class EventBatches:
             if c in _STRING_COLUMNS:
                 codes, values = v
                 v = pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype=object), validate=False)
+            elif c in _NS_COLUMNS:
+                v = pd.arrays.IntegerArray(v, self._np.isnan(raw[_NS_COLUMNS[c]]))  # <NA> where absent
             cols[c] = v
         return pd.DataFrame(cols, copy=False)
 

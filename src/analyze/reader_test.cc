@@ -136,7 +136,7 @@ TEST(Reader, DecoderAcceptsQuotedNumbersAndRejectsWrongTypes) {
             DecodeStatus::Ok);
   EXPECT_EQ(ev.pid, 12);
   EXPECT_EQ(ev.pid_text, "12");
-  EXPECT_DOUBLE_EQ(ev.dur, 7);
+  EXPECT_EQ(ev.dur_ns, 7000);
   ASSERT_EQ(run(R"({"name":"mm","ph":"X","ts":1.5,"dur":0.125,"pid":1,"tid":2,"args":{"flops":"1000","bytes":64,"phase":"backward","graph":3}})"),
             DecodeStatus::Ok);
   EXPECT_DOUBLE_EQ(ev.flops, 1000);

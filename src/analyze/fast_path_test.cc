@@ -35,7 +35,8 @@ Outcome run(EventDecoder& dec, const std::string& raw) {
   st = dec.decode_with_simdjson(line, padded.size(), ev);
   o.ref = describe(ev, st);
   DecodeStatus fs;
-  o.fast_took = !line.empty() && line.front() == '{' && fast_decode_line(line, ev, fs);
+  static const ArgCapture capture = compared_extra_args();
+  o.fast_took = !line.empty() && line.front() == '{' && fast_decode_line(line, ev, fs, &capture);
   return o;
 }
 
@@ -61,6 +62,8 @@ const std::vector<std::string> kLines = {
     R"({})",
     R"({"name":"h\u00e9llo","ph":"X","ts":1,"dur":2})",
     "{\"name\":\"caf\xc3\xa9\",\"ph\":\"X\",\"ts\":1,\"dur\":2}",
+    // Schema args of every kind and captured args.<key> values (arrays, objects, numbers).
+    R"({"name":"mm","ph":"X","ts":2,"dur":1,"args":{"shapes":[[8, 16], [16,32]],"step":3,"epoch":"1","source":"x.py:7","dtype":"float32","s":null,"nested":{"a" : [1]},"size":-2.5e3}})",
 };
 
 // Lines from DFTracer's sample traces, when the shared data is there.
@@ -88,18 +91,20 @@ std::vector<std::string> sample_lines(size_t max_lines) {
 
 TEST(FastPath, TakesTheCommonLayoutsAndAgreesWithSimdjson) {
   EventDecoder dec;
+  dec.capture_args(compared_extra_args());
   for (size_t i = 0; i < kLines.size(); ++i) {
     Outcome o = run(dec, kLines[i]);
     EXPECT_EQ(o.both, o.ref) << "line " << i << ": " << kLines[i];
   }
   // The lines the benchmark and the tracer write must not fall back to simdjson.
-  for (size_t i : {0, 2, 3, 4, 5, 9}) EXPECT_TRUE(run(dec, kLines[i]).fast_took) << kLines[i];
+  for (size_t i : {0, 2, 3, 4, 5, 9, 19}) EXPECT_TRUE(run(dec, kLines[i]).fast_took) << kLines[i];
   // Escapes in kept strings, non-ASCII, quoted numbers and non-integral ids are simdjson's.
   for (size_t i : {1, 6, 10, 17, 18}) EXPECT_FALSE(run(dec, kLines[i]).fast_took) << kLines[i];
 }
 
 TEST(FastPath, AgreesWithSimdjsonOnSampleTraces) {
   EventDecoder dec;
+  dec.capture_args(compared_extra_args());
   std::vector<std::string> lines = sample_lines(2000);
   if (lines.empty()) GTEST_SKIP() << "no sample traces in " << DFTRACER_SAMPLES_DIR;
   for (auto& l : lines) {
@@ -110,6 +115,7 @@ TEST(FastPath, AgreesWithSimdjsonOnSampleTraces) {
 
 TEST(FastPath, AgreesWithSimdjsonOnEveryMutationAndCut) {
   EventDecoder dec;
+  dec.capture_args(compared_extra_args());
   const std::string subst = std::string("\"\\,:{}[] 0-+e.xtn\x01\xc3", 20);
   size_t variants = 0, fast = 0;
   for (const std::string& base : kLines) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -45,7 +46,7 @@ class KnownTrace : public ::testing::Test {
 };
 
 TEST_F(KnownTrace, ByNameExactCountsAndTotals) {
-  Summary s = summarize(files, {GroupKey::Name}, 0, 2);
+  Summary s = summarize(files, parse_group_keys("name"), 0, 2);
   EXPECT_EQ(s.complete_events, 160u);
   EXPECT_EQ(s.metadata_events, 1u);
   ASSERT_EQ(s.rows.size(), 3u);
@@ -78,27 +79,27 @@ TEST_F(KnownTrace, ByNameExactCountsAndTotals) {
 }
 
 TEST_F(KnownTrace, ByPhaseModuleTidAndComposite) {
-  Summary ph = summarize(files, {GroupKey::Phase}, 0, 2);
+  Summary ph = summarize(files, parse_group_keys("phase"), 0, 2);
   ASSERT_EQ(ph.rows.size(), 3u);
   EXPECT_EQ(find_row(ph, {"forward"})->count, 100u);
   EXPECT_EQ(find_row(ph, {"backward"})->count, 50u);
   EXPECT_EQ(find_row(ph, {"inference"})->count, 10u);
-  Summary mod = summarize(files, {GroupKey::Module}, 0, 1);
+  Summary mod = summarize(files, parse_group_keys("module"), 0, 1);
   EXPECT_DOUBLE_EQ(find_row(mod, {"model.fc"})->total_us, 125.0);
-  Summary tid = summarize(files, {GroupKey::Tid}, 0, 2);
+  Summary tid = summarize(files, parse_group_keys("tid"), 0, 2);
   EXPECT_EQ(find_row(tid, {"9"})->count, 50u);
   EXPECT_EQ(find_row(tid, {"4243"})->count, 110u);
   Summary comp = summarize(files, parse_group_keys("module,phase"), 0, 2);
   ASSERT_TRUE(find_row(comp, {"model.layer1", "forward"}));
   EXPECT_EQ(find_row(comp, {"model.layer1", "forward"})->count, 100u);
-  Summary top = summarize(files, {GroupKey::Name}, 1, 2);
+  Summary top = summarize(files, parse_group_keys("name"), 1, 2);
   ASSERT_EQ(top.rows.size(), 1u);
   EXPECT_EQ(top.groups, 3u);
   EXPECT_THROW(parse_group_keys("name,colour"), std::invalid_argument);
 }
 
 TEST_F(KnownTrace, JsonAndCsvOutputs) {
-  Summary s = summarize(files, {GroupKey::Name}, 0, 2);
+  Summary s = summarize(files, parse_group_keys("name"), 0, 2);
   std::ostringstream js, csv, table;
   write_summary_json(js, s);
   write_summary_csv(csv, s);
@@ -139,6 +140,71 @@ TEST(LogHistogram, QuantilesWithinDocumentedError) {
   LogHistogram zeros;
   for (int i = 0; i < 10; ++i) zeros.add(0);
   EXPECT_EQ(zeros.quantile(0.5, 0, 0), 0.0);
+}
+
+// Regression: times were doubles of microseconds, so at epoch scale (~1.7e15
+// us) everything under a quarter microsecond vanished: these events' span came
+// out 0 and their ends collapsed. The writer's three decimals are nanoseconds.
+TEST(Summary, EpochTimestampsKeepNanoseconds) {
+  TempDir d;
+  std::vector<std::string> evs;
+  const char* line =
+      R"({"id":%d,"name":"tiny","cat":"op","pid":1,"tid":2,"ts":1727387307981693.%03d,"dur":0.%03d,"ph":"X"})";
+  char buf[256];
+  for (int i = 0; i < 3; ++i) {
+    std::snprintf(buf, sizeof buf, line, i, 1 + i, 1 + i);
+    evs.push_back(buf);
+  }
+  write_file(d.file("t.pfw"), pfw_text(evs));
+  Summary s = summarize({d.file("t.pfw")}, parse_group_keys("name"), 0, 1);
+  ASSERT_EQ(s.rows.size(), 1u);
+  // First start .001, last end .003 + .003 = .006: a 5 ns span.
+  EXPECT_DOUBLE_EQ(s.span_us, 0.005);
+  EXPECT_DOUBLE_EQ(s.rows[0].total_us, 0.006);
+  EXPECT_DOUBLE_EQ(s.rows[0].min_us, 0.001);
+  EXPECT_DOUBLE_EQ(s.rows[0].max_us, 0.003);
+}
+
+// Any args key groups: a schema one (step) and one the schema does not know
+// (rank, written as numbers and strings; a list value groups by its JSON),
+// alone and combined, on the fast path and on simdjson's (quoted numbers).
+TEST(Summary, AnyArgsKeyIsAGroupKey) {
+  TempDir d;
+  std::vector<std::string> evs;
+  int id = 0;
+  for (int step = 0; step < 3; ++step)
+    for (int i = 0; i <= step; ++i)
+      evs.push_back(op_event(id++, "function.mm", 100.0 * id, 1 + step, "forward", "m", -1, -1, 1, 2,
+                             "\"step\":" + std::to_string(step) + ",\"rank\":" + (i % 2 ? "\"1\"" : "0")));
+  evs.push_back(op_event(id++, "function.mm", 1, 5, "forward", "m", -1, -1, 1, 2, "\"rank\":[0, 1]"));
+  evs.push_back(R"({"name":"q","ph":"X","pid":"1","tid":"2","ts":"7","dur":"10","args":{"rank":"\u0031","step":"9"}})");
+  write_file(d.file("t.pfw"), pfw_text(evs));
+  std::vector<std::string> files = {d.file("t.pfw")};
+
+  Summary by_step = summarize(files, parse_group_keys("args.step"), 0, 2);
+  ASSERT_EQ(by_step.keys[0].label, "args.step");
+  std::map<std::string, std::pair<uint64_t, double>> got;
+  for (auto& r : by_step.rows) got[r.key[0]] = {r.count, r.total_us};
+  std::map<std::string, std::pair<uint64_t, double>> want = {
+      {"0", {1, 1}}, {"1", {2, 4}}, {"2", {3, 9}}, {"9", {1, 10}}, {"(none)", {1, 5}}};
+  EXPECT_EQ(got, want);
+  // The schema's args also answer to their bare name, with the same groups.
+  Summary bare = summarize(files, parse_group_keys("step"), 0, 1);
+  EXPECT_EQ(bare.rows.size(), by_step.rows.size());
+
+  Summary by_rank = summarize(files, parse_group_keys("args.rank"), 0, 2);
+  got.clear();
+  for (auto& r : by_rank.rows) got[r.key[0]] = {r.count, r.total_us};
+  want = {{"0", {4, 9}}, {"1", {3, 15}}, {"[0, 1]", {1, 5}}};  // "\u0031" is "1" unescaped
+  EXPECT_EQ(got, want);
+
+  Summary both = summarize(files, parse_group_keys("args.rank,args.step,name"), 0, 2);
+  const SummaryRow* r = find_row(both, {"1", "9", "q"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->count, 1u);
+  r = find_row(both, {"0", "2", "function.mm"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->count, 2u);
 }
 
 }  // namespace

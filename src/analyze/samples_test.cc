@@ -33,7 +33,7 @@ TEST(Samples, DftracerV2PreloadTrace) {
   std::string f = sample("cm1-DEFAULT-3537780-preload.pfw.gz");
   if (!fs::exists(f)) GTEST_SKIP() << "sample not present: " << f;
   for (unsigned threads : {1u, 2u}) {
-    Summary s = summarize({f}, {GroupKey::Cat}, 0, threads);
+    Summary s = summarize({f}, parse_group_keys("cat"), 0, threads);
     auto m = by_cat(s);
     EXPECT_EQ(m["POSIX"].first, 6985u);
     EXPECT_EQ(m["STDIO"].first, 1095u);
@@ -49,13 +49,13 @@ TEST(Samples, DftracerV2PreloadTrace) {
 TEST(Samples, DftracerV1QuotedNumbers) {
   std::string f = sample("test-2023.pfw.gz");
   if (!fs::exists(f)) GTEST_SKIP() << "sample not present: " << f;
-  Summary s = summarize({f}, {GroupKey::Cat}, 0, 2);
+  Summary s = summarize({f}, parse_group_keys("cat"), 0, 2);
   auto m = by_cat(s);
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m["POSIX"].first, 1012u);
   EXPECT_DOUBLE_EQ(m["POSIX"].second, 931087.0);
   EXPECT_FALSE(s.stats.any_problem()) << s.stats.problems_line();
-  Summary byname = summarize({f}, {GroupKey::Name}, 0, 2);
+  Summary byname = summarize({f}, parse_group_keys("name"), 0, 2);
   ASSERT_FALSE(byname.rows.empty());
   EXPECT_EQ(byname.rows[0].key[0], "remove");  // the single 759589 us remove dominates
   EXPECT_EQ(byname.rows[0].count, 1u);

@@ -59,6 +59,30 @@ TEST(Cli, SummaryFormatsAndExitStatuses) {
   EXPECT_EQ(nocmd.status, 2);
 }
 
+TEST(Cli, SummaryByAnyArgsKey) {
+  TempDir d;
+  write_file(d.file("t.pfw"),
+             pfw_text({op_event(1, "function.mm", 10, 4, "forward", "m", -1, -1, 1, 2, "\"step\":0,\"rank\":3"),
+                       op_event(2, "function.mm", 20, 6, "forward", "m", -1, -1, 1, 2, "\"step\":1,\"rank\":3"),
+                       op_event(3, "function.add", 30, 1, "forward", "m", -1, -1, 1, 2, "\"step\":1")}));
+  CliRun csv = run(d, "summary --format csv --by args.step,args.rank " + d.file("t.pfw"));
+  EXPECT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out,
+            "args.step,args.rank,count,total_us,mean_us,min_us,p50_us,p95_us,max_us,share,gflops,gbps\n"
+            "1,3,1,6,6,6,6,6,6,0.54545454545454541,,\n"
+            "0,3,1,4,4,4,4,4,4,0.36363636363636365,,\n"
+            "1,(none),1,1,1,1,1,1,1,0.090909090909090912,,\n");
+  // A bad key: exit 2 and one line naming it and what is accepted (plus the --help hint).
+  CliRun bad = run(d, "summary --by args.flops " + d.file("t.pfw"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err.find("dftracer-analyze: --by: cannot group by 'args.flops'"), 0u) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 2) << bad.err;
+  CliRun unknown = run(d, "summary --by colour " + d.file("missing.pfw"));
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("unknown group key 'colour' (use name, cat, ph, pid, tid, phase, module"),
+            std::string::npos) << unknown.err;
+}
+
 TEST(Cli, MergeAndReportWriteFiles) {
   TempDir d;
   write_file(d.file("t.pfw"), pfw_text({op_event(1, "function.mm", 10, 4)}));

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../decoded_event_text.hpp"
+#include "decoded_event_text.hpp"
 #include "event_decoder.hpp"
 #include "event_fast_path.hpp"
 #include "summary.hpp"
@@ -54,7 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   data += 1;
   size -= 1;
   if (mode == 0) {
-    static EventDecoder dec;
+    static const ArgCapture capture = compared_extra_args();
+    static EventDecoder dec = [] {
+      EventDecoder d;
+      d.capture_args(capture);
+      return d;
+    }();
     std::string line(reinterpret_cast<const char*>(data), size);
     std::string_view s = strip_trace_line(line);
     std::string padded(s);
@@ -66,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!s.empty() && s.front() == '{') {
       Event fast;
       DecodeStatus fast_status;
-      if (fast_decode_line(view, fast, fast_status)) {
+      if (fast_decode_line(view, fast, fast_status, &capture)) {
         std::string fast_fields = describe(fast, fast_status);
         Event ref;
         DecodeStatus ref_status = dec.decode_with_simdjson(view, padded.size(), ref);
@@ -84,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string idx = path + ".idx";
   if (mode == 3) write_bytes(idx, data + size / 2, size - size / 2);
   else ::unlink(idx.c_str());
-  SummaryAggregator a({GroupKey::Name}), b({GroupKey::Name});
+  SummaryAggregator a(parse_group_keys("name")), b(parse_group_keys("args.fuzz"));
   ReadOptions opt;
   opt.min_piece_bytes = 16;
   try {

@@ -68,11 +68,13 @@ inline std::string gzip_member(const std::string& text) {
 }
 
 // An op event line like the capture backend writes (without the trailing ",\n").
+// `more_args`: further args members, e.g. "\"step\":3" (no leading comma).
 inline std::string op_event(int id, const std::string& name, double ts, double dur, const std::string& phase = "forward",
                             const std::string& module = "model.layer1", double flops = -1, double bytes = -1,
-                            int pid = 4242, int tid = 4243) {
+                            int pid = 4242, int tid = 4243, const std::string& more_args = "") {
   char buf[1024];
   std::string extra;
+  if (!more_args.empty()) extra += "," + more_args;
   if (flops >= 0) extra += ",\"flops\":" + std::to_string(static_cast<long long>(flops));
   if (bytes >= 0) extra += ",\"bytes\":" + std::to_string(static_cast<long long>(bytes));
   std::snprintf(buf, sizeof buf,
