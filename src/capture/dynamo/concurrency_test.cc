@@ -90,7 +90,10 @@ TEST(Concurrent, GraphsRegisteredWhileOtherThreadsRunCalls) {
   ASSERT_EQ(first, 0);
   constexpr int kThreads = 3;
   const int n_new = static_cast<int>(at_least(scaled(400), 20));
-  std::atomic<int> published{1};  // slots 0 .. published-1 are registered
+  // Slots 0 .. published-1 are registered and announced; the next ones are
+  // announced kBatch at a time, after their registration.
+  constexpr int kBatch = 8;
+  std::atomic<int> published{1};
   std::atomic<bool> done{false};
   std::atomic<int> running{0};
   const int max_calls = static_cast<int>(at_least(scaled(20000), 200));  // bounds the trace
@@ -106,7 +109,13 @@ TEST(Concurrent, GraphsRegisteredWhileOtherThreadsRunCalls) {
         const bool last_round = done.load(std::memory_order_acquire);
         const int n = published.load(std::memory_order_acquire);
         r = r * 1103515245u + 12345u;
-        const int g = (r >> 8) % 2 == 0 ? 0 : static_cast<int>((r >> 8) % n);  // the old one, or any
+        // The old graph, any announced one, or one of the next kBatch, seen
+        // only through the table's own publication (table_at).
+        const unsigned pick = (r >> 8) % 4;
+        const int g = pick == 0   ? 0
+                      : pick == 3 ? n + static_cast<int>((r >> 16) % kBatch)
+                                  : static_cast<int>((r >> 8) % n);
+        if (g > n_new || table_at(g) == nullptr) continue;
         run_call(g, g % 5 + 1, 0, 0, 0, 0);
         if (++mine[g] == 1 && g == 0 && n == 1) running.fetch_add(1);
         if (last_round || ++calls == max_calls) break;
@@ -117,8 +126,10 @@ TEST(Concurrent, GraphsRegisteredWhileOtherThreadsRunCalls) {
   while (running.load() < kThreads) std::this_thread::yield();
   for (int g = 1; g <= n_new; ++g) {
     ASSERT_EQ(register_graph(spec(g)), g);
-    published.store(g + 1, std::memory_order_release);
-    if (g % 8 == 0) std::this_thread::yield();
+    if (g % kBatch == 0) {
+      published.store(g + 1, std::memory_order_release);
+      std::this_thread::yield();
+    }
   }
   done.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
