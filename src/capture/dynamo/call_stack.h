@@ -20,8 +20,9 @@
 // mark() is inline here so the Python shim's METH_FASTCALL function compiles
 // it in place: no call, one TLS lookup. The thread state it reads is
 // constant-initialized and trivially destructible, so that lookup needs no
-// guard or TLS wrapper call either; the marks' storage (vectors, freed at
-// thread exit) is a separate thread-local that only begin_call touches.
+// guard or TLS wrapper call either; the owner of the marks' storage (vectors,
+// freed at thread exit) is a separate thread-local that begin_call touches
+// only when the storage must grow.
 //
 // A small stack of open graph calls: a graph can only be re-entered on the
 // same thread through Python code run by an op, which is rare but legal.
@@ -60,6 +61,11 @@ struct Frame {
 // Per-thread state in one object (one TLS lookup per hook).
 struct CallStack {
   Frame frames[kMaxDepth];
+  // Mark storage of the call at each depth: owned by a separate thread-local
+  // (graph_call.cc) that grows it when a bigger graph is first seen on the
+  // thread and frees it at thread exit; never touched by mark().
+  Mark* scratch[kMaxDepth];
+  uint32_t scratch_cap[kMaxDepth];
   int depth;  // open calls, including those beyond kMaxDepth
 };
 

@@ -12,13 +12,28 @@ namespace {
 
 std::atomic<uint64_t> g_next_flow{1};
 
-// Storage of the marks: scratch[d] holds those of the call at depth d. It
-// grows in begin_call when a bigger graph is first seen on the thread, never
-// in mark(); kept apart from tl_calls because its vectors need a destructor.
-struct MarkScratch {
+// Owner of the marks' storage: at_depth[d] holds those of the call at depth
+// d, and tl_calls.scratch[d] points into it. Kept apart from tl_calls because
+// its vectors need a destructor (which makes every access check an init
+// guard), and touched only when a call needs more marks than the thread has
+// held so far.
+struct MarkStorage {
   std::vector<Mark> at_depth[kMaxDepth];
+  ~MarkStorage() {
+    for (int d = 0; d < kMaxDepth; ++d) {
+      tl_calls.scratch[d] = nullptr;
+      tl_calls.scratch_cap[d] = 0;
+    }
+  }
 };
-thread_local MarkScratch tl_scratch;
+thread_local MarkStorage tl_mark_storage;
+
+__attribute__((noinline)) void grow_scratch(CallStack& cs, int d, size_t need) {
+  std::vector<Mark>& v = tl_mark_storage.at_depth[d];
+  v.resize(need);
+  cs.scratch[d] = v.data();
+  cs.scratch_cap[d] = static_cast<uint32_t>(v.size());
+}
 
 inline uint32_t fill_args(dft_arg* args, dft_id static_frag, dft_id ctx) {
   uint32_t n = 0;
@@ -92,11 +107,10 @@ void begin_call(long slot, int grad, dft_id tags, uint64_t key) {
   f.cap = 0;
   f.marks = nullptr;
   if (t == nullptr) return;  // unknown slot: the frame stays, nothing is recorded
-  std::vector<Mark>& v = tl_scratch.at_depth[d];
   const size_t need = t->nodes.size() + 1;  // n op nodes + the closing mark
-  if (v.size() < need) v.resize(need);
-  f.marks = v.data();
-  f.cap = static_cast<uint32_t>(v.size());
+  if (cs.scratch_cap[d] < need) grow_scratch(cs, d, need);
+  f.marks = cs.scratch[d];
+  f.cap = cs.scratch_cap[d];
   if (t->phase == kForward && t->n_flow_groups > 0) {
     f.flow_base = g_next_flow.fetch_add(t->n_flow_groups, std::memory_order_relaxed);
   } else if (t->phase == kBackward) {

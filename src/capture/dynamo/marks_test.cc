@@ -237,3 +237,18 @@ TEST(Marks, CallsWhileTracingIsOffRecordNothingAndDoNotCrash) {
   run_call(slot, 2, 0, 0, 0, 0);  // after finalize
   EXPECT_EQ(call_depth(), 0);
 }
+
+TEST(Marks, BiggerGraphLaterOnTheSameThreadGetsAllItsMarks) {
+  Session s;
+  const int small = register_graph(simple_graph(kInference, 2, 1));
+  const int big = register_graph(simple_graph(kInference, 500, 2));
+  run_call(small, 2, 0, 0, 0, 0);
+  run_call(big, 500, 0, 0, 0, 0);  // the thread's mark storage grows here
+  run_call(small, 2, 0, 0, 0, 0);
+  const auto calls = graph_calls(s.finish());
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].ops.size(), 2u);
+  ASSERT_EQ(calls[1].ops.size(), 500u);
+  EXPECT_EQ(calls[1].ops[499].e.name, "function.op499");
+  EXPECT_EQ(calls[2].ops.size(), 2u);
+}
