@@ -33,6 +33,22 @@ def build(n):
     return gm
 
 
+def best_times(runs, rounds, reps):
+    """Runs each callable of `runs` reps times a round, interleaved, for
+    `rounds` rounds; returns {(name, "cpu"|"wall"): best ns of one run}
+    (calling-thread CPU time, wall time)."""
+    best = {}
+    for _ in range(rounds):
+        for k, r in runs.items():
+            for _ in range(reps):
+                c, w = time.thread_time_ns(), time.perf_counter_ns()
+                r()
+                w, c = time.perf_counter_ns() - w, time.thread_time_ns() - c
+                best[k, "cpu"] = min(best.get((k, "cpu"), 1e18), c)
+                best[k, "wall"] = min(best.get((k, "wall"), 1e18), w)
+    return best
+
+
 def main():
     # Imported here, not at the top: bench_hook_ab.py imports build() from
     # this file next to two other builds of dftracer._core.
@@ -65,15 +81,7 @@ def main():
         end()
 
     runs = {"plain": lambda: plain([x]), "instrumented": run_hooked, "abs-hooks": lambda: trivial([x])}
-    best = {}  # (run, clock) -> best time of one run
-    for _ in range(a.rounds):
-        for k, r in runs.items():
-            for _ in range(5):
-                c, w = time.thread_time_ns(), time.perf_counter_ns()
-                r()
-                w, c = time.perf_counter_ns() - w, time.thread_time_ns() - c
-                best[k, "cpu"] = min(best.get((k, "cpu"), 1e18), c)
-                best[k, "wall"] = min(best.get((k, "wall"), 1e18), w)
+    best = best_times(runs, a.rounds, 5)
     log.finalize()
     n = a.nodes
     for clock, what in (("cpu", "calling-thread CPU"), ("wall", "wall")):

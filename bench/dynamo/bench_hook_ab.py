@@ -24,12 +24,11 @@ import importlib.util
 import os
 import sys
 import tempfile
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_hook import build  # noqa: E402
+from bench_hook import best_times, build  # noqa: E402
 
 
 def load(tag, path):
@@ -80,15 +79,7 @@ def main():
     x = torch.randn(4)
     runs = {"plain": lambda: plain(x), **runs, "abs": lambda: gm_abs(x)}
 
-    best = {}  # (run, clock) -> best time of one run
-    for _ in range(a.rounds):
-        for k, r in runs.items():
-            for _ in range(3):
-                c, w = time.thread_time_ns(), time.perf_counter_ns()
-                r()
-                w, c = time.perf_counter_ns() - w, time.thread_time_ns() - c
-                best[k, "cpu"] = min(best.get((k, "cpu"), 1e18), c)
-                best[k, "wall"] = min(best.get((k, "wall"), 1e18), w)
+    best = best_times(runs, a.rounds, 3)
     first.finalize()
     for clock in ("cpu", "wall"):
         base = best["plain", clock]
