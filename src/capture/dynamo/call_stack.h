@@ -1,0 +1,101 @@
+// Per-thread state of the torch.compile capture: the open graph calls and
+// their marks, and mark(), the per-node hot path.
+//
+// The backend instruments each ATen graph once, at compile time: before every
+// op node it inserts a call `dynamo_mark(i)`, and before the output node a
+// last `dynamo_mark(n)`. Node i runs from mark i to the next mark. So a graph
+// with n op nodes makes n+1 calls into C per run, each passing one small int.
+//
+// A mark only stores {node, ticks} in the open call's scratch array; the
+// events of a graph call are recorded (dft_complete_ticks, one binary record
+// each) by end_call (graph_call.h), in one loop. Measured in-graph, between
+// ATen ops, recording at each mark cost ~110-130 ns a node: the core's record
+// path and the hook run cold after every op (instruction cache, branch
+// predictors), while a mark that only stores a timestamp is a few cache
+// lines. Recorded at the end of the call, the same records cost ~20-30 ns
+// each in a hot loop. The price: a process killed in the middle of a graph
+// call loses that call's op events (events of finished calls are in the
+// core's buffers).
+//
+// mark() is inline here so the Python shim's METH_FASTCALL function compiles
+// it in place: no call, one TLS lookup. The thread state it reads is
+// constant-initialized and trivially destructible, so that lookup needs no
+// guard or TLS wrapper call either; the owner of the marks' storage (vectors,
+// freed at thread exit) is a separate thread-local that begin_call touches
+// only when the storage must grow.
+//
+// A small stack of open graph calls: a graph can only be re-entered on the
+// same thread through Python code run by an op, which is rare but legal.
+// Beyond kMaxDepth nested calls we stop recording instead of corrupting
+// state; the depth is still counted, so begin/end stay balanced.
+#ifndef DFTRACER_CAPTURE_DYNAMO_CALL_STACK_H_
+#define DFTRACER_CAPTURE_DYNAMO_CALL_STACK_H_
+
+#include <cstdint>
+
+#include "dftracer/dftracer.h"
+#include "graph_table.h"
+
+namespace dftracer::dynamo {
+
+constexpr int kMaxDepth = 8;
+
+// One mark: node `node` opened at `ticks` (the previous node closed then).
+struct Mark {
+  int64_t node;
+  uint64_t ticks;
+};
+
+// One open graph call.
+struct Frame {
+  GraphTable* table;    // nullptr: unknown slot, nothing is recorded
+  uint64_t begin_ticks;
+  dft_id ctx;           // "grad_enabled":g[,tags]: the call's dynamic args, one fragment
+  dft_id tags;          // tags fragment alone (handed to the backward of a forward call)
+  uint64_t flow_base;   // 0: no flow arrows for this call
+  Mark* marks;          // this call's marks, recorded as events at end_call
+  uint32_t n_marks;
+  uint32_t cap;
+};
+
+// Per-thread state in one object (one TLS lookup per hook).
+struct CallStack {
+  Frame frames[kMaxDepth];
+  // Mark storage of the call at each depth: owned by a separate thread-local
+  // (graph_call.cc) that grows it when a bigger graph is first seen on the
+  // thread and frees it at thread exit; never touched by mark().
+  Mark* scratch[kMaxDepth];
+  uint32_t scratch_cap[kMaxDepth];
+  int depth;  // open calls, including those beyond kMaxDepth
+};
+
+// Constant-initialized, trivially destructible: see the file comment.
+inline thread_local CallStack tl_calls{};
+
+// mark(i): node i starts now (and the previous node ends); i == n (the
+// number of op nodes) only ends the last one. Stores the time only; a mark
+// outside any call, beyond kMaxDepth, in an unknown slot's call or past the
+// call's capacity is ignored.
+inline void mark(long node) {
+  CallStack& cs = tl_calls;
+  const int d = cs.depth;
+  if (d <= 0 || d > kMaxDepth) return;
+  Frame& f = cs.frames[d - 1];
+  if (f.n_marks < f.cap) {
+    Mark& m = f.marks[f.n_marks++];
+    m.node = node;
+    m.ticks = dft_ticks_inline();
+  }
+}
+
+// Open graph calls on this thread (0 between calls).
+inline int call_depth() { return tl_calls.depth; }
+
+// The same, as a plain function whose address the LibTorch observer calls
+// (dftracer._eager): ops run while a graph call is open on this thread are
+// recorded by this capture already, so the observer skips them.
+int call_depth_probe();
+
+}  // namespace dftracer::dynamo
+
+#endif  // DFTRACER_CAPTURE_DYNAMO_CALL_STACK_H_

@@ -1,0 +1,152 @@
+#include "graph_call.h"
+
+#include <vector>
+
+#include "call_context.h"
+#include "call_stack.h"
+#include "graph_table.h"
+
+namespace dftracer::dynamo {
+
+namespace {
+
+std::atomic<uint64_t> g_next_flow{1};
+
+// Owner of the marks' storage: at_depth[d] holds those of the call at depth
+// d, and tl_calls.scratch[d] points into it. Kept apart from tl_calls because
+// its vectors need a destructor (which makes every access check an init
+// guard), and touched only when a call needs more marks than the thread has
+// held so far.
+struct MarkStorage {
+  std::vector<Mark> at_depth[kMaxDepth];
+  ~MarkStorage() {
+    for (int d = 0; d < kMaxDepth; ++d) {
+      tl_calls.scratch[d] = nullptr;
+      tl_calls.scratch_cap[d] = 0;
+    }
+  }
+};
+thread_local MarkStorage tl_mark_storage;
+
+__attribute__((noinline)) void grow_scratch(CallStack& cs, int d, size_t need) {
+  std::vector<Mark>& v = tl_mark_storage.at_depth[d];
+  v.resize(need);
+  cs.scratch[d] = v.data();
+  cs.scratch_cap[d] = static_cast<uint32_t>(v.size());
+}
+
+inline uint32_t fill_args(dft_arg* args, dft_id static_frag, dft_id ctx) {
+  uint32_t n = 0;
+  if (static_frag) {
+    args[n].key = 0;
+    args[n].type = DFT_ARG_JSON;
+    args[n].v.id = static_frag;
+    ++n;
+  }
+  if (ctx) {
+    args[n].key = 0;
+    args[n].type = DFT_ARG_JSON;
+    args[n].v.id = ctx;
+    ++n;
+  }
+  return n;
+}
+
+// Records the op events of a graph call from its marks: node k of the marks
+// ran from its mark to the next one (the last to `now`). Done once per call,
+// at its end, in one tight loop: the per-node hook only stores a timestamp
+// (call_stack.h says why).
+void record_marks(Frame& f, uint64_t now) {
+  const GraphTable* t = f.table;
+  const size_t n_nodes = t->nodes.size();
+  const bool forward = t->phase == kForward;
+  const dft_id cat = g_event_ids.cat;
+  dft_arg args[2];
+  args[0].key = 0;
+  args[0].type = DFT_ARG_JSON;
+  args[1].key = 0;
+  args[1].type = DFT_ARG_JSON;
+  args[1].v.id = f.ctx;
+  for (uint32_t k = 0; k < f.n_marks; ++k) {
+    const int64_t i = f.marks[k].node;
+    if (i < 0 || static_cast<size_t>(i) >= n_nodes) continue;  // the closing mark
+    const uint64_t start = f.marks[k].ticks;
+    const uint64_t end = k + 1 < f.n_marks ? f.marks[k + 1].ticks : now;
+    const NodeEntry& e = t->nodes[i];
+    uint32_t n = 0;
+    if (e.fragment) args[n++].v.id = e.fragment;
+    if (f.ctx) {
+      args[n].v.id = f.ctx;
+      ++n;
+    }
+    dft_complete_ticks(e.name, cat, start, end, args, n);
+    if (e.flow >= 0 && f.flow_base != 0) {
+      // Bind the flow point to the middle of the slice: Perfetto attaches it
+      // to the slice enclosing that instant on this thread.
+      dft_flow(g_event_ids.flow, cat, f.flow_base + static_cast<uint64_t>(e.flow), forward ? 1 : 0,
+               start + (end - start) / 2);
+    }
+  }
+  f.n_marks = 0;
+}
+
+}  // namespace
+
+int call_depth_probe() { return tl_calls.depth; }
+
+void begin_call(long slot, int grad, dft_id tags, uint64_t key) {
+  CallStack& cs = tl_calls;
+  const int d = cs.depth++;
+  if (d >= kMaxDepth) return;  // counted, so end_call stays balanced
+  GraphTable* t = table_at(slot);
+  Frame& f = cs.frames[d];
+  f.table = t;
+  f.tags = tags;
+  f.flow_base = 0;
+  f.n_marks = 0;
+  f.cap = 0;
+  f.marks = nullptr;
+  if (t == nullptr) return;  // unknown slot: the frame stays, nothing is recorded
+  const size_t need = t->nodes.size() + 1;  // n op nodes + the closing mark
+  if (cs.scratch_cap[d] < need) grow_scratch(cs, d, need);
+  f.marks = cs.scratch[d];
+  f.cap = cs.scratch_cap[d];
+  if (t->phase == kForward && t->n_flow_groups > 0) {
+    f.flow_base = g_next_flow.fetch_add(t->n_flow_groups, std::memory_order_relaxed);
+  } else if (t->phase == kBackward) {
+    PendingCall fw_call;
+    GraphTable* fw = table_at(t->pair_slot);
+    if (fw != nullptr && fw->pending.take(key, &fw_call)) {
+      f.flow_base = fw_call.flow_base;
+      f.tags = fw_call.tags;  // the backward carries the tags of its forward call
+    }
+  }
+  f.ctx = context_id(grad, f.tags);
+  f.begin_ticks = dft_ticks_inline();
+}
+
+void end_call(uint64_t key) {
+  CallStack& cs = tl_calls;
+  const int d = cs.depth;
+  if (d <= 0) return;
+  cs.depth = d - 1;
+  if (d > kMaxDepth) return;
+  Frame& f = cs.frames[d - 1];
+  GraphTable* t = f.table;
+  if (t == nullptr) return;
+  const uint64_t now = dft_ticks_inline();
+  record_marks(f, now);
+  dft_arg a[2];
+  const uint32_t n = fill_args(a, t->fragment, f.ctx);
+  dft_complete_ticks(t->event_name, g_event_ids.cat, f.begin_ticks, now, a, n);
+  if (t->phase == kForward) t->pending.push(PendingCall{f.flow_base, key, f.tags});
+}
+
+void record_region(dft_id name, uint64_t begin_ticks, dft_id fragment, int grad, dft_id tags) {
+  init_event_ids();
+  dft_arg a[2];
+  const uint32_t n = fill_args(a, fragment, context_id(grad, tags));
+  dft_complete_ticks(name, g_event_ids.cat, begin_ticks, dft_ticks_inline(), a, n);
+}
+
+}  // namespace dftracer::dynamo
