@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import dynamo_backend
+from . import dynamo_backend, torch_compat
 from .dynamo_backend import _active_tags, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
 
@@ -233,9 +233,7 @@ def create_backend(
     ``enable=False`` gives plain ``aot_eager``; ``autograd`` is accepted for
     compatibility (backward graphs are always instrumented)."""
     if not enable:
-        from torch._dynamo.backends.debugging import aot_eager
-
-        return aot_eager
+        return torch_compat.aot_eager or "aot_eager"
     return Dynamo(name, epoch, step, image_idx, image_size, enable, **tags).backend
 
 
