@@ -42,23 +42,18 @@ from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, _core, tracing_enabled  
 from .dynamo_metadata import record_graph_metadata
 
 
-def _boxed_forward(gm: torch.fx.GraphModule) -> Callable:
-    """gm.forward with the boxed calling convention (one list, cleared as the
-    graph consumes it), as aot_eager's boxed_nop sets it up."""
-    from torch.fx.graph import _BoxedCodeGen
-
-    gm.graph.set_codegen(_BoxedCodeGen())
-    gm.recompile()
-    return gm.forward
-
-
 def _make_compiler(phase: int, graph_id_box: list) -> Callable:
+    """aot_eager's compiler (boxed_nop) after the graph pass."""
+
     def compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
         t0 = time.perf_counter()
         info = instrument(gm, phase, graph_id_box[0])
-        fwd = _boxed_forward(gm)
+        # boxed_nop (not a copy of it): the boxed codegen, plus what torch
+        # adds there -- in 2.13 a serializable AOTEagerOutputCode when the
+        # AOT autograd cache bundles artifacts, DebugMode's interpreter.
+        compiled = torch_compat.boxed_nop(gm, example_inputs)
         compile_stats["instrument_s"] += time.perf_counter() - t0
-        return dynamo_graph_call.wrap(info, fwd)
+        return dynamo_graph_call.wrap(info, compiled)
 
     return compiler
 

@@ -82,6 +82,10 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
                 end()
 
     run._boxed_call = True
+    # What the AOT autograd cache stores when it bundles artifacts: it
+    # follows __wrapped__ to the compiler's OutputCode (boxed_nop's
+    # AOTEagerOutputCode); a cache hit later runs that without this wrapper.
+    run.__wrapped__ = compiled
     return run
 
 
