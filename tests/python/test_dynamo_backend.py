@@ -68,3 +68,68 @@ def test_debug_mode_interpreter_runs_traced_graphs(tmp_path):
     assert "aot_eager region (compile)" in log and "addmm" in log, log
     check_counts(events, [])
     assert [e["name"] for e in op_events(events)] == ["function.t.default", "function.addmm.default"]
+
+
+def test_graph_tables_let_dropped_graphs_go(tmp_path):
+    """A long run keeps recompiling (here: new shapes, dynamic=False, then
+    models dropped and torch._dynamo.reset()); the Python tables of
+    instrumented graphs and of forward seq_nrs hold only graphs that can
+    still run, so they shrink back once the compiled graphs are gone. With
+    plain dicts and lists they would keep every graph ever compiled."""
+    import gc
+
+    from dftracer.python import dynamo_pairing
+    from dftracer.python.dynamo import graph_count, instrumented_graphs
+
+    torch._dynamo.reset()
+    gc.collect()
+    live0, seqs0, n0 = len(instrumented_graphs()), dynamo_pairing.table_sizes()["fw_by_seq"], graph_count()
+    with traced(tmp_path) as events:
+        m = torch.nn.Linear(3, 2)
+        c = torch.compile(m, backend=dftracer_dynamo_backend, dynamic=False)
+        for rows in range(1, 7):  # a recompile per batch size
+            c(torch.randn(rows, 3)).sum().backward()
+        alive = instrumented_graphs(n0)
+        seqs_alive = dynamo_pairing.table_sizes()["fw_by_seq"]
+        del c, m
+        torch._dynamo.reset()
+        gc.collect()
+    check_counts(events, alive)
+    assert graph_count() - n0 == 12 and len(alive) == 12  # 6 forward + 6 backward
+    assert seqs_alive > seqs0
+    del alive
+    gc.collect()
+    assert len(instrumented_graphs()) <= live0
+    assert dynamo_pairing.table_sizes()["fw_by_seq"] <= seqs0
+
+
+def test_graph_slots_used_up_compiles_uninstrumented(run_python, tmp_path):
+    """The C++ side's 65536 graph slots are never freed; once they are used
+    up, a new graph is compiled uninstrumented with one warning line, and
+    the program runs on with the right results."""
+    code = f"""
+        import json, torch
+        from dftracer import _core
+        from dftracer.python import dftracer, dftracer_dynamo_backend
+        log = dftracer.initialize_log({str(tmp_path / "full")!r}, None, -1)
+        n = 0
+        try:
+            while True:
+                _core.dynamo_register_graph("graph.inference", "", 2, [], [], [], 0, -1)
+                n += 1
+        except ValueError:
+            pass
+        outs = []
+        for k in (2, 3):
+            m = torch.nn.Linear(k, 2)
+            x = torch.randn(4, k)
+            out = torch.compile(m, backend=dftracer_dynamo_backend)(x)
+            out.sum().backward()
+            outs.append(torch.equal(out, m(x)))
+        log.finalize()
+        print(json.dumps({{"slots": n, "same": outs}}))
+    """
+    r = run_python(code, env={})
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"slots": 65536, "same": [True, True]}
+    warnings = [ln for ln in r.stderr.splitlines() if "runs uninstrumented" in ln]
+    assert len(warnings) == 1 and "too many graphs" in warnings[0], r.stderr

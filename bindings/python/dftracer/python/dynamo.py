@@ -33,7 +33,7 @@ from typing import Any, Callable
 import torch
 
 from . import dynamo_backend, torch_compat
-from .dynamo_backend import _active_tags, instrumented_graphs, make_backend, tracing_enabled
+from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
 
 CAT_DYNAMO = "dynamo"
@@ -45,6 +45,7 @@ __all__ = [
     "create_backend",
     "dftracer_dynamo_backend",
     "dynamo",
+    "graph_count",
     "instrumented_graphs",
 ]
 

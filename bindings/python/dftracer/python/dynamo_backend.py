@@ -37,7 +37,7 @@ from . import dynamo_graph_call, dynamo_pairing, torch_compat
 from .diagnostics import warn
 from .dynamo_graph_call import _active_tags, _entry  # noqa: F401  (imported from here by dynamo.py, tests)
 from .dynamo_graph_pass import instrument, op_nodes  # noqa: F401
-from .dynamo_graphs import GraphInfo, compile_stats, instrumented_graphs, new_graph_id  # noqa: F401
+from .dynamo_graphs import GraphInfo, compile_stats, graph_count, instrumented_graphs, new_graph_id  # noqa: F401
 from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, _core, tracing_enabled  # noqa: F401
 from .dynamo_metadata import record_graph_metadata
 
@@ -47,7 +47,11 @@ def _make_compiler(phase: int, graph_id_box: list) -> Callable:
 
     def compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
         t0 = time.perf_counter()
-        info = instrument(gm, phase, graph_id_box[0])
+        try:
+            info = instrument(gm, phase, graph_id_box[0])
+        except Exception as e:  # e.g. the C++ side's 65536 graph slots are used up
+            _warn_once("instrument", f"a graph compiled by dftracer_dynamo_backend runs uninstrumented: {e}")
+            return torch_compat.boxed_nop(gm, example_inputs)
         # boxed_nop (not a copy of it): the boxed codegen, plus what torch
         # adds there -- in 2.13 a serializable AOTEagerOutputCode when the
         # AOT autograd cache bundles artifacts, DebugMode's interpreter.
@@ -86,7 +90,13 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
     return dftracer_dynamo_backend
 
 
-_uninstrumented_warned = False
+_warned: set[str] = set()
+
+
+def _warn_once(what: str, msg: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warn(msg)
 
 
 def _uninstrumented(compiled: Callable) -> Callable:
@@ -96,12 +106,10 @@ def _uninstrumented(compiled: Callable) -> Callable:
     inner = torch_compat.unwrap_disabled(compiled)
 
     def call_uninstrumented_graph(*args):
-        global _uninstrumented_warned
-        if not _uninstrumented_warned and tracing_enabled():
-            _uninstrumented_warned = True
-            warn("a graph compiled by dftracer_dynamo_backend while tracing was off "
-                 "runs uninstrumented (the capture backend records none of its ops); start tracing before the compiled "
-                 "model's first call, or call torch._dynamo.reset() after starting it")
+        if "uninstrumented" not in _warned and tracing_enabled():
+            _warn_once("uninstrumented", "a graph compiled by dftracer_dynamo_backend while tracing was off "
+                       "runs uninstrumented (the capture backend records none of its ops); start tracing before the "
+                       "compiled model's first call, or call torch._dynamo.reset() after starting it")
         return inner(*args)
 
     return torch.compiler.disable(call_uninstrumented_graph, reason="dftracer: AOT-compiled graph (untraced)")

@@ -86,6 +86,10 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
     # follows __wrapped__ to the compiler's OutputCode (boxed_nop's
     # AOTEagerOutputCode); a cache hit later runs that without this wrapper.
     run.__wrapped__ = compiled
+    # The wrapper owns its GraphInfo: the tables of dynamo_graphs and
+    # dynamo_pairing hold it weakly, so it lives exactly as long as the
+    # compiled graph can run.
+    run._dftracer_graph = info
     return run
 
 

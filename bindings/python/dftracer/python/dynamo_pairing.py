@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import weakref
 from typing import TYPE_CHECKING
 
 import torch
@@ -26,9 +27,12 @@ if TYPE_CHECKING:
     from .dynamo_graphs import GraphInfo
     from .dynamo_nodes import OpEntry
 
-_lock = threading.Lock()
-# seq_nr -> (forward GraphInfo, module path): how backward graphs find their forward.
-_fw_by_seq: dict[int, tuple["GraphInfo", str | None]] = {}
+_lock = threading.RLock()  # re-entrant: the weakref callback may run in a GC while it is held
+# seq_nr -> (weak reference to the forward GraphInfo, module path): how
+# backward graphs find their forward. Weak, like dynamo_graphs' table: a
+# forward graph that can no longer run has no backward left to compile, and
+# its seq_nrs leave this table when its GraphInfo is collected.
+_fw_by_seq: dict[int, tuple["weakref.ref[GraphInfo]", str | None]] = {}
 _tls_partition = threading.local()
 
 
@@ -50,9 +54,10 @@ def find_forward(ops: list[torch.fx.Node]) -> tuple["GraphInfo | None", dict[int
     module_of_seq: dict[int, str | None] = {}
     for n in ops:
         hit = _fw_by_seq.get(n.meta.get("seq_nr"))
-        if hit is not None:
-            votes[id(hit[0])] += 1
-            by_id[id(hit[0])] = hit[0]
+        fw = hit[0]() if hit is not None else None
+        if fw is not None:
+            votes[id(fw)] += 1
+            by_id[id(fw)] = fw
             module_of_seq[n.meta["seq_nr"]] = hit[1]
     fw_info = by_id[votes.most_common(1)[0][0]] if votes else None
     return fw_info, module_of_seq
@@ -85,11 +90,28 @@ def flow_groups(phase: int, entries: list["OpEntry"], fw_info: "GraphInfo | None
 
 
 def note_forward(info: "GraphInfo") -> None:
-    """Makes a forward graph findable by the seq_nrs of its nodes."""
+    """Makes a forward graph findable by the seq_nrs of its nodes, for as
+    long as the graph lives."""
+    seqs = sorted({e.seq_nr for e in info.entries if e.seq_nr >= 0})
+
+    def forget(ref: weakref.ref) -> None:
+        with _lock:
+            for s in seqs:
+                hit = _fw_by_seq.get(s)
+                if hit is not None and hit[0] is ref:
+                    del _fw_by_seq[s]
+
+    ref = weakref.ref(info, forget)
     with _lock:
         for e in info.entries:
             if e.seq_nr >= 0:
-                _fw_by_seq.setdefault(e.seq_nr, (info, e.module))
+                _fw_by_seq.setdefault(e.seq_nr, (ref, e.module))
+
+
+def table_sizes() -> dict[str, int]:
+    """Sizes of the pairing tables (for tests: they shrink when graphs die)."""
+    with _lock:
+        return {"fw_by_seq": len(_fw_by_seq)}
 
 
 def pairing_key(gm: torch.fx.GraphModule, phase: int, fw_info: "GraphInfo | None") -> tuple[str | None, int]:
