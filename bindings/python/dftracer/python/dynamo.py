@@ -35,6 +35,7 @@ import torch
 from . import dynamo_backend, torch_compat
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
+from .tags import TAG_KEYS
 
 CAT_DYNAMO = "dynamo"
 
@@ -48,8 +49,6 @@ __all__ = [
     "graph_count",
     "instrumented_graphs",
 ]
-
-_TAG_FIELDS = ("epoch", "step", "image_idx", "image_size")
 
 
 def _json_value(v: Any) -> Any:
@@ -92,7 +91,7 @@ class Dynamo:
     ) -> None:
         self.name = name
         self.enable = bool(enable)
-        self.tags: dict[str, Any] = {"epoch": epoch, "step": step, "image_idx": image_idx, "image_size": image_size}
+        self.tags: dict[str, Any] = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         self.tags.update(tags)
         self._version = 0
         self._lock = threading.Lock()
@@ -125,7 +124,7 @@ class Dynamo:
         **tags: Any,
     ) -> "Dynamo":
         """Sets the given tags (None leaves a tag as it was) for later calls."""
-        given = {"epoch": epoch, "step": step, "image_idx": image_idx, "image_size": image_size}
+        given = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         given.update(tags)
         with self._lock:
             for k, v in given.items():
