@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import torch
 
+from .. import _core as _api
 from . import dynamo_backend, torch_compat
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
@@ -191,20 +192,21 @@ class Dynamo:
         region = name or (self.name if self.name != "dynamo" else f"dynamo.{qualname}")
         site = tuple(sorted(tags.items(), key=lambda kv: kv[0]))
         core = dynamo_backend._core
+        enabled, intern, ticks = _api.enabled, _api.intern, _api.ticks  # api.cc's, shared with dft_fn
         ids: list[int] = []  # [name id, fragment id], interned at first traced call
 
         @functools.wraps(fn)
         def traced(*args: Any, **kwargs: Any) -> Any:
-            if core is None or not core.dynamo_enabled():
+            if core is None or not enabled():
                 return compiled(*args, **kwargs)
             if not ids:
-                ids.append(core.dynamo_intern(region))
+                ids.append(intern(region))
                 ids.append(core.dynamo_intern_fragment(json.dumps({"fn": qualname}, separators=(",", ":"))[1:-1]))
             prev = _active_tags.tags
             tags_id = self.tags_id(site)
             _active_tags.tags = tags_id
             grad = torch.is_grad_enabled()
-            t0 = core.dynamo_ticks()
+            t0 = ticks()
             try:
                 return compiled(*args, **kwargs)
             finally:

@@ -32,4 +32,4 @@ if _core is not None:
 
 
 def tracing_enabled() -> bool:
-    return _core is not None and bool(_core.dynamo_enabled())
+    return _core is not None and bool(_core.enabled())

@@ -59,10 +59,10 @@ def record_graph_metadata(gm: torch.fx.GraphModule, graph_id: int) -> None:
         "graph_break": graph_break,
         "reason": reason,
     }
-    _core.dynamo_metadata("dynamo.graph", json.dumps(info))
-    _core.dynamo_metadata("dynamo.graphs_per_frame", json.dumps({"frame": root, "graphs": count}))
+    _core.metadata("dynamo.graph", json.dumps(info))
+    _core.metadata("dynamo.graphs_per_frame", json.dumps({"frame": root, "graphs": count}))
     if graph_break:
-        _core.dynamo_metadata(
+        _core.metadata(
             "dynamo.graph_break",
             json.dumps({"graph": graph_id, "frame": root, "file": file, "line": line, "reason": reason}),
         )
@@ -72,4 +72,4 @@ def record_graph_metadata(gm: torch.fx.GraphModule, graph_id: int) -> None:
             if msg in _reported_breaks:
                 continue
             _reported_breaks.add(msg)
-        _core.dynamo_metadata("dynamo.graph_break_reason", json.dumps({"reason": msg, "count": n}))
+        _core.metadata("dynamo.graph_break_reason", json.dumps({"reason": msg, "count": n}))
