@@ -41,7 +41,7 @@ import models  # noqa: E402
 
 if "--pydftracer-child" not in sys.argv:  # the child imports pydftracer's dftracer instead
     from dftracer.python import dftracer, dftracer_dynamo_backend  # noqa: E402
-    from dftracer.python.dynamo import instrumented_graphs  # noqa: E402
+    from dftracer.python.dynamo import graph_count, instrumented_graphs  # noqa: E402
 
 
 def step_fn(model, inputs, mode, opt):
@@ -108,7 +108,7 @@ def bench_model(name, make_model, inputs, mode, rounds, iters, do_compile, a_com
     if mode == "inference":
         model.eval()
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
-    n0 = len(instrumented_graphs())
+    n0 = graph_count()
     runs = {
         "aot_eager": step_fn(torch.compile(model, backend="aot_eager"), inputs, mode, opt),
         "dftracer": step_fn(torch.compile(model, backend=dftracer_dynamo_backend), inputs, mode, opt),
@@ -123,7 +123,7 @@ def bench_model(name, make_model, inputs, mode, rounds, iters, do_compile, a_com
     for r in runs.values():  # compile + warm up
         r()
         r()
-    graphs = instrumented_graphs()[n0:]
+    graphs = instrumented_graphs(n0)
     phases = {0, 1} if mode == "train" else {2}
     res["nodes_per_iter"] = sum(len(g.op_names) for g in graphs if g.phase in phases)
     wall = {k: [] for k in runs}
@@ -166,10 +166,10 @@ def micro(n_ops=1000, rounds=30, iters=20):
     x = torch.randn(4)
     base = torch.compile(f, backend="aot_eager")
     ours = torch.compile(f, backend=dftracer_dynamo_backend)
-    n0 = len(instrumented_graphs())
+    n0 = graph_count()
     with torch.no_grad():
         base(x), ours(x)
-    n = sum(len(g.op_names) for g in instrumented_graphs()[n0:])
+    n = sum(len(g.op_names) for g in instrumented_graphs(n0))
     best = {}
     with torch.no_grad():
         for _ in range(rounds):

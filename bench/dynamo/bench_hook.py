@@ -6,8 +6,9 @@ Builds one FX graph of `--nodes` cheap ATen ops (add, view) three times:
 plain; instrumented by the capture backend (`dynamo_backend.instrument`,
 tracing on, events recorded); and with the same hook statements calling a
 trivial builtin (`abs`) instead, which isolates the cost of the statements
-themselves from the hook's work. Each is run with aot_eager's boxed calling
-convention, interleaved round by round; the best run's calling-thread CPU
+themselves from the hook's work. Each is compiled by aot_eager's own
+compiler (boxed_nop, what the backend delegates to), interleaved round by
+round; the best run's calling-thread CPU
 time per node is reported, then its wall time, with the differences to the
 plain graph.
 """
@@ -55,6 +56,7 @@ def main():
     from dftracer import _core
     from dftracer.python import dftracer
     from dftracer.python import dynamo_backend as db
+    from dftracer.python.torch_compat import boxed_nop
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", type=int, default=1000)
@@ -63,13 +65,13 @@ def main():
     torch.set_num_threads(1)
     log = dftracer.initialize_log(os.path.join(tempfile.mkdtemp(prefix="dft-hook-"), "hook"), None, -1)
 
-    plain = db._boxed_forward(build(a.nodes))
+    plain = boxed_nop(build(a.nodes), [])
     gm = build(a.nodes)
     info = db.instrument(gm, db.INFERENCE, 10**6)
-    hooked = db._boxed_forward(gm)
+    hooked = boxed_nop(gm, [])
     gm_abs = build(a.nodes)
     db.instrument(gm_abs, db.INFERENCE, 10**6 + 1)
-    trivial = db._boxed_forward(gm_abs)
+    trivial = boxed_nop(gm_abs, [])
     type(gm_abs).forward.__globals__["dftracer__core_dynamo_mark"] = abs  # same statements, no work
 
     x = torch.randn(4)

@@ -14,7 +14,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from dftracer.python import Dynamo, dftracer_dynamo_backend, dynamo  # noqa: E402
-from dftracer.python.dynamo import EXTRA_FLOP_FORMULAS, instrumented_graphs  # noqa: E402
+from dftracer.python.dynamo import EXTRA_FLOP_FORMULAS, graph_count, instrumented_graphs  # noqa: E402
 
 from test_dynamo_helpers import check_counts, graph_calls, metadata, op_events, traced  # noqa: E402
 
@@ -25,7 +25,7 @@ def setup_module(module):
 
 
 def new_graphs(before):
-    return instrumented_graphs()[before:]
+    return instrumented_graphs(before)
 
 
 class ConvNet(nn.Module):
@@ -47,7 +47,7 @@ def test_training_and_inference_events_match_graph_nodes(tmp_path):
     ref = ConvNet()
     ref.load_state_dict(model.state_dict())
     x = torch.randn(2, 3, 16, 16)
-    n0 = len(instrumented_graphs())
+    n0 = graph_count()
     with traced(tmp_path) as events:
         compiled = torch.compile(model, backend=dftracer_dynamo_backend)
         for _ in range(2):
@@ -262,7 +262,7 @@ def test_graph_breaks_recorded(tmp_path):
     torch._dynamo.reset()
     model = Branchy()
     x = torch.randn(2, 4)
-    n0 = len(instrumented_graphs())
+    n0 = graph_count()
     with traced(tmp_path) as events:
         compiled = torch.compile(model, backend=dftracer_dynamo_backend)
         compiled(x).sum().backward()
@@ -283,7 +283,7 @@ def test_graph_breaks_recorded(tmp_path):
 
 def test_dynamic_shapes_two_sizes(tmp_path):
     model = MLP()
-    n0 = len(instrumented_graphs())
+    n0 = graph_count()
     with traced(tmp_path) as events:
         compiled = torch.compile(model, backend=dftracer_dynamo_backend, dynamic=True)
         for n in (3, 7):

@@ -22,6 +22,9 @@ PyObject* g_tag_key_str[kNumTagKeys];
 
 namespace {
 
+// pydftracer's tag keys, in its order: the one list of them. dft_fn's
+// parameters below are built from it, and Python reads it as _core.TAG_KEYS
+// (region.py's parameter capture, dynamo.py's Dynamo tags).
 const char* const kTagKeyNames[kNumTagKeys] = {"epoch", "step", "image_idx", "image_size"};
 
 // Merges normalized `src` into *dst (created on first use).
@@ -106,22 +109,32 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
   return 0;
 }
 
-// Parameter order of dft_fn(cat, name=None, epoch=None, step=None,
-// image_idx=None, image_size=None, enable=True).
-constexpr int kNumParams = 7;
-const char* const kParamNames[kNumParams] = {"cat",       "name",       "epoch", "step",
-                                             "image_idx", "image_size", "enable"};
+// Parameter order of dft_fn(cat, name=None, <tag keys>=None, enable=True),
+// filled from kTagKeyNames by register_region; nullptr-terminated, so it is
+// also Region_init's keyword list.
+constexpr int kNumParams = 2 + kNumTagKeys + 1;
+constexpr int kEnableParam = kNumParams - 1;
+// The parsing code below spells out one slot per tag key.
+static_assert(kNumTagKeys == 4, "Region_init's format string and v[] initializers list four tag keys");
+const char* kParamNames[kNumParams + 1];
 PyObject* g_param_str[kNumParams];
+
+void fill_param_names() {
+  kParamNames[0] = "cat";
+  kParamNames[1] = "name";
+  for (int i = 0; i < kNumTagKeys; ++i) kParamNames[2 + i] = kTagKeyNames[i];
+  kParamNames[kEnableParam] = "enable";
+  kParamNames[kNumParams] = nullptr;
+}
 
 int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
   auto* self = reinterpret_cast<RegionObject*>(op);
-  static const char* kwlist[] = {"cat", "name", "epoch", "step", "image_idx", "image_size",
-                                 "enable", nullptr};
+  char** kwlist = const_cast<char**>(kParamNames);
   PyObject* cat = nullptr;
   PyObject* name = Py_None;
   PyObject* tags[kNumTagKeys] = {Py_None, Py_None, Py_None, Py_None};
   PyObject* enable = Py_True;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO:dft_fn", const_cast<char**>(kwlist),
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOO:dft_fn", kwlist,
                                    &cat, &name, &tags[0], &tags[1], &tags[2], &tags[3], &enable))
     return -1;
   return region_setup(self, cat, name, tags, enable);
@@ -168,7 +181,7 @@ PyObject* Region_vectorcall_new(PyObject* callable, PyObject* const* args, size_
   if (op == nullptr) return nullptr;
   auto* self = reinterpret_cast<RegionObject*>(op);
   self->enable = 1;
-  if (region_setup(self, v[0], v[1], &v[2], v[6]) < 0) {
+  if (region_setup(self, v[0], v[1], &v[2], v[kEnableParam]) < 0) {
     Py_DECREF(op);
     return nullptr;
   }
@@ -399,11 +412,22 @@ void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t
 }
 
 void register_region(nanobind::module_& m) {
+  PyObject* tag_keys = PyTuple_New(kNumTagKeys);
+  if (tag_keys == nullptr) throw nanobind::python_error();
   for (int i = 0; i < kNumTagKeys; ++i) {
     g_tag_key_id[i] = dft_intern_cstr(kTagKeyNames[i]);
     g_tag_key_str[i] = PyUnicode_InternFromString(kTagKeyNames[i]);
-    if (g_tag_key_str[i] == nullptr) throw nanobind::python_error();
+    if (g_tag_key_str[i] == nullptr) {
+      Py_DECREF(tag_keys);
+      throw nanobind::python_error();
+    }
+    PyTuple_SET_ITEM(tag_keys, i, Py_NewRef(g_tag_key_str[i]));
   }
+  if (PyModule_AddObject(m.ptr(), "TAG_KEYS", tag_keys) < 0) {
+    Py_DECREF(tag_keys);
+    throw nanobind::python_error();
+  }
+  fill_param_names();
   PyObject* type = PyType_FromSpec(&Region_spec);
   if (type == nullptr) throw nanobind::python_error();
   g_region_type = reinterpret_cast<PyTypeObject*>(type);

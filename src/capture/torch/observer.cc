@@ -40,12 +40,12 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <variant>
 
 #include "dftracer/dftracer.h"
 #include "dftracer/torch.h"
 #include "observer_internal.h"
 #include "op_name_cache.h"
+#include "torch_compat.h"  // lookup_name(): the one read of a private RecordFunction member
 
 namespace dftracer {
 namespace torch_observer {
@@ -191,41 +191,6 @@ uint16_t format_shapes(const at::RecordFunction& fn, char* out) {
   return static_cast<uint16_t>(w.len);
 }
 
-// ------------------------------------------------------------ op names
-
-// RecordFunction::name() is an out-of-line call that hides whether the name
-// belongs to an operator schema (stable storage) or to the RecordFunction
-// (a std::string reused for other names). Its private `fn_` variant says
-// both and gives the length for free, so the name cache can skip strcmp
-// (op_name_cache.h). Private members may be named in an explicit
-// instantiation ([temp.spec.general]); this reads the member and nothing
-// else. Enabled for the torch versions whose layout was checked (2.x up to
-// the one tested); any other falls back to name() + strcmp.
-#if defined(__has_include)
-#if __has_include(<torch/headeronly/version.h>)
-#include <torch/headeronly/version.h>
-#endif
-#endif
-#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR <= 13
-#define DFTRACER_RF_NAME_VARIANT 1
-using RfFnMember = std::variant<std::string, at::RecordFunction::schema_ref_t> at::RecordFunction::*;
-RfFnMember rf_fn_member();
-template <RfFnMember M>
-struct RfFnAccess {
-  friend RfFnMember rf_fn_member() { return M; }
-};
-template struct RfFnAccess<&at::RecordFunction::fn_>;
-
-inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) {
-  const auto& v = fn.*rf_fn_member();
-  if (const auto* schema = std::get_if<at::RecordFunction::schema_ref_t>(&v))
-    return names.lookup(schema->get().name(), /*stable=*/true);
-  return names.lookup(*std::get_if<std::string>(&v), /*stable=*/false);
-}
-#else
-inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) { return names.lookup(fn.name()); }
-#endif
-
 // ------------------------------------------------------------ callbacks
 
 // The sequence number of the autograd node the engine is running on this
@@ -359,6 +324,11 @@ void set_mode_locked(Mode mode) {
   g_shapes.store(mode == Mode::kOpsWithShapes, std::memory_order_relaxed);
   if (mode == Mode::kOff) return;
   intern_constants();
+  static bool warned_fallback = false;
+  if (kRfNameFallbackWarning != nullptr && !warned_fallback) {
+    warned_fallback = true;
+    dft_warn(kRfNameFallbackWarning);
+  }
   const bool noop = mode == Mode::kNoop;
   g_handle = at::addGlobalCallback(
       at::RecordFunctionCallback(noop ? &noop_start : &on_start, noop ? &noop_end : &on_end)

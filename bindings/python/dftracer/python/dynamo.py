@@ -32,9 +32,11 @@ from typing import Any, Callable
 
 import torch
 
-from . import dynamo_backend
-from .dynamo_backend import _active_tags, instrumented_graphs, make_backend, tracing_enabled
+from .. import _core as _api
+from . import dynamo_backend, torch_compat
+from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
+from .tags import TAG_KEYS
 
 CAT_DYNAMO = "dynamo"
 
@@ -45,10 +47,9 @@ __all__ = [
     "create_backend",
     "dftracer_dynamo_backend",
     "dynamo",
+    "graph_count",
     "instrumented_graphs",
 ]
-
-_TAG_FIELDS = ("epoch", "step", "image_idx", "image_size")
 
 
 def _json_value(v: Any) -> Any:
@@ -91,7 +92,7 @@ class Dynamo:
     ) -> None:
         self.name = name
         self.enable = bool(enable)
-        self.tags: dict[str, Any] = {"epoch": epoch, "step": step, "image_idx": image_idx, "image_size": image_size}
+        self.tags: dict[str, Any] = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         self.tags.update(tags)
         self._version = 0
         self._lock = threading.Lock()
@@ -124,7 +125,7 @@ class Dynamo:
         **tags: Any,
     ) -> "Dynamo":
         """Sets the given tags (None leaves a tag as it was) for later calls."""
-        given = {"epoch": epoch, "step": step, "image_idx": image_idx, "image_size": image_size}
+        given = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         given.update(tags)
         with self._lock:
             for k, v in given.items():
@@ -191,20 +192,21 @@ class Dynamo:
         region = name or (self.name if self.name != "dynamo" else f"dynamo.{qualname}")
         site = tuple(sorted(tags.items(), key=lambda kv: kv[0]))
         core = dynamo_backend._core
+        enabled, intern, ticks = _api.enabled, _api.intern, _api.ticks  # api.cc's, shared with dft_fn
         ids: list[int] = []  # [name id, fragment id], interned at first traced call
 
         @functools.wraps(fn)
         def traced(*args: Any, **kwargs: Any) -> Any:
-            if core is None or not core.dynamo_enabled():
+            if core is None or not enabled():
                 return compiled(*args, **kwargs)
             if not ids:
-                ids.append(core.dynamo_intern(region))
+                ids.append(intern(region))
                 ids.append(core.dynamo_intern_fragment(json.dumps({"fn": qualname}, separators=(",", ":"))[1:-1]))
             prev = _active_tags.tags
             tags_id = self.tags_id(site)
             _active_tags.tags = tags_id
             grad = torch.is_grad_enabled()
-            t0 = core.dynamo_ticks()
+            t0 = ticks()
             try:
                 return compiled(*args, **kwargs)
             finally:
@@ -233,9 +235,7 @@ def create_backend(
     ``enable=False`` gives plain ``aot_eager``; ``autograd`` is accepted for
     compatibility (backward graphs are always instrumented)."""
     if not enable:
-        from torch._dynamo.backends.debugging import aot_eager
-
-        return aot_eager
+        return torch_compat.aot_eager or "aot_eager"
     return Dynamo(name, epoch, step, image_idx, image_size, enable, **tags).backend
 
 

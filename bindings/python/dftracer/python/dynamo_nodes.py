@@ -29,6 +29,8 @@ import torch
 from torch.utils import flop_counter
 from torch.utils._pytree import tree_flatten, tree_map
 
+from .torch_compat import HigherOrderOperator, OpOverload, size_hint
+
 aten = torch.ops.aten
 
 PHASES = ("forward", "backward", "inference")
@@ -62,9 +64,7 @@ _FLOP_FORMULAS.update({k: flop_counter.shape_wrapper(v) for k, v in EXTRA_FLOP_F
 def _hint(x: Any) -> Any:
     """Concrete value of a SymInt (its compile-time hint); other values as is."""
     if isinstance(x, torch.SymInt):
-        from torch.fx.experimental.symbolic_shapes import optimization_hint
-
-        return optimization_hint(x, fallback=1)
+        return size_hint(x)
     return x
 
 
@@ -88,11 +88,11 @@ def op_event_name(target: Any) -> str:
     ``function.getitem``); ops outside ``aten`` keep their namespace."""
     if target is operator.getitem:
         return "function.getitem"
-    if isinstance(target, torch._ops.OpOverload):
+    if isinstance(target, OpOverload):
         if target.namespace == "aten":
             return "function." + target.__name__
         return f"function.{target.namespace}.{target.__name__}"
-    if isinstance(target, torch._ops.HigherOrderOperator):
+    if isinstance(target, HigherOrderOperator):
         return "function." + target.name()
     name = getattr(target, "__name__", None) or type(target).__name__
     return "function." + name
@@ -167,7 +167,7 @@ def _is_view(target: Any) -> bool:
     expand, getitem, ...): they move no data."""
     if target is operator.getitem:
         return True
-    if not isinstance(target, torch._ops.OpOverload):
+    if not isinstance(target, OpOverload):
         return False
     rets = target._schema.returns
     return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
@@ -176,7 +176,7 @@ def _is_view(target: Any) -> bool:
 def node_flops(target: Any, args: tuple, kwargs: dict, out: Any) -> int:
     """FLOPs of one op by torch.utils.flop_counter's registered formula; 0 when
     it has none (elementwise ops: FlopCounterMode counts them as 0 too)."""
-    if not isinstance(target, torch._ops.OpOverload):
+    if not isinstance(target, OpOverload):
         return 0
     formula = _FLOP_FORMULAS.get(target.overloadpacket)
     if formula is None:

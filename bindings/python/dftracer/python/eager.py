@@ -96,8 +96,12 @@ def _pause_while_compiling() -> None:
     with _lock:
         if _compile_hooks_installed:
             return
-        from torch._dynamo.callback import callback_handler
+        from .torch_compat import compile_callback_handler
 
+        callback_handler = compile_callback_handler()
+        if callback_handler is None:  # torch_compat said so once
+            _compile_hooks_installed = True
+            return
         ext = _ext
 
         def on_start(_args):

@@ -13,11 +13,10 @@ from collections.abc import Mapping
 
 from .. import _core
 from .env import TRACING_FORBIDDEN
-from .tags import unwrap
+from .tags import TAG_KEYS, unwrap
 
 __all__ = ["dft_fn"]
 
-_TAG_KEYS = ("epoch", "step", "image_idx", "image_size")
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _intern = _core.intern
 _ticks = _core.ticks
@@ -36,7 +35,7 @@ def _capture_specs(f):
     self_attrs = bool(params) and params[0].name == "self" and params[0].kind in _POSITIONAL
     specs = []
     for i, p in enumerate(params):
-        if p.name in _TAG_KEYS and p.kind != inspect.Parameter.VAR_KEYWORD:
+        if p.name in TAG_KEYS and p.kind != inspect.Parameter.VAR_KEYWORD:
             pos = i if p.kind in _POSITIONAL else -1
             has_default = p.default is not inspect.Parameter.empty
             specs.append((p.name, pos, has_default, p.default if has_default else None))
@@ -179,8 +178,7 @@ class dft_fn(_core.Region):
         if not self._enable:
             return self
         d = {}
-        for key, v in (("epoch", epoch), ("step", step), ("image_idx", image_idx),
-                       ("image_size", image_size)):
+        for key, v in zip(TAG_KEYS, (epoch, step, image_idx, image_size)):
             if v is not None:
                 d[key] = unwrap(v)
         if args is not None:

@@ -3,7 +3,14 @@ builds args with them. dft_fn.update() and log_event() unwrap a TagValue to
 its value; the value's Python type decides how it is written."""
 from enum import Enum
 
-__all__ = ["TagType", "TagDType", "TagValue"]
+from .. import _core
+
+__all__ = ["TAG_KEYS", "TagType", "TagDType", "TagValue"]
+
+# pydftracer's tag keys (epoch, step, image_idx, image_size), in its order.
+# Written once, in the extension (bindings/python/src/region.cc), whose
+# dft_fn constructor takes them as parameters; Python reads that list.
+TAG_KEYS = tuple(_core.TAG_KEYS)
 
 
 class TagType(Enum):

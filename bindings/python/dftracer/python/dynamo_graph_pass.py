@@ -1,0 +1,71 @@
+"""The graph pass: instruments one ATen graph (forward, backward or
+inference) in place, before a compiler turns it into code.
+
+* a static node table (``dynamo_nodes``) is registered with the C++ side of
+  the hooks (``_core.dynamo_register_graph``) and gets a slot;
+* before op node i the graph calls ``dynamo_mark(i)``, before the output
+  ``dynamo_mark(n)``; a mark closes the previous node's event in C++.
+
+The pass knows nothing about the compiler that runs next: the capture
+backend hands the graph to aot_eager's ``boxed_nop``; another compiler (for
+example Inductor, issue #15) can take the same instrumented graph, as long
+as its code calls the hooks in graph order and the call is bracketed by
+``dynamo_graph_call.wrap`` (``dynamo_begin``/``dynamo_end``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+import torch.fx
+
+from . import dynamo_nodes, dynamo_pairing
+from .dynamo_graphs import GraphInfo, add_graph
+from .dynamo_hooks import BACKWARD, FORWARD, _core
+
+
+def op_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The nodes that become op events: every call_function node."""
+    return [n for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo:
+    """Registers gm's node table and inserts the hook nodes. Returns its GraphInfo."""
+    ops = op_nodes(gm)
+    fw_info, module_of_seq = dynamo_pairing.find_forward(ops) if phase == BACKWARD else (None, {})
+    if fw_info is not None:
+        graph_id = fw_info.graph  # forward and backward share the Dynamo graph id
+
+    entries = [dynamo_nodes.describe_node(n, i, module_of_seq.get) for i, n in enumerate(ops)]
+    flows, flow_groups = dynamo_pairing.flow_groups(phase, entries, fw_info)
+
+    phase_name = dynamo_nodes.PHASES[phase]
+    graph_fragment = json.dumps(
+        {"phase": phase_name, "graph": graph_id, "ops": len(ops)}, separators=(",", ":")
+    )[1:-1]
+    slot = _core.dynamo_register_graph(
+        f"graph.{phase_name}",
+        graph_fragment,
+        phase,
+        [e.name for e in entries],
+        [e.fragment(phase_name, graph_id) for e in entries],
+        flows,
+        len(flow_groups),
+        fw_info.slot if fw_info is not None else -1,
+    )
+    key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
+    info = GraphInfo(graph_id, phase, slot, [e.name for e in entries], entries, flow_groups, key_name, key_index)
+    add_graph(info)
+    if phase == FORWARD:
+        dynamo_pairing.note_forward(info)
+
+    g = gm.graph
+    mark = _core.dynamo_mark
+    for i, n in enumerate(ops):
+        with g.inserting_before(n):
+            g.call_function(mark, (i,))
+    out = next(n for n in reversed(g.nodes) if n.op == "output")
+    with g.inserting_before(out):
+        g.call_function(mark, (len(ops),))
+    return info

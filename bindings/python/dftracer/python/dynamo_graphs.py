@@ -1,0 +1,85 @@
+"""The books of instrumented graphs: one GraphInfo per graph the pass
+instrumented, the Dynamo graph ids, and the compile-time counter.
+
+The table holds GraphInfos weakly: the compiled graph's wrapper
+(dynamo_graph_call.wrap) owns its GraphInfo, so a graph dropped by Dynamo
+(a recompile evicting it, torch._dynamo.reset(), a model that is gone)
+leaves the table at the next garbage collection, and a long run with
+recompiles keeps only the graphs that can still run.
+
+The C++ side (_core.dynamo_register_graph) is different on purpose: its
+65536 graph slots are append-only and never freed, because the hot path
+reads a slot with one atomic load and no lock, so a table must outlive any
+call that could still read it. Each instrumented graph takes one slot for
+the life of the process, live or not; past 65536 the graph pass raises and
+the backend compiles that graph uninstrumented (one warning).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from . import dynamo_nodes
+
+
+class GraphInfo:
+    """One instrumented graph, for tests and for pairing backward to forward."""
+
+    __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups", "key_name", "key_index", "serial",
+                 "__weakref__")
+
+    def __init__(self, graph, phase, slot, op_names, entries, flow_groups, key_name=None, key_index=-1):
+        self.graph = graph
+        self.phase = phase
+        self.slot = slot
+        self.op_names = op_names
+        self.entries = entries
+        self.flow_groups = flow_groups  # seq_nr -> flow group index (forward)
+        # Pairing key (see dynamo_hooks.cc): forward: the output that is a
+        # saved activation; backward: the input that receives it. -1: none.
+        self.key_name = key_name
+        self.key_index = key_index
+        self.serial = -1  # position in compile order, set by add_graph
+
+    def __repr__(self) -> str:
+        return f"GraphInfo(graph={self.graph}, phase={dynamo_nodes.PHASES[self.phase]}, ops={len(self.op_names)})"
+
+
+_lock = threading.Lock()
+# serial -> GraphInfo, weakly (see the module comment).
+_graphs: "weakref.WeakValueDictionary[int, GraphInfo]" = weakref.WeakValueDictionary()
+_count = [0]  # graphs instrumented so far (the next serial)
+_next_graph_id = 0
+# Seconds spent in our compile-time work (node tables, hook insertion, the
+# recompile of the instrumented graph, graph metadata): what instrumentation
+# adds to aot_eager's compile time. For the benchmark.
+compile_stats = {"instrument_s": 0.0}
+
+
+def instrumented_graphs(since: int = 0) -> list[GraphInfo]:
+    """The instrumented graphs that can still run, in compile order; with
+    `since` (a graph_count() taken earlier), only those compiled after it."""
+    with _lock:
+        live = [(k, g) for k, g in _graphs.items() if k >= since]
+    return [g for _, g in sorted(live, key=lambda kg: kg[0])]
+
+
+def graph_count() -> int:
+    """How many graphs were instrumented so far, live or not."""
+    return _count[0]
+
+
+def add_graph(info: GraphInfo) -> None:
+    with _lock:
+        info.serial = _count[0]
+        _count[0] += 1
+        _graphs[info.serial] = info
+
+
+def new_graph_id() -> int:
+    global _next_graph_id
+    with _lock:
+        gid = _next_graph_id
+        _next_graph_id += 1
+        return gid

@@ -1,0 +1,212 @@
+"""Every private PyTorch name the Python package uses, in one place.
+
+Checked against torch 2.13.0. torch's underscore modules change between
+releases without notice; each name below says what uses it and what a user
+loses when it is gone. A name that cannot be found is reported once, as one
+``[dftracer] warning:`` line (``diagnostics.warn``), and the feature that
+needs it degrades -- the traced program never gets an exception from here.
+
+Users of this module:
+  dynamo_backend / dynamo_graph_pass   aot_autograd, boxed_nop, aot_eager, the
+                                       min-cut partitioner, unwrap_disabled
+  dynamo_metadata                      compile_reason, current_compile_id,
+                                       root_frame_code, graph_break_counts
+  dynamo_nodes                         OpOverload, HigherOrderOperator,
+                                       size_hint
+  eager                                compile_callback_handler
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import torch
+
+from .diagnostics import warn
+
+__all__ = [
+    "TORCH_CHECKED",
+    "aot_autograd",
+    "aot_eager",
+    "boxed_nop",
+    "min_cut_rematerialization_partition",
+    "OpOverload",
+    "HigherOrderOperator",
+    "compile_callback_handler",
+    "compile_reason",
+    "current_compile_id",
+    "graph_break_counts",
+    "mark_side_effectful",
+    "root_frame_code",
+    "size_hint",
+    "unwrap_disabled",
+]
+
+TORCH_CHECKED = "2.13.0"
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def degraded(what: str, error: BaseException, effect: str) -> None:
+    """One warning per `what` per process: a torch internal is gone or changed."""
+    with _warned_lock:
+        if what in _warned:
+            return
+        _warned.add(what)
+    warn(f"torch {getattr(torch, '__version__', '?')}: {what} not usable ({type(error).__name__}: {error}); "
+         f"{effect} (checked against torch {TORCH_CHECKED})")
+
+
+# ------------------------------------------------- aot_eager's building blocks
+# The capture backend is aot_eager plus a graph pass: the same aot_autograd
+# factory, partitioner and per-graph compiler (boxed_nop), with our pass run
+# on each graph before boxed_nop sees it. Missing: the backend returns
+# Dynamo's graph as is (the "eager" backend), untraced.
+try:
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._dynamo.backends.debugging import aot_eager, boxed_nop
+except Exception as e:  # ImportError, or a module that fails to import
+    aot_autograd = aot_eager = boxed_nop = None  # type: ignore[assignment]
+    degraded("torch._dynamo.backends (aot_autograd, aot_eager, boxed_nop)", e,
+             "dftracer_dynamo_backend runs Dynamo's graphs eagerly, untraced")
+
+try:  # public (functorch.compile), listed here because aot_eager's choice is what we copy
+    from functorch.compile import min_cut_rematerialization_partition
+except Exception as e:
+    min_cut_rematerialization_partition = None  # type: ignore[assignment]
+    degraded("functorch.compile.min_cut_rematerialization_partition", e,
+             "forward/backward flow arrows are drawn for every seq_nr")
+
+# --------------------------------------------------------------- op classes
+# dynamo_nodes names events by overload and reads schemas. Missing: events
+# are named by the target's __name__ and views count bytes like copies.
+try:
+    from torch._ops import HigherOrderOperator, OpOverload
+except Exception as e:
+    class OpOverload:  # type: ignore[no-redef]  # isinstance() is then always False
+        pass
+
+    class HigherOrderOperator:  # type: ignore[no-redef]
+        pass
+
+    degraded("torch._ops.OpOverload", e, "op events are named by function name only")
+
+
+def size_hint(x: Any) -> int:
+    """Compile-time hint of a SymInt (fx.experimental, not a stable API).
+    Missing: 1, so FLOPs/bytes of dynamic-shape nodes read as for size 1."""
+    try:
+        from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+        return optimization_hint(x, fallback=1)
+    except Exception as e:
+        degraded("torch.fx.experimental.symbolic_shapes.optimization_hint", e,
+                 "dynamic sizes count as 1 in flops/bytes")
+        return 1
+
+
+def mark_side_effectful(fn: Callable) -> None:
+    """Keeps FX dead-code elimination from removing calls of `fn` (our hook
+    nodes have no users). Missing: a pass that eliminates dead code after us
+    could drop hooks; boxed_nop runs none."""
+    try:
+        torch.fx.node.has_side_effect(fn)
+    except Exception as e:
+        degraded("torch.fx.node.has_side_effect", e, "hook nodes are not protected from dead-code elimination")
+
+
+def unwrap_disabled(fn: Callable) -> Callable:
+    """The function inside a torch._dynamo.disable wrapper (aot_autograd
+    returns its runtime wrapped in one); `fn` itself when there is none. We
+    re-wrap once around our entry, so each call passes one disable layer,
+    not two; if the attribute moves, two layers only cost a little."""
+    return getattr(fn, "_torchdynamo_orig_callable", fn)
+
+
+# -------------------------------------------------- Dynamo's graph metadata
+# dynamo_metadata writes where each graph came from and why it ended.
+# Missing: those metadata events say "?" / "" instead.
+
+
+def compile_reason(gm: torch.fx.GraphModule) -> tuple[str, bool, str, str, int]:
+    """Why Dynamo ended graph `gm` (its GraphCompileReason): (reason,
+    graph_break, function, file, line) of the innermost user frame; ("",
+    False, "", "", -1) when unknown."""
+    try:
+        reason = getattr(gm, "compile_subgraph_reason", None)
+        if reason is None:
+            return "", False, "", "", -1
+        fn_name = file = ""
+        line = -1
+        if reason.user_stack:
+            fs = reason.user_stack[-1]
+            fn_name, file, line = fs.name, fs.filename, fs.lineno or -1
+        return str(reason.reason), bool(reason.graph_break), fn_name, file, line
+    except Exception as e:
+        degraded("GraphModule.compile_subgraph_reason (Dynamo's GraphCompileReason)", e,
+                 "dynamo.graph events have no reason or source line")
+        return "", False, "", "", -1
+
+
+def current_compile_id() -> str:
+    """Dynamo's id of the frame compile in progress ("0/1"), or ""."""
+    try:
+        from torch._guards import CompileContext
+
+        return str(CompileContext.current_compile_id() or "")
+    except Exception as e:
+        degraded("torch._guards.CompileContext.current_compile_id", e, "dynamo.graph events have no compile_id")
+        return ""
+
+
+def root_frame_code() -> Any:
+    """Code object of the user function Dynamo is compiling, with resume
+    functions (the code after a graph break) mapped back to the function they
+    were cut from; None when unknown."""
+    try:
+        from torch._dynamo.resume_execution import ContinueExecutionCache
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        code = InstructionTranslator.current_tx().f_code
+        for _ in range(64):  # resume functions of resume functions
+            meta = ContinueExecutionCache.generated_code_metadata.get(code)
+            if meta is None:
+                break
+            code = meta.code
+        return code
+    except Exception as e:
+        degraded("torch._dynamo's current frame (InstructionTranslator, ContinueExecutionCache)", e,
+                 "graphs are counted per frame by the resume function's name")
+        return None
+
+
+def graph_break_counts() -> dict:
+    """Dynamo's graph-break counter: {reason message: count}."""
+    try:
+        from torch._dynamo.utils import counters
+
+        return dict(counters["graph_break"])
+    except Exception as e:
+        degraded("torch._dynamo.utils.counters", e, "breaks without a graph of their own are not listed")
+        return {}
+
+
+# ----------------------------------------------------- compile callbacks
+def compile_callback_handler() -> Any:
+    """Dynamo's compile start/end callback registry (torch._dynamo.callback),
+    or None. eager.py pauses the LibTorch observer on the compiling thread
+    through it; missing: ops Dynamo runs on fake tensors while compiling show
+    up as eager ops."""
+    try:
+        from torch._dynamo.callback import callback_handler
+
+        for attr in ("register_start_callback", "register_end_callback", "start_callbacks", "end_callbacks",
+                     "clear"):
+            getattr(callback_handler, attr)
+        return callback_handler
+    except Exception as e:
+        degraded("torch._dynamo.callback.callback_handler", e,
+                 "eager tracing records the ops torch.compile runs while compiling")
+        return None
