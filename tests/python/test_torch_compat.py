@@ -25,7 +25,7 @@ def test_no_private_torch_names_outside_torch_compat():
             # torch._dynamo.reset() in user-facing messages is advice, not access
             if re.search(r"\btorch\._\w+[.(\[]", code) and "reset()" not in code and '"torch._dynamo"' not in code:
                 offenders.append(f"{path.name}:{i}: {line.strip()}")
-            if re.search(r"from torch\._|import torch\._|functorch", code):
+            elif re.search(r"from torch\._|import torch\._|functorch", code):
                 offenders.append(f"{path.name}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
 

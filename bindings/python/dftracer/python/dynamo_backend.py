@@ -67,6 +67,8 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
     when no ``Dynamo.compile`` wrapper is active on the calling thread."""
 
     def dftracer_dynamo_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
+        if torch_compat.aot_autograd is None or torch_compat.boxed_nop is None:
+            return gm.forward  # torch_compat warned: Dynamo's graph runs as is, untraced
         if not tracing_enabled():
             return _uninstrumented(torch_compat.aot_eager(gm, example_inputs, **kwargs))
         graph_id = new_graph_id()
@@ -74,12 +76,15 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
         record_graph_metadata(gm, graph_id)
         compile_stats["instrument_s"] += time.perf_counter() - t0
         box = [graph_id]
+        # aot_eager's partitioner, seen through dynamo_pairing (aot_autograd's
+        # default one if torch_compat could not find it).
+        partition = {"partition_fn": dynamo_pairing.partition} if torch_compat.min_cut_rematerialization_partition else {}
         cg = torch_compat.aot_autograd(
             fw_compiler=_make_compiler(FORWARD, box),
             bw_compiler=_make_compiler(BACKWARD, box),
             inference_compiler=_make_compiler(INFERENCE, box),
-            partition_fn=dynamo_pairing.partition,
             keep_inference_input_mutations=True,
+            **partition,
         )(gm, example_inputs, **kwargs)
         # aot_autograd returns its runtime wrapped in dynamo.disable; unwrap it
         # and re-wrap once around our entry so there is a single disable layer.
