@@ -34,9 +34,6 @@ inline uint64_t hash_key(std::string_view s) {
   h = (h ^ w) * 0x94d049bb133111ebull;
   return h ^ (h >> 29);
 }
-}  // namespace
-
-namespace {
 
 // The schema fields a summary can group by: those with text (not numbers or times).
 constexpr bool groupable(std::string_view kind) { return kind == "Text" || kind == "Json" || kind == "Id"; }
