@@ -121,21 +121,9 @@ void register_dynamo(nb::module_& m) {
         "Registers an instrumented graph's node table; returns its slot.");
   m.def("dynamo_intern_fragment", &dyn::intern_fragment, nb::arg("fragment"),
         "Interns a JSON-members fragment (`\"k\":v,...`); ValueError when it is not one.");
-  // The four below duplicate api.cc (intern, ticks, metadata, enabled) under
-  // the names dftracer.python.dynamo calls.
-  m.def(
-      "dynamo_intern", [](const std::string& s) { return dft_intern(s.data(), s.size()); },
-      nb::arg("s"), "Interns a string; returns its id.");
-  m.def("dynamo_ticks", &dft_ticks, "The core's raw clock (dft_ticks).");
   m.def("dynamo_region_end", &dyn::record_region, nb::arg("name_id"), nb::arg("begin_ticks"),
         nb::arg("fragment_id"), nb::arg("grad_enabled"), nb::arg("tags_id"),
         "Records a compiled-region event from begin_ticks to now.");
-  m.def(
-      "dynamo_metadata",
-      [](const std::string& k, const std::string& v) { dft_metadata(k.c_str(), v.c_str()); },
-      nb::arg("key"), nb::arg("value"), "Records a metadata event.");
-  m.def(
-      "dynamo_enabled", [] { return dft_enabled_inline() != 0; }, "True while tracing is on.");
   m.attr("dynamo_depth_fn") =
       nb::capsule(reinterpret_cast<void*>(&dyn::call_depth_probe), "dftracer.dynamo_depth_fn");
   m.def("dynamo_depth", &dyn::call_depth, "Open graph calls on this thread (for tests: 0 between calls).");
