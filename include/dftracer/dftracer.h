@@ -1,7 +1,7 @@
 /*
  * dftracer: C API of the tracing core.
  *
- * One logger per process. Every entry point (this C API, the C++ macros in
+ * One tracing session per process. Every entry point (this C API, the C++ macros in
  * dftracer.hpp, the Python extension, the LibTorch observer) links the same
  * shared core library `libdftracer_core.so`, so a process has one set of
  * buffers, one writer thread and one trace file.

@@ -11,13 +11,11 @@
 #define DFTRACER_SRC_CORE_SESSION_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "buffer_registry.h"
