@@ -83,8 +83,9 @@ def test_nesting_and_seq_nr(tmp_path):
     ops = aten_events(events)
     linears = [e for e in ops if e["name"] == "aten::linear"]
     for addmm in (e for e in ops if e["name"] == "aten::addmm"):
-        assert any(p["tid"] == addmm["tid"] and p["ts"] <= addmm["ts"]
-                   and addmm["ts"] + addmm["dur"] <= p["ts"] + p["dur"] for p in linears), addmm
+        # Exact ns: the two ends are 20-30 ns apart, below a float's ~0.25 us.
+        assert any(p["tid"] == addmm["tid"] and p["ts_ns"] <= addmm["ts_ns"]
+                   and addmm["ts_ns"] + addmm["dur_ns"] <= p["ts_ns"] + p["dur_ns"] for p in linears), addmm
     relu = next(e for e in ops if e["name"] == "aten::relu")
     nodes = aten_events(events, "autograd")
     relu_bw = next(e for e in nodes if e["name"] == "ReluBackward0")
