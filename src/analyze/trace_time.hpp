@@ -91,10 +91,17 @@ inline bool us_text_to_ns(std::string_view text, int64_t& ns) {
   return true;
 }
 
-// Microseconds for the outputs (Chrome-trace unit): the double nearest ns/1000
-// up to one rounding. Sums and extremes are kept in ns and converted here once.
+// Microseconds for the outputs (Chrome-trace unit): the double nearest to
+// ns/1000, as a decimal parser would give for the file's text. Sums and
+// extremes are kept in ns and converted here once.
 inline double ns_to_us(int64_t ns) {
-  // Split so the whole microseconds convert exactly (|us| < 2^53 for any int64 ns).
+  constexpr int64_t kExact = int64_t{1} << 53;
+  // Both operands exact: one IEEE division rounds correctly.
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  // Epoch scale: whole microseconds convert exactly and the spacing of the
+  // result (>= 2^-9 us) is so coarse that rounding the fraction first cannot
+  // move the sum across a rounding boundary (those are multiples of 2^-10,
+  // at least 1/128000 us away from any k/1000 that is not one of them).
   int64_t whole = ns / 1000, frac = ns % 1000;
   return static_cast<double>(whole) + static_cast<double>(frac) / 1000.0;
 }

@@ -3,6 +3,8 @@
 // writer's three-decimal microseconds without losing a nanosecond.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "event_decoder.hpp"
@@ -42,6 +44,25 @@ TEST(TraceTime, MicrosecondTextToExactNanoseconds) {
   for (const char* bad : {"", "-", "1.", ".5", "01", "1e", "1e+", "abc", "1 ", "0x10", "9223372036854775.808", "1e300",
                           "99999999999999999999"})
     EXPECT_FALSE(us_text_to_ns(bad, ns)) << bad;
+}
+
+// The file's text for `ns` as our writer puts it: microseconds, three decimals.
+std::string us_text(int64_t ns) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%s%lld.%03lld", ns < 0 ? "-" : "", std::llabs(ns / 1000), std::llabs(ns % 1000));
+  return text;
+}
+
+// Regression: ns_to_us(2905) gave 2.9050000000000002 (whole + frac/1000
+// rounds twice), not the 2.905 that parsing the file's "2.905" gives.
+TEST(TraceTime, MicrosecondsAreTheNearestDouble) {
+  for (int64_t base : {int64_t{-20000}, int64_t{1727387307981693000}, int64_t{9007199254740000},
+                       -int64_t{1727387307981693000}}) {
+    for (int64_t ns = base; ns < base + 40000; ++ns) {
+      std::string text = us_text(ns);
+      ASSERT_EQ(ns_to_us(ns), std::strtod(text.c_str(), nullptr)) << text;
+    }
+  }
 }
 
 TEST(TraceTime, BothDecodersKeepEveryNanosecond) {
