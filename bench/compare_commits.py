@@ -17,6 +17,9 @@ same machine load. Each figure is the best (lowest) over the rounds:
              region and per @dft_fn.log call, tracing on
   per-node   bench_hook.py: calling-thread CPU ns per graph node of the
              capture backend's instrumentation
+  per-call   a 2-op function compiled with our backend and with aot_eager,
+             no_grad, tracing on: calling-thread CPU ns per call over
+             aot_eager's (public API only, so any commit can run it)
   analyzer   dftracer-analyze summary, 2 threads, on one generated trace
              (.pfw.gz): wall and CPU seconds
 
@@ -69,10 +72,43 @@ def gbench(binary, filt):
     return {b["run_name"]: b for b in json.loads(out)["benchmarks"] if b.get("aggregate_name") == "median"}
 
 
-def measure(tree, trace, work):
+PER_CALL = r"""
+import os, sys, tempfile, time, torch
+from dftracer.python import dftracer, dftracer_dynamo_backend
+torch.set_num_threads(1)
+log = dftracer.initialize_log(os.path.join(tempfile.mkdtemp(prefix="dft-call-"), "call"), None, -1)
+def f(x):
+    return (x + 1).relu()
+ours = torch.compile(f, backend=dftracer_dynamo_backend)
+ref = torch.compile(f, backend="aot_eager")
+x = torch.randn(4)
+best = {}
+with torch.no_grad():
+    for fn in (ours, ref):
+        fn(x)
+    for _ in range(40):
+        for name, fn in (("ours", ours), ("ref", ref)):
+            t = time.thread_time_ns()
+            for _ in range(200):
+                fn(x)
+            best[name] = min(best.get(name, 1e18), (time.thread_time_ns() - t) / 200)
+log.finalize()
+print(best["ours"] - best["ref"], best["ref"])
+"""
+
+
+def measure(tree, trace, work, only=None):
     """One round of every figure for one tree."""
     src, build, vpy = tree
     r = {}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    env["PYTHONPATH"] = ""
+    out = subprocess.run([vpy, "-c", PER_CALL], check=True, capture_output=True, text=True, env=env,
+                         cwd=work).stdout.split()
+    r["per-call: graph call over aot_eager, CPU ns"] = float(out[0])
+    r["per-call: aot_eager's own call, CPU ns"] = float(out[1])
+    if only == "per-call":
+        return r
     rec = gbench(find(build, "bench_record"), "BM_Ours_(Region|RecordOnly)/manual_time/threads:1$")
     for name, b in rec.items():
         key = "record: region ns/event" if "Region" in name else "record: record-only ns/event"
@@ -82,8 +118,6 @@ def measure(tree, trace, work):
         # Higher is better: negated so that min() keeps the best round.
         r["writer: M events per writer-CPU-s (.pfw.gz, op mix)"] = -b["Mevents_per_writer_cpu_s"]
         r["writer: bytes per event on disk (.pfw.gz)"] = b["bytes_per_event"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
-    env["PYTHONPATH"] = ""
     td = os.path.join(work, "regions")
     os.makedirs(td, exist_ok=True)
     out = subprocess.run([vpy, os.path.join(src, "bench/python/bench_regions.py"), "--worker", "ours-on",
@@ -109,6 +143,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--events", type=int, default=2_000_000, help="events in the analyzer's trace")
     ap.add_argument("--work", default="/tmp/dft-compare")
+    ap.add_argument("--only", choices=["per-call"], help="measure only this figure")
     a = ap.parse_args()
     py = sys.executable
     os.makedirs(a.work, exist_ok=True)
@@ -133,7 +168,7 @@ def main():
         order = labels if rnd % 2 == 0 else labels[::-1]
         for label in order:
             print(f"round {rnd + 1}/{a.rounds}: {label}  (load {os.getloadavg()[0]:.2f})", flush=True)
-            for k, v in measure(trees[label], trace, a.work).items():
+            for k, v in measure(trees[label], trace, a.work, a.only).items():
                 best[label][k] = min(v, best[label].get(k, float("inf")))
     print(f"\n# best of {a.rounds} rounds, trees alternating; {os.cpu_count()} CPUs, load at end "
           f"{os.getloadavg()[0]:.2f}")
