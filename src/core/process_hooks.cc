@@ -1,9 +1,12 @@
 #include "process_hooks.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,11 +22,61 @@ namespace {
 
 void at_exit() { Session::instance().finalize(); }
 
-void on_signal(int sig) {
-  Session::instance().finalize_from_signal();
+// SIGTERM/SIGINT: finalizing means taking locks, allocating, joining the
+// writer and writing the file, none of which is safe in a signal handler:
+// a thread interrupted inside pthread_create/join or malloc holds a glibc
+// lock that finalize would then wait for, forever (8 of 60 runs of a
+// thread-churning program hung). So the handler only posts a semaphore (one
+// of the few async-signal-safe calls) and returns; the interrupted thread
+// goes on and releases whatever it held. A "signal thread", blocked in
+// sem_wait with every signal masked, finalizes in normal thread context and
+// then re-raises the signal with its default action, so the process still
+// dies of it (status and all) a few milliseconds later. If finalize ever
+// hangs, an alarm set by the handler ends the process anyway.
+constexpr unsigned kFinalizeDeadlineSeconds = 10;
+sem_t g_signal_sem;
+std::atomic<int> g_signal{0};  // the signal being handled; 0 none
+
+void* signal_thread_main(void*) {
+  pthread_setname_np(pthread_self(), "dftracer-signal");
+  while (sem_wait(&g_signal_sem) != 0 && errno == EINTR) {
+  }
+  int sig = g_signal.load(std::memory_order_acquire);
+  Session::instance().finalize();  // waits for a finalize already under way, then is a no-op
   signal(sig, SIG_DFL);
-  raise(sig);
+  // Every signal is blocked in this thread, so the kernel delivers it to
+  // another thread, where the default action ends the process.
+  kill(getpid(), sig);
+  return nullptr;
 }
+
+// Started once per process (and again in a forked child, which has no copy
+// of it). Signals are blocked in it, so it never runs a handler itself.
+void start_signal_thread() {
+  if (sem_init(&g_signal_sem, 0, 0) != 0) return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  if (pthread_create(&t, &attr, &signal_thread_main, nullptr) != 0) log_warn("cannot start the signal thread; SIGTERM/SIGINT will not finalize the trace");
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void on_signal(int sig) {
+  int none = 0;
+  if (!g_signal.compare_exchange_strong(none, sig, std::memory_order_acq_rel)) return;  // already handling one
+  int saved = errno;
+  struct sigaction alrm;
+  if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL) alarm(kFinalizeDeadlineSeconds);
+  sem_post(&g_signal_sem);
+  errno = saved;
+}
+
+bool g_handlers_installed = false;
 
 void fork_prepare() { Session::instance().prepare_fork(); }
 void fork_parent() { Session::instance().after_fork_in_parent(); }
@@ -41,23 +94,18 @@ void install_process_hooks() {
     for (int sig : {SIGTERM, SIGINT}) {
       struct sigaction old;
       if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
+        if (!g_handlers_installed) start_signal_thread();
+        g_handlers_installed = true;
         struct sigaction sa;
         std::memset(&sa, 0, sizeof sa);
         sa.sa_handler = &on_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
+        // A second SIGTERM while finalizing kills at once, as the user asked.
+        sa.sa_flags = SA_RESETHAND | SA_RESTART;
         sigaction(sig, &sa, nullptr);
       }
     }
   });
-}
-
-void Session::finalize_from_signal() {
-  // Best effort: if another thread is inside init/finalize, do not wait.
-  if (lifecycle_mu_.try_lock()) {
-    finalize_locked();
-    lifecycle_mu_.unlock();
-  }
 }
 
 void Session::prepare_fork() {
@@ -77,6 +125,12 @@ void Session::after_fork_in_parent() {
 }
 
 void Session::after_fork_in_child() {
+  // The parent's signal thread was not copied: the child gets its own (a
+  // signal the parent was handling is the parent's, not the child's).
+  if (g_handlers_installed) {
+    g_signal.store(0, std::memory_order_relaxed);
+    start_signal_thread();
+  }
   StringTable::instance().unlock_after_fork();
   pool_.unlock_after_fork();
   registry_.unlock_after_fork();

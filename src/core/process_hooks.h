@@ -3,11 +3,13 @@
 //   atexit          finalize, so a normal exit leaves a complete file;
 //   SIGTERM/SIGINT  finalize, then die of the signal as before (only where
 //                   the signal would kill the process anyway: an
-//                   application's own handler is left alone);
+//                   application's own handler is left alone); the handler
+//                   only wakes a signal thread, which finalizes outside
+//                   signal context and re-raises;
 //   fork            the child abandons the parent's events and, if tracing
 //                   was on, starts its own file.
-// The Session methods these call (finalize_from_signal, prepare_fork,
-// after_fork_in_parent, after_fork_in_child) are defined in process_hooks.cc
+// The Session methods these call (prepare_fork, after_fork_in_parent,
+// after_fork_in_child) are defined in process_hooks.cc
 // too, so everything about signals, exit and fork is in one file.
 #ifndef DFTRACER_SRC_CORE_PROCESS_HOOKS_H_
 #define DFTRACER_SRC_CORE_PROCESS_HOOKS_H_

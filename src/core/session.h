@@ -80,9 +80,6 @@ class Session {
   void on_thread_exit(ThreadBuffer* tb);
 
   // --- process hooks (process_hooks.cc) ---
-  // A fatal signal: finalize unless another thread is inside init/finalize
-  // (waiting could deadlock the signal handler).
-  void finalize_from_signal();
   // pthread_atfork: hold every lock across fork(), so the child's copies
   // are consistent; the child abandons the parent's events and, if tracing
   // was on, starts its own file.
