@@ -33,8 +33,13 @@ extern "C" {
 /* ---------------------------------------------------------------- lifecycle */
 
 /* Starts tracing. `log_file` is the path prefix of the trace file (the file is
- * `<log_file>-<app>-<pid>.pfw[.gz]`); NULL or "" takes DFTRACER_LOG_FILE, then
- * "./dftracer". `data_dir` is recorded as DFTracer's DFTRACER_DATA_DIR (the
+ * `<log_file>-<app>-<pid>.pfw[.gz]`; a prefix that is a directory -- ending in
+ * '/' or existing -- gets `dftracer` inside it); NULL or "" takes
+ * DFTRACER_LOG_FILE, then "./dftracer". The file is always a new one: when
+ * that name exists (another process given the same process_id, a reused
+ * pid, a re-init, a symlink) it is left untouched and the first free
+ * `<...>-<pid>-<n>.pfw[.gz]` is created instead; dft_trace_path() says which.
+ * `data_dir` is recorded as DFTracer's DFTRACER_DATA_DIR (the
  * directories whose I/O is of interest); NULL takes the environment.
  * `process_id` < 0 means getpid(). Other settings come from the environment.
  * Returns 0 when tracing is on after the call (also when it already was),
@@ -73,7 +78,9 @@ DFT_API const char* dft_trace_path(void);
 DFT_API const char* dft_trace_prefix(void);
 
 /* Builds a trace file name, "<prefix>-<app>-<pid>.pfw" (".pfw.gz" when
- * compress != 0), the way the core names its own files. Writes at most `cap`
+ * compress != 0), the way the core names its own files ("<prefix>/dftracer-..."
+ * when the prefix is a directory; the core adds "-<n>" after the pid when the
+ * name is taken, so the file of this process is dft_trace_path()). Writes at most `cap`
  * bytes, NUL included, to `out` (which may be NULL when cap is 0) and
  * returns the name's full length, as snprintf does; -1 when prefix or app is
  * NULL. Use it (or dft_trace_prefix) instead of taking a name apart: an app
