@@ -187,7 +187,8 @@ typedef enum dft_arg_type {
 #define DFT_MAX_INLINE_STR 2048
 
 typedef struct dft_arg {
-  dft_id key;          /* interned key (ignored for DFT_ARG_JSON) */
+  dft_id key;          /* interned key (ignored for DFT_ARG_JSON); "hhash" is
+                          the core's own, so a user's is written "user_hhash" */
   uint32_t type;       /* dft_arg_type */
   union {
     int64_t i;
@@ -202,7 +203,10 @@ typedef struct dft_arg {
 } dft_arg;
 
 /* Interns a JSON-members fragment after checking it parses as the inside of
- * an object (`"k":v,...`). Returns 0 (and warns once) when it does not. */
+ * an object (`"k":v,...`; "" is the empty fragment, blanks alone are not).
+ * Returns 0 (and warns once) when it does not. A top-level member named
+ * "hhash" -- every event's host hash, written by the core -- is interned
+ * renamed "user_hhash", as an arg with that key is written (no key twice). */
 DFT_API dft_id dft_intern_json_fragment(const char* s, size_t len);
 
 /* ------------------------------------------------------------------- events */

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "clock.h"
 #include "config.h"
 #include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "hash.h"
+#include "host_hash_key.h"
 #include "json_escape.h"
 #include "session.h"
 #include "string_table.h"
@@ -105,13 +107,20 @@ dft_arg bytes_arg(dft_id key, const char* s) {
 // node or context, never on the hot path.
 class FragmentChecker {
  public:
-  FragmentChecker(const char* s, size_t n) : p_(s), e_(s + n) {}
+  FragmentChecker(const char* s, size_t n) : s_(s), p_(s), e_(s + n) {}
+  // Offsets of the top-level keys spelled "hhash", after ok().
+  const std::vector<size_t>& host_hash_keys() const { return host_hash_keys_; }
+
   bool ok() {
     ws();
-    if (p_ == e_) return true;  // empty fragment
+    // "" is the empty fragment (nothing written); blanks alone are not: the
+    // writer would put them after a comma, "{...,  }", which is not JSON.
+    if (p_ == e_) return p_ == s_;
     for (;;) {
       ws();
+      const char* key = p_;
       if (!string()) return false;
+      if (is_host_hash_key(key, p_)) host_hash_keys_.push_back(static_cast<size_t>(key - s_));
       ws();
       if (!eat(':')) return false;
       if (!value(0)) return false;
@@ -196,9 +205,32 @@ class FragmentChecker {
     if (c == 'n') return literal("null");
     return number();
   }
+  // [b, e) is a quoted key spelled exactly "hhash" (an escaped spelling of
+  // it is not looked for).
+  static bool is_host_hash_key(const char* b, const char* e) {
+    const size_t n = sizeof dftracer::kHostHashKey - 1;
+    return static_cast<size_t>(e - b) == n + 2 && std::memcmp(b + 1, dftracer::kHostHashKey, n) == 0;
+  }
+  const char* s_;
   const char* p_;
   const char* e_;
+  std::vector<size_t> host_hash_keys_;
 };
+
+// `s` with each top-level "hhash" key (at the given offsets) renamed
+// "user_hhash": the key is the format's (host_hash_key.h).
+std::string with_user_host_hash_keys(const char* s, size_t len, const std::vector<size_t>& at) {
+  const size_t quoted = sizeof dftracer::kHostHashKey + 1;  // "hhash" with its quotes
+  std::string out;
+  size_t from = 0;
+  for (size_t k : at) {
+    out.append(s + from, k - from);
+    out.append("\"").append(dftracer::kUserHostHashKey).append("\"");
+    from = k + quoted;
+  }
+  out.append(s + from, len - from);
+  return out;
+}
 
 }  // namespace
 
@@ -275,13 +307,18 @@ const char* dft_string(dft_id id, size_t* len) {
 
 dft_id dft_intern_json_fragment(const char* s, size_t len) {
   if (s == nullptr) return 0;
-  if (!FragmentChecker(s, len).ok()) {
+  FragmentChecker check(s, len);
+  if (!check.ok()) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) {
       std::string shown(s, len > 80 ? 80 : len);
       dftracer::log_warn("dft_intern_json_fragment: not a list of JSON object members: '" + shown + "'; ignored");
     }
     return 0;
+  }
+  if (!check.host_hash_keys().empty()) {
+    std::string renamed = with_user_host_hash_keys(s, len, check.host_hash_keys());
+    return StringTable::instance().intern(renamed.data(), renamed.size());
   }
   return StringTable::instance().intern(s, len);
 }
