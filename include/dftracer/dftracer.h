@@ -240,6 +240,11 @@ DFT_API void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint
  * {"name": key, "value": value} (pydftracer's log_metadata_event). */
 DFT_API void dft_metadata(const char* key, const char* value);
 
+/* The same with lengths: every byte is kept (an embedded NUL is written as
+ * \u0000, invalid UTF-8 replaced), and a value longer than
+ * DFT_MAX_INLINE_STR is written whole, never cut. */
+DFT_API void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len);
+
 /* Records a metadata event that names a string and its 64-bit hash,
  * DFTracer's FH/SH convention: {"name": value, "value": "<hash>"}. Returns
  * the hash (xxh-style 64-bit, stable across processes and hosts). */

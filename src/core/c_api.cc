@@ -102,6 +102,24 @@ dft_arg bytes_arg(dft_id key, const char* s) {
   return a;
 }
 
+// A metadata string, all `len` bytes of it: copied into the record when it
+// fits (DFT_MAX_INLINE_STR), else interned -- metadata is rare and off the
+// hot path, and cutting a value short would be silent truncation.
+dft_arg text_arg(dft_id key, const char* s, size_t len) {
+  if (len <= DFT_MAX_INLINE_STR) {
+    dft_arg a = bytes_arg(key, nullptr);
+    a.v.str.ptr = s;
+    a.v.str.len = static_cast<uint32_t>(len);
+    return a;
+  }
+  dft_arg a;
+  std::memset(&a, 0, sizeof a);
+  a.key = key;
+  a.type = DFT_ARG_STR;
+  a.v.id = StringTable::instance().intern(s, len);
+  return a;
+}
+
 // Checks that `s` is the inside of a JSON object: "k":v pairs separated by
 // commas. A small validating scanner: fragments are interned once per graph
 // node or context, never on the hot path.
@@ -353,15 +371,20 @@ void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_
 }
 
 void dft_metadata(const char* key, const char* value) {
+  dft_metadata_len(key, key ? std::strlen(key) : 0, value, value ? std::strlen(value) : 0);
+}
+
+void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len) {
   if (!Session::instance().enabled() || key == nullptr) {
     record(RecordKind::kMetadata, 0, 0, 0, 0, 0, nullptr, 0);
     return;
   }
+  if (value == nullptr) value_len = 0;
   StringTable& st = StringTable::instance();
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
-  dft_arg args[2] = {bytes_arg(k_name, key), bytes_arg(k_value, value ? value : "")};
-  record(RecordKind::kMetadata, 0, st.intern(key, std::strlen(key)), cat_dftracer(), 0, 0, args, 2);
+  dft_arg args[2] = {text_arg(k_name, key, key_len), text_arg(k_value, value, value_len)};
+  record(RecordKind::kMetadata, 0, st.intern(key, key_len), cat_dftracer(), 0, 0, args, 2);
 }
 
 uint64_t dft_hash64(const char* s, size_t len) { return dftracer::hash64(s ? s : "", s ? len : 0); }
