@@ -33,8 +33,13 @@ extern "C" {
 /* ---------------------------------------------------------------- lifecycle */
 
 /* Starts tracing. `log_file` is the path prefix of the trace file (the file is
- * `<log_file>-<app>-<pid>.pfw[.gz]`); NULL or "" takes DFTRACER_LOG_FILE, then
- * "./dftracer". `data_dir` is recorded as DFTracer's DFTRACER_DATA_DIR (the
+ * `<log_file>-<app>-<pid>.pfw[.gz]`; a prefix that is a directory -- ending in
+ * '/' or existing -- gets `dftracer` inside it); NULL or "" takes
+ * DFTRACER_LOG_FILE, then "./dftracer". The file is always a new one: when
+ * that name exists (another process given the same process_id, a reused
+ * pid, a re-init, a symlink) it is left untouched and the first free
+ * `<...>-<pid>-<n>.pfw[.gz]` is created instead; dft_trace_path() says which.
+ * `data_dir` is recorded as DFTracer's DFTRACER_DATA_DIR (the
  * directories whose I/O is of interest); NULL takes the environment.
  * `process_id` < 0 means getpid(). Other settings come from the environment.
  * Returns 0 when tracing is on after the call (also when it already was),
@@ -73,7 +78,9 @@ DFT_API const char* dft_trace_path(void);
 DFT_API const char* dft_trace_prefix(void);
 
 /* Builds a trace file name, "<prefix>-<app>-<pid>.pfw" (".pfw.gz" when
- * compress != 0), the way the core names its own files. Writes at most `cap`
+ * compress != 0), the way the core names its own files ("<prefix>/dftracer-..."
+ * when the prefix is a directory; the core adds "-<n>" after the pid when the
+ * name is taken, so the file of this process is dft_trace_path()). Writes at most `cap`
  * bytes, NUL included, to `out` (which may be NULL when cap is 0) and
  * returns the name's full length, as snprintf does; -1 when prefix or app is
  * NULL. Use it (or dft_trace_prefix) instead of taking a name apart: an app
@@ -180,7 +187,8 @@ typedef enum dft_arg_type {
 #define DFT_MAX_INLINE_STR 2048
 
 typedef struct dft_arg {
-  dft_id key;          /* interned key (ignored for DFT_ARG_JSON) */
+  dft_id key;          /* interned key (ignored for DFT_ARG_JSON); "hhash" is
+                          the core's own, so a user's is written "user_hhash" */
   uint32_t type;       /* dft_arg_type */
   union {
     int64_t i;
@@ -195,7 +203,10 @@ typedef struct dft_arg {
 } dft_arg;
 
 /* Interns a JSON-members fragment after checking it parses as the inside of
- * an object (`"k":v,...`). Returns 0 (and warns once) when it does not. */
+ * an object (`"k":v,...`; "" is the empty fragment, blanks alone are not).
+ * Returns 0 (and warns once) when it does not. A top-level member named
+ * "hhash" -- every event's host hash, written by the core -- is interned
+ * renamed "user_hhash", as an arg with that key is written (no key twice). */
 DFT_API dft_id dft_intern_json_fragment(const char* s, size_t len);
 
 /* ------------------------------------------------------------------- events */
@@ -228,6 +239,11 @@ DFT_API void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint
 /* Records a metadata ("ph":"M") event: name `key`, cat "dftracer", args
  * {"name": key, "value": value} (pydftracer's log_metadata_event). */
 DFT_API void dft_metadata(const char* key, const char* value);
+
+/* The same with lengths: every byte is kept (an embedded NUL is written as
+ * \u0000, invalid UTF-8 replaced), and a value longer than
+ * DFT_MAX_INLINE_STR is written whole, never cut. */
+DFT_API void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len);
 
 /* Records a metadata event that names a string and its 64-bit hash,
  * DFTracer's FH/SH convention: {"name": value, "value": "<hash>"}. Returns

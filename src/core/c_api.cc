@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "clock.h"
 #include "config.h"
 #include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "hash.h"
+#include "host_hash_key.h"
 #include "json_escape.h"
 #include "session.h"
 #include "string_table.h"
@@ -100,18 +102,43 @@ dft_arg bytes_arg(dft_id key, const char* s) {
   return a;
 }
 
+// A metadata string, all `len` bytes of it: copied into the record when it
+// fits (DFT_MAX_INLINE_STR), else interned -- metadata is rare and off the
+// hot path, and cutting a value short would be silent truncation.
+dft_arg text_arg(dft_id key, const char* s, size_t len) {
+  if (len <= DFT_MAX_INLINE_STR) {
+    dft_arg a = bytes_arg(key, nullptr);
+    a.v.str.ptr = s;
+    a.v.str.len = static_cast<uint32_t>(len);
+    return a;
+  }
+  dft_arg a;
+  std::memset(&a, 0, sizeof a);
+  a.key = key;
+  a.type = DFT_ARG_STR;
+  a.v.id = StringTable::instance().intern(s, len);
+  return a;
+}
+
 // Checks that `s` is the inside of a JSON object: "k":v pairs separated by
 // commas. A small validating scanner: fragments are interned once per graph
 // node or context, never on the hot path.
 class FragmentChecker {
  public:
-  FragmentChecker(const char* s, size_t n) : p_(s), e_(s + n) {}
+  FragmentChecker(const char* s, size_t n) : s_(s), p_(s), e_(s + n) {}
+  // Offsets of the top-level keys spelled "hhash", after ok().
+  const std::vector<size_t>& host_hash_keys() const { return host_hash_keys_; }
+
   bool ok() {
     ws();
-    if (p_ == e_) return true;  // empty fragment
+    // "" is the empty fragment (nothing written); blanks alone are not: the
+    // writer would put them after a comma, "{...,  }", which is not JSON.
+    if (p_ == e_) return p_ == s_;
     for (;;) {
       ws();
+      const char* key = p_;
       if (!string()) return false;
+      if (is_host_hash_key(key, p_)) host_hash_keys_.push_back(static_cast<size_t>(key - s_));
       ws();
       if (!eat(':')) return false;
       if (!value(0)) return false;
@@ -196,9 +223,32 @@ class FragmentChecker {
     if (c == 'n') return literal("null");
     return number();
   }
+  // [b, e) is a quoted key spelled exactly "hhash" (an escaped spelling of
+  // it is not looked for).
+  static bool is_host_hash_key(const char* b, const char* e) {
+    const size_t n = sizeof dftracer::kHostHashKey - 1;
+    return static_cast<size_t>(e - b) == n + 2 && std::memcmp(b + 1, dftracer::kHostHashKey, n) == 0;
+  }
+  const char* s_;
   const char* p_;
   const char* e_;
+  std::vector<size_t> host_hash_keys_;
 };
+
+// `s` with each top-level "hhash" key (at the given offsets) renamed
+// "user_hhash": the key is the format's (host_hash_key.h).
+std::string with_user_host_hash_keys(const char* s, size_t len, const std::vector<size_t>& at) {
+  const size_t quoted = sizeof dftracer::kHostHashKey + 1;  // "hhash" with its quotes
+  std::string out;
+  size_t from = 0;
+  for (size_t k : at) {
+    out.append(s + from, k - from);
+    out.append("\"").append(dftracer::kUserHostHashKey).append("\"");
+    from = k + quoted;
+  }
+  out.append(s + from, len - from);
+  return out;
+}
 
 }  // namespace
 
@@ -275,13 +325,18 @@ const char* dft_string(dft_id id, size_t* len) {
 
 dft_id dft_intern_json_fragment(const char* s, size_t len) {
   if (s == nullptr) return 0;
-  if (!FragmentChecker(s, len).ok()) {
+  FragmentChecker check(s, len);
+  if (!check.ok()) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) {
       std::string shown(s, len > 80 ? 80 : len);
       dftracer::log_warn("dft_intern_json_fragment: not a list of JSON object members: '" + shown + "'; ignored");
     }
     return 0;
+  }
+  if (!check.host_hash_keys().empty()) {
+    std::string renamed = with_user_host_hash_keys(s, len, check.host_hash_keys());
+    return StringTable::instance().intern(renamed.data(), renamed.size());
   }
   return StringTable::instance().intern(s, len);
 }
@@ -316,15 +371,20 @@ void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_
 }
 
 void dft_metadata(const char* key, const char* value) {
+  dft_metadata_len(key, key ? std::strlen(key) : 0, value, value ? std::strlen(value) : 0);
+}
+
+void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len) {
   if (!Session::instance().enabled() || key == nullptr) {
     record(RecordKind::kMetadata, 0, 0, 0, 0, 0, nullptr, 0);
     return;
   }
+  if (value == nullptr) value_len = 0;
   StringTable& st = StringTable::instance();
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
-  dft_arg args[2] = {bytes_arg(k_name, key), bytes_arg(k_value, value ? value : "")};
-  record(RecordKind::kMetadata, 0, st.intern(key, std::strlen(key)), cat_dftracer(), 0, 0, args, 2);
+  dft_arg args[2] = {text_arg(k_name, key, key_len), text_arg(k_value, value, value_len)};
+  record(RecordKind::kMetadata, 0, st.intern(key, key_len), cat_dftracer(), 0, 0, args, 2);
 }
 
 uint64_t dft_hash64(const char* s, size_t len) { return dftracer::hash64(s ? s : "", s ? len : 0); }

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 
 #include "diagnostics.h"
 
@@ -19,8 +21,22 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Settings are read at every start: the Python package's import reads them
+// (dft_init_from_env) and initialize_log's dft_init reads them again, as does
+// each re-init after a finalize. A bad value is worth one line per process,
+// not one per read: each distinct warning is printed once.
+void warn_once(const std::string& msg) {
+  static std::mutex mu;  // never held across fork: from_env runs under the session's lifecycle lock
+  static std::set<std::string>* said = new std::set<std::string>();  // never destroyed (exit handlers)
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!said->insert(msg).second) return;
+  }
+  log_warn(msg);
+}
+
 void warn_bad(const char* name, const char* value, const std::string& used) {
-  log_warn(std::string(name) + "='" + value + "' is not valid; using " + used);
+  warn_once(std::string(name) + "='" + value + "' is not valid; using " + used);
 }
 
 // A boolean value: 1/true/yes/on, 0/false/no/off, any case, surrounding
@@ -118,7 +134,7 @@ Config Config::from_env() {
   c.buffer_size = parse_size_env("DFTRACER_BUFFER_SIZE", c.buffer_size, size_t{1} << 16, size_t{1} << 40);
   c.chunk_size = parse_size_env("DFTRACER_CHUNK_SIZE", c.chunk_size, size_t{4} << 10, size_t{64} << 20);
   if (c.chunk_size * 2 > c.buffer_size) {
-    log_warn("DFTRACER_CHUNK_SIZE=" + std::to_string(c.chunk_size) + " is more than half of DFTRACER_BUFFER_SIZE=" +
+    warn_once("DFTRACER_CHUNK_SIZE=" + std::to_string(c.chunk_size) + " is more than half of DFTRACER_BUFFER_SIZE=" +
              std::to_string(c.buffer_size) + "; using " + std::to_string(c.buffer_size / 16) + " bytes");
     c.chunk_size = c.buffer_size / 16;
   }

@@ -1,6 +1,7 @@
-// Settings, read once from the environment when tracing starts. A bad value
-// gets one warning naming the variable and the value used instead; nothing
-// here ever stops the traced program.
+// Settings, read from the environment each time tracing starts. A bad value
+// gets one warning per process naming the variable and the value used
+// instead, however often it is read; nothing here ever stops the traced
+// program.
 //
 //   DFTRACER_ENABLE              1 to trace (dft_init_from_env); 0 is a kill
 //                                switch: dft_init() then starts nothing
@@ -44,7 +45,7 @@ struct Config {
   bool drop_on_overflow = false;
   bool whole_micros = false;  // DFTRACER_TIME_RESOLUTION=us: ts/dur in whole microseconds
 
-  // Reads every DFTRACER_* variable; warns once per bad value.
+  // Reads every DFTRACER_* variable; warns once per process per bad value.
   static Config from_env();
 
   // Only DFTRACER_ENABLE, silently (from_env warns about a bad value).

@@ -59,6 +59,25 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
   }
 }
 
+// The Python package reads the settings at import (dft_init_from_env) and
+// again in initialize_log (dft_init), and every re-init reads them again:
+// each bad value used to be reported at every read.
+TEST(Config, ABadValueWarnsOncePerProcessHoweverOftenItIsRead) {
+  std::string dir = temp_dir("reread");
+  ScopedEnv o("DFTRACER_OVERFLOW", "spill");
+  ScopedEnv c("DFTRACER_CHUNK_SIZE", "48M");  // more than half the default 64M pool
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(dft_init_from_env(), 0);  // DFTRACER_ENABLE unset: reads, starts nothing
+  ASSERT_EQ(dft_init((dir + "/a").c_str(), nullptr, -1), 0);
+  dft_finalize();
+  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  dft_finalize();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_lines_with(err, "DFTRACER_OVERFLOW='spill' is not valid; using block"), 1) << err;
+  EXPECT_EQ(count_lines_with(err, "DFTRACER_CHUNK_SIZE=50331648 is more than half"), 1) << err;
+  EXPECT_EQ(count_lines_with(err, "\n"), 2) << err;
+}
+
 TEST(Config, SizesAcceptUnits) {
   std::string dir = temp_dir("units");
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "8M");

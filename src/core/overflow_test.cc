@@ -3,6 +3,7 @@
 // many events stream through.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <thread>
@@ -82,6 +83,45 @@ TEST(Overflow, BlockPolicyLosesNothingWithATinyPool) {
   uint64_t found = 0;
   for (auto& e : parse_events(event_lines(read_all(path)))) found += e.name == "e";
   EXPECT_EQ(found, 4 * n);
+}
+
+// More live recording threads than the pool has chunks (1,000 threads on the
+// default 256 chunks lost 75% of their events): the threads without a chunk
+// drop every event. That was only counted; now it is also said, once.
+TEST(Overflow, MoreThreadsThanChunksWarnsOnceNamingTheBufferSize) {
+  std::string dir = temp_dir("threads");
+  ScopedEnv b("DFTRACER_BUFFER_SIZE", "64K");
+  ScopedEnv c("DFTRACER_CHUNK_SIZE", "4K");  // at most 16 chunks
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(dft_init((dir + "/t").c_str(), nullptr, -1), 0);
+  std::string path = dft_trace_path();
+  const int kThreads = 64, kEach = 100;  // 100 events fit in one chunk: no thread ever seals one
+  std::atomic<int> holding{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&] {
+      const dft_id name = dft_intern_cstr("e"), cat = dft_intern_cstr("t");
+      dft_complete_ns(name, cat, 1, 1, nullptr, 0);  // takes a chunk, if one is left
+      holding.fetch_add(1);
+      while (holding.load() < kThreads) std::this_thread::yield();  // all alive at once
+      for (int i = 1; i < kEach; ++i) dft_complete_ns(name, cat, 1, 1, nullptr, 0);
+    });
+  for (auto& t : ts) t.join();
+  dft_finalize();
+  std::string err = testing::internal::GetCapturedStderr();
+  dft_stats st;
+  dft_get_stats(&st);
+  EXPECT_GT(st.events_dropped, 0u) << "the pool never ran out; the test proves nothing";
+  size_t warnings = 0;
+  for (size_t p = err.find("dropping events"); p != std::string::npos; p = err.find("dropping events", p + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << err;
+  EXPECT_NE(err.find("DFTRACER_BUFFER_SIZE=65536"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  int64_t end_dropped = -1;
+  for (auto& e : parse_events(event_lines(read_all(path))))
+    if (e.name == "end") end_dropped = int_arg(e, "dropped");
+  EXPECT_EQ(static_cast<uint64_t>(end_dropped), st.events_dropped);
 }
 
 TEST(Overflow, MemoryStaysUnderThePoolCapWhileFiftyMillionEventsStream) {

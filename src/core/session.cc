@@ -15,6 +15,7 @@
 #include "diagnostics.h"
 #include "process_hooks.h"
 #include "trace_file_name.h"
+#include "unique_trace_sink.h"
 #include "writer.h"
 
 namespace dftracer {
@@ -124,10 +125,11 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   char cwd[PATH_MAX];
   info.cwd = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
 
-  std::string path = trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress);
-  make_parent_dirs(path);
-  std::unique_ptr<TraceSink> sink = open_trace_sink(path, sink_kind_for(path), cfg.compression_level, error);
+  make_parent_dirs(trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress));
+  std::unique_ptr<TraceSink> sink =
+      open_unique_trace_sink(cfg.log_file, info.app, info.pid, cfg.compress, cfg.compression_level, error);
   if (!sink) return -1;
+  const std::string path = sink->path();
 
   config_ = cfg;
   pid_ = info.pid;

@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <new>
+#include <string>
 
 #include "clock.h"
 #include "buffer_registry.h"
+#include "diagnostics.h"
 #include "thread_buffer.h"
 
 namespace dftracer {
@@ -146,7 +148,25 @@ void Writer::account_drops(ThreadBuffer* tb) {
   if (d != tb->accounted_drops) {
     dropped_.fetch_add(d - tb->accounted_drops, std::memory_order_relaxed);
     tb->accounted_drops = d;
+    if (!warned_drops_) warn_first_drops();
   }
+}
+
+void Writer::warn_first_drops() {
+  // Drops are counted in the `end` event, but a user sizing the pool needs
+  // to hear it while the run can still be changed: once a session, from
+  // here (the recording threads only count). Each recording thread holds a
+  // chunk of its own, so with more threads than chunks -- 1,000 threads on
+  // the default 256 chunks -- most threads lose every event.
+  warned_drops_ = true;
+  const size_t cap = pool_.cap_bytes(), chunk = pool_.chunk_bytes();
+  const size_t threads = scratch_.size();
+  log_warn("recording threads are dropping events (counted as \"dropped\" in the trace's end event): the buffer pool "
+           "is full. DFTRACER_BUFFER_SIZE=" + std::to_string(cap) + " bytes holds " + std::to_string(cap / chunk) +
+           " chunks of DFTRACER_CHUNK_SIZE=" + std::to_string(chunk) + " and each of the " + std::to_string(threads) +
+           " recording threads holds at least one; set DFTRACER_BUFFER_SIZE to at least 2 x threads x chunk size (" +
+           std::to_string(2 * threads * chunk) + " here)" +
+           (pool_.policy() == ChunkPool::Policy::kDrop ? " or DFTRACER_OVERFLOW=block" : ""));
 }
 
 void Writer::retire(ThreadBuffer* tb) {

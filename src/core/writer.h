@@ -68,6 +68,7 @@ class Writer {
   void cycle();
   void drain(ThreadBuffer* tb);
   void account_drops(ThreadBuffer* tb);
+  void warn_first_drops();  // one warning a session, naming DFTRACER_BUFFER_SIZE
   void retire(ThreadBuffer* tb);
   void emit();
 
@@ -81,6 +82,7 @@ class Writer {
   uint64_t emitted_lines_ = 0;  // fmt_->lines() at the last emit
   uint64_t lost_lines_ = 0;  // formatted but not written (I/O failure)
   std::vector<ThreadBuffer*> scratch_;
+  bool warned_drops_ = false;  // writer only
 
   pthread_t thread_{};  // a plain handle, so a forked child can forget it
   bool running_ = false;

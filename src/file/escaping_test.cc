@@ -1,8 +1,10 @@
 // Every string that reaches the file is JSON-escaped: names, categories, keys
 // and values with quotes, backslashes, newlines, control characters,
-// non-ASCII UTF-8 and invalid bytes all come out as valid JSON.
+// non-ASCII UTF-8 and invalid bytes all come out as valid JSON. And every
+// args object stays one: no blank fragment, no key written twice.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -123,4 +125,68 @@ TEST(Escaping, JsonFragmentsAreCheckedWhenInterned) {
       EXPECT_EQ(int_arg(e, "graph"), 3);
       EXPECT_EQ(str_arg(e, "module"), "enc.0");
     }
+}
+
+// " " used to be accepted and written after a comma: "args":{"hhash":"..", }.
+TEST(Escaping, BlankJsonFragmentsAreRejected) {
+  testing::internal::CaptureStderr();
+  for (const char* blank : {" ", "\t\n ", "\r"}) EXPECT_EQ(dft_intern_json_fragment(blank, strlen(blank)), 0u) << blank;
+  testing::internal::GetCapturedStderr();
+  EXPECT_NE(dft_intern_json_fragment(" \"a\":1 ", 7), 0u) << "blanks around members are fine";
+
+  std::string dir = temp_dir("blank");
+  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  std::string path = dft_trace_path();
+  dft_arg a{};
+  a.type = DFT_ARG_JSON;
+  a.v.id = dft_intern_json_fragment(" ", 1);
+  dft_complete_ns(dft_intern_cstr("blank"), dft_intern_cstr("c"), 1, 1, &a, 1);
+  dft_finalize();
+  EXPECT_EQ(strict_json_error(read_all(path), nullptr), "");
+}
+
+namespace {
+
+int occurrences(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Every event's "hhash" is the host hash; a user arg or fragment member of
+// that name used to be written as a second "hhash" key in the same object.
+TEST(Escaping, AUserHhashArgIsKeptAsUserHhashNotWrittenTwice) {
+  std::string dir = temp_dir("hhash");
+  ASSERT_EQ(dft_init((dir + "/h").c_str(), nullptr, -1), 0);
+  std::string path = dft_trace_path();
+  dft_arg a{};
+  a.key = dft_intern_cstr("hhash");
+  a.type = DFT_ARG_STR;
+  a.v.id = dft_intern_cstr("mine");
+  dft_complete_ns(dft_intern_cstr("user_arg"), dft_intern_cstr("c"), 1, 1, &a, 1);
+  const char frag[] = "\"hhash\":\"frag\",\"x\":{\"hhash\":1}";  // a nested "hhash" is another object's key
+  dft_arg f{};
+  f.type = DFT_ARG_JSON;
+  f.v.id = dft_intern_json_fragment(frag, sizeof frag - 1);
+  ASSERT_NE(f.v.id, 0u);
+  dft_complete_ns(dft_intern_cstr("user_fragment"), dft_intern_cstr("c"), 1, 1, &f, 1);
+  dft_finalize();
+
+  std::string text = read_all(path);
+  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  std::string host_hash;
+  int seen = 0;
+  for (auto& e : parse_events(event_lines(text))) {
+    if (e.name == "HH") host_hash = str_arg(e, "value");
+    if (e.name != "user_arg" && e.name != "user_fragment") continue;
+    ++seen;
+    SCOPED_TRACE(e.args_json);
+    EXPECT_EQ(occurrences(e.args_json, "\"hhash\":"), e.name == "user_arg" ? 1 : 2);  // ours (+ the nested one)
+    EXPECT_EQ(str_arg(e, "hhash"), host_hash);
+    EXPECT_EQ(str_arg(e, "user_hhash"), e.name == "user_arg" ? "mine" : "frag");
+  }
+  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(host_hash.size(), 16u);
 }

@@ -1,5 +1,6 @@
 #include "gzip_member_sink.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #ifdef DFTRACER_HAVE_LIBDEFLATE
@@ -71,13 +72,26 @@ GzipMemberSink::GzipMemberSink(const std::string& path, int level)
 
 GzipMemberSink::~GzipMemberSink() { close(); }
 
-std::unique_ptr<TraceSink> GzipMemberSink::open(const std::string& path, int level, std::string* error) {
+std::unique_ptr<TraceSink> GzipMemberSink::open(const std::string& path, int level, std::string* error,
+                                                 bool* taken) {
   std::unique_ptr<GzipMemberSink> sink(new GzipMemberSink(path, level));
-  if (!sink->file_.open(path)) {
+  if (!sink->file_.create_new(path)) {
+    *taken = errno == EEXIST;
     *error = "cannot create trace file " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  sink->index_.open(path + ".idx");  // optional: readers scan without it
+  // The index is optional (readers scan without it), but a stale one left
+  // beside our new file -- an orphan, or a planted link -- would describe
+  // someone else's members, and readers trust it. So its name must be free
+  // too: if not, give the trace name back and let the caller pick another.
+  const std::string index_path = path + ".idx";
+  if (!sink->index_.create_new(index_path) && errno == EEXIST) {
+    sink->file_.close();
+    ::unlink(path.c_str());
+    *taken = true;
+    *error = "cannot create trace index " + index_path + ": " + std::strerror(EEXIST);
+    return nullptr;
+  }
   return sink;
 }
 

@@ -19,8 +19,9 @@ class MemberCompressor;
 
 class GzipMemberSink final : public TraceSink {
  public:
-  // nullptr (and *error) when `path` cannot be created. `level`: 1-9.
-  static std::unique_ptr<TraceSink> open(const std::string& path, int level, std::string* error);
+  // nullptr (and *error) when `path` cannot be created; *taken when `path`
+  // or `path`.idx exists already. `level`: 1-9.
+  static std::unique_ptr<TraceSink> open(const std::string& path, int level, std::string* error, bool* taken);
 
   ~GzipMemberSink() override;
   bool write_chunk(const char* data, size_t len, uint64_t lines) override;

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "dftracer/dftracer.h"
 #include "hash.h"
+#include "host_hash_key.h"
 #include "json_escape.h"
 #include "string_table.h"
 
@@ -38,7 +39,8 @@ JsonLinesFormatter::JsonLinesFormatter(const SessionInfo& info)
       host_hash_(hash64(info.hostname.data(), info.hostname.size())),
       whole_micros_(info.config.whole_micros),
       strings_(StringTable::instance()),
-      clock_(Clock::instance()) {}
+      clock_(Clock::instance()),
+      hhash_key_(strings_.intern(kHostHashKey, sizeof kHostHashKey - 1)) {}
 
 void JsonLinesFormatter::preamble(OutBuffer* out) {
   out->lit("[\n");
@@ -114,7 +116,15 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out) {
       continue;
     }
     out->ch(',');
-    str_id(a->key, out);
+    // Every event's "hhash" is ours (host_hash_key.h): a user's arg of that
+    // name keeps its value under "user_hhash", so no key is written twice.
+    if (a->key == hhash_key_) {
+      out->ch('"');
+      out->lit(kUserHostHashKey);
+      out->ch('"');
+    } else {
+      str_id(a->key, out);
+    }
     out->ch(':');
     switch (a->type) {
       case DFT_ARG_INT: out->i64(static_cast<int64_t>(a->value)); break;
@@ -165,7 +175,9 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
   uint64_t start_ns, end_ns;
   if (r->flags & kTimeIsNs) {
     start_ns = r->start;
-    end_ns = r->start + r->end;
+    // dft_complete_ns takes any start and duration: an end past 2^64 ns
+    // stops there rather than wrapping to before the start.
+    end_ns = r->end > UINT64_MAX - r->start ? UINT64_MAX : r->start + r->end;
   } else {
     start_ns = clock_.to_ns(r->start);
     end_ns = clock_.to_ns(r->end);

@@ -62,6 +62,7 @@ class JsonLinesFormatter final : public TraceFormatter {
   uint64_t lines_ = 0;
   StringTable& strings_;
   Clock& clock_;
+  uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed
 };
 
 }  // namespace dftracer

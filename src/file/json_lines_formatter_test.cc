@@ -243,5 +243,32 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
   EXPECT_TRUE(h.sink.closed());
 }
 
+// A record arg keyed "hhash" used to be written after ours: the same key twice.
+TEST(JsonLinesFormatter, AUserHhashArgIsWrittenAsUserHhash) {
+  Harness h(test_session());
+  RecordBuilder r(RecordKind::kComplete, "op", "cat", 1000, 2000, kTimeIsNs);
+  r.arg("hhash", DFT_ARG_STR, id("mine")).arg("x", DFT_ARG_INT, 1);
+  h.fmt.event(r.get(), 7, &h.out);
+  h.hand_over();
+  std::string line = h.sink.bytes();
+  size_t ours = line.find("\"args\":{\"hhash\":\"");
+  ASSERT_NE(ours, std::string::npos) << line;
+  std::string host = line.substr(ours + std::strlen("\"args\":{\"hhash\":\""), 16);
+  EXPECT_EQ(line, "{\"id\":0,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,"
+                  "\"ph\":\"X\",\"args\":{\"hhash\":\"" + host + "\",\"user_hhash\":\"mine\",\"x\":1}},\n");
+}
+
+// dft_complete_ns(start, dur) with start + dur past 2^64 ns used to wrap the
+// end to before the start (written as "dur":0); it now stops at 2^64 - 1.
+TEST(JsonLinesFormatter, AnEndPastTwoToTheSixtyFourDoesNotWrap) {
+  Harness h(test_session());
+  const uint64_t start = UINT64_MAX - 999;  // 1000 ns below the top
+  RecordBuilder r(RecordKind::kComplete, "op", "cat", start, 5000, kTimeIsNs);
+  h.fmt.event(r.get(), 7, &h.out);
+  h.hand_over();
+  const std::string& line = h.sink.bytes();
+  EXPECT_NE(line.find(",\"ts\":18446744073709550.616,\"dur\":0.999,"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace dftracer

@@ -12,12 +12,16 @@ SinkKind sink_kind_for(const std::string& path) {
   return gz ? SinkKind::kGzipMembers : SinkKind::kPlainFile;
 }
 
-std::unique_ptr<TraceSink> open_trace_sink(const std::string& path, SinkKind kind, int level, std::string* error) {
+std::unique_ptr<TraceSink> open_trace_sink(const std::string& path, SinkKind kind, int level, std::string* error,
+                                           bool* taken) {
+  bool name_taken = false;
+  std::unique_ptr<TraceSink> sink;
   switch (kind) {
-    case SinkKind::kGzipMembers: return GzipMemberSink::open(path, level, error);
-    case SinkKind::kPlainFile: break;
+    case SinkKind::kGzipMembers: sink = GzipMemberSink::open(path, level, error, &name_taken); break;
+    case SinkKind::kPlainFile: sink = PlainFileSink::open(path, error, &name_taken); break;
   }
-  return PlainFileSink::open(path, error);
+  if (taken != nullptr) *taken = name_taken;
+  return sink;
 }
 
 }  // namespace dftracer

@@ -10,10 +10,12 @@
 
 namespace dftracer {
 
-bool OutputFile::open(const std::string& path) {
+bool OutputFile::create_new(const std::string& path) {
   close();
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  path_ = path;
+  // O_EXCL with O_CREAT already refuses a symlink as the last component;
+  // O_NOFOLLOW says so explicitly.
+  path_ = path;  // before open(): its errno is the caller's answer
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   return fd_ >= 0;
 }
 

@@ -16,8 +16,13 @@ class OutputFile {
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  // Creates or truncates `path`. False (errno set) when it cannot.
-  bool open(const std::string& path);
+  // Creates `path`, which must not exist yet. False (errno set) when it
+  // cannot; errno EEXIST when the name is taken (a file, or a symlink, even a
+  // dangling one: the last component is never followed). Never truncating
+  // an existing file is what keeps two processes that were given the same
+  // pid (process_id, or a reused pid) from overwriting each other's trace,
+  // and a planted symlink from aiming our writes at another file.
+  bool create_new(const std::string& path);
   bool is_open() const { return fd_ >= 0; }
   // Writes all `len` bytes. 0 on success, else the errno of the failure
   // (ENOSPC for a write that wrote nothing).

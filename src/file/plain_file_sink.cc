@@ -5,9 +5,10 @@
 
 namespace dftracer {
 
-std::unique_ptr<TraceSink> PlainFileSink::open(const std::string& path, std::string* error) {
+std::unique_ptr<TraceSink> PlainFileSink::open(const std::string& path, std::string* error, bool* taken) {
   std::unique_ptr<PlainFileSink> sink(new PlainFileSink(path));
-  if (!sink->file_.open(path)) {
+  if (!sink->file_.create_new(path)) {
+    *taken = errno == EEXIST;
     *error = "cannot create trace file " + path + ": " + std::strerror(errno);
     return nullptr;
   }

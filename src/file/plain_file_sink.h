@@ -13,8 +13,9 @@ namespace dftracer {
 
 class PlainFileSink final : public TraceSink {
  public:
-  // nullptr (and *error) when `path` cannot be created.
-  static std::unique_ptr<TraceSink> open(const std::string& path, std::string* error);
+  // nullptr (and *error; *taken when it exists already) when `path` cannot
+  // be created.
+  static std::unique_ptr<TraceSink> open(const std::string& path, std::string* error, bool* taken);
 
   ~PlainFileSink() override { close(); }
   bool write_chunk(const char* data, size_t len, uint64_t lines) override;

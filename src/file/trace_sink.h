@@ -54,10 +54,14 @@ enum class SinkKind {
 // The kind a file name asks for: gzip members for a name ending in ".gz".
 SinkKind sink_kind_for(const std::string& path);
 
-// Opens a sink of `kind` writing `path` (created or truncated); `level` is
-// the gzip level. On failure returns nullptr and sets *error to a one-line
-// reason.
-std::unique_ptr<TraceSink> open_trace_sink(const std::string& path, SinkKind kind, int level, std::string* error);
+// Opens a sink of `kind` writing the new file `path`: never an existing
+// file, never through a symlink (OutputFile::create_new); `level` is the gzip
+// level. On failure returns nullptr and sets *error to a one-line reason,
+// and *taken (when given) to true when the only trouble is that the name is
+// in use -- the file, or for gzip its ".idx" -- so another name may be tried
+// (unique_trace_sink.h).
+std::unique_ptr<TraceSink> open_trace_sink(const std::string& path, SinkKind kind, int level, std::string* error,
+                                           bool* taken = nullptr);
 
 }  // namespace dftracer
 

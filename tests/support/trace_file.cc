@@ -50,11 +50,15 @@ TempDirRegistry& temp_dirs() {
 
 }  // namespace
 
-std::string read_all(const std::string& path, bool* truncated_member) {
+std::string read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
-  std::string raw = ss.str();
+  return ss.str();
+}
+
+std::string read_all(const std::string& path, bool* truncated_member) {
+  std::string raw = read_bytes(path);
   if (truncated_member) *truncated_member = false;
   if (path.size() < 3 || path.compare(path.size() - 3, 3, ".gz") != 0) return raw;
 

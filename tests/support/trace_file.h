@@ -12,6 +12,9 @@
 
 namespace dftracer_test {
 
+// The file's bytes as they are (never inflated); "" when it cannot be read.
+std::string read_bytes(const std::string& path);
+
 // The whole file, inflated if it is .gz (every gzip member; a cut-off last
 // member contributes what inflates cleanly, as a reader of a crashed run would).
 std::string read_all(const std::string& path, bool* truncated_member = nullptr);

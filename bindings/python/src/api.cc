@@ -23,24 +23,31 @@ namespace nb = nanobind;
 namespace dft_py {
 namespace {
 
+// The one rule for a time in microseconds, int or float: it must be >= 0 and
+// fit in 64-bit nanoseconds. Floats used to go through llround(d * 1000),
+// which is undefined past 2^63 ns and wrote garbage where ints raised.
+[[noreturn]] void time_out_of_range(const char* what) {
+  throw nb::value_error((std::string("dftracer: ") + what +
+                         " out of range (a finite number of microseconds from 0 to " +
+                         std::to_string(UINT64_MAX / 1000) + " expected)").c_str());
+}
+
 // A time given in microseconds (int or float, pydftracer's unit) as integer
-// nanoseconds. Raises ValueError for negative or non-finite values.
+// nanoseconds. Raises ValueError for negative, non-finite or too large values.
 uint64_t us_to_ns(nb::handle t, const char* what) {
   PyObject* o = t.ptr();
   if (PyFloat_Check(o)) {
     double d = PyFloat_AS_DOUBLE(o);
-    if (!std::isfinite(d) || d < 0)
-      throw nb::value_error((std::string("dftracer: ") + what +
-                             " must be a finite number of microseconds >= 0").c_str());
-    return static_cast<uint64_t>(std::llround(d * 1000.0));
+    if (!std::isfinite(d) || d < 0) time_out_of_range(what);
+    double ns = std::round(d * 1000.0);
+    if (!(ns < 0x1p64)) time_out_of_range(what);  // 2^64: the first value a uint64_t cannot hold
+    return static_cast<uint64_t>(ns);
   }
   if (PyLong_Check(o) && !PyBool_Check(o)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (v == -1 && PyErr_Occurred()) throw nb::python_error();
-    if (overflow || v < 0 || v > static_cast<long long>(UINT64_MAX / 1000))
-      throw nb::value_error((std::string("dftracer: ") + what +
-                             " out of range (microseconds >= 0 expected)").c_str());
+    if (overflow || v < 0 || static_cast<unsigned long long>(v) > UINT64_MAX / 1000) time_out_of_range(what);
     return static_cast<uint64_t>(v) * 1000u;
   }
   throw nb::type_error((std::string("dftracer: ") + what + " must be an int or float (microseconds), got " +
@@ -58,6 +65,8 @@ dft_id checked_intern(nb::handle s, const char* what) {
 
 void log_event_ns(nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t dur_ns,
                   nb::handle args) {
+  if (dur_ns > UINT64_MAX - start_ns)  // the event's end would not fit either
+    throw nb::value_error("dftracer: start_time + duration out of range (their sum must fit in 64-bit nanoseconds)");
   dft_id name_id = checked_intern(name, "name");
   dft_id cat_id = checked_intern(cat, "cat");
   if (!args.is_valid() || args.is_none()) {
@@ -78,9 +87,18 @@ std::optional<std::string> optional_str(const char* p) {
   return std::string(p);
 }
 
-std::string str_of(nb::handle o) {
+// str(o) as UTF-8, every character of it: an embedded NUL stays (the core
+// takes a length and writes it as \u0000; c_str() cut the string there) and
+// a lone surrogate, which has no UTF-8 form, becomes '?' as in event args
+// (args.cc; c_str() returned NULL and std::string threw a C++ message).
+std::string utf8_of(nb::handle o) {
   nb::str s = nb::str(o);  // str(value) -- raises like str() would
-  return std::string(s.c_str());
+  Py_ssize_t n = 0;
+  if (const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n)) return std::string(p, static_cast<size_t>(n));
+  PyErr_Clear();
+  nb::object b = nb::steal(PyUnicode_AsEncodedString(s.ptr(), "utf-8", "replace"));
+  if (!b.is_valid()) throw nb::python_error();
+  return std::string(PyBytes_AS_STRING(b.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(b.ptr())));
 }
 
 }  // namespace
@@ -235,8 +253,8 @@ void register_api(nb::module_& m) {
         if (!PyUnicode_Check(key.ptr()))
           throw nb::type_error((std::string("dftracer: metadata key must be a str, got ") +
                                 Py_TYPE(key.ptr())->tp_name).c_str());
-        std::string k = str_of(key), v = str_of(value);
-        dft_metadata(k.c_str(), v.c_str());
+        std::string k = utf8_of(key), v = utf8_of(value);
+        dft_metadata_len(k.data(), k.size(), v.data(), v.size());
       },
       nb::arg("key").none(), nb::arg("value").none(),
       "Records a metadata event {name: key, value: str(value)}.");
