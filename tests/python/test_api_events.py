@@ -7,7 +7,7 @@ categories, args and nesting.
 import json
 import os
 
-from trace_reader import complete_events, read_trace, read_trace_text, trace_files
+from trace_reader import complete_events, read_strict_json, read_trace, read_trace_text, trace_files
 
 PRELUDE = """
 import os, sys
@@ -265,6 +265,27 @@ assert _core.stats()["events_after_finalize"] == 5, _core.stats()
     json.loads(read_trace_text(path))  # strict JSON: [ ... ]
     assert not by_name(events, "after") and not by_name(events, "after2") and not by_name(events, "late")
     assert by_name(events, "end")
+
+
+def test_non_finite_floats_in_args_are_written_as_null(run_python, trace_dir):
+    # JSON has no NaN or Infinity: such args are written as null, never raised.
+    path, events, _ = run_traced(run_python, trace_dir, """
+nan, inf = float("nan"), float("inf")
+with dft_fn("f", "region", epoch=nan) as r:
+    r.update(args={"loss": inf})
+fn = dft_fn("f", step=-inf)
+@fn.log
+def step():
+    return 1
+assert step() == 1
+log.log_event("logged", "f", log.get_time(), 1, {"loss": nan}, float_args={"lr": -inf})
+""")
+    read_strict_json(path)
+    assert by_name(events, "region")[0]["args"]["epoch"] is None
+    assert by_name(events, "region")[0]["args"]["loss"] is None
+    assert by_name(events, "step")[0]["args"]["step"] is None
+    logged = by_name(events, "logged")[0]["args"]
+    assert logged["loss"] is None and logged["lr"] is None
 
 
 def test_bad_input_gives_clear_errors_and_never_a_corrupt_file(run_python, trace_dir):
