@@ -374,6 +374,27 @@ def test_non_finite_tags_are_written_as_null(tmp_path):
     assert site and all(e["args"]["bound"] is None for e in site)
 
 
+def test_unwritable_tag_drops_the_tags_with_one_warning(tmp_path, capfd):
+    """A tag whose str() raises cannot be written: the compiled call still
+    runs, its events carry no tags, and one warning says why."""
+
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("no str")
+
+    d = Dynamo("badtag", step=3)
+    net = tagged_net(d)
+    x = torch.randn(2, 4)
+    with traced(tmp_path, "badtag") as events:
+        d.update(bad=Unprintable())
+        net(x)
+        net(x)
+    fw = op_events(events, "forward")
+    assert fw and all("bad" not in e["args"] and "step" not in e["args"] for e in fw)
+    err = capfd.readouterr().err
+    assert err.count("cannot be written") == 1 and "RuntimeError: no str" in err, err
+
+
 def test_dynamo_enable_false_and_bare_function(tmp_path):
     off = Dynamo("off", enable=False)
 
