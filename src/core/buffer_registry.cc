@@ -22,15 +22,26 @@ struct ThreadExitHook {
 };
 thread_local ThreadExitHook tls_exit_hook;
 
-// Marks `tb` free for the next new thread, its chain forgotten.
-void clear_for_reuse(ThreadBuffer* tb) {
+}  // namespace
+
+void BufferRegistry::clear_for_reuse(ThreadBuffer* tb) {
+  // The buffer's count leaves with it: keep it, or dft_get_stats would
+  // forget the events of every thread that has exited.
+  if (tb->in_use && tb->session == current_session_) recorded_by_gone_ += tb->recorded.load(std::memory_order_relaxed);
+  tb->recorded.store(0, std::memory_order_relaxed);
   tb->first.store(nullptr, std::memory_order_relaxed);
   tb->rchunk = nullptr;
   tb->exited.store(false, std::memory_order_relaxed);
   tb->in_use = false;
 }
 
-}  // namespace
+uint64_t BufferRegistry::events_recorded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = recorded_by_gone_;
+  for (ThreadBuffer* tb : buffers_)
+    if (tb->in_use && tb->session == current_session_) n += tb->recorded.load(std::memory_order_relaxed);
+  return n;
+}
 
 ThreadBuffer* BufferRegistry::attach(ThreadBuffer* tb, uint64_t session) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -49,7 +60,6 @@ ThreadBuffer* BufferRegistry::attach(ThreadBuffer* tb, uint64_t session) {
     tb->rchunk = nullptr;
     tb->roff = 0;
     tb->named = false;
-    tb->recorded.store(0, std::memory_order_relaxed);
     tb->dropped.store(0, std::memory_order_relaxed);
     tb->accounted_drops = 0;
     tb->tid = static_cast<int64_t>(syscall(SYS_gettid));
@@ -58,8 +68,10 @@ ThreadBuffer* BufferRegistry::attach(ThreadBuffer* tb, uint64_t session) {
     tls_exit_hook.tb = tb;
   }
   // Keep the chunk this thread already holds (from an earlier session),
-  // emptied; otherwise get one on the first record.
+  // emptied; otherwise get one on the first record. Its count starts over:
+  // stats are per session.
   if (tb->chunk != nullptr) tb->chunk->reset();
+  tb->recorded.store(0, std::memory_order_relaxed);
   tb->off = 0;
   tb->cap = tb->chunk != nullptr ? tb->chunk->capacity : 0;
   tb->session = session;
@@ -69,8 +81,9 @@ ThreadBuffer* BufferRegistry::attach(ThreadBuffer* tb, uint64_t session) {
 
 void BufferRegistry::begin_session(std::atomic<uint64_t>* session) {
   std::lock_guard<std::mutex> lock(mu_);
-  session->fetch_add(1, std::memory_order_relaxed);
+  current_session_ = session->fetch_add(1, std::memory_order_relaxed) + 1;
   session_open_ = true;
+  recorded_by_gone_ = 0;
   for (ThreadBuffer* tb : buffers_) {
     tb->first.store(nullptr, std::memory_order_relaxed);
     tb->rchunk = nullptr;
@@ -143,6 +156,7 @@ void BufferRegistry::abandon_after_fork() {
     clear_for_reuse(tb);
   }
   tls_exit_hook.tb = nullptr;
+  recorded_by_gone_ = 0;  // the parent's events, not the child's
   for (Chunk* c : parents_chunks) ChunkPool::free_chunk(c);
 }
 

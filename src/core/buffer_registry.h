@@ -42,6 +42,12 @@ class BufferRegistry {
   void snapshot(std::vector<ThreadBuffer*>* out);  // buffers in use
   void retire(ThreadBuffer* tb);                   // exited and drained: reusable
 
+  // --- dft_get_stats ---
+  // Events recorded in the last session begun, by every thread, those that
+  // have exited (their buffers retired or reused) included: it never goes
+  // down until the next begin_session, so "nothing recorded" is reliable.
+  uint64_t events_recorded();
+
   // --- fork ---
   void lock_for_fork() { mu_.lock(); }
   void unlock_after_fork() { mu_.unlock(); }
@@ -56,6 +62,13 @@ class BufferRegistry {
   // meanwhile hands its chain to the writer even though recording is
   // already off: finalize may be draining it.
   bool session_open_ = false;
+  // The session begin_session started, and what threads recorded in it
+  // before their buffers were cleared for reuse (guarded by mu_).
+  uint64_t current_session_ = 0;
+  uint64_t recorded_by_gone_ = 0;
+  // Marks `tb` free for the next new thread, its chain forgotten and its
+  // events counted in recorded_by_gone_ (caller holds mu_).
+  void clear_for_reuse(ThreadBuffer* tb);
 };
 
 }  // namespace dftracer

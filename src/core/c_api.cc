@@ -292,12 +292,7 @@ void dft_get_stats(dft_stats* out) {
   if (out == nullptr) return;
   std::memset(out, 0, sizeof *out);
   Session& lg = Session::instance();
-  std::vector<dftracer::ThreadBuffer*> bufs;
-  lg.registry().snapshot(&bufs);
-  for (auto* tb : bufs) {
-    if (tb->session != lg.session()) continue;
-    out->events_recorded += tb->recorded.load(std::memory_order_relaxed);
-  }
+  out->events_recorded = lg.registry().events_recorded();
   if (dftracer::Writer* w = lg.writer()) {
     out->events_written = w->events_written();
     out->events_dropped = w->events_dropped();

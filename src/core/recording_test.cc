@@ -375,3 +375,45 @@ TEST(Lifecycle, ThreadsExitingDuringFinalizeKeepTheirEvents) {
     for (auto& kv : per_thread) ASSERT_EQ(kv.second, 1000) << kv.first << " round " << round;
   }
 }
+
+// dft_get_stats().events_recorded covers threads that have exited: the
+// writer retires an exited thread's buffer and a new thread reuses it, and
+// neither may take its events out of the count (initialize_log() decides
+// from it whether a file is empty enough to delete).
+TEST(Stats, RecordedCountKeepsEventsOfExitedThreads) {
+  std::string dir = temp_dir("stats");
+  ASSERT_EQ(dft_init((dir + "/s").c_str(), nullptr, -1), 0);
+  const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");
+  std::thread([&] {
+    for (int i = 0; i < 1000; ++i) dft_complete_ns(n, c, 1, 1, nullptr, 0);
+  }).join();
+  dft_flush();  // the writer drains the exited thread's chain and retires its buffer
+  dft_stats st;
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_recorded, 1000u);
+  std::thread([&] { dft_complete_ns(n, c, 1, 1, nullptr, 0); }).join();  // reuses that buffer
+  dft_flush();
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_recorded, 1001u);
+  dft_finalize();
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_recorded, 1001u);
+}
+
+// Counters are per session: a thread that recorded in the last session
+// starts again from zero in the next one.
+TEST(Stats, RecordedCountStartsOverInANewSession) {
+  std::string dir = temp_dir("stats2");
+  const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");
+  ASSERT_EQ(dft_init((dir + "/a").c_str(), nullptr, -1), 0);
+  for (int i = 0; i < 5; ++i) dft_complete_ns(n, c, 1, 1, nullptr, 0);
+  dft_finalize();
+  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  dft_stats st;
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_recorded, 0u);
+  for (int i = 0; i < 2; ++i) dft_complete_ns(n, c, 1, 1, nullptr, 0);
+  dft_get_stats(&st);
+  EXPECT_EQ(st.events_recorded, 2u);
+  dft_finalize();
+}

@@ -7,7 +7,7 @@ categories, args and nesting.
 import json
 import os
 
-from trace_reader import complete_events, read_trace, read_trace_text, trace_files
+from trace_reader import complete_events, read_strict_json, read_trace, read_trace_text, trace_files
 
 PRELUDE = """
 import os, sys
@@ -267,6 +267,27 @@ assert _core.stats()["events_after_finalize"] == 5, _core.stats()
     assert by_name(events, "end")
 
 
+def test_non_finite_floats_in_args_are_written_as_null(run_python, trace_dir):
+    # JSON has no NaN or Infinity: such args are written as null, never raised.
+    path, events, _ = run_traced(run_python, trace_dir, """
+nan, inf = float("nan"), float("inf")
+with dft_fn("f", "region", epoch=nan) as r:
+    r.update(args={"loss": inf})
+fn = dft_fn("f", step=-inf)
+@fn.log
+def step():
+    return 1
+assert step() == 1
+log.log_event("logged", "f", log.get_time(), 1, {"loss": nan}, float_args={"lr": -inf})
+""")
+    read_strict_json(path)
+    assert by_name(events, "region")[0]["args"]["epoch"] is None
+    assert by_name(events, "region")[0]["args"]["loss"] is None
+    assert by_name(events, "step")[0]["args"]["step"] is None
+    logged = by_name(events, "logged")[0]["args"]
+    assert logged["loss"] is None and logged["lr"] is None
+
+
 def test_bad_input_gives_clear_errors_and_never_a_corrupt_file(run_python, trace_dir):
     path, events, _ = run_traced(run_python, trace_dir, r'''
 def expect(exc, fn, text):
@@ -346,6 +367,13 @@ with dft_fn("env", "on_import"):
     assert len(by_name(read_trace(files[0]), "on_import")) == 1
 
 
+def started_from_env(trace_dir):
+    """Environment in which importing dftracer starts tracing to
+    trace_dir/fromenv-*; the snippet's initialize_log() asks for TRACE_DIR/asked."""
+    return {"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": os.path.join(trace_dir, "fromenv"),
+            "TRACE_DIR": trace_dir}
+
+
 def test_initialize_log_after_env_start_moves_to_the_asked_file(run_python, trace_dir):
     run_python("""
 import os
@@ -354,11 +382,59 @@ log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "asked.pfw")
 with dft_fn("c", "e"):
     pass
 log.finalize()
-""", env={"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": os.path.join(trace_dir, "fromenv"),
-          "TRACE_DIR": trace_dir})
+""", env=started_from_env(trace_dir))
     files = trace_files(trace_dir)
     assert [os.path.basename(f).split("-")[0] for f in files] == ["asked"]
     assert len(by_name(read_trace(files[0]), "e")) == 1
+
+
+def test_initialize_log_after_env_start_leaves_nothing_of_the_empty_file(run_python, trace_dir):
+    # The dropped file is a .pfw.gz: its member index goes with it.
+    run_python("""
+import os
+from dftracer.python import dftracer
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "asked.pfw"), None, -1)
+log.finalize()
+""", env=started_from_env(trace_dir))
+    left = sorted(os.listdir(trace_dir))
+    assert not [f for f in left if f.startswith("fromenv")], left
+    assert [f.split("-")[0] for f in left if f.endswith(".pfw.gz")] == ["asked"], left
+
+
+def test_initialize_log_after_env_start_keeps_events_of_exited_threads(run_python, trace_dir):
+    # The events were recorded by a thread that has exited and whose buffer
+    # the writer has retired: the env-started file holds them, so
+    # initialize_log() must keep writing it, never delete it.
+    proc = run_python("""
+import os, threading, time
+from dftracer import _core
+from dftracer.python import dftracer, dft_fn
+
+def work():
+    for _ in range(1000):
+        with dft_fn("w", "worker_event"):
+            pass
+
+tasks = len(os.listdir("/proc/self/task"))
+t = threading.Thread(target=work)
+t.start()
+t.join()
+# join() returns before the OS thread runs its exit handlers: wait until it
+# is gone, then have the writer drain its chain (and retire its buffer).
+while len(os.listdir("/proc/self/task")) >= tasks + 1:
+    time.sleep(0.01)
+_core.flush()
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "asked.pfw"), None, -1)
+with dft_fn("w", "after_initialize_log"):
+    pass
+log.finalize()
+""", env=started_from_env(trace_dir))
+    files = trace_files(trace_dir)
+    assert [os.path.basename(f).split("-")[0] for f in files] == ["fromenv"], (files, proc.stderr)
+    events = read_trace(files[0])
+    assert len(by_name(events, "worker_event")) == 1000
+    assert len(by_name(events, "after_initialize_log")) == 1
+    assert "initialize_log(" in proc.stderr and "ignored" in proc.stderr
 
 
 def test_importing_dftracer_python_does_not_import_torch(run_python):

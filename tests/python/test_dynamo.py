@@ -16,6 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from dftracer.python import Dynamo, dftracer_dynamo_backend, dynamo  # noqa: E402
 from dftracer.python.dynamo import EXTRA_FLOP_FORMULAS, graph_count, instrumented_graphs  # noqa: E402
 
+import trace_reader  # noqa: E402
 from test_dynamo_helpers import check_counts, graph_calls, metadata, op_events, traced  # noqa: E402
 
 
@@ -297,8 +298,8 @@ def test_dynamic_shapes_two_sizes(tmp_path):
     assert any(isinstance(d, str) for d in addmm[0]["args"]["shapes"][1])  # symbolic batch dim
 
 
-def test_dynamo_compile_decorator_forms_and_tags(tmp_path):
-    d = Dynamo("mynet", epoch=1, step=0, image_idx=5, image_size=(8, 8))
+def tagged_net(d):
+    """A small module whose forward is compiled by `d` in the class body."""
 
     class Net(nn.Module):
         def __init__(self):
@@ -309,11 +310,17 @@ def test_dynamo_compile_decorator_forms_and_tags(tmp_path):
         def forward(self, x):
             return torch.relu(self.fc(x))
 
+    return Net()
+
+
+def test_dynamo_compile_decorator_forms_and_tags(tmp_path):
+    d = Dynamo("mynet", epoch=1, step=0, image_idx=5, image_size=(8, 8))
+
     @dynamo.compile(fullgraph=True, name="scale_fn", stage="eval")
     def scale(x):
         return x * 3 + 1
 
-    net = Net()
+    net = tagged_net(d)
     x = torch.randn(2, 4)
     with traced(tmp_path) as events:
         for step in range(2):
@@ -336,6 +343,56 @@ def test_dynamo_compile_decorator_forms_and_tags(tmp_path):
     r = regions[0]
     inside = [g for g in graph_calls(events, "forward") if r["ts"] <= g["ts"] <= r["ts"] + r["dur"]]
     assert len(inside) == 1
+
+
+def test_non_finite_tags_are_written_as_null(tmp_path):
+    """A diverged loss logged as a tag (NaN, inf, a 0-d tensor holding
+    -inf) must not raise out of the compiled forward: JSON has no NaN, so
+    the tag is written as null and the file stays strict JSON."""
+    d = Dynamo("nanet", step=0)
+
+    @dynamo.compile(name="site_tagged", bound=float("inf"))
+    def scale(x):
+        return x * 2
+
+    net = tagged_net(d)
+    x = torch.randn(2, 4)
+    with traced(tmp_path, "nan") as events:
+        d.update(step=1, loss=float("nan"))
+        net(x).sum().backward()
+        d.update(step=2, loss=float("inf"), grad_norm=torch.tensor(float("-inf")))
+        net(x).sum().backward()
+        torch.testing.assert_close(scale(x), x * 2)
+    for path in trace_reader.trace_files(str(tmp_path), "nan-*.pfw*"):
+        trace_reader.read_strict_json(path)
+    fw = op_events(events, "forward")
+    assert {e["args"]["step"] for e in fw} == {1, 2}
+    for e in fw + op_events(events, "backward"):
+        assert "loss" in e["args"] and e["args"]["loss"] is None, e["args"]
+    assert all(e["args"]["grad_norm"] is None for e in fw if e["args"]["step"] == 2)
+    site = [e for e in op_events(events, "inference") if "bound" in e["args"]]
+    assert site and all(e["args"]["bound"] is None for e in site)
+
+
+def test_unwritable_tag_drops_the_tags_with_one_warning(tmp_path, capfd):
+    """A tag whose str() raises cannot be written: the compiled call still
+    runs, its events carry no tags, and one warning says why."""
+
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("no str")
+
+    d = Dynamo("badtag", step=3)
+    net = tagged_net(d)
+    x = torch.randn(2, 4)
+    with traced(tmp_path, "badtag") as events:
+        d.update(bad=Unprintable())
+        net(x)
+        net(x)
+    fw = op_events(events, "forward")
+    assert fw and all("bad" not in e["args"] and "step" not in e["args"] for e in fw)
+    err = capfd.readouterr().err
+    assert err.count("cannot be written") == 1 and "RuntimeError: no str" in err, err
 
 
 def test_dynamo_enable_false_and_bare_function(tmp_path):

@@ -12,7 +12,7 @@ import json
 import os
 import zlib
 
-__all__ = ["read_trace", "read_trace_text", "trace_files", "read_all", "complete_events"]
+__all__ = ["read_trace", "read_trace_text", "read_strict_json", "trace_files", "read_all", "complete_events"]
 
 
 def _gunzip_members(raw):
@@ -44,6 +44,15 @@ def read_trace_text(path):
     if path.endswith(".gz"):
         raw = _gunzip_members(raw)
     return raw.decode("utf-8", errors="replace")
+
+
+def read_strict_json(path):
+    """The whole file parsed as one JSON document, as a finalized trace must
+    parse: `[`, the events, `]`. Python's json accepts NaN and Infinity,
+    which are not JSON; they are rejected here."""
+    def reject(constant):
+        raise ValueError(f"{path}: {constant} is not JSON")
+    return json.loads(read_trace_text(path), parse_constant=reject)
 
 
 def _with_exact_times(event):

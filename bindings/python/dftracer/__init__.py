@@ -11,13 +11,12 @@ import os
 import sys
 
 from . import _core
+from .python import _process
 
 __version__ = "0.1.0"
 
 
 def _started():
-    from .python import _process
-
     _process.tracing_started(from_env=True)
 
 
@@ -42,6 +41,9 @@ def _init_forked_from_env():
     if not _core.enabled() and _core.init_from_env():
         _started()
 
+
+# Before tracing can start: a Ctrl-C'd program must finalize too.
+_process.install_exit_hook()
 
 # One logger per process, shared with C/C++ code in the same process (they
 # all link libdftracer_core.so). The core reads DFTRACER_* once.

@@ -11,7 +11,14 @@ that its file is complete.
   was started by initialize_log() rather than by the environment,
   initialize_log() puts DFTRACER_ENABLE/DFTRACER_LOG_FILE/DFTRACER_DATA_DIR
   into os.environ so children inherit them; finalize() restores them.
+- exit: the core's C atexit handler finalizes a normal exit, but a Python
+  program stopped by Ctrl-C never reaches it: after an uncaught
+  KeyboardInterrupt, CPython finalizes the interpreter and then kills
+  itself with SIGINT (default action) so the shell sees the signal, and
+  C atexit handlers do not run. Python's own atexit handlers do (inside
+  Py_FinalizeEx), so the package finalizes there too (install_exit_hook).
 """
+import atexit
 import os
 
 from .. import _core
@@ -40,6 +47,22 @@ def _after_mp_fork(_obj):
 
         # Lowest priority: after every other finalizer of the child.
         mpu.Finalize(None, _finalize_in_child, exitpriority=-(2**31))
+
+
+def _finalize_at_exit():
+    try:
+        _core.finalize()  # a no-op when tracing is off or already finalized
+    except Exception:  # never turn an exit into a traceback
+        pass
+
+
+def install_exit_hook():
+    """Finalizes the trace from Python's exit path (see module doc).
+
+    Called once, when the package is imported: handlers run last-registered
+    first, so registering early lets atexit handlers the program registers
+    later still record into the trace before it is closed."""
+    atexit.register(_finalize_at_exit)
 
 
 def _install_hooks():

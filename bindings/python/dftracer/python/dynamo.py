@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 from typing import Any, Callable
 
@@ -53,12 +54,17 @@ __all__ = [
 
 
 def _json_value(v: Any) -> Any:
-    if isinstance(v, (bool, int, float, str)) or v is None:
+    if isinstance(v, float):
+        # NaN and +-inf have no JSON form (json.dumps writes the invalid
+        # `NaN`, which the core rejects): a diverged loss is written as null,
+        # as the formatter writes non-finite record args.
+        return v if math.isfinite(v) else None
+    if isinstance(v, (bool, int, str)) or v is None:
         return v
     if isinstance(v, (tuple, list)):
         return [_json_value(x) for x in v]
     if isinstance(v, torch.Tensor) and v.numel() == 1:
-        return v.item()
+        return _json_value(v.item())
     return str(v)
 
 
@@ -66,7 +72,7 @@ def _tags_fragment(tags: dict) -> str:
     members = {k: _json_value(v) for k, v in tags.items() if v is not None}
     if not members:
         return ""
-    return json.dumps(members, separators=(",", ":"))[1:-1]
+    return json.dumps(members, separators=(",", ":"), allow_nan=False)[1:-1]
 
 
 class Dynamo:
@@ -146,8 +152,14 @@ class Dynamo:
         if i is None:
             merged = dict(self.tags)
             merged.update(site)
-            frag = _tags_fragment(merged)
-            i = dynamo_backend._core.dynamo_intern_fragment(frag) if frag else 0
+            try:
+                frag = _tags_fragment(merged)
+                i = dynamo_backend._core.dynamo_intern_fragment(frag) if frag else 0
+            except Exception as e:  # runs inside the compiled call: never raise into the training step
+                dynamo_backend._warn_once("tags", f"Dynamo tags {sorted(map(str, merged))} cannot be written "
+                                          f"({type(e).__name__}: {e}); "
+                                          "calls with these tags are traced without them")
+                i = 0
             with self._lock:
                 if key[0] == self._version:
                     self._ids[key] = i

@@ -45,6 +45,22 @@ def _merge_typed_args(args, int_args, float_args, string_args):
     return merged
 
 
+def _holds_events():
+    """True when the current session recorded (or lost) any event: its
+    counters cover threads that have exited too, and never go down."""
+    st = _core.stats()
+    return st["events_recorded"] > 0 or st["events_dropped"] > 0
+
+
+def _remove_trace_file(path):
+    """Removes an empty trace file and, for .pfw.gz, its member index."""
+    for p in (path, path + ".idx") if path.endswith(".gz") else (path,):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
 class dftracer:
     """The process's trace logger (pydftracer's class of the same name)."""
 
@@ -91,15 +107,14 @@ class dftracer:
             # another prefix. If nothing was recorded yet, move to the file
             # the program asks for (dropping the empty one); otherwise keep
             # the file that already holds events.
-            if _core.stats()["events_recorded"] == 0:
-                _core.finalize()
-                try:
-                    os.unlink(current)
-                except OSError:
-                    pass
-            else:
+            if _holds_events():
                 warn(f"initialize_log({logfile!r}) ignored: tracing already writes {current}")
                 return instance
+            _core.finalize()
+            # Asked again after finalize: an event recorded between the two
+            # calls (another thread) keeps its file, finalized.
+            if not _holds_events():
+                _remove_trace_file(current)
 
         rc = _core.init(prefix, data_dir, int(process_id))
         if rc == 0 and _core.enabled():
