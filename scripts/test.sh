@@ -30,10 +30,10 @@ ctest --test-dir build -j "$JOBS" --output-on-failure --timeout 600
 step "ThreadSanitizer: buffer, writer and compile-capture tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_SANITIZE=thread \
   -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
-cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_test dynamo_concurrency_test
+cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_test core_process_test dynamo_concurrency_test
 DFTRACER_TEST_SCALE=0.02 TSAN_OPTIONS="halt_on_error=1" \
   ctest --test-dir build-tsan -j "$JOBS" --output-on-failure \
-  -R '^(core\.(Recording|Lifecycle|Overflow)|dynamo\.Concurrent)\.'
+  -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent)'
 
 step "Python package"
 "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
