@@ -10,9 +10,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "gzip_members.hpp"
@@ -69,11 +71,6 @@ const char* unsupported_cpu_reason() {
            "-DDFTRACER_ANALYZE_ARCH= for a portable one";
 #endif
   return nullptr;
-}
-
-unsigned default_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? n : 1;
 }
 
 // ---------------------------------------------------------------------------
@@ -387,8 +384,11 @@ struct Worker {
   // and the buffer keeps the resident size at a few MiB whatever the file size.
   void run_plain(const FileState& f, const Unit& u) {
     size_t block = 8u << 20;
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a path swapped for a FIFO since expansion must not block the open.
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) throw InputError("cannot open " + f.path + ": " + std::strerror(errno));
+    // Closed however this returns: a consumer may throw (a write error in merge).
+    std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* p) { ::close(*p); });
     buf_.resize(block + kLinePadding);
     size_t carry = 0;  // bytes of an unfinished line at the start of buf_
     uint64_t pos = u.begin;
@@ -399,11 +399,7 @@ struct Worker {
       }
       size_t want = static_cast<size_t>(std::min<uint64_t>(u.end - pos, block - carry));
       ssize_t got = want ? ::pread(fd, buf_.data() + carry, want, static_cast<off_t>(pos)) : 0;
-      if (got < 0) {
-        int e = errno;
-        ::close(fd);
-        throw InputError("cannot read " + f.path + ": " + std::strerror(e));
-      }
+      if (got < 0) throw InputError("cannot read " + f.path + ": " + std::strerror(errno));
       pos += static_cast<uint64_t>(got);
       size_t have = carry + static_cast<size_t>(got);
       bool at_end = got == 0 || pos >= u.end;
@@ -428,7 +424,6 @@ struct Worker {
       progress->add(static_cast<uint64_t>(got));
       if (at_end) break;
     }
-    ::close(fd);
     stats.json_bytes += u.end - u.begin;
     stats.input_bytes += u.end - u.begin;
   }
@@ -652,24 +647,46 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     }
   }
 
+  // No more threads than pieces: each worker holds ~1 MiB of inflate window.
+  const size_t nworkers = std::max<size_t>(1, std::min(nthreads, units.size()));
   Progress progress(options.progress, total_bytes);
   std::vector<std::unique_ptr<Worker>> workers;
-  for (size_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>(consumers[t], &progress));
+  for (size_t t = 0; t < nworkers; ++t) workers.push_back(std::make_unique<Worker>(consumers[t], &progress));
   std::atomic<size_t> next{0};
-  auto work = [&](Worker& w) {
-    for (size_t k; (k = next.fetch_add(1)) < units.size();) {
-      Unit& u = units[k];
-      const FileState& f = files[u.file];
-      w.consumer->begin_piece(u.file);
-      if (f.layout == Layout::Document) w.run_document(f, u.file);
-      else if (f.gz) w.run_gz(f, u);
-      else w.run_plain(f, u);
+  // An exception must not leave a worker thread (std::terminate): the first
+  // one is kept, the other workers stop at their next piece, and the calling
+  // thread rethrows it once every thread is joined.
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  std::exception_ptr first_error;
+  auto work = [&](size_t t) {
+    Worker& w = *workers[t];
+    try {
+      for (size_t k; !failed.load(std::memory_order_relaxed) && (k = next.fetch_add(1)) < units.size();) {
+        Unit& u = units[k];
+        const FileState& f = files[u.file];
+        w.consumer->begin_piece(u.file);
+        if (f.layout == Layout::Document) w.run_document(f, u.file);
+        else if (f.gz) w.run_gz(f, u);
+        else w.run_plain(f, u);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(error_mu);
+      if (!first_error) first_error = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
     }
   };
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < nthreads; ++t) threads.emplace_back(work, std::ref(*workers[t]));
-  work(*workers[0]);
+  for (size_t t = 1; t < nworkers; ++t) {
+    try {
+      threads.emplace_back(work, t);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running share the pieces
+    }
+  }
+  work(0);
   for (auto& th : threads) th.join();
+  if (first_error) std::rethrow_exception(first_error);
 
   // Join the lines that straddle two gzip pieces, and check the pieces met.
   Worker& w0 = *workers[0];

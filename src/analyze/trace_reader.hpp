@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "reader_threads.hpp"
 
 namespace dftracer::analyze {
 
@@ -63,16 +64,16 @@ struct ReadOptions {
 // exist, a glob that matches nothing, or an unreadable file.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths);
 
-// Reads `files` with one thread per consumer. Throws InputError when a file
-// vanished or became unreadable after expansion.
+// Reads `files` with up to one thread per consumer (no more threads than work
+// pieces). Throws InputError when a file vanished or became unreadable after
+// expansion. An exception thrown on a reader thread (a consumer's write error,
+// a failed read) stops the other threads at their next piece and is rethrown
+// here, on the calling thread, after they have all been joined.
 ReadStats read_traces(const std::vector<std::string>& files, const std::vector<LineConsumer*>& consumers,
                       const ReadOptions& options = {});
 
 // Non-null when this CPU lacks an instruction set the analyzer was compiled
 // for (see DFTRACER_ANALYZE_ARCH): the reason, to print before anything runs.
 const char* unsupported_cpu_reason();
-
-// Threads to use by default: the machine's hardware threads (at least 1).
-unsigned default_threads();
 
 }  // namespace dftracer::analyze

@@ -162,7 +162,7 @@ ReadStats BatchQueue::stats() {
 EventStream::EventStream(std::vector<std::string> files, StreamOptions opt)
     : files_(std::move(files)), opt_(std::move(opt)), queue_(opt_.queue_capacity) {
   if (opt_.batch_size == 0) opt_.batch_size = 1;
-  if (opt_.threads == 0) opt_.threads = 1;
+  opt_.threads = useful_threads(files_, opt_.threads, ReadOptions{});  // one BatchBuilder per thread it will run
   for (unsigned t = 0; t < opt_.threads; ++t) builders_.push_back(std::make_unique<BatchBuilder>(opt_, queue_));
   thread_ = std::thread([this] { run(); });
 }

@@ -30,7 +30,9 @@ void check_cpu() {
   if (const char* why = unsupported_cpu_reason()) throw std::runtime_error(why);
 }
 
-unsigned thread_count(long threads) { return threads > 0 ? static_cast<unsigned>(threads) : default_threads(); }
+// 0: all cores (Python's threads=None); otherwise 1..kMaxThreads, else
+// std::invalid_argument (ValueError). The library then clamps to the work.
+unsigned thread_count(long long threads) { return threads == 0 ? default_threads() : checked_threads(threads); }
 
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths) {
   std::vector<std::string> files = expand_inputs(paths);
@@ -111,7 +113,7 @@ nb::dict batch_dict(EventBatch& b) {
   return d;
 }
 
-nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long threads) {
+nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
   Summary s;
@@ -166,7 +168,7 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   return out;
 }
 
-nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long threads) {
+nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long long threads) {
   check_cpu();
   MergeResult r;
   {
@@ -180,7 +182,7 @@ nb::dict py_merge(const std::vector<std::string>& paths, const std::string& outp
   return out;
 }
 
-EventStream* py_open_events(const std::vector<std::string>& paths, size_t batch_size, long threads, bool raw_args,
+EventStream* py_open_events(const std::vector<std::string>& paths, size_t batch_size, long long threads, bool raw_args,
                             const std::string& ph, size_t queue_capacity) {
   check_cpu();
   StreamOptions opt;
@@ -229,6 +231,7 @@ NB_MODULE(_analyze, m) {
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("default_threads", &default_threads);
+  m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.
   m.attr("EVENT_COLUMN_KINDS") = event_column_kinds();
   nb::list summary_columns;

@@ -21,6 +21,7 @@ FileNotFoundError naming it.
 Importing this module needs neither torch nor pandas; summary() and
 events(format="pandas") import pandas when called.
 """
+import numbers
 import os
 import warnings
 
@@ -67,10 +68,15 @@ def _path_list(paths):
 
 
 def _threads(threads):
+    """One rule for every function: None = all cores, else an int from 1 to MAX_THREADS
+    (the reader then uses no more than the cores and the pieces of input there are)."""
     if threads is None:
         return 0  # all cores
-    if int(threads) < 1:
-        raise ValueError(f"threads must be at least 1, not {threads!r}")
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError(f"threads must be an int or None, not {threads!r}")
+    limit = _module().MAX_THREADS
+    if not 1 <= threads <= limit:
+        raise ValueError(f"threads must be between 1 and {limit}, not {threads!r}")
     return int(threads)
 
 
@@ -93,7 +99,8 @@ def summary(paths, by="name", top=None, threads=None):
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
     top: keep the `top` groups with the most time (None: all).
-    threads: reader threads (None: all cores).
+    threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
+        or the pieces of input there are; anything else raises ValueError).
 
     Columns: the key column(s) (str; events without the field are grouped as "(none)"),
     then count (uint64), total_us, mean_us, min_us, p50_us, p95_us, max_us (microseconds),
@@ -149,7 +156,8 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
         absent); args (the event's args object as raw JSON text, "" when it has
         none; left out with raw_args=False, which also makes reading faster).
     ph: keep only events with this "ph" ("X" for complete events, "M" for metadata).
-    threads: reader threads. With 1 (default) batches follow file order (except
+    threads: reader threads (None: all cores; else 1 to 1024, as for summary()).
+        With 1 (default) batches follow file order (except
         lines at the seams of parallel gzip pieces, which come at the end); with
         more, batches of different file pieces interleave.
 
@@ -162,7 +170,7 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
         raise ValueError(f"format must be 'pandas' or 'numpy', not {format!r}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
-    stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads) if threads else 1,
+    stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads),
                                    bool(raw_args), ph or "")
     return EventBatches(stream, format)
 
