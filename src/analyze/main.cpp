@@ -43,6 +43,8 @@ const char* kUsage =
     "  --threads N     reader threads, 1 to 1024 (default: all cores; never more than the\n"
     "                  cores or the pieces of input there are)\n"
     "  --no-progress   no progress bar (it only shows when stderr is a terminal)\n"
+    "  --max-line-mib N      skip (and count) lines longer than N MiB (default 16)\n"
+    "  --max-document-mib N  skip (and count) whole-document JSON larger than N MiB (default 1024)\n"
     "\n"
     "Bad input (garbage or half lines, wrongly typed fields, truncated gzip members, empty files) is\n"
     "skipped and counted in one line on stderr; the exit status is 0 when any event was read, 1 when\n"
@@ -73,6 +75,8 @@ long long parse_bounded(const std::string& opt, const char* v, long long lo, lon
   return n;
 }
 
+constexpr long long kMaxLimitMib = 1 << 20;  // 1 TiB: a size limit, not a wish
+
 struct Args {
   std::string command;
   std::vector<std::string> paths;
@@ -82,6 +86,8 @@ struct Args {
   unsigned threads = default_threads();
   bool progress = true;
   bool epoch_ts = false;
+  uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
+  uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -110,6 +116,8 @@ Args parse_args(int argc, char** argv) {
       a.top_set = true;
     } else if (s == "-o" || s == "--output") a.out = value();
     else if (s == "--threads") a.threads = checked_threads(parse_bounded(s, value(), 1, kMaxThreads));
+    else if (s == "--max-line-mib") a.max_line_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
+    else if (s == "--max-document-mib") a.max_document_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--epoch-ts") a.epoch_ts = true;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
@@ -144,6 +152,8 @@ int main(int argc, char** argv) {
   Args a = parse_args(argc, argv);
   ReadOptions ro;
   ro.progress = a.progress;
+  ro.max_line_bytes = a.max_line_mib << 20;
+  ro.max_document_bytes = a.max_document_mib << 20;
   // A bad --by is a usage error, found before any input is read.
   std::vector<GroupKey> keys;
   if (a.command == "summary") {

@@ -96,3 +96,33 @@ def test_threads_beyond_the_work_read_everything(tmp_path):
     assert sum(len(b) for b in da.events(src, threads=1024)) == 10
     assert sum(len(b) for b in da.events(src, threads=None)) == 10
     assert da.merge(src, str(tmp_path / "m.json"), threads=1024)["events_written"] >= 10
+
+
+def _write_trace_with_long_line(path, long_bytes):
+    with open(path, "w") as f:
+        f.write("[\n")
+        f.write(json.dumps({"name": "small", "ph": "X", "ts": 1, "dur": 1}) + ",\n")
+        f.write(json.dumps({"name": "big", "ph": "X", "ts": 2, "dur": 1, "args": {"pad": "a" * long_bytes}}) + ",\n")
+        f.write(json.dumps({"name": "after", "ph": "X", "ts": 3, "dur": 1}) + ",\n")
+    return str(path)
+
+
+def test_size_limits_skip_and_count_oversized_lines(tmp_path):
+    src = _write_trace_with_long_line(tmp_path / "t.pfw", 2 << 20)
+    with pytest.warns(da.SkippedInputWarning, match="1 line or document over the size limit"):
+        df = da.summary(src, max_line_mib=1)
+    assert sorted(df["name"]) == ["after", "small"]
+    assert df.attrs["stats"]["oversized"] == 1
+    assert df.attrs["stats"]["skipped_lines"] == 1
+    assert sorted(da.summary(src)["name"]) == ["after", "big", "small"]  # default: 16 MiB
+    it = da.events(src, max_line_mib=1)
+    with pytest.warns(da.SkippedInputWarning):
+        names = sorted(n for b in it for n in b["name"].astype(str))
+    assert names == ["after", "small"]
+    assert it.stats["oversized"] == 1
+    with pytest.warns(da.SkippedInputWarning):
+        assert da.merge(src, str(tmp_path / "m.json"), max_line_mib=1)["stats"]["oversized"] == 1
+    with pytest.raises(ValueError, match="a size limit must be 1 to 1048576 MiB, not 0"):
+        da.summary(src, max_line_mib=0)
+    with pytest.raises(TypeError, match="max_document_mib must be an int or None"):
+        da.summary(src, max_document_mib=1.5)

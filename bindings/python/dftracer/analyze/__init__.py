@@ -90,7 +90,18 @@ def files(paths):
     return list(_module().expand_inputs(_path_list(paths)))
 
 
-def summary(paths, by="name", top=None, threads=None):
+def _limits(max_line_mib, max_document_mib):
+    """The reader's size limits as keyword arguments of the extension (None: the default)."""
+    out = {}
+    for name, v in (("max_line_mib", max_line_mib), ("max_document_mib", max_document_mib)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name} must be an int or None, not {v!r}")
+            out[name] = int(v)
+    return out
+
+
+def summary(paths, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by total time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
@@ -101,6 +112,9 @@ def summary(paths, by="name", top=None, threads=None):
     top: keep the `top` groups with the most time (None: all).
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
         or the pieces of input there are; anything else raises ValueError).
+    max_line_mib, max_document_mib: size limits (default 16 and 1024 MiB): a longer
+        line, or a larger whole-document JSON, is skipped and counted in
+        stats["oversized"] (a gzip bomb costs memory up to the limit, no more).
 
     Columns: the key column(s) (str; events without the field are grouped as "(none)"),
     then count (uint64), total_us, mean_us, min_us, p50_us, p95_us, max_us (microseconds),
@@ -121,7 +135,8 @@ def summary(paths, by="name", top=None, threads=None):
         top = 0
     elif int(top) < 1:
         raise ValueError(f"top must be a positive number of groups or None, not {top!r}")
-    raw = _module().summary(_path_list(paths), by, int(top), _threads(threads))
+    raw = _module().summary(_path_list(paths), by, int(top), _threads(threads),
+                            **_limits(max_line_mib, max_document_mib))
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
@@ -130,15 +145,17 @@ def summary(paths, by="name", top=None, threads=None):
     return df
 
 
-def merge(paths, output, threads=None):
+def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
     Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats"}."""
-    r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads))
+    r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads),
+                        **_limits(max_line_mib, max_document_mib))
     _warn_skipped(r["stats"])
     return r
 
 
-def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1):
+def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1, max_line_mib=None,
+           max_document_mib=None):
     """Iterate over every decoded event of PATHS in batches of at most `batch_size` events.
 
     format="pandas" (default): each batch is a DataFrame; the string columns (name, cat,
@@ -171,7 +188,7 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
     stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads),
-                                   bool(raw_args), ph or "")
+                                   bool(raw_args), ph or "", **_limits(max_line_mib, max_document_mib))
     return EventBatches(stream, format)
 
 
