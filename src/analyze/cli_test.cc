@@ -1,30 +1,12 @@
 // The command end to end: exit statuses, the one-line stderr summary, formats.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include "trace_files.hpp"
-
-#ifndef DFTRACER_ANALYZE_EXE
-#error "DFTRACER_ANALYZE_EXE must name the dftracer-analyze binary"
-#endif
+#include "cli_run.hpp"
 
 namespace dftracer::analyze::testing {
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-CliRun run(const TempDir& d, const std::string& args) {
-  std::string cmd = std::string(DFTRACER_ANALYZE_EXE) + " " + args + " >" + d.file("stdout") + " 2>" + d.file("stderr");
-  int rc = std::system(cmd.c_str());
-  CliRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = read_file(d.file("stdout"));
-  r.err = read_file(d.file("stderr"));
-  return r;
-}
+CliRun run(const TempDir& d, const std::string& args) { return run_cli(d, args); }
 
 TEST(Cli, SummaryFormatsAndExitStatuses) {
   TempDir d;

@@ -29,7 +29,9 @@ enum class IndexStatus { Absent, Usable, Invalid };
 // Loads `<gz_path>.idx`. Usable only when the entries tile the file from offset 0
 // without gaps and each starts with a gzip header; entries may stop short of the
 // end of the file (members written after the index was), the reader then walks
-// the rest. Anything else is Invalid and the reader falls back to scanning.
+// the rest. Anything else is Invalid and the reader falls back to scanning,
+// including an .idx that is not a regular file (a FIFO, a device) or is larger
+// than any index of this file could be (5x the file plus 4 KiB).
 IndexStatus load_gzip_index(const std::string& gz_path, const uint8_t* data, size_t size,
                             std::vector<GzipIndexEntry>& out);
 

@@ -1,16 +1,16 @@
 // dftracer-analyze: summary, merge and report over .pfw / .pfw.gz / Chrome JSON traces.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "merge.hpp"
+#include "output_file.hpp"
 #include "report.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
@@ -40,12 +40,16 @@ const char* kUsage =
     "              --top N        ops in the top-ops chart (default 20)\n"
     "\n"
     "common options:\n"
-    "  --threads N     reader threads (default: all cores)\n"
+    "  --threads N     reader threads, 1 to 1024 (default: all cores; never more than the\n"
+    "                  cores or the pieces of input there are)\n"
     "  --no-progress   no progress bar (it only shows when stderr is a terminal)\n"
+    "  --max-line-mib N      skip (and count) lines longer than N MiB (default 16)\n"
+    "  --max-document-mib N  skip (and count) whole-document JSON larger than N MiB (default 1024)\n"
     "\n"
     "Bad input (garbage or half lines, wrongly typed fields, truncated gzip members, empty files) is\n"
     "skipped and counted in one line on stderr; the exit status is 0 when any event was read, 1 when\n"
-    "none was, 2 for a usage error or a missing or unreadable path.\n";
+    "none was, 2 for a usage error, a missing or unreadable path, an output that is one of the inputs,\n"
+    "or an output that could not be written.\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "dftracer-analyze: %s\n(run 'dftracer-analyze --help' for usage)\n", msg.c_str());
@@ -59,6 +63,20 @@ size_t parse_count(const std::string& opt, const char* v) {
   return static_cast<size_t>(n);
 }
 
+// An integer option in [lo, hi]: anything else (0 or huge --threads, text,
+// a value that overflows) is one line and exit 2, never a wrapped value.
+long long parse_bounded(const std::string& opt, const char* v, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (!*v || *end || errno == ERANGE || n < lo || n > hi)
+    usage_error(opt + " needs an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not '" + v +
+                "'");
+  return n;
+}
+
+constexpr long long kMaxLimitMib = 1 << 20;  // 1 TiB: a size limit, not a wish
+
 struct Args {
   std::string command;
   std::vector<std::string> paths;
@@ -68,6 +86,8 @@ struct Args {
   unsigned threads = default_threads();
   bool progress = true;
   bool epoch_ts = false;
+  uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
+  uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -95,10 +115,10 @@ Args parse_args(int argc, char** argv) {
       a.top = parse_count(s, value());
       a.top_set = true;
     } else if (s == "-o" || s == "--output") a.out = value();
-    else if (s == "--threads") {
-      a.threads = static_cast<unsigned>(parse_count(s, value()));
-      if (a.threads == 0) usage_error("--threads must be at least 1");
-    } else if (s == "--no-progress") a.progress = false;
+    else if (s == "--threads") a.threads = checked_threads(parse_bounded(s, value(), 1, kMaxThreads));
+    else if (s == "--max-line-mib") a.max_line_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
+    else if (s == "--max-document-mib") a.max_document_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
+    else if (s == "--no-progress") a.progress = false;
     else if (s == "--epoch-ts") a.epoch_ts = true;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
     else a.paths.push_back(s);
@@ -132,6 +152,8 @@ int main(int argc, char** argv) {
   Args a = parse_args(argc, argv);
   ReadOptions ro;
   ro.progress = a.progress;
+  ro.max_line_bytes = a.max_line_mib << 20;
+  ro.max_document_bytes = a.max_document_mib << 20;
   // A bad --by is a usage error, found before any input is read.
   std::vector<GroupKey> keys;
   if (a.command == "summary") {
@@ -145,19 +167,14 @@ int main(int argc, char** argv) {
     std::vector<std::string> files = expand_inputs(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     if (a.command == "summary") {
+      if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
       Summary s = summarize(files, keys, a.top, a.threads, ro);
       std::ostringstream os;
       if (a.format == "json") write_summary_json(os, s);
       else if (a.format == "csv") write_summary_csv(os, s);
       else write_summary_table(os, s);
-      if (a.out.empty()) {
-        std::cout << os.str();
-        std::cout.flush();
-      } else {
-        std::ofstream f(a.out, std::ios::binary);
-        f << os.str();
-        if (!f) throw InputError("cannot write " + a.out);
-      }
+      if (a.out.empty()) write_stdout(os.str());
+      else write_output_file(a.out, os.str());
       return finish(s.stats);
     }
     if (a.command == "merge") {

@@ -1,5 +1,8 @@
 #include "merge.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
 
 namespace dftracer::analyze {
@@ -22,7 +26,9 @@ namespace ondemand = simdjson::ondemand;
 
 namespace {
 
-// The single output stream; threads hand it whole blocks of events.
+// The single output stream; threads hand it whole blocks of events. A failed
+// write throws InputError on the writing thread (the reader carries it to the
+// caller) and every later call throws again, so nothing is written after a gap.
 class OutputSink {
  public:
   explicit OutputSink(const std::string& path) : path_(path) {
@@ -58,15 +64,22 @@ class OutputSink {
   void close() {
     std::lock_guard<std::mutex> lk(mu_);
     write(nullptr, 0, true);
-    if (std::fflush(file_) != 0 || std::ferror(file_)) throw InputError("write error on " + path_);
-    std::fclose(file_);
+    if (std::fflush(file_) != 0 || std::ferror(file_)) fail();
+    std::FILE* f = file_;
     file_ = nullptr;
+    if (std::fclose(f) != 0) fail();
   }
 
  private:
+  [[noreturn]] void fail() {
+    if (error_.empty()) error_ = "cannot write " + path_ + ": " + std::strerror(errno ? errno : EIO);
+    throw InputError(error_);
+  }
+
   void write(const char* p, size_t n, bool finish) {
+    if (!error_.empty()) throw InputError(error_);  // the first failure, again: nothing after a gap
     if (!gz_) {
-      if (n && std::fwrite(p, 1, n, file_) != n) throw InputError("write error on " + path_);
+      if (n && std::fwrite(p, 1, n, file_) != n) fail();
       return;
     }
     zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
@@ -78,7 +91,7 @@ class OutputSink {
       zs_.avail_out = sizeof out;
       rc = deflate(&zs_, finish ? Z_FINISH : Z_NO_FLUSH);
       size_t got = sizeof out - zs_.avail_out;
-      if (got && std::fwrite(out, 1, got, file_) != got) throw InputError("write error on " + path_);
+      if (got && std::fwrite(out, 1, got, file_) != got) fail();
     } while (zs_.avail_out == 0 || (finish && rc != Z_STREAM_END));
   }
 
@@ -88,6 +101,7 @@ class OutputSink {
   z_stream zs_{};
   std::mutex mu_;
   bool first_ = true;
+  std::string error_;  // the first write error; set: every later write fails with it
 };
 
 using Track = std::pair<std::string, std::string>;  // pid, tid as JSON tokens
@@ -261,8 +275,15 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
   int64_t best = -1;
   std::vector<char> buf(1 << 20);
   for (const std::string& f : files) {
-    gzFile g = gzopen(f.c_str(), "rb");  // reads plain files as they are, too
-    if (g == nullptr) continue;
+    // O_NONBLOCK and the fstat: a path swapped for a FIFO must not block.
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) continue;
+    struct stat st {};
+    gzFile g = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? gzdopen(fd, "rb") : nullptr;  // plain files too
+    if (g == nullptr) {
+      ::close(fd);
+      continue;
+    }
     int n = gzread(g, buf.data(), static_cast<unsigned>(buf.size()));
     gzclose(g);
     if (n <= 0) continue;
@@ -283,7 +304,9 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
 
 MergeResult merge_traces(const std::vector<std::string>& files, const std::string& out_path, unsigned threads,
                          const ReadOptions& options, bool epoch_ts) {
-  threads = std::max(1u, threads);
+  // Before anything is opened for writing: the output would truncate the input.
+  refuse_input_as_output(out_path, files);
+  threads = useful_threads(files, threads, options);
   MergeResult res;
   if (!epoch_ts) {
     // Whole seconds, an hour before the earliest leading event: later events

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <unordered_map>
 
 #include "event_decoder.hpp"
+#include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
 #include "trace_time.hpp"
 
@@ -201,7 +202,8 @@ document.body.setAttribute("data-rendered","yes");
 
 ReportResult write_report(const std::vector<std::string>& files, const std::string& out_path, size_t top_n,
                           unsigned threads, const ReadOptions& options) {
-  threads = std::max(1u, threads);
+  refuse_input_as_output(out_path, files);
+  threads = useful_threads(files, threads, options);
   std::vector<std::unique_ptr<ReportConsumer>> cons;
   std::vector<LineConsumer*> ptrs;
   for (unsigned t = 0; t < threads; ++t) {
@@ -263,10 +265,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   }
   std::string page = kPage;
   page.replace(page.find("@DATA@"), 6, safe);
-  std::ofstream f(out_path, std::ios::binary);
-  f << page;
-  f.close();
-  if (!f) throw InputError("cannot write " + out_path);
+  write_output_file(out_path, page);
   return res;
 }
 

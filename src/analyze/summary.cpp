@@ -263,7 +263,7 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
 
 Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
                   unsigned threads, const ReadOptions& options) {
-  threads = std::max(1u, threads);
+  threads = useful_threads(files, threads, options);
   std::vector<std::unique_ptr<SummaryAggregator>> aggs;
   std::vector<LineConsumer*> consumers;
   for (unsigned t = 0; t < threads; ++t) {

@@ -148,20 +148,23 @@ struct Collected {
   std::multiset<std::string> names;
 };
 
-inline Collected collect(const std::vector<std::string>& files, unsigned threads = 2,
-                         uint64_t min_piece = 1) {
+inline Collected collect(const std::vector<std::string>& files, unsigned threads, const ReadOptions& opt) {
   std::vector<std::unique_ptr<NameCollector>> cs;
   std::vector<LineConsumer*> ptrs;
   for (unsigned i = 0; i < threads; ++i) {
     cs.push_back(std::make_unique<NameCollector>());
     ptrs.push_back(cs.back().get());
   }
-  ReadOptions opt;
-  opt.min_piece_bytes = min_piece;  // tiny pieces: exercise the splitting
   Collected c;
   c.stats = read_traces(files, ptrs, opt);
   for (auto& x : cs) c.names.insert(x->names.begin(), x->names.end());
   return c;
+}
+
+inline Collected collect(const std::vector<std::string>& files, unsigned threads = 2, uint64_t min_piece = 1) {
+  ReadOptions opt;
+  opt.min_piece_bytes = min_piece;  // tiny pieces: exercise the splitting
+  return collect(files, threads, opt);
 }
 
 }  // namespace dftracer::analyze::testing

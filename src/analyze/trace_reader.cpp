@@ -10,9 +10,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "gzip_members.hpp"
@@ -36,11 +38,12 @@ void ReadStats::add(const ReadStats& o) {
   empty_files += o.empty_files;
   bad_indexes += o.bad_indexes;
   boundary_mismatches += o.boundary_mismatches;
+  oversized += o.oversized;
 }
 
 bool ReadStats::any_problem() const {
   return malformed || bad_fields || truncated_members || corrupt_members || empty_files || bad_indexes ||
-         boundary_mismatches;
+         boundary_mismatches || oversized;
 }
 
 std::string ReadStats::problems_line() const {
@@ -57,6 +60,7 @@ std::string ReadStats::problems_line() const {
   part(empty_files, "empty file", "empty files");
   part(bad_indexes, "mismatched .idx sidecar (scanned instead)", "mismatched .idx sidecars (scanned instead)");
   part(boundary_mismatches, "gzip piece boundary mismatch", "gzip piece boundary mismatches");
+  part(oversized, "line or document over the size limit", "lines or documents over the size limit");
   if (!s.empty()) s += " (read " + std::to_string(events) + " events from " + std::to_string(files) + " files)";
   return s;
 }
@@ -69,11 +73,6 @@ const char* unsupported_cpu_reason() {
            "-DDFTRACER_ANALYZE_ARCH= for a portable one";
 #endif
   return nullptr;
-}
-
-unsigned default_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? n : 1;
 }
 
 // ---------------------------------------------------------------------------
@@ -154,9 +153,14 @@ inline bool is_gz(const std::string& path) { return path.size() > 3 && path.comp
 struct LineSink {
   LineConsumer* consumer;
   ReadStats* stats;
+  uint64_t max_line;
   std::vector<char> scratch;
 
   void line(const char* p, size_t len, size_t readable_after) {
+    if (len > max_line) {
+      ++stats->oversized;  // never parsed: a parse holds a multiple of its size
+      return;
+    }
     std::string_view raw(p, len);
     std::string_view s = strip_trace_line(raw);
     if (s.empty()) {
@@ -189,6 +193,13 @@ struct LineSink {
   }
 };
 
+// Appends no more than keeps `s` one byte over `max`: a line over the limit
+// stays over it (and is counted as oversized when handed over) but holds no
+// more memory than that, however long it really is.
+inline void append_capped(std::string& s, const char* p, size_t n, uint64_t max) {
+  if (s.size() <= max) s.append(p, static_cast<size_t>(std::min<uint64_t>(n, max + 1 - s.size())));
+}
+
 // Reassembles lines from inflated pieces. With `stash_head`, bytes up to the
 // first newline are kept aside: they may finish a line begun in the previous
 // piece of the file, which another thread read.
@@ -201,10 +212,11 @@ class LineAssembler {
     if (stashing_) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', n));
       if (!nl) {
-        head_.append(p, n);
+        append_capped(head_, p, n, sink_.max_line);
         return;
       }
-      head_.append(p, nl + 1 - p);
+      append_capped(head_, p, nl - p, sink_.max_line);
+      head_ += '\n';
       head_complete_ = true;
       stashing_ = false;
       p = nl + 1;
@@ -213,10 +225,10 @@ class LineAssembler {
     if (!carry_.empty()) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
       if (!nl) {
-        carry_.append(p, end - p);
+        append_capped(carry_, p, end - p, sink_.max_line);
         return;
       }
-      carry_.append(p, nl - p);
+      append_capped(carry_, p, nl - p, sink_.max_line);
       flush_carry();
       p = nl + 1;
     }
@@ -224,14 +236,14 @@ class LineAssembler {
     // the last, unterminated piece waits for the next feed.
     const char* last_nl = static_cast<const char*>(memrchr(p, '\n', end - p));
     if (!last_nl) {
-      carry_.append(p, end - p);
+      append_capped(carry_, p, end - p, sink_.max_line);
       return;
     }
     buf_.assign(p, last_nl);  // copy into a padded buffer: the window is reused
     buf_.resize(buf_.size() + kLinePadding);
     const char* b = buf_.data();
     sink_.lines(b, b + (last_nl - p), b + buf_.size());
-    carry_.append(last_nl + 1, end - last_nl - 1);
+    append_capped(carry_, last_nl + 1, end - last_nl - 1, sink_.max_line);
   }
 
   // Drops a partial line (a member that broke off mid-line).
@@ -380,33 +392,55 @@ struct Worker {
   Progress* progress;
   std::vector<char> buf_;
 
-  Worker(LineConsumer* c, Progress* p) : consumer(c), sink{c, &stats, {}}, progress(p) {}
+  uint64_t max_document;
+
+  Worker(LineConsumer* c, Progress* p, const ReadOptions& o)
+      : consumer(c), sink{c, &stats, std::max<uint64_t>(o.max_line_bytes, 1), {}}, progress(p),
+        max_document(o.max_document_bytes) {}
 
   // Reads the range with pread() into a reused buffer rather than through the
   // mapping: page-faulting a 4 GB map costs more system time than the copy,
   // and the buffer keeps the resident size at a few MiB whatever the file size.
   void run_plain(const FileState& f, const Unit& u) {
     size_t block = 8u << 20;
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a path swapped for a FIFO since expansion must not block the open.
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) throw InputError("cannot open " + f.path + ": " + std::strerror(errno));
+    // Closed however this returns: a consumer may throw (a write error in merge).
+    std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* p) { ::close(*p); });
     buf_.resize(block + kLinePadding);
     size_t carry = 0;  // bytes of an unfinished line at the start of buf_
+    bool skipping = false;  // inside a line over the limit: drop bytes up to its newline
     uint64_t pos = u.begin;
     while (pos < u.end || carry) {
-      if (carry == block) {  // one line longer than the block: grow it
-        block *= 2;
-        buf_.resize(block + kLinePadding);
+      if (carry == block) {  // one line longer than the block: grow it, up to the line limit
+        if (block >= sink.max_line) {
+          ++stats.oversized;
+          skipping = true;
+          carry = 0;
+        } else {
+          block *= 2;
+          buf_.resize(block + kLinePadding);
+        }
       }
       size_t want = static_cast<size_t>(std::min<uint64_t>(u.end - pos, block - carry));
       ssize_t got = want ? ::pread(fd, buf_.data() + carry, want, static_cast<off_t>(pos)) : 0;
-      if (got < 0) {
-        int e = errno;
-        ::close(fd);
-        throw InputError("cannot read " + f.path + ": " + std::strerror(e));
-      }
+      if (got < 0) throw InputError("cannot read " + f.path + ": " + std::strerror(errno));
       pos += static_cast<uint64_t>(got);
       size_t have = carry + static_cast<size_t>(got);
       bool at_end = got == 0 || pos >= u.end;
+      if (skipping) {  // carry is 0: what was read continues the oversized line
+        const char* nl = static_cast<const char*>(std::memchr(buf_.data(), '\n', have));
+        progress->add(static_cast<uint64_t>(got));
+        if (!nl) {
+          if (at_end) break;
+          continue;
+        }
+        have -= static_cast<size_t>(nl + 1 - buf_.data());
+        std::memmove(buf_.data(), nl + 1, have);
+        got = 0;  // counted above
+        skipping = false;
+      }
       const char* b = buf_.data();
       const char* stop = b + have;
       if (!at_end) {
@@ -428,7 +462,6 @@ struct Worker {
       progress->add(static_cast<uint64_t>(got));
       if (at_end) break;
     }
-    ::close(fd);
     stats.json_bytes += u.end - u.begin;
     stats.input_bytes += u.end - u.begin;
   }
@@ -519,6 +552,7 @@ struct Worker {
 void Worker::run_document(const FileState& f, size_t file_index) {
   (void)file_index;
   std::string text;
+  bool over = !f.gz && f.map->size() > max_document;
   if (f.gz) {
     size_t pos = 0;
     const uint8_t* data = f.map->data();
@@ -528,20 +562,29 @@ void Worker::run_document(const FileState& f, size_t file_index) {
         break;
       }
       MemberResult r = inflater.inflate_member(data, f.map->size(), pos, [&](const char* p, size_t n) {
+        if (text.size() + n > max_document) {
+          over = true;  // stop inflating: too big to hold
+          return false;
+        }
         text.append(p, n);
         return true;
       });
+      if (over) break;
       if (r.end == MemberEnd::Truncated) ++stats.truncated_members;
       if (r.end == MemberEnd::Corrupt) ++stats.corrupt_members;
       if (r.end != MemberEnd::Complete) break;
       pos = r.next_offset;
     }
-  } else {
+  } else if (!over) {
     text.assign(f.map->chars(), f.map->size());
   }
   stats.input_bytes += f.map->size();
-  stats.json_bytes += text.size();
   progress->add(f.map->size());
+  if (over) {
+    ++stats.oversized;  // parsing it would hold a multiple of its size
+    return;
+  }
+  stats.json_bytes += text.size();
 
   simdjson::dom::parser parser;
   simdjson::padded_string padded(text);
@@ -652,24 +695,47 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     }
   }
 
+  // No more threads than pieces: each worker holds ~1 MiB of inflate window.
+  const size_t nworkers = std::max<size_t>(1, std::min(nthreads, units.size()));
   Progress progress(options.progress, total_bytes);
   std::vector<std::unique_ptr<Worker>> workers;
-  for (size_t t = 0; t < nthreads; ++t) workers.push_back(std::make_unique<Worker>(consumers[t], &progress));
+  for (size_t t = 0; t < nworkers; ++t)
+    workers.push_back(std::make_unique<Worker>(consumers[t], &progress, options));
   std::atomic<size_t> next{0};
-  auto work = [&](Worker& w) {
-    for (size_t k; (k = next.fetch_add(1)) < units.size();) {
-      Unit& u = units[k];
-      const FileState& f = files[u.file];
-      w.consumer->begin_piece(u.file);
-      if (f.layout == Layout::Document) w.run_document(f, u.file);
-      else if (f.gz) w.run_gz(f, u);
-      else w.run_plain(f, u);
+  // An exception must not leave a worker thread (std::terminate): the first
+  // one is kept, the other workers stop at their next piece, and the calling
+  // thread rethrows it once every thread is joined.
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  std::exception_ptr first_error;
+  auto work = [&](size_t t) {
+    Worker& w = *workers[t];
+    try {
+      for (size_t k; !failed.load(std::memory_order_relaxed) && (k = next.fetch_add(1)) < units.size();) {
+        Unit& u = units[k];
+        const FileState& f = files[u.file];
+        w.consumer->begin_piece(u.file);
+        if (f.layout == Layout::Document) w.run_document(f, u.file);
+        else if (f.gz) w.run_gz(f, u);
+        else w.run_plain(f, u);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(error_mu);
+      if (!first_error) first_error = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
     }
   };
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < nthreads; ++t) threads.emplace_back(work, std::ref(*workers[t]));
-  work(*workers[0]);
+  for (size_t t = 1; t < nworkers; ++t) {
+    try {
+      threads.emplace_back(work, t);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running share the pieces
+    }
+  }
+  work(0);
   for (auto& th : threads) th.join();
+  if (first_error) std::rethrow_exception(first_error);
 
   // Join the lines that straddle two gzip pieces, and check the pieces met.
   Worker& w0 = *workers[0];
@@ -687,7 +753,8 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
       Unit& u = units[k];
       if (!u.any) continue;
       if (prev && prev->chain_end != u.actual_begin) ++w0.stats.boundary_mismatches;
-      acc += u.head;
+      // acc holds one line here (a tail and the head that ends it): capped as any line.
+      append_capped(acc, u.head.data(), u.head.size(), w0.sink.max_line);
       if (u.head_complete || !prev) {
         if (!acc.empty()) {
           size_t n = acc.size();
@@ -696,7 +763,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
         }
         acc = std::move(u.tail);
       } else {
-        acc += u.tail;  // a piece with no newline at all: keep accumulating
+        append_capped(acc, u.tail.data(), u.tail.size(), w0.sink.max_line);  // a piece with no newline at all
       }
       prev = &u;
     }

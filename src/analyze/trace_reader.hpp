@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "reader_threads.hpp"
 
 namespace dftracer::analyze {
 
@@ -34,6 +35,7 @@ struct ReadStats {
   uint64_t empty_files = 0;
   uint64_t bad_indexes = 0;   // .idx sidecars that did not match their file
   uint64_t boundary_mismatches = 0;  // parallel gzip pieces that did not line up
+  uint64_t oversized = 0;     // lines and documents over ReadOptions' size limits
 
   void add(const ReadStats& o);
   bool any_problem() const;
@@ -56,6 +58,15 @@ struct ReadOptions {
   bool progress = false;
   // Smallest piece of a file worth giving its own thread.
   uint64_t min_piece_bytes = 8u << 20;
+  static constexpr uint64_t kDefaultMaxLineBytes = 16u << 20;
+  static constexpr uint64_t kDefaultMaxDocumentBytes = 1u << 30;
+  // The longest line read (a gzip bomb can inflate to one endless line): a
+  // longer one is skipped and counted as oversized, and no more than about
+  // this much of it (at most the 8 MiB read block) is held in memory.
+  uint64_t max_line_bytes = kDefaultMaxLineBytes;
+  // The largest whole-document Chrome JSON parsed (such a file is held in
+  // memory whole): a larger one is skipped and counted as oversized.
+  uint64_t max_document_bytes = kDefaultMaxDocumentBytes;
 };
 
 // Files, directories (recursively: *.pfw, *.pfw.gz, *.json, *.json.gz) and glob
@@ -63,16 +74,16 @@ struct ReadOptions {
 // exist, a glob that matches nothing, or an unreadable file.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths);
 
-// Reads `files` with one thread per consumer. Throws InputError when a file
-// vanished or became unreadable after expansion.
+// Reads `files` with up to one thread per consumer (no more threads than work
+// pieces). Throws InputError when a file vanished or became unreadable after
+// expansion. An exception thrown on a reader thread (a consumer's write error,
+// a failed read) stops the other threads at their next piece and is rethrown
+// here, on the calling thread, after they have all been joined.
 ReadStats read_traces(const std::vector<std::string>& files, const std::vector<LineConsumer*>& consumers,
                       const ReadOptions& options = {});
 
 // Non-null when this CPU lacks an instruction set the analyzer was compiled
 // for (see DFTRACER_ANALYZE_ARCH): the reason, to print before anything runs.
 const char* unsupported_cpu_reason();
-
-// Threads to use by default: the machine's hardware threads (at least 1).
-unsigned default_threads();
 
 }  // namespace dftracer::analyze

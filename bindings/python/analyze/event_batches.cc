@@ -162,7 +162,7 @@ ReadStats BatchQueue::stats() {
 EventStream::EventStream(std::vector<std::string> files, StreamOptions opt)
     : files_(std::move(files)), opt_(std::move(opt)), queue_(opt_.queue_capacity) {
   if (opt_.batch_size == 0) opt_.batch_size = 1;
-  if (opt_.threads == 0) opt_.threads = 1;
+  opt_.threads = useful_threads(files_, opt_.threads, opt_.read);  // one BatchBuilder per thread it will run
   for (unsigned t = 0; t < opt_.threads; ++t) builders_.push_back(std::make_unique<BatchBuilder>(opt_, queue_));
   thread_ = std::thread([this] { run(); });
 }
@@ -175,7 +175,7 @@ void EventStream::run() {
   ReadStats stats;
   std::exception_ptr error;
   try {
-    stats = read_traces(files_, consumers);
+    stats = read_traces(files_, consumers, opt_.read);
     for (auto& b : builders_) b->flush();
   } catch (...) {
     error = std::current_exception();

@@ -99,6 +99,7 @@ struct StreamOptions {
   bool raw_args = true;
   std::string ph;  // keep only events with this "ph" ("" = all)
   size_t queue_capacity = 2;
+  ReadOptions read;  // the size limits
 };
 
 class BatchQueue;

@@ -30,7 +30,19 @@ void check_cpu() {
   if (const char* why = unsupported_cpu_reason()) throw std::runtime_error(why);
 }
 
-unsigned thread_count(long threads) { return threads > 0 ? static_cast<unsigned>(threads) : default_threads(); }
+// 0: all cores (Python's threads=None); otherwise 1..kMaxThreads, else
+// std::invalid_argument (ValueError). The library then clamps to the work.
+unsigned thread_count(long long threads) { return threads == 0 ? default_threads() : checked_threads(threads); }
+
+// The size limits of the reader (MiB; 1 .. 1 TiB, else ValueError).
+ReadOptions read_options(long long max_line_mib, long long max_document_mib) {
+  for (long long v : {max_line_mib, max_document_mib})
+    if (v < 1 || v > (1LL << 20)) throw std::invalid_argument("a size limit must be 1 to 1048576 MiB, not " + std::to_string(v));
+  ReadOptions o;
+  o.max_line_bytes = static_cast<uint64_t>(max_line_mib) << 20;
+  o.max_document_bytes = static_cast<uint64_t>(max_document_mib) << 20;
+  return o;
+}
 
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths) {
   std::vector<std::string> files = expand_inputs(paths);
@@ -90,7 +102,8 @@ nb::dict stats_dict(const ReadStats& s) {
   d["empty_files"] = s.empty_files;
   d["bad_indexes"] = s.bad_indexes;
   d["boundary_mismatches"] = s.boundary_mismatches;
-  d["skipped_lines"] = s.malformed + s.bad_fields;
+  d["oversized"] = s.oversized;
+  d["skipped_lines"] = s.malformed + s.bad_fields + s.oversized;
   d["problems"] = s.problems_line();
   return d;
 }
@@ -111,13 +124,16 @@ nb::dict batch_dict(EventBatch& b) {
   return d;
 }
 
-nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long threads) {
+nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
+                    long long max_line_mib, long long max_document_mib) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = thread_count(threads);
   Summary s;
   {
     nb::gil_scoped_release unlocked;
-    s = summarize(expand_or_throw(paths), keys, top, thread_count(threads));
+    s = summarize(expand_or_throw(paths), keys, top, nthreads, ro);
   }
   nb::list key_names;
   for (const GroupKey& k : s.keys) key_names.append(group_key_name(k));
@@ -166,12 +182,15 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   return out;
 }
 
-nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long threads) {
+nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long long threads,
+                  long long max_line_mib, long long max_document_mib) {
   check_cpu();
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = thread_count(threads);
   MergeResult r;
   {
     nb::gil_scoped_release unlocked;
-    r = merge_traces(expand_or_throw(paths), output, thread_count(threads));
+    r = merge_traces(expand_or_throw(paths), output, nthreads, ro);
   }
   nb::dict out;
   out["events_written"] = r.events_written;
@@ -180,10 +199,12 @@ nb::dict py_merge(const std::vector<std::string>& paths, const std::string& outp
   return out;
 }
 
-EventStream* py_open_events(const std::vector<std::string>& paths, size_t batch_size, long threads, bool raw_args,
-                            const std::string& ph, size_t queue_capacity) {
+EventStream* py_open_events(const std::vector<std::string>& paths, size_t batch_size, long long threads, bool raw_args,
+                            const std::string& ph, size_t queue_capacity, long long max_line_mib,
+                            long long max_document_mib) {
   check_cpu();
   StreamOptions opt;
+  opt.read = read_options(max_line_mib, max_document_mib);
   opt.batch_size = batch_size;
   opt.threads = thread_count(threads);
   opt.raw_args = raw_args;
@@ -223,12 +244,18 @@ NB_MODULE(_analyze, m) {
 
   m.def("expand_inputs", [](const std::vector<std::string>& paths) { return expand_or_throw(paths); },
         nb::arg("paths"), "The trace files that PATHS (files, directories, globs) name, sorted and de-duplicated.");
+  const long long line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
+  const long long document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
+  m.attr("DEFAULT_MAX_LINE_MIB") = line_mib;
+  m.attr("DEFAULT_MAX_DOCUMENT_MIB") = document_mib;
   m.def("summary", &py_summary, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
-        nb::arg("threads") = 0,
+        nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Summary of complete events: {'keys', 'columns', 'totals', 'stats'} (threads 0 = all cores).");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("default_threads", &default_threads);
+  m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.
   m.attr("EVENT_COLUMN_KINDS") = event_column_kinds();
   nb::list summary_columns;
@@ -251,5 +278,6 @@ NB_MODULE(_analyze, m) {
       .def_prop_ro("stats", [](EventStream& s) { return stats_dict(s.stats()); });
   m.def("open_events", &py_open_events, nb::arg("paths"), nb::arg("batch_size") = 65536, nb::arg("threads") = 1,
         nb::arg("raw_args") = true, nb::arg("ph") = "", nb::arg("queue_capacity") = 2,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::rv_policy::take_ownership, "Start reading PATHS into batches of events.");
 }

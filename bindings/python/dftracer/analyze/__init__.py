@@ -21,6 +21,7 @@ FileNotFoundError naming it.
 Importing this module needs neither torch nor pandas; summary() and
 events(format="pandas") import pandas when called.
 """
+import numbers
 import os
 import warnings
 
@@ -67,10 +68,15 @@ def _path_list(paths):
 
 
 def _threads(threads):
+    """One rule for every function: None = all cores, else an int from 1 to MAX_THREADS
+    (the reader then uses no more than the cores and the pieces of input there are)."""
     if threads is None:
         return 0  # all cores
-    if int(threads) < 1:
-        raise ValueError(f"threads must be at least 1, not {threads!r}")
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError(f"threads must be an int or None, not {threads!r}")
+    limit = _module().MAX_THREADS
+    if not 1 <= threads <= limit:
+        raise ValueError(f"threads must be between 1 and {limit}, not {threads!r}")
     return int(threads)
 
 
@@ -84,7 +90,18 @@ def files(paths):
     return list(_module().expand_inputs(_path_list(paths)))
 
 
-def summary(paths, by="name", top=None, threads=None):
+def _limits(max_line_mib, max_document_mib):
+    """The reader's size limits as keyword arguments of the extension (None: the default)."""
+    out = {}
+    for name, v in (("max_line_mib", max_line_mib), ("max_document_mib", max_document_mib)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name} must be an int or None, not {v!r}")
+            out[name] = int(v)
+    return out
+
+
+def summary(paths, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by total time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
@@ -93,7 +110,11 @@ def summary(paths, by="name", top=None, threads=None):
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
     top: keep the `top` groups with the most time (None: all).
-    threads: reader threads (None: all cores).
+    threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
+        or the pieces of input there are; anything else raises ValueError).
+    max_line_mib, max_document_mib: size limits (default 16 and 1024 MiB): a longer
+        line, or a larger whole-document JSON, is skipped and counted in
+        stats["oversized"] (a gzip bomb costs memory up to the limit, no more).
 
     Columns: the key column(s) (str; events without the field are grouped as "(none)"),
     then count (uint64), total_us, mean_us, min_us, p50_us, p95_us, max_us (microseconds),
@@ -114,7 +135,8 @@ def summary(paths, by="name", top=None, threads=None):
         top = 0
     elif int(top) < 1:
         raise ValueError(f"top must be a positive number of groups or None, not {top!r}")
-    raw = _module().summary(_path_list(paths), by, int(top), _threads(threads))
+    raw = _module().summary(_path_list(paths), by, int(top), _threads(threads),
+                            **_limits(max_line_mib, max_document_mib))
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
@@ -123,15 +145,17 @@ def summary(paths, by="name", top=None, threads=None):
     return df
 
 
-def merge(paths, output, threads=None):
+def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
     Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats"}."""
-    r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads))
+    r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads),
+                        **_limits(max_line_mib, max_document_mib))
     _warn_skipped(r["stats"])
     return r
 
 
-def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1):
+def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1, max_line_mib=None,
+           max_document_mib=None):
     """Iterate over every decoded event of PATHS in batches of at most `batch_size` events.
 
     format="pandas" (default): each batch is a DataFrame; the string columns (name, cat,
@@ -149,7 +173,8 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
         absent); args (the event's args object as raw JSON text, "" when it has
         none; left out with raw_args=False, which also makes reading faster).
     ph: keep only events with this "ph" ("X" for complete events, "M" for metadata).
-    threads: reader threads. With 1 (default) batches follow file order (except
+    threads: reader threads (None: all cores; else 1 to 1024, as for summary()).
+        With 1 (default) batches follow file order (except
         lines at the seams of parallel gzip pieces, which come at the end); with
         more, batches of different file pieces interleave.
 
@@ -162,8 +187,8 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
         raise ValueError(f"format must be 'pandas' or 'numpy', not {format!r}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
-    stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads) if threads else 1,
-                                   bool(raw_args), ph or "")
+    stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads),
+                                   bool(raw_args), ph or "", **_limits(max_line_mib, max_document_mib))
     return EventBatches(stream, format)
 
 

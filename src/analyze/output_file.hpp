@@ -1,0 +1,31 @@
+// Where the analyzer's outputs go: refusing an output that is one of the
+// inputs, and writing whole outputs with every error reported.
+//
+// `merge -o in.pfw in.pfw` used to truncate its own input before reading it,
+// and `report -o t.pfw.gz t.pfw.gz` replaced the trace with HTML; a write to a
+// full disk was lost silently when only the stream's state before close()
+// was checked.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze {
+
+// Throws InputError when `out` already exists and is the same file (device
+// and inode, so links and other spellings count) as one of `inputs` or of
+// their `.idx` sidecars: "output X is the input Y; refusing to overwrite it".
+void refuse_input_as_output(const std::string& out, const std::vector<std::string>& inputs);
+
+// Writes `text` to `path` (created or truncated). Throws InputError
+// "cannot write PATH: <reason>" when any part of it, the close included, fails.
+void write_output_file(const std::string& path, std::string_view text);
+
+// Writes `text` to standard output and flushes it. Throws InputError
+// "cannot write to standard output: <reason>" (a full disk, a closed stdout).
+void write_stdout(std::string_view text);
+
+}  // namespace dftracer::analyze
