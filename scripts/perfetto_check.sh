@@ -298,6 +298,12 @@ def main():
     ap.add_argument("--screenshot")
     ap.add_argument("--keep")
     a = ap.parse_args()
+    # serve() changes directory: every path the user gave is made absolute
+    # first, so a relative --keep / --report / --screenshot / input works.
+    a.inputs = [os.path.abspath(p) for p in a.inputs]
+    for opt in ("keep", "report", "screenshot"):
+        if getattr(a, opt):
+            setattr(a, opt, os.path.abspath(getattr(a, opt)))
     chromium, analyze = os.environ["PERFETTO_CHECK_CHROMIUM"], os.environ["PERFETTO_CHECK_ANALYZE"]
 
     work = tempfile.mkdtemp(prefix="perfetto-check-")

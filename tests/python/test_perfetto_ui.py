@@ -20,10 +20,17 @@ pytestmark = pytest.mark.skipif(not (shutil.which("chromium") or os.environ.get(
                                 reason="Debian's chromium package is not installed")
 
 
-def run_check(tmp_path, *inputs):
+def run_check(tmp_path, *inputs, relative=False):
+    """Runs the check; with relative=True every path is given relative to
+    tmp_path, the working directory (the server changes directory: a
+    relative --keep used to fail after the timeout)."""
     report = tmp_path / "report.json"
-    proc = subprocess.run([SCRIPT, "--timeout", "120", "--report", str(report), *map(str, inputs)],
-                          capture_output=True, text=True, timeout=300)
+    if relative:
+        args = ["--report", "report.json", "--keep", "kept", *(os.path.relpath(p, tmp_path) for p in inputs)]
+    else:
+        args = ["--report", str(report), *map(str, inputs)]
+    proc = subprocess.run([SCRIPT, "--timeout", "120", *args], capture_output=True, text=True, timeout=300,
+                          cwd=str(tmp_path))
     if proc.returncode == 77:
         pytest.skip(proc.stderr.strip())
     assert report.exists(), f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
@@ -57,8 +64,9 @@ def test_merged_traces_load_with_every_event_and_track(tmp_path):
               for i in range(25)]
     write_lines(tmp_path / "b.pfw", theirs, v1_quoted=True)  # merge must turn the quoted numbers into numbers
 
-    proc, rep = run_check(tmp_path, tmp_path / "a.pfw", tmp_path / "b.pfw")
+    proc, rep = run_check(tmp_path, tmp_path / "a.pfw", tmp_path / "b.pfw", relative=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "kept" / "merged.json").exists()
     assert rep["loaded"] and rep["errors"] == {}
     assert rep["slices"] == {"function.aten.mm": 20, "function.aten.relu": 20, "read": 25}
     procs = dict((pid, name) for pid, name in rep["processes"])
