@@ -39,9 +39,11 @@ std::atomic<int> g_signal{0};  // the signal being handled; 0 none
 
 void* signal_thread_main(void*) {
   pthread_setname_np(pthread_self(), "dftracer-signal");
-  while (sem_wait(&g_signal_sem) != 0 && errno == EINTR) {
+  while (sem_wait(&g_signal_sem) != 0) {
+    if (errno != EINTR) return nullptr;  // no semaphore: never finalize without a signal
   }
   int sig = g_signal.load(std::memory_order_acquire);
+  if (sig == 0) return nullptr;
   Session::instance().finalize();  // waits for a finalize already under way, then is a no-op
   signal(sig, SIG_DFL);
   // Every signal is blocked in this thread, so the kernel delivers it to
