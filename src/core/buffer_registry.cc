@@ -112,8 +112,7 @@ void BufferRegistry::end_session(ChunkPool* pool) {
   }
 }
 
-void BufferRegistry::on_thread_exit(ThreadBuffer* tb, const std::atomic<uint64_t>& session, ChunkPool* pool,
-                                    Writer* writer) {
+bool BufferRegistry::on_thread_exit(ThreadBuffer* tb, const std::atomic<uint64_t>& session, ChunkPool* pool) {
   std::lock_guard<std::mutex> lock(mu_);
   if (session_open_ && tb->session == session.load(std::memory_order_relaxed)) {
     // Seal with no successor: the writer drains it (and counts the thread's
@@ -124,13 +123,13 @@ void BufferRegistry::on_thread_exit(ThreadBuffer* tb, const std::atomic<uint64_t
       tb->chunk = nullptr;
     }
     tb->exited.store(true, std::memory_order_release);
-    if (writer != nullptr) writer->notify();
-    return;
+    return true;
   }
   // Tracing is off (or this buffer is from an old session): nothing to write.
   if (tb->chunk != nullptr) pool->release(tb->chunk);
   tb->chunk = nullptr;
   clear_for_reuse(tb);
+  return false;
 }
 
 void BufferRegistry::retire(ThreadBuffer* tb) {

@@ -16,7 +16,6 @@
 
 namespace dftracer {
 
-class Writer;
 
 class BufferRegistry {
  public:
@@ -34,9 +33,11 @@ class BufferRegistry {
   // are freed (their events came too late).
   void end_session(ChunkPool* pool);
   // The thread owning `tb` exits. If its buffer belongs to the live session
-  // its chain is sealed for `writer` to drain; otherwise its chunk goes back
-  // to `pool`. (`session` is read under the lock, where begin_session bumps it.)
-  void on_thread_exit(ThreadBuffer* tb, const std::atomic<uint64_t>& session, ChunkPool* pool, Writer* writer);
+  // its chain is sealed for the writer to drain and this returns true: the
+  // caller then wakes the writer, after the registry lock is released (see
+  // the lock order in process_hooks.cc). Otherwise its chunk goes back to
+  // `pool`. (`session` is read under the lock, where begin_session bumps it.)
+  bool on_thread_exit(ThreadBuffer* tb, const std::atomic<uint64_t>& session, ChunkPool* pool);
 
   // --- the writer ---
   void snapshot(std::vector<ThreadBuffer*>* out);  // buffers in use

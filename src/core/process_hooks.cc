@@ -110,6 +110,11 @@ void install_process_hooks() {
   });
 }
 
+// Lock order (every path that nests these takes them in this order):
+// lifecycle -> writer wake-up -> writer work -> registry -> pool -> string
+// table. The writer's cycle holds its work lock and takes the registry and
+// pool locks; nothing holds the registry, pool or string-table lock while
+// notifying the writer (an exiting thread used to, and deadlocked a fork).
 void Session::prepare_fork() {
   lifecycle_mu_.lock();
   if (writer_) writer_->lock_for_fork();

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -151,6 +153,81 @@ TEST(Crash, SigtermFinalizesTheFile) {
   size_t n = 0;
   EXPECT_EQ(strict_json_error(text, &n), "") << "SIGTERM must leave a finalized file";
   EXPECT_GT(n, 100u);
+}
+
+// fork() while other threads record and the writer drains. The writer used
+// to keep working through fork (prepare_fork took only its wake-up mutex), so
+// the child could inherit its vectors, out buffer or compressor half-way
+// through a change and crash destroying them (double free in ~Writer, 1-11 %
+// of forks). Every child must come back with exit status 0, and the children
+// that finalize leave a valid file of their own.
+TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
+  std::string dir = temp_dir("forkrace");
+  // Small chunks and a 1 ms flush interval keep the writer busy formatting,
+  // compressing and resizing its scratch list at every moment of the loop.
+  setenv("DFTRACER_CHUNK_SIZE", "4096", 1);
+  setenv("DFTRACER_FLUSH_INTERVAL_MS", "1", 1);
+  ASSERT_EQ(dft_init((dir + "/p").c_str(), nullptr, -1), 0);
+  unsetenv("DFTRACER_CHUNK_SIZE");
+  unsetenv("DFTRACER_FLUSH_INTERVAL_MS");
+  std::atomic<bool> stop{false};
+  auto recorder = [&stop](bool churn) {
+    for (int64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      if (churn) {  // new threads grow the registry the writer snapshots
+        std::thread t([i] { for (int k = 0; k < 50; ++k) emit("churn", i); });
+        t.join();
+      } else {  // bursts, so the writer is busy without a backlog to drain
+        emit("steady", i);
+        if (i % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+  };
+  std::thread a(recorder, false), b(recorder, true);
+  const int forks = static_cast<int>(scaled(1000) < 50 ? 50 : scaled(1000));
+  int crashed = 0, bad_files = 0, finalized = 0;
+  std::string first_bad;
+  for (int i = 0; i < forks; ++i) {
+    const bool finalize = i % 50 == 0;  // the rest _exit: their files stay unfinished
+    int path_pipe[2];
+    ASSERT_EQ(pipe(path_pipe), 0);
+    pid_t child = fork();
+    if (child == 0) {
+      close(path_pipe[0]);
+      emit("in_child", i);
+      // The path, not a pid-based name: pids are reused over 1,000 forks.
+      const char* path = dft_trace_path();
+      if (path != nullptr && write(path_pipe[1], path, strlen(path)) < 0) _exit(5);
+      close(path_pipe[1]);
+      if (finalize) exit(0);  // atexit finalizes this child's own file
+      _exit(0);
+    }
+    close(path_pipe[1]);
+    std::string child_path;
+    char buf[512];
+    for (ssize_t n; (n = read(path_pipe[0], buf, sizeof buf)) > 0;) child_path.append(buf, static_cast<size_t>(n));
+    close(path_pipe[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++crashed;
+    } else if (finalize) {
+      ++finalized;
+      size_t n = 0;
+      std::string why = child_path.empty() ? "no trace path" : strict_json_error(read_all(child_path), &n);
+      if (why.empty() && names_in(child_path).count("in_child") != 1) why = "no in_child event";
+      if (!why.empty() && bad_files++ == 0) first_bad = child_path + ": " + why;
+    }
+    if (!child_path.empty()) {
+      unlink(child_path.c_str());
+      unlink((child_path + ".idx").c_str());
+    }
+  }
+  stop = true;
+  a.join();
+  b.join();
+  dft_finalize();
+  EXPECT_EQ(crashed, 0) << crashed << " of " << forks << " children did not exit cleanly";
+  EXPECT_EQ(bad_files, 0) << bad_files << " of " << finalized << " finalized children left no valid file; first: " << first_bad;
 }
 
 // SIGTERM at a random moment in a program whose threads keep creating and

@@ -213,7 +213,8 @@ bool Session::refill(ThreadBuffer* tb, uint32_t bytes) {
 
 void Session::on_thread_exit(ThreadBuffer* tb) {
   if (tls_buffer_ == tb) tls_buffer_ = nullptr;
-  registry_.on_thread_exit(tb, session_, &pool_, writer_.get());
+  Writer* w = writer_.get();
+  if (registry_.on_thread_exit(tb, session_, &pool_) && w != nullptr) w->notify();
 }
 
 }  // namespace dftracer

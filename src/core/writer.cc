@@ -74,12 +74,15 @@ void Writer::run() {
     pending_ = false;
     uint64_t want = flush_requested_;
     lock.unlock();
-    cycle();
-    auto now = std::chrono::steady_clock::now();
-    // Write out partial chunks when the timer is due or someone asked.
-    if (now >= next_flush || want > flush_done_) {
-      emit();
-      next_flush = now + interval;
+    {
+      std::lock_guard<std::mutex> work(work_mu_);  // fork waits for this
+      cycle();
+      auto now = std::chrono::steady_clock::now();
+      // Write out partial chunks when the timer is due or someone asked.
+      if (now >= next_flush || want > flush_done_) {
+        emit();
+        next_flush = now + interval;
+      }
     }
     lock.lock();
     if (want > flush_done_) {

@@ -59,8 +59,20 @@ class Writer {
   // fork(): the child has no writer thread. After forget_thread() the
   // Writer can be destroyed there without joining anything; its file
   // descriptor (the child's copy) is closed and nothing is written.
-  void lock_for_fork() { mu_.lock(); }
-  void unlock_after_fork() { mu_.unlock(); }
+  // lock_for_fork() takes the wake-up lock, then waits until the writer is
+  // between cycles, so the child never inherits its vectors, out buffer or
+  // compressor half-changed. In that order: the writer drops the work lock
+  // and then blocks on the wake-up lock, so it cannot take the work lock
+  // again and starve the fork (it loops without sleeping while threads
+  // keep sealing chunks).
+  void lock_for_fork() {
+    mu_.lock();
+    work_mu_.lock();
+  }
+  void unlock_after_fork() {
+    work_mu_.unlock();
+    mu_.unlock();
+  }
   void forget_thread();
 
  private:
@@ -86,7 +98,8 @@ class Writer {
 
   pthread_t thread_{};  // a plain handle, so a forked child can forget it
   bool running_ = false;
-  std::mutex mu_;
+  std::mutex work_mu_;  // held by the writer thread through each cycle and emit
+  std::mutex mu_;       // the wake-up state below
   std::condition_variable wake_;
   std::condition_variable flushed_;
   bool stop_ = false;
