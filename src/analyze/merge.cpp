@@ -126,12 +126,30 @@ inline std::string_view trim_token(std::string_view s) {
   return s;
 }
 
-// "123" -> 123 when the whole string is a JSON number.
+// "123" -> 123 when the whole string is a JSON number by JSON's grammar:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. DFTracer v1 quotes its
+// numbers; anything else ("007", "1.", "-.5", "0x1f") stays a string, or
+// the merged file would not be JSON.
 bool numeric_string(std::string_view s) {
-  if (s.empty()) return false;
-  double d;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), d);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-');
+  size_t i = 0, n = s.size();
+  auto digits = [&] {
+    size_t start = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < n && s[i] == '-') ++i;
+  if (i < n && s[i] == '0') ++i;
+  else if (digits() == 0) return false;
+  if (i < n && s[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == n;
 }
 
 // Writes `text` (a JSON number, microseconds) minus `base_us` to `out`,

@@ -95,6 +95,39 @@ TEST(Merge, DftracerSamplesMergeToStrictJson) {
   EXPECT_FALSE(r.stats.any_problem()) << r.stats.problems_line();
 }
 
+// DFTracer v1 quotes its numbers, so merge unquotes them; only strings that
+// are JSON numbers by JSON's grammar, or the output is not JSON ("007",
+// "1.", "-.5" used to be written bare). A file name that is not UTF-8 goes
+// into the process_name it labels as U+FFFD, not as raw bytes.
+TEST(Merge, OnlyJsonNumbersAreUnquotedAndFileNamesStayUtf8) {
+  TempDir d;
+  std::vector<std::string> evs;
+  const char* odd[] = {"007", "1.", "-.5", "0x1f", "+3", "1e", ".5", "-", "1.5e+3"};
+  for (int i = 0; i < 9; ++i)
+    evs.push_back(std::string(R"({"name":"e","cat":"x","pid":"12","tid":"12","ts":")") + odd[i] +
+                  R"(","dur":")" + odd[i] + R"(","ph":"X"})");
+  std::string bad_name = d.file("t\xff\xfe.pfw");  // Linux file names are bytes
+  write_file(bad_name, pfw_text(evs));
+  MergeResult r = merge_traces({bad_name}, d.file("m.json"), 1, ReadOptions{}, /*epoch_ts=*/true);
+  std::string text = read_file(d.file("m.json"));
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_EQ(p.parse(simdjson::padded_string(text)).get(doc), simdjson::SUCCESS) << text;
+  size_t numbers = 0, strings = 0;
+  std::string label;
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    if (std::string_view(e["ph"]) == "M") {
+      if (std::string_view(e["name"]) == "process_name") label = std::string(std::string_view(e["args"]["name"]));
+      continue;
+    }
+    (e["ts"].is_number() ? numbers : strings) += 1;
+  }
+  EXPECT_EQ(numbers, 1u);  // 1.5e+3 only
+  EXPECT_EQ(strings, 8u);
+  EXPECT_NE(label.find("t\xef\xbf\xbd\xef\xbf\xbd.pfw"), std::string::npos) << label;
+  EXPECT_EQ(r.events_written, 9u + 2u);  // + process_name, thread_name
+}
+
 // Viewers parse ts into doubles (0.25 us apart at epoch microseconds), so the
 // merge re-bases every ts on one whole-second base, keeping the fraction
 // digits exactly; --epoch-ts keeps the input's values.

@@ -1,5 +1,7 @@
 #include "summary.hpp"
 
+#include "json_escape.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -282,23 +284,7 @@ Summary summarize(const std::vector<std::string>& files, const std::vector<Group
 
 void append_json_string(std::string& out, std::string_view s) {
   out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
+  dftracer::json_escape_append(s.data(), s.size(), &out);
   out += '"';
 }
 
