@@ -94,8 +94,13 @@ def _tag_args(epoch, step, image_idx, image_size, args):
             continue
         if isinstance(v, TagValue):
             v = v._value
-        if key == "image_size" and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
+        # pydftracer stores epoch/step/image_idx as TagDType.INT and
+        # image_size as FLOAT; a value that does not convert is kept as given
+        # (pydftracer would raise inside the training loop).
+        try:
+            v = float(v) if key == "image_size" else int(v)
+        except (TypeError, ValueError, OverflowError):
+            pass
         d[key] = v
     if args:
         if not isinstance(args, Mapping):
@@ -103,6 +108,8 @@ def _tag_args(epoch, step, image_idx, image_size, args):
         for k, v in args.items():
             if isinstance(v, TagValue):
                 v = v._value
+            if isinstance(v, bool):  # pydftracer: an int arg
+                v = int(v)
             d[k] = v if isinstance(v, (int, float)) else str(v)
     return d
 
