@@ -1,6 +1,9 @@
 """`dynamo`/`Dynamo` as pydftracer's DFTracerAI nodes, `compile(f,
 autograd=False)`, and the pydftracer guide's Dynamo examples run unchanged
 (../shared/seeds/001_04b1444f70f8ecf2.txt) (#13)."""
+import glob
+import os
+
 from trace_reader import complete_events, read_trace, trace_files
 
 ENV = {"DFTRACER_ENABLE": "1"}
@@ -110,55 +113,133 @@ def test_compile_without_aot_autograd_names_torch_functions(run_python, trace_di
     assert conv["args"]["grad_enabled"] == 1 and conv["args"]["module"] == "conv"
 
 
-def test_guide_example_backend_and_training_loop(run_python, trace_dir):
-    events = traced_events(run_python, trace_dir, """
-import os, torch
-import torch.nn as nn
-from dftracer.python import dftracer, dftracer_dynamo_backend, dynamo, Dynamo
-df_logger = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "training.pfw"), "/tmp/data", -1)
+GUIDE_BACKEND = """
+import torch
+from dftracer.python import dftracer, dftracer_dynamo_backend
 
+# Initialize logger
+df_logger = dftracer.initialize_log("dynamo_trace.pfw", "/tmp/data", -1)
+
+# Define your model
 class MyModel(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.layers = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+        self.layers = torch.nn.Sequential(
+            torch.nn.Linear(784, 256),
+            torch.nn.ReLU(),
+            torch.nn.Linear(256, 10)
+        )
 
     def forward(self, x):
         return self.layers(x)
 
+# Compile with DFTracer backend
 model = MyModel()
 compiled_model = torch.compile(model, backend=dftracer_dynamo_backend)
-output = compiled_model(torch.randn(32, 784))
 
-dynamo_tracer = Dynamo(name="resnet50", epoch=1, step=100, image_idx=42, image_size=(224, 224), enable=True)
+# Run inference
+input_tensor = torch.randn(32, 784)
+output = compiled_model(input_tensor)
 
+df_logger.finalize()
+"""
+
+GUIDE_CUSTOM_TRACER = """
+from dftracer.python import Dynamo
+
+# Create a custom Dynamo tracer
+dynamo_tracer = Dynamo(
+    name="resnet50",
+    epoch=1,
+    step=100,
+    image_idx=42,
+    image_size=(224, 224),
+    enable=True
+)
+"""
+
+# The guide leaves train_loader undefined: two batches of MNIST-sized input.
+GUIDE_TRAINING = """
+import torch
+train_loader = [(torch.randn(2, 1, 28, 28), torch.randint(0, 10, (2,))) for _ in range(2)]
+""" + """
+import torch
+import torch.nn as nn
+from dftracer.python import dftracer, dynamo
+
+# Initialize logger
+df_logger = dftracer.initialize_log("training.pfw", "/tmp/data", -1)
+
+# Model definition
 class ConvNet(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 3, 1)
-        self.fc1 = nn.Linear(4 * 13 * 13, 10)
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
 
     @dynamo.compile
     def forward(self, x):
-        x = torch.nn.functional.relu(self.conv1(x))
+        x = self.conv1(x)
+        x = torch.nn.functional.relu(x)
+        x = self.conv2(x)
+        x = torch.nn.functional.relu(x)
         x = torch.nn.functional.max_pool2d(x, 2)
         x = torch.flatten(x, 1)
-        return self.fc1(x)
+        x = self.fc1(x)
+        x = torch.nn.functional.relu(x)
+        x = self.fc2(x)
+        return x
 
-train_loader = [(torch.randn(2, 1, 28, 28), torch.randint(0, 10, (2,))) for _ in range(2)]
+# Training setup
 model = ConvNet()
 optimizer = torch.optim.Adam(model.parameters())
 criterion = nn.CrossEntropyLoss()
-for epoch in range(2):
+
+# Training loop
+for epoch in range(5):
     for batch_idx, (data, target) in enumerate(train_loader):
         optimizer.zero_grad()
+
+        # Forward pass (traced by Dynamo)
         output = model(data)
+
+        # Compute loss and backward
         loss = criterion(output, target)
         loss.backward()
+
+        # Optimizer step
         optimizer.step()
+
 df_logger.finalize()
-""")
-    graphs = [e for e in events if e["name"].startswith("graph.")]
-    kinds = {e["name"] for e in graphs}
-    assert kinds == {"graph.forward", "graph.backward"}, kinds  # parameters need grad: no inference graph
-    assert len([e for e in graphs if e["name"] == "graph.forward"]) == 5  # 1 backend call + 4 steps
-    assert len([e for e in graphs if e["name"] == "graph.backward"]) == 4
+"""
+
+
+def guide_events(run_python, tmp_path, code):
+    """Runs a guide example as written (it names its file relative to the
+    working directory) and returns the complete events of its one trace."""
+    run_python(code, env=ENV, timeout=300)
+    files = trace_files(str(tmp_path))
+    assert len(files) == 1, files
+    events = complete_events(read_trace(files[0]))
+    remove_traces(tmp_path)
+    return events
+
+
+def remove_traces(directory):
+    for f in glob.glob(os.path.join(str(directory), "*.pfw*")):  # .idx too
+        os.unlink(f)
+
+
+def test_guide_examples_backend_custom_tracer_and_training_loop(run_python, tmp_path):
+    events = guide_events(run_python, tmp_path, GUIDE_BACKEND)
+    assert {e["name"] for e in events if e["name"].startswith("graph.")} == {"graph.forward"}
+    assert "function.addmm.default" in names(events)
+    run_python(GUIDE_CUSTOM_TRACER, env=ENV)
+    remove_traces(tmp_path)  # DFTRACER_ENABLE=1 alone traced it to ./dftracer-*
+    events = guide_events(run_python, tmp_path, GUIDE_TRAINING)
+    graphs = [e["name"] for e in events if e["name"].startswith("graph.")]
+    assert graphs.count("graph.forward") == 10 and graphs.count("graph.backward") == 10
+    ops = set(names(events))
+    assert {"function.convolution.default", "function.convolution_backward.default"} <= ops
