@@ -222,8 +222,9 @@ def test_log_event_microseconds_args_and_metadata(run_python, trace_dir):
 import math
 t = log.get_time()
 assert isinstance(t, int) and t > 1_600_000_000_000_000
-log.log_event("read", "io", t, 250, {"size": 4096, "path": "/x", "ratio": 0.5, "hit": False,
-                                     "shape": (2, 3), 7: "seven", "big": 2**70, "nan": math.nan})
+# args= (ours, keyword-only): any values; the 5th positional is pydftracer's int_args
+log.log_event("read", "io", t, 250, args={"size": 4096, "path": "/x", "ratio": 0.5, "hit": False,
+                                          "shape": (2, 3), 7: "seven", "big": 2**70, "nan": math.nan})
 log.log_event("typed", "io", t, 1, int_args={"fd": 3}, string_args={"mode": "r"})
 log.log_metadata_event("model", "resnet50")
 log.log_metadata_event("layers", 50)

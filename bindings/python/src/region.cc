@@ -256,7 +256,14 @@ void finish_event(RegionObject* self, bool close) {
 
 PyObject* Region_exit(PyObject* op, PyObject* const*, Py_ssize_t) {
   auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable) finish_event(self, true);
+  if (self->enable) {
+    finish_event(self, true);
+  } else {
+    // Disabled while open (dft_ai's disable() inside a `with`): the event is
+    // dropped, as pydftracer drops it, and its entry must not stay open.
+    int i = open_find_owner(self, /*regions_only=*/true);
+    if (i >= 0) Py_XDECREF(open_take(i).pending);
+  }
   Py_RETURN_FALSE;  // never swallow the exception
 }
 
@@ -347,6 +354,18 @@ PyObject* Region_get_cat(PyObject* op, void*) {
 PyObject* Region_get_enable(PyObject* op, void*) {
   return PyBool_FromLong(reinterpret_cast<RegionObject*>(op)->enable);
 }
+// dft_ai's enable()/disable() switch an object after construction; its
+// regions and the functions it decorated read the flag at each use.
+int Region_set_enable(PyObject* op, PyObject* value, void*) {
+  if (value == nullptr) {
+    PyErr_SetString(PyExc_AttributeError, "dftracer: _enable cannot be deleted");
+    return -1;
+  }
+  int en = PyObject_IsTrue(value);
+  if (en < 0) return -1;
+  reinterpret_cast<RegionObject*>(op)->enable = en;
+  return 0;
+}
 PyObject* Region_get_cat_id(PyObject* op, void*) {
   region_ensure_ids(reinterpret_cast<RegionObject*>(op));
   return PyLong_FromUnsignedLong(reinterpret_cast<RegionObject*>(op)->cat);
@@ -374,7 +393,7 @@ PyGetSetDef Region_getset[] = {
     {"cat", Region_get_cat, nullptr, "Event category.", nullptr},
     {"_name", Region_get_name, nullptr, nullptr, nullptr},
     {"_cat", Region_get_cat, nullptr, nullptr, nullptr},
-    {"_enable", Region_get_enable, nullptr, nullptr, nullptr},
+    {"_enable", Region_get_enable, Region_set_enable, nullptr, nullptr},
     {"_cat_id", Region_get_cat_id, nullptr, nullptr, nullptr},
     {"_arguments", Region_get_args, nullptr, "Copy of the sticky args.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};

@@ -108,6 +108,8 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
     count_skipped_call();
     return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   }
+  // The owner can be switched off after decorating (dft_ai's disable()).
+  if (!tf->owner->enable) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   uint64_t t0 = dft_ticks_inline();
   uint64_t token = open_push(tf->owner, tf->name, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);

@@ -27,6 +27,14 @@ from .logger import dftracer, finalize, get_time, initialize, trace_path  # noqa
 from .region import dft_fn  # noqa: F401
 from .eager import eager_enabled, trace_eager  # noqa: F401  (no torch import)
 from .tags import TagDType, TagType, TagValue  # noqa: F401
+from .common import (  # noqa: F401
+    EntityID, EntityRelation, EntityRole, EntityStore, NoOpProfiler, ProfilerProtocol,
+    get_time_scale,
+)
+# pydftracer's package exports the dft_ai tree (`ai`, `compute`, `pipeline`,
+# ...): after this, `dftracer.python.ai` is the tree's root object, as there.
+from .ai import *  # noqa: F401,F403,E402
+from .ai import __all__ as _ai_all  # noqa: E402
 
 try:
     from importlib.metadata import PackageNotFoundError, version
@@ -79,5 +87,6 @@ sys.modules[__name__].__class__ = _Package
 __all__ = [
     "dftracer", "dft_fn", "initialize", "finalize", "get_time", "trace_path",
     "TagValue", "TagType", "TagDType", "DFTRACER_ENABLE", "DFTRACER_INIT_PRELOAD",
-    "DFTRACER_LOG_LEVEL", "trace_eager", "eager_enabled",
-]
+    "DFTRACER_LOG_LEVEL", "trace_eager", "eager_enabled", "EntityID", "EntityRelation",
+    "EntityRole", "EntityStore", "NoOpProfiler", "ProfilerProtocol", "get_time_scale",
+] + list(_ai_all)

@@ -34,8 +34,10 @@ from typing import Any, Callable
 import torch
 
 from .. import _core as _api
-from . import dynamo_backend, torch_compat
+from . import dynamo_backend, dynamo_graph_call, torch_compat
+from .ai_common import DFTracerAI
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
+from .dynamo_hooks import INFERENCE
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
 from .tags import TAG_KEYS
 
@@ -75,20 +77,93 @@ def _tags_fragment(tags: dict) -> str:
     return json.dumps(members, separators=(",", ":"), allow_nan=False)[1:-1]
 
 
-class Dynamo:
-    """A named source of compiled regions with tags (pydftracer's ``Dynamo``).
+class _TensorMethod:
+    """Target of a ``call_method`` node rewritten as ``call_function`` for the
+    graph pass (which instruments call_function nodes): calls the method and
+    names the event as pydftracer does (``method.view``)."""
 
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__name__ = name
+        self._dftracer_event_name = f"method.{name}"
+
+    def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(obj, self.name)(*args, **kwargs)
+
+
+def _methods_as_functions(gm: torch.fx.GraphModule) -> None:
+    for node in gm.graph.nodes:
+        if node.op == "call_method":
+            node.op, node.target = "call_function", _TensorMethod(node.target)
+
+
+def _make_no_aot_backend(default_tags: Callable[[], int]) -> Callable:
+    """pydftracer's ``compile(f, autograd=False)``: no AOT autograd. The graph
+    pass runs on Dynamo's own (torch-level) graph, so events are named after
+    torch functions and Tensor methods (``function.conv2d``,
+    ``function.relu``, ``method.view``, ``function.linear``); the backward
+    runs in eager autograd, outside the graph, untraced by this backend. Each
+    graph is recorded with phase ``inference`` (no forward/backward pairing)
+    and the caller's grad mode."""
+
+    def dftracer_dynamo_backend_no_aot(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
+        if not tracing_enabled() or torch_compat.boxed_nop is None:
+            return gm.forward
+        try:
+            _methods_as_functions(gm)
+            info = dynamo_backend.instrument(gm, INFERENCE, dynamo_backend.new_graph_id())
+            gm.recompile()
+        except Exception as e:  # e.g. the C++ side's graph slots are used up
+            dynamo_backend._warn_once("instrument", f"a graph compiled by Dynamo.compile(autograd=False) "
+                                      f"runs uninstrumented: {e}")
+            gm.recompile()
+            return gm.forward
+        run = dynamo_graph_call.wrap(info, torch_compat.boxed_nop(gm, example_inputs))
+
+        def call_graph(*args: Any) -> Any:
+            return run(list(args))
+
+        return torch.compiler.disable(dynamo_graph_call.enter(call_graph, default_tags),
+                                      reason="dftracer: instrumented Dynamo graph")
+
+    return dftracer_dynamo_backend_no_aot
+
+
+def _region_args(tags: dict) -> dict:
+    """The tags as args of the object's own region events (``with dynamo:``,
+    ``@dynamo``); a tag that cannot be written there is left out."""
+    out = {}
+    for k, v in tags.items():
+        if v is None:
+            continue
+        try:
+            out[k] = v if isinstance(v, (bool, int, float, str)) else str(v)
+        except Exception:  # noqa: BLE001 - str() of a user object may raise anything
+            continue
+    return out
+
+
+class Dynamo(DFTracerAI):
+    """pydftracer's ``Dynamo``: a ``DFTracerAI`` node (cat ``dynamo``) that
+    also compiles.
+
+    As a node: ``with dynamo:``, ``@dynamo``, ``start()/stop()``,
+    ``enable()/disable()``, ``reset()``, ``iter()``, ``derive()``, ``init``,
+    ``cat``/``name`` -- events named ``name`` (default ``"dynamo"``), cat
+    ``dynamo``, with the tags as args.
+
+    As a compiler: ``compile`` (``torch.compile`` with our backend). Its
     ``name`` names the region events of functions it compiles (unless the
     default ``"dynamo"``, then ``dynamo.<function>``); ``epoch``, ``step``,
     ``image_idx``, ``image_size`` and any extra keyword are tags written into
     the args of every op event its compiled functions produce; ``update``
-    changes them between calls. ``enable=False`` makes ``compile`` return the
-    function untouched.
+    changes them between calls. ``enable=False`` (or ``disable()``) makes
+    ``compile`` return the function untouched.
     """
 
     def __init__(
         self,
-        name: str = "dynamo",
+        name: str | None = None,
         epoch: int | None = None,
         step: int | None = None,
         image_idx: int | None = None,
@@ -96,14 +171,17 @@ class Dynamo:
         enable: bool = True,
         **tags: Any,
     ) -> None:
-        self.name = name
-        self.enable = bool(enable)
+        super().__init__(cat=CAT_DYNAMO, name=name or CAT_DYNAMO, enable=enable)
         self.tags: dict[str, Any] = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         self.tags.update(tags)
+        region_args = _region_args(self.tags)
+        if region_args:
+            self._sticky(region_args)
         self._version = 0
         self._lock = threading.Lock()
         self._ids: dict[tuple, int] = {}  # (version, site tags) -> fragment id
         self._backend: Callable | None = None
+        self._backend_no_aot: Callable | None = None
 
     # pydftracer exposes the tags as attributes too.
     @property
@@ -128,10 +206,14 @@ class Dynamo:
         step: int | None = None,
         image_idx: int | None = None,
         image_size: Any = None,
+        args: dict | None = None,
         **tags: Any,
     ) -> "Dynamo":
-        """Sets the given tags (None leaves a tag as it was) for later calls."""
+        """Sets the given tags (None leaves a tag as it was) for later calls,
+        and as args of this node's own events (pydftracer's ``args=`` dict
+        and keywords alike)."""
         given = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
+        given.update(args or {})
         given.update(tags)
         with self._lock:
             for k, v in given.items():
@@ -139,6 +221,11 @@ class Dynamo:
                     self.tags[k] = v
             self._version += 1
             self._ids.clear()  # fragments of old tag values are not needed again
+        region_args = _region_args(given)
+        if region_args and self._enable:
+            self._sticky(region_args)
+        for child in self._children.values():
+            child.update(epoch=epoch, step=step, image_idx=image_idx, image_size=image_size, args=args)
         return self
 
     def tags_id(self, site: tuple = ()) -> int:
@@ -172,9 +259,17 @@ class Dynamo:
             self._backend = make_backend(self.tags_id)
         return self._backend
 
+    @property
+    def backend_no_aot(self) -> Callable:
+        """The backend of ``compile(..., autograd=False)``: Dynamo's graph, no AOT."""
+        if self._backend_no_aot is None:
+            self._backend_no_aot = _make_no_aot_backend(self.tags_id)
+        return self._backend_no_aot
+
     def compile(
         self,
         fn: Callable | None = None,
+        autograd: bool = True,
         *,
         fullgraph: bool = False,
         dynamic: bool | None = None,
@@ -187,21 +282,26 @@ class Dynamo:
         (``@d.compile(fullgraph=True, name="enc", stage="train")``); on a
         function, a method (e.g. a module's ``forward`` in the class body) or
         an ``nn.Module`` (its ``forward`` is replaced, the module returned).
+        ``autograd=False`` (pydftracer's second parameter) compiles without
+        AOT autograd: see ``backend_no_aot``.
         """
         if fn is None:
-            return functools.partial(self.compile, fullgraph=fullgraph, dynamic=dynamic, name=name, **tags)
-        if not self.enable:
+            return functools.partial(self.compile, autograd=autograd, fullgraph=fullgraph, dynamic=dynamic,
+                                     name=name, **tags)
+        if not self._enable:
             return fn
         if isinstance(fn, torch.nn.Module):
-            fn.forward = self.compile(fn.forward, fullgraph=fullgraph, dynamic=dynamic, name=name, **tags)
+            fn.forward = self.compile(fn.forward, autograd, fullgraph=fullgraph, dynamic=dynamic, name=name,
+                                      **tags)
             return fn
         if not callable(fn):
             raise TypeError(f"dynamo.compile: expected a function or nn.Module, got {type(fn).__name__}")
         dynamo_backend.warn_if_unavailable()
 
-        compiled = torch.compile(fn, backend=self.backend, fullgraph=fullgraph, dynamic=dynamic)
+        backend = self.backend if autograd else self.backend_no_aot
+        compiled = torch.compile(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
         qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "fn"
-        region = name or (self.name if self.name != "dynamo" else f"dynamo.{qualname}")
+        region = name or (self.name if self.name != CAT_DYNAMO else f"dynamo.{qualname}")
         site = tuple(sorted(tags.items(), key=lambda kv: kv[0]))
         core = dynamo_backend._core
         enabled, intern, ticks = _api.enabled, _api.intern, _api.ticks  # api.cc's, shared with dft_fn
@@ -228,9 +328,15 @@ class Dynamo:
         traced._dftracer_compiled = compiled  # the torch.compile'd function
         return traced
 
+    def count_parameters(self, module: Any) -> int | None:
+        """Number of parameters of ``module`` (pydftracer)."""
+        if hasattr(module, "parameters"):
+            return int(sum(p.numel() for p in module.parameters()))
+        return None
+
     def __repr__(self) -> str:
         tags = {k: v for k, v in self.tags.items() if v is not None}
-        return f"Dynamo(name={self.name!r}, enable={self.enable}, tags={tags})"
+        return f"Dynamo(name={self.name!r}, enable={self._enable}, tags={tags})"
 
 
 def create_backend(
@@ -244,11 +350,13 @@ def create_backend(
     **tags: Any,
 ) -> Callable:
     """pydftracer's factory: a torch.compile backend with these tags.
-    ``enable=False`` gives plain ``aot_eager``; ``autograd`` is accepted for
-    compatibility (backward graphs are always instrumented)."""
+    ``enable=False`` gives plain ``aot_eager``; ``autograd=False`` the backend
+    without AOT autograd (Dynamo's torch-level graph, as ``compile(f,
+    autograd=False)``)."""
     if not enable:
         return torch_compat.aot_eager or "aot_eager"
-    return Dynamo(name, epoch, step, image_idx, image_size, enable, **tags).backend
+    d = Dynamo(name, epoch, step, image_idx, image_size, enable, **tags)
+    return d.backend if autograd else d.backend_no_aot
 
 
 # The default instance (``@dynamo.compile``) and the plain backend; the

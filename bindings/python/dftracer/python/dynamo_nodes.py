@@ -86,6 +86,9 @@ def _dim(s: Any) -> Any:
 def op_event_name(target: Any) -> str:
     """pydftracer's event name: ``function.<op overload>`` (``function.convolution.default``,
     ``function.getitem``); ops outside ``aten`` keep their namespace."""
+    named = getattr(target, "_dftracer_event_name", None)
+    if named:  # a Tensor-method node of Dynamo.compile(autograd=False): "method.view"
+        return named
     if target is operator.getitem:
         return "function.getitem"
     if isinstance(target, OpOverload):

@@ -6,7 +6,7 @@ Times are microseconds since the Unix epoch, as in pydftracer.
 import os
 
 from .. import _core
-from . import _process
+from . import _process, entities
 from .diagnostics import warn
 from .env import TRACING_FORBIDDEN
 from .tags import unwrap
@@ -14,6 +14,23 @@ from .tags import unwrap
 __all__ = ["dftracer", "initialize", "finalize", "get_time", "trace_path"]
 
 _TRACE_SUFFIXES = (".pfw.gz", ".pfw")
+_enabled = _core.enabled
+_now_us = _core.now_us
+
+# What pydftracer 2.0.6 (over dftracer 2.2.0) answers get_config(key) with
+# when the variable is not set.
+_CONFIG_DEFAULTS = {
+    "DFTRACER_ENABLE": "1",
+    "DFTRACER_LOG_FILE": "./trace",
+    "DFTRACER_DATA_DIR": "all",
+    "DFTRACER_INC_METADATA": "0",
+    "DFTRACER_TRACE_COMPRESSION": "1",
+    "DFTRACER_TIME_METRIC": "US",
+    "DFTRACER_BIND_SIGNALS": "0",
+    "DFTRACER_SET_CORE_AFFINITY": "0",
+    "DFTRACER_WRITE_BUFFER_SIZE": "16777216",
+    "DFTRACER_GOTCHA_PRIORITY": "1",
+}
 
 
 def _prefix_of(logfile):
@@ -69,6 +86,9 @@ class dftracer:
     def __init__(self):
         self.logger = None  # pydftracer attribute; set while tracing
         self.trace_file = None  # path of the last file this process traced to
+        self.dbg_logging = None  # pydftracer's debug logger; diagnostics go through dft_warn here
+        self.start_time = 0  # get_time() when tracing started (pydftracer)
+        self._used_marks = set()
         dftracer.__instance = self
 
     @classmethod
@@ -124,6 +144,7 @@ class dftracer:
     def _started(self, path, prefix, data_dir):
         self.logger = _core
         self.trace_file = path
+        self.start_time = _now_us()
         if prefix is None and path:
             # The core's own prefix: the file name cannot be taken apart
             # (an app name may contain '-').
@@ -131,12 +152,60 @@ class dftracer:
         _process.export_env(prefix, data_dir)
         _process.tracing_started(from_env=False)
 
-    # get_time() is on every pydftracer user's hot path: a direct C call.
-    get_time = staticmethod(_core.now_us)
+    @staticmethod
+    def get_time():
+        """Microseconds since the Unix epoch on the trace's clock; 0 while
+        tracing is off (pydftracer)."""
+        return _now_us() if _enabled() else 0
 
     def get_config(self, key):
-        """Value of a DFTRACER_* setting as seen by this process ("" if unset)."""
-        return os.environ.get(key, "")
+        """pydftracer's get_config: "" while tracing is off; otherwise the
+        DFTRACER_* variable as set, or pydftracer's default for it
+        (DFTRACER_TIME_METRIC -> "US", DFTRACER_INC_METADATA -> "0", ...;
+        "" for a key it does not know)."""
+        if not _enabled():
+            return ""
+        value = os.environ.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+        return _CONFIG_DEFAULTS.get(key, "")
+
+    # -- process-wide metadata (pydftracer folds these into its `end` event;
+    # our core's end event has no such objects, so each is a metadata event
+    # written when set: it survives a crash too) --------------------------
+    def set_app_metadata_int(self, key, value):
+        """App metadata (an int): metadata event `app.<key>`."""
+        if _enabled():
+            _core.metadata(f"app.{key}", str(int(value)))
+
+    def set_app_metadata_string(self, key, value):
+        """App metadata (a str): metadata event `app.<key>`."""
+        if _enabled():
+            _core.metadata(f"app.{key}", str(value))
+
+    def mark_used(self, name):
+        """Reports that an integration ("ai", "dynamo", "torch_profiler", ...)
+        ran: one metadata event `used` = name per name and trace file."""
+        if not _enabled():
+            return
+        marker = (_core.trace_path(), name)
+        if marker in self._used_marks:
+            return
+        self._used_marks.add(marker)
+        _core.metadata("used", str(name))
+
+    # -- entities (see entities.py) -----------------------------------------
+    @staticmethod
+    def declare_entity(type, key, store=entities.EntityStore.MEMORY, uri=""):
+        return entities.declare_entity(type, key, store, uri)
+
+    @staticmethod
+    def declare_entity_type(type, role=entities.EntityRole.UNKNOWN, description=""):
+        entities.declare_entity_type(type, role, description)
+
+    @staticmethod
+    def relate_entities(relation, subject, object):
+        entities.relate_entities(relation, subject, object)
 
     def enter_event(self):
         """pydftracer API; events here are complete events (nesting comes
@@ -145,16 +214,22 @@ class dftracer:
     def exit_event(self):
         """See enter_event."""
 
-    def log_event(self, name, cat, start_time, duration, args=None, int_args=None,
-                  float_args=None, string_args=None):
-        """Records a complete event. `start_time` and `duration` are
-        microseconds (int or float), as returned by get_time(). `args` values:
-        bool/int/float/str are written typed, anything else as str(value);
-        non-str keys as str(key). A no-op while tracing is off."""
+    def log_event(self, name, cat, start_time, duration, int_args=None, float_args=None,
+                  string_args=None, relations=None, *, args=None):
+        """Records a complete event, with pydftracer's signature. `start_time`
+        and `duration` are microseconds (int or float), as returned by
+        get_time(). int_args/float_args/string_args values may be plain or
+        pydftracer's TagValue(...).value() tuples; `args=` (ours) takes any
+        values: bool/int/float/str are written typed, anything else as
+        str(value). `relations` ({EntityRelation: [entity ids]}) become args
+        `rel.<relation>`. A no-op while tracing is off."""
         if not _core.enabled():
             return _core.count_skipped()
         if int_args or float_args or string_args:
             args = _merge_typed_args(args, int_args, float_args, string_args)
+        if relations:
+            args = dict(args) if args else {}
+            args.update(entities.relation_args(relations))
         _core.log_event(name, cat, start_time, duration, args)
 
     def log_metadata_event(self, key, value):
@@ -186,9 +261,17 @@ def finalize():
     dftracer.get_instance().finalize()
 
 
-get_time = _core.now_us
+get_time = dftracer.get_time
 
 
 def trace_path():
     """Path of the trace file being written now, or None."""
     return _core.trace_path()
+
+
+# pydftracer's logger module re-exports its `common` names (`from
+# dftracer.python.logger import dft_fn` is how its ai module gets dft_fn).
+from .common import *  # noqa: E402,F401,F403
+from .common import __all__ as _common_all  # noqa: E402
+
+__all__ = list(dict.fromkeys(__all__ + _common_all))

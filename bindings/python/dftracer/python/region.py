@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Mapping
 
 from .. import _core
+from . import entities
 from .env import TRACING_FORBIDDEN
 from .tags import TAG_KEYS, unwrap
 
@@ -221,6 +222,32 @@ class dft_fn(_core.Region):
         if not self._enable or not _enabled():
             return builtins.iter(func)
         return _traced_iter(self, func, name, iter_name)
+
+    # -- relations to entities (entities.py) --------------------------------
+    def relate(self, relation, entity):
+        """Relates the current event (the open one of this dft_fn, else its
+        later events) to an entity id: arg ``rel.<relation>`` = the id in hex.
+        One id per relation and event: a second relate() with the same
+        relation replaces the first. Event relations only (< 16)."""
+        if self._enable and entity and int(relation) < 16:
+            self._attach(entities.relation_args({relation: [entity]}))
+        return self
+
+    def relate_entity(self, relation, type, key, store=entities.EntityStore.MEMORY, uri=""):
+        """declare_entity(type, key, store, uri) and relate(relation, id); the id."""
+        if not self._enable:
+            return 0
+        eid = entities.declare_entity(type, key, store, uri)
+        self.relate(relation, eid)
+        return eid
+
+    def uses(self, type, key, store=entities.EntityStore.MEMORY, uri=""):
+        """This event consumed entity (type, key)."""
+        return self.relate_entity(entities.EntityRelation.USED, type, key, store, uri)
+
+    def generates(self, type, key, store=entities.EntityStore.MEMORY, uri=""):
+        """This event produced entity (type, key)."""
+        return self.relate_entity(entities.EntityRelation.GENERATED, type, key, store, uri)
 
     # -- metadata -----------------------------------------------------------
     def log_metadata(self, key, value):
