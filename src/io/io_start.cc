@@ -56,6 +56,8 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   int saved = errno;
   dftio_busy = 1;
   uint64_t h = 0;
+  char full[4096];  // on the stack: no allocation on a hook
+  if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_filter.absolute(path, full, sizeof full)) path = full;
   if (g_filter.wanted(path, dirfd == AT_FDCWD)) {
     h = dft_hash64(path, std::strlen(path));
     if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table

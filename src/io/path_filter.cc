@@ -50,6 +50,15 @@ bool PathFilter::under_prefix(const char* path, size_t len) const {
   return false;
 }
 
+bool PathFilter::absolute(const char* path, char* out, size_t cap) const {
+  while (path[0] == '.' && path[1] == '/') path += 2;
+  size_t len = std::strlen(path);
+  if (cwd_.size() + len + 1 > cap) return false;
+  std::memcpy(out, cwd_.data(), cwd_.size());
+  std::memcpy(out + cwd_.size(), path, len + 1);
+  return true;
+}
+
 bool PathFilter::wanted(const char* path, bool dirfd_is_cwd) const {
   size_t len = std::strlen(path);
   if (len == 0) return false;

@@ -20,6 +20,11 @@ class PathFilter {
   // a path relative to another directory descriptor is traced only under `all`.
   bool wanted(const char* path, bool dirfd_is_cwd) const;
 
+  // Writes the working directory (read at configure) + `path` to `out`, so
+  // a file has one name and one fhash however it was spelled. False when it
+  // does not fit in `cap` bytes (the path is then used as given).
+  bool absolute(const char* path, char* out, size_t cap) const;
+
   const std::vector<std::string>& prefixes() const { return prefixes_; }
 
  private:

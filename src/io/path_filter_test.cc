@@ -44,3 +44,15 @@ TEST(PathFilter, RelativePathsResolveAgainstTheWorkingDirectory) {
   inside.configure("/work", "/work/sub");
   EXPECT_TRUE(inside.wanted("x", true));      // cwd is inside the prefix
 }
+
+TEST(PathFilter, AbsoluteJoinsTheWorkingDirectory) {
+  PathFilter f;
+  f.configure("all", "/work");
+  char out[64];
+  ASSERT_TRUE(f.absolute("data/x", out, sizeof out));
+  EXPECT_STREQ(out, "/work/data/x");
+  ASSERT_TRUE(f.absolute("./y", out, sizeof out));
+  EXPECT_STREQ(out, "/work/y");
+  char tiny[8];
+  EXPECT_FALSE(f.absolute("data/x", tiny, sizeof tiny));
+}
