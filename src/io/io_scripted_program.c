@@ -86,12 +86,13 @@ static const char* g_in;
 static int g_rounds;
 
 static void* io_thread(void* arg) {
-  char p[4096], name[64];
+  char p[4096], name[64], mine[512]; /* each thread its own buffer */
+  memset(mine, 'z', sizeof mine);
   snprintf(name, sizeof name, "t%ld.bin", (long)(intptr_t)arg);
   path(p, g_in, name);
   for (int i = 0; i < g_rounds; ++i) {
     int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
-    if (write(fd, buf, 512) != 512 || pread(fd, buf, 512, 0) != 512) abort();
+    if (write(fd, mine, 512) != 512 || pread(fd, mine, 512, 0) != 512) abort();
     close(fd);
   }
   return NULL;
