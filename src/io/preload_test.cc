@@ -223,3 +223,28 @@ TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
 }
 
 }  // namespace
+
+namespace {
+
+// DFTRACER_DATA_DIR=all traces every path, but never a trace file (nor its
+// .idx): a forked child opens its own file while the hooks are live, and a
+// traced write of it would feed events back into the file being written.
+TEST(Preload, OwnTraceFileNeverTracedUnderAll) {
+  std::string dir = dftracer_test::temp_dir("io_all");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"fork", in}, with(kTraced, {"DFTRACER_DATA_DIR=all"}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 2u);
+  size_t named = 0;
+  for (const std::vector<Event>& f : r.files) {
+    for (const Event& e : f) {
+      if (e.ph != "M" || e.name != "FH") continue;
+      EXPECT_EQ(str_arg(e, "name").find(".pfw"), std::string::npos) << str_arg(e, "name");
+      named += str_arg(e, "name").rfind(in + "/", 0) == 0;
+    }
+  }
+  EXPECT_EQ(named, 2u) << "each process's own data file is traced under all";
+}
+
+}  // namespace
