@@ -185,21 +185,52 @@ IoView io_view(const std::vector<std::string>& files, const IoOptions& options, 
   return v;
 }
 
-void write_io_table(std::ostream& os, const IoView& v) {
+namespace {
+
+std::string summary_line(const IoView& v) {
   const IoStats& t = v.total;
   char line[512];
-  if (t.ops == 0) {
-    os << "no POSIX or STDIO events in the input\n";
-    return;
-  }
   std::snprintf(line, sizeof line,
                 "I/O: %llu calls, %.1f us; %llu reads %.3f MiB, %llu writes %.3f MiB; small (< %llu B): %llu reads, "
-                "%llu writes\n\n",
+                "%llu writes",
                 static_cast<unsigned long long>(t.ops), t.time_ns / 1e3, static_cast<unsigned long long>(t.reads),
                 mib(t.read_bytes), static_cast<unsigned long long>(t.writes), mib(t.write_bytes),
                 static_cast<unsigned long long>(v.options.small_bytes), static_cast<unsigned long long>(t.small_reads),
                 static_cast<unsigned long long>(t.small_writes));
-  os << line;
+  return line;
+}
+
+std::string rows_json(const std::map<std::string, IoStats>& m, size_t top) {
+  std::vector<std::pair<std::string, IoStats>> rows(m.begin(), m.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.time_ns > b.second.time_ns; });
+  if (top && rows.size() > top) rows.resize(top);
+  std::string o = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    o += i ? ",[" : "[";
+    append_json_string(o, rows[i].first);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ",%llu,%.3f]", static_cast<unsigned long long>(rows[i].second.ops),
+                  rows[i].second.time_ns / 1e3);
+    o += buf;
+  }
+  return o + "]";
+}
+
+}  // namespace
+
+std::string io_report_json(const IoView& v, size_t top) {
+  std::string o = "{\"summary\":";
+  append_json_string(o, summary_line(v));
+  return o + ",\"by_file\":" + rows_json(v.by_file, top) + ",\"by_call\":" + rows_json(v.by_call, top) + "}";
+}
+
+void write_io_table(std::ostream& os, const IoView& v) {
+  char line[512];
+  if (v.total.ops == 0) {
+    os << "no POSIX or STDIO events in the input\n";
+    return;
+  }
+  os << summary_line(v) << "\n\n";
   table(os, "by file", "file", v.by_file);
   table(os, "by call", "call", v.by_call);
   table(os, "by process", "pid", v.by_process);

@@ -47,4 +47,8 @@ IoView io_view(const std::vector<std::string>& files, const IoOptions& options, 
 void write_io_table(std::ostream& os, const IoView& v);
 void write_io_json(std::ostream& os, const IoView& v);
 
+// The report's I/O section data: {"summary": one line, "by_file" and
+// "by_call": [[name, ops, time_us], ...] (the `top` longest; 0 = all)}.
+std::string io_report_json(const IoView& v, size_t top);
+
 }  // namespace dftracer::analyze

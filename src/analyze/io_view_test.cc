@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
+#include "report.hpp"
 #include "trace_files.hpp"
 
 using namespace dftracer::analyze;
@@ -76,4 +78,22 @@ TEST(IoView, NoIoEventsSaysSo) {
   std::ostringstream text;
   write_io_table(text, v);
   EXPECT_EQ(text.str(), "no POSIX or STDIO events in the input\n");
+}
+
+TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
+  TempDir d;
+  write_file(d.file("io.pfw"), "[\n" + fh(1, "/data/a.bin", "\"00000000000000aa\"") +
+                                   x("read", "POSIX", 1, 1000, 7, "\"fhash\":\"00000000000000aa\",\"size\":10,\"ret\":10") +
+                                   "]\n");
+  write_file(d.file("none.pfw"), "[\n" + x("step", "app", 1, 1000, 5, "") + "]\n");
+  auto page = [&](const std::string& in) {
+    std::string out = d.file(in + ".html");
+    write_report({d.file(in)}, out, 20, 1, ReadOptions{});
+    std::ifstream f(out);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  std::string with = page("io.pfw");
+  EXPECT_NE(with.find("\"io\":{\"summary\":\"I/O: 1 calls"), std::string::npos);
+  EXPECT_NE(with.find("[\"/data/a.bin\",1,"), std::string::npos);
+  EXPECT_EQ(page("none.pfw").find("\"io\":{"), std::string::npos);
 }
