@@ -5,6 +5,8 @@
 #define _GNU_SOURCE 1
 #endif
 #include <cerrno>
+#include <cstring>
+#include <string>
 
 #include "io_runtime.h"
 
@@ -27,8 +29,22 @@ dft_arg int_arg(dft_id key, int64_t v) {
 
 }  // namespace
 
+// The event name of a call: its symbol, except glibc's fortified entry
+// points, which are named as the call they check (`__read_chk` -> `read`,
+// `__open64_2` -> `open64`), so analyses group them together.
+static std::string event_name(const char* symbol) {
+  std::string s = symbol;
+  if (s.rfind("__", 0) != 0) return s;
+  s = s.substr(2);
+  for (const char* suffix : {"_chk", "_2"})
+    if (s.size() > std::strlen(suffix) && s.compare(s.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      return s.substr(0, s.size() - std::strlen(suffix));
+  return s;
+}
+
 extern "C" void dftio_intern_ids(void) {
-  for (int c = 0; c < DFTIO_CALL_COUNT; ++c) g_ids.name[c] = dft_intern_cstr(dftio_call_name(static_cast<dftio_call>(c)));
+  for (int c = 0; c < DFTIO_CALL_COUNT; ++c)
+    g_ids.name[c] = dft_intern_cstr(event_name(dftio_call_name(static_cast<dftio_call>(c))).c_str());
   g_ids.posix = dft_intern_cstr("POSIX");
   g_ids.stdio = dft_intern_cstr("STDIO");
   g_ids.fhash = dft_intern_cstr("fhash");

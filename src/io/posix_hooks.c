@@ -248,3 +248,30 @@ int DFTIO_HOOK(fcntl64)(int fd, int cmd, ...) {
   DFTIO_FCNTL_ARG(cmd)
   DFTIO_RUN(fcntl64, dftio_fd_traced(fd), int, DFTIO_REAL(fcntl64)(fd, cmd, arg), DFTIO_FCNTL_DONE(fd, cmd));
 }
+
+/* ---------------------------------------------------------------- _FORTIFY_SOURCE entry points */
+
+ssize_t DFTIO_HOOK(__read_chk)(int fd, void* buf, size_t n, size_t buflen) {
+  DFTIO_RUN(__read_chk, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(__read_chk)(fd, buf, n, buflen), DFTIO_DATA(fd, n));
+}
+ssize_t DFTIO_HOOK(__pread_chk)(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  DFTIO_RUN(__pread_chk, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(__pread_chk)(fd, buf, n, off, buflen),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+ssize_t DFTIO_HOOK(__pread64_chk)(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  DFTIO_RUN(__pread64_chk, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(__pread64_chk)(fd, buf, n, off, buflen),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+int DFTIO_HOOK(__open_2)(const char* path, int flags) {
+  DFTIO_RUN(__open_2, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__open_2)(path, flags), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(__open64_2)(const char* path, int flags) {
+  DFTIO_RUN(__open64_2, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__open64_2)(path, flags), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(__openat_2)(int dirfd, const char* path, int flags) {
+  DFTIO_RUN(__openat_2, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(__openat_2)(dirfd, path, flags), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(__openat64_2)(int dirfd, const char* path, int flags) {
+  DFTIO_RUN(__openat64_2, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(__openat64_2)(dirfd, path, flags),
+            DFTIO_OPENED(r_));
+}

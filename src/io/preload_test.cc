@@ -24,12 +24,12 @@ struct ProgramRun {
   std::vector<std::vector<Event>> files;  // one per trace file written
 };
 
-ProgramRun run_program(const std::string& dir, const std::vector<std::string>& args, const std::vector<std::string>& env) {
+ProgramRun run_program(const std::string& dir, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                       std::string prog = DFTIO_SCRIPTED_PROGRAM) {
   std::vector<std::string> envs = {"LD_PRELOAD=" DFTIO_PRELOAD_LIB, "DFTRACER_LOG_FILE=" + dir + "/trace",
                                    "DFTRACER_TIME_RESOLUTION=ns", "PATH=/usr/bin:/bin"};
   envs.insert(envs.end(), env.begin(), env.end());
   std::vector<char*> argv, envp;
-  std::string prog = DFTIO_SCRIPTED_PROGRAM;
   argv.push_back(prog.data());
   std::vector<std::string> a = args;
   for (auto& s : a) argv.push_back(s.data());
@@ -86,12 +86,13 @@ struct Expected {
   int64_t offset;    // -1: no offset arg
 };
 
-TEST(Preload, ScriptedSequenceEveryCallOnceWithItsArgs) {
+// The scripted sequence of io_scripted_program.c, call by call.
+void check_scripted_sequence(const std::string& program) {
   std::string dir = dftracer_test::temp_dir("io_preload");
   std::string in = dir + "/in", out = dir + "/out";
   ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
   ASSERT_EQ(mkdir(out.c_str(), 0755), 0);
-  ProgramRun r = run_program(dir, {"script", in, out}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ProgramRun r = run_program(dir, {"script", in, out}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}), program);
   ASSERT_EQ(r.status, 0) << "the program failed (3: a hook changed errno)";
   ASSERT_EQ(r.files.size(), 1u);
   const std::vector<Event>& all = r.files[0];
@@ -146,6 +147,13 @@ TEST(Preload, ScriptedSequenceEveryCallOnceWithItsArgs) {
     EXPECT_EQ(p.rfind(out, 0), std::string::npos) << "outside DFTRACER_DATA_DIR: " << p;
   }
 }
+
+TEST(Preload, ScriptedSequenceEveryCallOnceWithItsArgs) { check_scripted_sequence(DFTIO_SCRIPTED_PROGRAM); }
+
+// Built with _FORTIFY_SOURCE=2 (as distributions build programs), the same
+// calls reach glibc as __read_chk, __pread_chk, __fread_chk and __open_2:
+// the same events, under the plain names.
+TEST(Preload, FortifiedProgramSameEvents) { check_scripted_sequence(DFTIO_FORTIFIED_PROGRAM); }
 
 TEST(Preload, DisableIoRecordsNoIoButStillTraces) {
   std::string dir = dftracer_test::temp_dir("io_disable");

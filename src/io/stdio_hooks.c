@@ -74,3 +74,13 @@ int DFTIO_HOOK(fputs)(const char* s, FILE* f) {
 int DFTIO_HOOK(fflush)(FILE* f) {
   DFTIO_RUN(fflush, stream_traced(f), int, DFTIO_REAL(fflush)(f), DFTIO_STREAM_RET(f));
 }
+
+/* _FORTIFY_SOURCE entry points: the same events as fread and fgets. */
+size_t DFTIO_HOOK(__fread_chk)(void* buf, size_t buflen, size_t size, size_t n, FILE* f) {
+  DFTIO_RUN(__fread_chk, stream_traced(f), size_t, DFTIO_REAL(__fread_chk)(buf, buflen, size, n, f),
+            DFTIO_ITEMS(f, size, n));
+}
+char* DFTIO_HOOK(__fgets_chk)(char* s, size_t size, int n, FILE* f) {
+  DFTIO_RUN(__fgets_chk, stream_traced(f), char*, DFTIO_REAL(__fgets_chk)(s, size, n, f),
+            (DFTIO_FD(stream_fd(f)), DFTIO_SIZE(n), DFTIO_RET(r_ != NULL ? (int64_t)strlen(r_) : -1)));
+}
