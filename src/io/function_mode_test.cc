@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <set>
@@ -128,6 +129,31 @@ TEST(FunctionMode, LibraryLoadedLaterIsTracedToo) {
     if (is_io(e) && e.name == "read" && str_arg(e, "fhash") == fh[file]) read_bytes += int_arg(e, "ret");
   EXPECT_EQ(read_bytes, 1000) << "the reads of a library dlopen'ed after install";
   dlclose(lib);
+}
+
+// A thread that existed before tracing and the hooks started: its I/O after
+// install is traced like any other (the hooks are per process, its buffer
+// is attached on its first record).
+TEST(FunctionMode, ThreadStartedBeforeInitIsTraced) {
+  std::atomic<bool> go{false};
+  std::string path;
+  std::thread early([&] {
+    while (!go.load()) std::this_thread::yield();
+    int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+    EXPECT_EQ(write(fd, "0123456789", 10), 10);
+    close(fd);
+  });
+  Traced t = start("io_fn_early");
+  path = t.data + "/early.bin";
+  go.store(true);
+  early.join();
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.data);
+  ASSERT_TRUE(fh.count(path));
+  int64_t written = 0;
+  for (const Event& e : all)
+    if (is_io(e) && e.name == "write" && str_arg(e, "fhash") == fh[path]) written += int_arg(e, "ret");
+  EXPECT_EQ(written, 10);
 }
 
 }  // namespace
