@@ -3,7 +3,8 @@
 #   1. installs what the build and tests need (scripts/setup.sh, idempotent);
 #   2. configures and builds everything (core, analyzer, tests, benchmarks,
 #      examples) and runs all GoogleTest suites with ctest;
-#   3. builds the buffer, writer and compile-capture (dynamo) concurrency
+#   3. builds the buffer, writer, compile-capture (dynamo) and I/O (FUNCTION
+#      mode, eight threads doing I/O) concurrency
 #      tests with ThreadSanitizer and runs them
 #      (smaller, via DFTRACER_TEST_SCALE: TSan is ~10x slower);
 #   4. installs the Python package and runs pytest.
@@ -27,13 +28,14 @@ cmake --build build -j "$JOBS"
 step "ctest"
 ctest --test-dir build -j "$JOBS" --output-on-failure --timeout 600
 
-step "ThreadSanitizer: buffer, writer and compile-capture tests"
+step "ThreadSanitizer: buffer, writer, compile-capture and I/O tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_SANITIZE=thread \
   -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
-cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_test core_process_test dynamo_concurrency_test
+cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_test core_process_test dynamo_concurrency_test \
+  io_function_mode_test io_unit_test
 DFTRACER_TEST_SCALE=0.02 TSAN_OPTIONS="halt_on_error=1" \
   ctest --test-dir build-tsan -j "$JOBS" --output-on-failure \
-  -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent)'
+  -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent|io\.(FunctionMode|FileHashes))'
 
 step "Python package"
 "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io_view.hpp"
 #include "merge.hpp"
 #include "output_file.hpp"
 #include "report.hpp"
@@ -38,6 +39,11 @@ const char* kUsage =
     "  report    one self-contained HTML page with charts\n"
     "              -o FILE        output .html (required)\n"
     "              --top N        ops in the top-ops chart (default 20)\n"
+    "  io        POSIX/STDIO events: bytes and time by file, call and process, bandwidth over time,\n"
+    "            small-I/O counts\n"
+    "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
+    "              --bin-ms N       bandwidth bin width in ms (default 1000)\n"
+    "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
     "\n"
     "common options:\n"
     "  --threads N     reader threads, 1 to 1024 (default: all cores; never more than the\n"
@@ -88,6 +94,7 @@ struct Args {
   bool epoch_ts = false;
   uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
   uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
+  IoOptions io;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -98,7 +105,7 @@ Args parse_args(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     std::exit(0);
   }
-  if (a.command != "summary" && a.command != "merge" && a.command != "report")
+  if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io")
     usage_error("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
@@ -120,6 +127,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--max-document-mib") a.max_document_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--epoch-ts") a.epoch_ts = true;
+    else if (s == "--small-bytes") a.io.small_bytes = parse_bounded(s, value(), 0, 1LL << 40);
+    else if (s == "--bin-ms") a.io.bin_ns = parse_bounded(s, value(), 1, 1LL << 32) * 1000000;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
     else a.paths.push_back(s);
   }
@@ -176,6 +185,17 @@ int main(int argc, char** argv) {
       if (a.out.empty()) write_stdout(os.str());
       else write_output_file(a.out, os.str());
       return finish(s.stats);
+    }
+    if (a.command == "io") {
+      if (a.format == "csv") usage_error("io: --format must be table or json");
+      if (!a.out.empty()) refuse_input_as_output(a.out, files);
+      IoView v = io_view(files, a.io, a.threads, ro);
+      std::ostringstream os;
+      if (a.format == "json") write_io_json(os, v);
+      else write_io_table(os, v);
+      if (a.out.empty()) write_stdout(os.str());
+      else write_output_file(a.out, os.str());
+      return finish(v.stats);
     }
     if (a.command == "merge") {
       MergeResult r = merge_traces(files, a.out, a.threads, ro, a.epoch_ts);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "event_decoder.hpp"
+#include "io_view.hpp"
 #include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
 #include "trace_time.hpp"
@@ -142,6 +143,8 @@ svg.chart text{font-size:11px;fill:#333}
 <h2>Time by module</h2><div id="by-module"></div>
 <h2>Forward / backward / inference</h2><div id="by-phase"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
+<div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
+<h2>I/O time by call</h2><div id="io-by-call"></div></div>
 <script id="report-data" type="application/json">@DATA@</script>
 <script>
 (function(){
@@ -193,6 +196,8 @@ bars("top-ops", D.top_ops, "top operations");
 bars("by-module", D.by_module, "time by module");
 bars("by-phase", D.by_phase, "time by phase");
 timeline("timeline");
+if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
+  bars("io-by-file", D.io.by_file, "I/O time by file"); bars("io-by-call", D.io.by_call, "I/O time by call"); }
 document.body.setAttribute("data-rendered","yes");
 })();
 </script></body></html>
@@ -228,6 +233,10 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"top_ops\":" + totals_json(r.by_name_, top_n);
   data += ",\"by_module\":" + totals_json(r.by_module_, 30);
   data += ",\"by_phase\":" + totals_json(r.by_phase_, 0);
+  // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
+  // the page shows the section only when there are some.
+  IoView io = io_view(files, IoOptions{}, threads, options);
+  if (io.total.ops) data += ",\"io\":" + io_report_json(io, top_n);
   data += ",\"timeline\":[";
   // Bins as [start_us_relative, count], at most ~200 per process for the page.
   bool first = true;

@@ -106,3 +106,6 @@ def restore_env():
 def tracing_started(from_env):
     """Called whenever this process starts tracing."""
     _install_hooks()
+    from . import io_tracing
+
+    io_tracing.install()  # POSIX/STDIO events (FUNCTION mode), issue #14

@@ -1,0 +1,42 @@
+"""FUNCTION-mode I/O tracing (issue #14).
+
+When this process starts tracing, the POSIX and STDIO calls of every loaded
+library (and of every library loaded later) are pointed at the hooks of
+``libdftracer_io.so`` (shipped in ``dftracer/lib``), which record them as
+``POSIX`` / ``STDIO`` events into the same trace. ``DFTRACER_DISABLE_IO=1``
+turns it off; ``DFTRACER_DATA_DIR`` picks the paths; under
+``DFTRACER_INIT=PRELOAD`` with ``LD_PRELOAD=libdftracer_preload.so`` the
+preload library already traces and nothing is patched.
+"""
+import ctypes
+import os
+
+from . import diagnostics
+
+MODES = {0: "off", 1: "function", 2: "preload"}
+
+_lib = None
+
+
+def library_dir():
+    """The folder holding libdftracer_io.so and libdftracer_preload.so."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+
+
+def install():
+    """Starts I/O tracing in this process if tracing is on; returns the mode
+    now in force ("off", "function" or "preload"). Never raises."""
+    global _lib
+    if _lib is None:
+        path = os.path.join(library_dir(), "libdftracer_io.so")
+        try:
+            _lib = ctypes.CDLL(path)
+        except OSError as e:
+            diagnostics.warn(f"I/O tracing is off: cannot load {path}: {e}")
+            return "off"
+    return MODES.get(_lib.dft_io_install(), "off")
+
+
+def mode():
+    """The I/O tracing mode in force in this process."""
+    return MODES.get(_lib.dft_io_mode(), "off") if _lib is not None else "off"

@@ -1,0 +1,40 @@
+/*
+ * dftracer I/O tracing (issue #14): POSIX and STDIO calls as complete events
+ * (cat "POSIX" / "STDIO", named after the call, args fhash, fd, size, ret,
+ * offset; an "FH" metadata record names each path once per file).
+ *
+ * Two ways in, as DFTracer:
+ *   PRELOAD   DFTRACER_INIT=PRELOAD DFTRACER_ENABLE=1 LD_PRELOAD=libdftracer_preload.so prog
+ *   FUNCTION  dft_io_install() from libdftracer_io.so (what `import dftracer` calls
+ *             when DFTRACER_ENABLE=1): patches the GOTs of the loaded objects and of
+ *             every object dlopen'ed later.
+ * DFTRACER_DISABLE_IO=1 turns both off; DFTRACER_DATA_DIR (colon-separated
+ * prefixes, or `all`; unset = all) limits which paths are traced.
+ */
+#ifndef DFTRACER_IO_H_
+#define DFTRACER_IO_H_
+
+#include "dftracer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DFT_IO_OFF 0
+#define DFT_IO_FUNCTION 1
+#define DFT_IO_PRELOAD 2
+
+/* FUNCTION mode: starts I/O tracing in this process when tracing is on and
+ * DFTRACER_DISABLE_IO is not set. Returns the mode now in force:
+ * DFT_IO_FUNCTION, DFT_IO_PRELOAD (the preload library is loaded: it
+ * already traces, nothing is patched) or DFT_IO_OFF. Idempotent. */
+DFT_API int dft_io_install(void);
+
+/* The mode dft_io_install() left in force (DFT_IO_OFF before it). */
+DFT_API int dft_io_mode(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DFTRACER_IO_H_ */

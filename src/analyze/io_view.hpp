@@ -1,0 +1,54 @@
+// The I/O view (issue #14): what the POSIX and STDIO events of a run say --
+// bytes and time by file, by call and by process, read/write bandwidth over
+// time, and how many data calls moved less than a small-I/O threshold.
+// `dftracer-analyze io`. Reads DFTracer's args (fhash, size, ret) and its FH
+// records (fhash -> path), so DFTracer's own traces work too.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze {
+
+struct IoStats {
+  uint64_t ops = 0;             // every I/O event
+  uint64_t reads = 0, writes = 0;  // data calls (read/pread/readv/fread/..., write/...)
+  uint64_t read_bytes = 0, write_bytes = 0;  // their ret, when positive
+  uint64_t small_reads = 0, small_writes = 0;  // data calls that moved < IoOptions::small_bytes
+  int64_t time_ns = 0;          // summed durations
+  void add(const IoStats& o);
+};
+
+struct IoOptions {
+  uint64_t small_bytes = 4096;  // "small I/O": a data call moving fewer bytes
+  int64_t bin_ns = 1000000000;  // bandwidth bins (1 s)
+};
+
+struct IoView {
+  IoStats total;
+  std::map<std::string, IoStats> by_file;     // path (or "fhash:<hash>" without its FH record)
+  std::map<std::string, IoStats> by_call;     // event name
+  std::map<std::string, IoStats> by_process;  // pid
+  std::map<int64_t, IoStats> by_bin;          // start of the bin, ns since the first I/O event's bin
+  int64_t first_bin_ns = 0;                   // epoch ns of bin 0
+  IoOptions options;
+  ReadStats stats;
+};
+
+IoView io_view(const std::vector<std::string>& files, const IoOptions& options, unsigned threads,
+               const ReadOptions& read_options);
+
+// A text report, or the same as one JSON object.
+void write_io_table(std::ostream& os, const IoView& v);
+void write_io_json(std::ostream& os, const IoView& v);
+
+// The report's I/O section data: {"summary": one line, "by_file" and
+// "by_call": [[name, ops, time_us], ...] (the `top` longest; 0 = all)}.
+std::string io_report_json(const IoView& v, size_t top);
+
+}  // namespace dftracer::analyze

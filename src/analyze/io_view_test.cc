@@ -1,0 +1,99 @@
+// The I/O view on hand-written traces: two processes' files, FH records in
+// one file naming a hash used in the other, our hex fhash and DFTracer's
+// numeric one, bytes from ret, small-I/O counts and bandwidth bins.
+#include "io_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "report.hpp"
+#include "trace_files.hpp"
+
+using namespace dftracer::analyze;
+using dftracer::analyze::testing::TempDir;
+using dftracer::analyze::testing::write_file;
+
+namespace {
+
+std::string x(const char* name, const char* cat, int pid, long ts, int dur, const std::string& args) {
+  return std::string("{\"id\":1,\"name\":\"") + name + "\",\"cat\":\"" + cat + "\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(pid) + ",\"ts\":" + std::to_string(ts) + ",\"dur\":" + std::to_string(dur) +
+         ",\"ph\":\"X\",\"args\":{" + args + "}}\n";
+}
+
+std::string fh(int pid, const char* path, const char* value) {
+  return "{\"id\":0,\"name\":\"FH\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":1,\"ph\":\"M\",\"args\":{\"name\":\"" + path + "\",\"value\":" + value + "}}\n";
+}
+
+}  // namespace
+
+TEST(IoView, BytesTimeByFileCallProcessAndBins) {
+  TempDir d;
+  // Process 1: ours (hex hashes); process 2: DFTracer v2 style (numeric).
+  write_file(d.file("a.pfw"), "[\n" + fh(1, "/data/a.bin", "\"00000000000000aa\"") +
+                                  x("open64", "POSIX", 1, 1000000, 5, "\"fhash\":\"00000000000000aa\",\"fd\":3,\"ret\":3") +
+                                  x("read", "POSIX", 1, 1000010, 7, "\"fhash\":\"00000000000000aa\",\"size\":8192,\"ret\":8192") +
+                                  x("read", "POSIX", 1, 2500000, 3, "\"fhash\":\"00000000000000aa\",\"size\":8192,\"ret\":100") +
+                                  x("fwrite", "STDIO", 1, 2600000, 2, "\"fhash\":\"00000000000000bb\",\"size\":10,\"ret\":10") +
+                                  x("step", "app", 1, 1000000, 5000000, "") + "]\n");
+  write_file(d.file("b.pfw"), "[\n" + fh(2, "/data/b.bin", "55167") +
+                                  x("write", "POSIX", 2, 1200000, 9, "\"fhash\":55167,\"count\":4096,\"ret\":4096") +
+                                  x("read", "POSIX", 2, 1300000, 1, "\"fhash\":55167,\"count\":4,\"ret\":-1") + "]\n");
+  IoOptions o;
+  o.small_bytes = 4096;
+  IoView v = io_view({d.file("a.pfw"), d.file("b.pfw")}, o, 2, ReadOptions{});
+  EXPECT_EQ(v.total.ops, 6u) << "the app event is not I/O";
+  EXPECT_EQ(v.total.read_bytes, 8292u);
+  EXPECT_EQ(v.total.write_bytes, 4106u);
+  EXPECT_EQ(v.total.time_ns, 27000);
+  EXPECT_EQ(v.by_file.at("/data/a.bin").read_bytes, 8292u);
+  EXPECT_EQ(v.by_file.at("/data/a.bin").ops, 3u);
+  EXPECT_EQ(v.by_file.at("/data/b.bin").write_bytes, 4096u);
+  EXPECT_EQ(v.by_file.at("fhash:00000000000000bb").write_bytes, 10u) << "no FH record: named by its hash";
+  EXPECT_EQ(v.by_call.at("read").reads, 3u);
+  EXPECT_EQ(v.by_process.at("2").ops, 2u);
+  // Small: the 100-byte read, the failed read and the 10-byte fwrite; 4096 is not small.
+  EXPECT_EQ(v.total.small_reads, 2u);
+  EXPECT_EQ(v.total.small_writes, 1u);
+  ASSERT_EQ(v.by_bin.size(), 2u);  // 1 s bins: t=1.0-1.3 s and t=2.5-2.6 s
+  EXPECT_EQ(v.by_bin.begin()->second.read_bytes, 8192u);
+  EXPECT_EQ(v.by_bin.rbegin()->second.read_bytes, 100u);
+
+  std::ostringstream json;
+  write_io_json(json, v);
+  EXPECT_NE(json.str().find("\"/data/a.bin\":{\"ops\":3,\"reads\":2,\"writes\":0,\"read_bytes\":8292"), std::string::npos)
+      << json.str();
+  std::ostringstream text;
+  write_io_table(text, v);
+  EXPECT_NE(text.str().find("by process"), std::string::npos);
+}
+
+TEST(IoView, NoIoEventsSaysSo) {
+  TempDir d;
+  write_file(d.file("a.pfw"), "[\n" + x("step", "app", 1, 1000, 5, "") + "]\n");
+  IoView v = io_view({d.file("a.pfw")}, IoOptions{}, 1, ReadOptions{});
+  std::ostringstream text;
+  write_io_table(text, v);
+  EXPECT_EQ(text.str(), "no POSIX or STDIO events in the input\n");
+}
+
+TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
+  TempDir d;
+  write_file(d.file("io.pfw"), "[\n" + fh(1, "/data/a.bin", "\"00000000000000aa\"") +
+                                   x("read", "POSIX", 1, 1000, 7, "\"fhash\":\"00000000000000aa\",\"size\":10,\"ret\":10") +
+                                   "]\n");
+  write_file(d.file("none.pfw"), "[\n" + x("step", "app", 1, 1000, 5, "") + "]\n");
+  auto page = [&](const std::string& in) {
+    std::string out = d.file(in + ".html");
+    write_report({d.file(in)}, out, 20, 1, ReadOptions{});
+    std::ifstream f(out);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  std::string with = page("io.pfw");
+  EXPECT_NE(with.find("\"io\":{\"summary\":\"I/O: 1 calls"), std::string::npos);
+  EXPECT_NE(with.find("[\"/data/a.bin\",1,"), std::string::npos);
+  EXPECT_EQ(page("none.pfw").find("\"io\":{"), std::string::npos);
+}

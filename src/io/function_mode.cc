@@ -1,0 +1,73 @@
+// FUNCTION mode (libdftracer_io.so): `import dftracer` with DFTRACER_ENABLE=1
+// calls dft_io_install(), which points every loaded object's GOT entries
+// for the calls in io_calls.h at our hooks, and hooks dlopen too, so a
+// library loaded later (a Python extension module, libtorch) is patched
+// as it arrives. Our own libraries and libc itself are never patched: the
+// writer's I/O and libc's internal calls stay untraced.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <dlfcn.h>
+
+#include <cerrno>
+#include <mutex>
+
+#include "dftracer/io.h"
+#include "got_patch.h"
+#include "io_runtime.h"
+
+extern "C" {
+#define DFTIO_DECLARE_HOOK(fn) void dftio_hook_##fn();
+DFTIO_ALL_CALLS(DFTIO_DECLARE_HOOK)
+#undef DFTIO_DECLARE_HOOK
+}
+
+namespace {
+
+std::mutex g_patch_mu;  // install and dlopen, never a hook
+dftracer::io::GotPatcher* g_patcher = nullptr;
+int g_mode = DFT_IO_OFF;
+void* (*g_real_dlopen)(const char*, int) = nullptr;
+
+// Never patched: ours (core, this library, the preload shim), the C library
+// and the dynamic linker, the vDSO, and the compressors the writer uses.
+const char* const kSkip[] = {"libdftracer_core", "libdftracer_io", "libdftracer_preload", "/libc.so",
+                             "/ld-linux",        "linux-vdso",     "libz.so",             "libdeflate",
+                             "libspdlog",        nullptr};
+
+size_t patch_everything() { return g_patcher->patch_all(kSkip, reinterpret_cast<const void*>(&patch_everything)); }
+
+void* hook_dlopen(const char* file, int flags) {
+  void* h = g_real_dlopen(file, flags);
+  if (h != nullptr) {
+    int saved = errno;
+    std::lock_guard<std::mutex> lock(g_patch_mu);
+    patch_everything();
+    errno = saved;
+  }
+  return h;
+}
+
+}  // namespace
+
+extern "C" int dft_io_install(void) {
+  std::lock_guard<std::mutex> lock(g_patch_mu);
+  if (g_mode != DFT_IO_OFF) return g_mode;
+  // Under LD_PRELOAD the preload library already sees every call.
+  if (dlsym(RTLD_DEFAULT, "dft_io_preload_loaded") != nullptr) return g_mode = DFT_IO_PRELOAD;
+  if (!dft_enabled() || !dftio_start()) return DFT_IO_OFF;
+  g_real_dlopen = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_DEFAULT, "dlopen"));
+  g_patcher = new dftracer::io::GotPatcher();
+#define DFTIO_ADD_HOOK(fn) \
+  if (dftio_real.fn != nullptr) g_patcher->add(#fn, reinterpret_cast<void*>(&dftio_hook_##fn));
+  DFTIO_ALL_CALLS(DFTIO_ADD_HOOK)
+#undef DFTIO_ADD_HOOK
+  if (g_real_dlopen != nullptr) g_patcher->add("dlopen", reinterpret_cast<void*>(&hook_dlopen));
+  patch_everything();
+  return g_mode = DFT_IO_FUNCTION;
+}
+
+extern "C" int dft_io_mode(void) {
+  std::lock_guard<std::mutex> lock(g_patch_mu);
+  return g_mode;
+}

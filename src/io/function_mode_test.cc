@@ -1,0 +1,159 @@
+// FUNCTION mode in-process: dft_io_install() patches this test binary's GOT
+// (and, through the dlopen hook, a library loaded afterwards), eight
+// threads do I/O at once (this suite is the ThreadSanitizer step's I/O
+// test: in-process, the hooks run outside TSan's own interceptors), errno
+// survives, and every event is read back from the real trace file.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dftracer/io.h"
+#include "trace_file.h"
+
+namespace {
+
+using dftracer_test::Event;
+
+struct Traced {
+  std::string dir, data;
+};
+
+Traced start(const char* tag) {
+  Traced t;
+  t.dir = dftracer_test::temp_dir(tag);
+  t.data = t.dir + "/data";
+  EXPECT_EQ(mkdir(t.data.c_str(), 0755), 0);
+  setenv("DFTRACER_DATA_DIR", t.data.c_str(), 1);
+  setenv("DFTRACER_TIME_RESOLUTION", "ns", 1);
+  EXPECT_EQ(dft_init((t.dir + "/trace").c_str(), nullptr, -1), 0);
+  EXPECT_EQ(dft_io_install(), DFT_IO_FUNCTION);
+  return t;
+}
+
+std::vector<Event> finish(const Traced& t) {
+  std::string path = dft_trace_path();
+  dft_finalize();
+  return dftracer_test::parse_events(dftracer_test::event_lines(dftracer_test::read_all(path)));
+}
+
+std::map<std::string, std::string> hashes_under(const std::vector<Event>& all, const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const Event& e : all)
+    if (e.ph == "M" && e.name == "FH" && str_arg(e, "name").rfind(dir + "/", 0) == 0)
+      out[str_arg(e, "name")] = str_arg(e, "value");
+  return out;
+}
+
+bool is_io(const Event& e) { return e.ph == "X" && (e.cat == "POSIX" || e.cat == "STDIO"); }
+
+TEST(FunctionMode, EightThreadsDoingIoEachCallOnce) {
+  Traced t = start("io_fn_threads");
+  const int kThreads = 8, kRounds = static_cast<int>(dftracer_test::scaled(200));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      std::string p = t.data + "/t" + std::to_string(i) + ".bin";
+      char buf[300] = {0};
+      for (int r = 0; r < kRounds; ++r) {
+        int fd = open(p.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
+        ASSERT_EQ(write(fd, buf, sizeof buf), static_cast<ssize_t>(sizeof buf));
+        ASSERT_EQ(pread(fd, buf, sizeof buf, 0), static_cast<ssize_t>(sizeof buf));
+        close(fd);
+      }
+    });
+  for (auto& th : threads) th.join();
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.data);
+  ASSERT_EQ(fh.size(), static_cast<size_t>(kThreads));
+  std::map<std::string, std::map<std::string, int>> calls;
+  std::map<std::string, int64_t> bytes;
+  for (const Event& e : all) {
+    if (!is_io(e)) continue;
+    calls[str_arg(e, "fhash")][e.name]++;
+    if (e.name == "pread") bytes[str_arg(e, "fhash")] += int_arg(e, "ret");
+  }
+  for (auto& [path, hash] : fh) {
+    for (const char* c : {"open", "write", "pread", "close"}) EXPECT_EQ(calls[hash][c], kRounds) << path << " " << c;
+    EXPECT_EQ(bytes[hash], 300 * kRounds);
+  }
+}
+
+TEST(FunctionMode, ErrnoSurvivesAndOutsideDataDirIsNotTraced) {
+  Traced t = start("io_fn_errno");
+  std::string inside = t.data + "/x.bin", outside = t.dir + "/y.bin";
+  int fd = open(inside.c_str(), O_CREAT | O_WRONLY, 0644);
+  errno = 777;
+  ASSERT_EQ(write(fd, "abc", 3), 3);
+  EXPECT_EQ(errno, 777) << "a successful traced call must leave errno alone";
+  close(fd);
+  errno = 0;
+  EXPECT_EQ(open((t.data + "/missing").c_str(), O_RDONLY), -1);
+  EXPECT_EQ(errno, ENOENT);
+  fd = open(outside.c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_EQ(write(fd, "abc", 3), 3);
+  close(fd);
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.dir);
+  EXPECT_TRUE(fh.count(inside));
+  EXPECT_FALSE(fh.count(outside));
+  int writes = 0;
+  for (const Event& e : all) writes += is_io(e) && e.name == "write";
+  EXPECT_EQ(writes, 1);
+}
+
+TEST(FunctionMode, LibraryLoadedLaterIsTracedToo) {
+  Traced t = start("io_fn_dlopen");
+  std::string file = t.data + "/late.bin";
+  int fd = open(file.c_str(), O_CREAT | O_WRONLY, 0644);
+  std::string bytes(1000, 'q');
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), 1000);
+  close(fd);
+  void* lib = dlopen(DFTIO_PROBE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto probe = reinterpret_cast<long (*)(const char*)>(dlsym(lib, "probe_read_file"));
+  ASSERT_NE(probe, nullptr);
+  EXPECT_EQ(probe(file.c_str()), 1000);
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.data);
+  int64_t read_bytes = 0;
+  for (const Event& e : all)
+    if (is_io(e) && e.name == "read" && str_arg(e, "fhash") == fh[file]) read_bytes += int_arg(e, "ret");
+  EXPECT_EQ(read_bytes, 1000) << "the reads of a library dlopen'ed after install";
+  dlclose(lib);
+}
+
+// A thread that existed before tracing and the hooks started: its I/O after
+// install is traced like any other (the hooks are per process, its buffer
+// is attached on its first record).
+TEST(FunctionMode, ThreadStartedBeforeInitIsTraced) {
+  std::atomic<bool> go{false};
+  std::string path;
+  std::thread early([&] {
+    while (!go.load()) std::this_thread::yield();
+    int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+    EXPECT_EQ(write(fd, "0123456789", 10), 10);
+    close(fd);
+  });
+  Traced t = start("io_fn_early");
+  path = t.data + "/early.bin";
+  go.store(true);
+  early.join();
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.data);
+  ASSERT_TRUE(fh.count(path));
+  int64_t written = 0;
+  for (const Event& e : all)
+    if (is_io(e) && e.name == "write" && str_arg(e, "fhash") == fh[path]) written += int_arg(e, "ret");
+  EXPECT_EQ(written, 10);
+}
+
+}  // namespace

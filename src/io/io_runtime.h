@@ -1,0 +1,122 @@
+/*
+ * What the hooks share (C, because a hook must be declared exactly as libc
+ * declares the call it replaces, exception specification included, which
+ * C++ would not let us do for `read` and `stat` alike).
+ *
+ * The hot path of a hook on an untraced descriptor is one load from the
+ * descriptor table and the real call. On a traced one: two clock reads, the
+ * real call and one record into the thread's buffer through the core's
+ * public API. No lock, no allocation, no formatting, no syscall besides the
+ * wrapped one.
+ */
+#ifndef DFTRACER_IO_IO_RUNTIME_H_
+#define DFTRACER_IO_IO_RUNTIME_H_
+
+#ifndef _GNU_SOURCE
+#error "define _GNU_SOURCE before any include: the real-function table needs the 64-bit and statx prototypes"
+#endif
+#include <dftracer/dftracer.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io_calls.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DFTIO_HIDDEN __attribute__((visibility("hidden")))
+
+/* fd -> fhash of the path it was opened with; 0 = not traced. One 64-bit
+ * atomic word per descriptor: open stores, close exchanges with 0, every
+ * other call loads. Descriptors past the table are never traced. */
+#define DFTIO_MAX_FD 65536
+DFTIO_HIDDEN extern uint64_t dftio_fd_hash[DFTIO_MAX_FD];
+
+/* 1 once the hooks are live and I/O tracing is wanted (not DFTRACER_DISABLE_IO). */
+DFTIO_HIDDEN extern int dftio_on;
+
+/* Set while this thread is inside the tracer (recording, hashing a path):
+ * an I/O call made from there (the allocator mapping memory, a warning)
+ * passes straight through instead of recursing. Initial-exec TLS: a
+ * dynamic TLS access could itself allocate. */
+DFTIO_HIDDEN extern __thread int dftio_busy __attribute__((tls_model("initial-exec")));
+
+static inline int dftio_recording(void) {
+  return __atomic_load_n(&dftio_on, __ATOMIC_RELAXED) && dft_enabled_inline() && !dftio_busy;
+}
+
+/* fhash of a traced descriptor, or 0 (untraced, or not recording now). */
+static inline uint64_t dftio_fd_traced(int fd) {
+  if ((unsigned)fd >= DFTIO_MAX_FD) return 0;
+  uint64_t h = __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED);
+  return h != 0 && dftio_recording() ? h : 0;
+}
+
+static inline void dftio_track(int fd, uint64_t h) {
+  if ((unsigned)fd < DFTIO_MAX_FD) __atomic_store_n(&dftio_fd_hash[fd], h, __ATOMIC_RELAXED);
+}
+
+/* Forgets a descriptor (before the real close: a descriptor number reused by
+ * another thread's open right after the close must keep its new entry). */
+static inline uint64_t dftio_untrack(int fd) {
+  if ((unsigned)fd >= DFTIO_MAX_FD) return 0;
+  return __atomic_exchange_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
+}
+
+/* fhash of a path when I/O on it is to be traced now (recording, under
+ * DFTRACER_DATA_DIR, not one of our own trace files, not /proc, /sys or
+ * /dev), else 0. Writes the path's `FH` metadata record the first time a
+ * session sees it. `dirfd` is AT_FDCWD for a plain path. errno unchanged. */
+DFTIO_HIDDEN uint64_t dftio_path_hash(int dirfd, const char* path);
+
+/* The args of one event; `has` says which of fd, size, ret and offset to write. */
+enum { DFTIO_HAS_FD = 1, DFTIO_HAS_SIZE = 2, DFTIO_HAS_RET = 4, DFTIO_HAS_OFFSET = 8 };
+typedef struct dftio_args {
+  uint64_t fhash;
+  int64_t fd;
+  int64_t size; /* bytes asked */
+  int64_t ret;
+  int64_t offset;
+  unsigned has;
+} dftio_args;
+
+/* Records one complete event (cat POSIX or STDIO by the call). errno unchanged. */
+DFTIO_HIDDEN void dftio_record(enum dftio_call call, uint64_t t0, uint64_t t1, const dftio_args* a);
+
+/* The real functions, resolved once (io_real.c). */
+struct dftio_real_calls {
+#define DFTIO_REAL_MEMBER(fn) __typeof__(&fn) fn;
+  DFTIO_ALL_CALLS(DFTIO_REAL_MEMBER)
+#undef DFTIO_REAL_MEMBER
+};
+DFTIO_HIDDEN extern struct dftio_real_calls dftio_real;
+
+/* Looks every real function up (PRELOAD: the next definition after ours;
+ * FUNCTION: the one the program would call). Idempotent; not a hot path. */
+DFTIO_HIDDEN void dftio_resolve_all(void);
+DFTIO_HIDDEN void* dftio_resolve(enum dftio_call call);
+DFTIO_HIDDEN const char* dftio_call_name(enum dftio_call call);
+/* Interns the event names and arg keys (io_event.cc); before dftio_on. */
+DFTIO_HIDDEN void dftio_intern_ids(void);
+
+/* The real `fn`: resolved on first use when a hook runs before the library's
+ * constructor (another library's constructor doing I/O under LD_PRELOAD). */
+#define DFTIO_REAL(fn) \
+  (__builtin_expect(dftio_real.fn != 0, 1) ? dftio_real.fn : (__typeof__(&fn))dftio_resolve(DFTIO_CALL_##fn))
+
+/* Turns I/O tracing on from the session's settings (init mode, data dirs,
+ * DFTRACER_DISABLE_IO). Returns 1 when on. Not a hot path. */
+DFTIO_HIDDEN int dftio_start(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DFTRACER_IO_IO_RUNTIME_H_ */

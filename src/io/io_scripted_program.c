@@ -1,0 +1,141 @@
+/*
+ * The program io_preload_test runs under LD_PRELOAD=libdftracer_preload.so.
+ * Built -O0 without fortify so every call below is a call of the libc
+ * symbol the hooks replace. Modes:
+ *   script IN OUT     the scripted sequence the test checks call by call;
+ *                     OUT is outside DFTRACER_DATA_DIR. Exit 3 when a
+ *                     call's errno was changed.
+ *   threads IN N K    N threads, each K rounds of open/write/read/close
+ *   fork IN           the parent and a forked child each read their own file
+ */
+#define _GNU_SOURCE 1
+#include <dftracer/dftracer.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char buf[8192];
+
+/* A value the compiler cannot see through: in the _FORTIFY_SOURCE build it
+ * makes read/pread/fread/open go through __read_chk, __pread_chk,
+ * __fread_chk and __open_2 (a constant size or flags would not). */
+__attribute__((noinline)) static size_t rt(size_t v) {
+  __asm__ volatile("" : "+r"(v));
+  return v;
+}
+static int errno_bad = 0;
+
+static void expect_errno(int want, const char* what) {
+  if (errno != want) {
+    fprintf(stderr, "errno after %s: %d, expected %d\n", what, errno, want);
+    errno_bad = 1;
+  }
+}
+
+static void path(char* out, const char* dir, const char* name) { snprintf(out, 4096, "%s/%s", dir, name); }
+
+static int script(const char* in, const char* out) {
+  char a[4096], b[4096], c[4096], d[4096], missing[4096];
+  path(a, in, "a.bin");
+  path(b, in, "b.txt");
+  path(c, out, "c.bin");
+  path(d, in, "d");
+  path(missing, in, "missing");
+  memset(buf, 'x', sizeof buf);
+  dft_id region = dft_intern_cstr("script"), cat = dft_intern_cstr("test");
+  uint64_t t0 = dft_region_begin();
+
+  int fd = open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  errno = 1234; /* a successful call leaves errno alone, traced or not */
+  if (write(fd, buf, 4096) != 4096) return 2;
+  expect_errno(1234, "write");
+  if (pwrite(fd, buf, 100, 8192) != 100) return 2;
+  fsync(fd);
+  close(fd);
+  struct stat st;
+  stat(a, &st);
+  fd = open(a, (int)rt(O_RDONLY));
+  if (read(fd, buf, rt(1000)) != 1000) return 2;
+  lseek(fd, 0, SEEK_SET);
+  if (pread(fd, buf, rt(50), 10) != 50) return 2;
+  close(fd);
+
+  FILE* f = fopen(b, "w");
+  fwrite(buf, 1, 300, f);
+  fputs("hello\n", f);
+  fclose(f);
+  f = fopen(b, "r");
+  if (fread(buf, 10, rt(5), f) != 5) return 2;
+  fclose(f);
+
+  errno = 0;
+  if (open(missing, O_RDONLY) != -1) return 2;
+  expect_errno(ENOENT, "open of a missing file");
+  mkdir(d, 0755);
+  rmdir(d);
+  unlink(b);
+
+  fd = open(c, O_CREAT | O_WRONLY | O_TRUNC, 0644); /* outside DFTRACER_DATA_DIR */
+  if (write(fd, buf, 10) != 10) return 2;
+  close(fd);
+  unlink(c);
+
+  dft_region_end(region, cat, t0, NULL, 0);
+  return errno_bad ? 3 : 0;
+}
+
+static const char* g_in;
+static int g_rounds;
+
+static void* io_thread(void* arg) {
+  char p[4096], name[64], mine[512]; /* each thread its own buffer */
+  memset(mine, 'z', sizeof mine);
+  snprintf(name, sizeof name, "t%ld.bin", (long)(intptr_t)arg);
+  path(p, g_in, name);
+  for (int i = 0; i < g_rounds; ++i) {
+    int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
+    if (write(fd, mine, 512) != 512 || pread(fd, mine, 512, 0) != 512) abort();
+    close(fd);
+  }
+  return NULL;
+}
+
+static int threads(const char* in, int n, int rounds) {
+  g_in = in;
+  g_rounds = rounds;
+  pthread_t t[64];
+  if (n > 64) n = 64;
+  for (int i = 0; i < n; ++i) pthread_create(&t[i], NULL, io_thread, (void*)(intptr_t)i);
+  for (int i = 0; i < n; ++i) pthread_join(t[i], NULL);
+  return 0;
+}
+
+static int read_file(const char* in, const char* name, size_t n) {
+  char p[4096];
+  path(p, in, name);
+  int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (write(fd, buf, n) != (ssize_t)n || pread(fd, buf, n, 0) != (ssize_t)n) return 2;
+  return close(fd);
+}
+
+static int forked(const char* in) {
+  pid_t pid = fork();
+  if (pid == 0) exit(read_file(in, "child.bin", 333)); /* exit, not _exit: atexit finalizes the trace */
+  int rc = read_file(in, "parent.bin", 222), status = 0;
+  waitpid(pid, &status, 0);
+  return rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && strcmp(argv[1], "script") == 0) return script(argv[2], argv[3]);
+  if (argc >= 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if (argc >= 3 && strcmp(argv[1], "fork") == 0) return forked(argv[2]);
+  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN\n", argv[0]);
+  return 64;
+}

@@ -1,0 +1,71 @@
+// Turning I/O tracing on: the settings (read once), the interned ids, and
+// the path side of the hooks (filter + FH once per path and session).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "file_hashes.h"
+#include "io_runtime.h"
+#include "path_filter.h"
+
+namespace {
+
+dftracer::io::PathFilter g_filter;
+dftracer::io::FileHashes g_hashes;
+
+// DFTRACER_DISABLE_IO as the core reads its booleans: 1/true/yes/on, any case.
+bool env_true(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return false;
+  std::string s;
+  for (const char* p = v; *p; ++p)
+    if (!std::isspace(static_cast<unsigned char>(*p))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
+std::string current_dir() {
+  char buf[4096];
+  return getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
+}
+
+}  // namespace
+
+extern "C" int dftio_start(void) {
+  if (__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE)) return 1;
+  if (env_true("DFTRACER_DISABLE_IO")) return 0;
+  dftio_busy = 1;  // our own getcwd/getenv/interning are never events
+  dftio_resolve_all();
+  g_filter.configure(std::getenv("DFTRACER_DATA_DIR"), current_dir());
+  dftio_intern_ids();
+  dft_intern_cstr("FH");  // dft_hash_metadata's lookup then takes no lock
+  dftio_busy = 0;
+  __atomic_store_n(&dftio_on, 1, __ATOMIC_RELEASE);
+  return 1;
+}
+
+extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
+  if (path == nullptr) return 0;
+  int saved = errno;
+  dftio_busy = 1;
+  uint64_t h = 0;
+  char full[4096];  // on the stack: no allocation on a hook
+  if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_filter.absolute(path, full, sizeof full)) path = full;
+  if (g_filter.wanted(path, dirfd == AT_FDCWD)) {
+    h = dft_hash64(path, std::strlen(path));
+    if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table
+    const char* file = dft_trace_path();
+    uint64_t session = file != nullptr ? dft_hash64(file, std::strlen(file)) : 0;
+    if (g_hashes.first_in_session(h, session)) dft_hash_metadata("FH", path);
+  }
+  dftio_busy = 0;
+  errno = saved;
+  return h;
+}

@@ -1,0 +1,277 @@
+/*
+ * POSIX hooks: cat "POSIX", named after the symbol called. Args as
+ * DFTracer's POSIX events: fhash, fd, size (bytes asked), ret, offset where
+ * the call says it. A call on a descriptor nobody traced (its open was not
+ * under DFTRACER_DATA_DIR, or happened before tracing) is the real call and
+ * one load.
+ */
+#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io_hook.h"
+
+/* ---------------------------------------------------------------- open family */
+
+/* The mode argument exists only when the flags create a file. */
+#define DFTIO_OPEN_MODE(flags, last)                                 \
+  mode_t mode = 0;                                                   \
+  if ((flags) & (O_CREAT | __O_TMPFILE)) {                           \
+    va_list ap;                                                      \
+    va_start(ap, last);                                              \
+    mode = (mode_t)va_arg(ap, int);                                  \
+    va_end(ap);                                                      \
+  }
+
+#define DFTIO_OPENED(fd) (DFTIO_FD(fd), DFTIO_RET(fd), ((fd) >= 0 ? dftio_track((fd), h_) : (void)0))
+#define DFTIO_PATH(dirfd, path) (dftio_recording() ? dftio_path_hash((dirfd), (path)) : 0)
+
+int DFTIO_HOOK(open)(const char* path, int flags, ...) {
+  DFTIO_OPEN_MODE(flags, flags)
+  DFTIO_RUN(open, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(open)(path, flags, mode), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(open64)(const char* path, int flags, ...) {
+  DFTIO_OPEN_MODE(flags, flags)
+  DFTIO_RUN(open64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(open64)(path, flags, mode), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(openat)(int dirfd, const char* path, int flags, ...) {
+  DFTIO_OPEN_MODE(flags, flags)
+  DFTIO_RUN(openat, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(openat)(dirfd, path, flags, mode), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(openat64)(int dirfd, const char* path, int flags, ...) {
+  DFTIO_OPEN_MODE(flags, flags)
+  DFTIO_RUN(openat64, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(openat64)(dirfd, path, flags, mode),
+            DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(creat)(const char* path, mode_t mode) {
+  DFTIO_RUN(creat, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(creat)(path, mode), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(creat64)(const char* path, mode_t mode) {
+  DFTIO_RUN(creat64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(creat64)(path, mode), DFTIO_OPENED(r_));
+}
+
+int DFTIO_HOOK(close)(int fd) {
+  uint64_t h = dftio_untrack(fd);
+  DFTIO_RUN(close, h && dftio_recording() ? h : 0, int, DFTIO_REAL(close)(fd), (DFTIO_FD(fd), DFTIO_RET(r_)));
+}
+
+/* ---------------------------------------------------------------- data */
+
+#define DFTIO_DATA(fd, n) (DFTIO_FD(fd), DFTIO_SIZE(n), DFTIO_RET(r_))
+
+ssize_t DFTIO_HOOK(read)(int fd, void* buf, size_t n) {
+  DFTIO_RUN(read, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(read)(fd, buf, n), DFTIO_DATA(fd, n));
+}
+ssize_t DFTIO_HOOK(write)(int fd, const void* buf, size_t n) {
+  DFTIO_RUN(write, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(write)(fd, buf, n), DFTIO_DATA(fd, n));
+}
+ssize_t DFTIO_HOOK(pread)(int fd, void* buf, size_t n, off_t off) {
+  DFTIO_RUN(pread, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(pread)(fd, buf, n, off),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+ssize_t DFTIO_HOOK(pread64)(int fd, void* buf, size_t n, off64_t off) {
+  DFTIO_RUN(pread64, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(pread64)(fd, buf, n, off),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+ssize_t DFTIO_HOOK(pwrite)(int fd, const void* buf, size_t n, off_t off) {
+  DFTIO_RUN(pwrite, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(pwrite)(fd, buf, n, off),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+ssize_t DFTIO_HOOK(pwrite64)(int fd, const void* buf, size_t n, off64_t off) {
+  DFTIO_RUN(pwrite64, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(pwrite64)(fd, buf, n, off),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+
+static size_t iov_bytes(const struct iovec* iov, int n) {
+  size_t total = 0;
+  for (int i = 0; iov != NULL && i < n; ++i) total += iov[i].iov_len;
+  return total;
+}
+ssize_t DFTIO_HOOK(readv)(int fd, const struct iovec* iov, int n) {
+  DFTIO_RUN(readv, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(readv)(fd, iov, n), DFTIO_DATA(fd, iov_bytes(iov, n)));
+}
+ssize_t DFTIO_HOOK(writev)(int fd, const struct iovec* iov, int n) {
+  DFTIO_RUN(writev, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(writev)(fd, iov, n), DFTIO_DATA(fd, iov_bytes(iov, n)));
+}
+
+#define DFTIO_FD_RET(fd) (DFTIO_FD(fd), DFTIO_RET(r_))
+
+off_t DFTIO_HOOK(lseek)(int fd, off_t off, int whence) {
+  DFTIO_RUN(lseek, dftio_fd_traced(fd), off_t, DFTIO_REAL(lseek)(fd, off, whence), (DFTIO_FD_RET(fd), DFTIO_OFFSET(off)));
+}
+off64_t DFTIO_HOOK(lseek64)(int fd, off64_t off, int whence) {
+  DFTIO_RUN(lseek64, dftio_fd_traced(fd), off64_t, DFTIO_REAL(lseek64)(fd, off, whence),
+            (DFTIO_FD_RET(fd), DFTIO_OFFSET(off)));
+}
+int DFTIO_HOOK(fsync)(int fd) { DFTIO_RUN(fsync, dftio_fd_traced(fd), int, DFTIO_REAL(fsync)(fd), DFTIO_FD_RET(fd)); }
+int DFTIO_HOOK(fdatasync)(int fd) {
+  DFTIO_RUN(fdatasync, dftio_fd_traced(fd), int, DFTIO_REAL(fdatasync)(fd), DFTIO_FD_RET(fd));
+}
+int DFTIO_HOOK(ftruncate)(int fd, off_t len) {
+  DFTIO_RUN(ftruncate, dftio_fd_traced(fd), int, DFTIO_REAL(ftruncate)(fd, len), (DFTIO_FD_RET(fd), DFTIO_SIZE(len)));
+}
+int DFTIO_HOOK(ftruncate64)(int fd, off64_t len) {
+  DFTIO_RUN(ftruncate64, dftio_fd_traced(fd), int, DFTIO_REAL(ftruncate64)(fd, len),
+            (DFTIO_FD_RET(fd), DFTIO_SIZE(len)));
+}
+
+/* ---------------------------------------------------------------- metadata */
+
+int DFTIO_HOOK(stat)(const char* path, struct stat* st) {
+  DFTIO_RUN(stat, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(stat)(path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(stat64)(const char* path, struct stat64* st) {
+  DFTIO_RUN(stat64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(stat64)(path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(lstat)(const char* path, struct stat* st) {
+  DFTIO_RUN(lstat, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(lstat)(path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(lstat64)(const char* path, struct stat64* st) {
+  DFTIO_RUN(lstat64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(lstat64)(path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(fstat)(int fd, struct stat* st) {
+  DFTIO_RUN(fstat, dftio_fd_traced(fd), int, DFTIO_REAL(fstat)(fd, st), DFTIO_FD_RET(fd));
+}
+int DFTIO_HOOK(fstat64)(int fd, struct stat64* st) {
+  DFTIO_RUN(fstat64, dftio_fd_traced(fd), int, DFTIO_REAL(fstat64)(fd, st), DFTIO_FD_RET(fd));
+}
+/* fstatat with an empty path and AT_EMPTY_PATH is an fstat of dirfd. */
+static uint64_t at_hash(int dirfd, const char* path, int flags) {
+  if ((flags & AT_EMPTY_PATH) && path != NULL && path[0] == '\0') return dftio_fd_traced(dirfd);
+  return DFTIO_PATH(dirfd, path);
+}
+int DFTIO_HOOK(fstatat)(int dirfd, const char* path, struct stat* st, int flags) {
+  DFTIO_RUN(fstatat, at_hash(dirfd, path, flags), int, DFTIO_REAL(fstatat)(dirfd, path, st, flags), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(fstatat64)(int dirfd, const char* path, struct stat64* st, int flags) {
+  DFTIO_RUN(fstatat64, at_hash(dirfd, path, flags), int, DFTIO_REAL(fstatat64)(dirfd, path, st, flags),
+            DFTIO_RET(r_));
+}
+int DFTIO_HOOK(statx)(int dirfd, const char* path, int flags, unsigned int mask, struct statx* st) {
+  DFTIO_RUN(statx, at_hash(dirfd, path, flags), int, DFTIO_REAL(statx)(dirfd, path, flags, mask, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(access)(const char* path, int mode) {
+  DFTIO_RUN(access, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(access)(path, mode), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(mkdir)(const char* path, mode_t mode) {
+  DFTIO_RUN(mkdir, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(mkdir)(path, mode), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(rmdir)(const char* path) {
+  DFTIO_RUN(rmdir, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(rmdir)(path), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(unlink)(const char* path) {
+  DFTIO_RUN(unlink, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(unlink)(path), DFTIO_RET(r_));
+}
+/* Traced when either name is of interest; fhash is the old name's (the new
+ * name's FH is written too, so both paths are in the file). */
+static uint64_t rename_hash(const char* from, const char* to) {
+  if (!dftio_recording()) return 0;
+  uint64_t a = dftio_path_hash(AT_FDCWD, from), b = dftio_path_hash(AT_FDCWD, to);
+  return a ? a : b;
+}
+int DFTIO_HOOK(rename)(const char* from, const char* to) {
+  DFTIO_RUN(rename, rename_hash(from, to), int, DFTIO_REAL(rename)(from, to), DFTIO_RET(r_));
+}
+
+/* ---------------------------------------------------------------- mapping */
+
+void* DFTIO_HOOK(mmap)(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  DFTIO_RUN(mmap, dftio_fd_traced(fd), void*, DFTIO_REAL(mmap)(addr, len, prot, flags, fd, off),
+            (DFTIO_FD(fd), DFTIO_SIZE(len), DFTIO_OFFSET(off), DFTIO_RET(r_ == MAP_FAILED ? -1 : 0)));
+}
+void* DFTIO_HOOK(mmap64)(void* addr, size_t len, int prot, int flags, int fd, off64_t off) {
+  DFTIO_RUN(mmap64, dftio_fd_traced(fd), void*, DFTIO_REAL(mmap64)(addr, len, prot, flags, fd, off),
+            (DFTIO_FD(fd), DFTIO_SIZE(len), DFTIO_OFFSET(off), DFTIO_RET(r_ == MAP_FAILED ? -1 : 0)));
+}
+
+/* ---------------------------------------------------------------- directories */
+
+/* A directory stream is traced through its descriptor (dirfd). */
+#define DFTIO_DIR_OPENED(d) ((d) != NULL ? (DFTIO_FD(dirfd(d)), dftio_track(dirfd(d), h_)) : (void)0)
+/* (A helper, not the hook's own nonnull parameter: glibc takes NULL with EINVAL.) */
+static int dir_fd(DIR* d) { return d != NULL ? dirfd(d) : -1; }
+static uint64_t dir_traced(DIR* d) { return dftio_fd_traced(dir_fd(d)); }
+
+DIR* DFTIO_HOOK(opendir)(const char* path) {
+  DFTIO_RUN(opendir, DFTIO_PATH(AT_FDCWD, path), DIR*, DFTIO_REAL(opendir)(path),
+            (DFTIO_RET(r_ != NULL ? 0 : -1), DFTIO_DIR_OPENED(r_)));
+}
+struct dirent* DFTIO_HOOK(readdir)(DIR* d) {
+  DFTIO_RUN(readdir, dir_traced(d), struct dirent*, DFTIO_REAL(readdir)(d),
+            (DFTIO_FD(dir_fd(d)), DFTIO_RET(r_ != NULL ? 0 : -1)));
+}
+struct dirent64* DFTIO_HOOK(readdir64)(DIR* d) {
+  DFTIO_RUN(readdir64, dir_traced(d), struct dirent64*, DFTIO_REAL(readdir64)(d),
+            (DFTIO_FD(dir_fd(d)), DFTIO_RET(r_ != NULL ? 0 : -1)));
+}
+int DFTIO_HOOK(closedir)(DIR* d) {
+  int fd = dir_fd(d);
+  uint64_t h = dftio_untrack(fd);
+  DFTIO_RUN(closedir, h && dftio_recording() ? h : 0, int, DFTIO_REAL(closedir)(d), DFTIO_FD_RET(fd));
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+/* A duplicate carries the original's fhash. */
+#define DFTIO_DUPED(fd) (DFTIO_FD(fd), DFTIO_RET(r_), (r_ >= 0 ? dftio_track(r_, h_) : (void)0))
+
+int DFTIO_HOOK(dup)(int fd) { DFTIO_RUN(dup, dftio_fd_traced(fd), int, DFTIO_REAL(dup)(fd), DFTIO_DUPED(fd)); }
+int DFTIO_HOOK(dup2)(int fd, int to) {
+  if (fd != to) dftio_untrack(to); /* dup2 closes `to` */
+  DFTIO_RUN(dup2, dftio_fd_traced(fd), int, DFTIO_REAL(dup2)(fd, to), DFTIO_DUPED(fd));
+}
+int DFTIO_HOOK(dup3)(int fd, int to, int flags) {
+  if (fd != to) dftio_untrack(to);
+  DFTIO_RUN(dup3, dftio_fd_traced(fd), int, DFTIO_REAL(dup3)(fd, to, flags), DFTIO_DUPED(fd));
+}
+
+/* fcntl's third argument is an int or a pointer; both travel in the same
+ * register, so it is read and passed on as a pointer-sized word. */
+#define DFTIO_FCNTL_ARG(cmd)         \
+  va_list ap;                        \
+  va_start(ap, cmd);                 \
+  void* arg = va_arg(ap, void*);     \
+  va_end(ap);
+#define DFTIO_FCNTL_DONE(fd, cmd) \
+  (DFTIO_FD_RET(fd), ((cmd) == F_DUPFD || (cmd) == F_DUPFD_CLOEXEC) && r_ >= 0 ? dftio_track(r_, h_) : (void)0)
+
+int DFTIO_HOOK(fcntl)(int fd, int cmd, ...) {
+  DFTIO_FCNTL_ARG(cmd)
+  DFTIO_RUN(fcntl, dftio_fd_traced(fd), int, DFTIO_REAL(fcntl)(fd, cmd, arg), DFTIO_FCNTL_DONE(fd, cmd));
+}
+int DFTIO_HOOK(fcntl64)(int fd, int cmd, ...) {
+  DFTIO_FCNTL_ARG(cmd)
+  DFTIO_RUN(fcntl64, dftio_fd_traced(fd), int, DFTIO_REAL(fcntl64)(fd, cmd, arg), DFTIO_FCNTL_DONE(fd, cmd));
+}
+
+/* ---------------------------------------------------------------- _FORTIFY_SOURCE entry points */
+
+ssize_t DFTIO_HOOK(__read_chk)(int fd, void* buf, size_t n, size_t buflen) {
+  DFTIO_RUN(__read_chk, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(__read_chk)(fd, buf, n, buflen), DFTIO_DATA(fd, n));
+}
+ssize_t DFTIO_HOOK(__pread_chk)(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  DFTIO_RUN(__pread_chk, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(__pread_chk)(fd, buf, n, off, buflen),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+ssize_t DFTIO_HOOK(__pread64_chk)(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  DFTIO_RUN(__pread64_chk, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(__pread64_chk)(fd, buf, n, off, buflen),
+            (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
+}
+int DFTIO_HOOK(__open_2)(const char* path, int flags) {
+  DFTIO_RUN(__open_2, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__open_2)(path, flags), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(__open64_2)(const char* path, int flags) {
+  DFTIO_RUN(__open64_2, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__open64_2)(path, flags), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(__openat_2)(int dirfd, const char* path, int flags) {
+  DFTIO_RUN(__openat_2, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(__openat_2)(dirfd, path, flags), DFTIO_OPENED(r_));
+}
+int DFTIO_HOOK(__openat64_2)(int dirfd, const char* path, int flags) {
+  DFTIO_RUN(__openat64_2, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(__openat64_2)(dirfd, path, flags),
+            DFTIO_OPENED(r_));
+}

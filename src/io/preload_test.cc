@@ -1,0 +1,258 @@
+// PRELOAD mode end to end: a real C program (io_scripted_program.c) run
+// under LD_PRELOAD=libdftracer_preload.so, its trace file read back and
+// parsed as JSON with tests/support. Checks every call of the script
+// appears once with its size, ret, offset and fhash, inside the program's
+// own region, that errno survives the hooks, and that paths outside
+// DFTRACER_DATA_DIR, DFTRACER_DISABLE_IO=1 and an untraced run record nothing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trace_file.h"
+
+namespace {
+
+using dftracer_test::Event;
+
+struct ProgramRun {
+  int status = -1;
+  std::vector<std::vector<Event>> files;  // one per trace file written
+};
+
+ProgramRun run_program(const std::string& dir, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                       std::string prog = DFTIO_SCRIPTED_PROGRAM) {
+  std::vector<std::string> envs = {"LD_PRELOAD=" DFTIO_PRELOAD_LIB, "DFTRACER_LOG_FILE=" + dir + "/trace",
+                                   "DFTRACER_TIME_RESOLUTION=ns", "PATH=/usr/bin:/bin"};
+  envs.insert(envs.end(), env.begin(), env.end());
+  std::vector<char*> argv, envp;
+  argv.push_back(prog.data());
+  std::vector<std::string> a = args;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : envs) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execve(prog.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  ProgramRun r;
+  int st = 0;
+  waitpid(pid, &st, 0);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  for (const char* suffix : {".pfw", ".pfw.gz"})
+    for (const std::string& f : dftracer_test::files_in(dir, suffix))
+      r.files.push_back(dftracer_test::parse_events(dftracer_test::event_lines(dftracer_test::read_all(f))));
+  return r;
+}
+
+const std::vector<std::string> kTraced = {"LD_PRELOAD=" DFTIO_PRELOAD_LIB, "DFTRACER_ENABLE=1", "DFTRACER_INIT=PRELOAD"};
+
+std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+bool is_io(const Event& e) { return e.ph == "X" && (e.cat == "POSIX" || e.cat == "STDIO"); }
+
+std::vector<Event> io_events(const std::vector<Event>& all) {
+  std::vector<Event> out;
+  for (const Event& e : all)
+    if (is_io(e)) out.push_back(e);
+  return out;
+}
+
+// path -> fhash from the FH metadata records of paths under `dir` (the
+// preamble names the working directory with an FH record too).
+std::map<std::string, std::string> file_hashes(const std::vector<Event>& all, const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const Event& e : all)
+    if (e.ph == "M" && e.name == "FH" && str_arg(e, "name").rfind(dir + "/", 0) == 0)
+      out[str_arg(e, "name")] = str_arg(e, "value");
+  return out;
+}
+
+struct Expected {
+  const char* name;
+  const char* cat;
+  const char* file;  // key into the FH map
+  int64_t size;      // -1: no size arg
+  int64_t ret;       // -2: any value >= 0
+  int64_t offset;    // -1: no offset arg
+};
+
+// The scripted sequence of io_scripted_program.c, call by call.
+void check_scripted_sequence(const std::string& program) {
+  std::string dir = dftracer_test::temp_dir("io_preload");
+  std::string in = dir + "/in", out = dir + "/out";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(out.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"script", in, out}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}), program);
+  ASSERT_EQ(r.status, 0) << "the program failed (3: a hook changed errno)";
+  ASSERT_EQ(r.files.size(), 1u);
+  const std::vector<Event>& all = r.files[0];
+  std::map<std::string, std::string> fh = file_hashes(all, in);
+  const std::string a = in + "/a.bin", b = in + "/b.txt";
+  const Expected want[] = {
+      {"open", "POSIX", "a.bin", -1, -2, -1},     {"write", "POSIX", "a.bin", 4096, 4096, -1},
+      {"pwrite", "POSIX", "a.bin", 100, 100, 8192}, {"fsync", "POSIX", "a.bin", -1, 0, -1},
+      {"close", "POSIX", "a.bin", -1, 0, -1},     {"stat", "POSIX", "a.bin", -1, 0, -1},
+      {"open", "POSIX", "a.bin", -1, -2, -1},     {"read", "POSIX", "a.bin", 1000, 1000, -1},
+      {"lseek", "POSIX", "a.bin", -1, 0, 0},      {"pread", "POSIX", "a.bin", 50, 50, 10},
+      {"close", "POSIX", "a.bin", -1, 0, -1},     {"fopen", "STDIO", "b.txt", -1, 0, -1},
+      {"fwrite", "STDIO", "b.txt", 300, 300, -1}, {"fputs", "STDIO", "b.txt", 6, -2, -1},
+      {"fclose", "STDIO", "b.txt", -1, 0, -1},    {"fopen", "STDIO", "b.txt", -1, 0, -1},
+      {"fread", "STDIO", "b.txt", 50, 50, -1},    {"fclose", "STDIO", "b.txt", -1, 0, -1},
+      {"open", "POSIX", "missing", -1, -1, -1},   {"mkdir", "POSIX", "d", -1, 0, -1},
+      {"rmdir", "POSIX", "d", -1, 0, -1},         {"unlink", "POSIX", "b.txt", -1, 0, -1},
+  };
+  std::vector<Event> io = io_events(all);
+  ASSERT_EQ(io.size(), std::size(want)) << "one event per call of the script, none for the file outside DATA_DIR";
+  const Event* region = nullptr;
+  for (const Event& e : all)
+    if (e.name == "script") region = &e;
+  ASSERT_NE(region, nullptr);
+  for (size_t i = 0; i < io.size(); ++i) {
+    const Event& e = io[i];
+    const Expected& w = want[i];
+    SCOPED_TRACE("call " + std::to_string(i) + ": " + w.name);
+    EXPECT_EQ(e.name, w.name);
+    EXPECT_EQ(e.cat, w.cat);
+    std::string path = in + "/" + w.file;
+    ASSERT_TRUE(fh.count(path)) << "no FH record for " << path;
+    EXPECT_EQ(str_arg(e, "fhash"), fh[path]);
+    EXPECT_EQ(int_arg(e, "size"), w.size);
+    if (w.ret == -2) EXPECT_GE(int_arg(e, "ret"), 0);
+    else EXPECT_EQ(int_arg(e, "ret"), w.ret);
+    EXPECT_EQ(int_arg(e, "offset"), w.offset);
+    // Nested in the program's own region, in call order.
+    EXPECT_GE(e.ts, region->ts);
+    EXPECT_LE(e.ts + e.dur, region->ts + region->dur);
+    if (i > 0) EXPECT_GE(e.ts, io[i - 1].ts + io[i - 1].dur);
+  }
+  // Descriptors: the data calls carry the descriptor their open returned.
+  EXPECT_EQ(int_arg(io[1], "fd"), int_arg(io[0], "ret"));
+  EXPECT_EQ(int_arg(io[7], "fd"), int_arg(io[6], "ret"));
+  // Every path named once; nothing of the directory outside DATA_DIR.
+  std::multiset<std::string> named;
+  for (const Event& e : all)
+    if (e.name == "FH") named.insert(str_arg(e, "name"));
+  for (const std::string& p : named) {
+    EXPECT_EQ(named.count(p), 1u) << p;
+    EXPECT_EQ(p.rfind(out, 0), std::string::npos) << "outside DFTRACER_DATA_DIR: " << p;
+  }
+}
+
+TEST(Preload, ScriptedSequenceEveryCallOnceWithItsArgs) { check_scripted_sequence(DFTIO_SCRIPTED_PROGRAM); }
+
+// Built with _FORTIFY_SOURCE=2 (as distributions build programs), the same
+// calls reach glibc as __read_chk, __pread_chk, __fread_chk and __open_2:
+// the same events, under the plain names.
+TEST(Preload, FortifiedProgramSameEvents) { check_scripted_sequence(DFTIO_FORTIFIED_PROGRAM); }
+
+TEST(Preload, DisableIoRecordsNoIoButStillTraces) {
+  std::string dir = dftracer_test::temp_dir("io_disable");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"script", in, in}, with(kTraced, {"DFTRACER_DISABLE_IO=1"}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_TRUE(io_events(r.files[0]).empty());
+  bool region = false;
+  for (const Event& e : r.files[0]) region |= e.name == "script";
+  EXPECT_TRUE(region) << "the program's own events are still recorded";
+}
+
+TEST(Preload, UntracedRunPassesStraightThrough) {
+  std::string dir = dftracer_test::temp_dir("io_untraced");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  // Preloaded, but tracing not enabled: the hooks are the real calls.
+  ProgramRun r = run_program(dir, {"script", in, in}, {"DFTRACER_INIT=PRELOAD"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(r.files.empty());
+}
+
+TEST(Preload, ForkedChildWritesItsOwnReadsToItsOwnFile) {
+  std::string dir = dftracer_test::temp_dir("io_fork");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"fork", in}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 2u);
+  std::set<std::string> seen;
+  for (const std::vector<Event>& f : r.files) {
+    std::map<std::string, std::string> fh = file_hashes(f, in);
+    ASSERT_EQ(fh.size(), 1u) << "each process names only the file it used";
+    const std::string mine = fh.begin()->first;
+    seen.insert(mine.substr(mine.rfind('/') + 1));
+    int64_t want = mine.find("child") != std::string::npos ? 333 : 222;
+    int reads = 0;
+    for (const Event& e : io_events(f)) {
+      EXPECT_EQ(str_arg(e, "fhash"), fh.begin()->second);
+      if (e.name == "pread") {
+        ++reads;
+        EXPECT_EQ(int_arg(e, "ret"), want);
+      }
+    }
+    EXPECT_EQ(reads, 1);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"child.bin", "parent.bin"}));
+}
+
+// Run by the ThreadSanitizer step too: eight threads doing I/O at once.
+TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
+  std::string dir = dftracer_test::temp_dir("io_threads");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  const int kThreads = 8, kRounds = static_cast<int>(dftracer_test::scaled(200));
+  ProgramRun r = run_program(dir, {"threads", in, std::to_string(kThreads), std::to_string(kRounds)},
+                      with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 1u);
+  std::map<std::string, std::string> fh = file_hashes(r.files[0], in);
+  EXPECT_EQ(fh.size(), static_cast<size_t>(kThreads));
+  std::map<std::string, std::map<std::string, int>> per_hash;  // fhash -> call -> count
+  std::map<std::string, std::set<int64_t>> tids;
+  for (const Event& e : io_events(r.files[0])) {
+    per_hash[str_arg(e, "fhash")][e.name]++;
+    tids[str_arg(e, "fhash")].insert(e.tid);
+  }
+  ASSERT_EQ(per_hash.size(), static_cast<size_t>(kThreads));
+  for (auto& [hash, calls] : per_hash) {
+    for (const char* call : {"open", "write", "pread", "close"}) EXPECT_EQ(calls[call], kRounds) << hash << " " << call;
+    EXPECT_EQ(tids[hash].size(), 1u) << "one thread per file";
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// DFTRACER_DATA_DIR=all traces every path, but never a trace file (nor its
+// .idx): a forked child opens its own file while the hooks are live, and a
+// traced write of it would feed events back into the file being written.
+TEST(Preload, OwnTraceFileNeverTracedUnderAll) {
+  std::string dir = dftracer_test::temp_dir("io_all");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"fork", in}, with(kTraced, {"DFTRACER_DATA_DIR=all"}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 2u);
+  size_t named = 0;
+  for (const std::vector<Event>& f : r.files) {
+    for (const Event& e : f) {
+      if (e.ph != "M" || e.name != "FH") continue;
+      EXPECT_EQ(str_arg(e, "name").find(".pfw"), std::string::npos) << str_arg(e, "name");
+      named += str_arg(e, "name").rfind(in + "/", 0) == 0;
+    }
+  }
+  EXPECT_EQ(named, 2u) << "each process's own data file is traced under all";
+}
+
+}  // namespace

@@ -1,0 +1,208 @@
+"""I/O tracing in FUNCTION mode (issue #14): `import dftracer` with
+DFTRACER_ENABLE=1 patches the process's POSIX/STDIO calls, and the trace
+holds them as POSIX/STDIO events with fhash/size/ret/fd, each path named
+once by an FH record. Every test runs a real program and reads its trace
+files back; durations are never compared exactly."""
+import os
+
+import pytest
+
+from trace_reader import read_trace, trace_files
+
+IO_CATS = ("POSIX", "STDIO")
+READS = ("read", "pread", "pread64", "readv", "fread")
+WRITES = ("write", "pwrite", "pwrite64", "writev", "fwrite")
+
+
+def traced_env(trace_dir, data_dir, **more):
+    env = {"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": os.path.join(trace_dir, "io"),
+           "DFTRACER_DATA_DIR": str(data_dir)}
+    env.update(more)
+    return env
+
+
+def only_file(trace_dir):
+    files = trace_files(trace_dir)
+    assert len(files) == 1, files
+    return read_trace(files[0])
+
+
+def io_events(events):
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") in IO_CATS]
+
+
+def file_hashes(events):
+    """{path: fhash} from the FH records; a path named twice fails."""
+    out = {}
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "FH":
+            path = e["args"]["name"]
+            assert path not in out or out[path] == e["args"]["value"], f"FH twice: {path}"
+            out[path] = e["args"]["value"]
+    return out
+
+
+def bytes_moved(events, fhash, calls):
+    return sum(e["args"]["ret"] for e in events
+               if e["name"] in calls and e["args"].get("fhash") == fhash and e["args"].get("ret", 0) > 0)
+
+
+def test_open_read_is_traced_with_fhash_size_and_ret(run_python, trace_dir, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "sample.bin").write_bytes(b"x" * 10000)
+    (tmp_path / "outside.bin").write_bytes(b"y" * 100)
+    run_python("""
+import dftracer
+from dftracer.python import io_tracing
+assert io_tracing.mode() == "function", io_tracing.mode()
+with open("data/sample.bin", "rb") as f:
+    assert len(f.read()) == 10000
+with open("outside.bin", "rb") as f:   # not under DFTRACER_DATA_DIR
+    f.read()
+""", env=traced_env(trace_dir, data))
+    events = only_file(trace_dir)
+    fh = file_hashes(events)
+    path = str(data / "sample.bin")
+    assert path in fh and str(tmp_path / "outside.bin") not in fh
+    io = io_events(events)
+    assert io and all(e["args"]["fhash"] == fh[path] for e in io), "only the data file is traced"
+    names = [e["name"] for e in io]
+    assert names[0].startswith("open") and names[-1] == "close"
+    assert bytes_moved(io, fh[path], READS) == 10000
+    opened_fd = io[0]["args"]["ret"]
+    assert all(e["args"]["fd"] == opened_fd for e in io)
+    for e in io:
+        if e["name"] == "read":
+            assert e["args"]["size"] >= e["args"]["ret"] >= 0
+        assert e["dur"] >= 0
+
+
+def test_disable_io_records_no_io(run_python, trace_dir, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "sample.bin").write_bytes(b"x" * 1000)
+    run_python("""
+import dftracer
+from dftracer.python import dft_fn, io_tracing
+assert io_tracing.mode() == "off"
+with dft_fn("app", "step"):
+    open("data/sample.bin", "rb").read()
+""", env=traced_env(trace_dir, data, DFTRACER_DISABLE_IO="1"))
+    events = only_file(trace_dir)
+    assert io_events(events) == []
+    assert "step" in [e["name"] for e in events if e.get("ph") == "X"], "the rest is still traced"
+
+
+def test_untraced_import_patches_nothing(run_python, tmp_path):
+    run_python("""
+import dftracer
+from dftracer.python import io_tracing
+assert io_tracing.mode() == "off"
+""", env={})
+
+
+def test_numpy_load_and_save(run_python, trace_dir, tmp_path):
+    np = pytest.importorskip("numpy")
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "given.npy", np.arange(1000, dtype=np.int64))
+    run_python("""
+import numpy as np
+import dftracer
+assert np.load("data/given.npy").sum() == 499500
+np.save("data/made.npy", np.ones(500))
+""", env=traced_env(trace_dir, data))
+    events = io_events(only_file(trace_dir))
+    fh = file_hashes(only_file(trace_dir))
+    given, made = str(data / "given.npy"), str(data / "made.npy")
+    assert bytes_moved(events, fh[given], READS) >= os.path.getsize(given)
+    assert bytes_moved(events, fh[made], WRITES) == os.path.getsize(made)
+
+
+def test_torch_save_and_load(run_python, trace_dir, tmp_path):
+    pytest.importorskip("torch")
+    data = tmp_path / "data"
+    data.mkdir()
+    run_python("""
+import torch
+import dftracer
+t = torch.arange(4096, dtype=torch.float32)
+torch.save(t, "data/ckpt.pt")
+assert torch.equal(torch.load("data/ckpt.pt"), t)
+""", env=traced_env(trace_dir, data), timeout=300)
+    all_events = only_file(trace_dir)
+    events = io_events(all_events)
+    fh = file_hashes(all_events)
+    ckpt = str(data / "ckpt.pt")
+    assert ckpt in fh
+    size = os.path.getsize(ckpt)
+    assert bytes_moved(events, fh[ckpt], WRITES) == size
+    assert bytes_moved(events, fh[ckpt], READS) >= 4096 * 4  # at least the tensor's bytes
+    opens = [e for e in events if e["name"].startswith(("open", "fopen")) and e["args"]["fhash"] == fh[ckpt]]
+    assert len(opens) >= 2  # one for save, one for load
+
+
+DATALOADER = """
+import os
+import torch
+from torch.utils.data import DataLoader, Dataset
+import dftracer
+
+class Files(Dataset):
+    def __init__(self, root):
+        self.paths = sorted(os.path.join(root, n) for n in os.listdir(root))
+    def __len__(self):
+        return len(self.paths)
+    def __getitem__(self, i):
+        with open(self.paths[i], "rb") as f:
+            return torch.tensor(len(f.read()))
+
+def main():
+    loader = DataLoader(Files("data"), batch_size=2, num_workers=2)
+    total = 0
+    for batch in loader:
+        total += int((batch * 2).sum()) // 2   # ops in the main process
+    print("total", total)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_dataloader_workers_trace_their_own_reads(run_python, trace_dir, tmp_path):
+    pytest.importorskip("torch")
+    data = tmp_path / "data"
+    data.mkdir()
+    sizes = {}
+    for i in range(8):
+        p = data / f"sample{i}.bin"
+        p.write_bytes(os.urandom(1000 + 517 * i))
+        sizes[str(p)] = p.stat().st_size
+    run_python(DATALOADER, env=traced_env(trace_dir, data, DFTRACER_TRACE_EAGER="1"), timeout=300)
+    files = trace_files(trace_dir)
+    assert len(files) == 3, files
+    per_file = {f: read_trace(f) for f in files}
+    reads_samples = {f for f, ev in per_file.items() if set(file_hashes(ev)) & set(sizes)}
+    main = [f for f in files if f not in reads_samples]
+    assert len(main) == 1, "the main process reads no sample"
+    assert any(e.get("cat") == "aten" for e in per_file[main[0]]), "the main process records its ops"
+    workers = sorted(reads_samples)
+    read_by = {}  # sample path -> bytes read, summed over the workers
+    for f in workers:
+        events = per_file[f]
+        fh = file_hashes(events)
+        pid = events[0]["pid"]
+        assert all(e["pid"] == pid for e in events)
+        mine = {h: p for p, h in fh.items() if p in sizes}
+        assert mine, f"worker {f} read no sample"
+        for path_hash, path in mine.items():
+            read_by[path] = read_by.get(path, 0) + bytes_moved(io_events(events), path_hash, READS)
+    assert read_by == sizes, "each sample read once, whole, by one worker"
+    # One timeline: the workers' reads fall inside the main process's span.
+    main_x = [e for e in per_file[main[0]] if e.get("ph") == "X"]
+    lo = min(e["ts_ns"] for e in main_x)
+    hi = max(e["ts_ns"] + e["dur_ns"] for e in main_x)
+    for f in workers:
+        for e in io_events(per_file[f]):
+            assert lo <= e["ts_ns"] <= hi
