@@ -145,11 +145,15 @@ Config Config::from_env() {
     else if (s == "block") c.drop_on_overflow = false;
     else warn_bad("DFTRACER_OVERFLOW", v, "block");
   }
-  if (const char* v = env("DFTRACER_TIME_RESOLUTION")) {
-    std::string s = lower(v);
-    if (s == "us") c.whole_micros = true;
-    else if (s == "ns") c.whole_micros = false;
-    else warn_bad("DFTRACER_TIME_RESOLUTION", v, "ns");
+  // pydftracer's DFTRACER_TIME_METRIC first, ours over it: a user who set
+  // either gets it, and our name decides when both disagree.
+  for (const char* name : {"DFTRACER_TIME_METRIC", "DFTRACER_TIME_RESOLUTION"}) {
+    if (const char* v = env(name)) {
+      std::string s = lower(v);
+      if (s == "us") c.whole_micros = true;
+      else if (s == "ns") c.whole_micros = false;
+      else warn_bad(name, v, c.whole_micros ? "us" : "ns");
+    }
   }
   return c;
 }

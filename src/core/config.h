@@ -17,6 +17,9 @@
 //   DFTRACER_CHUNK_SIZE          chunk size (256K), 4K..64M
 //   DFTRACER_FLUSH_INTERVAL_MS   writer flush period (100), 1..60000
 //   DFTRACER_OVERFLOW            block (default) | drop
+//   DFTRACER_TIME_RESOLUTION     us (default): whole microseconds | ns
+//   DFTRACER_TIME_METRIC         pydftracer's name for it: US | NS (the
+//                                former wins when both are set)
 #ifndef DFTRACER_SRC_CORE_CONFIG_H_
 #define DFTRACER_SRC_CORE_CONFIG_H_
 
@@ -43,7 +46,10 @@ struct Config {
   size_t chunk_size = size_t{256} << 10;
   uint32_t flush_interval_ms = 100;
   bool drop_on_overflow = false;
-  bool whole_micros = false;  // DFTRACER_TIME_RESOLUTION=us: ts/dur in whole microseconds
+  // ts/dur in whole microseconds (DFTracer's form); false: nanosecond
+  // fractions (DFTRACER_TIME_RESOLUTION=ns), which viewers parsing epoch
+  // microseconds into doubles cannot hold (see docs/configuration.md).
+  bool whole_micros = true;
 
   // Reads every DFTRACER_* variable; warns once per process per bad value.
   static Config from_env();

@@ -39,7 +39,8 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
       {"DFTRACER_COMPRESSION_LEVEL", "11", "1"},
       {"DFTRACER_INC_METADATA", "2", "1"},
       {"DFTRACER_INIT", "LATER", "FUNCTION"},
-      {"DFTRACER_TIME_RESOLUTION", "ms", "ns"},
+      {"DFTRACER_TIME_RESOLUTION", "ms", "us"},
+      {"DFTRACER_TIME_METRIC", "MS", "us"},
   };
   for (const BadValue& c : cases) {
     SCOPED_TRACE(c.var);
@@ -55,7 +56,7 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
     EXPECT_EQ(count_lines_with(err, expect), 1) << err;
     EXPECT_EQ(count_lines_with(err, "\n"), 1) << "one line: " << err;
     size_t n = 0;
-    EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+    EXPECT_EQ(finalized_trace_error(read_all(path), &n), "");
   }
 }
 

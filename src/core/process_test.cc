@@ -70,7 +70,7 @@ TEST(Fork, ChildGetsItsOwnFileAndNoneOfTheParentsEvents) {
   EXPECT_EQ(c.count("before_fork"), 0u);
   EXPECT_EQ(c.count("in_parent"), 0u);
   size_t n;
-  EXPECT_EQ(strict_json_error(read_all(child_path), &n), "");
+  EXPECT_EQ(finalized_trace_error(read_all(child_path), &n), "");
   for (auto& e : parse_events(event_lines(read_all(child_path)))) EXPECT_EQ(e.pid, child);
 }
 
@@ -149,7 +149,7 @@ TEST(Crash, SigtermFinalizesTheFile) {
   ASSERT_EQ(files.size(), 1u);
   std::string text = read_all(files[0]);
   size_t n = 0;
-  EXPECT_EQ(strict_json_error(text, &n), "") << "SIGTERM must leave a finalized file";
+  EXPECT_EQ(finalized_trace_error(text, &n), "") << "SIGTERM must leave a finalized file";
   EXPECT_GT(n, 100u);
 }
 
@@ -205,7 +205,7 @@ TEST(Crash, SigtermDuringThreadChurnNeverHangs) {
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) ++wrong;
     auto files = files_in(dir, ".pfw.gz");
     size_t n = 0;
-    if (files.size() != 1 || strict_json_error(read_all(files[0]), &n) != "") ++unfinished;
+    if (files.size() != 1 || finalized_trace_error(read_all(files[0]), &n) != "") ++unfinished;
   }
   EXPECT_EQ(hung, 0) << hung << " of " << runs << " runs hung after SIGTERM";
   EXPECT_EQ(wrong, 0) << wrong << " of " << runs << " runs did not die of SIGTERM";

@@ -127,7 +127,7 @@ TEST(Recording, FinalizedFilesAreStrictJson) {
     dft_finalize();
     std::string text = read_all(path);
     size_t n = 0;
-    EXPECT_EQ(strict_json_error(text, &n), "") << (compress ? "gz" : "plain");
+    EXPECT_EQ(finalized_trace_error(text, &n), "") << (compress ? "gz" : "plain");
     // 50000 regions + 5 process metadata + start + thread_name + 5 above + end
     EXPECT_GE(n, 50000u + 11u);
     auto events = parse_events(event_lines(text));
@@ -171,8 +171,10 @@ TEST(Recording, MetadataEventsDescribeTheProcess) {
   EXPECT_TRUE(file);
 }
 
+// DFTRACER_TIME_RESOLUTION=ns: the nanoseconds given are written as fractions.
 TEST(Recording, TimestampsAreEpochMicrosecondsAndDurationsMatch) {
   std::string dir = temp_dir("ts");
+  ScopedEnv res("DFTRACER_TIME_RESOLUTION", "ns");
   ASSERT_EQ(dft_init((dir + "/c").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   uint64_t before = dft_now_ns();
@@ -221,7 +223,7 @@ TEST(Recording, WholeMicrosecondResolutionKeepsNesting) {
   dft_finalize();
   const std::string text = read_all(path);
   size_t n = 0;
-  ASSERT_EQ(strict_json_error(text, &n), "");
+  ASSERT_EQ(finalized_trace_error(text, &n), "");
   auto ev = parse_events(event_lines(text));
   int outer = 0, inner = 0, given = 0;
   for (auto& e : ev) {
@@ -262,7 +264,7 @@ TEST(Lifecycle, FinalizeTwiceAndRecordAfterFinalizeAreCountedNoOps) {
   dft_get_stats(&st);
   EXPECT_EQ(st.events_after_finalize, 5u);
   size_t elems = 0;
-  EXPECT_EQ(strict_json_error(read_all(path), &elems), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), &elems), "");
 }
 
 // dft_enabled_inline / dft_ticks_inline (the hot-path mirrors in

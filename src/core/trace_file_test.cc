@@ -85,7 +85,7 @@ TEST(TraceFile, TwoProcessesGivenTheSameProcessIdEachWriteACompleteFile) {
     SCOPED_TRACE(path);
     std::string text = read_all(path);
     size_t n = 0;
-    EXPECT_EQ(strict_json_error(text, &n), "");
+    EXPECT_EQ(finalized_trace_error(text, &n), "");
     int a = 0, b = 0;
     for (auto& e : parse_events(event_lines(text))) {
       a += e.name == "from_first";
@@ -121,7 +121,7 @@ TEST(TraceFile, APlantedSymlinkIsNotFollowed) {
   EXPECT_EQ(read_bytes(victim_idx), "precious index\n");
   EXPECT_EQ(path, planted.substr(0, planted.size() - 7) + "-2.pfw.gz");
   size_t n = 0;
-  EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), &n), "");
   struct stat st;
   EXPECT_EQ(lstat(alt1.c_str(), &st), -1) << "the name whose .idx was taken is given back";
 }
@@ -152,5 +152,5 @@ TEST(TraceFile, DirectoryPrefixGetsTheDefaultBaseName) {
   dft_finalize();
   EXPECT_EQ(path, dir + "/runs/dftracer-" + app_name() + "-55.pfw.gz");
   size_t n = 0;
-  EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), &n), "");
 }

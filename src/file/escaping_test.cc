@@ -45,7 +45,7 @@ TEST(Escaping, HostileStringsStayValidJson) {
 
   std::string text = read_all(path);
   size_t n = 0;
-  ASSERT_EQ(strict_json_error(text, &n), "");
+  ASSERT_EQ(finalized_trace_error(text, &n), "");
   auto events = parse_events(event_lines(text));
   size_t found = 0;
   for (const auto& s : hostile) {
@@ -67,7 +67,7 @@ TEST(Escaping, InvalidUtf8IsReplacedNotPassedThrough) {
   dft_complete_ns(dft_intern(bad.data(), bad.size()), dft_intern_cstr("c"), 1, 1, nullptr, 0);
   dft_finalize();
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   bool seen = false;
   for (auto& e : parse_events(event_lines(text)))
     if (e.cat == "c") {
@@ -91,7 +91,7 @@ TEST(Escaping, LongCopiedStringsAreCutOnACharacterBoundary) {
   dft_complete_ns(dft_intern_cstr("long"), dft_intern_cstr("c"), 1, 1, &a, 1);
   dft_finalize();
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   for (auto& e : parse_events(event_lines(text)))
     if (e.name == "long") {
       std::string v = str_arg(e, "s");
@@ -119,7 +119,7 @@ TEST(Escaping, JsonFragmentsAreCheckedWhenInterned) {
   dft_complete_ns(dft_intern_cstr("frag"), dft_intern_cstr("c"), 1, 1, &a, 1);
   dft_finalize();
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   for (auto& e : parse_events(event_lines(text)))
     if (e.name == "frag") {
       EXPECT_EQ(int_arg(e, "graph"), 3);
@@ -142,7 +142,7 @@ TEST(Escaping, BlankJsonFragmentsAreRejected) {
   a.v.id = dft_intern_json_fragment(" ", 1);
   dft_complete_ns(dft_intern_cstr("blank"), dft_intern_cstr("c"), 1, 1, &a, 1);
   dft_finalize();
-  EXPECT_EQ(strict_json_error(read_all(path), nullptr), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), nullptr), "");
 }
 
 namespace {
@@ -175,7 +175,7 @@ TEST(Escaping, AUserHhashArgIsKeptAsUserHhashNotWrittenTwice) {
   dft_finalize();
 
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   std::string host_hash;
   int seen = 0;
   for (auto& e : parse_events(event_lines(text))) {

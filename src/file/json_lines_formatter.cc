@@ -222,7 +222,7 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       args(r, out);
       break;
   }
-  out->lit("},\n");
+  out->lit("}\n");
 }
 
 void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::string& arg_name,
@@ -236,7 +236,7 @@ void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::stri
   out->lit("\",\"value\":\"");
   p = out->ensure(6 * value.size());
   out->advance(json_escape_to(value.data(), value.size(), p));
-  out->lit("\"}},\n");
+  out->lit("\"}}\n");
 }
 
 void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {
@@ -244,7 +244,7 @@ void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string
   out->lit(",\"ph\":\"M\",\"args\":{\"name\":\"");
   char* p = out->ensure(6 * display.size());
   out->advance(json_escape_to(display.data(), display.size(), p));
-  out->lit("\"}},\n");
+  out->lit("\"}}\n");
 }
 
 void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
@@ -259,8 +259,8 @@ void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns
     out->ch(',');
     out->append(args_fragment.data(), args_fragment.size());
   }
-  if (last) out->lit("}}\n]\n");
-  else out->lit("}},\n");
+  out->lit("}}\n");
+  if (last) out->lit("]\n");
 }
 
 }  // namespace dftracer

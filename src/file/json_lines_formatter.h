@@ -1,14 +1,16 @@
-// JsonLinesFormatter: DFTracer's trace format. The file is one JSON array,
-// one event object a line:
+// JsonLinesFormatter: DFTracer's trace format. "[" alone on the first line,
+// then one bare JSON object a line (no trailing comma), and at finalize "]":
 //
 //   [
-//   {"id":0,"name":"HH",...},        <- preamble: process metadata, `start`
-//   {"id":5,"name":"op",...},        <- events, each line ending in ",\n"
-//   {"id":9,"name":"end",...}}       <- end: the `end` event, then "]"
+//   {"id":0,"name":"HH",...}         <- preamble: process metadata, `start`
+//   {"id":5,"name":"op",...}         <- events, one object a line
+//   {"id":9,"name":"end",...}        <- end: the `end` event, then "]"
 //   ]
 //
-// Every event line ends in ",\n" so a file cut short (a crash) is still
-// loadable line by line and by Chrome/Perfetto; only `end` closes the array.
+// One object a line is what DFTracer writes and what line-oriented tools
+// (dftracer-utils, jq, pandas.read_json(lines=True)) read; Perfetto's JSON
+// importer takes the array without commas, and a file cut short (a crash)
+// loses nothing but its "]". `dftracer-analyze merge` writes strict JSON.
 // Runs on the writer thread; strings come pre-escaped from the StringTable.
 #ifndef DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_
 #define DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_
@@ -26,7 +28,7 @@ class StringTable;
 class JsonLinesFormatter final : public TraceFormatter {
  public:
   // Writes ts and dur as whole microseconds (both ends floored, so nesting
-  // is kept) when info.config.whole_micros (DFTRACER_TIME_RESOLUTION=us);
+  // is kept) when info.config.whole_micros (the default; =ns turns it off);
   // the process and thread metadata lines only when info.config.inc_metadata.
   explicit JsonLinesFormatter(const SessionInfo& info);
 

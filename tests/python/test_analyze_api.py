@@ -56,6 +56,8 @@ def real_trace(tmp_path_factory):
     d = tmp_path_factory.mktemp("real")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env["TRACE_DIR"] = str(d)
+    env["DFTRACER_ENABLE"] = "1"
+    env["DFTRACER_TIME_RESOLUTION"] = "ns"  # the nanosecond tests read its fractions
     subprocess.run([sys.executable, "-c", textwrap.dedent(TRACED)], env=env, check=True, timeout=120)
     files = trace_files(str(d))
     assert len(files) == 1, files
