@@ -255,8 +255,14 @@ std::string with_user_host_hash_keys(const char* s, size_t len, const std::vecto
 extern "C" {
 
 int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
-  // DFTRACER_ENABLE=0 is the kill switch, whoever asks to start: a C++
-  // program, the Python package, the observer.
+  // As pydftracer: the program keeps its init call, the environment
+  // switches tracing (DFTRACER_ENABLE=1), whoever asks to start.
+  if (Config::enable_setting() != EnableSetting::kOn) return 1;
+  return Session::instance().init(log_file, data_dir, process_id);
+}
+int dft_init_opt_in(const char* log_file, const char* data_dir, int64_t process_id) {
+  // A program that wants tracing without the environment; a DFTRACER_ENABLE
+  // set to anything but 1 still keeps it off (the user's kill switch).
   if (Config::enable_setting() == EnableSetting::kOff) return 1;
   return Session::instance().init(log_file, data_dir, process_id);
 }

@@ -3,8 +3,9 @@
 // instead, however often it is read; nothing here ever stops the traced
 // program.
 //
-//   DFTRACER_ENABLE              1 to trace (dft_init_from_env); 0 is a kill
-//                                switch: dft_init() then starts nothing
+//   DFTRACER_ENABLE              exactly 1 to trace (dft_init, dft_init_from_env);
+//                                any other value set keeps tracing off, even
+//                                for dft_init_opt_in (pydftracer's rule)
 //   DFTRACER_INIT                FUNCTION | PRELOAD (recorded; how we were started)
 //   DFTRACER_LOG_FILE            trace path prefix (default ./dftracer)
 //   DFTRACER_DATA_DIR            directories of interest for I/O (recorded)
@@ -29,12 +30,12 @@
 
 namespace dftracer {
 
-// DFTRACER_ENABLE as set: unset (or not a boolean) lets an explicit
-// dft_init() start tracing; 0/false/no/off forbids even that.
+// DFTRACER_ENABLE as set: exactly "1" is kOn; unset is kUnset (only an
+// explicit dft_init_opt_in() starts tracing); any other value is kOff.
 enum class EnableSetting { kUnset, kOn, kOff };
 
 struct Config {
-  bool enable = false;  // DFTRACER_ENABLE is on (enable_setting() tells off from unset)
+  bool enable = false;  // DFTRACER_ENABLE=1 (enable_setting() tells off from unset)
   std::string init_mode = "FUNCTION";
   std::string log_file = "./dftracer";
   std::string data_dir;

@@ -42,7 +42,7 @@ std::multiset<std::string> names_in(const std::string& path) {
 
 TEST(Fork, ChildGetsItsOwnFileAndNoneOfTheParentsEvents) {
   std::string dir = temp_dir("fork");
-  ASSERT_EQ(dft_init((dir + "/p").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/p").c_str(), nullptr, -1), 0);
   std::string parent_path = dft_trace_path();
   for (int i = 0; i < 1000; ++i) emit("before_fork", i);  // still buffered at fork time
   fflush(nullptr);
@@ -82,7 +82,7 @@ TEST(Crash, SigkillKeepsEverythingOlderThanOneFlushInterval) {
   if (child == 0) {
     close(pipefd[0]);
     setenv("DFTRACER_FLUSH_INTERVAL_MS", "100", 1);
-    if (dft_init((dir + "/k").c_str(), nullptr, -1) != 0) _exit(3);
+    if (dft_init_opt_in((dir + "/k").c_str(), nullptr, -1) != 0) _exit(3);
     // Record steadily and report (seq, monotonic time) after each batch.
     for (int64_t seq = 0;; ++seq) {
       emit("tick", seq);
@@ -133,7 +133,7 @@ TEST(Crash, SigtermFinalizesTheFile) {
   std::string dir = temp_dir("term");
   pid_t child = fork();
   if (child == 0) {
-    if (dft_init((dir + "/t").c_str(), nullptr, -1) != 0) _exit(3);
+    if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) _exit(3);
     for (int64_t seq = 0;; ++seq) {
       emit("work", seq);
       if (seq % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -168,7 +168,7 @@ TEST(Crash, SigtermDuringThreadChurnNeverHangs) {
     pid_t child = fork();
     if (child == 0) {
       close(ready[0]);
-      if (dft_init((dir + "/c").c_str(), nullptr, -1) != 0) _exit(3);
+      if (dft_init_opt_in((dir + "/c").c_str(), nullptr, -1) != 0) _exit(3);
       auto churn = [] {
         for (int64_t i = 0;; ++i) {
           std::thread t([i] { emit("short_lived", i); });

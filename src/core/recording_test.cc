@@ -32,7 +32,7 @@ dft_arg int_arg_of(dft_id key, int64_t v) {
 void record_and_check(int threads, uint64_t per_thread, bool compress) {
   std::string dir = temp_dir("rec");
   ScopedEnv c("DFTRACER_TRACE_COMPRESSION", compress ? "1" : "0");
-  ASSERT_EQ(dft_init((dir + "/t").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/t").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const dft_id name = dft_intern_cstr("op");
   const dft_id cat = dft_intern_cstr("test");
@@ -106,7 +106,7 @@ TEST(Recording, FinalizedFilesAreStrictJson) {
   for (bool compress : {false, true}) {
     std::string dir = temp_dir("strict");
     ScopedEnv c("DFTRACER_TRACE_COMPRESSION", compress ? "1" : "0");
-    ASSERT_EQ(dft_init((dir + "/s").c_str(), nullptr, -1), 0);
+    ASSERT_EQ(dft_init_opt_in((dir + "/s").c_str(), nullptr, -1), 0);
     std::string path = dft_trace_path();
     EXPECT_EQ(path.substr(path.size() - (compress ? 7 : 4)), compress ? ".pfw.gz" : ".pfw");
     const dft_id name = dft_intern_cstr("region"), cat = dft_intern_cstr("app");
@@ -139,7 +139,7 @@ TEST(Recording, FinalizedFilesAreStrictJson) {
 
 TEST(Recording, MetadataEventsDescribeTheProcess) {
   std::string dir = temp_dir("meta");
-  ASSERT_EQ(dft_init((dir + "/m").c_str(), "/data", -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/m").c_str(), "/data", -1), 0);
   std::string path = dft_trace_path();
   dft_set_thread_name("main-loop");
   dft_metadata("epoch_size", "100");
@@ -175,7 +175,7 @@ TEST(Recording, MetadataEventsDescribeTheProcess) {
 TEST(Recording, TimestampsAreEpochMicrosecondsAndDurationsMatch) {
   std::string dir = temp_dir("ts");
   ScopedEnv res("DFTRACER_TIME_RESOLUTION", "ns");
-  ASSERT_EQ(dft_init((dir + "/c").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/c").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   uint64_t before = dft_now_ns();
   {
@@ -210,7 +210,7 @@ TEST(Recording, TimestampsAreEpochMicrosecondsAndDurationsMatch) {
 TEST(Recording, WholeMicrosecondResolutionKeepsNesting) {
   std::string dir = temp_dir("us");
   ScopedEnv res("DFTRACER_TIME_RESOLUTION", "us");
-  ASSERT_EQ(dft_init((dir + "/w").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/w").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const dft_id cat = dft_intern_cstr("app");
   for (int i = 0; i < 200; ++i) {
@@ -251,7 +251,7 @@ TEST(Recording, WholeMicrosecondResolutionKeepsNesting) {
 
 TEST(Lifecycle, FinalizeTwiceAndRecordAfterFinalizeAreCountedNoOps) {
   std::string dir = temp_dir("fin");
-  ASSERT_EQ(dft_init((dir + "/f").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/f").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");
   dft_complete_ns(n, c, 1, 1, nullptr, 0);
@@ -272,7 +272,7 @@ TEST(Lifecycle, FinalizeTwiceAndRecordAfterFinalizeAreCountedNoOps) {
 TEST(Lifecycle, InlineHelpersAgreeWithTheCalls) {
   std::string dir = temp_dir("inl");
   EXPECT_EQ(dft_enabled_inline(), dft_enabled());
-  ASSERT_EQ(dft_init((dir + "/i").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/i").c_str(), nullptr, -1), 0);
   EXPECT_EQ(dft_enabled_inline(), 1);
   EXPECT_EQ(dft_enabled(), 1);
   for (int i = 0; i < 1000; ++i) {  // one clock: interleaved reads never go backwards
@@ -293,11 +293,11 @@ TEST(Lifecycle, InlineHelpersAgreeWithTheCalls) {
 TEST(Lifecycle, InitAgainAfterFinalizeStartsANewFile) {
   std::string dir = temp_dir("again");
   const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");
-  ASSERT_EQ(dft_init((dir + "/one").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/one").c_str(), nullptr, -1), 0);
   std::string one = dft_trace_path();
   dft_complete_ns(n, c, 1, 1, nullptr, 0);
   dft_finalize();
-  ASSERT_EQ(dft_init((dir + "/two").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/two").c_str(), nullptr, -1), 0);
   std::string two = dft_trace_path();
   EXPECT_NE(one, two);
   dft_complete_ns(n, c, 2, 1, nullptr, 0);
@@ -352,7 +352,7 @@ TEST(Lifecycle, ThreadsExitingDuringFinalizeKeepTheirEvents) {
   const dft_id cat = dft_intern_cstr("c");
   for (int round = 0; round < 20; ++round) {
     std::string dir = temp_dir("exitrace");
-    ASSERT_EQ(dft_init((dir + "/r").c_str(), nullptr, -1), 0);
+    ASSERT_EQ(dft_init_opt_in((dir + "/r").c_str(), nullptr, -1), 0);
     std::string path = dft_trace_path();
     std::atomic<int> done{0};
     std::vector<std::thread> ts;
@@ -384,7 +384,7 @@ TEST(Lifecycle, ThreadsExitingDuringFinalizeKeepTheirEvents) {
 // from it whether a file is empty enough to delete).
 TEST(Stats, RecordedCountKeepsEventsOfExitedThreads) {
   std::string dir = temp_dir("stats");
-  ASSERT_EQ(dft_init((dir + "/s").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/s").c_str(), nullptr, -1), 0);
   const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");
   std::thread([&] {
     for (int i = 0; i < 1000; ++i) dft_complete_ns(n, c, 1, 1, nullptr, 0);
@@ -407,10 +407,10 @@ TEST(Stats, RecordedCountKeepsEventsOfExitedThreads) {
 TEST(Stats, RecordedCountStartsOverInANewSession) {
   std::string dir = temp_dir("stats2");
   const dft_id n = dft_intern_cstr("e"), c = dft_intern_cstr("c");
-  ASSERT_EQ(dft_init((dir + "/a").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/a").c_str(), nullptr, -1), 0);
   for (int i = 0; i < 5; ++i) dft_complete_ns(n, c, 1, 1, nullptr, 0);
   dft_finalize();
-  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/b").c_str(), nullptr, -1), 0);
   dft_stats st;
   dft_get_stats(&st);
   EXPECT_EQ(st.events_recorded, 0u);

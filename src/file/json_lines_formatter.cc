@@ -56,7 +56,7 @@ void JsonLinesFormatter::preamble(OutBuffer* out) {
     naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", out);
   }
   std::string args = "\"cmd_hash\":\"" + hex16(cmd_hash) + "\",\"exec_hash\":\"" + hex16(exe_hash) +
-                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) +
+                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) + ",\"p_idx\":" + std::to_string(info_.process_id) +
                      ",\"version\":\"" DFTRACER_VERSION "\",\"init\":" + json_str(c.init_mode) +
                      ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0");
   lifecycle("start", info_.main_tid, info_.start_ns, args, out, false);

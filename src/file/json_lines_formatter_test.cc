@@ -225,7 +225,7 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
                            "\",\"cmd_hash\":\"", 0),
             0u)
       << lines[6];
-  EXPECT_NE(lines[6].find(",\"ppid\":1,\"version\":\""), std::string::npos) << lines[6];
+  EXPECT_NE(lines[6].find(",\"ppid\":1,\"p_idx\":-1,\"version\":\""), std::string::npos) << lines[6];
   EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1}}"), std::string::npos)
       << lines[6];
 

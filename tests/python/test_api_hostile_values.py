@@ -75,11 +75,13 @@ log.log_event("mine", "c", log.get_time(), 1, {"hhash": "user value", "x": 1})
 def test_a_bad_setting_warns_once_per_process(run_python, trace_dir):
     # The package reads the settings at import and initialize_log reads them
     # again: each bad value used to be reported twice.
+    # Read at import (init_from_env) and again by initialize_log, with
+    # DFTRACER_ENABLE=1 (moved from the import's file) and with it unset
+    # (only the opt-in initialize_log(enable=True) starts tracing).
     for enable in (None, "1"):
-        env = {"DFTRACER_BUFFER_SIZE": "lots"}
-        if enable:
-            env["DFTRACER_ENABLE"] = enable
-        _, _, proc = run_traced(run_python, trace_dir, "", env=env)
+        env = {"DFTRACER_BUFFER_SIZE": "lots", "DFTRACER_ENABLE": enable}
+        body = "" if enable else "log.finalize()\nlog = dftracer.initialize_log(os.path.join(os.environ['TRACE_DIR'], 't'), None, -1, enable=True)\n"
+        _, _, proc = run_traced(run_python, trace_dir, body, env=env)
         assert proc.stderr.count("DFTRACER_BUFFER_SIZE='lots' is not valid") == 1, proc.stderr
         for f in trace_files(trace_dir):
             os.unlink(f)
