@@ -244,14 +244,20 @@ DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t 
  * arrow from the slice enclosing the "s" to the slice enclosing the "f". */
 DFT_API void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_ticks);
 
-/* Records a metadata ("ph":"M") event: name `key`, cat "dftracer", args
- * {"name": key, "value": value} (pydftracer's log_metadata_event). */
+/* Records a metadata ("ph":"M") event named by its key: name `key`, cat
+ * "dftracer", args {"name": key, "value": value} (the capture sources' own
+ * metadata, e.g. "dynamo.graph"). */
 DFT_API void dft_metadata(const char* key, const char* value);
 
 /* The same with lengths: every byte is kept (an embedded NUL is written as
  * \u0000, invalid UTF-8 replaced), and a value longer than
  * DFT_MAX_INLINE_STR is written whole, never cut. */
 DFT_API void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len);
+
+/* pydftracer's log_metadata_event(key, value), as DFTracer writes it: a
+ * metadata event named "CM" (custom metadata), cat "dftracer", args
+ * {"name": key, "value": value}. Lengths and bytes as dft_metadata_len. */
+DFT_API void dft_custom_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len);
 
 /* Records a metadata event that names a string and its 64-bit hash,
  * DFTracer's FH/SH convention: {"name": value, "value": "<hash>"}. Returns

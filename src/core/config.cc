@@ -142,7 +142,7 @@ Config Config::from_env() {
   if (const char* v = env("DFTRACER_LOG_FILE")) c.log_file = v;
   if (const char* v = env("DFTRACER_DATA_DIR")) c.data_dir = v;
   c.disable_io = parse_bool("DFTRACER_DISABLE_IO", false);
-  c.inc_metadata = parse_bool("DFTRACER_INC_METADATA", true);
+  c.inc_metadata = parse_bool("DFTRACER_INC_METADATA", false);
   c.compress = parse_bool("DFTRACER_TRACE_COMPRESSION", true);
   c.compression_level = static_cast<int>(parse_int("DFTRACER_COMPRESSION_LEVEL", 1, 1, 9));
   c.buffer_size = parse_size_env("DFTRACER_BUFFER_SIZE", c.buffer_size, size_t{1} << 16, size_t{1} << 40);

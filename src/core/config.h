@@ -10,7 +10,8 @@
 //   DFTRACER_LOG_FILE            trace path prefix (default ./dftracer)
 //   DFTRACER_DATA_DIR            directories of interest for I/O (recorded)
 //   DFTRACER_DISABLE_IO          1: no I/O events (recorded for the I/O shim)
-//   DFTRACER_INC_METADATA        0: no HH/SH/thread_name/process_name events
+//   DFTRACER_INC_METADATA        1: SH/FH events and "hhash" in every event's
+//                                args, as DFTracer (default 0, as pydftracer)
 //   DFTRACER_TRACE_COMPRESSION   1 (default): .pfw.gz; 0: .pfw
 //   DFTRACER_COMPRESSION_LEVEL   zlib level 1..9 (default 1)
 //   DFTRACER_LOG_LEVEL           error | warn (default) | info | debug | off
@@ -40,7 +41,7 @@ struct Config {
   std::string log_file = "./dftracer";
   std::string data_dir;
   bool disable_io = false;
-  bool inc_metadata = true;
+  bool inc_metadata = false;
   bool compress = true;
   int compression_level = 1;
   size_t buffer_size = size_t{64} << 20;

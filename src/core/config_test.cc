@@ -37,7 +37,7 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
       {"DFTRACER_OVERFLOW", "spill", "block"},
       {"DFTRACER_TRACE_COMPRESSION", "maybe", "1"},
       {"DFTRACER_COMPRESSION_LEVEL", "11", "1"},
-      {"DFTRACER_INC_METADATA", "2", "1"},
+      {"DFTRACER_INC_METADATA", "2", "0"},
       {"DFTRACER_INIT", "LATER", "FUNCTION"},
       {"DFTRACER_TIME_RESOLUTION", "ms", "us"},
       {"DFTRACER_TIME_METRIC", "MS", "us"},

@@ -159,6 +159,7 @@ int occurrences(const std::string& text, const std::string& needle) {
 // that name used to be written as a second "hhash" key in the same object.
 TEST(Escaping, AUserHhashArgIsKeptAsUserHhashNotWrittenTwice) {
   std::string dir = temp_dir("hhash");
+  ScopedEnv full("DFTRACER_INC_METADATA", "1");  // ours in every event's args
   ASSERT_EQ(dft_init_opt_in((dir + "/h").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   dft_arg a{};

@@ -29,7 +29,7 @@ class JsonLinesFormatter final : public TraceFormatter {
  public:
   // Writes ts and dur as whole microseconds (both ends floored, so nesting
   // is kept) when info.config.whole_micros (the default; =ns turns it off);
-  // the process and thread metadata lines only when info.config.inc_metadata.
+  // SH/FH lines and each event's "hhash" arg only when info.config.inc_metadata.
   explicit JsonLinesFormatter(const SessionInfo& info);
 
   void preamble(OutBuffer* out) override;
@@ -51,7 +51,10 @@ class JsonLinesFormatter final : public TraceFormatter {
                  OutBuffer* out, bool last);
   void head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid, OutBuffer* out,
             bool with_id = true);
-  void args(const RecordHeader* r, OutBuffer* out);
+  // `,"args":{...}`: the host hash first when with_hhash (metadata lines
+  // always; other events with DFTRACER_INC_METADATA=1, as DFTracer), then
+  // the record's args; nothing at all when there is neither.
+  void args(const RecordHeader* r, OutBuffer* out, bool with_hhash);
   void str_id(uint32_t id, OutBuffer* out);
 
   // Nanoseconds as written: floored to a whole microsecond when whole_micros_.
@@ -60,8 +63,10 @@ class JsonLinesFormatter final : public TraceFormatter {
   SessionInfo info_;
   uint64_t host_hash_;
   bool whole_micros_;
+  bool inc_metadata_;  // SH/FH lines and "hhash" in every event's args
   uint64_t next_id_ = 0;
   uint64_t lines_ = 0;
+  uint64_t non_event_lines_ = 0;  // metadata and flow lines: not in end's num_events
   StringTable& strings_;
   Clock& clock_;
   uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed

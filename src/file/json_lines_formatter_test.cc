@@ -97,6 +97,7 @@ SessionInfo test_session() {
   info.cwd = "/work";
   info.config.data_dir = "/data";
   info.config.whole_micros = false;  // the byte-for-byte lines show nanosecond fractions
+  info.config.inc_metadata = true;   // the full form: SH/FH lines, "hhash" in every event
   return info;
 }
 
@@ -215,7 +216,7 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
                        "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"loader\"}}");
   EXPECT_EQ(lines[14], "{\"id\":11,\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
                        "\"ts\":1700000000999000,\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash +
-                       "\",\"num_events\":13,\"dropped\":3}}");
+                       "\",\"num_events\":3,\"dropped\":3}}");  // start, op, mark: as DFTracer 2.x counts
   EXPECT_EQ(lines[1], "{\"id\":0,\"name\":\"HH\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,\"ph\":\"M\","
                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"node-1\",\"value\":\"" + hhash + "\"}}");
   EXPECT_EQ(lines[5], "{\"id\":4,\"name\":\"process_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
@@ -290,6 +291,48 @@ TEST(JsonLinesFormatter, WholeMicrosecondsByDefaultFlooringBothEnds) {
   EXPECT_NE(lines[0].find(",\"ts\":1700000000000001,\"dur\":2,"), std::string::npos) << lines[0];
   // 1.9 .. 2.9 us: floored to 1 .. 2, so it stays inside its parent (1 .. 3).
   EXPECT_NE(lines[1].find(",\"ts\":1700000000000001,\"dur\":1,"), std::string::npos) << lines[1];
+}
+
+}  // namespace
+}  // namespace dftracer
+
+namespace dftracer {
+namespace {
+
+// DFTRACER_INC_METADATA unset (pydftracer's default): no SH/FH lines and no
+// "hhash" in events' args (an event without args of its own has no "args"),
+// but HH, the names and metadata events keep theirs, and the capture
+// sources' own args stay (the analysis needs them: a deliberate difference
+// from pydftracer, whose events then carry no args at all).
+TEST(JsonLinesFormatter, WithoutIncMetadataNoShFhAndNoHostHashInEvents) {
+  SessionInfo info = test_session();
+  info.config.inc_metadata = false;
+  Harness h(info);
+  h.fmt.preamble(&h.out);
+  RecordBuilder bare(RecordKind::kComplete, "bare", "cat", 1000, 2000, kTimeIsNs);
+  h.fmt.event(bare.get(), 7, &h.out);
+  RecordBuilder op(RecordKind::kComplete, "op", "cat", 1000, 2000, kTimeIsNs);
+  op.arg(nullptr, DFT_ARG_JSON, id("\"phase\":\"forward\"")).arg("step", DFT_ARG_INT, 3);
+  h.fmt.event(op.get(), 7, &h.out);
+  RecordBuilder cm(RecordKind::kMetadata, "CM", "dftracer", 0, 0, 0);
+  cm.arg("name", DFT_ARG_STR, id("model")).arg("value", DFT_ARG_STR, id("mlp"));
+  h.fmt.event(cm.get(), 7, &h.out);
+  h.fmt.end(4243, 1700000000999000000ull, 0, 0, &h.out);
+  h.hand_over();
+  std::vector<std::string> lines = split_lines(h.sink.bytes());
+  std::vector<std::string> names;
+  for (const auto& e : dftracer_test::parse_events(dftracer_test::event_lines(h.sink.bytes()))) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"HH", "process_name", "start", "bare", "op", "CM", "end"}));
+  EXPECT_NE(lines[1].find("\"args\":{\"hhash\":"), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[4], "{\"id\":3,\"name\":\"bare\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,"
+                      "\"ph\":\"X\"}");
+  EXPECT_EQ(lines[5], "{\"id\":4,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,"
+                      "\"ph\":\"X\",\"args\":{\"phase\":\"forward\",\"step\":3}}");
+  EXPECT_NE(lines[6].find("\"name\":\"CM\",\"cat\":\"dftracer\""), std::string::npos) << lines[6];
+  EXPECT_NE(lines[6].find("\"args\":{\"hhash\":"), std::string::npos) << lines[6];
+  EXPECT_EQ(lines[3].find("hhash"), std::string::npos) << lines[3];  // start
+  EXPECT_EQ(lines[7].find("hhash"), std::string::npos) << lines[7];  // end
+  EXPECT_EQ(dftracer_test::finalized_trace_error(h.sink.bytes(), nullptr), "");
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ with dft_fn("train", "outer", epoch=2):
     assert call["cat"] == "compute"
     assert contains(outer, call)
     assert outer["tid"] == call["tid"] and outer["pid"] == call["pid"] == int(path.split("-")[-1].split(".")[0])
-    assert "hhash" in call["args"]
+    assert "hhash" not in call.get("args", {})  # DFTRACER_INC_METADATA unset, as pydftracer
 
 
 def test_decorator_names_methods_and_captured_params(run_python, trace_dir):
@@ -237,8 +237,11 @@ log.log_metadata_event("layers", 50)
     assert a["big"] == str(2**70) and a["nan"] is None
     typed, = by_name(events, "typed")
     assert typed["args"]["fd"] == 3 and typed["args"]["mode"] == "r" and typed["ts"] == t_us
-    meta = [e for e in events if e.get("ph") == "M" and e["name"] in ("model", "layers")]
+    # pydftracer's form: every one named "CM" (custom metadata), the key in args.name.
+    meta = [e for e in events if e.get("ph") == "M" and e["name"] == "CM"]
     assert {(e["args"]["name"], e["args"]["value"]) for e in meta} == {("model", "resnet50"), ("layers", "50")}
+    assert all(e["cat"] == "dftracer" for e in meta)
+    assert not [e for e in events if e["name"] in ("model", "layers")]
 
 
 def test_finalize_twice_log_after_finalize_gives_a_finalized_file(run_python, trace_dir):

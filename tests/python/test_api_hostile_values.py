@@ -35,7 +35,7 @@ log.log_metadata_event("k\x00ey", "va\x00lue")
 log.log_metadata_event("surrogate", "a\udcffb")
 log.log_metadata_event("long", "x" * 5000)
 """)
-    meta = {e["name"]: e["args"] for e in events if e.get("ph") == "M"}
+    meta = {e["args"]["name"]: e["args"] for e in events if e.get("ph") == "M" and e["name"] == "CM"}
     assert meta["k\x00ey"]["name"] == "k\x00ey" and meta["k\x00ey"]["value"] == "va\x00lue"
     assert meta["surrogate"]["value"] == "a?b"
     assert meta["long"]["value"] == "x" * 5000
@@ -63,7 +63,7 @@ log.log_event("ok", "c", t, 2.25)
 def test_a_user_hhash_arg_is_kept_as_user_hhash(run_python, trace_dir):
     text, events, _ = run_traced(run_python, trace_dir, """
 log.log_event("mine", "c", log.get_time(), 1, {"hhash": "user value", "x": 1})
-""")
+""", env={"DFTRACER_INC_METADATA": "1"})  # ours in every event's args
     host, = [e["args"]["value"] for e in events if e.get("name") == "HH"]
     mine, = [e for e in events if e.get("name") == "mine"]
     assert mine["args"]["hhash"] == host

@@ -103,6 +103,19 @@ std::string utf8_of(nb::handle o) {
 
 }  // namespace
 
+namespace {
+// metadata / custom_metadata: a str key and any value (str() of it), every
+// byte kept, handed to `record` (dft_metadata_len or dft_custom_metadata_len).
+void key_value_metadata(void (*record)(const char*, size_t, const char*, size_t), nb::handle key,
+                        nb::handle value) {
+  if (!PyUnicode_Check(key.ptr()))
+    throw nb::type_error((std::string("dftracer: metadata key must be a str, got ") + Py_TYPE(key.ptr())->tp_name)
+                             .c_str());
+  std::string k = utf8_of(key), v = utf8_of(value);
+  record(k.data(), k.size(), v.data(), v.size());
+}
+}  // namespace
+
 void register_api(nb::module_& m) {
   if (!init_intern_cache()) throw nb::python_error();
 
@@ -250,16 +263,14 @@ void register_api(nb::module_& m) {
       nb::arg("name").none(), nb::arg("cat").none(), nb::arg("args").none() = nb::none(),
       "Records an instant event at now.");
   m.def(
-      "metadata",
-      [](nb::handle key, nb::handle value) {
-        if (!PyUnicode_Check(key.ptr()))
-          throw nb::type_error((std::string("dftracer: metadata key must be a str, got ") +
-                                Py_TYPE(key.ptr())->tp_name).c_str());
-        std::string k = utf8_of(key), v = utf8_of(value);
-        dft_metadata_len(k.data(), k.size(), v.data(), v.size());
-      },
+      "metadata", [](nb::handle key, nb::handle value) { key_value_metadata(dft_metadata_len, key, value); },
       nb::arg("key").none(), nb::arg("value").none(),
-      "Records a metadata event {name: key, value: str(value)}.");
+      "Records a metadata event named `key`: {name: key, value: str(value)}.");
+  m.def(
+      "custom_metadata",
+      [](nb::handle key, nb::handle value) { key_value_metadata(dft_custom_metadata_len, key, value); },
+      nb::arg("key").none(), nb::arg("value").none(),
+      "pydftracer's log_metadata_event: a metadata event named \"CM\", args {name: key, value: str(value)}.");
   m.def(
       "hash_metadata",
       [](const std::string& kind, const std::string& value) {

@@ -164,10 +164,11 @@ class dftracer:
         _core.log_event(name, cat, start_time, duration, args)
 
     def log_metadata_event(self, key, value):
-        """Records a metadata event {"name": key, "value": str(value)}."""
+        """Records a metadata event as pydftracer does: named "CM", args
+        {"name": key, "value": str(value)}."""
         if not _core.enabled():
             return _core.count_skipped()
-        _core.metadata(key, value)
+        _core.custom_metadata(key, value)
 
     def finalize(self):
         """Writes everything and closes the trace file. Safe to call twice;
