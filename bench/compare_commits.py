@@ -103,6 +103,9 @@ def measure(tree, trace, work, only=None):
     r = {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env["PYTHONPATH"] = ""
+    # initialize_log() traces only with DFTRACER_ENABLE=1 since #13; older
+    # trees trace with it too (they start on import, then move the file).
+    env["DFTRACER_ENABLE"] = "1"
     out = subprocess.run([vpy, "-c", PER_CALL], check=True, capture_output=True, text=True, env=env,
                          cwd=work).stdout.split()
     r["per-call: graph call over aot_eager, CPU ns"] = float(out[0])

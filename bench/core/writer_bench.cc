@@ -56,7 +56,7 @@ void run(benchmark::State& state, bool compress, bool full, bool whole_us = fals
     std::string dir = mkdtemp(tmpl);
     double p0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID), m0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     auto t0 = std::chrono::steady_clock::now();
-    dft_init((dir + "/w").c_str(), nullptr, -1);
+    dft_init_opt_in((dir + "/w").c_str(), nullptr, -1);
     dftracer_bench::record_op_mix(mix, kEvents);
     dft_finalize();
     auto t1 = std::chrono::steady_clock::now();

@@ -260,7 +260,7 @@ def main():
         return
 
     trace_dir = a.trace_dir or tempfile.mkdtemp(prefix="dft-bench-dynamo-")
-    log = dftracer.initialize_log(os.path.join(trace_dir, "bench"), None, -1)
+    log = dftracer.initialize_log(os.path.join(trace_dir, "bench"), None, -1, enable=True)
     table = {"bert": (models.bert_base, models.bert_inputs()), "resnet": (models.ResNet50, models.resnet_inputs())}
     results = []
     if a.micro:

@@ -63,7 +63,7 @@ def main():
     p.add_argument("--rounds", type=int, default=60)
     a = p.parse_args()
     torch.set_num_threads(1)
-    log = dftracer.initialize_log(os.path.join(tempfile.mkdtemp(prefix="dft-hook-"), "hook"), None, -1)
+    log = dftracer.initialize_log(os.path.join(tempfile.mkdtemp(prefix="dft-hook-"), "hook"), None, -1, enable=True)
 
     plain = boxed_nop(build(a.nodes), [])
     gm = build(a.nodes)

@@ -197,7 +197,7 @@ def worker(kind, trace_dir):
 
 COLUMNS = [
     ("floor", None, {}),
-    ("ours-on", None, {}),
+    ("ours-on", None, {"DFTRACER_ENABLE": "1"}),
     ("ours-off", None, {}),
     ("ours-off", None, {"DFTRACER_ENABLE": "0"}),
     ("pydftracer-on", "side", {"DFTRACER_ENABLE": "1"}),

@@ -95,7 +95,7 @@ def run_noop(model, x, y, iters):
 
 
 def run_ours(model, x, y, iters, shapes, trace_dir, tag):
-    log = dftracer.initialize_log(os.path.join(trace_dir, tag), None, -1)
+    log = dftracer.initialize_log(os.path.join(trace_dir, tag), None, -1, enable=True)
     with trace_eager(shapes=shapes):
         t, p = time_steps(model, x, y, iters)
     p0 = time.process_time_ns()

@@ -60,7 +60,7 @@ def child(config, steps, warmup, trace_dir):
         run()
         eager_ext().disable()
     elif config == "dftracer":
-        log = dftracer.initialize_log(os.path.join(trace_dir, "count"), None, -1)
+        log = dftracer.initialize_log(os.path.join(trace_dir, "count"), None, -1, enable=True)
         with trace_eager():
             run()
         log.finalize()

@@ -27,7 +27,7 @@ void load_batch(int step) {
 
 int main(int argc, char** argv) {
   const char* prefix = argc > 1 ? argv[1] : "./dftracer-demo";
-  if (dft_init(prefix, nullptr, -1) != 0) {
+  if (dft_init_opt_in(prefix, nullptr, -1) != 0) {
     std::fprintf(stderr, "tracing could not start (see the warning above)\n");
     return 1;
   }

@@ -33,7 +33,7 @@ struct Net : torch::nn::Module {
 
 int main(int argc, char** argv) {
   const char* prefix = argc > 1 ? argv[1] : "libtorch_mlp";
-  if (dft_init(prefix, nullptr, -1) != 0) {
+  if (dft_init_opt_in(prefix, nullptr, -1) != 0) {
     std::fprintf(stderr, "cannot create the trace file for prefix %s\n", prefix);
     return 1;
   }

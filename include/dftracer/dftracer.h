@@ -10,7 +10,7 @@
  * lock, allocate nothing, format nothing and make no syscall; they copy a
  * fixed-size binary record into the calling thread's buffer. All JSON is
  * produced later by the writer thread. With tracing off (DFTRACER_ENABLE
- * unset and no explicit dft_init) every call returns after one relaxed load.
+ * not 1 and no dft_init_opt_in) every call returns after one relaxed load.
  *
  * This header is hermetic: it needs only <stddef.h> and <stdint.h>.
  */
@@ -45,13 +45,21 @@ extern "C" {
  * Returns 0 when tracing is on after the call (also when it already was),
  * -1 when the trace file cannot be created (one warning is printed; every
  * later call is then a no-op until the next successful dft_init), 1 when
- * DFTRACER_ENABLE=0 (or false/no/off) forbids tracing: the kill switch,
- * nothing is started and nothing is printed. */
+ * tracing stays off: as under pydftracer, dft_init traces only when
+ * DFTRACER_ENABLE is exactly "1", so a program keeps its init call and the
+ * environment switches tracing. Nothing is started then, and no file made. */
 DFT_API int dft_init(const char* log_file, const char* data_dir, int64_t process_id);
 
-/* DFTRACER_ENABLE as the core reads it (any case, blanks ignored): 1 for
- * 1/true/yes/on, 0 for 0/false/no/off (the kill switch), -1 when unset or
- * not a boolean (then tracing starts only on an explicit dft_init). */
+/* dft_init for a program that wants tracing without the environment (the
+ * explicit opt-in; Python: initialize_log(..., enable=True)): traces when
+ * DFTRACER_ENABLE is unset or "1". Any other value of DFTRACER_ENABLE ("0",
+ * "true", ...) still keeps tracing off and returns 1: the user's kill switch
+ * wins over the program. Otherwise returns as dft_init. */
+DFT_API int dft_init_opt_in(const char* log_file, const char* data_dir, int64_t process_id);
+
+/* DFTRACER_ENABLE as the core reads it: 1 when exactly "1", 0 when set to
+ * anything else (tracing off, even for dft_init_opt_in), -1 when unset
+ * (only dft_init_opt_in starts tracing). */
 DFT_API int dft_env_enable(void);
 
 /* Starts tracing if DFTRACER_ENABLE=1 (read once per process). Returns 1 when
@@ -236,14 +244,20 @@ DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t 
  * arrow from the slice enclosing the "s" to the slice enclosing the "f". */
 DFT_API void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_ticks);
 
-/* Records a metadata ("ph":"M") event: name `key`, cat "dftracer", args
- * {"name": key, "value": value} (pydftracer's log_metadata_event). */
+/* Records a metadata ("ph":"M") event named by its key: name `key`, cat
+ * "dftracer", args {"name": key, "value": value} (the capture sources' own
+ * metadata, e.g. "dynamo.graph"). */
 DFT_API void dft_metadata(const char* key, const char* value);
 
 /* The same with lengths: every byte is kept (an embedded NUL is written as
  * \u0000, invalid UTF-8 replaced), and a value longer than
  * DFT_MAX_INLINE_STR is written whole, never cut. */
 DFT_API void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len);
+
+/* pydftracer's log_metadata_event(key, value), as DFTracer writes it: a
+ * metadata event named "CM" (custom metadata), cat "dftracer", args
+ * {"name": key, "value": value}. Lengths and bytes as dft_metadata_len. */
+DFT_API void dft_custom_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len);
 
 /* Records a metadata event that names a string and its 64-bit hash,
  * DFTracer's FH/SH convention: {"name": value, "value": "<hash>"}. Returns

@@ -1,7 +1,7 @@
 // dftracer::torch: the LibTorch op observer.
 //
 //   #include <dftracer/torch.h>
-//   dft_init("trace", nullptr, -1);      // or DFTRACER_ENABLE=1 + dft_init_from_env()
+//   dft_init_opt_in("trace", nullptr, -1);  // or DFTRACER_ENABLE=1 + dft_init_from_env()
 //   dftracer::torch::enable();           // every eager ATen op from now on
 //   model->forward(x);
 //   dftracer::torch::disable();

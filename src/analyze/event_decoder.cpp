@@ -1,6 +1,7 @@
 #include "event_decoder.hpp"
 
 #include "event_fast_path.hpp"
+#include "trace_phase.hpp"
 #include "trace_time.hpp"
 
 #include <charconv>
@@ -196,7 +197,13 @@ DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t pa
         break;
       case 'p':
         if (key_is(k, "ph")) {
-          have_ph = !v.get_string().get(ev.ph);
+          ondemand::json_type t;
+          uint64_t n = 0;
+          if (!v.type().get(t) && t == ondemand::json_type::number) {  // DFTracer 2.x (trace_phase.hpp)
+            have_ph = !v.get_uint64().get(n) && !(ev.ph = phase_letter(n)).empty();
+          } else {
+            have_ph = !v.get_string().get(ev.ph);
+          }
           bad_field |= !have_ph;
         } else if (key_is(k, "pid")) {
           bad_field |= !read_id(v, ev.pid, ev.pid_text, pid_buf_);

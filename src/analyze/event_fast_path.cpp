@@ -1,5 +1,6 @@
 #include "event_fast_path.hpp"
 
+#include "trace_phase.hpp"
 #include "trace_time.hpp"
 
 #include <charconv>
@@ -356,6 +357,16 @@ inline P id_value(P p, P e, int64_t& num, std::string_view& text) {
   return q;
 }
 
+// DFTracer 2.x's numeric "ph" as its letter (trace_phase.hpp); an unknown
+// value leaves the line to the simdjson decoder, which counts it.
+inline P numeric_phase(P p, P e, std::string_view& ph) {
+  NumberParts n;
+  P q = number(p, e, n);
+  if (!q || !n.integral() || n.neg || n.int_end - n.int_begin > 2) return nullptr;
+  ph = phase_letter(parse_digits(n.int_begin, static_cast<size_t>(n.int_end - n.int_begin)));
+  return ph.empty() ? nullptr : q;
+}
+
 // At '{': an object's members, each value read by `member(key, p)`.
 template <typename Member>
 inline P object(P p, P e, Member&& member) {
@@ -455,7 +466,7 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, co
   p = object(p, e, [&ev, &have_name, &have_ph, e, capture](std::string_view k, P p) -> P {
     switch (k.size()) {
       case 2:
-        if (is(k, "ph")) return noted(string_value(p, e, ev.ph), have_ph);
+        if (is(k, "ph")) return noted(p < e && is_digit(*p) ? numeric_phase(p, e, ev.ph) : string_value(p, e, ev.ph), have_ph);
         if (is(k, "ts")) return noted(time_value(p, e, ev.ts_ns), ev.has_ts);
         break;
       case 3:

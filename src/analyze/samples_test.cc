@@ -17,6 +17,9 @@
 #ifndef DFTRACER_SAMPLES_DIR
 #error "DFTRACER_SAMPLES_DIR must point at shared/data/dftracer-samples"
 #endif
+#ifndef DFTRACER_TEST_DATA_DIR
+#error "DFTRACER_TEST_DATA_DIR must point at tests/data"
+#endif
 
 namespace dftracer::analyze::testing {
 namespace {
@@ -44,6 +47,25 @@ TEST(Samples, DftracerV2PreloadTrace) {
     EXPECT_EQ(s.complete_events, 8082u);
     EXPECT_FALSE(s.stats.any_problem()) << s.stats.problems_line();
   }
+}
+
+// DFTracer 2.2's own line format: numeric "ph" (1 complete, 4 metadata), a
+// "type" field, no "[" line. Written by pydftracer 2.0.6 + dftracer 2.2.0
+// (tests/data/dftracer-2.2-pydftracer.py, DFTRACER_INC_METADATA=1); it used
+// to read as 0 events (every line a wrongly typed "ph"). dftracer-utils
+// 0.0.14 on it: dftracer_event_count 10; dftracer_stats compute 6,
+// dftracer 2, train 2, span 0.430363 s, max dur 15442 us.
+TEST(Samples, Dftracer22NumericPhaseTrace) {
+  std::string f = std::string(DFTRACER_TEST_DATA_DIR) + "/dftracer-2.2-pydftracer.pfw.gz";
+  Summary s = summarize({f}, parse_group_keys("cat"), 0, 1);
+  auto m = by_cat(s);
+  EXPECT_EQ(m["COMPUTE"], (std::pair<uint64_t, double>{6u, 22092.0}));
+  EXPECT_EQ(m["TRAIN"], (std::pair<uint64_t, double>{2u, 24536.0}));
+  EXPECT_EQ(m["dftracer"].first, 2u);  // start and end
+  EXPECT_EQ(s.complete_events, 10u);
+  EXPECT_EQ(s.metadata_events, 7u);  // HH, thread_name, CM x2, FH, SH x2
+  EXPECT_DOUBLE_EQ(s.span_us, 430363.0);
+  EXPECT_FALSE(s.stats.any_problem()) << s.stats.problems_line();
 }
 
 TEST(Samples, DftracerV1QuotedNumbers) {

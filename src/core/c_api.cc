@@ -255,8 +255,14 @@ std::string with_user_host_hash_keys(const char* s, size_t len, const std::vecto
 extern "C" {
 
 int dft_init(const char* log_file, const char* data_dir, int64_t process_id) {
-  // DFTRACER_ENABLE=0 is the kill switch, whoever asks to start: a C++
-  // program, the Python package, the observer.
+  // As pydftracer: the program keeps its init call, the environment
+  // switches tracing (DFTRACER_ENABLE=1), whoever asks to start.
+  if (Config::enable_setting() != EnableSetting::kOn) return 1;
+  return Session::instance().init(log_file, data_dir, process_id);
+}
+int dft_init_opt_in(const char* log_file, const char* data_dir, int64_t process_id) {
+  // A program that wants tracing without the environment; a DFTRACER_ENABLE
+  // set to anything but 1 still keeps it off (the user's kill switch).
   if (Config::enable_setting() == EnableSetting::kOff) return 1;
   return Session::instance().init(log_file, data_dir, process_id);
 }
@@ -369,7 +375,11 @@ void dft_metadata(const char* key, const char* value) {
   dft_metadata_len(key, key ? std::strlen(key) : 0, value, value ? std::strlen(value) : 0);
 }
 
-void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len) {
+namespace {
+// A metadata event {"name": event_name, "args": {"name": key, "value": value}};
+// event_name "" means the key itself.
+void key_value_metadata(const char* event_name, const char* key, size_t key_len, const char* value,
+                        size_t value_len) {
   if (!Session::instance().enabled() || key == nullptr) {
     record(RecordKind::kMetadata, 0, 0, 0, 0, 0, nullptr, 0);
     return;
@@ -379,7 +389,16 @@ void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
   dft_arg args[2] = {text_arg(k_name, key, key_len), text_arg(k_value, value, value_len)};
-  record(RecordKind::kMetadata, 0, st.intern(key, key_len), cat_dftracer(), 0, 0, args, 2);
+  const dft_id name = *event_name ? st.intern(event_name, std::strlen(event_name)) : st.intern(key, key_len);
+  record(RecordKind::kMetadata, 0, name, cat_dftracer(), 0, 0, args, 2);
+}
+}  // namespace
+
+void dft_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len) {
+  key_value_metadata("", key, key_len, value, value_len);
+}
+void dft_custom_metadata_len(const char* key, size_t key_len, const char* value, size_t value_len) {
+  key_value_metadata("CM", key, key_len, value, value_len);  // DFTracer's "custom metadata"
 }
 
 uint64_t dft_hash64(const char* s, size_t len) { return dftracer::hash64(s ? s : "", s ? len : 0); }

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -111,14 +112,27 @@ bool parse_size(const std::string& s, size_t* out) {
   return true;
 }
 
-EnableSetting Config::enable_setting() { return read_bool(env("DFTRACER_ENABLE")); }
+// pydftracer's rule: exactly "1" enables; any other value that is set
+// ("0", "true", "2", " 1") keeps tracing off, even for an explicit
+// dft_init_opt_in(). Unset leaves the choice to the program.
+EnableSetting Config::enable_setting() {
+  const char* v = std::getenv("DFTRACER_ENABLE");
+  if (v == nullptr) return EnableSetting::kUnset;
+  return std::strcmp(v, "1") == 0 ? EnableSetting::kOn : EnableSetting::kOff;
+}
 
 Config Config::from_env() {
   Config c;
   if (const char* lv = env("DFTRACER_LOG_LEVEL")) {
     if (!set_log_level(lv)) warn_bad("DFTRACER_LOG_LEVEL", lv, "warn");
   }
-  c.enable = parse_bool("DFTRACER_ENABLE", false);
+  c.enable = enable_setting() == EnableSetting::kOn;
+  if (const char* v = std::getenv("DFTRACER_ENABLE")) {
+    // "0" is the usual way to say off; anything else but "1" is probably
+    // meant as on, and is not (as under pydftracer): say so once.
+    if (!c.enable && std::strcmp(v, "0") != 0)
+      warn_once(std::string("DFTRACER_ENABLE='") + v + "' is not 1; tracing is off (only DFTRACER_ENABLE=1 enables it)");
+  }
   if (const char* v = env("DFTRACER_INIT")) {
     std::string s = v;
     for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -128,7 +142,7 @@ Config Config::from_env() {
   if (const char* v = env("DFTRACER_LOG_FILE")) c.log_file = v;
   if (const char* v = env("DFTRACER_DATA_DIR")) c.data_dir = v;
   c.disable_io = parse_bool("DFTRACER_DISABLE_IO", false);
-  c.inc_metadata = parse_bool("DFTRACER_INC_METADATA", true);
+  c.inc_metadata = parse_bool("DFTRACER_INC_METADATA", false);
   c.compress = parse_bool("DFTRACER_TRACE_COMPRESSION", true);
   c.compression_level = static_cast<int>(parse_int("DFTRACER_COMPRESSION_LEVEL", 1, 1, 9));
   c.buffer_size = parse_size_env("DFTRACER_BUFFER_SIZE", c.buffer_size, size_t{1} << 16, size_t{1} << 40);
@@ -145,11 +159,15 @@ Config Config::from_env() {
     else if (s == "block") c.drop_on_overflow = false;
     else warn_bad("DFTRACER_OVERFLOW", v, "block");
   }
-  if (const char* v = env("DFTRACER_TIME_RESOLUTION")) {
-    std::string s = lower(v);
-    if (s == "us") c.whole_micros = true;
-    else if (s == "ns") c.whole_micros = false;
-    else warn_bad("DFTRACER_TIME_RESOLUTION", v, "ns");
+  // pydftracer's DFTRACER_TIME_METRIC first, ours over it: a user who set
+  // either gets it, and our name decides when both disagree.
+  for (const char* name : {"DFTRACER_TIME_METRIC", "DFTRACER_TIME_RESOLUTION"}) {
+    if (const char* v = env(name)) {
+      std::string s = lower(v);
+      if (s == "us") c.whole_micros = true;
+      else if (s == "ns") c.whole_micros = false;
+      else warn_bad(name, v, c.whole_micros ? "us" : "ns");
+    }
   }
   return c;
 }

@@ -37,16 +37,17 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
       {"DFTRACER_OVERFLOW", "spill", "block"},
       {"DFTRACER_TRACE_COMPRESSION", "maybe", "1"},
       {"DFTRACER_COMPRESSION_LEVEL", "11", "1"},
-      {"DFTRACER_INC_METADATA", "2", "1"},
+      {"DFTRACER_INC_METADATA", "2", "0"},
       {"DFTRACER_INIT", "LATER", "FUNCTION"},
-      {"DFTRACER_TIME_RESOLUTION", "ms", "ns"},
+      {"DFTRACER_TIME_RESOLUTION", "ms", "us"},
+      {"DFTRACER_TIME_METRIC", "MS", "us"},
   };
   for (const BadValue& c : cases) {
     SCOPED_TRACE(c.var);
     std::string dir = temp_dir("cfg");
     ScopedEnv env(c.var, c.value);
     testing::internal::CaptureStderr();
-    ASSERT_EQ(dft_init((dir + "/c").c_str(), nullptr, -1), 0);
+    ASSERT_EQ(dft_init_opt_in((dir + "/c").c_str(), nullptr, -1), 0);
     std::string path = dft_trace_path();
     dft_complete_ns(dft_intern_cstr("e"), dft_intern_cstr("c"), 1, 1, nullptr, 0);
     dft_finalize();
@@ -55,7 +56,7 @@ TEST(Config, EachBadValueWarnsOnceAndTracingGoesOn) {
     EXPECT_EQ(count_lines_with(err, expect), 1) << err;
     EXPECT_EQ(count_lines_with(err, "\n"), 1) << "one line: " << err;
     size_t n = 0;
-    EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+    EXPECT_EQ(finalized_trace_error(read_all(path), &n), "");
   }
 }
 
@@ -68,9 +69,9 @@ TEST(Config, ABadValueWarnsOncePerProcessHoweverOftenItIsRead) {
   ScopedEnv c("DFTRACER_CHUNK_SIZE", "48M");  // more than half the default 64M pool
   testing::internal::CaptureStderr();
   EXPECT_EQ(dft_init_from_env(), 0);  // DFTRACER_ENABLE unset: reads, starts nothing
-  ASSERT_EQ(dft_init((dir + "/a").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/a").c_str(), nullptr, -1), 0);
   dft_finalize();
-  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/b").c_str(), nullptr, -1), 0);
   dft_finalize();
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(count_lines_with(err, "DFTRACER_OVERFLOW='spill' is not valid; using block"), 1) << err;
@@ -83,7 +84,7 @@ TEST(Config, SizesAcceptUnits) {
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "8M");
   ScopedEnv c("DFTRACER_CHUNK_SIZE", "64KiB");
   testing::internal::CaptureStderr();
-  ASSERT_EQ(dft_init((dir + "/u").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/u").c_str(), nullptr, -1), 0);
   dft_stats st;
   dft_get_stats(&st);
   EXPECT_EQ(st.pool_bytes_cap, 8u << 20);
@@ -96,39 +97,86 @@ TEST(Config, LogLevelOffSilencesWarnings) {
   ScopedEnv l("DFTRACER_LOG_LEVEL", "off");
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "lots");
   testing::internal::CaptureStderr();
-  ASSERT_EQ(dft_init((dir + "/q").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/q").c_str(), nullptr, -1), 0);
   dft_finalize();
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
-// DFTRACER_ENABLE as the core reads it, for every spelling Python's env.py
-// used to parse on its own: both sides now ask the core.
+// DFTRACER_ENABLE as the core reads it: pydftracer's rule, exactly "1" is
+// on; every other value that is set is off; unset is -1.
 TEST(Config, EnableSettingSpellings) {
   const struct {
     const char* value;
     int expect;
-  } cases[] = {{"1", 1},      {"true", 1},  {" YES ", 1}, {"On", 1},     {"0", 0},  {"false", 0},
-               {"\tno\n", 0}, {" OFF", 0},  {"2", -1},    {"maybe", -1}, {"", -1}};
+  } cases[] = {{"1", 1},     {"true", 0}, {" 1", 0}, {"YES", 0}, {"on", 0},
+               {"2", 0},     {"0", 0},    {"off", 0}, {"", 0}};
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string("DFTRACER_ENABLE='") + c.value + "'");
     ScopedEnv env("DFTRACER_ENABLE", c.value);
     EXPECT_EQ(dft_env_enable(), c.expect);
   }
+  unsetenv("DFTRACER_ENABLE");
+  EXPECT_EQ(dft_env_enable(), -1);
 }
 
-// DFTRACER_ENABLE=0 is a kill switch in the core: an explicit dft_init()
-// (a C++ program, pydftracer's initialize_log) starts nothing, creates no
-// file and prints nothing; recording calls stay no-ops.
-TEST(Config, EnableZeroForbidsExplicitInit) {
-  std::string dir = temp_dir("kill");
-  ScopedEnv env("DFTRACER_ENABLE", "off");
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(dft_init((dir + "/k").c_str(), nullptr, -1), 1);
+// Nothing started, no file, no event: what an init call that tracing
+// refused must leave.
+void expect_nothing_traced(const std::string& dir) {
   EXPECT_EQ(dft_enabled(), 0);
   EXPECT_EQ(dft_trace_path(), nullptr);
   dft_complete_ns(dft_intern_cstr("e"), dft_intern_cstr("c"), 1, 1, nullptr, 0);
   dft_finalize();
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
   EXPECT_TRUE(files_in(dir, ".pfw").empty());
   EXPECT_TRUE(files_in(dir, ".pfw.gz").empty());
+}
+
+// As pydftracer: dft_init traces only with DFTRACER_ENABLE exactly 1; unset,
+// "true", "2" -> nothing started and no file, even though the program asked.
+TEST(Config, InitTracesOnlyWithEnableExactlyOne) {
+  for (const char* value : {static_cast<const char*>(nullptr), "true", "2", "0"}) {
+    SCOPED_TRACE(value ? value : "(unset)");
+    std::string dir = temp_dir("switch");
+    if (value) setenv("DFTRACER_ENABLE", value, 1); else unsetenv("DFTRACER_ENABLE");
+    EXPECT_EQ(dft_init((dir + "/k").c_str(), nullptr, -1), 1);
+    expect_nothing_traced(dir);
+  }
+  std::string dir = temp_dir("switch");
+  ScopedEnv env("DFTRACER_ENABLE", "1");
+  ASSERT_EQ(dft_init((dir + "/k").c_str(), nullptr, -1), 0);
+  EXPECT_EQ(dft_enabled(), 1);
+  dft_finalize();
+  EXPECT_EQ(files_in(dir, ".pfw.gz").size(), 1u);
+}
+
+// The explicit opt-in traces without the environment; a DFTRACER_ENABLE set
+// to anything but 1 (the user's kill switch) still wins, silently.
+TEST(Config, OptInTracesWithoutTheEnvironmentButNotAgainstIt) {
+  {
+    std::string dir = temp_dir("optin");
+    unsetenv("DFTRACER_ENABLE");
+    ASSERT_EQ(dft_init_opt_in((dir + "/o").c_str(), nullptr, -1), 0);
+    EXPECT_EQ(dft_enabled(), 1);
+    dft_finalize();
+    EXPECT_EQ(files_in(dir, ".pfw.gz").size(), 1u);
+  }
+  for (const char* value : {"0", "off", "true"}) {
+    SCOPED_TRACE(value);
+    std::string dir = temp_dir("kill");
+    ScopedEnv env("DFTRACER_ENABLE", value);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(dft_init_opt_in((dir + "/k").c_str(), nullptr, -1), 1);
+    expect_nothing_traced(dir);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  }
+}
+
+// A value that looks like "on" but is not 1 says once why nothing is traced.
+TEST(Config, EnableOtherThanZeroOrOneWarnsOnceAtEnvStart) {
+  ScopedEnv env("DFTRACER_ENABLE", "true");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(dft_init_from_env(), 0);
+  EXPECT_EQ(dft_init_from_env(), 0);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_lines_with(err, "DFTRACER_ENABLE='true' is not 1; tracing is off"), 1) << err;
+  EXPECT_EQ(count_lines_with(err, "\n"), 1) << err;
 }

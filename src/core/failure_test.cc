@@ -40,7 +40,7 @@ uint64_t app_work(int n) {
 TEST(Failure, UnwritableDirectoryWarnsOnceAndLeavesTracingOff) {
   testing::internal::CaptureStderr();
   // /proc cannot hold new files, even for root.
-  EXPECT_EQ(dft_init("/proc/self/no-such-dir/trace", nullptr, -1), -1);
+  EXPECT_EQ(dft_init_opt_in("/proc/self/no-such-dir/trace", nullptr, -1), -1);
   EXPECT_EQ(dft_enabled(), 0);
   uint64_t r = app_work(10000);
   dft_finalize();
@@ -53,7 +53,7 @@ TEST(Failure, UnwritableDirectoryWarnsOnceAndLeavesTracingOff) {
 TEST(Failure, VanishedDirectoryWarnsAndTheProgramContinues) {
   std::string dir = temp_dir("gone");
   testing::internal::CaptureStderr();
-  ASSERT_EQ(dft_init((dir + "/v").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/v").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   app_work(1000);
   dft_flush();
@@ -81,7 +81,7 @@ TEST(Failure, FullDiskWarnsOnceCountsLossesAndTheProgramContinues) {
     int saved = dup(2);
     dup2(err_pipe[1], 2);
     setenv("DFTRACER_TRACE_COMPRESSION", "0", 1);
-    if (dft_init((dir + "/f").c_str(), nullptr, -1) != 0) return 12;
+    if (dft_init_opt_in((dir + "/f").c_str(), nullptr, -1) != 0) return 12;
     uint64_t r = app_work(300000);
     dft_finalize();
     dup2(saved, 2);

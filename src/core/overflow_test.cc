@@ -31,7 +31,7 @@ TEST(Overflow, DropPolicyCountsEveryDroppedEventExactly) {
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "128K");
   ScopedEnv c("DFTRACER_CHUNK_SIZE", "8K");
   ScopedEnv l("DFTRACER_COMPRESSION_LEVEL", "9");  // a slow writer, so the pool overflows
-  ASSERT_EQ(dft_init((dir + "/d").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/d").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const int threads = 4;
   const uint64_t per_thread = scaled(500000);
@@ -65,7 +65,7 @@ TEST(Overflow, BlockPolicyLosesNothingWithATinyPool) {
   std::string dir = temp_dir("block");
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "128K");
   ScopedEnv c("DFTRACER_CHUNK_SIZE", "8K");
-  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/b").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const uint64_t n = scaled(300000);
   std::vector<std::thread> ts;
@@ -93,7 +93,7 @@ TEST(Overflow, MoreThreadsThanChunksWarnsOnceNamingTheBufferSize) {
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "64K");
   ScopedEnv c("DFTRACER_CHUNK_SIZE", "4K");  // at most 16 chunks
   testing::internal::CaptureStderr();
-  ASSERT_EQ(dft_init((dir + "/t").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/t").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const int kThreads = 64, kEach = 100;  // 100 events fit in one chunk: no thread ever seals one
   std::atomic<int> holding{0};
@@ -128,7 +128,7 @@ TEST(Overflow, MemoryStaysUnderThePoolCapWhileFiftyMillionEventsStream) {
   std::string dir = temp_dir("stream");
   ScopedEnv b("DFTRACER_BUFFER_SIZE", "4M");
   ScopedEnv c("DFTRACER_CHUNK_SIZE", "64K");
-  ASSERT_EQ(dft_init((dir + "/s").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/s").c_str(), nullptr, -1), 0);
   const uint64_t n = scaled(50000000);
   const dft_id name = dft_intern_cstr("e"), cat = dft_intern_cstr("t");
   size_t rss_before = rss_bytes();

@@ -44,7 +44,7 @@ std::multiset<std::string> names_in(const std::string& path) {
 
 TEST(Fork, ChildGetsItsOwnFileAndNoneOfTheParentsEvents) {
   std::string dir = temp_dir("fork");
-  ASSERT_EQ(dft_init((dir + "/p").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/p").c_str(), nullptr, -1), 0);
   std::string parent_path = dft_trace_path();
   for (int i = 0; i < 1000; ++i) emit("before_fork", i);  // still buffered at fork time
   fflush(nullptr);
@@ -72,7 +72,7 @@ TEST(Fork, ChildGetsItsOwnFileAndNoneOfTheParentsEvents) {
   EXPECT_EQ(c.count("before_fork"), 0u);
   EXPECT_EQ(c.count("in_parent"), 0u);
   size_t n;
-  EXPECT_EQ(strict_json_error(read_all(child_path), &n), "");
+  EXPECT_EQ(finalized_trace_error(read_all(child_path), &n), "");
   for (auto& e : parse_events(event_lines(read_all(child_path)))) EXPECT_EQ(e.pid, child);
 }
 
@@ -84,7 +84,7 @@ TEST(Crash, SigkillKeepsEverythingOlderThanOneFlushInterval) {
   if (child == 0) {
     close(pipefd[0]);
     setenv("DFTRACER_FLUSH_INTERVAL_MS", "100", 1);
-    if (dft_init((dir + "/k").c_str(), nullptr, -1) != 0) _exit(3);
+    if (dft_init_opt_in((dir + "/k").c_str(), nullptr, -1) != 0) _exit(3);
     // Record steadily and report (seq, monotonic time) after each batch.
     for (int64_t seq = 0;; ++seq) {
       emit("tick", seq);
@@ -135,7 +135,7 @@ TEST(Crash, SigtermFinalizesTheFile) {
   std::string dir = temp_dir("term");
   pid_t child = fork();
   if (child == 0) {
-    if (dft_init((dir + "/t").c_str(), nullptr, -1) != 0) _exit(3);
+    if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) _exit(3);
     for (int64_t seq = 0;; ++seq) {
       emit("work", seq);
       if (seq % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -151,7 +151,7 @@ TEST(Crash, SigtermFinalizesTheFile) {
   ASSERT_EQ(files.size(), 1u);
   std::string text = read_all(files[0]);
   size_t n = 0;
-  EXPECT_EQ(strict_json_error(text, &n), "") << "SIGTERM must leave a finalized file";
+  EXPECT_EQ(finalized_trace_error(text, &n), "") << "SIGTERM must leave a finalized file";
   EXPECT_GT(n, 100u);
 }
 
@@ -245,7 +245,7 @@ TEST(Crash, SigtermDuringThreadChurnNeverHangs) {
     pid_t child = fork();
     if (child == 0) {
       close(ready[0]);
-      if (dft_init((dir + "/c").c_str(), nullptr, -1) != 0) _exit(3);
+      if (dft_init_opt_in((dir + "/c").c_str(), nullptr, -1) != 0) _exit(3);
       auto churn = [] {
         for (int64_t i = 0;; ++i) {
           std::thread t([i] { emit("short_lived", i); });
@@ -282,7 +282,7 @@ TEST(Crash, SigtermDuringThreadChurnNeverHangs) {
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) ++wrong;
     auto files = files_in(dir, ".pfw.gz");
     size_t n = 0;
-    if (files.size() != 1 || strict_json_error(read_all(files[0]), &n) != "") ++unfinished;
+    if (files.size() != 1 || finalized_trace_error(read_all(files[0]), &n) != "") ++unfinished;
   }
   EXPECT_EQ(hung, 0) << hung << " of " << runs << " runs hung after SIGTERM";
   EXPECT_EQ(wrong, 0) << wrong << " of " << runs << " runs did not die of SIGTERM";

@@ -111,7 +111,11 @@ int Session::init(const char* log_file, const char* data_dir, int64_t process_id
 int Session::start_session(const Config& cfg, int64_t process_id, std::string* error) {
   install_process_hooks();  // process_hooks.h
   SessionInfo info;
-  info.pid = process_id >= 0 ? process_id : static_cast<int64_t>(getpid());
+  // As pydftracer 2.x: process_id names nothing and replaces no pid (two
+  // runs given the same id used to write one file name); the real pid does
+  // both, and process_id is kept as the `start` event's `p_idx`.
+  info.pid = static_cast<int64_t>(getpid());
+  info.process_id = process_id;
   info.ppid = static_cast<int64_t>(getppid());
   info.main_tid = current_tid();
   info.start_ns = Clock::instance().now_ns();
@@ -133,7 +137,6 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
 
   config_ = cfg;
   pid_ = info.pid;
-  process_id_override_ = process_id;
   path_ = path;
   pool_.configure(cfg.buffer_size, cfg.chunk_size,
                   cfg.drop_on_overflow ? ChunkPool::Policy::kDrop : ChunkPool::Policy::kBlock);

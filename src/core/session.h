@@ -104,7 +104,6 @@ class Session {
   std::atomic<uint64_t> after_finalize_{0};
   Config config_;
   int64_t pid_ = 0;
-  int64_t process_id_override_ = -1;
   std::string path_;
 
   BufferRegistry registry_;

@@ -12,7 +12,8 @@
 namespace dftracer {
 
 struct SessionInfo {
-  int64_t pid = 0;
+  int64_t pid = 0;         // getpid(): the events' pid and the file name's
+  int64_t process_id = -1;  // as given to dft_init (pydftracer's p_idx)
   int64_t ppid = 0;
   int64_t main_tid = 0;
   uint64_t start_ns = 0;

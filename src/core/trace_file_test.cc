@@ -42,7 +42,9 @@ void emit(dft_id name, int64_t seq) {
 }  // namespace
 
 // Both used to open "<prefix>-<app>-4242.pfw.gz" with O_TRUNC and write over
-// each other: one file, holding a mix of both.
+// each other: one file, holding a mix of both. As under pydftracer 2.x,
+// process_id now names no file and replaces no pid: each file is named by
+// and carries its process's own pid, and keeps the id as `start`'s p_idx.
 TEST(TraceFile, TwoProcessesGivenTheSameProcessIdEachWriteACompleteFile) {
   std::string dir = temp_dir("samepid");
   const int kEvents = 20000;
@@ -57,7 +59,7 @@ TEST(TraceFile, TwoProcessesGivenTheSameProcessIdEachWriteACompleteFile) {
     if (kids[k] == 0) {
       // Both open their file before either writes events, as two ranks
       // started together do.
-      if (dft_init((dir + "/same").c_str(), nullptr, 4242) != 0) _exit(3);
+      if (dft_init_opt_in((dir + "/same").c_str(), nullptr, 4242) != 0) _exit(3);
       char c = 'r';
       if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(4);
       dft_id name = dft_intern_cstr(k == 0 ? "from_first" : "from_second");
@@ -85,12 +87,14 @@ TEST(TraceFile, TwoProcessesGivenTheSameProcessIdEachWriteACompleteFile) {
     SCOPED_TRACE(path);
     std::string text = read_all(path);
     size_t n = 0;
-    EXPECT_EQ(strict_json_error(text, &n), "");
+    EXPECT_EQ(finalized_trace_error(text, &n), "");
     int a = 0, b = 0;
     for (auto& e : parse_events(event_lines(text))) {
       a += e.name == "from_first";
       b += e.name == "from_second";
-      EXPECT_EQ(e.pid, 4242);
+      EXPECT_TRUE(e.pid == kids[0] || e.pid == kids[1]) << e.pid;
+      EXPECT_NE(path.find("-" + std::to_string(e.pid) + ".pfw.gz"), std::string::npos) << e.pid;
+      if (e.name == "start") EXPECT_EQ(int_arg(e, "p_idx"), 4242);
     }
     EXPECT_TRUE((a == kEvents && b == 0) || (a == 0 && b == kEvents)) << a << " " << b;
     first += a;
@@ -107,12 +111,12 @@ TEST(TraceFile, APlantedSymlinkIsNotFollowed) {
   std::string victim = dir + "/victim", victim_idx = dir + "/victim-idx";
   std::ofstream(victim) << "precious\n";
   std::ofstream(victim_idx) << "precious index\n";
-  std::string planted = core_file_name(dir + "/s", 777);
+  std::string planted = core_file_name(dir + "/s", getpid());
   ASSERT_EQ(symlink(victim.c_str(), planted.c_str()), 0);
   const std::string alt1 = planted.substr(0, planted.size() - 7) + "-1.pfw.gz";
   ASSERT_EQ(symlink(victim_idx.c_str(), (alt1 + ".idx").c_str()), 0);
 
-  ASSERT_EQ(dft_init((dir + "/s").c_str(), nullptr, 777), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/s").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   for (int i = 0; i < 100; ++i) emit(dft_intern_cstr("e"), i);
   dft_finalize();
@@ -121,7 +125,7 @@ TEST(TraceFile, APlantedSymlinkIsNotFollowed) {
   EXPECT_EQ(read_bytes(victim_idx), "precious index\n");
   EXPECT_EQ(path, planted.substr(0, planted.size() - 7) + "-2.pfw.gz");
   size_t n = 0;
-  EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), &n), "");
   struct stat st;
   EXPECT_EQ(lstat(alt1.c_str(), &st), -1) << "the name whose .idx was taken is given back";
 }
@@ -129,11 +133,11 @@ TEST(TraceFile, APlantedSymlinkIsNotFollowed) {
 // A re-init in the same process used to truncate the first session's file.
 TEST(TraceFile, ReinitWithTheSamePrefixKeepsTheFirstFile) {
   std::string dir = temp_dir("reinit");
-  ASSERT_EQ(dft_init((dir + "/r").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/r").c_str(), nullptr, -1), 0);
   std::string one = dft_trace_path();
   emit(dft_intern_cstr("first_session"), 0);
   dft_finalize();
-  ASSERT_EQ(dft_init((dir + "/r").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/r").c_str(), nullptr, -1), 0);
   std::string two = dft_trace_path();
   emit(dft_intern_cstr("second_session"), 0);
   dft_finalize();
@@ -147,10 +151,10 @@ TEST(TraceFile, ReinitWithTheSamePrefixKeepsTheFirstFile) {
 TEST(TraceFile, DirectoryPrefixGetsTheDefaultBaseName) {
   std::string dir = temp_dir("dirprefix");
   ScopedEnv env("DFTRACER_LOG_FILE", (dir + "/runs/").c_str());
-  ASSERT_EQ(dft_init(nullptr, nullptr, 55), 0);
+  ASSERT_EQ(dft_init_opt_in(nullptr, nullptr, 55), 0);
   std::string path = dft_trace_path();
   dft_finalize();
-  EXPECT_EQ(path, dir + "/runs/dftracer-" + app_name() + "-55.pfw.gz");
+  EXPECT_EQ(path, dir + "/runs/dftracer-" + app_name() + "-" + std::to_string(getpid()) + ".pfw.gz");
   size_t n = 0;
-  EXPECT_EQ(strict_json_error(read_all(path), &n), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), &n), "");
 }

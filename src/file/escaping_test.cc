@@ -24,7 +24,7 @@ TEST(Escaping, HostileStringsStayValidJson) {
       "}],\"injected\":1,{",
   };
   std::string dir = temp_dir("esc");
-  ASSERT_EQ(dft_init((dir + "/e").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/e").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   for (size_t i = 0; i < hostile.size(); ++i) {
     const std::string& s = hostile[i];
@@ -45,7 +45,7 @@ TEST(Escaping, HostileStringsStayValidJson) {
 
   std::string text = read_all(path);
   size_t n = 0;
-  ASSERT_EQ(strict_json_error(text, &n), "");
+  ASSERT_EQ(finalized_trace_error(text, &n), "");
   auto events = parse_events(event_lines(text));
   size_t found = 0;
   for (const auto& s : hostile) {
@@ -61,13 +61,13 @@ TEST(Escaping, HostileStringsStayValidJson) {
 
 TEST(Escaping, InvalidUtf8IsReplacedNotPassedThrough) {
   std::string dir = temp_dir("utf");
-  ASSERT_EQ(dft_init((dir + "/u").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/u").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const std::string bad = "ab\xff\xfe" "cd\xc3";  // stray bytes and a cut sequence
   dft_complete_ns(dft_intern(bad.data(), bad.size()), dft_intern_cstr("c"), 1, 1, nullptr, 0);
   dft_finalize();
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   bool seen = false;
   for (auto& e : parse_events(event_lines(text)))
     if (e.cat == "c") {
@@ -79,7 +79,7 @@ TEST(Escaping, InvalidUtf8IsReplacedNotPassedThrough) {
 
 TEST(Escaping, LongCopiedStringsAreCutOnACharacterBoundary) {
   std::string dir = temp_dir("long");
-  ASSERT_EQ(dft_init((dir + "/l").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/l").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   std::string longs;
   while (longs.size() < DFT_MAX_INLINE_STR + 100) longs += "\xe6\x97\xa5";  // 3-byte chars
@@ -91,7 +91,7 @@ TEST(Escaping, LongCopiedStringsAreCutOnACharacterBoundary) {
   dft_complete_ns(dft_intern_cstr("long"), dft_intern_cstr("c"), 1, 1, &a, 1);
   dft_finalize();
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   for (auto& e : parse_events(event_lines(text)))
     if (e.name == "long") {
       std::string v = str_arg(e, "s");
@@ -111,7 +111,7 @@ TEST(Escaping, JsonFragmentsAreCheckedWhenInterned) {
   EXPECT_NE(err.find("dft_intern_json_fragment"), std::string::npos);
 
   std::string dir = temp_dir("frag");
-  ASSERT_EQ(dft_init((dir + "/f").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/f").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   dft_arg a{};
   a.type = DFT_ARG_JSON;
@@ -119,7 +119,7 @@ TEST(Escaping, JsonFragmentsAreCheckedWhenInterned) {
   dft_complete_ns(dft_intern_cstr("frag"), dft_intern_cstr("c"), 1, 1, &a, 1);
   dft_finalize();
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   for (auto& e : parse_events(event_lines(text)))
     if (e.name == "frag") {
       EXPECT_EQ(int_arg(e, "graph"), 3);
@@ -135,14 +135,14 @@ TEST(Escaping, BlankJsonFragmentsAreRejected) {
   EXPECT_NE(dft_intern_json_fragment(" \"a\":1 ", 7), 0u) << "blanks around members are fine";
 
   std::string dir = temp_dir("blank");
-  ASSERT_EQ(dft_init((dir + "/b").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/b").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   dft_arg a{};
   a.type = DFT_ARG_JSON;
   a.v.id = dft_intern_json_fragment(" ", 1);
   dft_complete_ns(dft_intern_cstr("blank"), dft_intern_cstr("c"), 1, 1, &a, 1);
   dft_finalize();
-  EXPECT_EQ(strict_json_error(read_all(path), nullptr), "");
+  EXPECT_EQ(finalized_trace_error(read_all(path), nullptr), "");
 }
 
 namespace {
@@ -159,7 +159,8 @@ int occurrences(const std::string& text, const std::string& needle) {
 // that name used to be written as a second "hhash" key in the same object.
 TEST(Escaping, AUserHhashArgIsKeptAsUserHhashNotWrittenTwice) {
   std::string dir = temp_dir("hhash");
-  ASSERT_EQ(dft_init((dir + "/h").c_str(), nullptr, -1), 0);
+  ScopedEnv full("DFTRACER_INC_METADATA", "1");  // ours in every event's args
+  ASSERT_EQ(dft_init_opt_in((dir + "/h").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   dft_arg a{};
   a.key = dft_intern_cstr("hhash");
@@ -175,7 +176,7 @@ TEST(Escaping, AUserHhashArgIsKeptAsUserHhashNotWrittenTwice) {
   dft_finalize();
 
   std::string text = read_all(path);
-  ASSERT_EQ(strict_json_error(text, nullptr), "");
+  ASSERT_EQ(finalized_trace_error(text, nullptr), "");
   std::string host_hash;
   int seen = 0;
   for (auto& e : parse_events(event_lines(text))) {

@@ -38,6 +38,7 @@ JsonLinesFormatter::JsonLinesFormatter(const SessionInfo& info)
     : info_(info),
       host_hash_(hash64(info.hostname.data(), info.hostname.size())),
       whole_micros_(info.config.whole_micros),
+      inc_metadata_(info.config.inc_metadata),
       strings_(StringTable::instance()),
       clock_(Clock::instance()),
       hhash_key_(strings_.intern(kHostHashKey, sizeof kHostHashKey - 1)) {}
@@ -48,29 +49,34 @@ void JsonLinesFormatter::preamble(OutBuffer* out) {
   uint64_t cmd_hash = hash64(info_.cmdline.data(), info_.cmdline.size());
   uint64_t exe_hash = hash64(info_.exe.data(), info_.exe.size());
   uint64_t cwd_hash = hash64(info_.cwd.data(), info_.cwd.size());
+  // As DFTracer 2.x: HH and the names always; the command line, executable
+  // and working directory (SH, FH) only with DFTRACER_INC_METADATA=1.
+  metadata("HH", info_.main_tid, info_.hostname, hex16(host_hash_), out);
   if (c.inc_metadata) {
-    metadata("HH", info_.main_tid, info_.hostname, hex16(host_hash_), out);
     metadata("SH", info_.main_tid, info_.cmdline, hex16(cmd_hash), out);
     metadata("SH", info_.main_tid, info_.exe, hex16(exe_hash), out);
     metadata("FH", info_.main_tid, info_.cwd, hex16(cwd_hash), out);
-    naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", out);
   }
+  naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", out);
   std::string args = "\"cmd_hash\":\"" + hex16(cmd_hash) + "\",\"exec_hash\":\"" + hex16(exe_hash) +
-                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) +
+                     "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) + ",\"p_idx\":" + std::to_string(info_.process_id) +
                      ",\"version\":\"" DFTRACER_VERSION "\",\"init\":" + json_str(c.init_mode) +
                      ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0");
   lifecycle("start", info_.main_tid, info_.start_ns, args, out, false);
 }
 
 void JsonLinesFormatter::thread_name(int64_t tid, const std::string& display, OutBuffer* out) {
-  if (info_.config.inc_metadata) naming("thread_name", tid, display, out);
+  naming("thread_name", tid, display, out);
 }
 
 void JsonLinesFormatter::end(int64_t tid, uint64_t ts_ns, uint64_t events_written, uint64_t dropped,
                              OutBuffer* out) {
-  // num_events counts every event written before `end`, metadata included
-  // (DFTracer's convention).
-  std::string args = "\"num_events\":" + std::to_string(events_written) + ",\"dropped\":" + std::to_string(dropped);
+  // num_events counts what DFTracer 2.x counts: the events written before
+  // `end` (start, complete, instant), not the metadata or flow lines. The
+  // writer's count excludes lines lost to a failed write; a lost metadata
+  // line can make this one low then, never high.
+  const uint64_t num_events = events_written > non_event_lines_ ? events_written - non_event_lines_ : 0;
+  std::string args = "\"num_events\":" + std::to_string(num_events) + ",\"dropped\":" + std::to_string(dropped);
   lifecycle("end", tid, ts_ns, args, out, /*last=*/true);
 }
 
@@ -99,10 +105,16 @@ void JsonLinesFormatter::head(const char* name, size_t name_len, const char* cat
   out->i64(tid);
 }
 
-void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out) {
-  out->lit(",\"args\":{\"hhash\":\"");
-  out->hex16(host_hash_);
-  out->ch('"');
+void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_hhash) {
+  if (!with_hhash && r->nargs == 0) return;
+  out->lit(",\"args\":{");
+  bool first = true;
+  if (with_hhash) {
+    out->lit("\"hhash\":\"");
+    out->hex16(host_hash_);
+    out->ch('"');
+    first = false;
+  }
   const ArgSlot* a = reinterpret_cast<const ArgSlot*>(r + 1);
   const ArgSlot* end = reinterpret_cast<const ArgSlot*>(reinterpret_cast<const unsigned char*>(r) +
                                                         size_t{r->nslots} * kSlot);
@@ -110,12 +122,14 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out) {
     if (a->type == DFT_ARG_JSON) {
       const InternedString* s = strings_.get(static_cast<uint32_t>(a->value));
       if (s != nullptr && s->len > 0) {
-        out->ch(',');
+        if (!first) out->ch(',');
+        first = false;
         out->append(s->str, s->len);  // validated when interned
       }
       continue;
     }
-    out->ch(',');
+    if (!first) out->ch(',');
+    first = false;
     // Every event's "hhash" is ours (host_hash_key.h): a user's arg of that
     // name keeps its value under "user_hhash", so no key is written twice.
     if (a->key == hhash_key_) {
@@ -194,19 +208,20 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       out->lit(",\"dur\":");
       out->micros(dur_ns);
       out->lit(",\"ph\":\"X\"");
-      args(r, out);
+      args(r, out, inc_metadata_);
       break;
     case RecordKind::kInstant:
       head(n, nl, c, cl, tid, out);
       out->lit(",\"ts\":");
       out->micros(start_ns);
       out->lit(",\"ph\":\"i\",\"s\":\"t\"");
-      args(r, out);
+      args(r, out, inc_metadata_);
       break;
     case RecordKind::kFlowStart:
     case RecordKind::kFlowEnd:
       // Chrome flow events: "id" is the flow id that pairs "s" with "f", so
       // these lines carry no event index.
+      ++non_event_lines_;
       head(n, nl, c, cl, tid, out, /*with_id=*/false);
       out->lit(",\"id\":");
       out->u64(r->end);
@@ -217,16 +232,18 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       break;
     case RecordKind::kMetadata:
     case RecordKind::kThreadName:
+      ++non_event_lines_;
       head(n, nl, c, cl, tid, out);
       out->lit(",\"ph\":\"M\"");
-      args(r, out);
+      args(r, out, /*with_hhash=*/true);  // DFTracer's metadata lines always carry it
       break;
   }
-  out->lit("},\n");
+  out->lit("}\n");
 }
 
 void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::string& arg_name,
                               const std::string& value, OutBuffer* out) {
+  ++non_event_lines_;
   head(name, std::strlen(name), "dftracer", 8, tid, out);
   out->lit(",\"ph\":\"M\",\"args\":{\"hhash\":\"");
   out->hex16(host_hash_);
@@ -236,15 +253,16 @@ void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::stri
   out->lit("\",\"value\":\"");
   p = out->ensure(6 * value.size());
   out->advance(json_escape_to(value.data(), value.size(), p));
-  out->lit("\"}},\n");
+  out->lit("\"}}\n");
 }
 
 void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {
+  ++non_event_lines_;
   head(kind, std::strlen(kind), "dftracer", 8, tid, out);
   out->lit(",\"ph\":\"M\",\"args\":{\"name\":\"");
   char* p = out->ensure(6 * display.size());
   out->advance(json_escape_to(display.data(), display.size(), p));
-  out->lit("\"}},\n");
+  out->lit("\"}}\n");
 }
 
 void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
@@ -252,15 +270,16 @@ void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns
   head(name, std::strlen(name), "dftracer", 8, tid, out);
   out->lit(",\"ts\":");
   out->micros(written(ts_ns));
-  out->lit(",\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"");
-  out->hex16(host_hash_);
-  out->ch('"');
-  if (!args_fragment.empty()) {
-    out->ch(',');
-    out->append(args_fragment.data(), args_fragment.size());
+  out->lit(",\"dur\":0,\"ph\":\"X\",\"args\":{");
+  if (inc_metadata_) {
+    out->lit("\"hhash\":\"");
+    out->hex16(host_hash_);
+    out->ch('"');
+    if (!args_fragment.empty()) out->ch(',');
   }
-  if (last) out->lit("}}\n]\n");
-  else out->lit("}},\n");
+  out->append(args_fragment.data(), args_fragment.size());
+  out->lit("}}\n");
+  if (last) out->lit("]\n");
 }
 
 }  // namespace dftracer

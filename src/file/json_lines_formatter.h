@@ -1,14 +1,16 @@
-// JsonLinesFormatter: DFTracer's trace format. The file is one JSON array,
-// one event object a line:
+// JsonLinesFormatter: DFTracer's trace format. "[" alone on the first line,
+// then one bare JSON object a line (no trailing comma), and at finalize "]":
 //
 //   [
-//   {"id":0,"name":"HH",...},        <- preamble: process metadata, `start`
-//   {"id":5,"name":"op",...},        <- events, each line ending in ",\n"
-//   {"id":9,"name":"end",...}}       <- end: the `end` event, then "]"
+//   {"id":0,"name":"HH",...}         <- preamble: process metadata, `start`
+//   {"id":5,"name":"op",...}         <- events, one object a line
+//   {"id":9,"name":"end",...}        <- end: the `end` event, then "]"
 //   ]
 //
-// Every event line ends in ",\n" so a file cut short (a crash) is still
-// loadable line by line and by Chrome/Perfetto; only `end` closes the array.
+// One object a line is what DFTracer writes and what line-oriented tools
+// (dftracer-utils, jq, pandas.read_json(lines=True)) read; Perfetto's JSON
+// importer takes the array without commas, and a file cut short (a crash)
+// loses nothing but its "]". `dftracer-analyze merge` writes strict JSON.
 // Runs on the writer thread; strings come pre-escaped from the StringTable.
 #ifndef DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_
 #define DFTRACER_SRC_FILE_JSON_LINES_FORMATTER_H_
@@ -26,8 +28,8 @@ class StringTable;
 class JsonLinesFormatter final : public TraceFormatter {
  public:
   // Writes ts and dur as whole microseconds (both ends floored, so nesting
-  // is kept) when info.config.whole_micros (DFTRACER_TIME_RESOLUTION=us);
-  // the process and thread metadata lines only when info.config.inc_metadata.
+  // is kept) when info.config.whole_micros (the default; =ns turns it off);
+  // SH/FH lines and each event's "hhash" arg only when info.config.inc_metadata.
   explicit JsonLinesFormatter(const SessionInfo& info);
 
   void preamble(OutBuffer* out) override;
@@ -49,7 +51,10 @@ class JsonLinesFormatter final : public TraceFormatter {
                  OutBuffer* out, bool last);
   void head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid, OutBuffer* out,
             bool with_id = true);
-  void args(const RecordHeader* r, OutBuffer* out);
+  // `,"args":{...}`: the host hash first when with_hhash (metadata lines
+  // always; other events with DFTRACER_INC_METADATA=1, as DFTracer), then
+  // the record's args; nothing at all when there is neither.
+  void args(const RecordHeader* r, OutBuffer* out, bool with_hhash);
   void str_id(uint32_t id, OutBuffer* out);
 
   // Nanoseconds as written: floored to a whole microsecond when whole_micros_.
@@ -58,8 +63,10 @@ class JsonLinesFormatter final : public TraceFormatter {
   SessionInfo info_;
   uint64_t host_hash_;
   bool whole_micros_;
+  bool inc_metadata_;  // SH/FH lines and "hhash" in every event's args
   uint64_t next_id_ = 0;
   uint64_t lines_ = 0;
+  uint64_t non_event_lines_ = 0;  // metadata and flow lines: not in end's num_events
   StringTable& strings_;
   Clock& clock_;
   uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed

@@ -1,10 +1,9 @@
 // The JSON-lines formatter on its own, into a MemorySink: every kind of
 // record and every arg type it handles, the preamble and the end. Every line
 // is parsed back with simdjson (not with the code under test), and the
-// framing is pinned byte for byte: "[" alone on the first line, each event
-// line ending in ",\n", the last one in "}\n" followed by "]\n". The
-// expected lines are the format as it was before the formatter interface
-// existed: a change here is a change to every trace file.
+// framing is pinned byte for byte: "[" alone on the first line, one bare
+// object a line (no trailing comma, as DFTracer writes), "]\n" after `end`.
+// A change here is a change to every trace file.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -97,6 +96,8 @@ SessionInfo test_session() {
   info.app = "prog";
   info.cwd = "/work";
   info.config.data_dir = "/data";
+  info.config.whole_micros = false;  // the byte-for-byte lines show nanosecond fractions
+  info.config.inc_metadata = true;   // the full form: SH/FH lines, "hhash" in every event
   return info;
 }
 
@@ -173,20 +174,18 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
   std::vector<std::string> lines = split_lines(text);
   ASSERT_EQ(lines.size(), 16u) << text;
 
-  // Framing: "[" alone, then one event a line, each but the last ending
-  // in ",", then "]" alone.
+  // Framing: "[" alone, then one bare object a line, then "]" alone.
   EXPECT_EQ(lines.front(), "[");
   EXPECT_EQ(lines.back(), "]");
-  for (size_t i = 1; i + 2 < lines.size(); ++i) EXPECT_EQ(lines[i].back(), ',') << lines[i];
-  EXPECT_EQ(lines[lines.size() - 2].back(), '}');
+  for (size_t i = 1; i + 1 < lines.size(); ++i) EXPECT_EQ(lines[i].back(), '}') << lines[i];
 
-  // Every line parses as JSON; the whole file as one strict JSON array.
+  // Every line parses as one JSON object.
   std::vector<std::string> event_lines = dftracer_test::event_lines(text);
   ASSERT_EQ(event_lines.size(), 14u);
   std::vector<dftracer_test::Event> events = dftracer_test::parse_events(event_lines);
   ASSERT_EQ(events.size(), 14u);
   size_t elements = 0;
-  EXPECT_EQ(dftracer_test::strict_json_error(text, &elements), "");
+  EXPECT_EQ(dftracer_test::finalized_trace_error(text, &elements), "");
   EXPECT_EQ(elements, 14u);
 
   // The preamble (process metadata, process name, `start`), the events in
@@ -204,39 +203,39 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
     hhash = std::string(std::string_view(first["args"]["hhash"]));
   }
   EXPECT_EQ(lines[7], "{\"id\":6,\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":7,\"ph\":\"M\","
-                      "\"args\":{\"name\":\"worker \\\"1\\\"\"}},");
+                      "\"args\":{\"name\":\"worker \\\"1\\\"\"}}");
   EXPECT_EQ(lines[8], "{\"id\":7,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1700000000000001.5,"
                       "\"dur\":2.5,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash + "\",\"i\":-5,\"u\":7,\"b\":true,"
                       "\"f\":false,\"d\":1.5,\"nan\":null,\"s\":\"say \\\"hi\\\"\\n\",\"h\":\"0000000000000abc\","
-                      "\"by\":\"a\\tb\\u0001\",\"j\":{\"x\":[1,2]}}},");
+                      "\"by\":\"a\\tb\\u0001\",\"j\":{\"x\":[1,2]}}}");
   EXPECT_EQ(lines[9], "{\"id\":8,\"name\":\"mark\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1700000000000002,"
-                      "\"ph\":\"i\",\"s\":\"t\",\"args\":{\"hhash\":\"" + hhash + "\"}},");
+                      "\"ph\":\"i\",\"s\":\"t\",\"args\":{\"hhash\":\"" + hhash + "\"}}");
   EXPECT_EQ(lines[10], "{\"id\":9,\"name\":\"step\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":7,\"ph\":\"M\","
-                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"step\",\"value\":3}},");
+                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"step\",\"value\":3}}");
   EXPECT_EQ(lines[11], "{\"id\":10,\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":7,\"ph\":\"M\","
-                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"loader\"}},");
+                       "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"loader\"}}");
   EXPECT_EQ(lines[14], "{\"id\":11,\"name\":\"end\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
                        "\"ts\":1700000000999000,\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash +
-                       "\",\"num_events\":13,\"dropped\":3}}");
+                       "\",\"num_events\":3,\"dropped\":3}}");  // start, op, mark: as DFTracer 2.x counts
   EXPECT_EQ(lines[1], "{\"id\":0,\"name\":\"HH\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,\"ph\":\"M\","
-                      "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"node-1\",\"value\":\"" + hhash + "\"}},");
+                      "\"args\":{\"hhash\":\"" + hhash + "\",\"name\":\"node-1\",\"value\":\"" + hhash + "\"}}");
   EXPECT_EQ(lines[5], "{\"id\":4,\"name\":\"process_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
-                      "\"ph\":\"M\",\"args\":{\"name\":\"prog (4242)\"}},");
+                      "\"ph\":\"M\",\"args\":{\"name\":\"prog (4242)\"}}");
   EXPECT_EQ(lines[6].rfind("{\"id\":5,\"name\":\"start\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
                            "\"ts\":1700000000123456.789,\"dur\":0,\"ph\":\"X\",\"args\":{\"hhash\":\"" + hhash +
                            "\",\"cmd_hash\":\"", 0),
             0u)
       << lines[6];
-  EXPECT_NE(lines[6].find(",\"ppid\":1,\"version\":\""), std::string::npos) << lines[6];
-  EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1}},"), std::string::npos)
+  EXPECT_NE(lines[6].find(",\"ppid\":1,\"p_idx\":-1,\"version\":\""), std::string::npos) << lines[6];
+  EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1}}"), std::string::npos)
       << lines[6];
 
   // Flow events: no event index; "id" is the flow id.
   EXPECT_EQ(lines[12].rfind("{\"name\":\"flow\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"id\":99,\"ts\":", 0), 0u)
       << lines[12];
-  EXPECT_NE(lines[12].find(",\"ph\":\"s\"},"), std::string::npos) << lines[12];
+  EXPECT_NE(lines[12].find(",\"ph\":\"s\"}"), std::string::npos) << lines[12];
   EXPECT_NE(lines[13].find(",\"tid\":8,\"id\":99,"), std::string::npos) << lines[13];
-  EXPECT_NE(lines[13].find(",\"ph\":\"f\",\"bp\":\"e\"},"), std::string::npos) << lines[13];
+  EXPECT_NE(lines[13].find(",\"ph\":\"f\",\"bp\":\"e\"}"), std::string::npos) << lines[13];
 
   // The sink got each hand-over as one chunk, with its line count.
   EXPECT_EQ(h.sink.chunk_lines(), (std::vector<uint64_t>{6, 7, 1}));
@@ -255,7 +254,7 @@ TEST(JsonLinesFormatter, AUserHhashArgIsWrittenAsUserHhash) {
   ASSERT_NE(ours, std::string::npos) << line;
   std::string host = line.substr(ours + std::strlen("\"args\":{\"hhash\":\""), 16);
   EXPECT_EQ(line, "{\"id\":0,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,"
-                  "\"ph\":\"X\",\"args\":{\"hhash\":\"" + host + "\",\"user_hhash\":\"mine\",\"x\":1}},\n");
+                  "\"ph\":\"X\",\"args\":{\"hhash\":\"" + host + "\",\"user_hhash\":\"mine\",\"x\":1}}\n");
 }
 
 // dft_complete_ns(start, dur) with start + dur past 2^64 ns used to wrap the
@@ -268,6 +267,72 @@ TEST(JsonLinesFormatter, AnEndPastTwoToTheSixtyFourDoesNotWrap) {
   h.hand_over();
   const std::string& line = h.sink.bytes();
   EXPECT_NE(line.find(",\"ts\":18446744073709550.616,\"dur\":0.999,"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace dftracer
+
+namespace dftracer {
+namespace {
+
+// The default (Config{}): whole microseconds, both ends floored, as DFTracer
+// writes them: 1.5 us from ...001.5 ends at ...003.0 -> ts ...001, dur 2.
+TEST(JsonLinesFormatter, WholeMicrosecondsByDefaultFlooringBothEnds) {
+  SessionInfo info = test_session();
+  info.config = Config{};
+  Harness h(info);
+  RecordBuilder r(RecordKind::kComplete, "op", "cat", 1700000000000001500ull, 1500, kTimeIsNs);
+  h.fmt.event(r.get(), 7, &h.out);
+  RecordBuilder inner(RecordKind::kComplete, "in", "cat", 1700000000000001900ull, 1000, kTimeIsNs);
+  h.fmt.event(inner.get(), 7, &h.out);
+  h.hand_over();
+  std::vector<std::string> lines = split_lines(h.sink.bytes());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(",\"ts\":1700000000000001,\"dur\":2,"), std::string::npos) << lines[0];
+  // 1.9 .. 2.9 us: floored to 1 .. 2, so it stays inside its parent (1 .. 3).
+  EXPECT_NE(lines[1].find(",\"ts\":1700000000000001,\"dur\":1,"), std::string::npos) << lines[1];
+}
+
+}  // namespace
+}  // namespace dftracer
+
+namespace dftracer {
+namespace {
+
+// DFTRACER_INC_METADATA unset (pydftracer's default): no SH/FH lines and no
+// "hhash" in events' args (an event without args of its own has no "args"),
+// but HH, the names and metadata events keep theirs, and the capture
+// sources' own args stay (the analysis needs them: a deliberate difference
+// from pydftracer, whose events then carry no args at all).
+TEST(JsonLinesFormatter, WithoutIncMetadataNoShFhAndNoHostHashInEvents) {
+  SessionInfo info = test_session();
+  info.config.inc_metadata = false;
+  Harness h(info);
+  h.fmt.preamble(&h.out);
+  RecordBuilder bare(RecordKind::kComplete, "bare", "cat", 1000, 2000, kTimeIsNs);
+  h.fmt.event(bare.get(), 7, &h.out);
+  RecordBuilder op(RecordKind::kComplete, "op", "cat", 1000, 2000, kTimeIsNs);
+  op.arg(nullptr, DFT_ARG_JSON, id("\"phase\":\"forward\"")).arg("step", DFT_ARG_INT, 3);
+  h.fmt.event(op.get(), 7, &h.out);
+  RecordBuilder cm(RecordKind::kMetadata, "CM", "dftracer", 0, 0, 0);
+  cm.arg("name", DFT_ARG_STR, id("model")).arg("value", DFT_ARG_STR, id("mlp"));
+  h.fmt.event(cm.get(), 7, &h.out);
+  h.fmt.end(4243, 1700000000999000000ull, 0, 0, &h.out);
+  h.hand_over();
+  std::vector<std::string> lines = split_lines(h.sink.bytes());
+  std::vector<std::string> names;
+  for (const auto& e : dftracer_test::parse_events(dftracer_test::event_lines(h.sink.bytes()))) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"HH", "process_name", "start", "bare", "op", "CM", "end"}));
+  EXPECT_NE(lines[1].find("\"args\":{\"hhash\":"), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[4], "{\"id\":3,\"name\":\"bare\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,"
+                      "\"ph\":\"X\"}");
+  EXPECT_EQ(lines[5], "{\"id\":4,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,"
+                      "\"ph\":\"X\",\"args\":{\"phase\":\"forward\",\"step\":3}}");
+  EXPECT_NE(lines[6].find("\"name\":\"CM\",\"cat\":\"dftracer\""), std::string::npos) << lines[6];
+  EXPECT_NE(lines[6].find("\"args\":{\"hhash\":"), std::string::npos) << lines[6];
+  EXPECT_EQ(lines[3].find("hhash"), std::string::npos) << lines[3];  // start
+  EXPECT_EQ(lines[7].find("hhash"), std::string::npos) << lines[7];  // end
+  EXPECT_EQ(dftracer_test::finalized_trace_error(h.sink.bytes(), nullptr), "");
 }
 
 }  // namespace

@@ -27,23 +27,33 @@ def _clean_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
 
 
+def run_python_in(cwd, code, env=None, timeout=120, check=True):
+    """Runs `code` (dedented) with this interpreter in `cwd`, with the
+    DFTRACER_* variables of the test process removed, DFTRACER_ENABLE=1 (as
+    a pydftracer user switches tracing on: initialize_log() traces only with
+    it) and `env` added; a value None in `env` removes that variable. Fails
+    the test with the child's output when it exits non-zero."""
+    full_env = _clean_env()
+    full_env["DFTRACER_ENABLE"] = "1"
+    for k, v in (env or {}).items():
+        if v is None:
+            full_env.pop(k, None)
+        else:
+            full_env[k] = v
+    script = os.path.join(str(cwd), "snippet.py")
+    with open(script, "w") as f:
+        f.write(textwrap.dedent(code))
+    proc = subprocess.run([sys.executable, script], cwd=str(cwd), env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        pytest.fail(f"snippet exited with {proc.returncode}\n--- stdout\n{proc.stdout}\n"
+                    f"--- stderr\n{proc.stderr}")
+    return proc
+
+
 @pytest.fixture
 def run_python(tmp_path):
-    """run_python(code, env=None, timeout=120) -> CompletedProcess.
-
-    Runs `code` (dedented) with this interpreter in `tmp_path`, with the
-    DFTRACER_* variables of the test process removed and `env` added. Fails
-    the test with the child's output when it exits non-zero.
-    """
+    """run_python(code, env=None, timeout=120) -> CompletedProcess: run_python_in(tmp_path, ...)."""
     def run(code, env=None, timeout=120, check=True):
-        full_env = _clean_env()
-        full_env.update(env or {})
-        script = tmp_path / "snippet.py"
-        script.write_text(textwrap.dedent(code))
-        proc = subprocess.run([sys.executable, str(script)], cwd=str(tmp_path), env=full_env,
-                              capture_output=True, text=True, timeout=timeout)
-        if check and proc.returncode != 0:
-            pytest.fail(f"snippet exited with {proc.returncode}\n--- stdout\n{proc.stdout}\n"
-                        f"--- stderr\n{proc.stderr}")
-        return proc
+        return run_python_in(tmp_path, code, env, timeout, check)
     return run

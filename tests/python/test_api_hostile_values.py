@@ -4,11 +4,10 @@ message, silent truncation, garbage in the file or a key written twice.
 
 Each test runs in a fresh interpreter and reads the trace file back.
 """
-import json
 import os
 
 from test_api_events import run_traced as run_traced_events
-from trace_reader import read_trace_text, trace_files
+from trace_reader import read_finalized, read_trace_text, trace_files
 
 EXPECT = """
 def expect(exc, fn, text):
@@ -23,10 +22,10 @@ def expect(exc, fn, text):
 
 def run_traced(run_python, trace_dir, body, env=None):
     """test_api_events' runner (initialize_log, the body, finalize) with
-    `expect` defined; also returns the file's text, checked as strict JSON."""
+    `expect` defined; also returns the file's text, checked as a finalized trace."""
     path, events, proc = run_traced_events(run_python, trace_dir, EXPECT + body, env)
     text = read_trace_text(path)
-    json.loads(text)
+    read_finalized(path)
     return text, events, proc
 
 
@@ -36,7 +35,7 @@ log.log_metadata_event("k\x00ey", "va\x00lue")
 log.log_metadata_event("surrogate", "a\udcffb")
 log.log_metadata_event("long", "x" * 5000)
 """)
-    meta = {e["name"]: e["args"] for e in events if e.get("ph") == "M"}
+    meta = {e["args"]["name"]: e["args"] for e in events if e.get("ph") == "M" and e["name"] == "CM"}
     assert meta["k\x00ey"]["name"] == "k\x00ey" and meta["k\x00ey"]["value"] == "va\x00lue"
     assert meta["surrogate"]["value"] == "a?b"
     assert meta["long"]["value"] == "x" * 5000
@@ -53,7 +52,7 @@ for bad in (-1, -0.5, float("inf"), float("nan")):
 expect(ValueError, lambda: log.log_event("n", "c", 18446744073709551, 1.0), "start_time + duration out of range")
 log.log_event("edge", "c", 18446744073709550, 0.5)
 log.log_event("ok", "c", t, 2.25)
-""")
+""", env={"DFTRACER_TIME_RESOLUTION": "ns"})  # the fractions given are kept
     assert not [e for e in events if e.get("name") == "n"]
     edge, = [e for e in events if e.get("name") == "edge"]
     assert edge["ts"] == 18446744073709550 and edge["dur"] == 0.5
@@ -64,7 +63,7 @@ log.log_event("ok", "c", t, 2.25)
 def test_a_user_hhash_arg_is_kept_as_user_hhash(run_python, trace_dir):
     text, events, _ = run_traced(run_python, trace_dir, """
 log.log_event("mine", "c", log.get_time(), 1, {"hhash": "user value", "x": 1})
-""")
+""", env={"DFTRACER_INC_METADATA": "1"})  # ours in every event's args
     host, = [e["args"]["value"] for e in events if e.get("name") == "HH"]
     mine, = [e for e in events if e.get("name") == "mine"]
     assert mine["args"]["hhash"] == host
@@ -76,11 +75,13 @@ log.log_event("mine", "c", log.get_time(), 1, {"hhash": "user value", "x": 1})
 def test_a_bad_setting_warns_once_per_process(run_python, trace_dir):
     # The package reads the settings at import and initialize_log reads them
     # again: each bad value used to be reported twice.
+    # Read at import (init_from_env) and again by initialize_log, with
+    # DFTRACER_ENABLE=1 (moved from the import's file) and with it unset
+    # (only the opt-in initialize_log(enable=True) starts tracing).
     for enable in (None, "1"):
-        env = {"DFTRACER_BUFFER_SIZE": "lots"}
-        if enable:
-            env["DFTRACER_ENABLE"] = enable
-        _, _, proc = run_traced(run_python, trace_dir, "", env=env)
+        env = {"DFTRACER_BUFFER_SIZE": "lots", "DFTRACER_ENABLE": enable}
+        body = "" if enable else "log.finalize()\nlog = dftracer.initialize_log(os.path.join(os.environ['TRACE_DIR'], 't'), None, -1, enable=True)\n"
+        _, _, proc = run_traced(run_python, trace_dir, body, env=env)
         assert proc.stderr.count("DFTRACER_BUFFER_SIZE='lots' is not valid") == 1, proc.stderr
         for f in trace_files(trace_dir):
             os.unlink(f)

@@ -20,7 +20,7 @@ def traced(tmp_path, name="dyn"):
     from dftracer.python import dftracer
 
     prefix = os.path.join(str(tmp_path), name)
-    log = dftracer.initialize_log(prefix, None, -1)
+    log = dftracer.initialize_log(prefix, None, -1, enable=True)  # in the test process: no DFTRACER_ENABLE
     events = []
     try:
         yield events

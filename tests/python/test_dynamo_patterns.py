@@ -195,7 +195,7 @@ def test_disabled_is_plain_aot_eager(run_python, tmp_path):
         print(json.dumps({"graphs": len(instrumented_graphs()),
                           "files": glob.glob(os.path.join(os.getcwd(), "tr*"))}))
     """)
-    off = run_python(code, env={})
+    off = run_python(code, env={"DFTRACER_ENABLE": None})
     assert json.loads(off.stdout.strip().splitlines()[-1]) == {"graphs": 0, "files": []}
     on = run_python(code, env={"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": str(tmp_path / "tr")})
     res = json.loads(on.stdout.strip().splitlines()[-1])
@@ -216,7 +216,7 @@ def test_graph_compiled_before_tracing_started(run_python, tmp_path):
         x = torch.randn(2, 3)
         want = m(x)
         first = c(x)                      # compiled with tracing off
-        log = dftracer.initialize_log({str(tmp_path / "late")!r}, None, -1)
+        log = dftracer.initialize_log({str(tmp_path / "late")!r}, None, -1, enable=True)
         second, third = c(x), c(x)        # uninstrumented: one warning
         before = len(instrumented_graphs())
         torch._dynamo.reset()
@@ -225,7 +225,7 @@ def test_graph_compiled_before_tracing_started(run_python, tmp_path):
         same = all(torch.equal(o, want) for o in (first, second, third, fourth))
         print(json.dumps({{"before": before, "after": len(instrumented_graphs()), "same": same}}))
     """
-    r = run_python(code, env={})
+    r = run_python(code, env={"DFTRACER_ENABLE": None})  # off until the program opts in
     assert r.stderr.count("compiled by dftracer_dynamo_backend while tracing was off") == 1, r.stderr
     assert json.loads(r.stdout.strip().splitlines()[-1]) == {"before": 0, "after": 1, "same": True}
     from trace_reader import read_trace, trace_files

@@ -1,6 +1,6 @@
 """How a traced Python program's trace ends when the program is stopped:
 Ctrl-C (SIGINT), an uncaught KeyboardInterrupt, `python -c`, with recording
-threads still running. Each must leave a finalized file: strict JSON, the
+threads still running. Each must leave a finalized file: `[`, one object a line, `]`, the
 `end` event last, and nothing recorded before the stop lost.
 
 After an uncaught KeyboardInterrupt CPython finalizes the interpreter and
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 
-from trace_reader import read_strict_json, read_trace, trace_files
+from trace_reader import read_finalized, read_trace, trace_files
 
 ENV = {"DFTRACER_ENABLE": "1", "DFTRACER_FLUSH_INTERVAL_MS": "60000"}
 
@@ -90,7 +90,7 @@ def run_until_stopped(tmp_path, trace_dir, code, as_command=False, send_sigint=T
 
 
 def check_finalized(path, err):
-    read_strict_json(path)  # `[`, events, `]`: nothing cut short
+    read_finalized(path)  # `[`, events, `]`: nothing cut short
     events = read_trace(path)
     assert events[-1]["name"] == "end", (events[-3:], err)
     assert sum(e["name"] == "before_stop" for e in events) == 100, err

@@ -61,7 +61,7 @@ log.finalize()
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_multiprocessing_children_trace_without_env(run_python, trace_dir, method):
-    # Tracing starts with initialize_log(); the environment has no DFTRACER_*.
+    # Tracing starts with initialize_log(enable=True); the environment has no DFTRACER_*.
     run_python(f"""
 import os, multiprocessing as mp
 from dftracer.python import dftracer, dft_fn
@@ -73,7 +73,7 @@ def child_work(i):
     return i * i
 
 def main():
-    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "mp.pfw"), None, -1)
+    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "mp.pfw"), None, -1, enable=True)
     ctx = mp.get_context("{method}")
     pool = ctx.Pool(2)
     assert pool.map(child_work, range(8)) == [i * i for i in range(8)]
@@ -88,7 +88,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-""", env={"TRACE_DIR": trace_dir}, timeout=300)
+""", env={"TRACE_DIR": trace_dir, "DFTRACER_ENABLE": None}, timeout=300)
     by_pid = events_by_pid(trace_dir)
     parents = [p for p, ev in by_pid.items() if "parent_done" in names(ev)]
     assert len(parents) == 1
@@ -118,7 +118,7 @@ class Squares(Dataset):
         return torch.tensor([i * i])
 
 def main():
-    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "dl.pfw"), None, -1)
+    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "dl.pfw"), None, -1, enable=True)
     loader = DataLoader(Squares(), batch_size=4, num_workers=2)
     seen = 0
     for batch in fn.iter(loader, name="epoch"):
@@ -128,7 +128,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-""", env={"TRACE_DIR": trace_dir}, timeout=300)
+""", env={"TRACE_DIR": trace_dir, "DFTRACER_ENABLE": None}, timeout=300)
     by_pid = events_by_pid(trace_dir)
     assert len(by_pid) == 3, sorted(by_pid)
     main = [p for p, ev in by_pid.items() if "epoch.iter" in names(ev)]

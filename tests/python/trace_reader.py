@@ -1,9 +1,10 @@
 """Reads dftracer trace files (.pfw and .pfw.gz) back into Python dicts.
 
 Used by every Python test that checks what reached the file. It accepts both
-finalized files (strict JSON: `[`, events one per line, `]`) and files cut
-short by a crash (trailing comma, no `]`, a cut-off last gzip member or a
-half-written last line), the way Perfetto and line-oriented tools read them.
+finalized files (`[`, one bare event object a line, `]`; older files also
+with a trailing comma on each line) and files cut short by a crash (no `]`,
+a cut-off last gzip member or a half-written last line), the way Perfetto
+and line-oriented tools read them.
 """
 import decimal
 import glob
@@ -12,7 +13,7 @@ import json
 import os
 import zlib
 
-__all__ = ["read_trace", "read_trace_text", "read_strict_json", "trace_files", "read_all", "complete_events"]
+__all__ = ["read_trace", "read_trace_text", "read_finalized", "trace_files", "read_all", "complete_events"]
 
 
 def _gunzip_members(raw):
@@ -46,13 +47,26 @@ def read_trace_text(path):
     return raw.decode("utf-8", errors="replace")
 
 
-def read_strict_json(path):
-    """The whole file parsed as one JSON document, as a finalized trace must
-    parse: `[`, the events, `]`. Python's json accepts NaN and Infinity,
-    which are not JSON; they are rejected here."""
+def read_finalized(path):
+    """Checks the file is a finalized trace in the format we write and
+    returns its events: `[` alone on the first line, one bare JSON object a
+    line (no trailing comma), `]` alone on the last line. Python's json
+    accepts NaN and Infinity, which are not JSON; they are rejected here."""
     def reject(constant):
         raise ValueError(f"{path}: {constant} is not JSON")
-    return json.loads(read_trace_text(path), parse_constant=reject)
+    text = read_trace_text(path)
+    if not text.endswith("\n"):
+        raise ValueError(f"{path}: does not end in a newline")
+    lines = text[:-1].split("\n")
+    if lines[0] != "[" or lines[-1] != "]":
+        raise ValueError(f"{path}: not framed by '[' and ']' lines: {lines[0][:40]!r} ... {lines[-1][:40]!r}")
+    events = []
+    for i, line in enumerate(lines[1:-1], start=2):
+        e = json.loads(line, parse_constant=reject)  # a trailing comma raises here
+        if not isinstance(e, dict):
+            raise ValueError(f"{path}:{i}: not a JSON object: {line[:200]!r}")
+        events.append(e)
+    return events
 
 
 def _with_exact_times(event):

@@ -150,6 +150,36 @@ std::string strict_json_error(const std::string& text, size_t* elements) {
   return "";
 }
 
+std::string finalized_trace_error(const std::string& text, size_t* elements) {
+  if (text.empty() || text.back() != '\n') return "the file does not end in a newline";
+  simdjson::dom::parser parser;
+  size_t n = 0, line_no = 0, pos = 0;
+  bool closed = false;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+    if (closed) return where + "text after the closing \"]\"";
+    if (line_no == 1) {
+      if (line != "[") return where + "the first line is not \"[\"";
+      continue;
+    }
+    if (line == "]") {
+      closed = true;
+      continue;
+    }
+    simdjson::dom::element doc;
+    if (auto err = parser.parse(line).get(doc)) return where + simdjson::error_message(err);
+    if (!doc.is_object()) return where + "not a JSON object";
+    ++n;
+  }
+  if (!closed) return "no closing \"]\" line";
+  if (elements) *elements = n;
+  return "";
+}
+
 int64_t int_arg(const Event& e, const char* key) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

@@ -39,6 +39,12 @@ std::vector<Event> parse_events(const std::vector<std::string>& lines);
 // or "" when it is valid, and the number of array elements.
 std::string strict_json_error(const std::string& text, size_t* elements);
 
+// Checks `text` is a finalized trace in the format we write: "[" alone on the
+// first line, one bare JSON object a line (no trailing comma), "]" alone on
+// the last line, each line ending in a newline. Returns what is wrong (line
+// number and the parser's error) or "", and the number of objects.
+std::string finalized_trace_error(const std::string& text, size_t* elements);
+
 // Integer arg `key` of an event, or -1.
 int64_t int_arg(const Event& e, const char* key);
 // String arg `key` of an event, or "<missing>".

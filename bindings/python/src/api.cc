@@ -103,6 +103,19 @@ std::string utf8_of(nb::handle o) {
 
 }  // namespace
 
+namespace {
+// metadata / custom_metadata: a str key and any value (str() of it), every
+// byte kept, handed to `record` (dft_metadata_len or dft_custom_metadata_len).
+void key_value_metadata(void (*record)(const char*, size_t, const char*, size_t), nb::handle key,
+                        nb::handle value) {
+  if (!PyUnicode_Check(key.ptr()))
+    throw nb::type_error((std::string("dftracer: metadata key must be a str, got ") + Py_TYPE(key.ptr())->tp_name)
+                             .c_str());
+  std::string k = utf8_of(key), v = utf8_of(value);
+  record(k.data(), k.size(), v.data(), v.size());
+}
+}  // namespace
+
 void register_api(nb::module_& m) {
   if (!init_intern_cache()) throw nb::python_error();
 
@@ -110,19 +123,21 @@ void register_api(nb::module_& m) {
   m.def(
       "init",
       [](std::optional<std::string> log_file, std::optional<std::string> data_dir,
-         int64_t process_id) {
+         int64_t process_id, bool opt_in) {
         int rc;
         {
           nb::gil_scoped_release release;
-          rc = dft_init(log_file ? log_file->c_str() : nullptr,
-                        data_dir ? data_dir->c_str() : nullptr, process_id);
+          const char* lf = log_file ? log_file->c_str() : nullptr;
+          const char* dd = data_dir ? data_dir->c_str() : nullptr;
+          rc = opt_in ? dft_init_opt_in(lf, dd, process_id) : dft_init(lf, dd, process_id);
         }
         return rc;
       },
       nb::arg("log_file").none() = nb::none(), nb::arg("data_dir").none() = nb::none(),
-      nb::arg("process_id") = -1,
-      "Starts tracing (dft_init). Returns 0 when tracing is on after the call, -1 when the "
-      "trace file cannot be created, 1 when DFTRACER_ENABLE=0 forbids tracing.");
+      nb::arg("process_id") = -1, nb::arg("opt_in") = false,
+      "Starts tracing: dft_init (only with DFTRACER_ENABLE=1), or dft_init_opt_in when opt_in "
+      "(also with DFTRACER_ENABLE unset). Returns 0 when tracing is on after the call, -1 when "
+      "the trace file cannot be created, 1 when tracing stays off.");
   m.def(
       "env_enable",
       []() -> std::optional<bool> {
@@ -130,8 +145,8 @@ void register_api(nb::module_& m) {
         if (v < 0) return std::nullopt;
         return v == 1;
       },
-      "DFTRACER_ENABLE as the core reads it: True, False (the kill switch) or None (unset or "
-      "not a boolean).");
+      "DFTRACER_ENABLE as the core reads it: True (exactly 1), False (set to anything else: "
+      "tracing off, even for an opt-in) or None (unset).");
   m.def("init_from_env", []() { return dft_init_from_env() != 0; },
         "Starts tracing if DFTRACER_ENABLE=1 (read once per process). True when tracing is on.");
   m.def("finalize", []() { dft_finalize(); }, nb::call_guard<nb::gil_scoped_release>(),
@@ -248,16 +263,14 @@ void register_api(nb::module_& m) {
       nb::arg("name").none(), nb::arg("cat").none(), nb::arg("args").none() = nb::none(),
       "Records an instant event at now.");
   m.def(
-      "metadata",
-      [](nb::handle key, nb::handle value) {
-        if (!PyUnicode_Check(key.ptr()))
-          throw nb::type_error((std::string("dftracer: metadata key must be a str, got ") +
-                                Py_TYPE(key.ptr())->tp_name).c_str());
-        std::string k = utf8_of(key), v = utf8_of(value);
-        dft_metadata_len(k.data(), k.size(), v.data(), v.size());
-      },
+      "metadata", [](nb::handle key, nb::handle value) { key_value_metadata(dft_metadata_len, key, value); },
       nb::arg("key").none(), nb::arg("value").none(),
-      "Records a metadata event {name: key, value: str(value)}.");
+      "Records a metadata event named `key`: {name: key, value: str(value)}.");
+  m.def(
+      "custom_metadata",
+      [](nb::handle key, nb::handle value) { key_value_metadata(dft_custom_metadata_len, key, value); },
+      nb::arg("key").none(), nb::arg("value").none(),
+      "pydftracer's log_metadata_event: a metadata event named \"CM\", args {name: key, value: str(value)}.");
   m.def(
       "hash_metadata",
       [](const std::string& kind, const std::string& value) {

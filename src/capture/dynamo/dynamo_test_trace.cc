@@ -42,7 +42,7 @@ uint64_t field_u64(const std::string& line, const char* key) {
 }  // namespace
 
 Session::Session() : dir_(temp_dir("dynamo")), env_("DFTRACER_TRACE_COMPRESSION", "0") {
-  EXPECT_EQ(dft_init((dir_ + "/t").c_str(), nullptr, -1), 0);
+  EXPECT_EQ(dft_init_opt_in((dir_ + "/t").c_str(), nullptr, -1), 0);
   path_ = dft_trace_path();
 }
 

@@ -32,7 +32,7 @@ struct Mlp : torch::nn::Module {
 class Trace {
  public:
   Trace() : dir_(temp_dir("torch")), env_("DFTRACER_TRACE_COMPRESSION", "0") {
-    EXPECT_EQ(dft_init((dir_ + "/t").c_str(), nullptr, -1), 0);
+    EXPECT_EQ(dft_init_opt_in((dir_ + "/t").c_str(), nullptr, -1), 0);
     path_ = dft_trace_path();
   }
   std::vector<Event> finish() {

@@ -6,7 +6,7 @@
 #include "dftracer/dftracer.hpp"
 
 int main(int argc, char** argv) {
-  if (argc < 2 || dft_init(argv[1], nullptr, -1) != 0) return 2;
+  if (argc < 2 || dft_init_opt_in(argv[1], nullptr, -1) != 0) return 2;
   std::string path = dft_trace_path();
   { DFT_REGION("consumer", "app"); }
   dft_finalize();

@@ -7,7 +7,7 @@
 
 int main(int argc, char** argv) {
   uint64_t t0, t1;
-  if (argc < 2 || dft_init(argv[1], NULL, -1) != 0) return 2;
+  if (argc < 2 || dft_init_opt_in(argv[1], NULL, -1) != 0) return 2;
   if (!dft_enabled_inline()) return 4;
   t0 = dft_ticks_inline();
   t1 = dft_ticks_inline();

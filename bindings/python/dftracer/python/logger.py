@@ -98,19 +98,25 @@ class dftracer:
         return dftracer.__instance
 
     @staticmethod
-    def initialize_log(logfile=None, data_dir=None, process_id=-1, *, log_file=None):
+    def initialize_log(logfile=None, data_dir=None, process_id=-1, *, log_file=None, enable=None):
         """Starts tracing to `<logfile prefix>-<app>-<pid>.pfw[.gz]`.
 
-        `logfile` (or `log_file=`) may be None: DFTRACER_LOG_FILE, then
-        "./dftracer". `data_dir` is recorded as DFTRACER_DATA_DIR.
-        `process_id` < 0 means the real pid. Starts tracing even when
-        DFTRACER_ENABLE is unset (pydftracer needs DFTRACER_ENABLE=1 for
-        that); DFTRACER_ENABLE=0 keeps tracing off. Returns the logger.
+        As pydftracer, tracing starts only when DFTRACER_ENABLE is exactly
+        "1": programs keep this call and switch tracing with the
+        environment. `enable=True` (ours) opts in without the environment:
+        it traces when DFTRACER_ENABLE is unset too (a DFTRACER_ENABLE set to
+        anything but "1" still keeps tracing off); `enable=False` starts
+        nothing (tracing DFTRACER_ENABLE=1 started on import goes on). `logfile` (or `log_file=`) may be None: DFTRACER_LOG_FILE,
+        then "./dftracer". `data_dir` is recorded as DFTRACER_DATA_DIR.
+        `process_id` names no file and replaces no pid (pydftracer 2.x); it
+        is recorded as the `start` event's `p_idx`. Returns the logger.
         """
         instance = dftracer.get_instance()
         if logfile is None:
             logfile = log_file
-        if TRACING_FORBIDDEN:
+        if enable is not None and not isinstance(enable, bool):
+            raise TypeError(f"dftracer: enable must be None, True or False, got {enable!r}")
+        if TRACING_FORBIDDEN or enable is False:
             return instance
         if not isinstance(process_id, int) or isinstance(process_id, bool):
             raise TypeError(f"dftracer: process_id must be an int, got {type(process_id).__name__}")
@@ -136,7 +142,7 @@ class dftracer:
             if not _holds_events():
                 _remove_trace_file(current)
 
-        rc = _core.init(prefix, data_dir, int(process_id))
+        rc = _core.init(prefix, data_dir, int(process_id), opt_in=enable is True)
         if rc == 0 and _core.enabled():
             instance._started(_core.trace_path(), prefix, data_dir)
         return instance
@@ -233,10 +239,11 @@ class dftracer:
         _core.log_event(name, cat, start_time, duration, args)
 
     def log_metadata_event(self, key, value):
-        """Records a metadata event {"name": key, "value": str(value)}."""
+        """Records a metadata event as pydftracer does: named "CM", args
+        {"name": key, "value": str(value)}."""
         if not _core.enabled():
             return _core.count_skipped()
-        _core.metadata(key, value)
+        _core.custom_metadata(key, value)
 
     def finalize(self):
         """Writes everything and closes the trace file. Safe to call twice;

@@ -251,9 +251,10 @@ class dft_fn(_core.Region):
 
     # -- metadata -----------------------------------------------------------
     def log_metadata(self, key, value):
-        """A metadata event {"name": key, "value": str(value)}."""
+        """pydftracer's log_metadata_event: a metadata event named "CM",
+        args {"name": key, "value": str(value)}."""
         if self._enable and _enabled():
-            _core.metadata(key, value)
+            _core.custom_metadata(key, value)
 
     def __repr__(self):
         return f"dft_fn(cat={self.cat!r}, name={self.name!r})"
