@@ -62,15 +62,24 @@ void SelfTimeTracker::fold(std::vector<Open>& stack, std::vector<Candidate>* can
 
 void SelfTimeTracker::add(std::string_view pid, std::string_view tid, int64_t ts, int64_t dur, int64_t* acc,
                           const std::string* group_key) {
-  if (last_ == nullptr || pid != last_pid_ || tid != last_tid_) {
-    key_.assign(std::to_string(file_)).append(1, kSep).append(pid).append(1, kSep).append(tid);
-    auto it = threads_.find(key_);
-    if (it == threads_.end()) it = threads_.emplace(key_, ThreadState{}).first;
-    last_ = &it->second;
-    last_pid_.assign(pid);
-    last_tid_.assign(tid);
+  push(thread(pid, tid), ts, saturating_add(ts, std::max<int64_t>(dur, 0)), std::max<int64_t>(dur, 0), acc, group_key);
+}
+
+SelfTimeTracker::ThreadState& SelfTimeTracker::thread(std::string_view pid, std::string_view tid) {
+  // Events of a few threads alternate line by line: the recent ones are
+  // found by comparing two short strings, without building a key.
+  for (size_t i = 0; i < kRecent; ++i) {
+    Recent& r = recent_[(recent_next_ - 1 - i) % kRecent];
+    if (r.state && r.pid == pid && r.tid == tid) return *r.state;
   }
-  push(*last_, ts, saturating_add(ts, std::max<int64_t>(dur, 0)), std::max<int64_t>(dur, 0), acc, group_key);
+  key_.assign(std::to_string(file_)).append(1, kSep).append(pid).append(1, kSep).append(tid);
+  auto it = threads_.find(key_);
+  if (it == threads_.end()) it = threads_.emplace(key_, ThreadState{}).first;
+  Recent& r = recent_[recent_next_++ % kRecent];
+  r.pid.assign(pid);
+  r.tid.assign(tid);
+  r.state = &it->second;
+  return it->second;
 }
 
 void SelfTimeTracker::push(ThreadState& t, int64_t ts, int64_t end, int64_t dur, int64_t* acc,
@@ -126,7 +135,7 @@ void SelfTimeTracker::finish() {
     runs_.push_back(std::move(r));
   }
   threads_.clear();
-  last_ = nullptr;
+  for (Recent& r : recent_) r.state = nullptr;
 }
 
 void SelfTimeTracker::merge(SelfTimeTracker& o) {

@@ -99,8 +99,15 @@ class SelfTimeTracker {
 
   size_t file_ = 0;
   std::unordered_map<std::string, ThreadState> threads_;
-  ThreadState* last_ = nullptr;
-  std::string last_pid_, last_tid_, key_;
+  ThreadState& thread(std::string_view pid, std::string_view tid);
+  static constexpr size_t kRecent = 4;
+  struct Recent {
+    std::string pid, tid;
+    ThreadState* state = nullptr;
+  };
+  Recent recent_[kRecent];
+  size_t recent_next_ = 0;
+  std::string key_;
   std::vector<Run> runs_;
   NestingStats stats_;
 };
