@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_analyze import timed  # noqa: E402
+from bench_analyze import generated_trace, timed  # noqa: E402
 
 
 def main():
@@ -29,13 +29,7 @@ def main():
     ap.add_argument("--dir", default=None, help="where the trace goes (default: BUILD/bench-analyze)")
     a = ap.parse_args()
     ours = os.path.join(a.build, "src/analyze/dftracer-analyze")
-    gen = os.path.join(a.build, "bench/analyze/analyze_gen_trace")
-    d = a.dir or os.path.join(a.build, "bench-analyze")
-    os.makedirs(d, exist_ok=True)
-    prefix = os.path.join(d, f"trace{a.events}")
-    if not os.path.exists(prefix + ".pfw.gz.idx"):
-        print(f"generating {a.events} events into {prefix}.pfw[.gz] ...", flush=True)
-        subprocess.run([gen, prefix, str(a.events)], check=True)
+    prefix = generated_trace(a.build, a.events, a.dir)
     tools = {"previous summary (no self time)": a.previous, "summary with self time": ours}
     print(f"{a.events} events, {a.threads} reader threads, {a.rounds} rounds; {os.cpu_count()} CPUs; "
           f"load before: {os.getloadavg()[0]:.2f}")
