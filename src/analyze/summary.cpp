@@ -169,25 +169,29 @@ void GroupStats::merge(const GroupStats& o) {
 
 DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
   DecodeStatus st = decoder_.decode(line, cap, ev_);
-  if (st != DecodeStatus::Ok) return st;
-  if (ev_.is_metadata()) {
+  if (st == DecodeStatus::Ok) add_event(ev_);
+  return st;
+}
+
+void SummaryAggregator::add_event(const Event& e) {
+  if (e.is_metadata()) {
     ++metadata_;
-    return st;
+    return;
   }
-  if (!ev_.is_complete() || !ev_.has_dur) {
+  if (!e.is_complete() || !e.has_dur) {
     ++other_;
-    return st;
+    return;
   }
   ++complete_;
   std::string_view key;
   if (keys_.size() == 1) {  // the common case: no composite key to build
-    std::string_view v = key_value(keys_[0], ev_, 0);
+    std::string_view v = key_value(keys_[0], e, 0);
     key = v.empty() ? kNone : v;
   } else {
     key_.clear();
     for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
       if (i) key_ += kKeySep;
-      std::string_view v = key_value(keys_[i], ev_, extra);
+      std::string_view v = key_value(keys_[i], e, extra);
       extra += keys_[i].field == Field::arg;
       key_.append(v.empty() ? kNone : v);
     }
@@ -195,15 +199,14 @@ DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
   }
   Group& group = group_for(key);
   GroupStats& g = group.second;
-  g.add(ev_);
-  if (ev_.has_ts) {
-    first_ts_ns_ = std::min(first_ts_ns_, ev_.ts_ns);
-    last_end_ns_ = std::max(last_end_ns_, saturating_add(ev_.ts_ns, ev_.dur_ns));
-    nesting_.add(ev_.pid_text, ev_.tid_text, ev_.ts_ns, ev_.dur_ns, &g.self_ns, &group.first);
+  g.add(e);
+  if (e.has_ts) {
+    first_ts_ns_ = std::min(first_ts_ns_, e.ts_ns);
+    last_end_ns_ = std::max(last_end_ns_, saturating_add(e.ts_ns, e.dur_ns));
+    nesting_.add(e.pid_text, e.tid_text, e.ts_ns, e.dur_ns, &g.self_ns, &group.first);
   } else {
-    g.self_ns = saturating_add(g.self_ns, std::max<int64_t>(ev_.dur_ns, 0));  // no start: cannot nest
+    g.self_ns = saturating_add(g.self_ns, std::max<int64_t>(e.dur_ns, 0));  // no start: cannot nest
   }
-  return st;
 }
 
 SummaryAggregator::Group& SummaryAggregator::group_for(std::string_view key) {

@@ -59,6 +59,9 @@ class SummaryAggregator : public LineConsumer {
   explicit SummaryAggregator(std::vector<GroupKey> keys);
   void begin_piece(size_t file_index) override { nesting_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
+  // One event decoded elsewhere (the report decodes once for several uses):
+  // its string views need to live only for this call.
+  void add_event(const Event& e);
   void merge(SummaryAggregator& other);
   // Joins the nesting of threads whose events were read as several pieces;
   // call once, on the merged aggregator, before reading self times.
