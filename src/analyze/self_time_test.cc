@@ -291,3 +291,42 @@ TEST(SelfTimeTrace, SortTotalKeepsTheInclusiveView) {
 
 }  // namespace
 }  // namespace dftracer::analyze::testing
+
+namespace dftracer::analyze::testing {
+namespace {
+
+std::string ev_line(int id, const std::string& name, const std::string& cat, int64_t ts_us, int64_t dur_us,
+                    const std::string& args = "") {
+  return "{\"id\":" + std::to_string(id) + ",\"name\":\"" + name + "\",\"cat\":\"" + cat +
+         "\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(ts_us) + ",\"dur\":" + std::to_string(dur_us) +
+         ",\"ph\":\"X\"" + (args.empty() ? "" : ",\"args\":{" + args + "}") + "}";
+}
+
+TEST(SelfTimeTrace, CompileVersusRunByCategory) {
+  // One step [0,1000) written as it ends: a compile region with a recompile
+  // inside it, forward and backward ops, an optimizer step, a data read.
+  TempDir dir;
+  write_file(dir.file("t.pfw"),
+             pfw_text({ev_line(1, "recompile", "compile", 50, 100, "\"reason\":\"shape\""),
+                       ev_line(2, "dynamo.trace", "compile", 0, 300),
+                       ev_line(3, "function.mm", "op", 300, 100, "\"phase\":\"forward\""),
+                       ev_line(4, "function.mm", "op", 400, 50, "\"phase\":\"inference\""),
+                       ev_line(5, "function.mm_backward", "op", 450, 150, "\"phase\":\"backward\""),
+                       ev_line(6, "Optimizer.step#SGD.step", "torch", 600, 100),
+                       ev_line(7, "read", "POSIX", 700, 40), ev_line(8, "enumerate(DataLoader)#x", "torch", 740, 60),
+                       ev_line(9, "train_step", "region", 0, 1000)}));
+  Summary s = summarize({dir.file("t.pfw")}, parse_group_keys("category"), 0, 1);
+  std::map<std::string, double> self;
+  for (const SummaryRow& r : s.rows) self[r.key[0]] = r.self_us;
+  EXPECT_EQ(self, (std::map<std::string, double>{{"compile", 300},
+                                                 {"forward", 150},
+                                                 {"backward", 150},
+                                                 {"optimizer", 100},
+                                                 {"data", 100},
+                                                 {"other", 200}}));
+  EXPECT_DOUBLE_EQ(s.traced_us, 1000.0);
+  EXPECT_EQ(s.keys[0].label, "category");
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing

@@ -9,6 +9,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "event_category.hpp"
+
 namespace dftracer::analyze {
 
 namespace {
@@ -16,6 +18,7 @@ constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decod
 constexpr std::string_view kNone = "(none)";
 
 std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index) {
+  if (k.category) return event_category(e);
   return k.field == Field::arg ? e.extra_args[extra_index] : field_text(e, k.field);
 }
 
@@ -72,7 +75,7 @@ std::string trim_spaces(std::string s) {
 std::string group_key_choices() {
   std::string out;
   for (const KnownKey& k : known_keys()) out += std::string(k.spelling) + ", ";
-  return out + "args.<key>";
+  return out + "category, args.<key>";
 }
 
 std::vector<GroupKey> parse_group_keys(const std::string& spec) {
@@ -85,6 +88,10 @@ std::vector<GroupKey> parse_group_keys(const std::string& spec) {
     GroupKey g;
     g.label = k;
     bool found = false;
+    if (k == "category") {
+      g.category = found = true;
+      g.field = Field::cat;  // the fields it reads are always decoded
+    }
     for (const KnownKey& known : known_keys()) {
       if (k == known.spelling) {
         g.field = known.field;

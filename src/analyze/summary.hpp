@@ -25,6 +25,7 @@ namespace dftracer::analyze {
 // any other args key, which the decoder then captures.
 struct GroupKey {
   Field field = Field::name;
+  bool category = false;  // the derived key "category" (event_category.hpp), not a field
   std::string arg;    // Field::arg: the args key
   std::string label;  // the column heading: the spelling asked for ("module", "args.step")
 };

@@ -105,7 +105,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
-        (the well-known fields), or any "args.<key>" (e.g. "args.step", "args.rank": the
+        (the well-known fields), "category" (compile, forward, backward, optimizer, data or
+        other: see docs/analyzer.md), or any "args.<key>" (e.g. "args.step", "args.rank": the
         value as written, a list or object as its JSON text); several as a comma-joined
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
