@@ -154,3 +154,22 @@ def test_cli_json_csv_and_python_agree(tmp_path):
     for r in rows:
         assert float(r["self_us"]) == pytest.approx(want[r["name"]])
         assert float(r["share"]) == pytest.approx(df.loc[r["name"], "share"], rel=1e-12)
+
+
+def test_compile_versus_run_by_category(tmp_path):
+    # A step with compile work (a recompile inside Dynamo tracing), forward and
+    # backward ops, an optimizer step and a read; written as they end.
+    def ev(i, name, cat, ts, dur, **args):
+        return dict(json.loads(x(i, name, ts, dur)), cat=cat, args=args)
+    evs = [ev(1, "recompile", "compile", 50, 100, reason="shape"), ev(2, "dynamo.trace", "compile", 0, 300),
+           ev(3, "function.mm", "op", 300, 100, phase="forward"),
+           ev(4, "function.mm_backward", "op", 400, 200, phase="backward"),
+           ev(5, "Optimizer.step#SGD.step", "torch", 600, 100), ev(6, "read", "POSIX", 700, 100),
+           ev(7, "train_step", "region", 0, 1000, step=0)]
+    path = tmp_path / "c.pfw"
+    path.write_text("[\n" + "".join(json.dumps(e) + ",\n" for e in evs))
+    df = da.summary(str(path), by="category").set_index("category")
+    assert df["self_us"].to_dict() == pytest.approx(
+        {"compile": 300, "forward": 100, "backward": 200, "optimizer": 100, "data": 100, "other": 200})
+    assert df["share"].sum() == pytest.approx(1.0)
+    assert df.loc["compile", "share"] == pytest.approx(0.3)
