@@ -31,7 +31,7 @@ const char* kUsage =
     "              --by KEYS      name (default), cat, pid, tid, module, phase, graph, step, epoch, ...,\n"
     "                             category (compile, forward, backward, optimizer, data, other), or\n"
     "                             any args.<key> (e.g. args.step); comma-joined for several\n"
-    "              --top N        the N groups with the most time (default: all)\n"
+    "              --top N        the N groups with the most self time, or total with --sort total\n"
     "              --sort S       self (default) or total: the order of the rows and of --top\n"
     "              --format F     table (default), json or csv\n"
     "              -o FILE        write there instead of stdout\n"

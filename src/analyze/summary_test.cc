@@ -75,7 +75,7 @@ TEST_F(KnownTrace, ByNameExactCountsAndTotals) {
   EXPECT_DOUBLE_EQ(relu->total_us, 10.0);
   EXPECT_DOUBLE_EQ(s.total_us, 6085.0);
   EXPECT_NEAR(mm->share, 5950.0 / 6085.0, 1e-12);
-  EXPECT_EQ(s.rows[0].key[0], "function.mm");  // sorted by total
+  EXPECT_EQ(s.rows[0].key[0], "function.mm");  // sorted by self time (nothing nests here: = total)
 }
 
 TEST_F(KnownTrace, ByPhaseModuleTidAndComposite) {
