@@ -31,6 +31,17 @@ def timed(cmd):
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out
 
 
+def generated_trace(build, events, directory=None):
+    """The prefix of the generated trace (PREFIX.pfw, PREFIX.pfw.gz + .idx), made once."""
+    d = directory or os.path.join(build, "bench-analyze")
+    os.makedirs(d, exist_ok=True)
+    prefix = os.path.join(d, f"trace{events}")
+    if not os.path.exists(prefix + ".pfw.gz.idx"):
+        print(f"generating {events} events into {prefix}.pfw[.gz] ...", flush=True)
+        subprocess.run([os.path.join(build, "bench/analyze/analyze_gen_trace"), prefix, str(events)], check=True)
+    return prefix
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True, help="CMake build dir with dftracer-analyze and analyze_gen_trace")
@@ -39,13 +50,8 @@ def main():
     ap.add_argument("--skip-baseline", action="store_true")
     a = ap.parse_args()
     analyzer = os.path.join(a.build, "src/analyze/dftracer-analyze")
-    gen = os.path.join(a.build, "bench/analyze/analyze_gen_trace")
-    d = a.dir or os.path.join(a.build, "bench-analyze")
-    os.makedirs(d, exist_ok=True)
-    prefix = os.path.join(d, f"trace{a.events}")
-    if not os.path.exists(prefix + ".pfw.gz.idx"):
-        print(f"generating {a.events} events into {prefix}.pfw[.gz] ...", flush=True)
-        subprocess.run([gen, prefix, str(a.events)], check=True)
+    prefix = generated_trace(a.build, a.events, a.dir)
+    d = os.path.dirname(prefix)
     pfw, gz = prefix + ".pfw", prefix + ".pfw.gz"
     json_bytes = os.path.getsize(pfw)
     print(f"trace: {a.events} events, {json_bytes / 1e9:.2f} GB JSON ({json_bytes / a.events:.0f} B/event), "

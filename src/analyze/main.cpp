@@ -26,10 +26,14 @@ const char* kUsage =
     "PATH: .pfw, .pfw.gz, Chrome trace .json/.json.gz files, directories, or glob patterns.\n"
     "\n"
     "commands:\n"
-    "  summary   time per group: count, total, mean, min, p50, p95, max, share, GFLOP/s, GB/s\n"
-    "              --by KEYS      name (default), cat, pid, tid, module, phase, graph, step, epoch, ... or\n"
+    "  summary   time per group: count, self, total, mean, min, p50, p95, max, share, GFLOP/s, GB/s\n"
+    "            (self: duration minus the events nested inside it on the same thread; share:\n"
+    "            of the traced time, the self times of all events, so shares add up to 100%)\n"
+    "              --by KEYS      name (default), cat, pid, tid, module, phase, graph, step, epoch, ...,\n"
+    "                             category (compile, forward, backward, optimizer, data, other), or\n"
     "                             any args.<key> (e.g. args.step); comma-joined for several\n"
-    "              --top N        the N groups with the most time (default: all)\n"
+    "              --top N        the N groups with the most self time, or total with --sort total\n"
+    "              --sort S       self (default) or total: the order of the rows and of --top\n"
     "              --format F     table (default), json or csv\n"
     "              -o FILE        write there instead of stdout\n"
     "  merge     all inputs into one strict-JSON trace for Perfetto / chrome://tracing\n"
@@ -86,7 +90,7 @@ constexpr long long kMaxLimitMib = 1 << 20;  // 1 TiB: a size limit, not a wish
 struct Args {
   std::string command;
   std::vector<std::string> paths;
-  std::string by = "name", format = "table", out;
+  std::string by = "name", format = "table", out, sort = "self";
   size_t top = 0;
   bool top_set = false;
   unsigned threads = default_threads();
@@ -117,6 +121,7 @@ Args parse_args(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (s == "--by") a.by = value();
+    else if (s == "--sort") a.sort = value();
     else if (s == "--format") a.format = value();
     else if (s == "--top") {
       a.top = parse_count(s, value());
@@ -165,11 +170,17 @@ int main(int argc, char** argv) {
   ro.max_document_bytes = a.max_document_mib << 20;
   // A bad --by is a usage error, found before any input is read.
   std::vector<GroupKey> keys;
+  SummarySort sort = SummarySort::self;
   if (a.command == "summary") {
     try {
       keys = parse_group_keys(a.by);
     } catch (const std::invalid_argument& e) {
       usage_error(std::string("--by: ") + e.what());
+    }
+    try {
+      sort = parse_summary_sort(a.sort);
+    } catch (const std::invalid_argument& e) {
+      usage_error(std::string("--sort: ") + e.what());
     }
   }
   try {
@@ -177,7 +188,7 @@ int main(int argc, char** argv) {
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     if (a.command == "summary") {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
-      Summary s = summarize(files, keys, a.top, a.threads, ro);
+      Summary s = summarize(files, keys, a.top, a.threads, ro, sort);
       std::ostringstream os;
       if (a.format == "json") write_summary_json(os, s);
       else if (a.format == "csv") write_summary_csv(os, s);

@@ -17,9 +17,10 @@ namespace dftracer::analyze {
 
 namespace {
 
+// One bar: the events of a name, module or phase, their self and total time.
 struct Totals {
   uint64_t count = 0;
-  int64_t total_ns = 0;
+  double self_us = 0, total_us = 0;
 };
 
 // Whole microseconds at or before ns (floor, also for times before the epoch).
@@ -54,20 +55,23 @@ struct Timeline {
   }
 };
 
+// The bars come from the summary model (self time, summary.hpp) grouped by
+// name, module and phase at once, rolled up per key afterwards.
+const char* kReportKeys = "name,module,phase";
+
 class ReportConsumer : public LineConsumer {
  public:
+  void begin_piece(size_t file_index) override { groups_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
+    groups_.add_event(ev_);
     if (ev_.is_metadata()) {
       if (ev_.name == "process_name" && !ev_.meta_name.empty())
         process_names_[std::string(ev_.pid_text)] = std::string(ev_.meta_name);
       return st;
     }
     if (!ev_.is_complete() || !ev_.has_dur) return st;
-    add(by_name_, ev_.name, ev_.dur_ns);
-    add(by_module_, ev_.module.empty() ? std::string_view("(none)") : ev_.module, ev_.dur_ns);
-    add(by_phase_, ev_.phase.empty() ? std::string_view("(none)") : ev_.phase, ev_.dur_ns);
     if (ev_.has_ts) {
       int64_t us = floor_us(ev_.ts_ns);
       timelines_[std::string(ev_.pid_text)].add(us);
@@ -77,40 +81,28 @@ class ReportConsumer : public LineConsumer {
   }
 
   void merge(ReportConsumer& o) {
-    for (auto p : {std::make_pair(&by_name_, &o.by_name_), std::make_pair(&by_module_, &o.by_module_),
-                   std::make_pair(&by_phase_, &o.by_phase_)}) {
-      for (auto& [k, t] : *p.second) {
-        Totals& m = (*p.first)[k];
-        m.count += t.count;
-        m.total_ns = saturating_add(m.total_ns, t.total_ns);
-      }
-    }
+    groups_.merge(o.groups_);
     for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
     for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
     first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
   }
 
-  std::unordered_map<std::string, Totals> by_name_, by_module_, by_phase_;
+  SummaryAggregator groups_{parse_group_keys(kReportKeys)};
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
   int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
 
  private:
-  void add(std::unordered_map<std::string, Totals>& m, std::string_view k, int64_t dur_ns) {
-    key_.assign(k.data(), k.size());
-    Totals& t = m[key_];
-    ++t.count;
-    t.total_ns = saturating_add(t.total_ns, dur_ns);
-  }
   EventDecoder decoder_;
   Event ev_;
-  std::string key_;
 };
 
-// JSON array of [label, count, total_us] sorted by total, at most `top` (0 = all).
+// JSON array of [label, count, self_us, total_us] sorted by self time, at most `top` (0 = all).
 std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t top) {
   std::vector<std::pair<std::string, Totals>> v(m.begin(), m.end());
-  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.total_ns > b.second.total_ns; });
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) {
+    return a.second.self_us != b.second.self_us ? a.second.self_us > b.second.self_us : a.first < b.first;
+  });
   if (top && v.size() > top) v.resize(top);
   std::string o = "[";
   for (size_t i = 0; i < v.size(); ++i) {
@@ -118,8 +110,8 @@ std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t
     o += '[';
     append_json_string(o, v[i].first);
     char buf[96];
-    std::snprintf(buf, sizeof buf, ",%llu,%.3f]", static_cast<unsigned long long>(v[i].second.count),
-                  ns_to_us(v[i].second.total_ns));
+    std::snprintf(buf, sizeof buf, ",%llu,%.3f,%.3f]", static_cast<unsigned long long>(v[i].second.count),
+                  v[i].second.self_us, v[i].second.total_us);
     o += buf;
   }
   return o + "]";
@@ -139,9 +131,9 @@ svg.chart text{font-size:11px;fill:#333}
 </style></head><body>
 <h1>Trace report</h1>
 <p class="note" id="overview"></p>
-<h2>Top operations by total time</h2><div id="top-ops"></div>
-<h2>Time by module</h2><div id="by-module"></div>
-<h2>Forward / backward / inference</h2><div id="by-phase"></div>
+<h2>Top operations by self time</h2><div id="top-ops"></div>
+<h2>Self time by module</h2><div id="by-module"></div>
+<h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
 <h2>I/O time by call</h2><div id="io-by-call"></div></div>
@@ -165,7 +157,7 @@ function bars(target, rows, title){
     var label=r[0].length>52?r[0].slice(0,25)+"\u2026"+r[0].slice(-25):r[0];
     el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=label;
     var b=el("rect",{"class":"bar",x:labelW,y:y+2,width:Math.max(w,1),height:rowH-5,fill:COLORS[i%COLORS.length]},svg);
-    el("title",{},b).textContent=r[0]+": "+fmt(r[2])+" in "+r[1]+" events";
+    el("title",{},b).textContent=r[0]+": "+fmt(r[2])+" self, "+fmt(r[3])+" total, in "+r[1]+" events";
     el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+" ("+r[1]+")";
   });
 }
@@ -191,7 +183,7 @@ function timeline(target){
     var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+c+"\"></i>"; s.appendChild(document.createTextNode(p.label)); legend.appendChild(s);
   });
 }
-document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
+document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.traced_us)+" traced (the threads' time inside any event: the self times add up to it), "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
 bars("top-ops", D.top_ops, "top operations");
 bars("by-module", D.by_module, "time by module");
 bars("by-phase", D.by_phase, "time by phase");
@@ -219,20 +211,23 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   res.stats = read_traces(files, ptrs, options);
   for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
   ReportConsumer& r = *cons[0];
-
-  uint64_t events = 0;
-  int64_t total_ns = 0;
-  for (auto& [k, t] : r.by_name_) {
-    events += t.count;
-    total_ns = saturating_add(total_ns, t.total_ns);
+  Summary s = build_summary(r.groups_, 0);
+  std::unordered_map<std::string, Totals> by_key[3];  // name, module, phase
+  for (const SummaryRow& row : s.rows) {
+    for (size_t k = 0; k < 3; ++k) {
+      Totals& t = by_key[k][row.key[k]];
+      t.count += row.count;
+      t.self_us += row.self_us;
+      t.total_us += row.total_us;
+    }
   }
-  std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(events);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, ",\"total_us\":%.3f", ns_to_us(total_ns));
+  std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(s.complete_events);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ",\"total_us\":%.3f,\"traced_us\":%.3f", s.total_us, s.traced_us);
   data += buf;
-  data += ",\"top_ops\":" + totals_json(r.by_name_, top_n);
-  data += ",\"by_module\":" + totals_json(r.by_module_, 30);
-  data += ",\"by_phase\":" + totals_json(r.by_phase_, 0);
+  data += ",\"top_ops\":" + totals_json(by_key[0], top_n);
+  data += ",\"by_module\":" + totals_json(by_key[1], 30);
+  data += ",\"by_phase\":" + totals_json(by_key[2], 0);
   // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
   // the page shows the section only when there are some.
   IoView io = io_view(files, IoOptions{}, threads, options);

@@ -11,6 +11,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "event_category.hpp"
+
 namespace dftracer::analyze {
 
 namespace {
@@ -18,6 +20,7 @@ constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decod
 constexpr std::string_view kNone = "(none)";
 
 std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index) {
+  if (k.category) return event_category(e);
   return k.field == Field::arg ? e.extra_args[extra_index] : field_text(e, k.field);
 }
 
@@ -74,7 +77,7 @@ std::string trim_spaces(std::string s) {
 std::string group_key_choices() {
   std::string out;
   for (const KnownKey& k : known_keys()) out += std::string(k.spelling) + ", ";
-  return out + "args.<key>";
+  return out + "category, args.<key>";
 }
 
 std::vector<GroupKey> parse_group_keys(const std::string& spec) {
@@ -87,6 +90,10 @@ std::vector<GroupKey> parse_group_keys(const std::string& spec) {
     GroupKey g;
     g.label = k;
     bool found = false;
+    if (k == "category") {
+      g.category = found = true;
+      g.field = Field::cat;  // the fields it reads are always decoded
+    }
     for (const KnownKey& known : known_keys()) {
       if (k == known.spelling) {
         g.field = known.field;
@@ -120,6 +127,12 @@ std::vector<GroupKey> parse_group_keys(const std::string& spec) {
 
 const char* group_key_name(const GroupKey& k) { return k.label.c_str(); }
 
+SummarySort parse_summary_sort(const std::string& s) {
+  if (s == "self") return SummarySort::self;
+  if (s == "total") return SummarySort::total;
+  throw std::invalid_argument("cannot sort by '" + s + "' (use self or total)");
+}
+
 SummaryAggregator::SummaryAggregator(std::vector<GroupKey> keys) : keys_(std::move(keys)) {
   ArgCapture capture;
   for (const GroupKey& k : keys_) {
@@ -151,6 +164,7 @@ void GroupStats::add(const Event& e) {
 void GroupStats::merge(const GroupStats& o) {
   count += o.count;
   total_ns = saturating_add(total_ns, o.total_ns);
+  self_ns = saturating_add(self_ns, o.self_ns);
   min_ns = std::min(min_ns, o.min_ns);
   max_ns = std::max(max_ns, o.max_ns);
   hist.merge(o.hist);
@@ -164,37 +178,47 @@ void GroupStats::merge(const GroupStats& o) {
 
 DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
   DecodeStatus st = decoder_.decode(line, cap, ev_);
-  if (st != DecodeStatus::Ok) return st;
-  if (ev_.is_metadata()) {
-    ++metadata_;
-    return st;
-  }
-  if (!ev_.is_complete() || !ev_.has_dur) {
-    ++other_;
-    return st;
-  }
-  ++complete_;
-  if (ev_.has_ts) {
-    first_ts_ns_ = std::min(first_ts_ns_, ev_.ts_ns);
-    last_end_ns_ = std::max(last_end_ns_, saturating_add(ev_.ts_ns, ev_.dur_ns));
-  }
-  if (keys_.size() == 1) {  // the common case: no composite key to build
-    std::string_view v = key_value(keys_[0], ev_, 0);
-    group_for(v.empty() ? kNone : v).add(ev_);
-    return st;
-  }
-  key_.clear();
-  for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
-    if (i) key_ += kKeySep;
-    std::string_view v = key_value(keys_[i], ev_, extra);
-    extra += keys_[i].field == Field::arg;
-    key_.append(v.empty() ? kNone : v);
-  }
-  group_for(key_).add(ev_);
+  if (st == DecodeStatus::Ok) add_event(ev_);
   return st;
 }
 
-GroupStats& SummaryAggregator::group_for(std::string_view key) {
+void SummaryAggregator::add_event(const Event& e) {
+  if (e.is_metadata()) {
+    ++metadata_;
+    return;
+  }
+  if (!e.is_complete() || !e.has_dur) {
+    ++other_;
+    return;
+  }
+  ++complete_;
+  std::string_view key;
+  if (keys_.size() == 1) {  // the common case: no composite key to build
+    std::string_view v = key_value(keys_[0], e, 0);
+    key = v.empty() ? kNone : v;
+  } else {
+    key_.clear();
+    for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
+      if (i) key_ += kKeySep;
+      std::string_view v = key_value(keys_[i], e, extra);
+      extra += keys_[i].field == Field::arg;
+      key_.append(v.empty() ? kNone : v);
+    }
+    key = key_;
+  }
+  Group& group = group_for(key);
+  GroupStats& g = group.second;
+  g.add(e);
+  if (e.has_ts) {
+    first_ts_ns_ = std::min(first_ts_ns_, e.ts_ns);
+    last_end_ns_ = std::max(last_end_ns_, saturating_add(e.ts_ns, e.dur_ns));
+    nesting_.add(e.pid_text, e.tid_text, e.ts_ns, e.dur_ns, &g.self_ns, &group.first);
+  } else {
+    g.self_ns = saturating_add(g.self_ns, std::max<int64_t>(e.dur_ns, 0));  // no start: cannot nest
+  }
+}
+
+SummaryAggregator::Group& SummaryAggregator::group_for(std::string_view key) {
   uint64_t h = hash_key(key);
   CacheSlot& slot = cache_[h & (cache_.size() - 1)];
   if (slot.group && slot.hash == h && slot.key == key) return *slot.group;
@@ -202,11 +226,15 @@ GroupStats& SummaryAggregator::group_for(std::string_view key) {
   if (it == groups_.end()) it = groups_.emplace(std::string(key), GroupStats{}).first;
   slot.hash = h;
   slot.key.assign(key.data(), key.size());
-  slot.group = &it->second;
-  return it->second;
+  slot.group = &*it;
+  return *it;
 }
 
 void SummaryAggregator::merge(SummaryAggregator& o) {
+  // Every self time reaches its group before the groups move.
+  nesting_.finish();
+  o.nesting_.finish();
+  nesting_.merge(o.nesting_);
   for (auto& [k, g] : o.groups_) {
     auto it = groups_.find(k);
     if (it == groups_.end()) groups_.emplace(k, std::move(g));
@@ -221,8 +249,18 @@ void SummaryAggregator::merge(SummaryAggregator& o) {
   last_end_ns_ = std::max(last_end_ns_, o.last_end_ns_);
 }
 
-Summary build_summary(SummaryAggregator& agg, size_t top_n) {
+void SummaryAggregator::resolve_nesting() {
+  nesting_.resolve([this](const std::string& key) -> int64_t* {
+    auto it = groups_.find(key);
+    return it == groups_.end() ? nullptr : &it->second.self_ns;
+  });
+}
+
+Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
+  agg.resolve_nesting();
   Summary s;
+  s.sort = sort;
+  s.nesting = agg.nesting();
   s.keys = agg.keys();
   s.complete_events = agg.complete_events();
   s.metadata_events = agg.metadata_events();
@@ -230,9 +268,13 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
   s.groups = agg.groups().size();
   if (agg.last_end_ns() >= agg.first_ts_ns())
     s.span_us = ns_to_us(saturating_sub(agg.last_end_ns(), agg.first_ts_ns()));
-  int64_t total_ns = 0;
-  for (auto& [k, g] : agg.groups()) total_ns = saturating_add(total_ns, g.total_ns);
+  int64_t total_ns = 0, self_ns = 0;
+  for (auto& [k, g] : agg.groups()) {
+    total_ns = saturating_add(total_ns, g.total_ns);
+    self_ns = saturating_add(self_ns, g.self_ns);
+  }
   s.total_us = ns_to_us(total_ns);
+  s.traced_us = ns_to_us(self_ns);
   for (auto& [k, g] : agg.groups()) {
     SummaryRow r;
     size_t pos = 0;
@@ -243,19 +285,23 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
       pos = sep + 1;
     }
     r.count = g.count;
+    r.self_us = ns_to_us(g.self_ns);
     r.total_us = ns_to_us(g.total_ns);
     r.mean_us = static_cast<double>(g.total_ns) / static_cast<double>(g.count) * 1e-3;
     r.min_us = ns_to_us(g.min_ns);
     r.max_us = ns_to_us(g.max_ns);
     r.p50_us = g.hist.quantile(0.50, r.min_us, r.max_us);
     r.p95_us = g.hist.quantile(0.95, r.min_us, r.max_us);
-    r.share = total_ns > 0 ? static_cast<double>(g.total_ns) / static_cast<double>(total_ns) : 0;
+    r.share = self_ns > 0 ? static_cast<double>(g.self_ns) / static_cast<double>(self_ns) : 0;
     // FLOP/s over the time of the events that declared flops: 1 flop/ns = 1 GFLOP/s.
     if (g.with_flops && g.flops_ns > 0) r.gflops = g.flops / static_cast<double>(g.flops_ns);
     if (g.with_bytes && g.bytes_ns > 0) r.gbps = g.bytes / static_cast<double>(g.bytes_ns);
     s.rows.push_back(std::move(r));
   }
-  std::sort(s.rows.begin(), s.rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
+  std::sort(s.rows.begin(), s.rows.end(), [sort](const SummaryRow& a, const SummaryRow& b) {
+    const double x = sort == SummarySort::self ? a.self_us : a.total_us;
+    const double y = sort == SummarySort::self ? b.self_us : b.total_us;
+    if (x != y) return x > y;
     if (a.total_us != b.total_us) return a.total_us > b.total_us;
     return a.key < b.key;  // deterministic order for ties
   });
@@ -264,7 +310,7 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n) {
 }
 
 Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
-                  unsigned threads, const ReadOptions& options) {
+                  unsigned threads, const ReadOptions& options, SummarySort sort) {
   threads = useful_threads(files, threads, options);
   std::vector<std::unique_ptr<SummaryAggregator>> aggs;
   std::vector<LineConsumer*> consumers;
@@ -274,7 +320,7 @@ Summary summarize(const std::vector<std::string>& files, const std::vector<Group
   }
   ReadStats stats = read_traces(files, consumers, options);
   for (unsigned t = 1; t < threads; ++t) aggs[0]->merge(*aggs[t]);
-  Summary s = build_summary(*aggs[0], top_n);
+  Summary s = build_summary(*aggs[0], top_n, sort);
   s.stats = stats;
   return s;
 }
@@ -330,7 +376,7 @@ std::string csv_field(const std::string& s) {
 void write_summary_table(std::ostream& os, const Summary& s) {
   std::vector<std::string> header;
   for (const GroupKey& k : s.keys) header.push_back(group_key_name(k));
-  for (const char* h : {"count", "total", "mean", "min", "p50", "p95", "max", "share", "GFLOP/s", "GB/s"})
+  for (const char* h : {"count", "self", "total", "mean", "min", "p50", "p95", "max", "share", "GFLOP/s", "GB/s"})
     header.push_back(h);
   std::vector<std::vector<std::string>> cells;
   bool any_flops = false, any_bytes = false;
@@ -341,7 +387,7 @@ void write_summary_table(std::ostream& os, const Summary& s) {
   for (auto& r : s.rows) {
     std::vector<std::string> c = r.key;
     c.push_back(std::to_string(r.count));
-    for (double v : {r.total_us, r.mean_us, r.min_us, r.p50_us, r.p95_us, r.max_us}) c.push_back(human_time(v));
+    for (double v : {r.self_us, r.total_us, r.mean_us, r.min_us, r.p50_us, r.p95_us, r.max_us}) c.push_back(human_time(v));
     c.push_back(fmt_num(100 * r.share, 2) + "%");
     c.push_back(fmt_num(r.gflops, 2));
     c.push_back(fmt_num(r.gbps, 2));
@@ -371,8 +417,12 @@ void write_summary_table(std::ostream& os, const Summary& s) {
   };
   emit(header);
   for (auto& row : cells) emit(row);
-  os << s.complete_events << " complete events in " << s.groups << " groups, " << human_time(s.total_us)
-     << " summed duration over a " << human_time(s.span_us) << " span";
+  os << s.complete_events << " complete events in " << s.groups << " groups, " << human_time(s.traced_us)
+     << " traced (share = self time over it), " << human_time(s.total_us) << " summed duration over a "
+     << human_time(s.span_us) << " span";
+  if (s.nesting.approximated)
+    os << "; " << s.nesting.approximated << " parents nested approximately (over "
+       << SelfTimeTracker::kMaxOpenEvents << " events waiting on one thread)";
   if (s.rows.size() < s.groups) os << " (top " << s.rows.size() << " shown)";
   os << "; " << s.metadata_events << " metadata events\n";
 }
@@ -387,7 +437,11 @@ void write_summary_json(std::ostream& os, const Summary& s) {
   o += ",\"metadata_events\":" + std::to_string(s.metadata_events);
   o += ",\"other_events\":" + std::to_string(s.other_events);
   o += ",\"groups\":" + std::to_string(s.groups);
-  o += ",\"total_us\":" + json_num(s.total_us) + ",\"span_us\":" + json_num(s.span_us);
+  o += ",\"total_us\":" + json_num(s.total_us) + ",\"traced_us\":" + json_num(s.traced_us) +
+       ",\"span_us\":" + json_num(s.span_us);
+  o += std::string(",\"sort\":\"") + (s.sort == SummarySort::self ? "self" : "total") + "\"";
+  o += ",\"nesting\":{\"approximated\":" + std::to_string(s.nesting.approximated) +
+       ",\"folded\":" + std::to_string(s.nesting.folded) + "}";
   o += ",\"skipped\":{\"malformed\":" + std::to_string(s.stats.malformed) +
        ",\"bad_fields\":" + std::to_string(s.stats.bad_fields) +
        ",\"truncated_members\":" + std::to_string(s.stats.truncated_members) +
@@ -403,7 +457,8 @@ void write_summary_json(std::ostream& os, const Summary& s) {
       append_json_string(o, r.key[k]);
       o += ',';
     }
-    o += "\"count\":" + std::to_string(r.count) + ",\"total_us\":" + json_num(r.total_us) +
+    o += "\"count\":" + std::to_string(r.count) + ",\"self_us\":" + json_num(r.self_us) +
+         ",\"total_us\":" + json_num(r.total_us) +
          ",\"mean_us\":" + json_num(r.mean_us) + ",\"min_us\":" + json_num(r.min_us) +
          ",\"p50_us\":" + json_num(r.p50_us) + ",\"p95_us\":" + json_num(r.p95_us) +
          ",\"max_us\":" + json_num(r.max_us) + ",\"share\":" + json_num(r.share) +
@@ -419,7 +474,7 @@ void write_summary_csv(std::ostream& os, const Summary& s) {
   for (const char* c : kSummaryColumns) o += std::string(c) + (c == kSummaryColumns[std::size(kSummaryColumns) - 1] ? "\n" : ",");
   for (auto& r : s.rows) {
     for (auto& k : r.key) o += csv_field(k) + ",";
-    o += std::to_string(r.count) + "," + json_num(r.total_us) + "," + json_num(r.mean_us) + "," +
+    o += std::to_string(r.count) + "," + json_num(r.self_us) + "," + json_num(r.total_us) + "," + json_num(r.mean_us) + "," +
          json_num(r.min_us) + "," + json_num(r.p50_us) + "," + json_num(r.p95_us) + "," + json_num(r.max_us) +
          "," + json_num(r.share) + "," + (std::isnan(r.gflops) ? "" : json_num(r.gflops)) + "," +
          (std::isnan(r.gbps) ? "" : json_num(r.gbps)) + "\n";

@@ -1,6 +1,8 @@
 // `summary`: complete ("X") events grouped by one or more keys, with count,
-// total, mean, min, p50, p95, max, share of traced time, and achieved GFLOP/s
-// and GB/s where events carry args.flops / args.bytes.
+// self time (duration minus nested events' on the same thread, self_time.hpp),
+// total, mean, min, p50, p95, max, share of the traced time (self time over
+// the summed self time of all events: shares add up to 100 %), and achieved
+// GFLOP/s and GB/s where events carry args.flops / args.bytes.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "event_decoder.hpp"
 #include "event_schema.hpp"
 #include "log_histogram.hpp"
+#include "self_time.hpp"
 #include "trace_time.hpp"
 #include "trace_reader.hpp"
 
@@ -22,6 +25,7 @@ namespace dftracer::analyze {
 // any other args key, which the decoder then captures.
 struct GroupKey {
   Field field = Field::name;
+  bool category = false;  // the derived key "category" (event_category.hpp), not a field
   std::string arg;    // Field::arg: the args key
   std::string label;  // the column heading: the spelling asked for ("module", "args.step")
 };
@@ -38,6 +42,7 @@ std::string group_key_choices();
 struct GroupStats {
   uint64_t count = 0;
   int64_t total_ns = 0;
+  int64_t self_ns = 0;  // filled by the SelfTimeTracker as events find their parents
   int64_t min_ns = std::numeric_limits<int64_t>::max();
   int64_t max_ns = std::numeric_limits<int64_t>::min();
   LogHistogram hist;  // of microseconds
@@ -53,8 +58,16 @@ struct GroupStats {
 class SummaryAggregator : public LineConsumer {
  public:
   explicit SummaryAggregator(std::vector<GroupKey> keys);
+  void begin_piece(size_t file_index) override { nesting_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
+  // One event decoded elsewhere (the report decodes once for several uses):
+  // its string views need to live only for this call.
+  void add_event(const Event& e);
   void merge(SummaryAggregator& other);
+  // Joins the nesting of threads whose events were read as several pieces;
+  // call once, on the merged aggregator, before reading self times.
+  void resolve_nesting();
+  const NestingStats& nesting() const { return nesting_.stats(); }
 
   const std::unordered_map<std::string, GroupStats>& groups() const { return groups_; }
   const std::vector<GroupKey>& keys() const { return keys_; }
@@ -68,7 +81,9 @@ class SummaryAggregator : public LineConsumer {
   EventDecoder decoder_;
   Event ev_;
   std::vector<GroupKey> keys_;
-  GroupStats& group_for(std::string_view key);
+  SelfTimeTracker nesting_;
+  using Group = std::unordered_map<std::string, GroupStats>::value_type;  // its key: stable, named by self times
+  Group& group_for(std::string_view key);
 
   std::unordered_map<std::string, GroupStats> groups_;
   std::string key_;
@@ -79,7 +94,7 @@ class SummaryAggregator : public LineConsumer {
   struct CacheSlot {
     uint64_t hash = 0;
     std::string key;
-    GroupStats* group = nullptr;
+    Group* group = nullptr;
   };
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(1024);
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
@@ -89,31 +104,40 @@ class SummaryAggregator : public LineConsumer {
 
 // The columns after the group key(s), in the CSV header, the JSON rows and the
 // Python DataFrame (exported by the _analyze module).
-inline constexpr const char* kSummaryColumns[] = {"count",  "total_us", "mean_us", "min_us", "p50_us",
-                                                  "p95_us", "max_us",   "share",   "gflops", "gbps"};
+inline constexpr const char* kSummaryColumns[] = {"count",  "self_us", "total_us", "mean_us", "min_us", "p50_us",
+                                                  "p95_us", "max_us",  "share",    "gflops",  "gbps"};
+
+// Row order: by self time (where the time went) or by total (inclusive) time.
+enum class SummarySort { self, total };
+// "self" or "total"; throws std::invalid_argument naming the bad value.
+SummarySort parse_summary_sort(const std::string& s);
 
 struct SummaryRow {
   std::vector<std::string> key;  // one value per group key
   uint64_t count = 0;
+  double self_us = 0;  // summed self time
   double total_us = 0, mean_us = 0, min_us = 0, p50_us = 0, p95_us = 0, max_us = 0;
-  double share = 0;  // of the summed duration of all complete events
+  double share = 0;  // self_us over the summed self time of all complete events
   double gflops = std::numeric_limits<double>::quiet_NaN();  // NaN: no event carried flops
   double gbps = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct Summary {
   std::vector<GroupKey> keys;
-  std::vector<SummaryRow> rows;  // by total time, descending
+  std::vector<SummaryRow> rows;  // by self (or total) time, descending
+  SummarySort sort = SummarySort::self;
   uint64_t complete_events = 0, metadata_events = 0, other_events = 0, groups = 0;
   double total_us = 0;           // summed durations of all complete events
+  double traced_us = 0;          // summed self times: each thread's time inside any event
+  NestingStats nesting;
   double span_us = 0;            // first start to last end
   ReadStats stats;
 };
 
 // Reads `files` on `threads` threads and builds the summary (top_n 0 = all rows).
 Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
-                  unsigned threads, const ReadOptions& options = {});
-Summary build_summary(SummaryAggregator& merged, size_t top_n);
+                  unsigned threads, const ReadOptions& options = {}, SummarySort sort = SummarySort::self);
+Summary build_summary(SummaryAggregator& merged, size_t top_n, SummarySort sort = SummarySort::self);
 
 void write_summary_table(std::ostream& os, const Summary& s);
 void write_summary_json(std::ostream& os, const Summary& s);

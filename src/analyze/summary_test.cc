@@ -75,7 +75,7 @@ TEST_F(KnownTrace, ByNameExactCountsAndTotals) {
   EXPECT_DOUBLE_EQ(relu->total_us, 10.0);
   EXPECT_DOUBLE_EQ(s.total_us, 6085.0);
   EXPECT_NEAR(mm->share, 5950.0 / 6085.0, 1e-12);
-  EXPECT_EQ(s.rows[0].key[0], "function.mm");  // sorted by total
+  EXPECT_EQ(s.rows[0].key[0], "function.mm");  // sorted by self time (nothing nests here: = total)
 }
 
 TEST_F(KnownTrace, ByPhaseModuleTidAndComposite) {
@@ -113,9 +113,10 @@ TEST_F(KnownTrace, JsonAndCsvOutputs) {
   EXPECT_EQ(std::string_view(rows.at(0)["name"]), "function.mm");
   EXPECT_EQ(uint64_t(rows.at(0)["count"]), 100u);
   EXPECT_DOUBLE_EQ(double(rows.at(0)["total_us"]), 5950.0);
+  EXPECT_DOUBLE_EQ(double(rows.at(0)["self_us"]), 5950.0);  // nothing nested in these ops
   std::string csv_text = csv.str();
   EXPECT_EQ(std::count(csv_text.begin(), csv_text.end(), '\n'), 4);
-  EXPECT_EQ(csv_text.rfind("name,count,total_us", 0), 0u);
+  EXPECT_EQ(csv_text.rfind("name,count,self_us,total_us", 0), 0u);
   EXPECT_NE(table.str().find("function.mm"), std::string::npos);
   EXPECT_NE(table.str().find("GFLOP/s"), std::string::npos);
 }

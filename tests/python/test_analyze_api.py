@@ -86,7 +86,7 @@ def test_summary_counts_and_totals_of_real_trace(real_trace):
     path, evs = real_trace
     xs = [e for e in evs if e["ph"] == "X"]
     df = da.summary(path)  # a directory, glob or list would do as well
-    assert list(df.columns) == ["name", "count", "total_us", "mean_us", "min_us", "p50_us", "p95_us", "max_us",
+    assert list(df.columns) == ["name", "count", "self_us", "total_us", "mean_us", "min_us", "p50_us", "p95_us", "max_us",
                                 "share", "gflops", "gbps"]
     rows = df.set_index("name")
     for name, n in COUNTS.items():
@@ -99,11 +99,12 @@ def test_summary_counts_and_totals_of_real_trace(real_trace):
         assert r["mean_us"] == pytest.approx(sum(durs) / n, rel=1e-12, abs=1e-9)
         assert min(durs) <= r["p50_us"] <= r["p95_us"] <= max(durs)
         assert np.isnan(r["gflops"]) and np.isnan(r["gbps"])
-    # Every complete event is in exactly one group; rows by total time, descending.
+    # Every complete event is in exactly one group; rows by self time, descending.
     assert set(df["name"]) == {e["name"] for e in xs}
     assert df["count"].sum() == len(xs)
     assert df["share"].sum() == pytest.approx(1.0)
-    assert list(df["total_us"]) == sorted(df["total_us"], reverse=True)
+    assert list(df["self_us"]) == sorted(df["self_us"], reverse=True)
+    assert (df["self_us"] <= df["total_us"]).all()
     totals = df.attrs["totals"]
     assert totals["complete_events"] == len(xs)
     assert totals["metadata_events"] == sum(e["ph"] == "M" for e in evs)
@@ -202,7 +203,7 @@ def test_summary_matches_the_command_line(tmp_path):
     assert set(df["graph"]) == set(cli)
     for _, r in df.iterrows():
         c = cli[r["graph"]]
-        for col in ("count", "total_us", "min_us", "p50_us", "p95_us", "max_us", "gflops", "gbps"):
+        for col in ("count", "self_us", "total_us", "share", "min_us", "p50_us", "p95_us", "max_us", "gflops", "gbps"):
             assert r[col] == pytest.approx(c[col], rel=1e-12), col
 
 

@@ -57,6 +57,16 @@ def test_merge_output_is_strict_json(tmp_path):
     assert names == {(100, "worker100"), (200, "worker200")}
 
 
+def _rendered_dom(html, tmp_path):
+    """The page's DOM after its script ran in headless Chromium."""
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert 'data-rendered="yes"' in proc.stdout, proc.stderr[-2000:]
+    return proc.stdout
+
+
 @pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
 def test_report_renders_charts_in_headless_chromium(tmp_path):
     exe = _analyzer()
@@ -66,12 +76,7 @@ def test_report_renders_charts_in_headless_chromium(tmp_path):
     text = html.read_text()
     assert "<rect" not in text.split("<script")[0], "charts must be drawn by the page's script"
     assert not re.search(r"(src|href)=\"https?://", text), "the report must not load anything from the network"
-    proc = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri()],
-        capture_output=True, text=True, timeout=120)
-    dom = proc.stdout
-    assert 'data-rendered="yes"' in dom, proc.stderr[-2000:]
+    dom = _rendered_dom(html, tmp_path)
     # The rendered DOM (after the script ran) holds the SVG charts.
     top_ops = dom.split('id="top-ops"')[1].split("</svg>")[0]
     assert top_ops.count('class="bar"') == 7  # seven op names
@@ -83,3 +88,22 @@ def test_report_renders_charts_in_headless_chromium(tmp_path):
     timeline = dom.split('id="timeline"')[1].split("</svg>")[0]
     assert timeline.count('class="bin"') > 2
     assert "worker100" in dom and "worker200" in dom
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_bars_show_self_time(tmp_path):
+    """A region around three ops: the ops' self time (600 us) leads the page,
+    not the region's inclusive 1000 us (its own time is 400 us)."""
+    exe = _analyzer()
+    evs = [{"id": i, "name": "function.mm", "cat": "op", "pid": 1, "tid": 1, "ts": 100 + 300 * i, "dur": 200,
+            "ph": "X", "args": {"phase": "forward", "module": "model.fc"}} for i in range(3)]
+    evs.append({"id": 9, "name": "train_step", "cat": "region", "pid": 1, "tid": 1, "ts": 0, "dur": 1000, "ph": "X"})
+    (tmp_path / "a.pfw").write_text("[\n" + "".join(json.dumps(e) + ",\n" for e in evs))
+    html = tmp_path / "report.html"
+    subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True)
+    dom = _rendered_dom(html, tmp_path)
+    top_ops = dom.split('id="top-ops"')[1].split("</svg>")[0]
+    labels = re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', top_ops)
+    assert labels == ["function.mm", "train_step"]
+    assert "600.000 us self, 600.000 us total" in top_ops and "400.000 us self, 1.000 ms total" in top_ops
+    assert "1.000 ms traced" in dom

@@ -125,15 +125,16 @@ nb::dict batch_dict(EventBatch& b) {
 }
 
 nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
-                    long long max_line_mib, long long max_document_mib) {
+                    long long max_line_mib, long long max_document_mib, const std::string& sort) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
+  SummarySort order = parse_summary_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
   unsigned nthreads = thread_count(threads);
   Summary s;
   {
     nb::gil_scoped_release unlocked;
-    s = summarize(expand_or_throw(paths), keys, top, nthreads, ro);
+    s = summarize(expand_or_throw(paths), keys, top, nthreads, ro, order);
   }
   nb::list key_names;
   for (const GroupKey& k : s.keys) key_names.append(group_key_name(k));
@@ -144,9 +145,10 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
     cols[group_key_name(s.keys[k])] = col;
   }
   std::vector<uint64_t> count;
-  std::vector<double> total, mean, mn, p50, p95, mx, share, gflops, gbps;
+  std::vector<double> self, total, mean, mn, p50, p95, mx, share, gflops, gbps;
   for (const SummaryRow& r : s.rows) {
     count.push_back(r.count);
+    self.push_back(r.self_us);
     total.push_back(r.total_us);
     mean.push_back(r.mean_us);
     mn.push_back(r.min_us);
@@ -158,6 +160,7 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
     gbps.push_back(r.gbps);
   }
   cols["count"] = numpy_array(std::move(count));
+  cols["self_us"] = numpy_array(std::move(self));
   cols["total_us"] = numpy_array(std::move(total));
   cols["mean_us"] = numpy_array(std::move(mean));
   cols["min_us"] = numpy_array(std::move(mn));
@@ -174,6 +177,8 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   totals["groups"] = s.groups;
   totals["total_us"] = s.total_us;
   totals["span_us"] = s.span_us;
+  totals["traced_us"] = s.traced_us;
+  totals["nesting_approximated"] = s.nesting.approximated;
   nb::dict out;
   out["keys"] = key_names;
   out["columns"] = cols;
@@ -250,7 +255,7 @@ NB_MODULE(_analyze, m) {
   m.attr("DEFAULT_MAX_DOCUMENT_MIB") = document_mib;
   m.def("summary", &py_summary, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        "Summary of complete events: {'keys', 'columns', 'totals', 'stats'} (threads 0 = all cores).");
+        nb::arg("sort") = "self", "Summary of complete events: {'keys', 'columns', 'totals', 'stats'} (threads 0 = all cores).");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");

@@ -101,15 +101,17 @@ def _limits(max_line_mib, max_document_mib):
     return out
 
 
-def summary(paths, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None):
-    """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by total time.
+def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None):
+    """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
-        (the well-known fields), or any "args.<key>" (e.g. "args.step", "args.rank": the
+        (the well-known fields), "category" (compile, forward, backward, optimizer, data or
+        other: see docs/analyzer.md), or any "args.<key>" (e.g. "args.step", "args.rank": the
         value as written, a list or object as its JSON text); several as a comma-joined
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
-    top: keep the `top` groups with the most time (None: all).
+    top: keep the `top` groups with the most self time (or total time with sort="total"; None: all).
+    sort: "self" (default) or "total": the row order, and which time `top` keeps the most of.
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
         or the pieces of input there are; anything else raises ValueError).
     max_line_mib, max_document_mib: size limits (default 16 and 1024 MiB): a longer
@@ -117,15 +119,19 @@ def summary(paths, by="name", top=None, threads=None, *, max_line_mib=None, max_
         stats["oversized"] (a gzip bomb costs memory up to the limit, no more).
 
     Columns: the key column(s) (str; events without the field are grouped as "(none)"),
-    then count (uint64), total_us, mean_us, min_us, p50_us, p95_us, max_us (microseconds),
-    share (of the summed duration of all complete events), gflops and gbps (NaN where no
+    then count (uint64), self_us (duration minus the events nested directly inside each
+    event on its thread), total_us, mean_us, min_us, p50_us, p95_us, max_us (microseconds),
+    share (self_us over the traced time: the summed self time of all complete events, so
+    the shares add up to 1), gflops and gbps (NaN where no
     event of the group carried args.flops / args.bytes). Same numbers as
     `dftracer-analyze summary --format csv`: p50/p95 within 0.78%, the rest exact.
 
     df.attrs["stats"]: what was read and skipped (files, events, malformed, bad_fields,
     truncated_members, corrupt_members, empty_files, skipped_lines, problems, ...);
     df.attrs["totals"]: complete_events, metadata_events, other_events, groups,
-    total_us (summed duration), span_us (first start to last end).
+    total_us (summed duration), traced_us (summed self time: each thread's time inside any
+    event), span_us (first start to last end), nesting_approximated (parents whose children
+    were estimated, past 4096 unparented events on one thread; normally 0).
     """
     import pandas as pd
 
@@ -135,8 +141,10 @@ def summary(paths, by="name", top=None, threads=None, *, max_line_mib=None, max_
         top = 0
     elif int(top) < 1:
         raise ValueError(f"top must be a positive number of groups or None, not {top!r}")
+    if sort not in ("self", "total"):
+        raise ValueError(f"sort must be 'self' or 'total', not {sort!r}")
     raw = _module().summary(_path_list(paths), by, int(top), _threads(threads),
-                            **_limits(max_line_mib, max_document_mib))
+                            **_limits(max_line_mib, max_document_mib), sort=sort)
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
