@@ -167,7 +167,7 @@ TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
   // compressing and resizing its scratch list at every moment of the loop.
   setenv("DFTRACER_CHUNK_SIZE", "4096", 1);
   setenv("DFTRACER_FLUSH_INTERVAL_MS", "1", 1);
-  ASSERT_EQ(dft_init((dir + "/p").c_str(), nullptr, -1), 0);
+  ASSERT_EQ(dft_init_opt_in((dir + "/p").c_str(), nullptr, -1), 0);
   unsetenv("DFTRACER_CHUNK_SIZE");
   unsetenv("DFTRACER_FLUSH_INTERVAL_MS");
   std::atomic<bool> stop{false};
@@ -213,7 +213,7 @@ TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
     } else if (finalize) {
       ++finalized;
       size_t n = 0;
-      std::string why = child_path.empty() ? "no trace path" : strict_json_error(read_all(child_path), &n);
+      std::string why = child_path.empty() ? "no trace path" : finalized_trace_error(read_all(child_path), &n);
       if (why.empty() && names_in(child_path).count("in_child") != 1) why = "no in_child event";
       if (!why.empty() && bad_files++ == 0) first_bad = child_path + ": " + why;
     }

@@ -34,7 +34,7 @@ Traced start(const char* tag) {
   EXPECT_EQ(mkdir(t.data.c_str(), 0755), 0);
   setenv("DFTRACER_DATA_DIR", t.data.c_str(), 1);
   setenv("DFTRACER_TIME_RESOLUTION", "ns", 1);
-  EXPECT_EQ(dft_init((t.dir + "/trace").c_str(), nullptr, -1), 0);
+  EXPECT_EQ(dft_init_opt_in((t.dir + "/trace").c_str(), nullptr, -1), 0);
   EXPECT_EQ(dft_io_install(), DFT_IO_FUNCTION);
   return t;
 }
