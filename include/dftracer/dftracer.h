@@ -57,6 +57,14 @@ DFT_API int dft_init(const char* log_file, const char* data_dir, int64_t process
  * wins over the program. Otherwise returns as dft_init. */
 DFT_API int dft_init_opt_in(const char* log_file, const char* data_dir, int64_t process_id);
 
+/* Tracing goes on in a file named from `log_file` (a prefix, as for
+ * dft_init; NULL: DFTRACER_LOG_FILE): the current trace file and its .idx
+ * are renamed (hard link, then unlink), so every event already recorded
+ * stays in the one file. For initialize_log() after DFTRACER_ENABLE=1
+ * started tracing on import. 0 on success; -1 when tracing is off or the
+ * file cannot be renamed (another file system, say), nothing changed then. */
+DFT_API int dft_relocate(const char* log_file);
+
 /* DFTRACER_ENABLE as the core reads it: 1 when exactly "1", 0 when set to
  * anything else (tracing off, even for dft_init_opt_in), -1 when unset
  * (only dft_init_opt_in starts tracing). */

@@ -266,6 +266,12 @@ int dft_init_opt_in(const char* log_file, const char* data_dir, int64_t process_
   if (Config::enable_setting() == EnableSetting::kOff) return 1;
   return Session::instance().init(log_file, data_dir, process_id);
 }
+int dft_relocate(const char* log_file) {
+  std::string error;
+  if (Session::instance().relocate(log_file, &error) == 0) return 0;
+  dftracer::log_debug("dft_relocate: " + error);
+  return -1;
+}
 int dft_env_enable(void) {
   switch (Config::enable_setting()) {
     case EnableSetting::kOn: return 1;

@@ -138,6 +138,7 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   config_ = cfg;
   pid_ = info.pid;
   path_ = path;
+  app_ = info.app;
   pool_.configure(cfg.buffer_size, cfg.chunk_size,
                   cfg.drop_on_overflow ? ChunkPool::Policy::kDrop : ChunkPool::Policy::kBlock);
   pool_.reset_peak();
@@ -152,6 +153,22 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   writer_->start();
   set_enabled(true);
   log_debug("tracing to " + path_);
+  return 0;
+}
+
+int Session::relocate(const char* log_file, std::string* error) {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!enabled_.load(std::memory_order_relaxed)) {
+    *error = "tracing is off";
+    return -1;
+  }
+  const std::string prefix = log_file != nullptr && *log_file != '\0' ? log_file : Config::from_env().log_file;
+  make_parent_dirs(trace_file_name(prefix, app_, pid_, config_.compress));
+  std::string path = relink_trace_file(path_, prefix, app_, pid_, config_.compress, error);
+  if (path.empty()) return -1;
+  log_debug("tracing moved from " + path_ + " to " + path);
+  path_ = path;
+  config_.log_file = prefix;
   return 0;
 }
 

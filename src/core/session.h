@@ -35,6 +35,10 @@ class Session {
   // --- lifecycle (not hot) ---
   int init(const char* log_file, const char* data_dir, int64_t process_id);
   int init_from_env();
+  // Tracing goes on in a file named from `log_file` (a prefix, as for
+  // init): the current file is renamed, its events kept. 0 on success, -1
+  // (one-line *error, nothing changed) otherwise or when tracing is off.
+  int relocate(const char* log_file, std::string* error);
   void finalize();
   void flush();
   const char* trace_path() const;
@@ -105,6 +109,7 @@ class Session {
   Config config_;
   int64_t pid_ = 0;
   std::string path_;
+  std::string app_;  // the <app> of path_
 
   BufferRegistry registry_;
   ChunkPool pool_;

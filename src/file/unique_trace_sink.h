@@ -24,6 +24,14 @@ constexpr unsigned kMaxTraceNameAlternatives = 1000;
 std::unique_ptr<TraceSink> open_unique_trace_sink(const std::string& prefix, const std::string& app, int64_t pid,
                                                   bool compress, int level, std::string* error);
 
+// Gives the open trace file `old_path` (and its .idx, if any) the first free
+// name built from `prefix` as above, by hard link then unlink, so the open
+// descriptors go on writing into it and no event moves. Returns the new path,
+// or "" with a one-line *error (another file system: EXDEV, say), the old
+// name then untouched.
+std::string relink_trace_file(const std::string& old_path, const std::string& prefix, const std::string& app,
+                              int64_t pid, bool compress, std::string* error);
+
 }  // namespace dftracer
 
 #endif  // DFTRACER_SRC_FILE_UNIQUE_TRACE_SINK_H_

@@ -408,7 +408,8 @@ log.finalize()
 def test_initialize_log_after_env_start_keeps_events_of_exited_threads(run_python, trace_dir):
     # The events were recorded by a thread that has exited and whose buffer
     # the writer has retired: the env-started file holds them, so
-    # initialize_log() must keep writing it, never delete it.
+    # initialize_log() must never delete them. It renames that file to the
+    # one it asks for and goes on in it: one file, every event.
     proc = run_python("""
 import os, threading, time
 from dftracer import _core
@@ -434,11 +435,12 @@ with dft_fn("w", "after_initialize_log"):
 log.finalize()
 """, env=started_from_env(trace_dir))
     files = trace_files(trace_dir)
-    assert [os.path.basename(f).split("-")[0] for f in files] == ["fromenv"], (files, proc.stderr)
+    assert [os.path.basename(f).split("-")[0] for f in files] == ["asked"], (files, proc.stderr)
     events = read_trace(files[0])
     assert len(by_name(events, "worker_event")) == 1000
     assert len(by_name(events, "after_initialize_log")) == 1
-    assert "initialize_log(" in proc.stderr and "ignored" in proc.stderr
+    assert len(by_name(events, "start")) == 1 and len(by_name(events, "end")) == 1
+    assert not [f for f in os.listdir(trace_dir) if f.endswith(".idx") and not f.startswith("asked")]
 
 
 def test_importing_dftracer_python_does_not_import_torch(run_python):

@@ -147,6 +147,11 @@ void register_api(nb::module_& m) {
       },
       "DFTRACER_ENABLE as the core reads it: True (exactly 1), False (set to anything else: "
       "tracing off, even for an opt-in) or None (unset).");
+  m.def(
+      "relocate", [](const std::string& prefix) { return dft_relocate(prefix.c_str()) == 0; },
+      nb::call_guard<nb::gil_scoped_release>(),
+      "Renames the trace file being written to one named from `prefix` (its events kept) and goes on "
+      "writing it. False when tracing is off or the file cannot be renamed.");
   m.def("init_from_env", []() { return dft_init_from_env() != 0; },
         "Starts tracing if DFTRACER_ENABLE=1 (read once per process). True when tracing is on.");
   m.def("finalize", []() { dft_finalize(); }, nb::call_guard<nb::gil_scoped_release>(),

@@ -130,15 +130,18 @@ class dftracer:
                 instance._started(current, prefix, data_dir)
                 return instance
             # Tracing was started from the environment on import with
-            # another prefix. If nothing was recorded yet, move to the file
-            # the program asks for (dropping the empty one); otherwise keep
-            # the file that already holds events.
-            if _holds_events():
-                warn(f"initialize_log({logfile!r}) ignored: tracing already writes {current}")
+            # another prefix: move to the file the program asks for. The
+            # file is renamed and tracing goes on in it, so what was
+            # recorded since import (I/O of the imports, say) stays, in the
+            # one file. Where it cannot be renamed (another file system),
+            # it is finalized -- kept if it holds events, never deleting
+            # them, removed if it holds none -- and a new file is started.
+            if _core.relocate(prefix):
+                instance._started(_core.trace_path(), prefix, data_dir)
                 return instance
             _core.finalize()
-            # Asked again after finalize: an event recorded between the two
-            # calls (another thread) keeps its file, finalized.
+            # Asked after finalize: an event recorded until then (another
+            # thread) keeps its file.
             if not _holds_events():
                 _remove_trace_file(current)
 
