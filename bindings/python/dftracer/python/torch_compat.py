@@ -272,3 +272,79 @@ def frame_compile_metrics(compile_id: str) -> tuple[str, str, int, str] | None:
         degraded("torch._dynamo.utils.get_compilation_metrics", e,
                  "dynamo.trace events have no frame name and recompiles no reason")
         return None
+
+
+# ------------------------------------------------------------------ Inductor
+# inductor_backend compiles with Inductor's compile_fx, our inner compile
+# around compile_fx_inner; inductor_kernels reads the CompiledFxGraph it
+# returns (source_code, compiled_fn_runner, _fx_graph_cache_key) and
+# Inductor's provenance table. Missing: dftracer_inductor_backend compiles
+# with plain Inductor, no kernel events.
+def inductor_compilers() -> tuple[Callable, Callable] | None:
+    """(compile_fx, compile_fx_inner), or None."""
+    try:
+        from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+        return compile_fx, compile_fx_inner
+    except Exception as e:
+        degraded("torch._inductor.compile_fx (compile_fx, compile_fx_inner)", e,
+                 "dftracer_inductor_backend runs plain Inductor, no kernel events")
+        return None
+
+
+def inductor_mode_options(mode: str | None) -> dict:
+    """Inductor's config patches for torch.compile's `mode` ({} for None)."""
+    if not mode:
+        return {}
+    from torch._inductor import list_mode_options  # public: torch._inductor's own __init__
+
+    return dict(list_mode_options(mode))
+
+
+def no_autograd_cache() -> Any:
+    """A context where the AOT autograd cache is off: a hit there loads
+    Inductor's compiled graphs without calling the inner compiler, so they
+    would run unhooked. (The FX graph cache stays on: a hit there still goes
+    through the inner compiler.) Missing: a null context."""
+    import contextlib
+
+    try:
+        return torch._functorch.config.patch(enable_autograd_cache=False)
+    except Exception as e:
+        degraded("torch._functorch.config.enable_autograd_cache", e,
+                 "an AOT autograd cache hit runs Inductor's graphs without kernel events")
+        return contextlib.nullcontext()
+
+
+def kernel_post_grad_nodes() -> dict:
+    """Inductor's provenance table of the compile in progress:
+    {"<kernel>:<handle>": [post-grad node names]}; {} when unknown."""
+    try:
+        import torch._inductor.debug as inductor_debug
+
+        return dict(inductor_debug._inductor_triton_kernel_to_post_grad_node_info)
+    except Exception as e:
+        degraded("torch._inductor.debug._inductor_triton_kernel_to_post_grad_node_info", e,
+                 "Inductor kernel events have no module attribution")
+        return {}
+
+
+def compiled_graph_parts(out: Any) -> tuple[str, Any, str]:
+    """(wrapper source, Runner object, FX graph cache key or "") of an
+    Inductor CompiledFxGraph; raises when it is not one."""
+    src = out.source_code
+    runner = out.compiled_fn_runner
+    if not isinstance(src, str) or runner is None:
+        raise TypeError(f"not a Python-wrapper CompiledFxGraph: {type(out).__name__}")
+    return src, runner, str(getattr(out, "_fx_graph_cache_key", None) or "")
+
+
+def inductor_cache_dir() -> str | None:
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        return cache_dir()
+    except Exception as e:
+        degraded("torch._inductor.runtime.cache_dir_utils.cache_dir", e,
+                 "Inductor kernel tables are not kept for FX graph cache hits")
+        return None
