@@ -36,6 +36,7 @@ import torch
 from .. import _core as _api
 from . import dynamo_backend, torch_compat
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
+from .inductor_backend import COMPILE_BACKEND_ENV, backend_name, make_inductor_backend
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
 from .tags import TAG_KEYS
 
@@ -47,6 +48,7 @@ __all__ = [
     "EXTRA_FLOP_FORMULAS",
     "create_backend",
     "dftracer_dynamo_backend",
+    "dftracer_inductor_backend",
     "dynamo",
     "graph_count",
     "instrumented_graphs",
@@ -94,16 +96,20 @@ class Dynamo:
         image_idx: int | None = None,
         image_size: Any = None,
         enable: bool = True,
+        backend: str | None = None,
         **tags: Any,
     ) -> None:
         self.name = name
         self.enable = bool(enable)
+        # "aot_eager" (every ATen op) or "inductor" (every kernel); None: DFTRACER_COMPILE_BACKEND, else aot_eager
+        self.compiler = backend_name(backend)
         self.tags: dict[str, Any] = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         self.tags.update(tags)
         self._version = 0
         self._lock = threading.Lock()
         self._ids: dict[tuple, int] = {}  # (version, site tags) -> fragment id
         self._backend: Callable | None = None
+        self._inductor_backends: dict = {}
 
     # pydftracer exposes the tags as attributes too.
     @property
@@ -172,6 +178,18 @@ class Dynamo:
             self._backend = make_backend(self.tags_id)
         return self._backend
 
+    def backend_for(self, compiler: str | None = None, mode: str | None = None,
+                    options: dict | None = None) -> Callable:
+        """The backend for ``compiler`` ("aot_eager" or "inductor"; None: this
+        object's), Inductor's with ``mode`` / ``options``."""
+        compiler = backend_name(compiler) if compiler is not None else self.compiler
+        if compiler != "inductor":
+            return self.backend
+        key = (mode, repr(sorted((options or {}).items())))
+        if key not in self._inductor_backends:
+            self._inductor_backends[key] = make_inductor_backend(self.tags_id, mode, options)
+        return self._inductor_backends[key]
+
     def compile(
         self,
         fn: Callable | None = None,
@@ -179,9 +197,16 @@ class Dynamo:
         fullgraph: bool = False,
         dynamic: bool | None = None,
         name: str | None = None,
+        backend: str | None = None,
+        mode: str | None = None,
+        options: dict | None = None,
         **tags: Any,
     ) -> Callable:
         """``torch.compile`` with our backend, plus a region event per call.
+
+        ``backend="inductor"`` (or this object's ``backend``, or
+        ``DFTRACER_COMPILE_BACKEND=inductor``) compiles with Inductor and
+        traces its kernels; ``mode`` / ``options`` go to Inductor.
 
         Usable bare (``@d.compile``) or with arguments
         (``@d.compile(fullgraph=True, name="enc", stage="train")``); on a
@@ -189,17 +214,20 @@ class Dynamo:
         an ``nn.Module`` (its ``forward`` is replaced, the module returned).
         """
         if fn is None:
-            return functools.partial(self.compile, fullgraph=fullgraph, dynamic=dynamic, name=name, **tags)
+            return functools.partial(self.compile, fullgraph=fullgraph, dynamic=dynamic, name=name,
+                                     backend=backend, mode=mode, options=options, **tags)
         if not self.enable:
             return fn
         if isinstance(fn, torch.nn.Module):
-            fn.forward = self.compile(fn.forward, fullgraph=fullgraph, dynamic=dynamic, name=name, **tags)
+            fn.forward = self.compile(fn.forward, fullgraph=fullgraph, dynamic=dynamic, name=name,
+                                      backend=backend, mode=mode, options=options, **tags)
             return fn
         if not callable(fn):
             raise TypeError(f"dynamo.compile: expected a function or nn.Module, got {type(fn).__name__}")
         dynamo_backend.warn_if_unavailable()
 
-        compiled = torch.compile(fn, backend=self.backend, fullgraph=fullgraph, dynamic=dynamic)
+        compiled = torch.compile(fn, backend=self.backend_for(backend, mode, options), fullgraph=fullgraph,
+                                 dynamic=dynamic)
         qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "fn"
         region = name or (self.name if self.name != "dynamo" else f"dynamo.{qualname}")
         site = tuple(sorted(tags.items(), key=lambda kv: kv[0]))
@@ -256,3 +284,4 @@ def create_backend(
 # unless a Dynamo.compile wrapper is active on the thread.
 dynamo = Dynamo()
 dftracer_dynamo_backend = dynamo.backend
+dftracer_inductor_backend = dynamo.backend_for("inductor")

@@ -19,6 +19,7 @@ inner compiler and is instrumented like a fresh compile.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import torch
@@ -32,6 +33,8 @@ from .dynamo_metadata import record_graph_metadata
 from .dynamo_nodes import PHASES
 
 _PROVENANCE = {"trace.provenance_tracking_level": 1}
+COMPILE_BACKEND_ENV = "DFTRACER_COMPILE_BACKEND"
+COMPILERS = ("aot_eager", "inductor")
 _warned: set[str] = set()
 
 
@@ -39,6 +42,24 @@ def _warn_once(what: str, msg: str) -> None:
     if what not in _warned:
         _warned.add(what)
         warn(msg)
+
+
+def backend_name(backend: str | None) -> str:
+    """"aot_eager" or "inductor": `backend`, or when None DFTRACER_COMPILE_BACKEND
+    (a bad value there: one warning, aot_eager), else "aot_eager"."""
+    if backend is not None:
+        name = str(backend).strip().lower()
+        if name not in COMPILERS:
+            raise ValueError(f"dynamo.compile: backend must be one of {', '.join(COMPILERS)}, got {backend!r}")
+        return name
+    value = os.environ.get(COMPILE_BACKEND_ENV, "").strip().lower()
+    if value in ("", "aot_eager"):
+        return "aot_eager"
+    if value == "inductor":
+        return value
+    _warn_once("env", f"{COMPILE_BACKEND_ENV}={os.environ[COMPILE_BACKEND_ENV]!r} is not one of "
+               f"{', '.join(COMPILERS)}; using aot_eager")
+    return "aot_eager"
 
 
 def _phase(kwargs: dict) -> int:

@@ -62,12 +62,14 @@ class KernelEntry:
     flops: int
     bytes: int
     seq_nr: int
+    inserted: bool = False  # no source node: Inductor's own (a layout copy), attributed to the next kernel
 
     def fragment(self, index: int, phase: str, graph: int) -> str:
         return json.dumps({
             "phase": phase, "graph": graph, "node": index, "kernel": self.kind,
             "module": self.modules[0] if self.modules else "", "modules": self.modules,
             "aten": self.aten, "flops": self.flops, "bytes": self.bytes, "seq_nr": self.seq_nr,
+            **({"inserted": True} if self.inserted else {}),
         }, separators=(",", ":"))[1:-1]
 
 
@@ -202,7 +204,7 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
     fw_info, module_of_seq = (dynamo_pairing.find_forward(list(nodes.values())) if phase == BACKWARD
                               else (None, {}))
     described: dict[str, dynamo_nodes.OpEntry] = {}
-    entries = []
+    site_ops = []
     for s in sites:
         ops = []
         for name in provenance.get(s.handle, []):
@@ -211,12 +213,39 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
                 continue
             if name not in described:
                 described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get)
-            ops.append(described[name])
-        modules = list(dict.fromkeys(o.module for o in ops if o.module))
-        aten = list(dict.fromkeys(o.name.removeprefix("function.") for o in ops)) or s.aten
-        seqs = [o.seq_nr for o in ops if o.seq_nr >= 0]
-        entries.append(KernelEntry(s.name, s.kind, modules, aten, sum(o.flops for o in ops),
-                                   sum(o.bytes for o in ops), min(seqs) if seqs else -1))
+            ops.append((name, described[name]))
+        site_ops.append(ops)
+    # A node can be listed by two kernels (a convolution by the layout copy
+    # that prepares its input and by the extern kernel that runs it): its
+    # FLOPs count once, in the extern/fallback kernel if one lists it.
+    flops_site: dict[str, int] = {}
+    for i, (s, ops) in enumerate(zip(sites, site_ops)):
+        for name, _ in ops:
+            if name not in flops_site or (s.kind in ("extern", "fallback") and
+                                          sites[flops_site[name]].kind not in ("extern", "fallback")):
+                flops_site[name] = i
+    entries = []
+    for i, (s, ops) in enumerate(zip(sites, site_ops)):
+        modules = list(dict.fromkeys(o.module for _, o in ops if o.module))
+        aten = list(dict.fromkeys(o.name.removeprefix("function.") for _, o in ops)) or s.aten
+        seqs = [o.seq_nr for _, o in ops if o.seq_nr >= 0]
+        flops = sum(o.flops for name, o in ops if flops_site[name] == i)
+        entries.append(KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
+                                   min(seqs) if seqs else -1))
+    return _attribute_inserted(entries)
+
+
+def _attribute_inserted(entries: list[KernelEntry]) -> list[KernelEntry]:
+    """Kernels with no source node are Inductor's own (e.g. copying inputs to
+    channels-last for the convolution after it): they get the module, ATen
+    ops and seq_nr of the next kernel with a source, the work they prepare."""
+    following = None
+    for e in reversed(entries):
+        if e.modules or e.aten:
+            following = e
+        elif following is not None:
+            e.modules, e.aten, e.seq_nr, e.inserted = list(following.modules), list(following.aten), \
+                following.seq_nr, True
     return entries
 
 

@@ -1,0 +1,132 @@
+"""Inductor's kernels in the trace (issue #15): dftracer_inductor_backend
+runs Inductor's own kernels (outputs and grads equal plain Inductor's) and
+records one event per kernel call, attributed to modules, ATen ops and
+FLOPs; a second process that hits the FX graph cache records the same."""
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "..", "bench", "dynamo")
+
+# Trains 2 steps and runs 1 inference step of a small model under
+# Dynamo(backend="inductor"), and the same under plain torch.compile; prints
+# one JSON line of results.
+SCRIPT = """
+    import json, re, sys, torch
+    sys.path.insert(0, {here!r}); sys.path.insert(0, {bench!r})
+    import trace_reader
+    from torch.utils.flop_counter import FlopCounterMode
+    from dftracer.python import dftracer, Dynamo
+
+    def make():
+        torch.manual_seed(0)
+        if {model!r} == "encoder":
+            import transformers
+            cfg = transformers.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                          intermediate_size=64, vocab_size=100, max_position_embeddings=16,
+                                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+            bert = transformers.BertModel(cfg, add_pooling_layer=False)
+            class Encoder(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.bert = bert
+                def forward(self, ids):
+                    return self.bert(input_ids=ids).last_hidden_state
+            return Encoder(), torch.randint(0, 100, (2, 8))
+        from models import Bottleneck
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), Bottleneck(16, 8),
+                                  torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 4))
+        return net, torch.randn(2, 3, 16, 16)
+
+    ours, x = make()
+    plain, _ = make()
+    flops_model, _ = make()
+
+    log = dftracer.initialize_log({prefix!r}, None, -1)
+    fwd = Dynamo("k", backend="inductor").compile(ours)
+    ref = torch.compile(plain)
+    same = True
+    for step in range(2):
+        a, b = fwd(x), ref(x)
+        same &= torch.equal(a, b)
+        a.float().pow(2).sum().backward()
+        b.float().pow(2).sum().backward()
+        same &= all(p.grad is None and q.grad is None or torch.equal(p.grad, q.grad)
+                    for p, q in zip(ours.parameters(), plain.parameters()))
+    with torch.no_grad():
+        same &= torch.equal(fwd(x), ref(x))
+    log.finalize()
+
+    with FlopCounterMode(display=False) as fc:
+        flops_model(x).float().pow(2).sum().backward()
+    with FlopCounterMode(display=False) as fi, torch.no_grad():
+        flops_model(x)
+
+    # The kernel calls of each generated wrapper's call(), counted from its text.
+    from torch._inductor.codecache import PyCodeCache
+    calls = []
+    for mod in list(PyCodeCache.modules):
+        src = open(mod.__file__).read()
+        body = src[src.index("    def call(self, args):"):]
+        body = body[:body.index("runner = Runner(")]
+        n = len(re.findall(r"^\\s+(?:buf\\w+ = )?(?:cpp_fused_\\w+|extern_kernels\\.\\w+|torch\\.ops\\.\\w+\\.\\w+\\.\\w+)\\(",
+                           body, re.M))
+        if "Provenance debug handles" in src:  # only our compiles turn provenance tracking on
+            calls.append(n)
+    events = [e for p in trace_reader.trace_files({tmp!r}, {glob!r}) for e in trace_reader.read_trace(p)]
+    kernels = [dict(name=e["name"], **{{k: v for k, v in e["args"].items() if k != "hhash"}})
+               for e in events if e.get("ph") == "X" and e["name"].startswith("kernel.")]
+    graphs = [dict(name=e["name"], **{{k: v for k, v in e["args"].items() if k != "hhash"}})
+              for e in events if e.get("ph") == "X" and e["name"].startswith("graph.")]
+    compile_names = sorted({{e["name"] for e in events if e.get("cat") == "compile"}})
+    counters = torch._dynamo.utils.counters["inductor"]
+    print(json.dumps(dict(same=bool(same), kernels=kernels, graphs=graphs, calls=calls,
+                          flops_train=fc.get_total_flops(), flops_infer=fi.get_total_flops(),
+                          compile_names=compile_names, cache_hits=counters["fxgraph_cache_hit"])))
+"""
+
+
+def run(run_python, tmp_path, model, name):
+    code = SCRIPT.format(here=HERE, bench=BENCH, model=model, prefix=str(tmp_path / name), tmp=str(tmp_path),
+                         glob=f"{name}-*.pfw*")
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("model", ["encoder", "cnn"])
+def test_inductor_kernel_events(run_python, tmp_path, model):
+    if model == "encoder":
+        pytest.importorskip("transformers")
+    res = run(run_python, tmp_path, model, "first")
+    assert res["same"], "outputs or grads differ from plain Inductor's"
+
+    # one event per kernel call per graph call, as many as the wrapper's call() makes
+    graphs = res["graphs"]
+    assert sorted(g["phase"] for g in graphs) == ["backward", "backward", "forward", "forward", "inference"]
+    kernels = res["kernels"]
+    assert len(kernels) == sum(g["ops"] for g in graphs)
+    per_phase = {g["phase"]: g["ops"] for g in graphs}
+    assert sorted(per_phase.values()) == sorted(res["calls"]), (per_phase, res["calls"])
+    for k in kernels:
+        assert k["modules"] and k["aten"], k  # attributed to >= 1 module and ATen op
+        assert k["kernel"] in ("cpp", "extern", "fallback")
+    # kernels in graph order, call after call
+    fw = [k["node"] for k in kernels if k["phase"] == "forward"]
+    assert fw == list(range(per_phase["forward"])) * 2
+
+    # FLOPs per step: FlopCounterMode's on the eager model (matmuls and
+    # convolutions, which Inductor keeps as extern kernels)
+    step = [k for k in kernels if k["phase"] in ("forward", "backward")]
+    assert sum(k["flops"] for k in step) == 2 * res["flops_train"]
+    assert sum(k["flops"] for k in kernels if k["phase"] == "inference") == res["flops_infer"]
+    assert {"dynamo.trace", "backend_compile", "aot_autograd", "dftracer.instrument"} <= set(res["compile_names"])
+
+    # a second process hits the FX graph cache and records the same events
+    again = run(run_python, tmp_path, model, "second")
+    assert again["cache_hits"] > 0 and again["same"]
+    strip = lambda ks: [{k: v for k, v in e.items() if k != "graph"} for e in ks]  # noqa: E731
+    assert strip(again["kernels"]) == strip(kernels)
