@@ -86,6 +86,8 @@ SCRIPT = """
     counters = torch._dynamo.utils.counters["inductor"]
     print(json.dumps(dict(same=bool(same), kernels=kernels, graphs=graphs, calls=calls,
                           flops_train=fc.get_total_flops(), flops_infer=fi.get_total_flops(),
+                          by_op_train={{str(k).split(".")[-1]: v for k, v in fc.get_flop_counts()["Global"].items()}},
+                          by_op_infer={{str(k).split(".")[-1]: v for k, v in fi.get_flop_counts()["Global"].items()}},
                           compile_names=compile_names, cache_hits=counters["fxgraph_cache_hit"])))
 """
 
@@ -118,11 +120,26 @@ def test_inductor_kernel_events(run_python, tmp_path, model):
     fw = [k["node"] for k in kernels if k["phase"] == "forward"]
     assert fw == list(range(per_phase["forward"])) * 2
 
-    # FLOPs per step: FlopCounterMode's on the eager model (matmuls and
-    # convolutions, which Inductor keeps as extern kernels)
-    step = [k for k in kernels if k["phase"] in ("forward", "backward")]
-    assert sum(k["flops"] for k in step) == 2 * res["flops_train"]
-    assert sum(k["flops"] for k in kernels if k["phase"] == "inference") == res["flops_infer"]
+    # FLOPs per step equal FlopCounterMode's on the eager model, for the ops
+    # Inductor keeps as they are (the linear layers' matmuls, convolutions:
+    # extern kernels). Attention is not compared: eager runs SDPA, and Inductor
+    # on CPU decomposes it into bmm + softmax, whose FLOPs are those of the
+    # decomposition.
+    kept = {"mm", "addmm", "convolution", "convolution_backward"}
+
+    def ours(phases):
+        return sum(k["flops"] for k in kernels if k["phase"] in phases
+                   and {a.split(".")[0] for a in k["aten"]} & kept)
+
+    def eager(by_op):
+        return sum(v for op, v in by_op.items() if op in kept)
+
+    assert eager(res["by_op_train"]) > 0
+    assert ours(("forward", "backward")) == 2 * eager(res["by_op_train"])
+    assert ours(("inference",)) == eager(res["by_op_infer"])
+    if model == "cnn":  # nothing decomposed: all of it
+        assert sum(k["flops"] for k in kernels if k["phase"] != "inference") == 2 * res["flops_train"]
+        assert sum(k["flops"] for k in kernels if k["phase"] == "inference") == res["flops_infer"]
     assert {"dynamo.trace", "backend_compile", "aot_autograd", "dftracer.instrument"} <= set(res["compile_names"])
 
     # a second process hits the FX graph cache and records the same events
