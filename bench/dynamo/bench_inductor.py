@@ -47,21 +47,7 @@ from dftracer.python.dynamo_graphs import graph_count  # noqa: E402
 
 
 def small_bert():
-    import transformers
-
-    cfg = transformers.BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                                  intermediate_size=1024, vocab_size=30522, max_position_embeddings=512)
-    bert = transformers.BertModel(cfg, add_pooling_layer=False)
-
-    class Wrap(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, ids):
-            return self.bert(input_ids=ids).last_hidden_state
-
-    return Wrap()
+    return models.bert_base(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
 
 
 MODELS = {

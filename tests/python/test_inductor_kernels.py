@@ -24,19 +24,11 @@ SCRIPT = """
 
     def make():
         torch.manual_seed(0)
-        if {model!r} == "encoder":
-            import transformers
-            cfg = transformers.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                          intermediate_size=64, vocab_size=100, max_position_embeddings=16,
-                                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-            bert = transformers.BertModel(cfg, add_pooling_layer=False)
-            class Encoder(torch.nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.bert = bert
-                def forward(self, ids):
-                    return self.bert(input_ids=ids).last_hidden_state
-            return Encoder(), torch.randint(0, 100, (2, 8))
+        if {model!r} == "encoder":  # a 2-layer BERT encoder, no dropout (plain and ours must agree)
+            from models import bert_base
+            return bert_base(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                             vocab_size=100, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0), torch.randint(0, 100, (2, 8))
         from models import Bottleneck
         net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), Bottleneck(16, 8),
                                   torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 4))
