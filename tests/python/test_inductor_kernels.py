@@ -139,3 +139,43 @@ def test_inductor_kernel_events(run_python, tmp_path, model):
     assert again["cache_hits"] > 0 and again["same"]
     strip = lambda ks: [{k: v for k, v in e.items() if k != "graph"} for e in ks]  # noqa: E731
     assert strip(again["kernels"]) == strip(kernels)
+
+
+def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_python, tmp_path):
+    """trace_eager() under plain torch.compile (Inductor, no dftracer
+    backend): with cpp.enable_kernel_profile on, each C++ kernel call is an
+    event (cat "inductor", Inductor's name graph_<n>_cpp_...), inside its
+    CompiledFunction / CompiledFunctionBackward event; without it, none."""
+    code = f"""
+        import collections, json, sys, torch
+        sys.path.insert(0, {HERE!r})
+        import trace_reader
+        from dftracer.python import dftracer, trace_eager
+
+        log = dftracer.initialize_log({str(tmp_path / "te")!r}, None, -1)
+        trace_eager()
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))
+        profiled = torch.compile(m, options={{"cpp.enable_kernel_profile": True}})
+        plain = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()))
+        x = torch.randn(4, 8)
+        for _ in range(3):
+            profiled(x).sum().backward()
+            plain(x).sum().backward()
+        log.finalize()
+        events = [e for p in trace_reader.trace_files({str(tmp_path)!r}, "te-*.pfw*") for e in trace_reader.read_trace(p)]
+        x_events = [e for e in events if e.get("ph") == "X"]
+        kernels = [e for e in x_events if e["cat"] == "inductor"]
+        scopes = [e for e in x_events if e["name"] in ("CompiledFunction", "CompiledFunctionBackward")]
+        inside = all(any(s["tid"] == k["tid"] and s["ts_ns"] <= k["ts_ns"] and
+                         k["ts_ns"] + k["dur_ns"] <= s["ts_ns"] + s["dur_ns"] for s in scopes) for k in kernels)
+        print(json.dumps({{"counts": collections.Counter(k["name"] for k in kernels), "inside": inside}}))
+    """
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    counts = res["counts"]
+    # the profiled model's forward kernel and its backward kernels, once per iteration; none of the other model
+    assert counts and all(name.startswith("graph_") and "_cpp_" in name for name in counts), counts
+    assert set(counts.values()) == {3}, counts
+    assert any("backward" in name for name in counts) and len(counts) >= 2, counts
+    assert res["inside"]
