@@ -179,3 +179,23 @@ def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_pyth
     assert set(counts.values()) == {3}, counts
     assert any("backward" in name for name in counts) and len(counts) >= 2, counts
     assert res["inside"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the Triton kernel path needs a GPU")
+def test_triton_kernels_are_marked_on_cuda(tmp_path):
+    """On CUDA, Inductor's Triton kernels (``kernel.run(...)`` calls) are
+    marked like C++ kernels (kind "triton"); the event spans the launch on
+    the host (device time per kernel is not recorded yet)."""
+    from dftracer.python import Dynamo
+
+    from test_dynamo_helpers import traced
+
+    torch._dynamo.reset()
+    m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.LayerNorm(64)).cuda()
+    x = torch.randn(8, 64, device="cuda")
+    with traced(tmp_path, "cuda") as events:
+        out = Dynamo("cuda", backend="inductor").compile(m)(x)
+        torch.cuda.synchronize()
+    torch.testing.assert_close(out, m(x))
+    kinds = {e["args"]["kernel"] for e in events if e.get("ph") == "X" and e["name"].startswith("kernel.")}
+    assert "triton" in kinds, kinds
