@@ -5,11 +5,13 @@ import torch
 import torch.nn as nn
 
 
-def bert_base():
+def bert_base(**config):
+    """BERT-base; keyword arguments override its BertConfig (smaller encoders for tests)."""
     import transformers
 
-    cfg = transformers.BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                  intermediate_size=3072, vocab_size=30522, max_position_embeddings=512)
+    cfg = transformers.BertConfig(**{**dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                            intermediate_size=3072, vocab_size=30522, max_position_embeddings=512),
+                                     **config})
     model = transformers.BertModel(cfg, add_pooling_layer=False)
 
     class Wrap(nn.Module):

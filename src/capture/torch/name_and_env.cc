@@ -41,6 +41,15 @@ uint8_t classify_name(const char* name, size_t n) {
   // The autograd.Function that AOT autograd runs compiled graphs in; its
   // backward node. Ops under these belong to the compiled graph.
   if (s == "CompiledFunction" || s == "CompiledFunctionBackward") flags |= kCompiledScope;
+  // Inductor's generated C++ kernels, with cpp.enable_kernel_profile on,
+  // open "graph_<n>_cpp_<fused name>" around each call: recorded even inside
+  // a compiled graph (issue #15), as they are that graph's work, not an op
+  // already traced by the capture backend.
+  if (s.substr(0, 6) == "graph_") {
+    size_t i = 6;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i > 6 && s.substr(i, 5) == "_cpp_") flags |= kInductorKernel;
+  }
   return flags;
 }
 

@@ -13,6 +13,7 @@ using dftracer::torch_observer::classify_name;
 using dftracer::torch_observer::event_name_offset;
 using dftracer::torch_observer::kAutogradNode;
 using dftracer::torch_observer::kCompiledScope;
+using dftracer::torch_observer::kInductorKernel;
 using dftracer::torch_observer::kOperator;
 
 namespace {
@@ -47,6 +48,14 @@ TEST(NameClassification, EngineScopeIsTheAutogradNode) {
   EXPECT_EQ(classify(prefix + "CompiledFunctionBackward"), kAutogradNode | kCompiledScope);
   EXPECT_EQ(event_name_offset(kAutogradNode), prefix.size());
   EXPECT_EQ(event_name_offset(kOperator), 0u);
+}
+
+TEST(NameClassification, InductorKernelScopes) {
+  EXPECT_EQ(classify("graph_0_cpp_fused_native_layer_norm_relu_0"), kInductorKernel);
+  EXPECT_EQ(classify("graph_12_cpp_fused_sum_1"), kInductorKernel);
+  EXPECT_EQ(classify("graph_cpp_fused_sum_1"), 0);  // no graph number
+  EXPECT_EQ(classify("graph_0_triton_poi_0"), 0);
+  EXPECT_EQ(classify("graph_0"), 0);
 }
 
 TEST(NameClassification, CompiledScopes) {

@@ -122,7 +122,7 @@ std::atomic<bool> g_shapes{false};
 std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
 
 // Interned once (by enable(), before the callback exists).
-dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_key_seq, g_key_shapes;
+dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes;
 
 // --------------------------------------------------------------- shapes
 
@@ -226,7 +226,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     f.kind = kCompiled;
     ++t.compiled_depth;
   }
-  if (in_graph) return nullptr;
+  // Inside a compiled graph only Inductor's own kernel scopes are recorded
+  // (never while compiling: suspended).
+  if (in_graph && !((f.info.flags & kInductorKernel) && t.suspended == 0)) return nullptr;
   if (const auto probe = g_probe.load(std::memory_order_relaxed)) {
     if (probe() > 0) return nullptr;
   }
@@ -257,9 +259,10 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].v.str.len = f.shapes_len;
     ++n;
   }
-  const dft_id cat = (f.info.flags & kAutogradNode) ? g_cat_autograd
-                    : (f.info.flags & kOperator)    ? g_cat_aten
-                                                    : g_cat_torch;
+  const dft_id cat = (f.info.flags & kAutogradNode)     ? g_cat_autograd
+                    : (f.info.flags & kOperator)       ? g_cat_aten
+                    : (f.info.flags & kInductorKernel) ? g_cat_inductor
+                                                       : g_cat_torch;
   dft_complete_ticks(f.info.name, cat, f.start, end, n ? args : nullptr, n);
 }
 
@@ -306,6 +309,7 @@ void intern_constants() {
   g_cat_aten = dft_intern_cstr("aten");
   g_cat_autograd = dft_intern_cstr("autograd");
   g_cat_torch = dft_intern_cstr("torch");
+  g_cat_inductor = dft_intern_cstr("inductor");
   g_key_seq = dft_intern_cstr("seq_nr");
   g_key_shapes = dft_intern_cstr("shapes");
 }

@@ -38,6 +38,7 @@ enum NameFlags : uint8_t {
   kOperator = 1,       // "ns::op" (an ATen or custom operator)
   kCompiledScope = 2,  // AOT autograd's compiled forward/backward
   kAutogradNode = 4,   // the engine running one autograd node (see classify_name)
+  kInductorKernel = 8, // an Inductor C++ kernel's RECORD_FUNCTION (cpp.enable_kernel_profile)
 };
 
 // The autograd engine's RecordFunction around each node it runs.

@@ -43,7 +43,7 @@ try:
 except Exception:  # not installed as a distribution (source tree)
     __version__ = "0.1.0"
 
-_DYNAMO_NAMES = ("dynamo", "Dynamo", "dftracer_dynamo_backend", "create_backend")
+_DYNAMO_NAMES = ("dynamo", "Dynamo", "dftracer_dynamo_backend", "dftracer_inductor_backend", "create_backend")
 
 
 def _dynamo_attr(name):

@@ -38,6 +38,7 @@ from . import dynamo_backend, dynamo_graph_call, torch_compat
 from .ai_common import DFTracerAI
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_hooks import INFERENCE
+from .inductor_backend import COMPILE_BACKEND_ENV, backend_name, make_inductor_backend
 from .dynamo_nodes import EXTRA_FLOP_FORMULAS
 from .tags import TAG_KEYS
 
@@ -49,6 +50,7 @@ __all__ = [
     "EXTRA_FLOP_FORMULAS",
     "create_backend",
     "dftracer_dynamo_backend",
+    "dftracer_inductor_backend",
     "dynamo",
     "graph_count",
     "instrumented_graphs",
@@ -169,9 +171,12 @@ class Dynamo(DFTracerAI):
         image_idx: int | None = None,
         image_size: Any = None,
         enable: bool = True,
+        backend: str | None = None,
         **tags: Any,
     ) -> None:
         super().__init__(cat=CAT_DYNAMO, name=name or CAT_DYNAMO, enable=enable)
+        # "aot_eager" (every ATen op) or "inductor" (every kernel); None: DFTRACER_COMPILE_BACKEND, else aot_eager
+        self.compiler = backend_name(backend)
         self.tags: dict[str, Any] = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         self.tags.update(tags)
         region_args = _region_args(self.tags)
@@ -182,6 +187,7 @@ class Dynamo(DFTracerAI):
         self._ids: dict[tuple, int] = {}  # (version, site tags) -> fragment id
         self._backend: Callable | None = None
         self._backend_no_aot: Callable | None = None
+        self._inductor_backends: dict = {}
 
     # pydftracer exposes the tags as attributes too.
     @property
@@ -266,6 +272,18 @@ class Dynamo(DFTracerAI):
             self._backend_no_aot = _make_no_aot_backend(self.tags_id)
         return self._backend_no_aot
 
+    def backend_for(self, compiler: str | None = None, mode: str | None = None,
+                    options: dict | None = None) -> Callable:
+        """The backend for ``compiler`` ("aot_eager" or "inductor"; None: this
+        object's), Inductor's with ``mode`` / ``options``."""
+        compiler = backend_name(compiler) if compiler is not None else self.compiler
+        if compiler != "inductor":
+            return self.backend
+        key = (mode, repr(sorted((options or {}).items())))
+        if key not in self._inductor_backends:
+            self._inductor_backends[key] = make_inductor_backend(self.tags_id, mode, options)
+        return self._inductor_backends[key]
+
     def compile(
         self,
         fn: Callable | None = None,
@@ -274,9 +292,16 @@ class Dynamo(DFTracerAI):
         fullgraph: bool = False,
         dynamic: bool | None = None,
         name: str | None = None,
+        backend: str | None = None,
+        mode: str | None = None,
+        options: dict | None = None,
         **tags: Any,
     ) -> Callable:
         """``torch.compile`` with our backend, plus a region event per call.
+
+        ``backend="inductor"`` (or this object's ``backend``, or
+        ``DFTRACER_COMPILE_BACKEND=inductor``) compiles with Inductor and
+        traces its kernels; ``mode`` / ``options`` go to Inductor.
 
         Usable bare (``@d.compile``) or with arguments
         (``@d.compile(fullgraph=True, name="enc", stage="train")``); on a
@@ -287,19 +312,19 @@ class Dynamo(DFTracerAI):
         """
         if fn is None:
             return functools.partial(self.compile, autograd=autograd, fullgraph=fullgraph, dynamic=dynamic,
-                                     name=name, **tags)
+                                     name=name, backend=backend, mode=mode, options=options, **tags)
         if not self._enable:
             return fn
         if isinstance(fn, torch.nn.Module):
             fn.forward = self.compile(fn.forward, autograd, fullgraph=fullgraph, dynamic=dynamic, name=name,
-                                      **tags)
+                                      backend=backend, mode=mode, options=options, **tags)
             return fn
         if not callable(fn):
             raise TypeError(f"dynamo.compile: expected a function or nn.Module, got {type(fn).__name__}")
         dynamo_backend.warn_if_unavailable()
 
-        backend = self.backend if autograd else self.backend_no_aot
-        compiled = torch.compile(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        chosen = self.backend_for(backend, mode, options) if autograd else self.backend_no_aot
+        compiled = torch.compile(fn, backend=chosen, fullgraph=fullgraph, dynamic=dynamic)
         qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "fn"
         region = name or (self.name if self.name != CAT_DYNAMO else f"dynamo.{qualname}")
         site = tuple(sorted(tags.items(), key=lambda kv: kv[0]))
@@ -364,3 +389,4 @@ def create_backend(
 # unless a Dynamo.compile wrapper is active on the thread.
 dynamo = Dynamo()
 dftracer_dynamo_backend = dynamo.backend
+dftracer_inductor_backend = dynamo.backend_for("inductor")

@@ -15,6 +15,7 @@ The pieces, one job each:
   dynamo_graphs       GraphInfo and the table of instrumented graphs
   dynamo_metadata     per-Dynamo-graph metadata events (graph breaks ...)
   dynamo_nodes        static args of one op node (module, shapes, flops ...)
+  compile_events      torch.compile's phases as cat "compile" events
   torch_compat        every private torch name the package uses
 
 With tracing off at compile time the backend is ``aot_eager`` behind one
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import dynamo_graph_call, dynamo_pairing, torch_compat
+from . import compile_events, dynamo_graph_call, dynamo_pairing, torch_compat
 from .diagnostics import warn
 from .dynamo_graph_call import _active_tags, _entry  # noqa: F401  (imported from here by dynamo.py, tests)
 from .dynamo_graph_pass import instrument, op_nodes  # noqa: F401
@@ -42,13 +43,17 @@ from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, _core, tracing_enabled  
 from .dynamo_metadata import record_graph_metadata
 
 
+_PHASE_NAMES = {FORWARD: "forward", BACKWARD: "backward", INFERENCE: "inference"}
+
+
 def _make_compiler(phase: int, graph_id_box: list) -> Callable:
     """aot_eager's compiler (boxed_nop) after the graph pass."""
 
     def compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
         t0 = time.perf_counter()
         try:
-            info = instrument(gm, phase, graph_id_box[0])
+            with compile_events.instrumented(graph_id_box[0], _PHASE_NAMES[phase]):
+                info = instrument(gm, phase, graph_id_box[0])
         except Exception as e:  # e.g. the C++ side's 65536 graph slots are used up
             _warn_once("instrument", f"a graph compiled by dftracer_dynamo_backend runs uninstrumented: {e}")
             return torch_compat.boxed_nop(gm, example_inputs)
@@ -65,6 +70,7 @@ def _make_compiler(phase: int, graph_id_box: list) -> Callable:
 def make_backend(default_tags: Callable[[], int]) -> Callable:
     """A Dynamo backend; ``default_tags()`` gives the tags fragment id to use
     when no ``Dynamo.compile`` wrapper is active on the calling thread."""
+    compile_events.install()  # torch's compile phases as cat "compile" events
 
     def dftracer_dynamo_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
         if torch_compat.aot_autograd is None or torch_compat.boxed_nop is None:

@@ -14,6 +14,8 @@ Users of this module:
   dynamo_nodes                         OpOverload, HigherOrderOperator,
                                        size_hint
   eager                                compile_callback_handler
+  compile_events                       wrap_compile_phases (torch's phase
+                                       timers), frame_compile_metrics
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ __all__ = [
     "HigherOrderOperator",
     "compile_callback_handler",
     "compile_reason",
+    "frame_compile_metrics",
     "current_compile_id",
     "graph_break_counts",
     "mark_side_effectful",
     "root_frame_code",
     "size_hint",
     "unwrap_disabled",
+    "wrap_compile_phases",
 ]
 
 TORCH_CHECKED = "2.13.0"
@@ -209,4 +213,138 @@ def compile_callback_handler() -> Any:
     except Exception as e:
         degraded("torch._dynamo.callback.callback_handler", e,
                  "eager tracing records the ops torch.compile runs while compiling")
+        return None
+
+
+# ------------------------------------------------------ compile phase timers
+# compile_events turns torch.compile's own phase timers into trace events.
+# Every `dynamo_timed` phase (Dynamo's frame compile and its bytecode
+# tracing, AOT autograd, the backend call, the lazy backward compile,
+# Inductor's phases) starts and ends through the one ChromiumEventLogger
+# (torch._dynamo.utils.get_chromium_event_logger), on the compiling thread,
+# nested like a call stack. Missing: no compile events; nothing else changes.
+def wrap_compile_phases(on_start: Callable[[str], None], on_end: Callable[[str], None]) -> bool:
+    """Calls ``on_start(name)`` before and ``on_end(name)`` after each of
+    torch's timed compile phases, by wrapping ``log_event_start`` /
+    ``log_event_end`` of the logger instance (once per process). The two
+    callbacks must not raise. True when installed (now or before)."""
+    try:
+        from torch._dynamo.utils import get_chromium_event_logger
+
+        log = get_chromium_event_logger()
+        if getattr(log, "_dftracer_wrapped", False):
+            return True
+        start, end = log.log_event_start, log.log_event_end  # bound methods: the class stays untouched
+
+        def log_event_start(event_name, *args, **kwargs):
+            on_start(event_name)
+            return start(event_name, *args, **kwargs)
+
+        def log_event_end(event_name, *args, **kwargs):
+            try:
+                return end(event_name, *args, **kwargs)
+            finally:
+                on_end(event_name)
+
+        log.log_event_start, log.log_event_end = log_event_start, log_event_end
+        log._dftracer_wrapped = True
+        return True
+    except Exception as e:
+        degraded("torch._dynamo.utils.get_chromium_event_logger (log_event_start/log_event_end)", e,
+                 "compile time is not traced (no cat 'compile' events)")
+        return False
+
+
+def frame_compile_metrics(compile_id: str) -> tuple[str, str, int, str] | None:
+    """(code name, file, first line, recompile reason or "") of Dynamo's
+    frame compile `compile_id`, from torch's CompilationMetrics (recorded
+    when the frame compile's metrics context closes, just before its
+    outermost "dynamo" phase ends); None when not found."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+
+        for m in reversed(get_compilation_metrics()):
+            if str(m.compile_id) == compile_id:
+                return (m.co_name or "", m.co_filename or "", int(m.co_firstlineno or -1),
+                        str(m.recompile_reason or ""))
+        return None
+    except Exception as e:
+        degraded("torch._dynamo.utils.get_compilation_metrics", e,
+                 "dynamo.trace events have no frame name and recompiles no reason")
+        return None
+
+
+# ------------------------------------------------------------------ Inductor
+# inductor_backend compiles with Inductor's compile_fx, our inner compile
+# around compile_fx_inner; inductor_kernels reads the CompiledFxGraph it
+# returns (source_code, compiled_fn_runner, _fx_graph_cache_key) and
+# Inductor's provenance table. Missing: dftracer_inductor_backend compiles
+# with plain Inductor, no kernel events.
+def inductor_compilers() -> tuple[Callable, Callable] | None:
+    """(compile_fx, compile_fx_inner), or None."""
+    try:
+        from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+        return compile_fx, compile_fx_inner
+    except Exception as e:
+        degraded("torch._inductor.compile_fx (compile_fx, compile_fx_inner)", e,
+                 "dftracer_inductor_backend runs plain Inductor, no kernel events")
+        return None
+
+
+def inductor_mode_options(mode: str | None) -> dict:
+    """Inductor's config patches for torch.compile's `mode` ({} for None)."""
+    if not mode:
+        return {}
+    from torch._inductor import list_mode_options  # public: torch._inductor's own __init__
+
+    return dict(list_mode_options(mode))
+
+
+def no_autograd_cache() -> Any:
+    """A context where the AOT autograd cache is off: a hit there loads
+    Inductor's compiled graphs without calling the inner compiler, so they
+    would run unhooked. (The FX graph cache stays on: a hit there still goes
+    through the inner compiler.) Missing: a null context."""
+    import contextlib
+
+    try:
+        return torch._functorch.config.patch(enable_autograd_cache=False)
+    except Exception as e:
+        degraded("torch._functorch.config.enable_autograd_cache", e,
+                 "an AOT autograd cache hit runs Inductor's graphs without kernel events")
+        return contextlib.nullcontext()
+
+
+def kernel_post_grad_nodes() -> dict:
+    """Inductor's provenance table of the compile in progress:
+    {"<kernel>:<handle>": [post-grad node names]}; {} when unknown."""
+    try:
+        import torch._inductor.debug as inductor_debug
+
+        return dict(inductor_debug._inductor_triton_kernel_to_post_grad_node_info)
+    except Exception as e:
+        degraded("torch._inductor.debug._inductor_triton_kernel_to_post_grad_node_info", e,
+                 "Inductor kernel events have no module attribution")
+        return {}
+
+
+def compiled_graph_parts(out: Any) -> tuple[str, Any, str]:
+    """(wrapper source, Runner object, FX graph cache key or "") of an
+    Inductor CompiledFxGraph; raises when it is not one."""
+    src = out.source_code
+    runner = out.compiled_fn_runner
+    if not isinstance(src, str) or runner is None:
+        raise TypeError(f"not a Python-wrapper CompiledFxGraph: {type(out).__name__}")
+    return src, runner, str(getattr(out, "_fx_graph_cache_key", None) or "")
+
+
+def inductor_cache_dir() -> str | None:
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        return cache_dir()
+    except Exception as e:
+        degraded("torch._inductor.runtime.cache_dir_utils.cache_dir", e,
+                 "Inductor kernel tables are not kept for FX graph cache hits")
         return None

@@ -1,0 +1,114 @@
+"""The Inductor capture backend: torch.compile as users run it, traced kernel
+by kernel (issue #15).
+
+``make_inductor_backend(default_tags, mode, options)`` returns a Dynamo
+backend that compiles with Inductor's own ``compile_fx`` (AOT autograd,
+Inductor's partitioner and decompositions, ``mode`` / ``options`` passed
+through as Inductor config patches) with one change: its inner compiler is
+``compile_fx_inner`` followed by ``inductor_kernels.instrument`` on the
+compiled graph it returns (forward, backward, inference), which marks each
+kernel call of the generated wrapper. The kernels are Inductor's.
+
+Two settings differ from a plain ``torch.compile``: Inductor's provenance
+tracking is on (comments in the wrapper and a compile-time table; the
+kernels' code is the same) and the AOT autograd cache is off for these
+compiles, because a hit there loads the compiled graphs without calling the
+inner compiler. The FX graph cache stays on: a hit there goes through the
+inner compiler and is instrumented like a fresh compile.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from . import compile_events, dynamo_graph_call, inductor_kernels, torch_compat
+from .diagnostics import warn
+from .dynamo_graphs import new_graph_id
+from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, tracing_enabled
+from .dynamo_metadata import record_graph_metadata
+from .dynamo_nodes import PHASES
+
+_PROVENANCE = {"trace.provenance_tracking_level": 1}
+COMPILE_BACKEND_ENV = "DFTRACER_COMPILE_BACKEND"
+COMPILERS = ("aot_eager", "inductor")
+_warned: set[str] = set()
+
+
+def _warn_once(what: str, msg: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warn(msg)
+
+
+def backend_name(backend: str | None) -> str:
+    """"aot_eager" or "inductor": `backend`, or when None DFTRACER_COMPILE_BACKEND
+    (a bad value there: one warning, aot_eager), else "aot_eager"."""
+    if backend is not None:
+        name = str(backend).strip().lower()
+        if name not in COMPILERS:
+            raise ValueError(f"dynamo.compile: backend must be one of {', '.join(COMPILERS)}, got {backend!r}")
+        return name
+    value = os.environ.get(COMPILE_BACKEND_ENV, "").strip().lower()
+    if value in ("", "aot_eager"):
+        return "aot_eager"
+    if value == "inductor":
+        return value
+    _warn_once("env", f"{COMPILE_BACKEND_ENV}={os.environ[COMPILE_BACKEND_ENV]!r} is not one of "
+               f"{', '.join(COMPILERS)}; using aot_eager")
+    return "aot_eager"
+
+
+def _phase(kwargs: dict) -> int:
+    if kwargs.get("is_backward"):
+        return BACKWARD
+    return INFERENCE if kwargs.get("is_inference") else FORWARD
+
+
+def _make_inner(compile_fx_inner: Callable, graph_id: int) -> Callable:
+    """compile_fx_inner, then the kernel marks on what it returns."""
+
+    def dftracer_compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
+        out = compile_fx_inner(gm, example_inputs, **kwargs)
+        if not tracing_enabled():
+            return out
+        phase = _phase(kwargs)
+        try:
+            with compile_events.instrumented(graph_id, PHASES[phase]):
+                info = inductor_kernels.instrument(out, gm, phase, graph_id)
+            out.current_callable = dynamo_graph_call.wrap(info, out.current_callable)
+        except Exception as e:  # never fail the user's compile: run it unmarked
+            _warn_once(f"instrument:{type(e).__name__}",
+                       f"an Inductor graph runs without kernel events ({type(e).__name__}: {e})")
+        return out
+
+    return dftracer_compile_fx_inner
+
+
+def make_inductor_backend(default_tags: Callable[[], int], mode: str | None = None,
+                          options: dict | None = None) -> Callable:
+    """A Dynamo backend compiling with Inductor, kernels traced; ``mode`` and
+    ``options`` as torch.compile takes them for Inductor."""
+    compile_events.install()
+    patches = {**torch_compat.inductor_mode_options(mode), **(options or {})}
+
+    def dftracer_inductor_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
+        compilers = torch_compat.inductor_compilers()
+        if compilers is None:
+            return gm.forward  # torch_compat warned: Dynamo's graph runs eagerly
+        compile_fx, compile_fx_inner = compilers
+        if not tracing_enabled():
+            return compile_fx(gm, example_inputs, config_patches=patches or None)
+        graph_id = new_graph_id()
+        record_graph_metadata(gm, graph_id)
+        with torch_compat.no_autograd_cache():
+            compiled = compile_fx(gm, example_inputs, inner_compile=_make_inner(compile_fx_inner, graph_id),
+                                  config_patches={**patches, **_PROVENANCE})
+        inner = torch_compat.unwrap_disabled(compiled)
+        return torch.compiler.disable(dynamo_graph_call.enter(inner, default_tags),
+                                      reason="dftracer: Inductor-compiled graph")
+
+    return dftracer_inductor_backend

@@ -1,0 +1,314 @@
+"""One event per kernel call of Inductor's generated code.
+
+Inductor turns each ATen graph into a Python wrapper module whose
+``Runner.call(args)`` calls the kernels in order: fused C++/OpenMP kernels
+(``cpp_fused_..._0(buf0, ...)``), extern kernels (``extern_kernels.mm(...)``),
+fallbacks (``torch.ops.aten.x.default(...)``) and, on CUDA, Triton kernels
+(``triton_poi_..._0.run(...)``). ``instrument`` rewrites the code object of
+that one function (same module, same globals, same kernels) so that a
+``dynamo_mark(i)`` precedes kernel call i and ``dynamo_mark(n)`` each
+return: the capture backend's own hot path (src/capture/dynamo) then
+records one event per kernel call, and ``dynamo_graph_call.wrap`` brackets
+the call as for aot_eager graphs. The kernels Inductor generated are
+untouched, so outputs are plain Inductor's.
+
+Attribution (static, per kernel, computed once): Inductor's provenance
+tracking names the post-grad FX nodes each kernel came from; each node's
+module path, ATen op, FLOPs and bytes come from ``dynamo_nodes`` as for op
+events. The table is saved beside Inductor's cache under the FX graph cache
+key, so a cache hit in another process (no provenance: nothing was lowered)
+is attributed the same.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch.fx
+
+from . import dynamo_nodes, dynamo_pairing, torch_compat
+from .dynamo_graphs import GraphInfo, add_graph
+from .dynamo_hooks import BACKWARD, FORWARD, _core
+
+_HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)\s*$")
+_ORIGIN = re.compile(r"#.*Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
+MARK = "_dftracer_mark"  # the name the rewritten call() finds dynamo_mark under
+
+
+@dataclass
+class KernelSite:
+    """One kernel call statement of the wrapper's call()."""
+
+    line: int  # 1-based, in the wrapper source
+    name: str  # cpp_fused_relu_0, extern_kernels.mm, aten.native_dropout.default
+    kind: str  # cpp, triton, extern, fallback
+    handle: str = ""  # Inductor's provenance key "<kernel>:<n>", "" when none
+    aten: list = field(default_factory=list)  # from Inductor's "Original ATen" comment
+
+
+@dataclass
+class KernelEntry:
+    """Static args of one kernel call site."""
+
+    name: str
+    kind: str
+    modules: list
+    aten: list
+    flops: int
+    bytes: int
+    seq_nr: int
+    inserted: bool = False  # no source node: Inductor's own (a layout copy), attributed to the next kernel
+
+    def fragment(self, index: int, phase: str, graph: int) -> str:
+        return json.dumps({
+            "phase": phase, "graph": graph, "node": index, "kernel": self.kind,
+            "module": self.modules[0] if self.modules else "", "modules": self.modules,
+            "aten": self.aten, "flops": self.flops, "bytes": self.bytes, "seq_nr": self.seq_nr,
+            **({"inserted": True} if self.inserted else {}),
+        }, separators=(",", ":"))[1:-1]
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _kernel_names(tree: ast.Module) -> set[str]:
+    """Module-level names bound to compiled kernels (``x = async_compile.cpp_pybinding(...)``)."""
+    names = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            if _dotted(stmt.value.func).startswith("async_compile."):
+                names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _classify(stmt: ast.stmt, kernels: set[str]) -> tuple[str, str] | None:
+    """(name, kind) when `stmt` is a kernel call, else None."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+    if not isinstance(value, ast.Call):
+        return None
+    func = _dotted(value.func)
+    if func in kernels:
+        return func, "cpp"
+    if func.endswith(".run") and func[:-4] in kernels:
+        return func[:-4], "triton"
+    if func.startswith("extern_kernels."):
+        return func, "extern"
+    if func.startswith("torch.ops."):
+        return func[len("torch.ops."):], "fallback"
+    return None
+
+
+def find_call(tree: ast.Module) -> ast.FunctionDef:
+    """The wrapper's ``call``: ``Runner.call`` (torch 2.13) or a module-level one."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef) and stmt.name == "Runner":
+            for f in stmt.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "call":
+                    return f
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "call":
+            return stmt
+    raise ValueError("no call() in Inductor's wrapper code")
+
+
+def _statements(body: list) -> Any:
+    """Every statement of `body`, nested blocks included, in source order."""
+    for stmt in body:
+        yield stmt
+        for attr in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, attr, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+
+
+def kernel_sites(src: str) -> list[KernelSite]:
+    """The kernel calls of the wrapper's call(), in execution order, with the
+    comments Inductor wrote above each (provenance handle, origins)."""
+    tree = ast.parse(src)
+    kernels = _kernel_names(tree)
+    lines = src.splitlines()
+    sites = []
+    for stmt in _statements(find_call(tree).body):
+        hit = _classify(stmt, kernels)
+        if hit is None:
+            continue
+        site = KernelSite(stmt.lineno, *hit)
+        i = stmt.lineno - 2
+        while i >= 0 and lines[i].lstrip().startswith("#"):
+            m = _HANDLE.search(lines[i])
+            if m and not site.handle:
+                site.handle = f"{m.group(1)}:{m.group(2)}"
+            m = _ORIGIN.search(lines[i])
+            if m and not site.aten:
+                site.aten = [a.strip() for a in m.group(2).split(",") if a.strip()]
+            i -= 1
+        sites.append(site)
+    return sites
+
+
+def _rewritten_call(src: str, filename: str, sites: list[KernelSite]) -> Any:
+    """Code object of call() with ``_dftracer_mark(i)`` before kernel call i and
+    ``_dftracer_mark(n)`` before each return."""
+    tree = ast.parse(src)
+    fdef = find_call(tree)
+    index = {s.line: i for i, s in enumerate(sites)}
+
+    def mark(i: int, at: ast.stmt) -> ast.stmt:
+        call = ast.Expr(ast.Call(ast.Name(MARK, ast.Load()), [ast.Constant(i)], []))
+        return ast.copy_location(call, at)
+
+    def rewrite(body: list) -> list:
+        out = []
+        for stmt in body:
+            for attr in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, attr, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(stmt, attr, rewrite(inner))
+            if isinstance(stmt, (ast.Expr, ast.Assign)) and stmt.lineno in index:
+                out.append(mark(index[stmt.lineno], stmt))
+            elif isinstance(stmt, ast.Return):
+                out.append(mark(len(sites), stmt))
+            out.append(stmt)
+        return out
+
+    fdef.body = rewrite(fdef.body)
+    module = ast.fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
+    code = compile(module, filename, "exec")
+    return next(c for c in code.co_consts if hasattr(c, "co_name") and c.co_name == "call")
+
+
+# ------------------------------------------------------------- attribution
+def _table_path(key: str) -> str | None:
+    base = torch_compat.inductor_cache_dir()
+    if not key or base is None:
+        return None
+    return os.path.join(base, "dftracer", f"{key}.json")
+
+
+def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int) -> list[KernelEntry]:
+    provenance = torch_compat.kernel_post_grad_nodes()
+    nodes = {n.name: n for n in gm.graph.nodes if n.op == "call_function"}
+    fw_info, module_of_seq = (dynamo_pairing.find_forward(list(nodes.values())) if phase == BACKWARD
+                              else (None, {}))
+    described: dict[str, dynamo_nodes.OpEntry] = {}
+    site_ops = []
+    for s in sites:
+        ops = []
+        for name in provenance.get(s.handle, []):
+            n = nodes.get(name)
+            if n is None:
+                continue
+            if name not in described:
+                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get)
+            ops.append((name, described[name]))
+        site_ops.append(ops)
+    # A node can be listed by two kernels (a convolution by the layout copy
+    # that prepares its input and by the extern kernel that runs it): its
+    # FLOPs count once, in the extern/fallback kernel if one lists it.
+    flops_site: dict[str, int] = {}
+    for i, (s, ops) in enumerate(zip(sites, site_ops)):
+        for name, _ in ops:
+            if name not in flops_site or (s.kind in ("extern", "fallback") and
+                                          sites[flops_site[name]].kind not in ("extern", "fallback")):
+                flops_site[name] = i
+    entries = []
+    for i, (s, ops) in enumerate(zip(sites, site_ops)):
+        modules = list(dict.fromkeys(o.module for _, o in ops if o.module))
+        aten = list(dict.fromkeys(o.name.removeprefix("function.") for _, o in ops)) or s.aten
+        seqs = [o.seq_nr for _, o in ops if o.seq_nr >= 0]
+        flops = sum(o.flops for name, o in ops if flops_site[name] == i)
+        entries.append(KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
+                                   min(seqs) if seqs else -1))
+    return _attribute_inserted(entries)
+
+
+def _attribute_inserted(entries: list[KernelEntry]) -> list[KernelEntry]:
+    """Kernels with no source node are Inductor's own (e.g. copying inputs to
+    channels-last for the convolution after it): they get the module, ATen
+    ops and seq_nr of the next kernel with a source, the work they prepare."""
+    following = None
+    for e in reversed(entries):
+        if e.modules or e.aten:
+            following = e
+        elif following is not None:
+            e.modules, e.aten, e.seq_nr, e.inserted = list(following.modules), list(following.aten), \
+                following.seq_nr, True
+    return entries
+
+
+def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, key: str) -> list[KernelEntry]:
+    """Static args per call site: from Inductor's provenance when this
+    process lowered the graph (then saved under the FX graph cache key), else
+    from the table saved by the process that did (a cache hit), else the
+    kernel's own comment."""
+    path = _table_path(key)
+    if any(s.handle for s in sites) and torch_compat.kernel_post_grad_nodes():
+        entries = _entries_from_provenance(sites, gm, phase)
+        if path is not None and any(e.modules for e in entries):
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    json.dump([e.__dict__ for e in entries], f)
+                os.replace(tmp, path)  # readers never see a partial table
+            except OSError:
+                pass  # only the next process's attribution is lost
+        return entries
+    if path is not None:
+        try:
+            with open(path) as f:
+                saved = [KernelEntry(**d) for d in json.load(f)]
+            if [e.name for e in saved] == [s.name for s in sites]:
+                return saved
+        except (OSError, ValueError, TypeError):
+            pass
+    return [KernelEntry(s.name, s.kind, [], s.aten, 0, 0, -1) for s in sites]
+
+
+# ----------------------------------------------------------------- instrument
+def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo:
+    """Registers the kernel table of Inductor's compiled graph `out` and
+    rewrites its call() to mark each kernel call. Returns its GraphInfo; the
+    caller brackets ``out.current_callable`` with dynamo_graph_call.wrap."""
+    src, runner, key = torch_compat.compiled_graph_parts(out)
+    call_fn = type(runner).call
+    if MARK in call_fn.__globals__:
+        raise RuntimeError("this compiled module is already instrumented (same code compiled twice)")
+    sites = kernel_sites(src)
+    entries = kernel_table(sites, gm, phase, key)
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+    fw_info = dynamo_pairing.find_forward(ops)[0] if phase == BACKWARD else None
+    if fw_info is not None:
+        graph_id = fw_info.graph
+    phase_name = dynamo_nodes.PHASES[phase]
+    names = [f"kernel.{e.name}" for e in entries]
+    slot = _core.dynamo_register_graph(
+        f"graph.{phase_name}",
+        json.dumps({"phase": phase_name, "graph": graph_id, "ops": len(entries), "compiler": "inductor"},
+                   separators=(",", ":"))[1:-1],
+        phase, names, [e.fragment(i, phase_name, graph_id) for i, e in enumerate(entries)],
+        [-1] * len(entries), 0, fw_info.slot if fw_info is not None else -1)
+    key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
+    op_entries = [dynamo_nodes.OpEntry(i, names[i], e.modules[0] if e.modules else None, "", [], "", e.flops,
+                                       e.bytes, e.seq_nr) for i, e in enumerate(entries)]
+    info = GraphInfo(graph_id, phase, slot, names, op_entries, {}, key_name, key_index)
+    add_graph(info)
+    if phase == FORWARD:
+        dynamo_pairing.note_forward(info)
+    code = _rewritten_call(src, call_fn.__code__.co_filename, sites)
+    call_fn.__globals__[MARK] = _core.dynamo_mark
+    call_fn.__code__ = code
+    return info

@@ -1,0 +1,201 @@
+"""Inductor's kernels in the trace (issue #15): dftracer_inductor_backend
+runs Inductor's own kernels (outputs and grads equal plain Inductor's) and
+records one event per kernel call, attributed to modules, ATen ops and
+FLOPs; a second process that hits the FX graph cache records the same."""
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "..", "bench", "dynamo")
+
+# Trains 2 steps and runs 1 inference step of a small model under
+# Dynamo(backend="inductor"), and the same under plain torch.compile; prints
+# one JSON line of results.
+SCRIPT = """
+    import json, re, sys, torch
+    sys.path.insert(0, {here!r}); sys.path.insert(0, {bench!r})
+    import trace_reader
+    from torch.utils.flop_counter import FlopCounterMode
+    from dftracer.python import dftracer, Dynamo
+
+    def make():
+        torch.manual_seed(0)
+        if {model!r} == "encoder":  # a 2-layer BERT encoder, no dropout (plain and ours must agree)
+            from models import bert_base
+            return bert_base(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                             vocab_size=100, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0), torch.randint(0, 100, (2, 8))
+        from models import Bottleneck
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), Bottleneck(16, 8),
+                                  torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 4))
+        return net, torch.randn(2, 3, 16, 16)
+
+    ours, x = make()
+    plain, _ = make()
+    flops_model, _ = make()
+
+    log = dftracer.initialize_log({prefix!r}, None, -1)
+    fwd = Dynamo("k", backend="inductor").compile(ours)
+    ref = torch.compile(plain)
+    same = True
+    for step in range(2):
+        a, b = fwd(x), ref(x)
+        same &= torch.equal(a, b)
+        a.float().pow(2).sum().backward()
+        b.float().pow(2).sum().backward()
+        same &= all(p.grad is None and q.grad is None or torch.equal(p.grad, q.grad)
+                    for p, q in zip(ours.parameters(), plain.parameters()))
+    with torch.no_grad():
+        same &= torch.equal(fwd(x), ref(x))
+    log.finalize()
+
+    with FlopCounterMode(display=False) as fc:
+        flops_model(x).float().pow(2).sum().backward()
+    with FlopCounterMode(display=False) as fi, torch.no_grad():
+        flops_model(x)
+
+    # The kernel calls of each generated wrapper's call(), counted from its text.
+    from torch._inductor.codecache import PyCodeCache
+    calls = []
+    for mod in list(PyCodeCache.modules):
+        src = open(mod.__file__).read()
+        body = src[src.index("    def call(self, args):"):]
+        body = body[:body.index("runner = Runner(")]
+        n = len(re.findall(r"^\\s+(?:buf\\w+ = )?(?:cpp_fused_\\w+|extern_kernels\\.\\w+|torch\\.ops\\.\\w+\\.\\w+\\.\\w+)\\(",
+                           body, re.M))
+        if "Provenance debug handles" in src:  # only our compiles turn provenance tracking on
+            calls.append(n)
+    events = [e for p in trace_reader.trace_files({tmp!r}, {glob!r}) for e in trace_reader.read_trace(p)]
+    kernels = [dict(name=e["name"], **{{k: v for k, v in e["args"].items() if k != "hhash"}})
+               for e in events if e.get("ph") == "X" and e["name"].startswith("kernel.")]
+    graphs = [dict(name=e["name"], **{{k: v for k, v in e["args"].items() if k != "hhash"}})
+              for e in events if e.get("ph") == "X" and e["name"].startswith("graph.")]
+    compile_names = sorted({{e["name"] for e in events if e.get("cat") == "compile"}})
+    counters = torch._dynamo.utils.counters["inductor"]
+    print(json.dumps(dict(same=bool(same), kernels=kernels, graphs=graphs, calls=calls,
+                          flops_train=fc.get_total_flops(), flops_infer=fi.get_total_flops(),
+                          by_op_train={{str(k).split(".")[-1]: v for k, v in fc.get_flop_counts()["Global"].items()}},
+                          by_op_infer={{str(k).split(".")[-1]: v for k, v in fi.get_flop_counts()["Global"].items()}},
+                          compile_names=compile_names, cache_hits=counters["fxgraph_cache_hit"])))
+"""
+
+
+def run(run_python, tmp_path, model, name):
+    code = SCRIPT.format(here=HERE, bench=BENCH, model=model, prefix=str(tmp_path / name), tmp=str(tmp_path),
+                         glob=f"{name}-*.pfw*")
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("model", ["encoder", "cnn"])
+def test_inductor_kernel_events(run_python, tmp_path, model):
+    if model == "encoder":
+        pytest.importorskip("transformers")
+    res = run(run_python, tmp_path, model, "first")
+    assert res["same"], "outputs or grads differ from plain Inductor's"
+
+    # one event per kernel call per graph call, as many as the wrapper's call() makes
+    graphs = res["graphs"]
+    assert sorted(g["phase"] for g in graphs) == ["backward", "backward", "forward", "forward", "inference"]
+    kernels = res["kernels"]
+    assert len(kernels) == sum(g["ops"] for g in graphs)
+    per_phase = {g["phase"]: g["ops"] for g in graphs}
+    assert sorted(per_phase.values()) == sorted(res["calls"]), (per_phase, res["calls"])
+    for k in kernels:
+        assert k["modules"] and k["aten"], k  # attributed to >= 1 module and ATen op
+        assert k["kernel"] in ("cpp", "extern", "fallback")
+    # kernels in graph order, call after call
+    fw = [k["node"] for k in kernels if k["phase"] == "forward"]
+    assert fw == list(range(per_phase["forward"])) * 2
+
+    # FLOPs per step equal FlopCounterMode's on the eager model, for the ops
+    # Inductor keeps as they are (the linear layers' matmuls, convolutions:
+    # extern kernels). Attention is not compared: eager runs SDPA, and Inductor
+    # on CPU decomposes it into bmm + softmax, whose FLOPs are those of the
+    # decomposition.
+    kept = {"mm", "addmm", "convolution", "convolution_backward"}
+
+    def ours(phases):
+        return sum(k["flops"] for k in kernels if k["phase"] in phases
+                   and {a.split(".")[0] for a in k["aten"]} & kept)
+
+    def eager(by_op):
+        return sum(v for op, v in by_op.items() if op in kept)
+
+    assert eager(res["by_op_train"]) > 0
+    assert ours(("forward", "backward")) == 2 * eager(res["by_op_train"])
+    assert ours(("inference",)) == eager(res["by_op_infer"])
+    if model == "cnn":  # nothing decomposed: all of it
+        assert sum(k["flops"] for k in kernels if k["phase"] != "inference") == 2 * res["flops_train"]
+        assert sum(k["flops"] for k in kernels if k["phase"] == "inference") == res["flops_infer"]
+    assert {"dynamo.trace", "backend_compile", "aot_autograd", "dftracer.instrument"} <= set(res["compile_names"])
+
+    # a second process hits the FX graph cache and records the same events
+    again = run(run_python, tmp_path, model, "second")
+    assert again["cache_hits"] > 0 and again["same"]
+    strip = lambda ks: [{k: v for k, v in e.items() if k != "graph"} for e in ks]  # noqa: E731
+    assert strip(again["kernels"]) == strip(kernels)
+
+
+def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_python, tmp_path):
+    """trace_eager() under plain torch.compile (Inductor, no dftracer
+    backend): with cpp.enable_kernel_profile on, each C++ kernel call is an
+    event (cat "inductor", Inductor's name graph_<n>_cpp_...), inside its
+    CompiledFunction / CompiledFunctionBackward event; without it, none."""
+    code = f"""
+        import collections, json, sys, torch
+        sys.path.insert(0, {HERE!r})
+        import trace_reader
+        from dftracer.python import dftracer, trace_eager
+
+        log = dftracer.initialize_log({str(tmp_path / "te")!r}, None, -1)
+        trace_eager()
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))
+        profiled = torch.compile(m, options={{"cpp.enable_kernel_profile": True}})
+        plain = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()))
+        x = torch.randn(4, 8)
+        for _ in range(3):
+            profiled(x).sum().backward()
+            plain(x).sum().backward()
+        log.finalize()
+        events = [e for p in trace_reader.trace_files({str(tmp_path)!r}, "te-*.pfw*") for e in trace_reader.read_trace(p)]
+        x_events = [e for e in events if e.get("ph") == "X"]
+        kernels = [e for e in x_events if e["cat"] == "inductor"]
+        scopes = [e for e in x_events if e["name"] in ("CompiledFunction", "CompiledFunctionBackward")]
+        inside = all(any(s["tid"] == k["tid"] and s["ts_ns"] <= k["ts_ns"] and
+                         k["ts_ns"] + k["dur_ns"] <= s["ts_ns"] + s["dur_ns"] for s in scopes) for k in kernels)
+        print(json.dumps({{"counts": collections.Counter(k["name"] for k in kernels), "inside": inside}}))
+    """
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    counts = res["counts"]
+    # the profiled model's forward kernel and its backward kernels, once per iteration; none of the other model
+    assert counts and all(name.startswith("graph_") and "_cpp_" in name for name in counts), counts
+    assert set(counts.values()) == {3}, counts
+    assert any("backward" in name for name in counts) and len(counts) >= 2, counts
+    assert res["inside"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the Triton kernel path needs a GPU")
+def test_triton_kernels_are_marked_on_cuda(tmp_path):
+    """On CUDA, Inductor's Triton kernels (``kernel.run(...)`` calls) are
+    marked like C++ kernels (kind "triton"); the event spans the launch on
+    the host (device time per kernel is not recorded yet)."""
+    from dftracer.python import Dynamo
+
+    from test_dynamo_helpers import traced
+
+    torch._dynamo.reset()
+    m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.LayerNorm(64)).cuda()
+    x = torch.randn(8, 64, device="cuda")
+    with traced(tmp_path, "cuda") as events:
+        out = Dynamo("cuda", backend="inductor").compile(m)(x)
+        torch.cuda.synchronize()
+    torch.testing.assert_close(out, m(x))
+    kinds = {e["args"]["kernel"] for e in events if e.get("ph") == "X" and e["name"].startswith("kernel.")}
+    assert "triton" in kinds, kinds
