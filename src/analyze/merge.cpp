@@ -153,34 +153,60 @@ bool numeric_string(std::string_view s) {
 }
 
 // Writes `text` (a JSON number, microseconds) minus `base_us` to `out`,
-// exactly: the integer part is subtracted, the fraction digits are kept.
+// exactly: sign, integer part and up to 18 fraction digits are taken apart
+// and the subtraction is done in 128-bit integers scaled by the fraction's
+// digits, so a negative or fractional value rebases exactly too (a negative
+// fraction used to be added, not subtracted). The exponent form (1.7e15),
+// which cannot be split that way, goes through a double -- precise to well
+// under a microsecond at these magnitudes -- instead of being left unrebased.
 bool rebase_ts(std::string_view text, int64_t base_us, std::string* out) {
   size_t i = 0;
-  bool neg = !text.empty() && text[0] == '-';
+  const bool neg = !text.empty() && text[0] == '-';
   if (neg) ++i;
-  size_t int_start = i;
+  const size_t int_start = i;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  if (i == int_start || i - int_start > 18) return false;
-  std::string_view rest = text.substr(i);
-  if (!rest.empty() && (rest[0] != '.' || rest.find_first_of("eE") != std::string_view::npos)) return false;
-  int64_t whole = 0;
-  std::from_chars(text.data() + int_start, text.data() + i, whole);
-  if (neg) whole = -whole;
-  int64_t v = whole - base_us;
-  if (v < 0 && !rest.empty()) {
-    // Before the base (an hour before the first event: rare). A negative
-    // whole part plus a positive fraction needs a borrow; a double is
-    // precise enough at these magnitudes.
-    double frac = 0;
-    std::from_chars(rest.data() + 1, rest.data() + rest.size(), frac);
-    frac /= std::pow(10.0, static_cast<double>(rest.size() - 1));
+  const size_t int_end = i;
+  size_t frac_start = i, frac_end = i;
+  if (i < text.size() && text[i] == '.') {
+    frac_start = ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    frac_end = i;
+  }
+  const bool plain = int_end > int_start && int_end - int_start <= 18 && frac_end - frac_start <= 18 &&
+                     i == text.size() && (frac_start == int_end || frac_end > frac_start);
+  if (!plain) {
+    if (!numeric_string(text)) return false;
+    double d = 0;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), d);
+    if (r.ec != std::errc()) return false;
     char buf[64];
-    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(v) + frac);
-    out->assign(buf, static_cast<size_t>(r.ptr - buf));
+    int n = std::snprintf(buf, sizeof buf, "%.3f", d - static_cast<double>(base_us));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
+    out->assign(buf, static_cast<size_t>(n));
     return true;
   }
-  *out = std::to_string(v);
-  out->append(rest.data(), rest.size());
+  const size_t k = frac_end - frac_start;
+  __int128 scale = 1;
+  for (size_t d = 0; d < k; ++d) scale *= 10;
+  int64_t whole = 0, frac = 0;
+  std::from_chars(text.data() + int_start, text.data() + int_end, whole);
+  if (k) std::from_chars(text.data() + frac_start, text.data() + frac_end, frac);
+  __int128 v = static_cast<__int128>(whole) * scale + frac;
+  if (neg) v = -v;
+  v -= static_cast<__int128>(base_us) * scale;
+  const bool vneg = v < 0;
+  unsigned __int128 a = vneg ? static_cast<unsigned __int128>(-v) : static_cast<unsigned __int128>(v);
+  const unsigned __int128 uscale = static_cast<unsigned __int128>(scale);
+  std::string frac_digits(k, '0');
+  unsigned __int128 f = a % uscale;
+  for (size_t d = k; d-- > 0; f /= 10) frac_digits[d] = static_cast<char>('0' + static_cast<int>(f % 10));
+  unsigned __int128 w = a / uscale;  // < 2^64: |whole| < 10^18 and |base_us| < 2^63
+  out->assign(vneg ? "-" : "");
+  out->append(std::to_string(static_cast<uint64_t>(w)));
+  if (k) {
+    out->push_back('.');
+    out->append(frac_digits);
+  }
   return true;
 }
 
@@ -314,6 +340,14 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
       if (j == i || j - i > 18) continue;
       int64_t v = 0;
       std::from_chars(text.data() + i, text.data() + j, v);
+      size_t k = j;  // the exponent form: 1.795e15 is not 1
+      while (k < text.size() && (std::isdigit(static_cast<unsigned char>(text[k])) || text[k] == '.')) ++k;
+      if (k < text.size() && (text[k] == 'e' || text[k] == 'E')) {
+        double d = 0;
+        auto r = std::from_chars(text.data() + i, text.data() + text.size(), d);
+        if (r.ec != std::errc() || !(d > 0 && d < 9e18)) continue;
+        v = static_cast<int64_t>(d);
+      }
       if (v > 0 && (best < 0 || v < best)) best = v;
     }
   }

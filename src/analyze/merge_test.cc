@@ -162,6 +162,30 @@ TEST(Merge, TimestampsAreRebasedExactlyUnlessEpochIsAsked) {
   EXPECT_NE(read_file(d.file("e.json")).find("\"ts\":1795280406425524.831"), std::string::npos);
 }
 
+// The exponent form is rebased too (it used to be copied unrebased, and
+// taken for "1" when finding the base), and a negative fractional ts is
+// rebased exactly: -5.25 - base, not -5 - base + 0.25.
+TEST(Merge, ExponentAndNegativeFractionalTimestampsAreRebased) {
+  TempDir d;
+  write_file(d.file("a.pfw"),
+             "[\n"
+             R"({"name":"a","cat":"c","pid":7,"tid":7,"ts":1.79528040642553e15,"dur":1,"ph":"X"})" "\n"
+             R"({"name":"b","cat":"c","pid":7,"tid":7,"ts":1795280406425524,"dur":1,"ph":"X"})" "\n"
+             R"({"name":"c","cat":"c","pid":7,"tid":7,"ts":-5.25,"dur":1,"ph":"X"})" "\n]\n");
+  EXPECT_EQ(earliest_leading_ts_us({d.file("a.pfw")}), 1795280406425524);
+  MergeResult r = merge_traces({d.file("a.pfw")}, d.file("m.json"), 1);
+  const int64_t base = (1795280406 - 3600) * int64_t{1000000};
+  ASSERT_EQ(r.ts_base_us, base);
+  std::string text = read_file(d.file("m.json"));
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_EQ(p.parse(simdjson::padded_string(text)).get(doc), simdjson::SUCCESS) << text;
+  const int64_t rel = 1795280406425524 - base;
+  EXPECT_NE(text.find("\"ts\":" + std::to_string(rel + 6) + ".000"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ts\":" + std::to_string(rel) + ","), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ts\":-" + std::to_string(base + 5) + ".25,"), std::string::npos) << text;
+}
+
 TEST(Merge, UnwritableOutputIsAnError) {
   TempDir d;
   write_file(d.file("a.pfw"), pfw_text({op_event(1, "x", 1, 1)}));
