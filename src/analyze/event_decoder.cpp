@@ -149,6 +149,9 @@ DecodeStatus decode_args(ondemand::value& v, Event& ev, const ArgCapture* captur
 }  // namespace
 
 std::string_view strip_trace_line(std::string_view line) {
+  // A UTF-8 byte-order mark (an editor's or a Windows tool's) before the
+  // first line is not part of the JSON.
+  if (line.size() >= 3 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.remove_prefix(3);
   line = trim(line);
   if (!line.empty() && line.back() == ',') line.remove_suffix(1);
   line = trim(line);

@@ -150,5 +150,33 @@ TEST(Robustness, RandomBytesNeverCrash) {
   }
 }
 
+
+// A UTF-8 byte-order mark before the first line, and a Chrome JSON document
+// cut short on one line or across pretty-printed lines: every complete
+// event is read (each used to read as zero events).
+TEST(Robustness, ByteOrderMarkAndCutOneLineDocumentsKeepTheirEvents) {
+  TempDir d;
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string a = R"({"name":"a","ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"args":{"s":"}{]["}})";
+  const std::string b = R"({"name":"b","ph":"X","ts":2,"dur":1,"pid":1,"tid":1})";
+  const std::string cut = R"({"name":"c","ph":"X","ts":3,"du)";
+  struct Case {
+    const char* file;
+    std::string text;
+    std::multiset<std::string> names;
+  } cases[] = {
+      {"bom_lines.pfw", bom + "[\n" + a + "\n" + b + "\n]\n", {"a", "b"}},
+      {"bom_document.json", bom + "{\"traceEvents\":[" + a + "," + b + "]}", {"a", "b"}},
+      {"cut_array.json", "[" + a + "," + b + "," + cut, {"a", "b"}},
+      {"cut_object.json", "{\"traceEvents\":[" + a + "," + b + "," + cut, {"a", "b"}},
+      {"cut_pretty.json", "{\n  \"traceEvents\": [\n    {\n      \"name\": \"p\", \"ph\": \"X\",\n      \"ts\": 5, \"dur\": 1\n    },\n    {\n      \"name\": \"q\",", {"p"}},
+  };
+  for (const Case& c : cases) {
+    write_file(d.file(c.file), c.text);
+    Collected got = collect({d.file(c.file)}, 1);
+    EXPECT_EQ(got.names, c.names) << c.file;
+  }
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -320,6 +321,7 @@ std::string_view first_nonblank_line(std::string_view text, size_t& pos) {
 // Line-per-event (ours, DFTracer's, JSON lines) or one JSON document (a
 // pretty-printed Chrome trace such as a torch.profiler export).
 Layout detect_layout(std::string_view head) {
+  if (head.size() >= 3 && head.compare(0, 3, "\xEF\xBB\xBF") == 0) head.remove_prefix(3);  // a BOM
   size_t pos = 0;
   std::string_view l1 = first_nonblank_line(head, pos);
   if (l1.empty()) return Layout::Lines;
@@ -334,6 +336,43 @@ Layout detect_layout(std::string_view head) {
     return Layout::Lines;
   if (s1.front() == '{' || s1.front() == '[') return Layout::Document;
   return Layout::Lines;  // garbage: read line by line and count it
+}
+
+// Calls f(begin, end) for each complete `{...}` element of a Chrome trace's
+// event array in `text` (a bare array, or an object's "traceEvents"), in
+// order, stopping at the first element cut short or at anything that is not
+// an object. Braces inside strings (escapes included) do not count.
+template <typename F>
+void for_each_complete_object(std::string_view text, F&& f) {
+  size_t key = text.find("\"traceEvents\"");
+  size_t p = text.find('[', key == std::string_view::npos ? 0 : key);
+  if (p == std::string_view::npos) return;
+  ++p;
+  for (;;) {
+    while (p < text.size() && (text[p] == ',' || std::isspace(static_cast<unsigned char>(text[p])))) ++p;
+    if (p >= text.size() || text[p] != '{') return;
+    size_t depth = 0, q = p;
+    bool in_string = false, done = false;
+    for (; q < text.size(); ++q) {
+      char c = text[q];
+      if (in_string) {
+        if (c == '\\') ++q;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) {
+          done = true;
+          break;
+        }
+      }
+    }
+    if (!done) return;  // cut short inside this element
+    f(p, q + 1);
+    p = q + 1;
+  }
 }
 
 // First inflated bytes of a gzip file, for layout detection.
@@ -592,6 +631,7 @@ void Worker::run_document(const FileState& f, size_t file_index) {
     return;
   }
   stats.json_bytes += text.size();
+  if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // a BOM
 
   simdjson::dom::parser parser;
   simdjson::padded_string padded(text);
@@ -606,9 +646,14 @@ void Worker::run_document(const FileState& f, size_t file_index) {
     }
   }
   if (!ok) {
-    // Not one valid document (cut short?): salvage the complete one-line objects.
+    // Not one valid document (cut short?): salvage every complete event
+    // object of its array, wherever the lines break (a one-line array cut
+    // short used to give nothing).
     text.resize(text.size() + kLinePadding);
-    sink.lines(text.data(), text.data() + text.size() - kLinePadding, text.data() + text.size());
+    for_each_complete_object(std::string_view(text.data(), text.size() - kLinePadding),
+                             [&](size_t begin, size_t end) {
+                               sink.line(text.data() + begin, end - begin, text.size() - begin);
+                             });
     return;
   }
   std::string line;
