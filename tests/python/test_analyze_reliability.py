@@ -126,3 +126,18 @@ def test_size_limits_skip_and_count_oversized_lines(tmp_path):
         da.summary(src, max_line_mib=0)
     with pytest.raises(TypeError, match="max_document_mib must be an int or None"):
         da.summary(src, max_document_mib=1.5)
+
+
+def test_a_huge_batch_size_is_not_reserved_up_front(tmp_path):
+    # events(batch_size=10**8) used to reserve ~20 GB of columns before the
+    # first event: under a 4 GiB address-space limit it raised MemoryError.
+    trace = _write_trace(tmp_path / "t.pfw", n=50)
+    code = textwrap.dedent(f"""
+        import resource
+        import dftracer.analyze as da
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        print(sum(len(b) for b in da.events({trace!r}, batch_size=10**8)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["50"]

@@ -1,5 +1,7 @@
 #include "event_batches.hpp"
 
+#include <algorithm>
+
 #include "trace_time.hpp"
 
 #include <cmath>
@@ -43,7 +45,11 @@ void EventBatch::reserve(size_t n, bool with_args) {
 
 void BatchBuilder::start_batch() {
   batch_ = std::make_unique<EventBatch>();
-  batch_->reserve(opt_.batch_size, opt_.raw_args);
+  // Room for the usual batch up front; a huge batch_size (10**8: ~20 GB of
+  // columns) grows as events arrive instead of being reserved, which failed
+  // before the first event was read.
+  constexpr size_t kMaxReservedRows = size_t{1} << 16;
+  batch_->reserve(std::min(opt_.batch_size, kMaxReservedRows), opt_.raw_args);
 }
 
 // The args object exactly as written. A second, cheap On-Demand pass: the
