@@ -123,7 +123,11 @@ def test_phase_and_grad_enabled_under_grad_modes(tmp_path):
     assert len(graph_calls(events, "inference")) == 2
 
 
-def test_seq_nr_flows_link_forward_to_backward(tmp_path):
+def test_seq_nr_flows_link_forward_to_backward(tmp_path, monkeypatch):
+    # Flows are matched to the op that encloses them by timestamp: at the
+    # default whole microseconds, adjacent ops share boundaries and the match
+    # is ambiguous, so this test reads nanoseconds.
+    monkeypatch.setenv("DFTRACER_TIME_RESOLUTION", "ns")
     model = MLP()
     compiled = torch.compile(model, backend=dftracer_dynamo_backend)
     x = torch.randn(3, 6)

@@ -99,7 +99,7 @@ def test_untraced_import_patches_nothing(run_python, tmp_path):
 import dftracer
 from dftracer.python import io_tracing
 assert io_tracing.mode() == "off"
-""", env={})
+""", env={"DFTRACER_ENABLE": None})
 
 
 def test_numpy_load_and_save(run_python, trace_dir, tmp_path):

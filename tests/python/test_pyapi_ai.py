@@ -202,7 +202,7 @@ for epoch in dft_ai.pipeline.epoch.iter(range(2)):
     expect_no_file_when_unset()
     off = run_python("import os\nfrom dftracer.python import dftracer\n"
                      "log = dftracer.initialize_log(os.path.join(os.environ['TRACE_DIR'], 't.pfw'), None, -1)\n"
-                     + loop + "log.finalize()\n", env={"TRACE_DIR": trace_dir})
+                     + loop + "log.finalize()\n", env={"TRACE_DIR": trace_dir, "DFTRACER_ENABLE": None})
     assert trace_files(trace_dir) == [], off.stderr
 
 
@@ -246,7 +246,7 @@ def test_get_time_and_get_config_follow_pydftracer(run_python, trace_dir):
 from dftracer.python import dftracer, get_time_scale
 log = dftracer.get_instance()
 print(log.get_time(), repr(log.get_config("DFTRACER_TIME_METRIC")))
-""")
+""", env={"DFTRACER_ENABLE": None})  # unset: tracing off
     assert proc.stdout.split() == ["0", "''"]  # tracing off: 0 and ""
     _, proc = run_traced(run_python, trace_dir, """
 from dftracer.python.common import get_time_scale
@@ -283,7 +283,7 @@ for m in ("relate", "relate_entity", "uses", "generates"):
     assert callable(getattr(dft_fn("c", "n"), m)), m
 assert log.declare_entity("file", "x") == 0  # tracing off
 print("ok")
-""")
+""", env={"DFTRACER_ENABLE": None})  # unset: tracing off
     assert proc.stdout.strip() == "ok"
 
 
@@ -335,6 +335,6 @@ with ai.pipeline.epoch:
 assert list(ai.dataloader.fetch.iter([1, 2])) == [1, 2]
 log.finalize()
 print("ran")
-""")
+""", env={"DFTRACER_ENABLE": None})  # unset: tracing off
     assert proc.stdout.strip() == "ran"
     assert not [p for p in os.listdir(tmp_path) if ".pfw" in p]
