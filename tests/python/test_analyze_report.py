@@ -1,8 +1,8 @@
 """`dftracer-analyze report` opened in headless Chromium renders its charts,
 and `merge` output is strict JSON for Python's own parser.
 
-The command is found on PATH (the wheel installs it), through
-$DFTRACER_ANALYZE_BIN, or in a CMake build directory of this checkout.
+The command is found through $DFTRACER_ANALYZE_BIN, beside this interpreter or on
+PATH (the wheel installs it), or in a CMake build directory of this checkout.
 """
 import glob
 import json
@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -17,7 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _analyzer():
-    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), shutil.which("dftracer-analyze")]
+    # This interpreter's own install before PATH: a pyenv shim on PATH can name another Python's older copy.
+    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
+             shutil.which("dftracer-analyze")]
     cands += sorted(glob.glob(os.path.join(ROOT, "build*", "src", "analyze", "dftracer-analyze")),
                     key=os.path.getmtime, reverse=True)
     for c in cands:
