@@ -175,6 +175,7 @@ int main(int argc, char** argv) {
   std::vector<GroupKey> keys;
   SummarySort sort = SummarySort::self;
   const bool by_step = a.command == "summary" && a.by == "step";  // steps.hpp; args.step still groups
+  if (by_step && (a.top_set || a.sort != "self")) usage_error("--by step shows every step: no --top or --sort");
   if (a.command == "summary" && !by_step) {
     try {
       keys = parse_group_keys(a.by);

@@ -157,7 +157,8 @@ class StepAttributor : public LineConsumer {
       first_acc_.push_back(accs_.size());
       for (size_t s = 0; s < plan[p].steps.size(); ++s) {
         if (plan[p].source == "args.step") label_index_[p].emplace(plan[p].steps[s].label, s);
-        for (size_t c = 0; c < kNumStepCategories; ++c) new_acc(std::to_string(p) + ':' + std::to_string(s) + ':' + kStepCategories[c]);
+        for (size_t c = 0; c < kNumStepCategories; ++c)
+          new_acc(std::to_string(p) + ':' + std::to_string(s) + ':' + kStepCategories[c]);
       }
     }
     outside_ = accs_.size();
@@ -425,7 +426,8 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
     append_json_string(o, p.region);
     o += ",\"steps\":" + std::to_string(p.steps.size()) + "}";
   }
-  o += "],\"first_step_compile_share\":" + (r.rows.empty() ? std::string("null") : format_json_number(r.rows[0].compile_share));
+  o += "],\"first_step_compile_share\":" +
+       (r.rows.empty() ? std::string("null") : format_json_number(r.rows[0].compile_share));
   o += ",\"outside\":{\"traced_us\":" + format_json_number(r.outside_traced_us) + json_categories(r.outside_us) + "}";
   o += ",\"nesting\":{\"approximated\":" + std::to_string(r.nesting.approximated) +
        ",\"folded\":" + std::to_string(r.nesting.folded) + "}";
@@ -438,7 +440,8 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
     append_json_string(o, x.label);
     o += ",\"start_us\":" + format_json_number(x.start_us) + ",\"duration_us\":" + format_json_number(x.duration_us) +
          ",\"traced_us\":" + format_json_number(x.traced_us) + json_categories(x.by_category_us) +
-         ",\"compile_share\":" + format_json_number(x.compile_share) + ",\"outlier\":" + (x.outlier ? "true" : "false") +
+         ",\"compile_share\":" + format_json_number(x.compile_share) +
+         ",\"outlier\":" + (x.outlier ? "true" : "false") +
          "}";
   }
   o += "]}\n";

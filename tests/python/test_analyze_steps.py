@@ -168,5 +168,8 @@ def test_no_steps_is_said_and_api_returns_empty(tmp_path):
     table = subprocess.run([analyzer_exe(), "summary", "--by", "step", "--no-progress", str(p)],
                            capture_output=True, text=True, check=True).stdout
     assert "no steps found" in table
+    bad = subprocess.run([analyzer_exe(), "summary", "--by", "step", "--top", "2", str(p)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--by step shows every step" in bad.stderr
     df = da.steps(str(p))
     assert df.empty and df.attrs["outside"]["traced_us"] == 5
