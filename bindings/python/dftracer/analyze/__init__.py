@@ -110,6 +110,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         value as written, a list or object as its JSON text); several as a comma-joined
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
+        (by="step" groups by the step arg, as `--by args.step`; the per-step breakdown of
+        `dftracer-analyze summary --by step` is steps().)
     top: keep the `top` groups with the most self time (or total time with sort="total"; None: all).
     sort: "self" (default) or "total": the row order, and which time `top` keeps the most of.
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
