@@ -294,8 +294,7 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
       finders.push_back(std::make_unique<StepFinder>());
       consumers.push_back(finders.back().get());
     }
-    ReadOptions quiet = options;
-    read_traces(files, consumers, quiet);  // its stats are pass 2's: the same input
+    read_traces(files, consumers, options);  // its stats are pass 2's: the same input
     for (unsigned t = 1; t < threads; ++t) finders[0]->merge(*finders[t]);
     r.processes = finders[0]->plan();
   }
