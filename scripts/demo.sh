@@ -30,6 +30,9 @@ echo
 echo "=== where the time went: top ops by self time ==="
 "$ANALYZE" summary "$TRACE" --by name --top 15
 echo
+echo "=== per step: time split into compile / forward / backward / optimizer / data / other (ms) ==="
+"$ANALYZE" summary "$TRACE" --by step
+echo
 echo "=== compile vs run: self time by category (compile events: cat compile) ==="
 "$ANALYZE" summary "$TRACE" --by cat
 echo

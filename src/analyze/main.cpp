@@ -13,6 +13,7 @@
 #include "merge.hpp"
 #include "output_file.hpp"
 #include "report.hpp"
+#include "steps.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
 
@@ -31,7 +32,9 @@ const char* kUsage =
     "            of the traced time, the self times of all events, so shares add up to 100%)\n"
     "              --by KEYS      name (default), cat, pid, tid, module, phase, graph, step, epoch, ...,\n"
     "                             category (compile, forward, backward, optimizer, data, other), or\n"
-    "                             any args.<key> (e.g. args.step); comma-joined for several\n"
+    "                             any args.<key> (e.g. args.step); comma-joined for several;\n"
+    "                             step alone: per training step, its time split into compile,\n"
+    "                             forward, backward, optimizer, data, other, outliers flagged\n"
     "              --top N        the N groups with the most self time, or total with --sort total\n"
     "              --sort S       self (default) or total: the order of the rows and of --top\n"
     "              --format F     table (default), json or csv\n"
@@ -171,7 +174,9 @@ int main(int argc, char** argv) {
   // A bad --by is a usage error, found before any input is read.
   std::vector<GroupKey> keys;
   SummarySort sort = SummarySort::self;
-  if (a.command == "summary") {
+  const bool by_step = a.command == "summary" && a.by == "step";  // steps.hpp; args.step still groups
+  if (by_step && (a.top_set || a.sort != "self")) usage_error("--by step shows every step: no --top or --sort");
+  if (a.command == "summary" && !by_step) {
     try {
       keys = parse_group_keys(a.by);
     } catch (const std::invalid_argument& e) {
@@ -188,6 +193,16 @@ int main(int argc, char** argv) {
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     if (a.command == "summary") {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
+      if (by_step) {
+        StepReport r = analyze_steps(files, a.threads, ro);
+        std::ostringstream os;
+        if (a.format == "json") write_steps_json(os, r);
+        else if (a.format == "csv") write_steps_csv(os, r);
+        else write_steps_table(os, r);
+        if (a.out.empty()) write_stdout(os.str());
+        else write_output_file(a.out, os.str());
+        return finish(r.stats);
+      }
       Summary s = summarize(files, keys, a.top, a.threads, ro, sort);
       std::ostringstream os;
       if (a.format == "json") write_summary_json(os, s);

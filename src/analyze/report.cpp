@@ -10,6 +10,7 @@
 #include "event_decoder.hpp"
 #include "io_view.hpp"
 #include "output_file.hpp"
+#include "steps.hpp"
 #include "summary.hpp"  // append_json_string
 #include "trace_time.hpp"
 
@@ -117,6 +118,24 @@ std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t
   return o + "]";
 }
 
+// {"rows": [[label, traced_us, compile_us..other_us, outlier]], "categories", "rule", "first_compile_share"}
+std::string steps_report_json(const StepReport& st) {
+  std::string o = "{\"categories\":[";
+  for (size_t c = 0; c < kNumStepCategories; ++c) o += std::string(c ? ",\"" : "\"") + kStepCategories[c] + "\"";
+  o += "],\"rule\":";
+  append_json_string(o, kStepOutlierRule);
+  o += ",\"first_compile_share\":" + format_json_number(st.rows.empty() ? 0 : st.rows[0].compile_share) + ",\"rows\":[";
+  for (size_t i = 0; i < st.rows.size(); ++i) {
+    const StepRow& x = st.rows[i];
+    o += i ? ",[" : "[";
+    append_json_string(o, (st.processes.size() > 1 ? "pid " + x.pid + " " : "") + "step " + std::to_string(x.step));
+    o += "," + format_json_number(x.traced_us);
+    for (double v : x.by_category_us) o += "," + format_json_number(v);
+    o += x.outlier ? ",true]" : ",false]";
+  }
+  return o + "]}";
+}
+
 const char* kPage = R"HTML(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>dftracer-analyze report</title>
@@ -132,6 +151,8 @@ svg.chart text{font-size:11px;fill:#333}
 <h1>Trace report</h1>
 <p class="note" id="overview"></p>
 <h2>Top operations by self time</h2><div id="top-ops"></div>
+<div id="steps-section" hidden><h2>Per step: compile / forward / backward / optimizer / data / other (self time)</h2>
+<p class="note" id="steps-summary"></p><div id="by-step"></div><div class="legend" id="steps-legend"></div></div>
 <h2>Self time by module</h2><div id="by-module"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
@@ -183,6 +204,28 @@ function timeline(target){
     var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+c+"\"></i>"; s.appendChild(document.createTextNode(p.label)); legend.appendChild(s);
   });
 }
+// Steps (steps.hpp): one stacked bar per step, its traced time split by category.
+function stepBars(){
+  var S=D.steps; if(!S || !S.rows.length) return;
+  document.getElementById("steps-section").hidden=false;
+  document.getElementById("steps-summary").textContent=S.rows.length+" steps; first step: compile "+(100*S.first_compile_share).toFixed(1)+"% of its traced time. Outlier (!): "+S.rule+".";
+  var rowH=20, labelW=160, W=1000, H=S.rows.length*rowH+10, max=0;
+  S.rows.forEach(function(r){ if(r[1]>max) max=r[1]; });
+  var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"time per step"},document.getElementById("by-step"));
+  S.rows.forEach(function(r,i){
+    var y=5+i*rowH, x=labelW;
+    el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=(r[8]?"! ":"")+r[0];
+    for(var c=0;c<S.categories.length;c++){
+      var w=max>0?(W-labelW-130)*r[2+c]/max:0; if(w<=0) continue;
+      var b=el("rect",{"class":"step-part",x:x,y:y+2,width:w,height:rowH-5,fill:COLORS[c]},svg);
+      el("title",{},b).textContent=r[0]+": "+S.categories[c]+" "+fmt(r[2+c]); x+=w;
+    }
+    el("text",{x:x+5,y:y+14},svg).textContent=fmt(r[1])+" traced";
+  });
+  var legend=document.getElementById("steps-legend");
+  S.categories.forEach(function(c,i){ var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+COLORS[i]+"\"></i>"; s.appendChild(document.createTextNode(c)); legend.appendChild(s); });
+}
+stepBars();
 document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.traced_us)+" traced (the threads' time inside any event: the self times add up to it), "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
 bars("top-ops", D.top_ops, "top operations");
 bars("by-module", D.by_module, "time by module");
@@ -228,6 +271,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"top_ops\":" + totals_json(by_key[0], top_n);
   data += ",\"by_module\":" + totals_json(by_key[1], 30);
   data += ",\"by_phase\":" + totals_json(by_key[2], 0);
+  data += ",\"steps\":" + steps_report_json(analyze_steps(files, threads, options));  // its own two reads
   // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
   // the page shows the section only when there are some.
   IoView io = io_view(files, IoOptions{}, threads, options);

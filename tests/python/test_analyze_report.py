@@ -1,8 +1,8 @@
 """`dftracer-analyze report` opened in headless Chromium renders its charts,
 and `merge` output is strict JSON for Python's own parser.
 
-The command is found on PATH (the wheel installs it), through
-$DFTRACER_ANALYZE_BIN, or in a CMake build directory of this checkout.
+The command is found through $DFTRACER_ANALYZE_BIN, beside this interpreter or on
+PATH (the wheel installs it), or in a CMake build directory of this checkout.
 """
 import glob
 import json
@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -17,7 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _analyzer():
-    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), shutil.which("dftracer-analyze")]
+    # This interpreter's own install before PATH: a pyenv shim on PATH can name another Python's older copy.
+    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
+             shutil.which("dftracer-analyze")]
     cands += sorted(glob.glob(os.path.join(ROOT, "build*", "src", "analyze", "dftracer-analyze")),
                     key=os.path.getmtime, reverse=True)
     for c in cands:
@@ -107,3 +110,31 @@ def test_report_bars_show_self_time(tmp_path):
     assert labels == ["function.mm", "train_step"]
     assert "600.000 us self, 600.000 us total" in top_ops and "400.000 us self, 1.000 ms total" in top_ops
     assert "1.000 ms traced" in dom
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_shows_steps_as_stacked_bars(tmp_path):
+    """Three train_step regions on the main thread: one stacked bar per step
+    (its self time split by category), the first step's compile share, and the
+    first step (compiling, 2.5x the others) marked as an outlier."""
+    exe = _analyzer()
+    evs = [{"name": "dynamo.trace", "cat": "compile", "pid": 1, "tid": 1, "ts": 0, "dur": 500, "ph": "X"}]
+    for start in (0, 2000, 3000):
+        off = 500 if start == 0 else 0
+        evs.append({"name": "mm", "cat": "op", "pid": 1, "tid": 1, "ts": start + off, "dur": 200, "ph": "X",
+                    "args": {"phase": "forward"}})
+        evs.append({"name": "mm_bw", "cat": "op", "pid": 1, "tid": 1, "ts": start + off + 200, "dur": 200,
+                    "ph": "X", "args": {"phase": "backward"}})
+        evs.append({"name": "train_step", "cat": "app", "pid": 1, "tid": 1, "ts": start,
+                    "dur": 1000 if start == 0 else 400, "ph": "X"})
+    (tmp_path / "a.pfw").write_text("".join(json.dumps(e) + "\n" for e in evs))
+    html = tmp_path / "report.html"
+    subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True)
+    dom = _rendered_dom(html, tmp_path)
+    section = dom.split('id="steps-section"')[1].split("</svg>")[0]
+    labels = re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', section)
+    assert labels == ["! step 0", "step 1", "step 2"]
+    # step 0: compile, forward, backward, other (the region's own 100 us); steps 1, 2: forward, backward.
+    assert section.count('class="step-part"') == 8
+    assert "3 steps; first step: compile 50.0% of its traced time" in section
+    assert "1.000 ms traced" in section

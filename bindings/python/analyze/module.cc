@@ -9,11 +9,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "event_batches.hpp"
 #include "merge.hpp"
+#include "steps.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
 
@@ -229,6 +231,24 @@ nb::object stream_next(EventStream& s) {
   return batch_dict(*b);
 }
 
+// Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
+// what `summary --by step --format json` prints; plus the read stats.
+nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
+                   long long max_document_mib) {
+  check_cpu();
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = thread_count(threads);
+  std::ostringstream os;
+  ReadStats stats;
+  {
+    nb::gil_scoped_release unlocked;
+    StepReport r = analyze_steps(expand_or_throw(paths), nthreads, ro);
+    write_steps_json(os, r);
+    stats = r.stats;
+  }
+  return nb::make_tuple(os.str(), stats_dict(stats));
+}
+
 }  // namespace
 
 NB_MODULE(_analyze, m) {
@@ -259,6 +279,8 @@ NB_MODULE(_analyze, m) {
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
+  m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");
   m.def("default_threads", &default_threads);
   m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.

@@ -33,7 +33,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _ext = None
     _IMPORT_ERROR = e
 
-__all__ = ["summary", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
+__all__ = ["summary", "steps", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
            "EVENT_COLUMNS"]
 
 # The column lists come from the extension, which generates them from the
@@ -110,6 +110,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         value as written, a list or object as its JSON text); several as a comma-joined
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
+        (by="step" groups by the step arg, as `--by args.step`; the per-step breakdown of
+        `dftracer-analyze summary --by step` is steps().)
     top: keep the `top` groups with the most self time (or total time with sort="total"; None: all).
     sort: "self" (default) or "total": the row order, and which time `top` keeps the most of.
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
@@ -150,6 +152,38 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     df.attrs["stats"] = dict(raw["stats"])
     df.attrs["totals"] = dict(raw["totals"])
     _warn_skipped(raw["stats"])
+    return df
+
+
+def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+    """Per training step, its time split by kind of work, as a pandas DataFrame: the
+    rows of `dftracer-analyze summary --by step --format json` (same numbers).
+
+    Steps come from a `step` arg on events, else from the repeated top-level region
+    of each process's main thread (docs/analyzer.md, "Steps"). Columns: pid, step
+    (0-based within the process), label (the arg value or the region name), start_us,
+    duration_us, traced_us (all threads' time inside the step), compile_us, forward_us,
+    backward_us, optimizer_us, data_us, other_us (self time: they add up to traced_us),
+    compile_share (compile_us / traced_us), outlier (bool).
+
+    df.attrs: "processes" (pid, source, region, steps), "outside" (self time of events
+    in no step, by category), "first_step_compile_share", "outlier_rule", "nesting",
+    "stats" (what was read and skipped).
+    """
+    import json
+
+    import pandas as pd
+
+    text, stats = _module().steps_json(_path_list(paths), _threads(threads),
+                                       **_limits(max_line_mib, max_document_mib))
+    doc = json.loads(text)
+    columns = ["pid", "step", "label", "start_us", "duration_us", "traced_us", "compile_us", "forward_us",
+               "backward_us", "optimizer_us", "data_us", "other_us", "compile_share", "outlier"]
+    df = pd.DataFrame(doc.pop("steps"), columns=columns)
+    df["outlier"] = df["outlier"].astype(bool)
+    df.attrs.update(doc)
+    df.attrs["stats"] = dict(stats)
+    _warn_skipped(stats)
     return df
 
 
