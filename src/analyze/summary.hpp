@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -137,6 +138,11 @@ struct Summary {
 // Reads `files` on `threads` threads and builds the summary (top_n 0 = all rows).
 Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
                   unsigned threads, const ReadOptions& options = {}, SummarySort sort = SummarySort::self);
+// The reading part of summarize(): all of `files` in one merged aggregator
+// (nesting not yet resolved), for outputs that need its exact ns groups.
+std::unique_ptr<SummaryAggregator> aggregate_traces(const std::vector<std::string>& files,
+                                                    const std::vector<GroupKey>& keys, unsigned threads,
+                                                    const ReadOptions& options, ReadStats* stats);
 Summary build_summary(SummaryAggregator& merged, size_t top_n, SummarySort sort = SummarySort::self);
 
 void write_summary_table(std::ostream& os, const Summary& s);
@@ -145,5 +151,9 @@ void write_summary_csv(std::ostream& os, const Summary& s);
 
 // JSON string escaping shared by the writers.
 void append_json_string(std::string& out, std::string_view s);
+// The "skipped" object of the JSON outputs: what bad input was left out.
+std::string skipped_json(const ReadStats& st);
+// `"key":"value",` for each group key of a JSON row.
+void append_key_members(std::string& out, const std::vector<GroupKey>& keys, const std::vector<std::string>& values);
 
 }  // namespace dftracer::analyze
