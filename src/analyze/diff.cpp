@@ -15,6 +15,11 @@ double delta_pct(double a, double b) {
   return (b - a) / a * 100.0;
 }
 
+std::array<double, 8> DiffRow::times() const {
+  return {self_a_us,  self_b_us,  self_delta_us(),  delta_pct(self_a_us, self_b_us),
+          total_a_us, total_b_us, total_delta_us(), delta_pct(total_a_us, total_b_us)};
+}
+
 Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n) {
   Diff d;
   d.keys = a.keys;
@@ -124,12 +129,9 @@ namespace {
 
 // The numbers of a row after its key(s), in kDiffColumns order.
 std::vector<std::string> row_numbers(const DiffRow& r) {
-  return {std::to_string(r.count_a),        std::to_string(r.count_b),
-          std::to_string(r.count_delta()),  json_num(r.self_a_us),
-          json_num(r.self_b_us),            json_num(r.self_delta_us()),
-          json_num(delta_pct(r.self_a_us, r.self_b_us)), json_num(r.total_a_us),
-          json_num(r.total_b_us),           json_num(r.total_delta_us()),
-          json_num(delta_pct(r.total_a_us, r.total_b_us))};
+  std::vector<std::string> out{std::to_string(r.count_a), std::to_string(r.count_b), std::to_string(r.count_delta())};
+  for (double v : r.times()) out.push_back(json_num(v));
+  return out;
 }
 
 }  // namespace

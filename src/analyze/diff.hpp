@@ -4,6 +4,7 @@
 // other. Rows are sorted by impact, the absolute change of self time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -19,6 +20,8 @@ inline constexpr const char* kDiffColumns[] = {
     "count_a",  "count_b",  "count_delta", "self_a_us",       "self_b_us",       "self_delta_us", "self_delta_pct",
     "total_a_us", "total_b_us", "total_delta_us", "total_delta_pct"};
 
+inline constexpr size_t kDiffFirstTime = 3;  // count_a, count_b, count_delta come first
+
 struct DiffRow {
   std::vector<std::string> key;
   uint64_t count_a = 0, count_b = 0;
@@ -26,6 +29,8 @@ struct DiffRow {
   int64_t count_delta() const { return static_cast<int64_t>(count_b) - static_cast<int64_t>(count_a); }
   double self_delta_us() const { return self_b_us - self_a_us; }
   double total_delta_us() const { return total_b_us - total_a_us; }
+  // The time columns, kDiffColumns[kDiffFirstTime...] in order.
+  std::array<double, 8> times() const;
 };
 
 // delta / a in percent; NaN when a is 0 (a group new in B).
