@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <unordered_map>
 
 #include "event_decoder.hpp"
 #include "io_view.hpp"
+#include "module_tree.hpp"
 #include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
 #include "trace_time.hpp"
@@ -61,11 +63,15 @@ const char* kReportKeys = "name,module,phase";
 
 class ReportConsumer : public LineConsumer {
  public:
-  void begin_piece(size_t file_index) override { groups_.begin_piece(file_index); }
+  void begin_piece(size_t file_index) override {
+    groups_.begin_piece(file_index);
+    modules_.begin_piece(file_index);
+  }
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
     groups_.add_event(ev_);
+    modules_.add_event(ev_);
     if (ev_.is_metadata()) {
       if (ev_.name == "process_name" && !ev_.meta_name.empty())
         process_names_[std::string(ev_.pid_text)] = std::string(ev_.meta_name);
@@ -82,12 +88,15 @@ class ReportConsumer : public LineConsumer {
 
   void merge(ReportConsumer& o) {
     groups_.merge(o.groups_);
+    modules_.merge(o.modules_);
     for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
     for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
     first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
   }
 
   SummaryAggregator groups_{parse_group_keys(kReportKeys)};
+  // The module icicle: the same model grouped by module alone (module_tree.hpp).
+  SummaryAggregator modules_{parse_group_keys("module")};
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
   int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
@@ -133,6 +142,7 @@ svg.chart text{font-size:11px;fill:#333}
 <p class="note" id="overview"></p>
 <h2>Top operations by self time</h2><div id="top-ops"></div>
 <h2>Self time by module</h2><div id="by-module"></div>
+<h2>Module tree (total time; width = a module's total, below it its children)</h2><div id="module-icicle"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
@@ -161,6 +171,26 @@ function bars(target, rows, title){
     el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+" ("+r[1]+")";
   });
 }
+function icicle(target, tree){
+  var host=document.getElementById(target);
+  if(!tree || !tree.roots.length){ host.textContent="No events with a module."; return; }
+  var rowH=22, W=1000, depth=0;
+  (function deepest(ns){ ns.forEach(function(n){ depth=Math.max(depth,n.depth+1); deepest(n.children); }); })(tree.roots);
+  var svg=el("svg",{"class":"chart","width":W,"height":depth*rowH+2,"role":"img","aria-label":"module tree"},host);
+  var scale=tree.tree_us>0?(W-2)/tree.tree_us:0, i=0;
+  function draw(nodes, x0){
+    var x=x0;
+    nodes.forEach(function(n){
+      var w=n.total_us*scale, y=1+n.depth*rowH;
+      var r=el("rect",{"class":"node",x:x+1,y:y,width:Math.max(w-1,1),height:rowH-2,fill:COLORS[(i++)%COLORS.length]},svg);
+      el("title",{},r).textContent=n.path+": "+fmt(n.total_us)+" total, "+fmt(n.self_us)+" self, "+(100*n.share).toFixed(2)+"%, "+n.count+" events";
+      if(w>50){ var t=el("text",{x:x+4,y:y+15},svg); t.textContent=n.name.length*6.5>w-8?n.name.slice(0,Math.max(1,Math.floor((w-8)/6.5)))+"\u2026":n.name; }
+      draw(n.children, x);
+      x+=w;
+    });
+  }
+  draw(tree.roots, 0);
+}
 function timeline(target){
   var host=document.getElementById(target), procs=D.timeline;
   if(!procs.length){ host.textContent="No timestamped events."; return; }
@@ -187,6 +217,7 @@ document.getElementById("overview").textContent=D.events+" complete events, "+fm
 bars("top-ops", D.top_ops, "top operations");
 bars("by-module", D.by_module, "time by module");
 bars("by-phase", D.by_phase, "time by phase");
+icicle("module-icicle", D.module_tree);
 timeline("timeline");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
   bars("io-by-file", D.io.by_file, "I/O time by file"); bars("io-by-call", D.io.by_call, "I/O time by call"); }
@@ -212,6 +243,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
   ReportConsumer& r = *cons[0];
   Summary s = build_summary(r.groups_, 0);
+  r.modules_.resolve_nesting();
+  std::ostringstream tree_json;
+  write_module_tree_json(tree_json, build_module_tree(r.modules_));
   std::unordered_map<std::string, Totals> by_key[3];  // name, module, phase
   for (const SummaryRow& row : s.rows) {
     for (size_t k = 0; k < 3; ++k) {
@@ -228,6 +262,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"top_ops\":" + totals_json(by_key[0], top_n);
   data += ",\"by_module\":" + totals_json(by_key[1], 30);
   data += ",\"by_phase\":" + totals_json(by_key[2], 0);
+  std::string tree = tree_json.str();
+  data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
   // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
   // the page shows the section only when there are some.
   IoView io = io_view(files, IoOptions{}, threads, options);
