@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -17,7 +18,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _analyzer():
-    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), shutil.which("dftracer-analyze")]
+    # This interpreter's own install before PATH: a dftracer-analyze of another
+    # install on PATH (an older build) would test the wrong page.
+    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
+             shutil.which("dftracer-analyze")]
     cands += sorted(glob.glob(os.path.join(ROOT, "build*", "src", "analyze", "dftracer-analyze")),
                     key=os.path.getmtime, reverse=True)
     for c in cands:

@@ -8,6 +8,9 @@
     for batch in da.events("traces/*.pfw.gz", batch_size=100_000):
         ...                                                  # one DataFrame per batch
 
+    da.diff("run_a/", "run_b/", by="module")                 # deltas per group, by impact
+    da.module_tree("traces/")                                # self/total per nn.Module path
+
 PATHS is a file, directory (searched recursively for *.pfw, *.pfw.gz, *.json,
 *.json.gz), glob pattern, or a list of them -- exactly what the command takes.
 Our .pfw/.pfw.gz, DFTracer's v1/v2 traces and Chrome trace JSON are read.
