@@ -32,19 +32,21 @@ struct Builder {
 
 }  // namespace
 
-ModuleTree build_module_tree(const SummaryAggregator& agg) {
+ModuleTree build_module_tree(const SummaryAggregator& agg, size_t module_key) {
   ModuleTree t;
   Builder b;
+  const bool composite = agg.keys().size() > 1;
   for (const auto& [key, g] : agg.groups()) {
     t.traced_ns = saturating_add(t.traced_ns, g.self_ns);
-    if (key == kNoModule) {
-      t.unattributed_ns = g.self_ns;
-      t.unattributed_count = g.count;
+    const std::string module = composite ? split_group_key(key).at(module_key) : key;
+    if (module == kNoModule) {
+      t.unattributed_ns = saturating_add(t.unattributed_ns, g.self_ns);
+      t.unattributed_count += g.count;
       continue;
     }
-    ModuleNode& n = b.node(key);
-    n.self_ns = g.self_ns;
-    n.count = g.count;
+    ModuleNode& n = b.node(module);
+    n.self_ns = saturating_add(n.self_ns, g.self_ns);
+    n.count += g.count;
   }
   // Totals bottom-up: in reverse path order every child ("a.b") comes before
   // its parent ("a"), as a path sorts after its own prefix.

@@ -42,8 +42,9 @@ struct ModuleTree {
   }
 };
 
-// From an aggregator grouped by the single key `module` (nesting resolved).
-ModuleTree build_module_tree(const SummaryAggregator& by_module);
+// From an aggregator (nesting resolved) whose keys include `module`, at
+// `module_key` among them (the report groups by name,module,phase at once).
+ModuleTree build_module_tree(const SummaryAggregator& agg, size_t module_key = 0);
 // Reads `files` grouped by module and builds the tree.
 ModuleTree module_tree(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options = {});
 

@@ -66,6 +66,26 @@ TEST(ModuleTree, TotalsAreSelfPlusChildren) {
   EXPECT_DOUBLE_EQ(t.share(node(t, "enc")), 80.0 / 88.0);
 }
 
+// The report builds the tree from its name,module,phase groups: the same tree.
+TEST(ModuleTree, FromCompositeGroupsIsTheSame) {
+  TempDir d;
+  write_file(d.file("t.pfw"), module_trace());
+  ReadStats stats;
+  auto agg = aggregate_traces({d.file("t.pfw")}, parse_group_keys("name,module,phase"), 1, {}, &stats);
+  agg->resolve_nesting();
+  ModuleTree composite = build_module_tree(*agg, 1);
+  ModuleTree single = module_tree({d.file("t.pfw")}, 1);
+  ASSERT_EQ(composite.nodes.size(), single.nodes.size());
+  for (size_t i = 0; i < single.nodes.size(); ++i) {
+    EXPECT_EQ(composite.nodes[i].path, single.nodes[i].path);
+    EXPECT_EQ(composite.nodes[i].self_ns, single.nodes[i].self_ns) << single.nodes[i].path;
+    EXPECT_EQ(composite.nodes[i].total_ns, single.nodes[i].total_ns) << single.nodes[i].path;
+    EXPECT_EQ(composite.nodes[i].count, single.nodes[i].count) << single.nodes[i].path;
+  }
+  EXPECT_EQ(composite.unattributed_ns, 112000);
+  EXPECT_EQ(node(composite, "enc.layer.0.attn").self_ns, 30000);  // forward 10 + backward 20 on one node
+}
+
 TEST(ModuleTree, CliTreeTableJsonCsv) {
   TempDir d;
   write_file(d.file("t.pfw"), module_trace());

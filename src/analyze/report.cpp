@@ -63,15 +63,11 @@ const char* kReportKeys = "name,module,phase";
 
 class ReportConsumer : public LineConsumer {
  public:
-  void begin_piece(size_t file_index) override {
-    groups_.begin_piece(file_index);
-    modules_.begin_piece(file_index);
-  }
+  void begin_piece(size_t file_index) override { groups_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
     groups_.add_event(ev_);
-    modules_.add_event(ev_);
     if (ev_.is_metadata()) {
       if (ev_.name == "process_name" && !ev_.meta_name.empty())
         process_names_[std::string(ev_.pid_text)] = std::string(ev_.meta_name);
@@ -88,15 +84,12 @@ class ReportConsumer : public LineConsumer {
 
   void merge(ReportConsumer& o) {
     groups_.merge(o.groups_);
-    modules_.merge(o.modules_);
     for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
     for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
     first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
   }
 
   SummaryAggregator groups_{parse_group_keys(kReportKeys)};
-  // The module icicle: the same model grouped by module alone (module_tree.hpp).
-  SummaryAggregator modules_{parse_group_keys("module")};
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
   int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
@@ -243,9 +236,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
   ReportConsumer& r = *cons[0];
   Summary s = build_summary(r.groups_, 0);
-  r.modules_.resolve_nesting();
+  // The module icicle from the same groups (key 1 of kReportKeys is module).
   std::ostringstream tree_json;
-  write_module_tree_json(tree_json, build_module_tree(r.modules_));
+  write_module_tree_json(tree_json, build_module_tree(r.groups_, 1));
   std::unordered_map<std::string, Totals> by_key[3];  // name, module, phase
   for (const SummaryRow& row : s.rows) {
     for (size_t k = 0; k < 3; ++k) {

@@ -257,6 +257,17 @@ void SummaryAggregator::resolve_nesting() {
   });
 }
 
+std::vector<std::string> split_group_key(const std::string& k) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t sep = k.find(kKeySep, pos);
+    out.push_back(k.substr(pos, sep == std::string::npos ? std::string::npos : sep - pos));
+    if (sep == std::string::npos) return out;
+    pos = sep + 1;
+  }
+}
+
 Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
   agg.resolve_nesting();
   Summary s;
@@ -278,13 +289,7 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
   s.traced_us = ns_to_us(self_ns);
   for (auto& [k, g] : agg.groups()) {
     SummaryRow r;
-    size_t pos = 0;
-    while (true) {
-      size_t sep = k.find(kKeySep, pos);
-      r.key.push_back(k.substr(pos, sep == std::string::npos ? std::string::npos : sep - pos));
-      if (sep == std::string::npos) break;
-      pos = sep + 1;
-    }
+    r.key = split_group_key(k);
     r.count = g.count;
     r.self_us = ns_to_us(g.self_ns);
     r.total_us = ns_to_us(g.total_ns);

@@ -70,6 +70,7 @@ class SummaryAggregator : public LineConsumer {
   void resolve_nesting();
   const NestingStats& nesting() const { return nesting_.stats(); }
 
+  // Keyed by the group's values joined (split_group_key() takes them apart).
   const std::unordered_map<std::string, GroupStats>& groups() const { return groups_; }
   const std::vector<GroupKey>& keys() const { return keys_; }
   uint64_t complete_events() const { return complete_; }
@@ -102,6 +103,9 @@ class SummaryAggregator : public LineConsumer {
   int64_t first_ts_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_end_ns_ = std::numeric_limits<int64_t>::min();
 };
+
+// One value per group key, from a key of SummaryAggregator::groups().
+std::vector<std::string> split_group_key(const std::string& key);
 
 // The columns after the group key(s), in the CSV header, the JSON rows and the
 // Python DataFrame (exported by the _analyze module).
