@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "diff.hpp"
 #include "io_view.hpp"
 #include "merge.hpp"
+#include "module_tree.hpp"
 #include "output_file.hpp"
 #include "report.hpp"
 #include "steps.hpp"
@@ -39,6 +41,11 @@ const char* kUsage =
     "              --sort S       self (default) or total: the order of the rows and of --top\n"
     "              --format F     table (default), json or csv\n"
     "              -o FILE        write there instead of stdout\n"
+    "              --tree         with --by module: self and total time per nn.Module path as an\n"
+    "                             indented tree (a node's total = its self + its children's totals)\n"
+    "  diff A B  two runs compared per group (A, B: each a file, directory or glob): count, self and\n"
+    "            total time in A and B and their deltas, sorted by |self-time delta| (a group found\n"
+    "            in one run only has 0 in the other); --by, --top, --format, -o as for summary\n"
     "  merge     all inputs into one strict-JSON trace for Perfetto / chrome://tracing\n"
     "              -o FILE        output, .json or .json.gz (required)\n"
     "              --epoch-ts     keep epoch timestamps (default: microseconds from\n"
@@ -99,6 +106,7 @@ struct Args {
   unsigned threads = default_threads();
   bool progress = true;
   bool epoch_ts = false;
+  bool tree = false;
   uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
   uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
   IoOptions io;
@@ -112,7 +120,8 @@ Args parse_args(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     std::exit(0);
   }
-  if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io")
+  if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io" &&
+      a.command != "diff")
     usage_error("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
@@ -135,6 +144,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--max-document-mib") a.max_document_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--epoch-ts") a.epoch_ts = true;
+    else if (s == "--tree") a.tree = true;
     else if (s == "--small-bytes") a.io.small_bytes = parse_bounded(s, value(), 0, 1LL << 40);
     else if (s == "--bin-ms") a.io.bin_ns = parse_bounded(s, value(), 1, 1LL << 32) * 1000000;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
@@ -143,6 +153,11 @@ Args parse_args(int argc, char** argv) {
   if (a.paths.empty()) usage_error("no input path given");
   if (a.format != "table" && a.format != "json" && a.format != "csv")
     usage_error("--format must be table, json or csv, not '" + a.format + "'");
+  if (a.command == "diff" && a.paths.size() != 2)
+    usage_error("diff needs two inputs, A and B (each a file, directory or glob), not " +
+                std::to_string(a.paths.size()));
+  if (a.tree && (a.command != "summary" || a.by != "module"))
+    usage_error("--tree works only with summary --by module");
   if ((a.command == "merge" || a.command == "report") && a.out.empty())
     usage_error(a.command + " needs -o FILE");
   return a;
@@ -157,6 +172,57 @@ int finish(const ReadStats& st) {
     return 1;
   }
   return 0;
+}
+
+// Writes `text` where -o says, or to stdout.
+void emit(const Args& a, const std::string& text) {
+  if (a.out.empty()) write_stdout(text);
+  else write_output_file(a.out, text);
+}
+
+// diff: each side's inputs expanded and read on its own; the skipped-input
+// line and the exit status say which side they are about.
+int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions& ro) {
+  std::vector<std::string> sides[2];
+  for (int i = 0; i < 2; ++i) {
+    sides[i] = expand_inputs({a.paths[i]});
+    if (sides[i].empty())
+      throw InputError(std::string(i ? "B" : "A") + ": no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under '" +
+                       a.paths[i] + "'");
+  }
+  if (!a.out.empty()) {
+    refuse_input_as_output(a.out, sides[0]);
+    refuse_input_as_output(a.out, sides[1]);
+  }
+  Diff d = diff_traces(sides[0], sides[1], keys, a.top, a.threads, ro);
+  std::ostringstream os;
+  if (a.format == "json") write_diff_json(os, d);
+  else if (a.format == "csv") write_diff_csv(os, d);
+  else write_diff_table(os, d);
+  emit(a, os.str());
+  int status = 0;
+  for (int i = 0; i < 2; ++i) {
+    const ReadStats& st = i ? d.stats_b : d.stats_a;
+    const char* side = i ? "B" : "A";
+    std::string line = st.problems_line();
+    if (!line.empty()) std::fprintf(stderr, "dftracer-analyze: %s: %s\n", side, line.c_str());
+    if (st.events == 0) {
+      std::fprintf(stderr, "dftracer-analyze: %s: no event could be read\n", side);
+      status = 1;
+    }
+  }
+  return status;
+}
+
+int run_module_tree(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
+  if (!a.out.empty()) refuse_input_as_output(a.out, files);
+  ModuleTree t = module_tree(files, a.threads, ro);
+  std::ostringstream os;
+  if (a.format == "json") write_module_tree_json(os, t);
+  else if (a.format == "csv") write_module_tree_csv(os, t);
+  else write_module_tree_table(os, t);
+  emit(a, os.str());
+  return finish(t.stats);
 }
 
 }  // namespace
@@ -176,7 +242,7 @@ int main(int argc, char** argv) {
   SummarySort sort = SummarySort::self;
   const bool by_step = a.command == "summary" && a.by == "step";  // steps.hpp; args.step still groups
   if (by_step && (a.top_set || a.sort != "self")) usage_error("--by step shows every step: no --top or --sort");
-  if (a.command == "summary" && !by_step) {
+  if ((a.command == "summary" && !by_step) || a.command == "diff") {
     try {
       keys = parse_group_keys(a.by);
     } catch (const std::invalid_argument& e) {
@@ -189,6 +255,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (a.command == "diff") return run_diff(a, keys, ro);
     std::vector<std::string> files = expand_inputs(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     if (a.command == "summary") {
@@ -203,6 +270,7 @@ int main(int argc, char** argv) {
         else write_output_file(a.out, os.str());
         return finish(r.stats);
       }
+      if (a.tree) return run_module_tree(a, files, ro);
       Summary s = summarize(files, keys, a.top, a.threads, ro, sort);
       std::ostringstream os;
       if (a.format == "json") write_summary_json(os, s);

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <unordered_map>
 
 #include "event_decoder.hpp"
 #include "io_view.hpp"
+#include "module_tree.hpp"
 #include "output_file.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
@@ -154,6 +156,7 @@ svg.chart text{font-size:11px;fill:#333}
 <div id="steps-section" hidden><h2>Per step: compile / forward / backward / optimizer / data / other (self time)</h2>
 <p class="note" id="steps-summary"></p><div id="by-step"></div><div class="legend" id="steps-legend"></div></div>
 <h2>Self time by module</h2><div id="by-module"></div>
+<h2>Module tree (total time; width = a module's total, below it its children)</h2><div id="module-icicle"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
@@ -181,6 +184,26 @@ function bars(target, rows, title){
     el("title",{},b).textContent=r[0]+": "+fmt(r[2])+" self, "+fmt(r[3])+" total, in "+r[1]+" events";
     el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+" ("+r[1]+")";
   });
+}
+function icicle(target, tree){
+  var host=document.getElementById(target);
+  if(!tree || !tree.roots.length){ host.textContent="No events with a module."; return; }
+  var rowH=22, W=1000, depth=0;
+  (function deepest(ns){ ns.forEach(function(n){ depth=Math.max(depth,n.depth+1); deepest(n.children); }); })(tree.roots);
+  var svg=el("svg",{"class":"chart","width":W,"height":depth*rowH+2,"role":"img","aria-label":"module tree"},host);
+  var scale=tree.tree_us>0?(W-2)/tree.tree_us:0, i=0;
+  function draw(nodes, x0){
+    var x=x0;
+    nodes.forEach(function(n){
+      var w=n.total_us*scale, y=1+n.depth*rowH;
+      var r=el("rect",{"class":"node",x:x+1,y:y,width:Math.max(w-1,1),height:rowH-2,fill:COLORS[(i++)%COLORS.length]},svg);
+      el("title",{},r).textContent=n.path+": "+fmt(n.total_us)+" total, "+fmt(n.self_us)+" self, "+(100*n.share).toFixed(2)+"%, "+n.count+" events";
+      if(w>50){ var t=el("text",{x:x+4,y:y+15},svg); t.textContent=n.name.length*6.5>w-8?n.name.slice(0,Math.max(1,Math.floor((w-8)/6.5)))+"\u2026":n.name; }
+      draw(n.children, x);
+      x+=w;
+    });
+  }
+  draw(tree.roots, 0);
 }
 function timeline(target){
   var host=document.getElementById(target), procs=D.timeline;
@@ -230,6 +253,7 @@ document.getElementById("overview").textContent=D.events+" complete events, "+fm
 bars("top-ops", D.top_ops, "top operations");
 bars("by-module", D.by_module, "time by module");
 bars("by-phase", D.by_phase, "time by phase");
+icicle("module-icicle", D.module_tree);
 timeline("timeline");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
   bars("io-by-file", D.io.by_file, "I/O time by file"); bars("io-by-call", D.io.by_call, "I/O time by call"); }
@@ -255,6 +279,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
   ReportConsumer& r = *cons[0];
   Summary s = build_summary(r.groups_, 0);
+  // The module icicle from the same groups (key 1 of kReportKeys is module).
+  std::ostringstream tree_json;
+  write_module_tree_json(tree_json, build_module_tree(r.groups_, 1));
   std::unordered_map<std::string, Totals> by_key[3];  // name, module, phase
   for (const SummaryRow& row : s.rows) {
     for (size_t k = 0; k < 3; ++k) {
@@ -272,6 +299,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"by_module\":" + totals_json(by_key[1], 30);
   data += ",\"by_phase\":" + totals_json(by_key[2], 0);
   data += ",\"steps\":" + steps_report_json(analyze_steps(files, threads, options));  // its own two reads
+  std::string tree = tree_json.str();
+  data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
   // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
   // the page shows the section only when there are some.
   IoView io = io_view(files, IoOptions{}, threads, options);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "event_category.hpp"
+#include "text_format.hpp"
 
 namespace dftracer::analyze {
 
@@ -256,6 +257,17 @@ void SummaryAggregator::resolve_nesting() {
   });
 }
 
+std::vector<std::string> split_group_key(const std::string& k) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t sep = k.find(kKeySep, pos);
+    out.push_back(k.substr(pos, sep == std::string::npos ? std::string::npos : sep - pos));
+    if (sep == std::string::npos) return out;
+    pos = sep + 1;
+  }
+}
+
 Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
   agg.resolve_nesting();
   Summary s;
@@ -277,13 +289,7 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
   s.traced_us = ns_to_us(self_ns);
   for (auto& [k, g] : agg.groups()) {
     SummaryRow r;
-    size_t pos = 0;
-    while (true) {
-      size_t sep = k.find(kKeySep, pos);
-      r.key.push_back(k.substr(pos, sep == std::string::npos ? std::string::npos : sep - pos));
-      if (sep == std::string::npos) break;
-      pos = sep + 1;
-    }
+    r.key = split_group_key(k);
     r.count = g.count;
     r.self_us = ns_to_us(g.self_ns);
     r.total_us = ns_to_us(g.total_ns);
@@ -309,8 +315,9 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
   return s;
 }
 
-Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
-                  unsigned threads, const ReadOptions& options, SummarySort sort) {
+std::unique_ptr<SummaryAggregator> aggregate_traces(const std::vector<std::string>& files,
+                                                    const std::vector<GroupKey>& keys, unsigned threads,
+                                                    const ReadOptions& options, ReadStats* stats) {
   threads = useful_threads(files, threads, options);
   std::vector<std::unique_ptr<SummaryAggregator>> aggs;
   std::vector<LineConsumer*> consumers;
@@ -318,9 +325,16 @@ Summary summarize(const std::vector<std::string>& files, const std::vector<Group
     aggs.push_back(std::make_unique<SummaryAggregator>(keys));
     consumers.push_back(aggs.back().get());
   }
-  ReadStats stats = read_traces(files, consumers, options);
+  *stats = read_traces(files, consumers, options);
   for (unsigned t = 1; t < threads; ++t) aggs[0]->merge(*aggs[t]);
-  Summary s = build_summary(*aggs[0], top_n, sort);
+  return std::move(aggs[0]);
+}
+
+Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
+                  unsigned threads, const ReadOptions& options, SummarySort sort) {
+  ReadStats stats;
+  std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, keys, threads, options, &stats);
+  Summary s = build_summary(*agg, top_n, sort);
   s.stats = stats;
   return s;
 }
@@ -334,44 +348,21 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-namespace {
-
-std::string fmt_num(double v, int prec = 3) {
-  if (std::isnan(v)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
+std::string skipped_json(const ReadStats& st) {
+  return "{\"malformed\":" + std::to_string(st.malformed) + ",\"bad_fields\":" + std::to_string(st.bad_fields) +
+         ",\"truncated_members\":" + std::to_string(st.truncated_members) +
+         ",\"corrupt_members\":" + std::to_string(st.corrupt_members) +
+         ",\"empty_files\":" + std::to_string(st.empty_files) + "}";
 }
 
-// JSON numbers: integral values without a fraction, others with enough digits.
-std::string json_num(double v) {
-  if (std::isnan(v) || std::isinf(v)) return "null";
-  char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-std::string human_time(double us) {
-  char buf[64];
-  if (std::isnan(us)) return "";
-  if (us >= 1e6) std::snprintf(buf, sizeof buf, "%.3f s", us / 1e6);
-  else if (us >= 1e3) std::snprintf(buf, sizeof buf, "%.3f ms", us / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3f us", us);
-  return buf;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"') o += '"';
-    o += c;
+void append_key_members(std::string& out, const std::vector<GroupKey>& keys, const std::vector<std::string>& values) {
+  for (size_t k = 0; k < keys.size(); ++k) {
+    append_json_string(out, group_key_name(keys[k]));
+    out += ':';
+    append_json_string(out, values[k]);
+    out += ',';
   }
-  return o + "\"";
 }
-
-}  // namespace
 
 void write_summary_table(std::ostream& os, const Summary& s) {
   std::vector<std::string> header;
@@ -442,21 +433,12 @@ void write_summary_json(std::ostream& os, const Summary& s) {
   o += std::string(",\"sort\":\"") + (s.sort == SummarySort::self ? "self" : "total") + "\"";
   o += ",\"nesting\":{\"approximated\":" + std::to_string(s.nesting.approximated) +
        ",\"folded\":" + std::to_string(s.nesting.folded) + "}";
-  o += ",\"skipped\":{\"malformed\":" + std::to_string(s.stats.malformed) +
-       ",\"bad_fields\":" + std::to_string(s.stats.bad_fields) +
-       ",\"truncated_members\":" + std::to_string(s.stats.truncated_members) +
-       ",\"corrupt_members\":" + std::to_string(s.stats.corrupt_members) +
-       ",\"empty_files\":" + std::to_string(s.stats.empty_files) + "}";
+  o += ",\"skipped\":" + skipped_json(s.stats);
   o += ",\"rows\":[";
   for (size_t i = 0; i < s.rows.size(); ++i) {
     const SummaryRow& r = s.rows[i];
     o += i ? ",\n{" : "\n{";
-    for (size_t k = 0; k < s.keys.size(); ++k) {
-      append_json_string(o, group_key_name(s.keys[k]));
-      o += ':';
-      append_json_string(o, r.key[k]);
-      o += ',';
-    }
+    append_key_members(o, s.keys, r.key);
     o += "\"count\":" + std::to_string(r.count) + ",\"self_us\":" + json_num(r.self_us) +
          ",\"total_us\":" + json_num(r.total_us) +
          ",\"mean_us\":" + json_num(r.mean_us) + ",\"min_us\":" + json_num(r.min_us) +

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +70,7 @@ class SummaryAggregator : public LineConsumer {
   void resolve_nesting();
   const NestingStats& nesting() const { return nesting_.stats(); }
 
+  // Keyed by the group's values joined (split_group_key() takes them apart).
   const std::unordered_map<std::string, GroupStats>& groups() const { return groups_; }
   const std::vector<GroupKey>& keys() const { return keys_; }
   uint64_t complete_events() const { return complete_; }
@@ -101,6 +103,9 @@ class SummaryAggregator : public LineConsumer {
   int64_t first_ts_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_end_ns_ = std::numeric_limits<int64_t>::min();
 };
+
+// One value per group key, from a key of SummaryAggregator::groups().
+std::vector<std::string> split_group_key(const std::string& key);
 
 // The columns after the group key(s), in the CSV header, the JSON rows and the
 // Python DataFrame (exported by the _analyze module).
@@ -137,6 +142,11 @@ struct Summary {
 // Reads `files` on `threads` threads and builds the summary (top_n 0 = all rows).
 Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
                   unsigned threads, const ReadOptions& options = {}, SummarySort sort = SummarySort::self);
+// The reading part of summarize(): all of `files` in one merged aggregator
+// (nesting not yet resolved), for outputs that need its exact ns groups.
+std::unique_ptr<SummaryAggregator> aggregate_traces(const std::vector<std::string>& files,
+                                                    const std::vector<GroupKey>& keys, unsigned threads,
+                                                    const ReadOptions& options, ReadStats* stats);
 Summary build_summary(SummaryAggregator& merged, size_t top_n, SummarySort sort = SummarySort::self);
 
 void write_summary_table(std::ostream& os, const Summary& s);
@@ -149,5 +159,9 @@ void append_json_string(std::string& out, std::string_view s);
 // and a CSV field quoted where needed: for the other writers (steps.cpp).
 std::string format_json_number(double v);
 std::string format_csv_field(const std::string& s);
+// The "skipped" object of the JSON outputs: what bad input was left out.
+std::string skipped_json(const ReadStats& st);
+// `"key":"value",` for each group key of a JSON row.
+void append_key_members(std::string& out, const std::vector<GroupKey>& keys, const std::vector<std::string>& values);
 
 }  // namespace dftracer::analyze

@@ -18,7 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _analyzer():
-    # This interpreter's own install before PATH: a pyenv shim on PATH can name another Python's older copy.
+    # This interpreter's own install before PATH: a dftracer-analyze of another
+    # install on PATH (an older build) would test the wrong page.
     cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
              shutil.which("dftracer-analyze")]
     cands += sorted(glob.glob(os.path.join(ROOT, "build*", "src", "analyze", "dftracer-analyze")),
@@ -88,6 +89,11 @@ def test_report_renders_charts_in_headless_chromium(tmp_path):
     assert phases.count('class="bar"') == 3  # forward, backward, inference
     modules = dom.split('id="by-module"')[1].split("</svg>")[0]
     assert modules.count('class="bar"') == 4
+    # The module icicle: "model" over its four layers, each as wide as its total time.
+    icicle = dom.split('id="module-icicle"')[1].split("</svg>")[0]
+    assert icicle.count('class="node"') == 5
+    assert re.search(r"<title>model: [0-9.]+ ms total, 0.000 us self, 100.00%, 600 events</title>", icicle), icicle
+    assert "model.layer0: " in icicle
     timeline = dom.split('id="timeline"')[1].split("</svg>")[0]
     assert timeline.count('class="bin"') > 2
     assert "worker100" in dom and "worker200" in dom

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "event_batches.hpp"
+#include "diff.hpp"
 #include "merge.hpp"
 #include "steps.hpp"
+#include "module_tree.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
 
@@ -189,6 +191,102 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   return out;
 }
 
+// diff(a, b): {'keys', 'columns' (the key columns, then kDiffColumns; rows by
+// impact), 'totals', 'stats_a', 'stats_b'}: the numbers of `diff --format json`.
+nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::string& by,
+                 size_t top, long long threads, long long max_line_mib, long long max_document_mib) {
+  check_cpu();
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = thread_count(threads);
+  std::vector<std::string> files_a = expand_or_throw(a), files_b = expand_or_throw(b);
+  Diff d;
+  {
+    nb::gil_scoped_release unlocked;
+    d = diff_traces(files_a, files_b, keys, top, nthreads, ro);
+  }
+  nb::list key_names;
+  nb::dict cols;
+  for (size_t k = 0; k < d.keys.size(); ++k) {
+    key_names.append(group_key_name(d.keys[k]));
+    nb::list col;
+    for (const DiffRow& r : d.rows) col.append(py_str(r.key[k]));
+    cols[group_key_name(d.keys[k])] = col;
+  }
+  std::vector<uint64_t> count_a, count_b;
+  std::vector<int64_t> count_delta;
+  std::vector<double> times[8];
+  for (const DiffRow& r : d.rows) {
+    count_a.push_back(r.count_a);
+    count_b.push_back(r.count_b);
+    count_delta.push_back(r.count_delta());
+    std::array<double, 8> t = r.times();
+    for (size_t c = 0; c < t.size(); ++c) times[c].push_back(t[c]);
+  }
+  cols["count_a"] = numpy_array(std::move(count_a));
+  cols["count_b"] = numpy_array(std::move(count_b));
+  cols["count_delta"] = numpy_array(std::move(count_delta));
+  for (size_t c = 0; c < 8; ++c) cols[kDiffColumns[kDiffFirstTime + c]] = numpy_array(std::move(times[c]));
+  nb::dict totals;
+  totals["groups"] = d.groups;
+  totals["traced_a_us"] = d.traced_a_us;
+  totals["traced_b_us"] = d.traced_b_us;
+  totals["total_a_us"] = d.total_a_us;
+  totals["total_b_us"] = d.total_b_us;
+  totals["complete_events_a"] = d.events_a;
+  totals["complete_events_b"] = d.events_b;
+  nb::dict out;
+  out["keys"] = key_names;
+  out["columns"] = cols;
+  out["totals"] = totals;
+  out["stats_a"] = stats_dict(d.stats_a);
+  out["stats_b"] = stats_dict(d.stats_b);
+  return out;
+}
+
+// module_tree(paths): {'columns' (kModuleTreeColumns, depth-first), 'totals', 'stats'}.
+nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
+                        long long max_document_mib) {
+  check_cpu();
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = thread_count(threads);
+  std::vector<std::string> files = expand_or_throw(paths);
+  ModuleTree t;
+  {
+    nb::gil_scoped_release unlocked;
+    t = module_tree(files, nthreads, ro);
+  }
+  nb::list path;
+  std::vector<int64_t> depth;
+  std::vector<uint64_t> count;
+  std::vector<double> self, total, share;
+  for (const ModuleNode& n : t.nodes) {
+    path.append(py_str(n.path));
+    depth.push_back(n.depth);
+    self.push_back(ns_to_us(n.self_ns));
+    total.push_back(ns_to_us(n.total_ns));
+    count.push_back(n.count);
+    share.push_back(t.share(n));
+  }
+  nb::dict cols;
+  cols["path"] = path;
+  cols["depth"] = numpy_array(std::move(depth));
+  cols["self_us"] = numpy_array(std::move(self));
+  cols["total_us"] = numpy_array(std::move(total));
+  cols["count"] = numpy_array(std::move(count));
+  cols["share"] = numpy_array(std::move(share));
+  nb::dict totals;
+  totals["tree_us"] = ns_to_us(t.tree_ns);
+  totals["unattributed_us"] = ns_to_us(t.unattributed_ns);
+  totals["unattributed_events"] = t.unattributed_count;
+  totals["traced_us"] = ns_to_us(t.traced_ns);
+  nb::dict out;
+  out["columns"] = cols;
+  out["totals"] = totals;
+  out["stats"] = stats_dict(t.stats);
+  return out;
+}
+
 nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long long threads,
                   long long max_line_mib, long long max_document_mib) {
   check_cpu();
@@ -276,6 +374,12 @@ NB_MODULE(_analyze, m) {
   m.def("summary", &py_summary, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::arg("sort") = "self", "Summary of complete events: {'keys', 'columns', 'totals', 'stats'} (threads 0 = all cores).");
+  m.def("diff", &py_diff, nb::arg("a"), nb::arg("b"), nb::arg("by") = "name", nb::arg("top") = 0,
+        nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        "Two runs compared per group, as `dftracer-analyze diff --format json`.");
+  m.def("module_tree", &py_module_tree, nb::arg("paths"), nb::arg("threads") = 0,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
@@ -288,6 +392,11 @@ NB_MODULE(_analyze, m) {
   nb::list summary_columns;
   for (const char* c : kSummaryColumns) summary_columns.append(c);
   m.attr("SUMMARY_COLUMNS") = nb::tuple(summary_columns);
+  nb::list diff_columns, module_tree_columns;
+  for (const char* c : kDiffColumns) diff_columns.append(c);
+  for (const char* c : kModuleTreeColumns) module_tree_columns.append(c);
+  m.attr("DIFF_COLUMNS") = nb::tuple(diff_columns);
+  m.attr("MODULE_TREE_COLUMNS") = nb::tuple(module_tree_columns);
   m.attr("GROUP_KEY_CHOICES") = group_key_choices();
 
   nb::class_<EventStream>(m, "EventStream",

@@ -8,6 +8,9 @@
     for batch in da.events("traces/*.pfw.gz", batch_size=100_000):
         ...                                                  # one DataFrame per batch
 
+    da.diff("run_a/", "run_b/", by="module")                 # deltas per group, by impact
+    da.module_tree("traces/")                                # self/total per nn.Module path
+
 PATHS is a file, directory (searched recursively for *.pfw, *.pfw.gz, *.json,
 *.json.gz), glob pattern, or a list of them -- exactly what the command takes.
 Our .pfw/.pfw.gz, DFTracer's v1/v2 traces and Chrome trace JSON are read.
@@ -34,13 +37,17 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _IMPORT_ERROR = e
 
 __all__ = ["summary", "steps", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
-           "EVENT_COLUMNS"]
+           "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS"]
 
 # The column lists come from the extension, which generates them from the
 # reader's field table (src/analyze/event_schema.hpp), so they cannot drift.
 _KINDS = dict(_ext.EVENT_COLUMN_KINDS) if _ext is not None else {}
 #: Columns of summary() after the group key column(s).
 SUMMARY_COLUMNS = tuple(_ext.SUMMARY_COLUMNS) if _ext is not None else ()
+#: Columns of diff() after the group key column(s).
+DIFF_COLUMNS = tuple(_ext.DIFF_COLUMNS) if _ext is not None else ()
+#: Columns of module_tree().
+MODULE_TREE_COLUMNS = tuple(_ext.MODULE_TREE_COLUMNS) if _ext is not None else ()
 #: Columns of each events() batch ("args" only with raw_args=True).
 EVENT_COLUMNS = tuple(_KINDS)
 _STRING_COLUMNS = frozenset(c for c, k in _KINDS.items() if k == "text")
@@ -184,6 +191,70 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     df.attrs.update(doc)
     df.attrs["stats"] = dict(stats)
     _warn_skipped(stats)
+    return df
+
+
+def _top(top):
+    if top is None:
+        return 0
+    if int(top) < 1:
+        raise ValueError(f"top must be a positive number of groups or None, not {top!r}")
+    return int(top)
+
+
+def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None):
+    """Two runs compared group by group, as a pandas DataFrame sorted by impact.
+
+    a, b: each a file, directory, glob or list of them (run A and run B).
+    by: any key summary() accepts ("name", "module", "phase", "category", "args.<key>", ...).
+    top: keep the `top` groups with the largest |self-time delta| (None: all).
+
+    Columns: the key column(s), then count_a, count_b, count_delta, self_a_us, self_b_us,
+    self_delta_us, self_delta_pct, total_a_us, total_b_us, total_delta_us, total_delta_pct
+    (delta = B - A; pct relative to A, NaN where A is 0). A group found in one run only
+    has 0 in the other. Rows by |self_delta_us|, then |total_delta_us|, then key: the same
+    numbers and order as `dftracer-analyze diff A B --format json`.
+    df.attrs["totals"]: groups, traced_a_us, traced_b_us (each run's summed self time),
+    total_a_us, total_b_us, complete_events_a, complete_events_b;
+    df.attrs["stats_a"], df.attrs["stats_b"]: what was read and skipped on each side.
+    """
+    import pandas as pd
+
+    if not isinstance(by, str):
+        by = ",".join(by)
+    raw = _module().diff(_path_list(a), _path_list(b), by, _top(top), _threads(threads),
+                         **_limits(max_line_mib, max_document_mib))
+    order = list(raw["keys"]) + list(DIFF_COLUMNS)
+    df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
+    df.attrs["totals"] = dict(raw["totals"])
+    df.attrs["stats_a"] = dict(raw["stats_a"])
+    df.attrs["stats_b"] = dict(raw["stats_b"])
+    _warn_skipped(raw["stats_a"])
+    _warn_skipped(raw["stats_b"])
+    return df
+
+
+def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+    """Self and total time per nn.Module path (args.module) as a tree, one row a node.
+
+    Rows depth-first (a parent before its children, siblings by total time), as
+    `dftracer-analyze summary --by module --tree` prints them. Every dotted prefix of a
+    path is a node ("encoder.layer.0" under "encoder.layer" under "encoder"); forward and
+    backward ops of a module land on the same node.
+    Columns: path (str), depth (0 for a root), self_us (self time of the events whose
+    module is exactly this path), total_us (self_us plus the children's total_us), count
+    (events of this module and the modules under it), share (total_us over the tree's
+    time, the roots' totals). df.attrs["totals"]: tree_us, unattributed_us and
+    unattributed_events (events with no module, not in the tree), traced_us;
+    df.attrs["stats"]: what was read and skipped.
+    """
+    import pandas as pd
+
+    raw = _module().module_tree(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
+    df = pd.DataFrame({c: raw["columns"][c] for c in MODULE_TREE_COLUMNS}, columns=list(MODULE_TREE_COLUMNS))
+    df.attrs["totals"] = dict(raw["totals"])
+    df.attrs["stats"] = dict(raw["stats"])
+    _warn_skipped(raw["stats"])
     return df
 
 

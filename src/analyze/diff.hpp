@@ -1,0 +1,59 @@
+// `diff A B`: two runs compared group by group (issue #12). Each side is
+// summarized exactly as `summary` does (self_time.hpp's self times), then the
+// groups are joined by key: a group found on one side only has zeros on the
+// other. Rows are sorted by impact, the absolute change of self time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "summary.hpp"
+
+namespace dftracer::analyze {
+
+// The columns after the group key(s), in the CSV header, the JSON rows and the
+// Python DataFrame. *_pct is the change relative to A (NaN / null where A is 0).
+inline constexpr const char* kDiffColumns[] = {
+    "count_a",  "count_b",  "count_delta", "self_a_us",       "self_b_us",       "self_delta_us", "self_delta_pct",
+    "total_a_us", "total_b_us", "total_delta_us", "total_delta_pct"};
+
+inline constexpr size_t kDiffFirstTime = 3;  // count_a, count_b, count_delta come first
+
+struct DiffRow {
+  std::vector<std::string> key;
+  uint64_t count_a = 0, count_b = 0;
+  double self_a_us = 0, self_b_us = 0, total_a_us = 0, total_b_us = 0;
+  int64_t count_delta() const { return static_cast<int64_t>(count_b) - static_cast<int64_t>(count_a); }
+  double self_delta_us() const { return self_b_us - self_a_us; }
+  double total_delta_us() const { return total_b_us - total_a_us; }
+  // The time columns, kDiffColumns[kDiffFirstTime...] in order.
+  std::array<double, 8> times() const;
+};
+
+// delta / a in percent; NaN when a is 0 (a group new in B).
+double delta_pct(double a, double b);
+
+struct Diff {
+  std::vector<GroupKey> keys;
+  std::vector<DiffRow> rows;  // by |self delta|, descending; then |total delta|, then key
+  uint64_t groups = 0;        // before --top
+  // Each side's traced time (summed self time) and summed duration.
+  double traced_a_us = 0, traced_b_us = 0, total_a_us = 0, total_b_us = 0;
+  uint64_t events_a = 0, events_b = 0;  // complete events
+  ReadStats stats_a, stats_b;
+};
+
+// Joins two whole summaries (built with top_n 0) on their keys; keeps the
+// `top_n` rows of most impact (0: all).
+Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n);
+Diff diff_traces(const std::vector<std::string>& files_a, const std::vector<std::string>& files_b,
+                 const std::vector<GroupKey>& keys, size_t top_n, unsigned threads, const ReadOptions& options = {});
+
+void write_diff_table(std::ostream& os, const Diff& d);
+void write_diff_json(std::ostream& os, const Diff& d);
+void write_diff_csv(std::ostream& os, const Diff& d);
+
+}  // namespace dftracer::analyze

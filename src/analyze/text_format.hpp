@@ -1,0 +1,51 @@
+// Number and text formatting shared by the analyzer's writers (summary, diff,
+// module tree), so every output spells a time or a CSV field the same way.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace dftracer::analyze {
+
+// Fixed decimals; "" for NaN (a column with no value).
+inline std::string fmt_num(double v, int prec = 3) {
+  if (std::isnan(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+// JSON numbers: integral values without a fraction, others with enough digits
+// to read back the same double; NaN and infinities as null.
+inline std::string json_num(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "null";
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// "1.234 ms": microseconds in the unit a reader takes in at a glance.
+inline std::string human_time(double us) {
+  char buf[64];
+  if (std::isnan(us)) return "";
+  double a = std::fabs(us);
+  if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3f s", us / 1e6);
+  else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%.3f ms", us / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f us", us);
+  return buf;
+}
+
+// RFC 4180 quoting, only where the field needs it.
+inline std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace dftracer::analyze
