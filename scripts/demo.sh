@@ -33,8 +33,8 @@ echo
 echo "=== per step: time split into compile / forward / backward / optimizer / data / other (ms) ==="
 "$ANALYZE" summary "$TRACE" --by step
 echo
-echo "=== compile vs run: self time by category (compile events: cat compile) ==="
-"$ANALYZE" summary "$TRACE" --by cat
+echo "=== compile vs run: self time by kind of work (compile events: cat compile) ==="
+"$ANALYZE" summary "$TRACE" --by category
 echo
 echo "=== self time by phase ==="
 "$ANALYZE" summary "$TRACE" --by phase
