@@ -2,7 +2,7 @@
 gives the same event names, categories and counts for the API items of #13.
 
 pydftracer lives in its own virtual environment (it imports as `dftracer`
-too): $PYDFTRACER_VENV, default /work/venv-pydft, created with
+too): $DFTRACER_REFERENCE_VENV, default /work/venv-pydft, created with
 `python3 -m venv DIR && DIR/bin/pip install pydftracer dftracer dftracer-utils`.
 The test skips when it is absent; it never installs anything. torch is not
 installed there: the script appends this interpreter's torch location to the
@@ -19,7 +19,7 @@ import sys
 import pytest
 from trace_reader import complete_events, read_trace, trace_files
 
-PYDFT_VENV = os.environ.get("PYDFTRACER_VENV", "/work/venv-pydft")
+PYDFT_VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
 PYDFT_PYTHON = os.path.join(PYDFT_VENV, "bin", "python")
 
 SCRIPT = r'''
@@ -136,7 +136,7 @@ def _run(python, directory, tmp_path, env):
 
 
 @pytest.mark.skipif(not os.path.exists(PYDFT_PYTHON),
-                    reason=f"pydftracer's environment {PYDFT_VENV} is absent (set PYDFTRACER_VENV)")
+                    reason=f"pydftracer's environment {PYDFT_VENV} is absent (set DFTRACER_REFERENCE_VENV)")
 def test_same_names_categories_and_counts_as_pydftracer(tmp_path):
     ref_dir, our_dir = tmp_path / "ref", tmp_path / "ours"
     ref_dir.mkdir()
