@@ -10,6 +10,7 @@
 
 #include "event_decoder.hpp"
 #include "io_view.hpp"
+#include "text_format.hpp"
 #include "module_tree.hpp"
 #include "output_file.hpp"
 #include "steps.hpp"
@@ -126,13 +127,13 @@ std::string steps_report_json(const StepReport& st) {
   for (size_t c = 0; c < kNumStepCategories; ++c) o += std::string(c ? ",\"" : "\"") + kStepCategories[c] + "\"";
   o += "],\"rule\":";
   append_json_string(o, kStepOutlierRule);
-  o += ",\"first_compile_share\":" + format_json_number(st.rows.empty() ? 0 : st.rows[0].compile_share) + ",\"rows\":[";
+  o += ",\"first_compile_share\":" + json_num(st.rows.empty() ? 0 : st.rows[0].compile_share) + ",\"rows\":[";
   for (size_t i = 0; i < st.rows.size(); ++i) {
     const StepRow& x = st.rows[i];
     o += i ? ",[" : "[";
     append_json_string(o, (st.processes.size() > 1 ? "pid " + x.pid + " " : "") + "step " + std::to_string(x.step));
-    o += "," + format_json_number(x.traced_us);
-    for (double v : x.by_category_us) o += "," + format_json_number(v);
+    o += "," + json_num(x.traced_us);
+    for (double v : x.by_category_us) o += "," + json_num(v);
     o += x.outlier ? ",true]" : ",false]";
   }
   return o + "]}";

@@ -9,6 +9,7 @@
 
 #include "event_category.hpp"
 #include "summary.hpp"
+#include "text_format.hpp"
 #include "trace_time.hpp"
 
 namespace dftracer::analyze {
@@ -406,7 +407,7 @@ namespace {
 std::string json_categories(const double* us) {
   std::string o;
   for (size_t c = 0; c < kNumStepCategories; ++c)
-    o += std::string(",\"") + kStepCategories[c] + "_us\":" + format_json_number(us[c]);
+    o += std::string(",\"") + kStepCategories[c] + "_us\":" + json_num(us[c]);
   return o;
 }
 }  // namespace
@@ -426,8 +427,8 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
     o += ",\"steps\":" + std::to_string(p.steps.size()) + "}";
   }
   o += "],\"first_step_compile_share\":" +
-       (r.rows.empty() ? std::string("null") : format_json_number(r.rows[0].compile_share));
-  o += ",\"outside\":{\"traced_us\":" + format_json_number(r.outside_traced_us) + json_categories(r.outside_us) + "}";
+       (r.rows.empty() ? std::string("null") : json_num(r.rows[0].compile_share));
+  o += ",\"outside\":{\"traced_us\":" + json_num(r.outside_traced_us) + json_categories(r.outside_us) + "}";
   o += ",\"nesting\":{\"approximated\":" + std::to_string(r.nesting.approximated) +
        ",\"folded\":" + std::to_string(r.nesting.folded) + "}";
   o += ",\"events\":" + std::to_string(r.stats.events) + ",\"steps\":[";
@@ -437,9 +438,9 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
     append_json_string(o, x.pid);
     o += ",\"step\":" + std::to_string(x.step) + ",\"label\":";
     append_json_string(o, x.label);
-    o += ",\"start_us\":" + format_json_number(x.start_us) + ",\"duration_us\":" + format_json_number(x.duration_us) +
-         ",\"traced_us\":" + format_json_number(x.traced_us) + json_categories(x.by_category_us) +
-         ",\"compile_share\":" + format_json_number(x.compile_share) +
+    o += ",\"start_us\":" + json_num(x.start_us) + ",\"duration_us\":" + json_num(x.duration_us) +
+         ",\"traced_us\":" + json_num(x.traced_us) + json_categories(x.by_category_us) +
+         ",\"compile_share\":" + json_num(x.compile_share) +
          ",\"outlier\":" + (x.outlier ? "true" : "false") +
          "}";
   }
@@ -452,11 +453,11 @@ void write_steps_csv(std::ostream& os, const StepReport& r) {
   for (const char* c : kStepCategories) o += std::string(",") + c + "_us";
   o += ",compile_share,outlier\n";
   for (const StepRow& x : r.rows) {
-    o += format_csv_field(x.pid) + "," + std::to_string(x.step) + "," + format_csv_field(x.label) + "," +
-         format_json_number(x.start_us) + "," + format_json_number(x.duration_us) + "," +
-         format_json_number(x.traced_us);
-    for (double v : x.by_category_us) o += "," + format_json_number(v);
-    o += "," + format_json_number(x.compile_share) + (x.outlier ? ",true\n" : ",false\n");
+    o += csv_field(x.pid) + "," + std::to_string(x.step) + "," + csv_field(x.label) + "," +
+         json_num(x.start_us) + "," + json_num(x.duration_us) + "," +
+         json_num(x.traced_us);
+    for (double v : x.by_category_us) o += "," + json_num(v);
+    o += "," + json_num(x.compile_share) + (x.outlier ? ",true\n" : ",false\n");
   }
   os << o;
 }

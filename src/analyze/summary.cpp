@@ -464,7 +464,4 @@ void write_summary_csv(std::ostream& os, const Summary& s) {
   os << o;
 }
 
-std::string format_json_number(double v) { return json_num(v); }
-std::string format_csv_field(const std::string& s) { return csv_field(s); }
-
 }  // namespace dftracer::analyze

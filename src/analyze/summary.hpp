@@ -155,10 +155,6 @@ void write_summary_csv(std::ostream& os, const Summary& s);
 
 // JSON string escaping shared by the writers.
 void append_json_string(std::string& out, std::string_view s);
-// A JSON number as the summary writes it (integral values without a fraction; NaN -> null),
-// and a CSV field quoted where needed: for the other writers (steps.cpp).
-std::string format_json_number(double v);
-std::string format_csv_field(const std::string& s);
 // The "skipped" object of the JSON outputs: what bad input was left out.
 std::string skipped_json(const ReadStats& st);
 // `"key":"value",` for each group key of a JSON row.
