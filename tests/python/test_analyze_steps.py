@@ -24,7 +24,7 @@ if da._ext is None:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_analyze_self_time import analyzer_exe  # noqa: E402
-from trace_reader import read_trace, trace_files  # noqa: E402
+from trace_reader import complete_events_by_thread, read_trace, trace_files  # noqa: E402
 
 LOOP = """
 import torch
@@ -70,12 +70,7 @@ def reference_split(events, steps):
     """Per step: self time (ns) by category of the events of the process inside it,
     nesting per thread from the exact times (children clipped to their parent)."""
     split = [dict.fromkeys(CATEGORIES, 0) for _ in steps]
-    by_tid = {}
-    for e in events:
-        if e.get("ph") == "X" and e.get("dur_ns") is not None:
-            by_tid.setdefault(e["tid"], []).append(e)
-    for evs in by_tid.values():
-        evs.sort(key=lambda e: (e["ts_ns"], -e["dur_ns"]))
+    for evs in complete_events_by_thread(events).values():
         self_ns = {id(e): e["dur_ns"] for e in evs}
         stack = []
         for e in evs:

@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from trace_reader import complete_events_by_thread  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # A 3-step training loop under Dynamo.compile (each step a dft_fn region with
@@ -71,12 +73,7 @@ def steps_of(events):
 
 def check_no_partial_overlap(events):
     """Any two complete events of one thread are disjoint or nested."""
-    by_tid = {}
-    for e in events:
-        if e.get("ph") == "X" and e.get("dur_ns") is not None:
-            by_tid.setdefault(e["tid"], []).append(e)
-    for evs in by_tid.values():
-        evs.sort(key=lambda e: (e["ts_ns"], -e["dur_ns"]))
+    for evs in complete_events_by_thread(events).values():
         open_ends = []  # ends of the open intervals, innermost last
         for e in evs:
             b0, b1 = span(e)

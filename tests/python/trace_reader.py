@@ -145,3 +145,15 @@ def complete_events(events, cat=None, name=None):
             if e.get("ph") == "X"
             and (cat is None or e.get("cat") == cat)
             and (name is None or e.get("name") == name)]
+
+
+def complete_events_by_thread(events):
+    """The complete events with exact times, per tid, each list in nesting
+    order: by start, the longer (enclosing) event first at equal starts."""
+    by_tid = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("dur_ns") is not None:
+            by_tid.setdefault(e["tid"], []).append(e)
+    for evs in by_tid.values():
+        evs.sort(key=lambda e: (e["ts_ns"], -e["dur_ns"]))
+    return by_tid
