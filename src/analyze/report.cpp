@@ -228,7 +228,7 @@ std::string roofline_json(const Rollup& names, const Calibration& cal, size_t to
   size_t n = 0, without_bytes = 0;
   for (auto* kv : by_self(names, 0)) {
     const GroupStats& g = kv->second;
-    if (!g.with_flops) continue;
+    if (!(g.flops > 0)) continue;  // views and the like declare 0 FLOPs
     EfficiencyFigures f = efficiency_figures(g.flops, g.flops_ns, g.bytes, g.bytes_ns, peak);
     if (std::isnan(f.ai) || std::isnan(f.gflops)) {
       ++without_bytes;
