@@ -23,11 +23,18 @@ TRACE=$(ls -t traces/"$MODEL"-*.pfw.gz | head -n 1)
 echo "demo: trace written to $TRACE"
 
 ANALYZE=$("$PY" -c 'import shutil,sys,os; p=shutil.which("dftracer-analyze") or os.path.join(os.path.dirname(sys.executable),"dftracer-analyze"); print(p)')
-# The answer first: self time (an event's time minus what ran inside it on its
-# thread), so the wrapper regions the example opens do not hide the ops, and
-# the shares add up to 100 % of the traced time.
+# The answer first, the same lines the HTML report opens on: self time (an
+# event's time minus what ran inside it on its thread), so the wrapper regions
+# the example opens do not hide the ops, and the shares add up to 100 % of the
+# traced time; compile vs run; the steps. Then the tables behind it.
+# The machine's peaks (about two seconds) for the efficiency table and the
+# report's roofline, beside the trace.
+"$ANALYZE" calibrate traces/ >/dev/null
 echo
-echo "=== where the time went: top ops by self time ==="
+echo "=== the answer (also at the top of traces/$MODEL-report.html) ==="
+"$ANALYZE" report "$TRACE" -o "traces/$MODEL-report.html"
+echo
+echo "=== top ops by self time ==="
 "$ANALYZE" summary "$TRACE" --by name --top 15
 echo
 echo "=== per step: time split into compile / forward / backward / optimizer / data / other (ms) ==="
@@ -41,6 +48,8 @@ echo "=== self time by phase ==="
 echo
 echo "=== self time by module (top 10) ==="
 "$ANALYZE" summary "$TRACE" --by module --top 10
-"$ANALYZE" report "$TRACE" -o "traces/$MODEL-report.html"
+echo
+echo "=== efficiency: achieved vs this machine's roofline (top 10 ops) ==="
+"$ANALYZE" summary "$TRACE" --efficiency --top 10
 echo
 echo "demo: HTML report: traces/$MODEL-report.html; trace for Perfetto: $TRACE"

@@ -107,19 +107,7 @@ void write_diff_table(std::ostream& os, const Diff& d) {
     c.push_back(signed_time(r.total_delta_us()));
     cells.push_back(std::move(c));
   }
-  std::vector<size_t> width(header.size(), 0);
-  for (const auto& row : cells)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  for (const auto& row : cells) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i) line += "  ";
-      std::string pad(width[i] - row[i].size(), ' ');
-      line += i < d.keys.size() ? row[i] + pad : pad + row[i];  // keys left-aligned
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    os << line << '\n';
-  }
+  write_aligned(os, cells, d.keys.size());  // keys left-aligned
   os << d.groups << " groups";
   if (d.rows.size() < d.groups) os << " (top " << d.rows.size() << " by |self delta| shown)";
   os << "; self: duration minus nested events; delta = B - A\n";

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "calibration.hpp"
 #include "diff.hpp"
+#include "efficiency.hpp"
 #include "io_view.hpp"
 #include "merge.hpp"
 #include "module_tree.hpp"
@@ -43,6 +45,11 @@ const char* kUsage =
     "              -o FILE        write there instead of stdout\n"
     "              --tree         with --by module: self and total time per nn.Module path as an\n"
     "                             indented tree (a node's total = its self + its children's totals)\n"
+    "              --efficiency   per group (--by name, module, ...): FLOPs, bytes, GFLOP/s, GB/s,\n"
+    "                             FLOP/byte, the roofline's attainable GFLOP/s and the fraction of it\n"
+    "                             achieved, against the peaks of 'calibrate'\n"
+    "              --calibration FILE  the peaks to use (default: dftracer-calibration.json beside\n"
+    "                             an input, else the one in the user's cache dir)\n"
     "  diff A B  two runs compared per group (A, B: each a file, directory or glob): count, self and\n"
     "            total time in A and B and their deltas, sorted by |self-time delta| (a group found\n"
     "            in one run only has 0 in the other); --by, --top, --format, -o as for summary\n"
@@ -50,9 +57,15 @@ const char* kUsage =
     "              -o FILE        output, .json or .json.gz (required)\n"
     "              --epoch-ts     keep epoch timestamps (default: microseconds from\n"
     "                             otherData.ts_base_us, exact for sub-us events in viewers)\n"
-    "  report    one self-contained HTML page with charts\n"
+    "  report    one self-contained HTML page, opening on the answer (top self-time ops and modules,\n"
+    "            compile vs run, per step), then the module tree, the roofline, steps per process over\n"
+    "            time and the skipped input; prints the answer's lines\n"
     "              -o FILE        output .html (required)\n"
     "              --top N        ops in the top-ops chart (default 20)\n"
+    "              --calibration FILE  peaks for the roofline (as for summary --efficiency)\n"
+    "  calibrate [DIR]  measures this machine's peaks (float32 matmul GFLOP/s, memory triad GB/s; about\n"
+    "            two seconds) for --efficiency and the roofline; writes DIR/dftracer-calibration.json,\n"
+    "            or -o FILE, or by default the user's cache dir ($XDG_CACHE_HOME/dftracer/calibration.json)\n"
     "  io        POSIX/STDIO events: bytes and time by file, call and process, bandwidth over time,\n"
     "            small-I/O counts\n"
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
@@ -107,6 +120,8 @@ struct Args {
   bool progress = true;
   bool epoch_ts = false;
   bool tree = false;
+  bool efficiency = false;
+  std::string calibration;
   uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
   uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
   IoOptions io;
@@ -121,7 +136,7 @@ Args parse_args(int argc, char** argv) {
     std::exit(0);
   }
   if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io" &&
-      a.command != "diff")
+      a.command != "diff" && a.command != "calibrate")
     usage_error("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
@@ -145,12 +160,16 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--no-progress") a.progress = false;
     else if (s == "--epoch-ts") a.epoch_ts = true;
     else if (s == "--tree") a.tree = true;
+    else if (s == "--efficiency") a.efficiency = true;
+    else if (s == "--calibration") a.calibration = value();
     else if (s == "--small-bytes") a.io.small_bytes = parse_bounded(s, value(), 0, 1LL << 40);
     else if (s == "--bin-ms") a.io.bin_ns = parse_bounded(s, value(), 1, 1LL << 32) * 1000000;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
     else a.paths.push_back(s);
   }
-  if (a.paths.empty()) usage_error("no input path given");
+  if (a.paths.empty() && a.command != "calibrate") usage_error("no input path given");
+  if (a.efficiency && (a.command != "summary" || a.tree || a.by == "step"))
+    usage_error("--efficiency works only with summary (--by name, module, ...; not step or --tree)");
   if (a.format != "table" && a.format != "json" && a.format != "csv")
     usage_error("--format must be table, json or csv, not '" + a.format + "'");
   if (a.command == "diff" && a.paths.size() != 2)
@@ -256,6 +275,10 @@ int main(int argc, char** argv) {
   }
   try {
     if (a.command == "diff") return run_diff(a, keys, ro);
+    if (a.command == "calibrate") {
+      write_stdout(calibrate_command(a.paths, a.out, a.threads));
+      return 0;
+    }
     std::vector<std::string> files = expand_inputs(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     if (a.command == "summary") {
@@ -271,6 +294,11 @@ int main(int argc, char** argv) {
         return finish(r.stats);
       }
       if (a.tree) return run_module_tree(a, files, ro);
+      if (a.efficiency) {
+        Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration);
+        emit(a, efficiency_text(e, a.format));
+        return finish(e.stats);
+      }
       Summary s = summarize(files, keys, a.top, a.threads, ro, sort);
       std::ostringstream os;
       if (a.format == "json") write_summary_json(os, s);
@@ -297,7 +325,8 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(r.events_written), a.out.c_str());
       return finish(r.stats);
     }
-    ReportResult r = write_report(files, a.out, a.top_set ? a.top : 20, a.threads, ro);
+    ReportResult r = write_report(files, a.out, a.top_set ? a.top : 20, a.threads, ro, a.calibration);
+    write_stdout(r.answer);
     std::fprintf(stderr, "dftracer-analyze: wrote report of %llu events to %s\n",
                  static_cast<unsigned long long>(r.stats.events), a.out.c_str());
     return finish(r.stats);

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "calibration.hpp"
+#include "efficiency.hpp"
 #include "event_decoder.hpp"
 #include "io_view.hpp"
 #include "text_format.hpp"
@@ -20,12 +22,6 @@
 namespace dftracer::analyze {
 
 namespace {
-
-// One bar: the events of a name, module or phase, their self and total time.
-struct Totals {
-  uint64_t count = 0;
-  double self_us = 0, total_us = 0;
-};
 
 // Whole microseconds at or before ns (floor, also for times before the epoch).
 int64_t floor_us(int64_t ns) { return ns / 1000 - (ns % 1000 < 0); }
@@ -59,9 +55,11 @@ struct Timeline {
   }
 };
 
-// The bars come from the summary model (self time, summary.hpp) grouped by
-// name, module and phase at once, rolled up per key afterwards.
-const char* kReportKeys = "name,module,phase";
+// Every section comes from the summary model (self time, summary.hpp)
+// grouped by name, module, phase and category (event_category.hpp) at once,
+// rolled up per key afterwards.
+const char* kReportKeys = "name,module,phase,category";
+enum ReportKey : size_t { kName = 0, kModule = 1, kPhase = 2, kCategory = 3, kNumReportKeys = 4 };
 
 class ReportConsumer : public LineConsumer {
  public:
@@ -101,28 +99,105 @@ class ReportConsumer : public LineConsumer {
   Event ev_;
 };
 
-// JSON array of [label, count, self_us, total_us] sorted by self time, at most `top` (0 = all).
-std::string totals_json(const std::unordered_map<std::string, Totals>& m, size_t top) {
-  std::vector<std::pair<std::string, Totals>> v(m.begin(), m.end());
-  std::sort(v.begin(), v.end(), [](auto& a, auto& b) {
-    return a.second.self_us != b.second.self_us ? a.second.self_us > b.second.self_us : a.first < b.first;
+// The groups of one report key (name, module, ...) with everything else summed.
+using Rollup = std::unordered_map<std::string, GroupStats>;
+Rollup rollup(const SummaryAggregator& agg, size_t key) {
+  Rollup m;
+  for (const auto& [k, g] : agg.groups()) m[split_group_key(k)[key]].merge(g);
+  return m;
+}
+
+// Labels of a rollup by self time, descending (ties by label), at most `top` (0 = all).
+std::vector<const Rollup::value_type*> by_self(const Rollup& m, size_t top) {
+  std::vector<const Rollup::value_type*> v;
+  for (const auto& kv : m) v.push_back(&kv);
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) {
+    return a->second.self_ns != b->second.self_ns ? a->second.self_ns > b->second.self_ns : a->first < b->first;
   });
   if (top && v.size() > top) v.resize(top);
+  return v;
+}
+
+// JSON array of [label, count, self_us, total_us] sorted by self time, at most `top` (0 = all).
+std::string totals_json(const Rollup& m, size_t top) {
   std::string o = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) o += ',';
+  for (auto* kv : by_self(m, top)) {
+    if (o.size() > 1) o += ',';
     o += '[';
-    append_json_string(o, v[i].first);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, ",%llu,%.3f,%.3f]", static_cast<unsigned long long>(v[i].second.count),
-                  v[i].second.self_us, v[i].second.total_us);
-    o += buf;
+    append_json_string(o, kv->first);
+    o += "," + std::to_string(kv->second.count) + "," + json_num(ns_to_us(kv->second.self_ns)) + "," +
+         json_num(ns_to_us(kv->second.total_ns)) + "]";
   }
   return o + "]";
 }
 
-// {"rows": [[label, traced_us, compile_us..other_us, outlier]], "categories", "rule", "first_compile_share"}
-std::string steps_report_json(const StepReport& st) {
+std::string pct(double part, double whole) { return fmt_num(whole > 0 ? 100 * part / whole : 0, 1) + "%"; }
+
+// The answer the page opens on, and `report` prints: the op and the modules
+// with the most self time, compile vs run, and the steps, each one line.
+std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& modules,
+                                      const Rollup& categories, const StepReport& st) {
+  std::vector<std::string> lines;
+  const double traced = s.traced_us;
+  auto top_ops = by_self(names, 3);
+  if (top_ops.empty()) return {"No complete events were read."};
+  std::string l = "Most self time: ";
+  for (size_t i = 0; i < top_ops.size(); ++i) {
+    const double self = ns_to_us(top_ops[i]->second.self_ns);
+    l += (i ? ", " : "") + top_ops[i]->first + " " + pct(self, traced) + (i ? "" : " of the traced time") + " (" +
+         human_time(self) + ", " + std::to_string(top_ops[i]->second.count) + " events)";
+  }
+  lines.push_back(l);
+  std::string m;
+  for (auto* kv : by_self(modules, 4)) {
+    if (kv->first.empty() || kv->first == "(none)") continue;  // summary's key for events without a module
+    m += (m.empty() ? "" : ", ") + kv->first + " " + pct(ns_to_us(kv->second.self_ns), traced);
+  }
+  lines.push_back(m.empty() ? "Top modules: no event names an nn.Module (args.module)." : "Top modules by self time: " + m);
+  auto cat_us = [&](const char* c) {
+    auto it = categories.find(c);
+    return it == categories.end() ? 0.0 : ns_to_us(it->second.self_ns);
+  };
+  const double compile = cat_us("compile");
+  std::string run;
+  for (size_t c = 1; c < kNumStepCategories; ++c)
+    run += std::string(c > 1 ? ", " : "") + kStepCategories[c] + " " + pct(cat_us(kStepCategories[c]), traced);
+  lines.push_back("Compile vs run: compile " + pct(compile, traced) + " (" + human_time(compile) + "), run " +
+                  pct(traced - compile, traced) + " (" + run + ")");
+  if (!st.rows.empty()) {
+    std::vector<double> later;
+    std::string outliers;
+    for (const StepRow& x : st.rows) {
+      if (x.step > 0) later.push_back(x.duration_us);
+      if (x.outlier) outliers += (outliers.empty() ? "" : ", ") + std::string(x.slow ? "slow" : "fast") + " step " +
+                                 std::to_string(x.step) + (st.processes.size() > 1 ? " of pid " + x.pid : "");
+    }
+    std::string l2 = "Steps: " + std::to_string(st.rows.size()) + "; the first " + human_time(st.rows[0].duration_us) +
+                     ", compile " + pct(st.rows[0].compile_share, 1.0) + " of its traced time";
+    if (!later.empty()) {
+      std::nth_element(later.begin(), later.begin() + later.size() / 2, later.end());
+      l2 += "; the others " + human_time(later[later.size() / 2]) + " (median)";
+    }
+    lines.push_back(l2 + (outliers.empty() ? "; no outlier" : "; outliers: " + outliers));
+  } else {
+    lines.push_back("Steps: none found (no repeated top-level region on a main thread, no step arg).");
+  }
+  lines.push_back(std::to_string(s.complete_events) + " complete events, " + human_time(traced) + " traced.");
+  return lines;
+}
+
+std::string string_array_json(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) o += ',';
+    append_json_string(o, v[i]);
+  }
+  return o + "]";
+}
+
+// {"rows": [[label, traced_us, compile_us..other_us, outlier, start_us, duration_us, pid, slow]],
+//  "categories", "rule", "first_compile_share"}; start relative to `origin_us`.
+std::string steps_report_json(const StepReport& st, double origin_us) {
   std::string o = "{\"categories\":[";
   for (size_t c = 0; c < kNumStepCategories; ++c) o += std::string(c ? ",\"" : "\"") + kStepCategories[c] + "\"";
   o += "],\"rule\":";
@@ -134,7 +209,58 @@ std::string steps_report_json(const StepReport& st) {
     append_json_string(o, (st.processes.size() > 1 ? "pid " + x.pid + " " : "") + "step " + std::to_string(x.step));
     o += "," + json_num(x.traced_us);
     for (double v : x.by_category_us) o += "," + json_num(v);
-    o += x.outlier ? ",true]" : ",false]";
+    o += x.outlier ? ",true," : ",false,";
+    o += json_num(x.start_us - origin_us) + "," + json_num(x.duration_us) + ",";
+    append_json_string(o, x.pid);
+    o += x.slow ? ",true]" : ",false]";
+  }
+  return o + "]}";
+}
+
+// The roofline: the peaks (null without a calibration) and one point per op
+// that declared both FLOPs and bytes: [name, ai, gflops, self_us, peak_frac, bound].
+std::string roofline_json(const Rollup& names, const Calibration& cal, size_t top) {
+  const Calibration* peak = cal.valid() ? &cal : nullptr;
+  std::string o = "{\"peak_gflops\":" + json_num(peak ? cal.peak_gflops : kNaN) +
+                  ",\"peak_gbps\":" + json_num(peak ? cal.peak_gbps : kNaN) + ",\"calibration\":";
+  append_json_string(o, peak ? cal.path : default_calibration_path());
+  o += ",\"points\":[";
+  size_t n = 0, without_bytes = 0;
+  for (auto* kv : by_self(names, 0)) {
+    const GroupStats& g = kv->second;
+    if (!(g.flops > 0)) continue;  // views and the like declare 0 FLOPs
+    EfficiencyFigures f = efficiency_figures(g.flops, g.flops_ns, g.bytes, g.bytes_ns, peak);
+    if (std::isnan(f.ai) || std::isnan(f.gflops)) {
+      ++without_bytes;
+      continue;
+    }
+    if (n++ == top) break;
+    o += n > 1 ? ",[" : "[";
+    append_json_string(o, kv->first);
+    o += "," + json_num(f.ai) + "," + json_num(f.gflops) + "," + json_num(ns_to_us(g.self_ns)) + "," +
+         json_num(f.peak_frac) + ",";
+    append_json_string(o, f.bound);
+    o += "]";
+  }
+  return o + "],\"without_bytes\":" + std::to_string(without_bytes) + "}";
+}
+
+// What was left out of the input, and what the nesting had to estimate.
+std::string bad_input_json(const ReadStats& st, const NestingStats& nesting) {
+  std::string line = st.problems_line();
+  std::string o = "{\"line\":";
+  append_json_string(o, line.empty() ? "nothing skipped: every line was read" : line);
+  o += ",\"counts\":[";
+  const std::pair<const char*, uint64_t> counts[] = {
+      {"malformed lines", st.malformed},           {"events with mistyped fields", st.bad_fields},
+      {"truncated gzip members", st.truncated_members}, {"corrupt gzip members", st.corrupt_members},
+      {"empty files", st.empty_files},             {"mismatched .idx files", st.bad_indexes},
+      {"gzip piece mismatches", st.boundary_mismatches}, {"oversized lines or documents", st.oversized},
+      {"parents nested approximately", nesting.approximated}};
+  for (size_t i = 0; i < std::size(counts); ++i) {
+    o += i ? ",[" : "[";
+    append_json_string(o, counts[i].first);
+    o += "," + std::to_string(counts[i].second) + "]";
   }
   return o + "]}";
 }
@@ -144,7 +270,9 @@ const char* kPage = R"HTML(<!DOCTYPE html>
 <title>dftracer-analyze report</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}h3{font-size:15px;margin-top:18px}
+#answer-lines li{margin:4px 0;font-size:15px}
+table#bad-input td{padding:1px 10px;font-size:13px}
 .note{color:#666;font-size:13px}
 svg.chart{display:block;border:1px solid #ddd;background:#fcfcfc}
 svg.chart text{font-size:11px;fill:#333}
@@ -152,16 +280,22 @@ svg.chart text{font-size:11px;fill:#333}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 </style></head><body>
 <h1>Trace report</h1>
+<section id="answer"><h2>Where the time went</h2><ul id="answer-lines"></ul>
 <p class="note" id="overview"></p>
-<h2>Top operations by self time</h2><div id="top-ops"></div>
-<div id="steps-section" hidden><h2>Per step: compile / forward / backward / optimizer / data / other (self time)</h2>
+<h3>Top operations by self time</h3><div id="top-ops"></div>
+<h3>Top modules by self time</h3><div id="by-module"></div>
+<h3>Compile vs run: self time by kind of work</h3><div id="by-category"></div>
+<div id="steps-section" hidden><h3>Per step: compile / forward / backward / optimizer / data / other (self time)</h3>
 <p class="note" id="steps-summary"></p><div id="by-step"></div><div class="legend" id="steps-legend"></div></div>
-<h2>Self time by module</h2><div id="by-module"></div>
+</section>
 <h2>Module tree (total time; width = a module's total, below it its children)</h2><div id="module-icicle"></div>
-<h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
+<h2>Roofline: achieved GFLOP/s against FLOPs per byte</h2><p class="note" id="roofline-note"></p><div id="roofline"></div>
+<h2>Steps per process over time</h2><div id="step-timeline"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
+<h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
 <div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
 <h2>I/O time by call</h2><div id="io-by-call"></div></div>
+<h2>Skipped input</h2><p class="note" id="bad-input-line"></p><table id="bad-input"></table>
 <script id="report-data" type="application/json">@DATA@</script>
 <script>
 (function(){
@@ -232,13 +366,13 @@ function timeline(target){
 function stepBars(){
   var S=D.steps; if(!S || !S.rows.length) return;
   document.getElementById("steps-section").hidden=false;
-  document.getElementById("steps-summary").textContent=S.rows.length+" steps; first step: compile "+(100*S.first_compile_share).toFixed(1)+"% of its traced time. Outlier (!): "+S.rule+".";
+  document.getElementById("steps-summary").textContent=S.rows.length+" steps; first step: compile "+(100*S.first_compile_share).toFixed(1)+"% of its traced time. Outliers (! slow, ? fast): "+S.rule+".";
   var rowH=20, labelW=160, W=1000, H=S.rows.length*rowH+10, max=0;
   S.rows.forEach(function(r){ if(r[1]>max) max=r[1]; });
   var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"time per step"},document.getElementById("by-step"));
   S.rows.forEach(function(r,i){
     var y=5+i*rowH, x=labelW;
-    el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=(r[8]?"! ":"")+r[0];
+    el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=(r[8]?(r[12]?"! ":"? "):"")+r[0];
     for(var c=0;c<S.categories.length;c++){
       var w=max>0?(W-labelW-130)*r[2+c]/max:0; if(w<=0) continue;
       var b=el("rect",{"class":"step-part",x:x,y:y+2,width:w,height:rowH-5,fill:COLORS[c]},svg);
@@ -249,73 +383,92 @@ function stepBars(){
   var legend=document.getElementById("steps-legend");
   S.categories.forEach(function(c,i){ var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+COLORS[i]+"\"></i>"; s.appendChild(document.createTextNode(c)); legend.appendChild(s); });
 }
-stepBars();
+// The roofline (efficiency.hpp): log-log, the bandwidth slope up to the
+// ridge, then the compute roof; one dot per op, its area its self time.
+function roofline(){
+  var R=D.roofline, host=document.getElementById("roofline"), note=document.getElementById("roofline-note");
+  var have=R.peak_gflops!==null && R.peak_gbps!==null;
+  note.textContent=(have?"Peaks "+R.peak_gflops.toFixed(1)+" GFLOP/s and "+R.peak_gbps.toFixed(1)+" GB/s, measured by 'dftracer-analyze calibrate' ("+R.calibration+").":"No calibration found: run 'dftracer-analyze calibrate' (it writes "+R.calibration+") for the roofs.")+
+    (R.without_bytes?" "+R.without_bytes+" op(s) with FLOPs but no bytes are not drawn.":"");
+  if(!R.points.length){ host.textContent="No op declared both FLOPs and bytes."; return; }
+  var W=1000,H=360,L=70,B=40,T=10,Rm=20, xs=[], ys=[];
+  R.points.forEach(function(p){ xs.push(p[1]); ys.push(p[2]); });
+  if(have){ ys.push(R.peak_gflops); xs.push(R.peak_gflops/R.peak_gbps); }
+  var lx0=Math.floor(Math.log10(Math.min.apply(null,xs)))-0.2, lx1=Math.ceil(Math.log10(Math.max.apply(null,xs)))+0.2;
+  var ly0=Math.floor(Math.log10(Math.min.apply(null,ys)))-0.2, ly1=Math.log10(Math.max.apply(null,ys))+0.3;
+  var sx=function(v){ return L+(W-L-Rm)*(Math.log10(v)-lx0)/(lx1-lx0); }, sy=function(v){ return H-B-(H-B-T)*(Math.log10(v)-ly0)/(ly1-ly0); };
+  var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"roofline"},host);
+  el("line",{x1:L,y1:H-B,x2:W-Rm,y2:H-B,stroke:"#888"},svg); el("line",{x1:L,y1:T,x2:L,y2:H-B,stroke:"#888"},svg);
+  for(var e=Math.ceil(lx0);e<=lx1;e++){ el("text",{x:sx(Math.pow(10,e)),y:H-B+15,"text-anchor":"middle"},svg).textContent=Math.pow(10,e)+""; }
+  for(var f=Math.ceil(ly0);f<=ly1;f++){ el("text",{x:L-4,y:sy(Math.pow(10,f))+4,"text-anchor":"end"},svg).textContent=Math.pow(10,f)+""; }
+  el("text",{x:(L+W)/2,y:H-6,"text-anchor":"middle"},svg).textContent="FLOPs per byte (log)";
+  el("text",{x:12,y:T+10},svg).textContent="GFLOP/s";
+  if(have){
+    var ridge=R.peak_gflops/R.peak_gbps, x0=Math.pow(10,lx0), x1=Math.pow(10,lx1);
+    var pts=[[x0,x0*R.peak_gbps],[ridge,R.peak_gflops],[x1,R.peak_gflops]].filter(function(p){ return p[1]>=Math.pow(10,ly0); });
+    el("polyline",{"class":"roof",points:pts.map(function(p){ return sx(p[0])+","+sy(p[1]); }).join(" "),fill:"none",stroke:"#c33","stroke-width":2},svg);
+    el("text",{x:W-Rm-4,y:sy(R.peak_gflops)-5,"text-anchor":"end"},svg).textContent="peak "+R.peak_gflops.toFixed(1)+" GFLOP/s";
+  }
+  var smax=0; R.points.forEach(function(p){ smax=Math.max(smax,p[3]); });
+  R.points.forEach(function(p,i){
+    var c=el("circle",{"class":"op",cx:sx(p[1]),cy:sy(p[2]),r:3+9*Math.sqrt(smax>0?p[3]/smax:0),fill:COLORS[i%COLORS.length],"fill-opacity":0.7},svg);
+    el("title",{},c).textContent=p[0]+": "+p[2].toFixed(2)+" GFLOP/s at "+p[1].toFixed(2)+" FLOP/B, "+fmt(p[3])+" self"+(p[4]!==null?", "+(100*p[4]).toFixed(1)+"% of the "+p[5]+" roof":"");
+    if(i<5) el("text",{x:sx(p[1])+8,y:sy(p[2])-6},svg).textContent=p[0];
+  });
+}
+// Steps per process over time: one row per process, one box per step (an
+// outlier outlined, ! slow, ? fast), on the time axis of the event timeline.
+function stepTimeline(){
+  var S=D.steps, host=document.getElementById("step-timeline");
+  if(!S || !S.rows.length){ host.textContent="No steps found."; return; }
+  var pids=[], tmax=0; S.rows.forEach(function(r){ if(pids.indexOf(r[11])<0) pids.push(r[11]); tmax=Math.max(tmax,r[9]+r[10]); });
+  var L=110,W=1000,Rm=20,rowH=26,H=pids.length*rowH+30;
+  var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"steps per process"},host);
+  var sx=function(t){ return L+(W-L-Rm)*t/Math.max(tmax,1); };
+  pids.forEach(function(p,i){ el("text",{x:L-6,y:8+i*rowH+15,"text-anchor":"end"},svg).textContent="pid "+p; });
+  S.rows.forEach(function(r,i){
+    var y=8+pids.indexOf(r[11])*rowH, x=sx(r[9]), w=Math.max(sx(r[9]+r[10])-x,1);
+    var b=el("rect",{"class":"step-box",x:x,y:y,width:w,height:rowH-6,fill:COLORS[i%COLORS.length],"fill-opacity":0.6,stroke:r[8]?"#c00":"none","stroke-width":2},svg);
+    el("title",{},b).textContent=(r[8]?(r[12]?"slow outlier ":"fast outlier "):"")+r[0]+": "+fmt(r[10])+" from "+fmt(r[9]);
+  });
+  el("text",{x:L,y:H-6},svg).textContent="0 s"; el("text",{x:W-Rm,y:H-6,"text-anchor":"end"},svg).textContent=fmt(tmax);
+}
+function badInput(){
+  var B=D.bad_input; document.getElementById("bad-input-line").textContent=B.line;
+  var t=document.getElementById("bad-input");
+  B.counts.forEach(function(c){ var tr=document.createElement("tr"); [c[0],c[1]].forEach(function(v){ var td=document.createElement("td"); td.textContent=v; tr.appendChild(td); }); t.appendChild(tr); });
+}
+var ul=document.getElementById("answer-lines");
+D.answer.forEach(function(l){ var li=document.createElement("li"); li.textContent=l; ul.appendChild(li); });
 document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.traced_us)+" traced (the threads' time inside any event: the self times add up to it), "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
 bars("top-ops", D.top_ops, "top operations");
 bars("by-module", D.by_module, "time by module");
-bars("by-phase", D.by_phase, "time by phase");
+bars("by-category", D.by_category, "compile vs run");
+stepBars();
 icicle("module-icicle", D.module_tree);
+roofline();
+stepTimeline();
 timeline("timeline");
+bars("by-phase", D.by_phase, "time by phase");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
   bars("io-by-file", D.io.by_file, "I/O time by file"); bars("io-by-call", D.io.by_call, "I/O time by call"); }
+badInput();
 document.body.setAttribute("data-rendered","yes");
 })();
 </script></body></html>
 )HTML";
 
-}  // namespace
-
-ReportResult write_report(const std::vector<std::string>& files, const std::string& out_path, size_t top_n,
-                          unsigned threads, const ReadOptions& options) {
-  refuse_input_as_output(out_path, files);
-  threads = useful_threads(files, threads, options);
-  std::vector<std::unique_ptr<ReportConsumer>> cons;
-  std::vector<LineConsumer*> ptrs;
-  for (unsigned t = 0; t < threads; ++t) {
-    cons.push_back(std::make_unique<ReportConsumer>());
-    ptrs.push_back(cons.back().get());
-  }
-  ReportResult res;
-  res.stats = read_traces(files, ptrs, options);
-  for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
-  ReportConsumer& r = *cons[0];
-  Summary s = build_summary(r.groups_, 0);
-  // The module icicle from the same groups (key 1 of kReportKeys is module).
-  std::ostringstream tree_json;
-  write_module_tree_json(tree_json, build_module_tree(r.groups_, 1));
-  std::unordered_map<std::string, Totals> by_key[3];  // name, module, phase
-  for (const SummaryRow& row : s.rows) {
-    for (size_t k = 0; k < 3; ++k) {
-      Totals& t = by_key[k][row.key[k]];
-      t.count += row.count;
-      t.self_us += row.self_us;
-      t.total_us += row.total_us;
-    }
-  }
-  std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(s.complete_events);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, ",\"total_us\":%.3f,\"traced_us\":%.3f", s.total_us, s.traced_us);
-  data += buf;
-  data += ",\"top_ops\":" + totals_json(by_key[0], top_n);
-  data += ",\"by_module\":" + totals_json(by_key[1], 30);
-  data += ",\"by_phase\":" + totals_json(by_key[2], 0);
-  data += ",\"steps\":" + steps_report_json(analyze_steps(files, threads, options));  // its own two reads
-  std::string tree = tree_json.str();
-  data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
-  // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
-  // the page shows the section only when there are some.
-  IoView io = io_view(files, IoOptions{}, threads, options);
-  if (io.total.ops) data += ",\"io\":" + io_report_json(io, top_n);
-  data += ",\"timeline\":[";
-  // Bins as [start_us_relative, count], at most ~200 per process for the page.
+// Bins as [start_us_relative, count], at most ~200 per process for the page.
+std::string timeline_json(ReportConsumer& r) {
+  std::string data = "[";
   bool first = true;
+  char buf[96];
   for (auto& [pid, tl] : r.timelines_) {
-    int shift = tl.shift;
     Timeline t = tl;  // coarsen a copy down to <= 200 bins
     if (!t.bins.empty()) {
       while (static_cast<double>(t.bins.rbegin()->first - t.bins.begin()->first) >= 200) t.coarsen_to(t.shift + 1);
     }
-    shift = t.shift;
+    const int shift = t.shift;
     if (!first) data += ',';
     first = false;
     auto nm = r.process_names_.find(pid);
@@ -334,7 +487,57 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
     }
     data += "]}";
   }
-  data += "]}";
+  return data + "]";
+}
+
+}  // namespace
+
+ReportResult write_report(const std::vector<std::string>& files, const std::string& out_path, size_t top_n,
+                          unsigned threads, const ReadOptions& options, const std::string& calibration_path) {
+  refuse_input_as_output(out_path, files);
+  // The calibration before the read: a bad --calibration fails fast.
+  Calibration cal;
+  if (std::string p = find_calibration(files, calibration_path); !p.empty()) cal = read_calibration(p);
+  threads = useful_threads(files, threads, options);
+  std::vector<std::unique_ptr<ReportConsumer>> cons;
+  std::vector<LineConsumer*> ptrs;
+  for (unsigned t = 0; t < threads; ++t) {
+    cons.push_back(std::make_unique<ReportConsumer>());
+    ptrs.push_back(cons.back().get());
+  }
+  ReportResult res;
+  res.stats = read_traces(files, ptrs, options);
+  for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
+  ReportConsumer& r = *cons[0];
+  Summary s = build_summary(r.groups_, 0);  // resolves the nesting: self times final
+  Rollup by_key[kNumReportKeys];
+  for (size_t k = 0; k < kNumReportKeys; ++k) by_key[k] = rollup(r.groups_, k);
+  const StepReport steps = analyze_steps(files, threads, options);  // its own two reads
+  const double origin_us = r.first_ts_us_ != INT64_MAX ? static_cast<double>(r.first_ts_us_) : 0;
+  const std::vector<std::string> answer = answer_lines(s, by_key[kName], by_key[kModule], by_key[kCategory], steps);
+  for (const std::string& l : answer) res.answer += l + "\n";
+
+  // The page's data, one member per section, in the order the page shows them.
+  std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(s.complete_events);
+  data += ",\"total_us\":" + json_num(s.total_us) + ",\"traced_us\":" + json_num(s.traced_us);
+  data += ",\"answer\":" + string_array_json(answer);
+  data += ",\"top_ops\":" + totals_json(by_key[kName], top_n);
+  data += ",\"by_module\":" + totals_json(by_key[kModule], 30);
+  data += ",\"by_category\":" + totals_json(by_key[kCategory], 0);
+  data += ",\"steps\":" + steps_report_json(steps, origin_us);
+  std::ostringstream tree_json;  // the module icicle from the same groups
+  write_module_tree_json(tree_json, build_module_tree(r.groups_, kModule));
+  std::string tree = tree_json.str();
+  data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
+  data += ",\"roofline\":" + roofline_json(by_key[kName], cal, 40);
+  data += ",\"by_phase\":" + totals_json(by_key[kPhase], 0);
+  // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
+  // the page shows the section only when there are some.
+  IoView io = io_view(files, IoOptions{}, threads, options);
+  if (io.total.ops) data += ",\"io\":" + io_report_json(io, top_n);
+  data += ",\"timeline\":" + timeline_json(r);
+  data += ",\"bad_input\":" + bad_input_json(res.stats, s.nesting);
+  data += "}";
   // The data sits in a <script> element: "</" must not close it early.
   std::string safe;
   for (size_t i = 0; i < data.size(); ++i) {

@@ -1,7 +1,10 @@
 // `report`: one self-contained HTML page (no network access: its script and
-// styles are inline) with charts drawn as SVG by that script: top ops by time,
-// time by module, the forward/backward/inference split, and events per process
-// over time.
+// styles are inline) with charts drawn as SVG by that script. It opens on the
+// answer (the ops and modules with the most self time, compile vs run, the
+// per-step split), then the module icicle, the roofline (efficiency.hpp),
+// steps and events per process over time, the phases, I/O, and the input
+// that was skipped. Each section is one member of the page's data, built by
+// its own function in report.cpp, and one function of the page's script.
 #pragma once
 
 #include <string>
@@ -13,10 +16,13 @@ namespace dftracer::analyze {
 
 struct ReportResult {
   ReadStats stats;
+  std::string answer;  // the lines the page opens on, for the terminal
 };
 
-// Throws InputError when `out_path` cannot be written.
+// Throws InputError when `out_path` cannot be written. The roofline uses the
+// calibration find_calibration() finds (`calibration_path` when not empty).
 ReportResult write_report(const std::vector<std::string>& files, const std::string& out_path, size_t top_n,
-                          unsigned threads, const ReadOptions& options = {});
+                          unsigned threads, const ReadOptions& options = {},
+                          const std::string& calibration_path = "");
 
 }  // namespace dftracer::analyze

@@ -44,20 +44,77 @@ void SelfTimeTracker::finalize(Open& o, std::vector<Candidate>& candidates) {
   o.self = 0;
 }
 
-// Folds the older half of a long stack into one block: those events keep
-// their self times (added now) and, for a later parent, their summed time.
-void SelfTimeTracker::fold(std::vector<Open>& stack, std::vector<Candidate>* candidates) {
-  const size_t half = stack.size() / 2;
-  Open block{stack[0].ts, stack[0].end, 0, 0, nullptr, nullptr, -1, false, true};
-  for (size_t i = 0; i < half; ++i) {
-    Open& o = stack[i];
-    if (candidates) finalize(o, *candidates);
-    if (!o.claimed) block.dur = saturating_add(block.dur, o.dur);
-    block.end = std::max(block.end, o.end);
+size_t SelfTimeTracker::fold_exact(ThreadState& t, size_t limit) {
+  Folded& f = t.folded;
+  size_t i = 0;
+  for (; i < limit; ++i) {
+    Open& o = t.stack[i];
+    if (o.block) break;  // an estimated block stays on the stack
+    finalize(o, t.candidates);
+    if (o.claimed) continue;  // its parent, below it, already counted it
+    if (!f.empty() && o.ts < f.last_end()) break;  // not a later sibling: keep it for the block fold
+    f.end.push_back(o.end);
+    f.cum.push_back(saturating_add(f.cum.empty() ? 0 : f.cum.back(), o.dur));
   }
-  stack[0] = block;
-  stack.erase(stack.begin() + 1, stack.begin() + static_cast<std::ptrdiff_t>(half));
+  if (f.end.size() > kMaxFoldedEvents) {
+    // The oldest half becomes one block (exact unless a parent splits it).
+    const size_t half = f.end.size() / 2;
+    const int64_t first_ts = f.far.block ? f.far.ts : f.end[0] - f.dur(0);
+    const int64_t dropped = f.cum[half - 1];
+    f.far = Open{first_ts, f.end[half - 1], saturating_add(f.far.block ? f.far.dur : 0, dropped), 0, nullptr, nullptr,
+                 -1, false, true};
+    f.end.erase(f.end.begin(), f.end.begin() + static_cast<std::ptrdiff_t>(half));
+    f.cum.erase(f.cum.begin(), f.cum.begin() + static_cast<std::ptrdiff_t>(half));
+    for (int64_t& c : f.cum) c -= dropped;
+  }
+  return i;
+}
+
+// Moves the older half of a long stack off it: to the exact folded siblings
+// where it can, else (events that overlap, written in no clear order) into
+// one block that keeps their summed time for a later parent.
+void SelfTimeTracker::fold(ThreadState& t) {
+  std::vector<Open>& stack = t.stack;
+  const size_t half = stack.size() / 2;
+  const size_t exact = fold_exact(t, half);
+  if (exact < half) {
+    Open block{stack[exact].ts, stack[exact].end, 0, 0, nullptr, nullptr, -1, false, true};
+    for (size_t i = exact; i < half; ++i) {
+      Open& o = stack[i];
+      finalize(o, t.candidates);
+      if (!o.claimed) block.dur = saturating_add(block.dur, o.dur);
+      block.ts = std::min(block.ts, o.ts);
+      block.end = std::max(block.end, o.end);
+    }
+    stack[exact] = block;
+    stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(exact) + 1,
+                stack.begin() + static_cast<std::ptrdiff_t>(half));
+  }
+  stack.erase(stack.begin(), stack.begin() + static_cast<std::ptrdiff_t>(exact));
   ++stats_.folded;
+}
+
+int64_t SelfTimeTracker::take_folded(Folded& f, int64_t ts, int64_t end) {
+  const size_t n = f.end.size();
+  // Sorted and disjoint: the events ending after ts are a suffix, all inside
+  // [ts, end) but the first (may start before ts) and the one ending past
+  // `end` (clock rounding); those after it start after `end`.
+  const size_t i = static_cast<size_t>(std::upper_bound(f.end.begin(), f.end.end(), ts) - f.end.begin());
+  const size_t k = static_cast<size_t>(std::upper_bound(f.end.begin(), f.end.end(), end) - f.end.begin());
+  auto part = [&](size_t j) {
+    return std::max<int64_t>(0, std::min(f.end[j], end) - std::max(f.end[j] - f.dur(j), ts));
+  };
+  int64_t taken = 0;
+  if (i < n) taken = part(i);
+  if (k > i + 1) taken = saturating_add(taken, f.cum[k - 1] - f.cum[i]);
+  if (k < n && k > i) taken = saturating_add(taken, part(k));
+  f.end.resize(i);
+  f.cum.resize(i);
+  if (i == 0 && f.far.block && f.far.end > ts) {  // reaches into the far block
+    taken = saturating_add(taken, overlap(f.far, ts, end));
+    f.far = Open{};
+  }
+  return taken;
 }
 
 void SelfTimeTracker::add(std::string_view pid, std::string_view tid, int64_t ts, int64_t dur, int64_t* acc,
@@ -86,13 +143,18 @@ void SelfTimeTracker::push(ThreadState& t, int64_t ts, int64_t end, int64_t dur,
                            const std::string* key) {
   std::vector<Open>& st = t.stack;
   int64_t children = 0;
+  bool below = true;  // every event on the stack was popped: the folded ones are next
   while (!st.empty()) {
     Open& top = st.back();
     if (top.end <= ts) {
       // Ended before this event began. Unclaimed, it may still find its
       // parent later (end order); claimed, its parent already counted it.
-      if (!top.claimed) break;
+      if (!top.claimed) {
+        below = false;
+        break;
+      }
     } else if (!top.block && contains_clearly(top.ts, top.end, ts, end)) {
+      below = false;
       break;  // this event is inside the top: written parent first
     } else if (!top.claimed) {
       children = saturating_add(children, overlap(top, ts, end));
@@ -100,6 +162,8 @@ void SelfTimeTracker::push(ThreadState& t, int64_t ts, int64_t end, int64_t dur,
     finalize(top, t.candidates);
     st.pop_back();
   }
+  if (below && !t.folded.empty() && t.folded.last_end() > ts)
+    children = saturating_add(children, take_folded(t.folded, ts, end));
   Open e{ts, end, dur, dur - children, acc, key, -1, false, false};
   if (!st.empty() && st.back().end > ts && !st.back().block) {
     st.back().self -= dur;  // a child of the top (parent written first)
@@ -114,13 +178,25 @@ void SelfTimeTracker::push(ThreadState& t, int64_t ts, int64_t end, int64_t dur,
   }
   t.min_end = std::min(t.min_end, end);
   st.push_back(e);
-  if (st.size() > kMaxOpenEvents) fold(st, &t.candidates);
+  if (st.size() > kMaxOpenEvents) fold(t);
 }
 
 void SelfTimeTracker::finish() {
   for (auto& [thread, t] : threads_) {
     Run r;
     r.thread = thread;
+    if (!t.folded.empty()) {
+      // For other runs, the folded events are one block: exact for a parent
+      // that encloses them all, estimated (and counted) for one that splits them.
+      Folded& f = t.folded;
+      Open block = f.far;
+      if (!f.end.empty()) {
+        if (!block.block) block = Open{f.end[0] - f.dur(0), 0, 0, 0, nullptr, nullptr, -1, false, true};
+        block.end = f.end.back();
+        block.dur = saturating_add(block.dur, f.cum.back());
+      }
+      r.leftover.push_back(block);
+    }
     for (Open& o : t.stack) {
       if (!o.block && o.candidate < 0) {
         // Without a parent in this run: it may be the parent of another run's.

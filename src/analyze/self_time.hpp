@@ -32,19 +32,24 @@
 namespace dftracer::analyze {
 
 struct NestingStats {
-  // A parent that began inside a run of old events folded into one block
-  // (only past kMaxOpenEvents unparented events on one thread): its children's
-  // time was estimated in proportion to the overlap.
+  // A parent that began inside a block of old events folded into one sum: its
+  // children's time was estimated in proportion to the overlap. Within one
+  // run only past kMaxFoldedEvents + kMaxOpenEvents unparented events on one
+  // thread; across runs (pieces read apart) when a parent in one run starts
+  // among another run's folded events.
   uint64_t approximated = 0;
-  // Folds of old, still unparented events into one block (memory bound).
+  // Folds of old, still unparented events off a thread's stack (memory bound).
   uint64_t folded = 0;
 };
 
 class SelfTimeTracker {
  public:
-  // The most events one thread keeps waiting for a parent; past this the
-  // older half is folded into one block (see NestingStats).
+  // The most events one thread keeps on its stack; past this the older half
+  // moves to the thread's folded siblings (see Folded).
   static constexpr size_t kMaxOpenEvents = 4096;
+  // The most folded siblings kept exactly (16 bytes each: 1 MiB a thread);
+  // past this the older half becomes one block, estimated if ever split.
+  static constexpr size_t kMaxFoldedEvents = size_t{1} << 16;
   // A child up to this much longer than its parent (clock rounding) still
   // counts as its child when it was written first (end order).
   static constexpr int64_t kRoundingSlackNs = 1000;
@@ -86,15 +91,35 @@ class SelfTimeTracker {
     std::vector<Open> leftover;  // unclaimed events still without a parent (each also a candidate)
     std::vector<Candidate> candidates;
   };
+  // Old unparented events folded off the bottom of a stack. On the stack,
+  // unparented events that ended before the next one began are siblings:
+  // sorted and disjoint, each with its self time already counted; all a later
+  // parent needs of them is which ones it encloses and their time. So they
+  // are kept as ends and running sums of durations, and a parent that starts
+  // among them (the first compile, after thousands of import I/O calls at
+  // top level) still takes exactly the ones inside it (take()).
+  struct Folded {
+    std::vector<int64_t> end;  // ascending
+    std::vector<int64_t> cum;  // cum[i]: summed durations of events 0..i
+    Open far{};                // older events past kMaxFoldedEvents, one block (far.block)
+    bool empty() const { return end.empty() && !far.block; }
+    int64_t last_end() const { return end.empty() ? far.end : end.back(); }
+    int64_t dur(size_t i) const { return cum[i] - (i ? cum[i - 1] : 0); }
+  };
   struct ThreadState {
     std::vector<Open> stack;
+    Folded folded;  // before the stack: every folded event ended before the stack's first began
     std::vector<Candidate> candidates;
     int64_t min_end = INT64_MAX;  // earliest end of the run's events so far
   };
 
   void push(ThreadState& t, int64_t ts, int64_t end, int64_t dur, int64_t* acc, const std::string* key);
   void finalize(Open& o, std::vector<Candidate>& candidates);
-  void fold(std::vector<Open>& stack, std::vector<Candidate>* candidates);
+  void fold(ThreadState& t);
+  // Moves the oldest foldable events of the stack to t.folded; how many.
+  size_t fold_exact(ThreadState& t, size_t limit);
+  // Pops the folded events a new event [ts, end) encloses; their time inside it.
+  int64_t take_folded(Folded& f, int64_t ts, int64_t end);
   int64_t overlap(const Open& o, int64_t ts, int64_t end);
 
   size_t file_ = 0;

@@ -171,6 +171,48 @@ TEST(SelfTime, ManyTopLevelEventsStayBoundedAndExact) {
   EXPECT_EQ(f.tracker.stats().approximated, 0u);
 }
 
+TEST(SelfTime, AParentStartingAmongThousandsOfFoldedSiblingsIsExact) {
+  // The first compile of a real run: thousands of I/O calls at top level
+  // (imports), then 12,000 more inside one late compile event that starts in
+  // the middle of them. Siblings folded off the stack keep their ends and
+  // summed durations, so the compile takes exactly the 12,000 inside it.
+  Feed f;
+  const int before = 5000, inside = 12000;
+  int64_t t = 0;
+  for (int i = 0; i < before; ++i, t += 10) f.add("io", t, 2);  // sparser than inside: no estimate is right
+  const int64_t compile_ts = t;
+  for (int i = 0; i < inside; ++i, t += 3) f.add("io", t + 1, 2);
+  f.add("compile", compile_ts, t + 5 - compile_ts);
+  f.add("step", compile_ts - 1, t + 10 - compile_ts);  // encloses the compile, not the first 5,000
+  auto s = f.done();
+  EXPECT_EQ(s["io"], 2 * (before + inside));
+  EXPECT_EQ(s["compile"], t + 5 - compile_ts - 2 * inside);
+  EXPECT_EQ(s["step"], 5);
+  EXPECT_GT(f.tracker.stats().folded, 0u);
+  EXPECT_EQ(f.tracker.stats().approximated, 0u);
+}
+
+TEST(SelfTime, PastTheFoldedBoundOnlyASplitOfTheOldestBlockIsEstimated) {
+  // More siblings than kMaxFoldedEvents: the oldest become one block. A parent
+  // of all of them is still exact; one that starts inside that block is the
+  // one estimate, and is counted.
+  const int n = static_cast<int>(SelfTimeTracker::kMaxFoldedEvents + 3 * SelfTimeTracker::kMaxOpenEvents);
+  Feed all;
+  for (int i = 0; i < n; ++i) all.add("op", 10 + 3 * i, 2);
+  all.add("run", 0, 10 + 3 * n);
+  auto s = all.done();
+  EXPECT_EQ(s["op"], 2 * n);
+  EXPECT_EQ(s["run"], 10 + 3 * n - 2 * n);
+  EXPECT_EQ(all.tracker.stats().approximated, 0u);
+  Feed split;
+  for (int i = 0; i < n; ++i) split.add("op", 10 + 3 * i, 2);
+  split.add("run", 10 + 3 * 100, 3 * (n - 100));  // the last n - 100 events
+  auto t = split.done();
+  EXPECT_EQ(t["op"], 2 * n);
+  EXPECT_EQ(split.tracker.stats().approximated, 1u);
+  EXPECT_NEAR(static_cast<double>(t["run"]), static_cast<double>(3 * (n - 100) - 2 * (n - 100)), 3);
+}
+
 // ---------------------------------------------------------------------------
 // Through the reader: random trees on several processes and threads, written
 // as they end into a multi-member .pfw.gz, read on 1 to 4 threads in small

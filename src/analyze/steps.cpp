@@ -18,6 +18,10 @@ namespace {
 // Past this many top-level events on one main thread, later ones are not kept
 // (memory bound; a training loop has a few per step).
 constexpr size_t kMaxTopLevel = size_t{1} << 20;
+// The same for each other thread of a process without a tid == pid thread:
+// the first event of such a thread is its top-level event with the least
+// start, which the antichain always keeps, so the cap only trims the tail.
+constexpr size_t kMaxTopLevelOther = size_t{1} << 16;
 
 size_t category_index(std::string_view cat) {
   for (size_t i = 0; i < kNumStepCategories; ++i)
@@ -43,8 +47,14 @@ void StepFinder::add_event(size_t file, const Event& e) {
   const int64_t end = saturating_add(e.ts_ns, e.dur_ns);
   const bool has_step = !e.step.empty();
   const bool main_thread = e.tid_text == e.pid_text;
-  if (!has_step && !main_thread) return;
-  Process& p = processes_[{file, std::string(e.pid_text)}];
+  // Most events belong to the process of the event before: found without a key.
+  if (!last_ || file != last_file_ || e.pid_text != last_pid_) {
+    last_ = &processes_[{file, std::string(e.pid_text)}];
+    last_file_ = file;
+    last_pid_.assign(e.pid_text);
+  }
+  Process& p = *last_;
+  if (!has_step && !main_thread && !p.main.empty()) return;
   if (has_step) {
     auto [it, fresh] = p.by_arg.try_emplace(std::string(e.step));
     StepInterval& s = it->second;
@@ -55,7 +65,21 @@ void StepFinder::add_event(size_t file, const Event& e) {
       s.end = std::max(s.end, end);
     }
   }
-  if (main_thread) add_top(p, e.ts_ns, end, e.name);
+  if (main_thread) {
+    add_top(p.main, e.ts_ns, end, e.name, kMaxTopLevel);
+    p.others.clear();  // not needed once the tid == pid thread is known
+  } else if (p.main.empty()) {
+    add_top(p.others[std::string(e.tid_text)], e.ts_ns, end, e.name, kMaxTopLevelOther);
+  }
+}
+
+const StepFinder::TopLevel& StepFinder::main_thread(const Process& p) {
+  static const TopLevel kNone;
+  if (!p.main.empty()) return p.main;
+  const TopLevel* best = &kNone;
+  for (const auto& [tid, top] : p.others)  // by tid: ties go to the smallest
+    if (!top.empty() && (best->empty() || top.begin()->first < best->begin()->first)) best = &top;
+  return *best;
 }
 
 // Keeps the main thread's events that no other of its events contains: the
@@ -63,8 +87,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
 // only possible container of a new event is the last one starting at or
 // before it. Equal intervals are both kept (their order is not known across
 // pieces); the step region is then still found by its name.
-void StepFinder::add_top(Process& p, int64_t ts, int64_t end, std::string_view name) {
-  auto& top = p.top;
+void StepFinder::add_top(TopLevel& top, int64_t ts, int64_t end, std::string_view name, size_t cap) {
   auto first = top.lower_bound(ts);
   for (auto it = first; it != top.end() && it->first == ts; ++it)
     if (it->second.end > end) return;  // inside a top-level event starting with it
@@ -74,10 +97,11 @@ void StepFinder::add_top(Process& p, int64_t ts, int64_t end, std::string_view n
     if (!equal && it->second.end <= end) it = top.erase(it);  // now known not to be top-level
     else ++it;
   }
-  if (top.size() < kMaxTopLevel) top.emplace(ts, Top{end, std::string(name)});
+  if (top.size() < cap) top.emplace(ts, Top{end, std::string(name)});
 }
 
 void StepFinder::merge(StepFinder& o) {
+  o.last_ = nullptr;
   for (auto& [key, q] : o.processes_) {
     Process& p = processes_[key];
     for (auto& [v, s] : q.by_arg) {
@@ -87,7 +111,13 @@ void StepFinder::merge(StepFinder& o) {
         it->second.end = std::max(it->second.end, s.end);
       }
     }
-    for (auto& [ts, t] : q.top) add_top(p, ts, t.end, t.name);
+    for (auto& [ts, t] : q.main) add_top(p.main, ts, t.end, t.name, kMaxTopLevel);
+    if (!p.main.empty()) {
+      p.others.clear();
+    } else {
+      for (auto& [tid, top] : q.others)
+        for (auto& [ts, t] : top) add_top(p.others[tid], ts, t.end, t.name, kMaxTopLevelOther);
+    }
   }
   o.processes_.clear();
 }
@@ -101,7 +131,8 @@ std::vector<ProcessSteps> StepFinder::plan() const {
     // The repeated top-level region: the name seen at least twice with the
     // most time (so a data-loader call per step does not win over the step).
     std::map<std::string_view, std::pair<size_t, int64_t>> names;
-    for (const auto& [ts, t] : p.top) {
+    const TopLevel& top = main_thread(p);
+    for (const auto& [ts, t] : top) {
       auto& n = names[t.name];
       ++n.first;
       n.second = saturating_add(n.second, t.end - ts);
@@ -119,7 +150,7 @@ std::vector<ProcessSteps> StepFinder::plan() const {
       // intervals can run past the step).
       ps.source = "region";
       ps.region = std::string(best);
-      for (const auto& [ts, t] : p.top) {
+      for (const auto& [ts, t] : top) {
         if (t.name != best) continue;
         StepInterval s{ts, t.end, t.name};
         int64_t first = INT64_MAX;
@@ -273,15 +304,24 @@ double median_of(std::vector<double> v) {
 }  // namespace
 
 std::vector<bool> step_outliers(const std::vector<double>& d) {
-  std::vector<bool> out(d.size(), false);
+  std::vector<bool> out;
+  for (StepOutlier k : step_outlier_kinds(d)) out.push_back(k != StepOutlier::none);
+  return out;
+}
+
+std::vector<StepOutlier> step_outlier_kinds(const std::vector<double>& d) {
+  std::vector<StepOutlier> out(d.size(), StepOutlier::none);
   if (d.size() < 3) return out;  // no "typical" step to compare with
   const double med = median_of(d);
   std::vector<double> dev;
   for (double x : d) dev.push_back(std::fabs(x - med));
   // MAD alone flags jitter when steps are near-identical (MAD ~ 0): a step
-  // must also be half again as long as the median to count.
-  const double limit = med + std::max(3 * median_of(dev), 0.5 * med);
-  for (size_t i = 0; i < d.size(); ++i) out[i] = d[i] > limit;
+  // must also be half again as long as the median, or at most half of it.
+  const double margin = std::max(3 * median_of(dev), 0.5 * med);
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i] > med + margin) out[i] = StepOutlier::slow;
+    else if (d[i] < med - margin) out[i] = StepOutlier::fast;  // a skipped batch, a cut-short step
+  }
   return out;
 }
 
@@ -336,8 +376,11 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
       durations.push_back(row.duration_us);
       r.rows.push_back(std::move(row));
     }
-    std::vector<bool> out = step_outliers(durations);
-    for (size_t s = 0; s < out.size(); ++s) r.rows[first_row + s].outlier = out[s];
+    std::vector<StepOutlier> out = step_outlier_kinds(durations);
+    for (size_t s = 0; s < out.size(); ++s) {
+      r.rows[first_row + s].outlier = out[s] != StepOutlier::none;
+      r.rows[first_row + s].slow = out[s] == StepOutlier::slow;
+    }
   }
   return r;
 }
@@ -363,7 +406,7 @@ std::string source_text(const ProcessSteps& p) {
 
 void write_steps_table(std::ostream& os, const StepReport& r) {
   if (r.processes.empty()) {
-    os << "no steps found: no event has a step arg, and no top-level region of a main thread (tid == pid) "
+    os << "no steps found: no event has a step arg, and no top-level region of a main thread "
           "repeats\n";
   }
   size_t row = 0;
@@ -379,7 +422,7 @@ void write_steps_table(std::ostream& os, const StepReport& r) {
       std::vector<std::string> c = {std::to_string(x.step), x.label, ms(x.duration_us), ms(x.traced_us)};
       for (double v : x.by_category_us) c.push_back(ms(v));
       c.push_back(pct(x.compile_share));
-      c.push_back(x.outlier ? "yes" : "");
+      c.push_back(x.outlier ? (x.slow ? "slow" : "fast") : "");
       cells.push_back(std::move(c));
     }
     std::vector<size_t> width(cells[0].size(), 0);
@@ -442,6 +485,7 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
          ",\"traced_us\":" + json_num(x.traced_us) + json_categories(x.by_category_us) +
          ",\"compile_share\":" + json_num(x.compile_share) +
          ",\"outlier\":" + (x.outlier ? "true" : "false") +
+         ",\"outlier_kind\":" + (x.outlier ? (x.slow ? "\"slow\"" : "\"fast\"") : "null") +
          "}";
   }
   o += "]}\n";
@@ -451,13 +495,13 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
 void write_steps_csv(std::ostream& os, const StepReport& r) {
   std::string o = "pid,step,label,start_us,duration_us,traced_us";
   for (const char* c : kStepCategories) o += std::string(",") + c + "_us";
-  o += ",compile_share,outlier\n";
+  o += ",compile_share,outlier,outlier_kind\n";
   for (const StepRow& x : r.rows) {
     o += csv_field(x.pid) + "," + std::to_string(x.step) + "," + csv_field(x.label) + "," +
          json_num(x.start_us) + "," + json_num(x.duration_us) + "," +
          json_num(x.traced_us);
     for (double v : x.by_category_us) o += "," + json_num(v);
-    o += "," + json_num(x.compile_share) + (x.outlier ? ",true\n" : ",false\n");
+    o += "," + json_num(x.compile_share) + (x.outlier ? (x.slow ? ",true,slow\n" : ",true,fast\n") : ",false,\n");
   }
   os << o;
 }

@@ -8,7 +8,10 @@
 //      value (first start to last end of the events carrying it), and the
 //      top-level events of the main thread (tid == pid: not inside another
 //      event of that thread). Memory: one interval per step value plus one per
-//      top-level main-thread event, never the whole trace.
+//      top-level event of each thread, never the whole trace. The main thread
+//      is tid == pid (Linux); a process without such a thread (tids renumbered
+//      by another tool, a trace of threads only) uses the thread whose first
+//      event starts first.
 //   2. StepAttributor: every complete event of a process that lies inside one
 //      of its steps (any thread) gives its self time to that step's category;
 //      the rest is "outside". Memory: the steps, and the nesting stacks.
@@ -63,15 +66,22 @@ class StepFinder : public LineConsumer {
     int64_t end;
     std::string name;
   };
+  using TopLevel = std::multimap<int64_t, Top>;  // a thread's top-level events by start
   struct Process {
     std::map<std::string, StepInterval> by_arg;  // step value -> interval
-    std::multimap<int64_t, Top> top;             // main thread's top-level events by start
+    TopLevel main;                               // the tid == pid thread's
+    std::map<std::string, TopLevel> others;      // other threads', while no tid == pid thread is seen
   };
-  static void add_top(Process& p, int64_t ts, int64_t end, std::string_view name);
+  static void add_top(TopLevel& top, int64_t ts, int64_t end, std::string_view name, size_t cap);
+  // The main thread's top-level events: tid == pid, else the thread whose first event starts first.
+  static const TopLevel& main_thread(const Process& p);
   EventDecoder decoder_;
   Event ev_;
   size_t file_ = 0;
   std::map<std::pair<size_t, std::string>, Process> processes_;
+  Process* last_ = nullptr;  // the process of the last event (map nodes do not move)
+  size_t last_file_ = 0;
+  std::string last_pid_;
 };
 
 struct StepRow {
@@ -82,6 +92,7 @@ struct StepRow {
   double by_category_us[kNumStepCategories] = {};
   double compile_share = 0;  // compile over traced time
   bool outlier = false;
+  bool slow = false;  // with outlier: longer than typical ("slow"), else shorter ("fast")
 };
 
 struct StepReport {
@@ -95,8 +106,12 @@ struct StepReport {
 
 // The outlier rule, for the outputs and the docs.
 inline constexpr const char* kStepOutlierRule =
-    "duration > median + max(3 * MAD, 0.5 * median) of its process's steps (at least 3 steps)";
-// Flags the outliers among one process's step durations (same order).
+    "duration more than max(3 * MAD, 0.5 * median) above (slow) or below (fast) the median of its process's "
+    "steps (at least 3 steps)";
+enum class StepOutlier { none, slow, fast };
+// Classifies one process's step durations (same order).
+std::vector<StepOutlier> step_outlier_kinds(const std::vector<double>& durations);
+// Flags the outliers, slow or fast, among one process's step durations.
 std::vector<bool> step_outliers(const std::vector<double>& durations);
 
 // Reads `files` twice (find, then attribute) on `threads` threads.

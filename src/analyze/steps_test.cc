@@ -183,6 +183,56 @@ TEST(Steps, OutlierRule) {
   EXPECT_EQ(step_outliers({100, 1000}), (std::vector<bool>{false, false}));  // too few steps to judge
 }
 
+TEST(Steps, FastOutliersAreFlaggedAndLabelled) {
+  EXPECT_EQ(step_outlier_kinds({100, 100, 102, 98, 20}),
+            (std::vector<StepOutlier>{StepOutlier::none, StepOutlier::none, StepOutlier::none, StepOutlier::none,
+                                      StepOutlier::fast}));
+  EXPECT_EQ(step_outlier_kinds({6800, 100, 105, 98})[0], StepOutlier::slow);
+  // Within half the median (and 3 MADs) is not an outlier either way.
+  EXPECT_EQ(step_outliers({100, 100, 101, 60}), (std::vector<bool>{false, false, false, false}));
+  // A step cut short (a skipped batch): fast, in every output.
+  std::string t = lines({
+      ev("train_step", "app", 3, 3, 0, 100),
+      ev("train_step", "app", 3, 3, 200, 100),
+      ev("train_step", "app", 3, 3, 400, 100),
+      ev("train_step", "app", 3, 3, 600, 10),
+  });
+  StepReport r = run(t, 1);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_TRUE(r.rows[3].outlier);
+  EXPECT_FALSE(r.rows[3].slow);
+  std::ostringstream table, js, csv;
+  write_steps_table(table, r);
+  write_steps_json(js, r);
+  write_steps_csv(csv, r);
+  EXPECT_NE(table.str().find(" fast\n"), std::string::npos) << table.str();
+  EXPECT_NE(js.str().find("\"outlier_kind\":\"fast\""), std::string::npos);
+  EXPECT_NE(csv.str().find(",true,fast\n"), std::string::npos);
+}
+
+TEST(Steps, AProcessWithoutATidEqualToItsPidUsesTheThreadThatStartedFirst) {
+  // tids renumbered (a trace of another tool, threads only): thread 21 starts
+  // first and repeats train_step; thread 22, a loader, repeats its own region.
+  // The steps are thread 21's; thread 22's work lies inside them.
+  std::string t = lines({
+      ev("load", "app", 20, 22, 5, 40),
+      ev("aten::mm", "op", 20, 21, 10, 30, "\"phase\":\"forward\""),
+      ev("train_step", "app", 20, 21, 0, 50),
+      ev("load", "app", 20, 22, 105, 40),
+      ev("aten::mm", "op", 20, 21, 110, 30, "\"phase\":\"forward\""),
+      ev("train_step", "app", 20, 21, 100, 50),
+  });
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(t, threads, 64);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].source, "region");
+    EXPECT_EQ(r.processes[0].region, "train_step");
+    ASSERT_EQ(r.rows.size(), 2u);
+    EXPECT_EQ(r.rows[0].by_category_us[kForward], 30);
+    EXPECT_EQ(r.rows[0].traced_us, 50 + 40);  // the loader's time inside step 0
+  }
+}
+
 TEST(Steps, JsonAndCsvCarryTheRows) {
   StepReport r = run(region_trace(), 1);
   std::ostringstream js, csv;

@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
+#include <ostream>
 #include <string>
+#include <vector>
 
 namespace dftracer::analyze {
 
@@ -46,6 +49,26 @@ inline std::string csv_field(const std::string& s) {
     o += c;
   }
   return o + "\"";
+}
+
+// A text table: columns two spaces apart, the first `left` columns (the group
+// keys) left-aligned, the numbers right-aligned, no trailing blanks.
+inline void write_aligned(std::ostream& os, const std::vector<std::vector<std::string>>& rows, size_t left) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i) line += "  ";
+      const std::string pad(width[i] - row[i].size(), ' ');
+      line += i < left ? row[i] + pad : pad + row[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << '\n';
+  }
 }
 
 }  // namespace dftracer::analyze

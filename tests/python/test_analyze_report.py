@@ -144,3 +144,61 @@ def test_report_shows_steps_as_stacked_bars(tmp_path):
     assert section.count('class="step-part"') == 8
     assert "3 steps; first step: compile 50.0% of its traced time" in section
     assert "1.000 ms traced" in section
+
+
+def _answer_trace(path):
+    """Three train_step regions; the first compiles for 500 us. Self times: mm 750 us
+    (37.5 % of the 2 ms traced), mm_bw 600, dynamo.trace 500 (compile: 25 %), the
+    regions 150. mm declares 1e6 FLOPs and 1e5 bytes per call (10 FLOP/B)."""
+    evs = [{"name": "dynamo.trace", "cat": "compile", "pid": 1, "tid": 1, "ts": 0, "dur": 500, "ph": "X"}]
+    for start in (0, 2000, 3000):
+        off = 500 if start == 0 else 0
+        evs.append({"name": "mm", "cat": "op", "pid": 1, "tid": 1, "ts": start + off, "dur": 250, "ph": "X",
+                    "args": {"phase": "forward", "module": "model.fc", "flops": 1000000, "bytes": 100000}})
+        evs.append({"name": "mm_bw", "cat": "op", "pid": 1, "tid": 1, "ts": start + off + 250, "dur": 200,
+                    "ph": "X", "args": {"phase": "backward", "module": "model.fc"}})
+        evs.append({"name": "train_step", "cat": "app", "pid": 1, "tid": 1, "ts": start,
+                    "dur": 1000 if start == 0 else 500, "ph": "X"})
+    path.write_text("".join(json.dumps(e) + "\n" for e in evs))
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_opens_on_the_answer(tmp_path, monkeypatch):
+    """The page opens on the answer -- the top self-time op with its share, the
+    compile share, the steps -- before the module tree, the roofline, the steps
+    timeline and the skipped-input counts; `report` prints the same lines."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    exe = _analyzer()
+    _answer_trace(tmp_path / "a.pfw")
+    (tmp_path / "dftracer-calibration.json").write_text(json.dumps({"peak_gflops": 100.0, "peak_gbps": 10.0}))
+    html = tmp_path / "report.html"
+    out = subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True,
+                         text=True).stdout
+    assert out.startswith("Most self time: mm 37.5% of the traced time (750.000 us, 3 events)"), out
+    dom = _rendered_dom(html, tmp_path)
+    answer = re.findall(r"<li>([^<]*)</li>", dom.split('id="answer-lines"')[1].split("</ul>")[0])
+    assert answer == out.splitlines()
+    assert answer[0].startswith("Most self time: mm 37.5%")
+    assert answer[1] == "Top modules by self time: model.fc 67.5%"
+    assert answer[2].startswith("Compile vs run: compile 25.0% (500.000 us), run 75.0%"), answer[2]
+    assert answer[3].startswith("Steps: 3; the first 1.000 ms, compile 50.0% of its traced time"), answer[3]
+    # The order: the answer's sections first, then the rest.
+    order = ['id="answer-lines"', 'id="top-ops"', 'id="by-module"', 'id="by-category"', 'id="steps-section"',
+             'id="module-icicle"', 'id="roofline"', 'id="step-timeline"', 'id="timeline"', 'id="bad-input"']
+    at = [dom.index(marker) for marker in order]
+    assert at == sorted(at), list(zip(order, at))
+    assert dom.index("Most self time") < dom.index('id="module-icicle"')
+    top_ops = dom.split('id="top-ops"')[1].split("</svg>")[0]
+    assert re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', top_ops)[0] == "mm"
+    compile_bar = dom.split('id="by-category"')[1].split("</svg>")[0]
+    assert "compile: 500.000 us self" in compile_bar
+    # The roofline: the roof from the calibration beside the trace, mm at 10 FLOP/B and 4 GFLOP/s
+    # (1e6 FLOPs in 250 us), 4 % of its 100 GFLOP/s roof (min(100, 10 x 10)).
+    roof = dom.split('id="roofline"')[1].split("</svg>")[0]
+    assert 'class="roof"' in roof and roof.count('class="op"') == 1
+    assert "mm: 4.00 GFLOP/s at 10.00 FLOP/B, 750.000 us self, 4.0% of the compute roof" in roof
+    assert "Peaks 100.0 GFLOP/s and 10.0 GB/s" in dom
+    steps = dom.split('id="step-timeline"')[1].split("</svg>")[0]
+    assert steps.count('class="step-box"') == 3
+    bad = dom.split('id="bad-input-line"')[1].split("</table>")[0]
+    assert "nothing skipped" in bad and "malformed lines" in bad

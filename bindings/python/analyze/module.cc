@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "event_batches.hpp"
+#include "calibration.hpp"
 #include "diff.hpp"
+#include "efficiency.hpp"
 #include "merge.hpp"
 #include "steps.hpp"
 #include "module_tree.hpp"
@@ -347,6 +349,45 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
   return nb::make_tuple(os.str(), stats_dict(stats));
 }
 
+// Efficiency as the CLI's JSON text (summary --efficiency --format json).
+nb::tuple py_efficiency(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
+                        const std::string& calibration, long long max_line_mib, long long max_document_mib) {
+  check_cpu();
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  std::vector<GroupKey> keys;
+  try {
+    keys = parse_group_keys(by);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+  unsigned nthreads = thread_count(threads);
+  std::string text;
+  ReadStats stats;
+  {
+    nb::gil_scoped_release unlocked;
+    Efficiency e = efficiency(expand_or_throw(paths), keys, top, nthreads, ro, calibration);
+    text = efficiency_text(e, "json");
+    stats = e.stats;
+  }
+  return nb::make_tuple(text, stats_dict(stats));
+}
+
+// `dftracer-analyze calibrate`: measures, writes, returns the JSON written.
+std::string py_calibrate(const std::string& directory, const std::string& output, long long threads) {
+  unsigned nthreads = thread_count(threads);
+  std::string path;
+  {
+    nb::gil_scoped_release unlocked;
+    std::vector<std::string> dirs;
+    if (!directory.empty()) dirs.push_back(directory);
+    calibrate_command(dirs, output, nthreads);
+    path = !output.empty() ? output
+           : !directory.empty() ? directory + "/" + kCalibrationFileName
+                                : default_calibration_path();
+  }
+  return calibration_json(read_calibration(path));
+}
+
 }  // namespace
 
 NB_MODULE(_analyze, m) {
@@ -385,6 +426,12 @@ NB_MODULE(_analyze, m) {
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");
+  m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
+        nb::arg("threads") = 0, nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib,
+        "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
+  m.def("calibrate", &py_calibrate, nb::arg("directory") = "", nb::arg("output") = "", nb::arg("threads") = 0,
+        "Measures this machine's peaks and writes them (as `dftracer-analyze calibrate`); returns the JSON.");
   m.def("default_threads", &default_threads);
   m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.
@@ -397,6 +444,9 @@ NB_MODULE(_analyze, m) {
   for (const char* c : kModuleTreeColumns) module_tree_columns.append(c);
   m.attr("DIFF_COLUMNS") = nb::tuple(diff_columns);
   m.attr("MODULE_TREE_COLUMNS") = nb::tuple(module_tree_columns);
+  nb::list efficiency_columns;
+  for (const char* c : kEfficiencyColumns) efficiency_columns.append(c);
+  m.attr("EFFICIENCY_COLUMNS") = nb::tuple(efficiency_columns);
   m.attr("GROUP_KEY_CHOICES") = group_key_choices();
 
   nb::class_<EventStream>(m, "EventStream",

@@ -36,7 +36,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _ext = None
     _IMPORT_ERROR = e
 
-__all__ = ["summary", "steps", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
+__all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
            "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS"]
 
 # The column lists come from the extension, which generates them from the
@@ -171,7 +171,8 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     (0-based within the process), label (the arg value or the region name), start_us,
     duration_us, traced_us (all threads' time inside the step), compile_us, forward_us,
     backward_us, optimizer_us, data_us, other_us (self time: they add up to traced_us),
-    compile_share (compile_us / traced_us), outlier (bool).
+    compile_share (compile_us / traced_us), outlier (bool), outlier_kind ("slow", "fast" or
+    None).
 
     df.attrs: "processes" (pid, source, region, steps), "outside" (self time of events
     in no step, by category), "first_step_compile_share", "outlier_rule", "nesting",
@@ -185,13 +186,59 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
                                        **_limits(max_line_mib, max_document_mib))
     doc = json.loads(text)
     columns = ["pid", "step", "label", "start_us", "duration_us", "traced_us", "compile_us", "forward_us",
-               "backward_us", "optimizer_us", "data_us", "other_us", "compile_share", "outlier"]
+               "backward_us", "optimizer_us", "data_us", "other_us", "compile_share", "outlier", "outlier_kind"]
     df = pd.DataFrame(doc.pop("steps"), columns=columns)
     df["outlier"] = df["outlier"].astype(bool)
+    kind = df["outlier_kind"].astype(object)
+    df["outlier_kind"] = kind.where(kind.notna(), None)  # None (as in the JSON), not NaN
     df.attrs.update(doc)
     df.attrs["stats"] = dict(stats)
     _warn_skipped(stats)
     return df
+
+
+def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, max_line_mib=None,
+               max_document_mib=None):
+    """FLOPs, bytes and how close to this machine's roofline each group ran, as a pandas
+    DataFrame: the rows of `dftracer-analyze summary --efficiency --format json`.
+
+    Columns: the group key(s), count, self_us, flops, bytes (sums of the events'
+    args.flops / args.bytes), gflops and gbps (achieved over those events' time), ai
+    (FLOPs per byte), attainable_gflops (min(peak GFLOP/s, ai x peak GB/s)), peak_frac
+    (achieved over attainable; bytes over peak GB/s for groups without FLOPs), bound
+    ("compute" or "memory"). The peaks come from `calibration` (a file), else
+    dftracer-calibration.json beside an input, else the user's cache dir (see
+    calibrate()); without one, attainable_gflops and peak_frac are NaN.
+    df.attrs: "calibration" (peaks, host, path, or None), "group_by", "skipped", "stats".
+    """
+    import json
+
+    import pandas as pd
+
+    text, stats = _module().efficiency_json(_path_list(paths), by, _top(top), _threads(threads),
+                                            calibration=os.fspath(calibration) if calibration else "",
+                                            **_limits(max_line_mib, max_document_mib))
+    doc = json.loads(text)
+    columns = list(doc["group_by"]) + list(_module().EFFICIENCY_COLUMNS)
+    df = pd.DataFrame(doc.pop("rows"), columns=columns)
+    for c in ("gflops", "gbps", "ai", "attainable_gflops", "peak_frac"):
+        df[c] = pd.to_numeric(df[c]).astype(float)
+    df.attrs.update(doc)
+    df.attrs["stats"] = dict(stats)
+    _warn_skipped(stats)
+    return df
+
+
+def calibrate(directory=None, *, output=None, threads=None):
+    """Measures this machine's peaks (a float32 matmul and a memory triad on every
+    CPU, about two seconds) as `dftracer-analyze calibrate` does, and writes them to
+    `output`, else `directory`/dftracer-calibration.json, else
+    $XDG_CACHE_HOME/dftracer/calibration.json. Returns the written values as a dict
+    (peak_gflops, peak_gbps, threads, host, ...)."""
+    import json
+
+    return json.loads(_module().calibrate(os.fspath(directory) if directory else "",
+                                          os.fspath(output) if output else "", _threads(threads)))
 
 
 def _top(top):

@@ -1,0 +1,165 @@
+#include "efficiency.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <sstream>
+
+#include "text_format.hpp"
+#include "trace_time.hpp"
+
+namespace dftracer::analyze {
+
+EfficiencyFigures efficiency_figures(double flops, int64_t flops_ns, double bytes, int64_t bytes_ns,
+                                     const Calibration* peak) {
+  EfficiencyFigures f;
+  const bool has_flops = flops > 0 && flops_ns > 0, has_bytes = bytes > 0 && bytes_ns > 0;
+  if (has_flops) f.gflops = flops / static_cast<double>(flops_ns);
+  if (has_bytes) f.gbps = bytes / static_cast<double>(bytes_ns);
+  if (has_flops && has_bytes) f.ai = flops / bytes;
+  if (has_flops) f.bound = has_bytes && peak && peak->valid() && f.ai * peak->peak_gbps < peak->peak_gflops ? "memory" : "compute";
+  else if (has_bytes) f.bound = "memory";
+  if (!peak || !peak->valid()) {
+    if (has_flops && has_bytes) f.bound = "";  // which roof binds needs the peaks
+    return f;
+  }
+  if (has_flops) {
+    f.attainable_gflops = has_bytes ? std::min(peak->peak_gflops, f.ai * peak->peak_gbps) : peak->peak_gflops;
+    f.peak_frac = f.gflops / f.attainable_gflops;
+  } else if (has_bytes) {
+    f.peak_frac = f.gbps / peak->peak_gbps;
+  }
+  return f;
+}
+
+std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t top_n, const Calibration* peak) {
+  std::vector<EfficiencyRow> rows;
+  for (const auto& [k, g] : agg.groups()) {
+    if (!(g.flops > 0) && !(g.bytes > 0)) continue;  // views and the like declare 0 of both
+    EfficiencyRow r;
+    r.key = split_group_key(k);
+    r.count = g.count;
+    r.self_us = ns_to_us(g.self_ns);
+    r.flops = g.flops;
+    r.bytes = g.bytes;
+    r.f = efficiency_figures(g.flops, g.flops_ns, g.bytes, g.bytes_ns, peak);
+    rows.push_back(std::move(r));
+  }
+  std::sort(rows.begin(), rows.end(), [](const EfficiencyRow& a, const EfficiencyRow& b) {
+    return a.self_us != b.self_us ? a.self_us > b.self_us : a.key < b.key;
+  });
+  if (top_n && rows.size() > top_n) rows.resize(top_n);
+  return rows;
+}
+
+Efficiency efficiency(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
+                      unsigned threads, const ReadOptions& options, const std::string& calibration_path) {
+  Efficiency e;
+  e.keys = keys;
+  // The calibration first: a bad --calibration fails before the read.
+  const std::string cal = find_calibration(files, calibration_path);
+  if (!cal.empty()) e.calibration = read_calibration(cal);
+  std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, keys, threads, options, &e.stats);
+  agg->resolve_nesting();
+  e.rows = efficiency_rows(*agg, top_n, e.calibration.valid() ? &e.calibration : nullptr);
+  return e;
+}
+
+namespace {
+
+std::string peaks_line(const Efficiency& e) {
+  if (!e.calibration.valid())
+    return "no calibration found (beside the trace, or in " + default_calibration_path() +
+           "): run 'dftracer-analyze calibrate' for the fraction of peak";
+  return "peaks: " + fmt_num(e.calibration.peak_gflops, 1) + " GFLOP/s, " + fmt_num(e.calibration.peak_gbps, 1) +
+         " GB/s (" + std::to_string(e.calibration.threads) + " threads, measured on " + e.calibration.host +
+         ", from " + e.calibration.path + ")";
+}
+
+std::string sci(double v) {
+  if (std::isnan(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+void write_efficiency_table(std::ostream& os, const Efficiency& e) {
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> header;
+  for (const GroupKey& k : e.keys) header.push_back(group_key_name(k));
+  for (const char* h : {"count", "self", "FLOPs", "bytes", "GFLOP/s", "GB/s", "FLOP/B", "roof GFLOP/s", "of peak",
+                        "bound"})
+    header.push_back(h);
+  cells.push_back(header);
+  for (const EfficiencyRow& r : e.rows) {
+    std::vector<std::string> c = r.key;
+    c.insert(c.end(), {std::to_string(r.count), human_time(r.self_us), sci(r.flops), sci(r.bytes),
+                       fmt_num(r.f.gflops, 2), fmt_num(r.f.gbps, 2), fmt_num(r.f.ai, 2),
+                       fmt_num(r.f.attainable_gflops, 1),
+                       std::isnan(r.f.peak_frac) ? "" : fmt_num(100 * r.f.peak_frac, 1) + "%", r.f.bound});
+    cells.push_back(std::move(c));
+  }
+  write_aligned(os, cells, e.keys.size());
+  os << e.rows.size() << " groups with FLOPs or bytes; " << peaks_line(e) << '\n';
+}
+
+void write_efficiency_json(std::ostream& os, const Efficiency& e) {
+  std::string o = "{\"group_by\":[";
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    if (i) o += ',';
+    append_json_string(o, group_key_name(e.keys[i]));
+  }
+  o += "],\"calibration\":";
+  if (e.calibration.valid()) {
+    o += "{\"peak_gflops\":" + json_num(e.calibration.peak_gflops) + ",\"peak_gbps\":" +
+         json_num(e.calibration.peak_gbps) + ",\"threads\":" + std::to_string(e.calibration.threads) + ",\"host\":";
+    append_json_string(o, e.calibration.host);
+    o += ",\"path\":";
+    append_json_string(o, e.calibration.path);
+    o += "}";
+  } else {
+    o += "null";
+  }
+  o += ",\"rows\":[";
+  for (size_t i = 0; i < e.rows.size(); ++i) {
+    const EfficiencyRow& r = e.rows[i];
+    o += i ? ",{" : "{";
+    append_key_members(o, e.keys, r.key);
+    o += "\"count\":" + std::to_string(r.count) + ",\"self_us\":" + json_num(r.self_us) +
+         ",\"flops\":" + json_num(r.flops) + ",\"bytes\":" + json_num(r.bytes) + ",\"gflops\":" + json_num(r.f.gflops) +
+         ",\"gbps\":" + json_num(r.f.gbps) + ",\"ai\":" + json_num(r.f.ai) +
+         ",\"attainable_gflops\":" + json_num(r.f.attainable_gflops) + ",\"peak_frac\":" + json_num(r.f.peak_frac) +
+         ",\"bound\":";
+    append_json_string(o, r.f.bound);
+    o += "}";
+  }
+  o += "],\"skipped\":" + skipped_json(e.stats) + "}\n";
+  os << o;
+}
+
+void write_efficiency_csv(std::ostream& os, const Efficiency& e) {
+  std::string o;
+  for (const GroupKey& k : e.keys) o += csv_field(group_key_name(k)) + ",";
+  for (size_t i = 0; i < std::size(kEfficiencyColumns); ++i) o += (i ? "," : "") + std::string(kEfficiencyColumns[i]);
+  o += '\n';
+  auto num = [](double v) { return std::isnan(v) ? std::string() : json_num(v); };
+  for (const EfficiencyRow& r : e.rows) {
+    for (const std::string& k : r.key) o += csv_field(k) + ",";
+    o += std::to_string(r.count) + "," + num(r.self_us) + "," + num(r.flops) + "," + num(r.bytes) + "," +
+         num(r.f.gflops) + "," + num(r.f.gbps) + "," + num(r.f.ai) + "," + num(r.f.attainable_gflops) + "," +
+         num(r.f.peak_frac) + "," + r.f.bound + "\n";
+  }
+  os << o;
+}
+
+std::string efficiency_text(const Efficiency& e, const std::string& format) {
+  std::ostringstream os;
+  if (format == "json") write_efficiency_json(os, e);
+  else if (format == "csv") write_efficiency_csv(os, e);
+  else write_efficiency_table(os, e);
+  return os.str();
+}
+
+}  // namespace dftracer::analyze
