@@ -326,6 +326,7 @@ int main(int argc, char** argv) {
       MergeResult r = merge_traces(files, a.out, a.threads, ro, a.epoch_ts);
       std::fprintf(stderr, "dftracer-analyze: wrote %llu events to %s\n",
                    static_cast<unsigned long long>(r.events_written), a.out.c_str());
+      if (!r.rank_note.empty()) std::fprintf(stderr, "dftracer-analyze: %s\n", r.rank_note.c_str());
       return finish(r.stats);
     }
     ReportResult r = write_report(files, a.out, a.top_set ? a.top : 20, a.threads, ro);
