@@ -135,6 +135,8 @@ void write_rank_summary_csv(std::ostream& os, const RankReport& r);
 // collectives, waits); all of them as text, the collectives cut to `top` (0: all).
 inline constexpr const char* kRankTables[] = {"ranks", "steps", "stragglers", "collectives", "waits"};
 void write_ranks_json(std::ostream& os, const RankReport& r);
+// Only `tables` (names of kRankTables), with the run's fields: the report's data.
+void write_ranks_json(std::ostream& os, const RankReport& r, const std::vector<std::string>& tables);
 void write_ranks_csv(std::ostream& os, const RankReport& r, const std::string& table);
 void write_ranks_text(std::ostream& os, const RankReport& r, size_t top);
 

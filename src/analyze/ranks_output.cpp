@@ -285,10 +285,14 @@ void write_rank_summary_json(std::ostream& os, const RankReport& r) {
 
 void write_rank_summary_csv(std::ostream& os, const RankReport& r) { table_csv(os, ranks_table(r)); }
 
-void write_ranks_json(std::ostream& os, const RankReport& r) {
+void write_ranks_json(std::ostream& os, const RankReport& r, const std::vector<std::string>& tables) {
   std::string o = "{" + run_json(r) + ",\"traced_us\":" + json_num(r.traced_us);
-  for (const char* name : kRankTables) o += std::string(",\"") + name + "\":" + table_json(table_named(r, name));
+  for (const std::string& name : tables) o += ",\"" + name + "\":" + table_json(table_named(r, name));
   os << o << "}\n";
+}
+
+void write_ranks_json(std::ostream& os, const RankReport& r) {
+  write_ranks_json(os, r, std::vector<std::string>(std::begin(kRankTables), std::end(kRankTables)));
 }
 
 void write_ranks_csv(std::ostream& os, const RankReport& r, const std::string& table) {
