@@ -77,6 +77,21 @@ TEST(RankMerge, OneProcessPerRankNamedAndSortedWithOffsetsApplied) {
       << m.run.err;
 }
 
+// An offset that is not whole microseconds moves ts to the nanosecond: the
+// merged ts gets three decimals even where the input had none.
+TEST(RankMerge, SubMicrosecondOffsetIsAppliedExactly) {
+  TempDir d;
+  auto fs = two_ranks();
+  fs[1].offset_ns = 5'000'123;  // RankFile writes ts - 5000 us: on rank 0's clock, 123 ns later
+  fs[1].events.clear();
+  fs[1].collective("all_reduce", 0, 120, 30);
+  Merged m;
+  merge(d, write_ranks(d, fs), m);
+  Seen s = look(m);
+  EXPECT_NEAR(s.comm_ts["101:0"] - s.comm_ts["100:0"], 20.123, 1e-6);
+  EXPECT_NE(m.text.find(".123,\"dur\":30"), std::string::npos) << m.text;
+}
+
 TEST(RankMerge, SamePidOnTwoHostsStaysTwoProcesses) {
   TempDir d;
   auto fs = two_ranks();
