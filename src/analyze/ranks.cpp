@@ -242,13 +242,17 @@ RankReport analyze_ranks(const std::vector<std::string>& files, unsigned threads
                          bool with_steps) {
   RankReport r;
   r.files = files;
-  std::unique_ptr<StepReport> steps;
-  if (with_steps) steps = std::make_unique<StepReport>(analyze_steps(files, threads, options));
   std::unique_ptr<RankCollector> c = collect(files, threads, options, true, &r.stats);
   r.processes = c->processes();
   r.nesting = c->nesting();
   sort_processes(r.processes);
   check_run(r);
+  // The steps model costs two more reads: only worth it across ranks (the
+  // report asks on every input, most of them one process).
+  size_t ranks = 0;
+  for (const RankProcess& p : r.processes) ranks += p.rank >= 0;
+  std::unique_ptr<StepReport> steps;
+  if (with_steps && ranks >= 2) steps = std::make_unique<StepReport>(analyze_steps(files, threads, options));
   int64_t traced = 0;
   for (const RankProcess& p : r.processes) traced = saturating_add(traced, p.self_ns);
   r.traced_us = ns_to_us(traced);

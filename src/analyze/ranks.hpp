@@ -113,7 +113,7 @@ struct RankReport {
   ReadStats stats;
 };
 
-// Reads `files` (with_steps: also the steps model's two passes).
+// Reads `files` (with_steps and two ranks or more: also the steps model's two passes).
 RankReport analyze_ranks(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options = {},
                          bool with_steps = true);
 // The ranks' metadata only (no self time, no matching): what `merge` needs.
