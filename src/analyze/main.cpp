@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "merge.hpp"
 #include "module_tree.hpp"
 #include "output_file.hpp"
+#include "ranks.hpp"
 #include "report.hpp"
 #include "steps.hpp"
 #include "summary.hpp"
@@ -66,6 +68,12 @@ const char* kUsage =
     "  calibrate [DIR]  measures this machine's peaks (float32 matmul GFLOP/s, memory triad GB/s; about\n"
     "            two seconds) for --efficiency and the roofline; writes DIR/dftracer-calibration.json,\n"
     "            or -o FILE, or by default the user's cache dir ($XDG_CACHE_HOME/dftracer/calibration.json)\n"
+    "            --by rank: per rank (torchrun): count, self, total, time in collectives, waiting\n"
+    "  ranks     across ranks: step x rank table, per step the straggler rank, every collective matched\n"
+    "            across ranks by (group, name, seq): who arrived last, the others' wait and transfer\n"
+    "              --format F     table (default), json (every table) or csv (one table: --table)\n"
+    "              --table T      csv: ranks, steps (default), stragglers, collectives or waits\n"
+    "              --top N        text: the N collectives with the longest spread (default 20)\n"
     "  io        POSIX/STDIO events: bytes and time by file, call and process, bandwidth over time,\n"
     "            small-I/O counts\n"
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
@@ -113,7 +121,7 @@ constexpr long long kMaxLimitMib = 1 << 20;  // 1 TiB: a size limit, not a wish
 struct Args {
   std::string command;
   std::vector<std::string> paths;
-  std::string by = "name", format = "table", out, sort = "self";
+  std::string by = "name", format = "table", out, sort = "self", table = "steps";
   size_t top = 0;
   bool top_set = false;
   unsigned threads = default_threads();
@@ -136,7 +144,7 @@ Args parse_args(int argc, char** argv) {
     std::exit(0);
   }
   if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io" &&
-      a.command != "diff" && a.command != "calibrate")
+      a.command != "diff" && a.command != "calibrate" && a.command != "ranks")
     usage_error("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
@@ -162,6 +170,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--tree") a.tree = true;
     else if (s == "--efficiency") a.efficiency = true;
     else if (s == "--calibration") a.calibration = value();
+    else if (s == "--table") a.table = value();
     else if (s == "--small-bytes") a.io.small_bytes = parse_bounded(s, value(), 0, 1LL << 40);
     else if (s == "--bin-ms") a.io.bin_ns = parse_bounded(s, value(), 1, 1LL << 32) * 1000000;
     else if (s.size() > 1 && s[0] == '-') usage_error("unknown option '" + s + "'");
@@ -244,6 +253,26 @@ int run_module_tree(const Args& a, const std::vector<std::string>& files, const 
   return finish(t.stats);
 }
 
+// `ranks` and `summary --by rank` (ranks.hpp).
+int run_ranks(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
+  const bool summary = a.command == "summary";
+  if (!summary && std::find(std::begin(kRankTables), std::end(kRankTables), a.table) == std::end(kRankTables))
+    usage_error("--table must be ranks, steps, stragglers, collectives or waits, not '" + a.table + "'");
+  if (!a.out.empty()) refuse_input_as_output(a.out, files);
+  RankReport r = analyze_ranks(files, a.threads, ro, !summary);
+  std::ostringstream os;
+  if (summary && a.format == "json") write_rank_summary_json(os, r);
+  else if (summary && a.format == "csv") write_rank_summary_csv(os, r);
+  else if (summary) write_rank_summary_table(os, r);
+  else if (a.format == "json") write_ranks_json(os, r);
+  else if (a.format == "csv") write_ranks_csv(os, r, a.table);
+  else write_ranks_text(os, r, a.top);
+  emit(a, os.str());
+  const std::string problems = rank_problems_line(r);
+  if (!problems.empty()) std::fprintf(stderr, "dftracer-analyze: %s\n", problems.c_str());
+  return finish(r.stats);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,8 +289,9 @@ int main(int argc, char** argv) {
   std::vector<GroupKey> keys;
   SummarySort sort = SummarySort::self;
   const bool by_step = a.command == "summary" && a.by == "step";  // steps.hpp; args.step still groups
+  const bool by_rank = a.command == "summary" && a.by == "rank";  // ranks.hpp
   if (by_step && (a.top_set || a.sort != "self")) usage_error("--by step shows every step: no --top or --sort");
-  if ((a.command == "summary" && !by_step) || a.command == "diff") {
+  if ((a.command == "summary" && !by_step && !by_rank) || a.command == "diff") {
     try {
       keys = parse_group_keys(a.by);
     } catch (const std::invalid_argument& e) {
@@ -281,6 +311,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> files = expand_inputs(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
+    if (a.command == "ranks" || by_rank) return run_ranks(a, files, ro);
     if (a.command == "summary") {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
       if (by_step) {
@@ -323,6 +354,7 @@ int main(int argc, char** argv) {
       MergeResult r = merge_traces(files, a.out, a.threads, ro, a.epoch_ts);
       std::fprintf(stderr, "dftracer-analyze: wrote %llu events to %s\n",
                    static_cast<unsigned long long>(r.events_written), a.out.c_str());
+      if (!r.rank_note.empty()) std::fprintf(stderr, "dftracer-analyze: %s\n", r.rank_note.c_str());
       return finish(r.stats);
     }
     ReportResult r = write_report(files, a.out, a.top_set ? a.top : 20, a.threads, ro, a.calibration);

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "merge_ranks.hpp"
 #include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
 
@@ -152,14 +153,15 @@ bool numeric_string(std::string_view s) {
   return i == n;
 }
 
-// Writes `text` (a JSON number, microseconds) minus `base_us` to `out`,
+// Writes `text` (a JSON number, microseconds) minus `base_ns` to `out`,
 // exactly: sign, integer part and up to 18 fraction digits are taken apart
 // and the subtraction is done in 128-bit integers scaled by the fraction's
 // digits, so a negative or fractional value rebases exactly too (a negative
-// fraction used to be added, not subtracted). The exponent form (1.7e15),
+// fraction used to be added, not subtracted); a base that is not whole
+// microseconds (a rank's clock offset) gives at least three decimals. The exponent form (1.7e15),
 // which cannot be split that way, goes through a double -- precise to well
 // under a microsecond at these magnitudes -- instead of being left unrebased.
-bool rebase_ts(std::string_view text, int64_t base_us, std::string* out) {
+bool rebase_ts(std::string_view text, int64_t base_ns, std::string* out) {
   size_t i = 0;
   const bool neg = !text.empty() && text[0] == '-';
   if (neg) ++i;
@@ -180,20 +182,24 @@ bool rebase_ts(std::string_view text, int64_t base_us, std::string* out) {
     auto r = std::from_chars(text.data(), text.data() + text.size(), d);
     if (r.ec != std::errc()) return false;
     char buf[64];
-    int n = std::snprintf(buf, sizeof buf, "%.3f", d - static_cast<double>(base_us));
+    int n = std::snprintf(buf, sizeof buf, "%.3f", d - static_cast<double>(base_ns) / 1e3);
     if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
     out->assign(buf, static_cast<size_t>(n));
     return true;
   }
-  const size_t k = frac_end - frac_start;
+  size_t k = frac_end - frac_start;
   __int128 scale = 1;
   for (size_t d = 0; d < k; ++d) scale *= 10;
   int64_t whole = 0, frac = 0;
   std::from_chars(text.data() + int_start, text.data() + int_end, whole);
   if (k) std::from_chars(text.data() + frac_start, text.data() + frac_end, frac);
+  for (; k < 3 && base_ns % 1000 != 0; ++k) {  // nanoseconds need three decimals
+    scale *= 10;
+    frac *= 10;
+  }
   __int128 v = static_cast<__int128>(whole) * scale + frac;
   if (neg) v = -v;
-  v -= static_cast<__int128>(base_us) * scale;
+  v -= static_cast<__int128>(base_ns) * scale / 1000;  // scale >= 1000 unless base_ns is whole us
   const bool vneg = v < 0;
   unsigned __int128 a = vneg ? static_cast<unsigned __int128>(-v) : static_cast<unsigned __int128>(v);
   const unsigned __int128 uscale = static_cast<unsigned __int128>(scale);
@@ -212,9 +218,14 @@ bool rebase_ts(std::string_view text, int64_t base_us, std::string* out) {
 
 class MergeConsumer : public LineConsumer {
  public:
-  MergeConsumer(OutputSink& out, int64_t ts_base_us) : out_(out), ts_base_us_(ts_base_us) {}
+  MergeConsumer(OutputSink& out, int64_t ts_base_us, const MergeRankPlan& ranks)
+      : out_(out), ts_base_us_(ts_base_us), ranks_(ranks) {}
 
-  void begin_piece(size_t file_index) override { file_ = file_index; }
+  void begin_piece(size_t file_index) override {
+    file_ = file_index;
+    // A rank's clock offset moves its events onto rank 0's clock.
+    base_ns_ = ts_base_us_ * 1000 - (file_ < ranks_.offset_ns.size() ? ranks_.offset_ns[file_] : 0);
+  }
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
     // Full validation first: On-Demand alone would copy invalid text it skipped.
@@ -226,7 +237,7 @@ class MergeConsumer : public LineConsumer {
       return DecodeStatus::Malformed;
     std::string& o = scratch_;
     o.assign("{");
-    std::string pid = "0", tid = "0", name, ph, meta_name;
+    std::string pid = "0", tid = "0", name, ph, meta_name, in_pid = "0";
     bool first = true;
     for (auto fr : obj) {
       ondemand::field f;
@@ -254,10 +265,18 @@ class MergeConsumer : public LineConsumer {
       if (numeric_field && t == ondemand::json_type::string && text.size() >= 2 &&
           numeric_string(text.substr(1, text.size() - 2)))
         text = text.substr(1, text.size() - 2);  // DFTracer v1 quotes its numbers
-      if (key == "ts" && ts_base_us_ != 0 && t != ondemand::json_type::object &&
-          t != ondemand::json_type::array && rebase_ts(text, ts_base_us_, &ts_text_))
+      if (key == "ts" && base_ns_ != 0 && t != ondemand::json_type::object &&
+          t != ondemand::json_type::array && rebase_ts(text, base_ns_, &ts_text_))
         text = ts_text_;
-      if (key == "pid") pid = std::string(text);
+      if (key == "pid") {
+        pid = std::string(text);
+        if (file_ < ranks_.pids.size()) {  // a pid another host or rank also has
+          auto it = ranks_.pids[file_].find(pid);
+          if (it != ranks_.pids[file_].end()) text = it->second;
+        }
+        in_pid = pid;
+        pid = std::string(text);
+      }
       else if (key == "tid") tid = std::string(text);
       else if (key == "name" && t == ondemand::json_type::string) name = std::string(text.substr(1, text.size() - 2));
       else if (key == "ph" && t == ondemand::json_type::string) ph = std::string(text.substr(1, text.size() - 2));
@@ -269,6 +288,9 @@ class MergeConsumer : public LineConsumer {
     }
     o += '}';
     if (ph.empty()) return DecodeStatus::BadField;
+    // A rank's process is named "rank R (pid P)" by merge_traces instead.
+    if (ph == "M" && name == "process_name" && file_ < ranks_.named.size() && ranks_.named[file_].count(in_pid))
+      return DecodeStatus::Ok;
     tracks_.pids.insert(pid);
     tracks_.pid_file.emplace(pid, file_);
     if (ph == "M" && name == "process_name") tracks_.named_pids.insert(pid);
@@ -293,7 +315,8 @@ class MergeConsumer : public LineConsumer {
 
  private:
   OutputSink& out_;
-  int64_t ts_base_us_;
+  int64_t ts_base_us_, base_ns_ = 0;
+  const MergeRankPlan& ranks_;
   std::string ts_text_;
   simdjson::dom::parser dom_;
   ondemand::parser od_;
@@ -366,13 +389,16 @@ MergeResult merge_traces(const std::vector<std::string>& files, const std::strin
     int64_t first = earliest_leading_ts_us(files);
     if (first > int64_t{3600} * 1000000) res.ts_base_us = (first / 1000000 - 3600) * 1000000;
   }
+  // The ranks of a distributed run (ranks.hpp), known before anything is written.
+  const MergeRankPlan ranks = plan_rank_merge(scan_ranks(files, threads, options));
+  res.rank_note = ranks.note;
   OutputSink out(out_path);
   out.raw("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ts_base_us\":" + std::to_string(res.ts_base_us) +
-          "},\"traceEvents\":[");
+          ranks.other_data + "},\"traceEvents\":[");
   std::vector<std::unique_ptr<MergeConsumer>> cons;
   std::vector<LineConsumer*> ptrs;
   for (unsigned t = 0; t < threads; ++t) {
-    cons.push_back(std::make_unique<MergeConsumer>(out, res.ts_base_us));
+    cons.push_back(std::make_unique<MergeConsumer>(out, res.ts_base_us, ranks));
     ptrs.push_back(cons.back().get());
   }
   res.stats = read_traces(files, ptrs, options);
@@ -383,7 +409,8 @@ MergeResult merge_traces(const std::vector<std::string>& files, const std::strin
     res.events_written += c->written();
   }
   // Label the tracks nobody named: the process by its pid and source file.
-  std::vector<std::string> names;
+  std::vector<std::string> names = ranks.name_events;
+  tracks.named_pids.insert(ranks.named_out_pids.begin(), ranks.named_out_pids.end());
   for (auto& pid : tracks.pids) {
     if (tracks.named_pids.count(pid)) continue;
     std::string label = "pid " + pid;

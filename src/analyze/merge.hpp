@@ -29,6 +29,7 @@ struct MergeResult {
   uint64_t events_written = 0;
   uint64_t names_added = 0;  // synthesized process_name / thread_name events
   int64_t ts_base_us = 0;    // subtracted from every ts (0: epoch timestamps kept)
+  std::string rank_note;     // ranks merged, clock alignment, missing/incomplete ranks ("" without ranks)
 };
 
 // Writes `out_path` (".gz" suffix: gzip). Throws InputError on an unwritable output.

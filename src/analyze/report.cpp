@@ -15,6 +15,7 @@
 #include "text_format.hpp"
 #include "module_tree.hpp"
 #include "output_file.hpp"
+#include "report_ranks.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
 #include "trace_time.hpp"
@@ -546,6 +547,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   }
   std::string page = kPage;
   page.replace(page.find("@DATA@"), 6, safe);
+  page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
   write_output_file(out_path, page);
   return res;
 }

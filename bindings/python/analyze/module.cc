@@ -20,6 +20,7 @@
 #include "merge.hpp"
 #include "steps.hpp"
 #include "module_tree.hpp"
+#include "ranks.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
 
@@ -302,6 +303,7 @@ nb::dict py_merge(const std::vector<std::string>& paths, const std::string& outp
   nb::dict out;
   out["events_written"] = r.events_written;
   out["names_added"] = r.names_added;
+  out["rank_note"] = r.rank_note;  // ranks merged, alignment, missing/incomplete ranks ("" without ranks)
   out["stats"] = stats_dict(r.stats);
   return out;
 }
@@ -331,10 +333,11 @@ nb::object stream_next(EventStream& s) {
   return batch_dict(*b);
 }
 
-// Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
-// what `summary --by step --format json` prints; plus the read stats.
-nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                   long long max_document_mib) {
+// An analysis written as the CLI's JSON text, run without the GIL: `write`
+// takes (files, threads, options, stream) and returns the read stats.
+template <class Write>
+nb::tuple json_and_stats(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
+                         long long max_document_mib, Write write) {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
   unsigned nthreads = thread_count(threads);
@@ -342,9 +345,7 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
   ReadStats stats;
   {
     nb::gil_scoped_release unlocked;
-    StepReport r = analyze_steps(expand_or_throw(paths), nthreads, ro);
-    write_steps_json(os, r);
-    stats = r.stats;
+    stats = write(expand_or_throw(paths), nthreads, ro, os);
   }
   return nb::make_tuple(os.str(), stats_dict(stats));
 }
@@ -386,6 +387,30 @@ std::string py_calibrate(const std::string& directory, const std::string& output
                                 : default_calibration_path();
   }
   return calibration_json(read_calibration(path));
+// Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
+// what `summary --by step --format json` prints; plus the read stats.
+nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
+                   long long max_document_mib) {
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
+                          StepReport r = analyze_steps(files, n, ro);
+                          write_steps_json(os, r);
+                          return r.stats;
+                        });
+}
+
+// The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
+// `summary --by rank --format json` without steps), plus the read stats.
+nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, bool with_steps, long long max_line_mib,
+                   long long max_document_mib) {
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [with_steps](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
+                                     std::ostream& os) {
+                          RankReport r = analyze_ranks(files, n, ro, with_steps);
+                          if (with_steps) write_ranks_json(os, r);
+                          else write_rank_summary_json(os, r);
+                          return r.stats;
+                        });
 }
 
 }  // namespace
@@ -432,6 +457,9 @@ NB_MODULE(_analyze, m) {
         "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
   m.def("calibrate", &py_calibrate, nb::arg("directory") = "", nb::arg("output") = "", nb::arg("threads") = 0,
         "Measures this machine's peaks and writes them (as `dftracer-analyze calibrate`); returns the JSON.");
+  m.def("ranks_json", &py_ranks, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("with_steps") = true,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        "Cross-rank tables (ranks, steps, stragglers, collectives, waits) as JSON text, and the read stats.");
   m.def("default_threads", &default_threads);
   m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.

@@ -37,7 +37,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _IMPORT_ERROR = e
 
 __all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
-           "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS"]
+           "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis"]
 
 # The column lists come from the extension, which generates them from the
 # reader's field table (src/analyze/event_schema.hpp), so they cannot drift.
@@ -118,7 +118,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
         (by="step" groups by the step arg, as `--by args.step`; the per-step breakdown of
-        `dftracer-analyze summary --by step` is steps().)
+        `dftracer-analyze summary --by step` is steps().) by="rank": one row per process of
+        a torchrun job, the `ranks` table of ranks() (`summary --by rank`).
     top: keep the `top` groups with the most self time (or total time with sort="total"; None: all).
     sort: "self" (default) or "total": the row order, and which time `top` keeps the most of.
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
@@ -146,6 +147,9 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
 
     if not isinstance(by, str):
         by = ",".join(by)
+    if by == "rank":  # per process of a torchrun job: _ranks.py
+        return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib,
+                     _steps=False).ranks
     if top is None:
         top = 0
     elif int(top) < 1:
@@ -307,7 +311,9 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
 
 def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
-    Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats"}."""
+    Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats", "rank_note"}
+    (rank_note: with rank metadata, how many ranks were merged, how well their clocks are
+    aligned, and which ranks are missing or cut short; "" otherwise)."""
     r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads),
                         **_limits(max_line_mib, max_document_mib))
     _warn_skipped(r["stats"])
@@ -442,3 +448,6 @@ class EventBatches:
                 v = a
             out[c] = v
         return out
+
+
+from ._ranks import RankAnalysis, ranks  # noqa: E402  (uses the helpers above)

@@ -1,0 +1,269 @@
+// Cross-rank analysis: collectives matched across ranks, waits and
+// stragglers per step (the model is described in ranks.hpp).
+#include "ranks.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "rank_collector.hpp"
+#include "trace_time.hpp"
+
+namespace dftracer::analyze {
+
+namespace {
+
+bool is_p2p(const std::string& name) { return name == "send" || name == "recv" || name == "isend" || name == "irecv"; }
+bool is_send(const std::string& name) { return name == "send" || name == "isend"; }
+
+std::unique_ptr<RankCollector> collect(const std::vector<std::string>& files, unsigned threads,
+                                       const ReadOptions& options, bool self_time, ReadStats* stats) {
+  threads = useful_threads(files, threads, options);
+  std::vector<std::unique_ptr<RankCollector>> cols;
+  std::vector<LineConsumer*> ptrs;
+  for (unsigned t = 0; t < threads; ++t) {
+    cols.push_back(std::make_unique<RankCollector>(self_time));
+    ptrs.push_back(cols.back().get());
+  }
+  *stats = read_traces(files, ptrs, options);
+  for (unsigned t = 1; t < threads; ++t) cols[0]->merge(*cols[t]);
+  cols[0]->resolve();
+  return std::move(cols[0]);
+}
+
+// Ranks first, by rank; processes without one after them, by file and pid.
+void sort_processes(std::vector<RankProcess>& ps) {
+  std::stable_sort(ps.begin(), ps.end(), [](const RankProcess& a, const RankProcess& b) {
+    const bool ra = a.rank >= 0, rb = b.rank >= 0;
+    if (ra != rb) return ra;
+    if (ra && a.rank != b.rank) return a.rank < b.rank;
+    return a.file != b.file ? a.file < b.file : a.pid < b.pid;
+  });
+}
+
+// What every file says about the run as a whole: missing and cut-short ranks,
+// the clock alignment.
+void check_run(RankReport& r) {
+  std::set<int64_t> seen;
+  for (const RankProcess& p : r.processes) {
+    r.world_size = std::max(r.world_size, p.world_size);
+    if (p.rank < 0) continue;
+    seen.insert(p.rank);
+    if (!p.ended) r.incomplete_ranks.push_back(p.rank);
+    if (!p.has_offset) r.offsets_unknown.push_back(p.rank);
+    if (p.has_uncertainty) r.max_uncertainty_ns = std::max(r.max_uncertainty_ns, p.uncertainty_ns);
+  }
+  for (int64_t k = 0; k < r.world_size; ++k)
+    if (!seen.count(k)) r.missing_ranks.push_back(k);
+}
+
+// The step of a comm event in its process: the one whose interval holds its
+// start (the latest-starting such), else the one its step arg names; -1: none.
+int64_t step_of(const ProcessSteps* ps, int64_t ts, const std::string& step_arg) {
+  if (!ps) return -1;
+  for (size_t i = ps->steps.size(); i-- > 0;)
+    if (ps->steps[i].ts <= ts && ts <= ps->steps[i].end) return static_cast<int64_t>(i);
+  if (!step_arg.empty())
+    for (size_t i = 0; i < ps->steps.size(); ++i)
+      if (ps->steps[i].label == step_arg) return static_cast<int64_t>(i);
+  return -1;
+}
+
+// Who arrived last, each rank's wait (clipped to its own time in the call)
+// and transfer.
+void settle(Collective& c) {
+  std::sort(c.ranks.begin(), c.ranks.end(),
+            [](const CollectiveRank& a, const CollectiveRank& b) { return a.process < b.process; });
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (size_t i = 0; i < c.ranks.size(); ++i) {
+    first = std::min(first, c.ranks[i].arrival_ns);
+    if (c.ranks[i].arrival_ns > last) {  // ties: the lowest rank
+      last = c.ranks[i].arrival_ns;
+      c.last = i;
+    }
+  }
+  c.spread_ns = saturating_sub(last, first);
+  for (CollectiveRank& x : c.ranks) {
+    x.wait_ns = std::min(saturating_sub(last, x.arrival_ns), x.dur_ns);
+    x.transfer_ns = x.dur_ns - x.wait_ns;
+    c.waited_ns = saturating_add(c.waited_ns, x.wait_ns);
+  }
+  if (c.src >= 0 || c.dst >= 0) c.group_size = 2;  // a send and its recv
+  if (c.group_size <= 0) c.group_size = static_cast<int64_t>(c.ranks.size());
+  c.step = c.ranks.empty() ? -1 : c.ranks[0].step;
+}
+
+void match_collectives(RankReport& r, const std::vector<CommEvent>& comms, const std::vector<ProcessSteps>& steps) {
+  std::map<std::pair<size_t, std::string>, size_t> proc_index;
+  for (size_t i = 0; i < r.processes.size(); ++i) proc_index[{r.processes[i].file, r.processes[i].pid}] = i;
+  std::map<std::pair<size_t, std::string>, const ProcessSteps*> proc_steps;
+  for (const ProcessSteps& ps : steps) proc_steps[{ps.file, ps.pid}] = &ps;
+
+  std::map<std::string, size_t> by_key;
+  std::set<std::pair<size_t, size_t>> taken;  // (collective, process)
+  for (const CommEvent& e : comms) {
+    auto pi = proc_index.find({e.file, e.pid});
+    if (!e.has_seq || pi == proc_index.end() || r.processes[pi->second].rank < 0) {
+      ++r.unmatched_comm;  // an annotation, or a process that is no rank
+      continue;
+    }
+    const RankProcess& p = r.processes[pi->second];
+    std::string key;
+    int64_t src = -1, dst = -1;
+    if (is_p2p(e.name)) {
+      src = is_send(e.name) ? p.rank : e.peer;
+      dst = is_send(e.name) ? e.peer : p.rank;
+      key = "p2p\x1f" + e.group + '\x1f' + std::to_string(src) + '>' + std::to_string(dst) + '\x1f' +
+            std::to_string(e.seq);
+    } else {
+      key = e.group + '\x1f' + e.name + '\x1f' + std::to_string(e.seq);
+    }
+    auto [it, fresh] = by_key.try_emplace(key, r.collectives.size());
+    if (fresh) {
+      Collective c;
+      c.group = e.group;
+      c.name = is_p2p(e.name) ? "send/recv" : e.name;
+      c.seq = e.seq;
+      c.src = src;
+      c.dst = dst;
+      r.collectives.push_back(std::move(c));
+    }
+    if (!taken.insert({it->second, pi->second}).second) {
+      ++r.duplicate_comm;
+      continue;
+    }
+    Collective& c = r.collectives[it->second];
+    c.group_size = std::max(c.group_size, e.group_size);
+    auto ps = proc_steps.find({e.file, e.pid});
+    CollectiveRank x;
+    x.process = pi->second;
+    x.step = step_of(ps == proc_steps.end() ? nullptr : ps->second, e.ts_ns, e.step);
+    x.arrival_ns = saturating_add(e.ts_ns, p.clock_offset_ns);
+    x.dur_ns = e.dur_ns;
+    x.end_ns = saturating_add(x.arrival_ns, e.dur_ns);
+    x.bytes = e.bytes;
+    c.ranks.push_back(x);
+  }
+  for (Collective& c : r.collectives) settle(c);
+  std::stable_sort(r.collectives.begin(), r.collectives.end(), [](const Collective& a, const Collective& b) {
+    const int64_t ta = a.ranks[a.last].arrival_ns, tb = b.ranks[b.last].arrival_ns;
+    return a.step != b.step ? a.step < b.step : ta < tb;
+  });
+}
+
+// The step x rank table and each step's straggler, from the collectives.
+void attribute(RankReport& r, const StepReport* steps) {
+  std::map<std::pair<int64_t, size_t>, StepRankRow> cells;  // (step, process)
+  auto cell = [&](int64_t step, size_t proc) -> StepRankRow& {
+    StepRankRow& row = cells[{step, proc}];
+    row.step = step;
+    row.process = proc;
+    return row;
+  };
+  if (steps) {
+    std::map<std::pair<size_t, std::string>, size_t> proc_index;
+    for (size_t i = 0; i < r.processes.size(); ++i) proc_index[{r.processes[i].file, r.processes[i].pid}] = i;
+    size_t row = 0;
+    for (const ProcessSteps& ps : steps->processes) {
+      auto pi = proc_index.find({ps.file, ps.pid});
+      for (size_t s = 0; s < ps.steps.size(); ++s, ++row) {
+        if (pi == proc_index.end()) continue;
+        const StepRow& sr = steps->rows[row];
+        StepRankRow& c = cell(static_cast<int64_t>(s), pi->second);
+        c.label = sr.label;
+        c.duration_us = sr.duration_us;
+        c.traced_us = sr.traced_us;
+      }
+    }
+  }
+  std::map<int64_t, int64_t> max_wait;  // step -> longest single wait
+  for (Collective& c : r.collectives) {
+    for (size_t i = 0; i < c.ranks.size(); ++i) {
+      const CollectiveRank& x = c.ranks[i];
+      RankProcess& p = r.processes[x.process];
+      p.comm_ns = saturating_add(p.comm_ns, x.dur_ns);
+      p.wait_ns = saturating_add(p.wait_ns, x.wait_ns);
+      p.transfer_ns = saturating_add(p.transfer_ns, x.transfer_ns);
+      ++p.comm_calls;
+      StepRankRow& row = cell(x.step, x.process);
+      row.comm_ns = saturating_add(row.comm_ns, x.dur_ns);
+      row.wait_ns = saturating_add(row.wait_ns, x.wait_ns);
+      row.transfer_ns = saturating_add(row.transfer_ns, x.transfer_ns);
+      int64_t& mw = max_wait[x.step];
+      mw = std::max(mw, x.wait_ns);
+    }
+    if (!c.complete()) ++r.partial_collectives;
+    if (c.ranks.size() < 2) continue;  // nobody to wait for
+    const CollectiveRank& late = c.ranks[c.last];
+    RankProcess& p = r.processes[late.process];
+    ++p.last_arrivals;
+    p.caused_wait_ns = saturating_add(p.caused_wait_ns, c.waited_ns);
+    StepRankRow& row = cell(late.step, late.process);
+    ++row.last_arrivals;
+    row.caused_wait_ns = saturating_add(row.caused_wait_ns, c.waited_ns);
+  }
+  for (auto& [key, row] : cells) r.step_rows.push_back(row);
+  // Per step: the rank that cost the others the most waiting.
+  for (size_t i = 0; i < r.step_rows.size();) {
+    StepStraggler s;
+    s.step = r.step_rows[i].step;
+    s.min_duration_us = r.step_rows[i].duration_us;
+    std::vector<std::pair<int64_t, int64_t>> late;  // (caused wait, rank)
+    for (; i < r.step_rows.size() && r.step_rows[i].step == s.step; ++i) {
+      const StepRankRow& row = r.step_rows[i];
+      s.max_duration_us = std::max(s.max_duration_us, row.duration_us);
+      s.min_duration_us = std::min(s.min_duration_us, row.duration_us);
+      if (row.caused_wait_ns > 0) late.push_back({row.caused_wait_ns, r.processes[row.process].rank});
+    }
+    std::sort(late.begin(), late.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    for (auto& [w, rank] : late) s.late_ranks.push_back(rank);
+    if (!late.empty()) {
+      s.straggler = late[0].second;
+      s.caused_wait_ns = late[0].first;
+    }
+    s.max_wait_ns = max_wait[s.step];
+    r.steps.push_back(std::move(s));
+  }
+}
+
+}  // namespace
+
+RankReport scan_ranks(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options) {
+  RankReport r;
+  r.files = files;
+  r.processes = collect(files, threads, options, false, &r.stats)->processes();
+  sort_processes(r.processes);
+  check_run(r);
+  return r;
+}
+
+RankReport analyze_ranks(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options,
+                         bool with_steps) {
+  RankReport r;
+  r.files = files;
+  std::unique_ptr<RankCollector> c = collect(files, threads, options, true, &r.stats);
+  r.processes = c->processes();
+  r.nesting = c->nesting();
+  sort_processes(r.processes);
+  check_run(r);
+  // The steps model costs two more reads: only worth it across ranks (the
+  // report asks on every input, most of them one process).
+  size_t ranks = 0;
+  for (const RankProcess& p : r.processes) ranks += p.rank >= 0;
+  std::unique_ptr<StepReport> steps;
+  if (with_steps && ranks >= 2) steps = std::make_unique<StepReport>(analyze_steps(files, threads, options));
+  int64_t traced = 0;
+  for (const RankProcess& p : r.processes) traced = saturating_add(traced, p.self_ns);
+  r.traced_us = ns_to_us(traced);
+  match_collectives(r, c->comms(), steps ? steps->processes : std::vector<ProcessSteps>{});
+  attribute(r, steps.get());
+  return r;
+}
+
+std::string process_label(const RankProcess& p) {
+  if (p.rank >= 0) return "rank " + std::to_string(p.rank);
+  return "pid " + p.pid + " (file " + std::to_string(p.file) + ")";
+}
+
+}  // namespace dftracer::analyze
