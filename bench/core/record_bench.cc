@@ -34,6 +34,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -62,8 +63,11 @@ struct Session {
   dft_id name, cat, node_args, context_args;
 };
 
+Session* g_session = nullptr;  // for the clean-up in main
+
 Session& session() {
   static Session s;
+  g_session = &s;
   return s;
 }
 
@@ -304,5 +308,7 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   dft_finalize();
+  // The trace (gigabytes after a full run) is not the point: remove it.
+  if (g_session != nullptr) std::filesystem::remove_all(g_session->dir);
   return 0;
 }
