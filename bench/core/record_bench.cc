@@ -99,14 +99,17 @@ void run_batches(benchmark::State& state, Body body, Drain drain) {
   state.counters["cpu_ns_per_event"] = benchmark::Counter(total_cpu_ns / events, benchmark::Counter::kAvgThreads);
 }
 
-// Ours: the writer drains between batches. pool_peak_kib is the buffer
-// memory the run held at most: the working set the record path writes into.
+// Ours: the writer drains between batches. pool_peak_kib is the most buffer
+// memory the process has held so far (the session's peak, so a row shows the
+// largest of itself and the rows before it): the working set the record
+// path writes into.
 template <typename Body>
 void run_batches(benchmark::State& state, Body body) {
   run_batches(state, body, [] { dft_flush(); });
   dft_stats st;
   dft_get_stats(&st);
-  state.counters["pool_peak_kib"] = static_cast<double>(st.pool_bytes_peak) / 1024;
+  state.counters["pool_peak_kib"] =
+      benchmark::Counter(static_cast<double>(st.pool_bytes_peak) / 1024, benchmark::Counter::kAvgThreads);
 }
 
 // --------------------------------------------------------------- floors
