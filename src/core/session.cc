@@ -225,6 +225,10 @@ bool Session::refill(ThreadBuffer* tb, uint32_t bytes) {
   } else {
     tb->first.store(next, std::memory_order_release);
   }
+  // commit() prefetches kPrefetchAheadBytes ahead; the lines before that
+  // are asked for here, so the first records of the chunk do not wait.
+  for (uint32_t at = 0; at < kPrefetchAheadBytes && at < next->capacity; at += kCacheLine)
+    prefetch_for_write(next->data + at);
   tb->chunk = next;
   tb->off = 0;
   tb->cap = next->capacity;

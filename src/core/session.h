@@ -5,8 +5,9 @@
 // to it from outside (atexit, SIGTERM/SIGINT, fork) is in process_hooks.cc.
 //
 // The hot path (reserve / commit) is inline: one relaxed load of `enabled_`,
-// a thread-local buffer pointer, a bounds check, a memcpy-sized store and a
-// release store of the fill level.
+// a thread-local buffer pointer, a bounds check, a memcpy-sized store, a
+// release store of the fill level and a prefetch for write a few records
+// ahead (prefetch_for_write.h).
 #ifndef DFTRACER_SRC_CORE_SESSION_H_
 #define DFTRACER_SRC_CORE_SESSION_H_
 
@@ -21,6 +22,7 @@
 #include "buffer_registry.h"
 #include "chunk_pool.h"
 #include "config.h"
+#include "prefetch_for_write.h"
 #include "record.h"
 #include "thread_buffer.h"
 
@@ -68,9 +70,14 @@ class Session {
     return tb->chunk->data + tb->off;
   }
   static inline void commit(ThreadBuffer* tb, uint32_t nslots) {
-    tb->off += nslots * kSlot;
-    tb->chunk->committed.store(tb->off, std::memory_order_release);
+    Chunk* c = tb->chunk;
+    uint32_t off = tb->off + nslots * kSlot;
+    tb->off = off;
+    c->committed.store(off, std::memory_order_release);
     tb->recorded.store(tb->recorded.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // The line a few records ahead, inside this chunk (past its end lies
+    // another chunk, perhaps being read by the writer).
+    if (__builtin_expect(off + kPrefetchAheadBytes < tb->cap, 1)) prefetch_for_write(c->data + off + kPrefetchAheadBytes);
   }
 
   // --- used by the writer and dft_get_stats ---
