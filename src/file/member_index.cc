@@ -68,6 +68,15 @@ MemberIndex::~MemberIndex() = default;
 void MemberIndex::file_pid(int64_t pid) { pid_text_ = std::to_string(pid); }
 
 uint32_t MemberIndex::intern(const char* s, size_t n) {
+  PtrSlot& slot = ptr_cache_[(reinterpret_cast<uintptr_t>(s) >> 3) % (sizeof ptr_cache_ / sizeof ptr_cache_[0])];
+  if (slot.p == s && slot.n == n) return slot.id;
+  slot.p = s;
+  slot.n = n;
+  slot.id = intern_text(s, n);
+  return slot.id;
+}
+
+uint32_t MemberIndex::intern_text(const char* s, size_t n) {
   std::string key(s, n);
   auto it = ids_.find(key);
   if (it != ids_.end()) return it->second;
@@ -102,16 +111,21 @@ void MemberIndex::complete(const char* name, size_t name_len, const char* cat, s
   }
   ++complete_;
   const int64_t ts = static_cast<int64_t>(ts_ns), dur = static_cast<int64_t>(dur_ns);
-  auto& slot = cells_[{uint64_t{n} << 32 | c, tid}];
-  if (!slot) {
-    slot.reset(new Cell);
-    slot->name = n;
-    slot->cat = c;
-    slot->tid = tid;
-    slot->key = std::to_string(cell_order_.size());
-    cell_order_.push_back(slot.get());
+  const uint64_t names = uint64_t{n} << 32 | c;
+  CellSlot& cs = cell_cache_[(names * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(tid)) % 256];
+  if (cs.names != names || cs.tid != tid || !cs.cell) {
+    auto& slot = cells_[{names, tid}];
+    if (!slot) {
+      slot.reset(new Cell);
+      slot->name = n;
+      slot->cat = c;
+      slot->tid = tid;
+      slot->key = std::to_string(cell_order_.size());
+      cell_order_.push_back(slot.get());
+    }
+    cs = CellSlot{names, tid, slot.get()};
   }
-  Cell& cell = *slot;
+  Cell& cell = *cs.cell;
   ++cell.count;
   cell.total = saturating_add(cell.total, dur);
   cell.min = std::min(cell.min, dur);

@@ -66,11 +66,27 @@ class MemberIndex final : public EventObserver {
   };
 
   uint32_t intern(const char* s, size_t n);
+  uint32_t intern_text(const char* s, size_t n);
   void name_lines(std::string* out);  // N lines for the names interned since the last call
   void note_time(uint64_t ts, uint64_t end);
   static void add(std::vector<Totals>& v, std::vector<uint32_t>& touched, uint32_t id, uint64_t dur);
 
   std::unordered_map<std::string, uint32_t> ids_;
+  // The formatter passes the string table's own bytes, whose address is
+  // stable: a direct-mapped cache by address skips building and hashing a
+  // std::string for almost every event (a miss falls back to ids_).
+  struct PtrSlot {
+    const char* p = nullptr;
+    size_t n = 0;
+    uint32_t id = 0;
+  };
+  PtrSlot ptr_cache_[512];
+  struct CellSlot {
+    uint64_t names = UINT64_MAX;
+    int64_t tid = 0;
+    Cell* cell = nullptr;
+  };
+  CellSlot cell_cache_[256];
   std::vector<std::string> unnamed_;  // interned since the last member line, id order
   uint32_t next_id_ = 0;
   bool header_written_ = false;
