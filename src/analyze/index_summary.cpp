@@ -1,6 +1,5 @@
 #include "index_summary.hpp"
 
-#include <cstdio>
 #include <string_view>
 
 #include "mapped_file.hpp"
@@ -41,9 +40,6 @@ std::optional<Summary> summary_from_indexes(const std::vector<std::string>& file
     TraceIndex index;
     std::string why;
     IndexStatus st = load_trace_index(path, map.data(), map.size(), &index, &why);
-    if (st == IndexStatus::Invalid)
-      std::fprintf(stderr, "dftracer-analyze: warning: ignoring %s.idx (%s); reading the trace instead\n",
-                   path.c_str(), why.c_str());
     if (st != IndexStatus::Usable || index.version != 2 || !index.finalized || !index.exact) {
       *why_not = path + (st == IndexStatus::Invalid ? ": index ignored (" + why + ")"
                          : st != IndexStatus::Usable || index.version != 2 ? ": no write-time index"

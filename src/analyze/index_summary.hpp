@@ -16,8 +16,9 @@
 namespace dftracer::analyze {
 
 // The summary from the indexes, or nullopt with *why_not saying which file
-// (or key) needs a full read. A damaged or stale index also prints one
-// warning line on stderr naming it.
+// (or key) needs a full read. Prints nothing: a damaged or stale index is
+// then counted by the full read, whose one line about skipped input names
+// it ("1 mismatched .idx sidecar (scanned instead)").
 std::optional<Summary> summary_from_indexes(const std::vector<std::string>& files, const std::vector<GroupKey>& keys,
                                             size_t top_n, SummarySort sort, std::string* why_not);
 
