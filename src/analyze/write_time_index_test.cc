@@ -362,3 +362,28 @@ TEST(WriteTimeIndex, SamplesReplayedThroughTheWriterSummarizeTheSameFromTheIndex
     }
   }
 }
+
+// A thread-churning program: past MemberIndex::kMaxThreads threads the
+// writer gives the whole-file summary up (its memory in the traced process
+// stays bounded); the members stay indexed and summaries read the events.
+TEST(WriteTimeIndex, ThreadChurnGivesTheSummaryUpAndSummariesRead) {
+  TempDir d;
+  ASSERT_EQ(dft_init_opt_in(d.file("churn.pfw.gz").c_str(), nullptr, 5), 0);
+  for (int t = 0; t < 200; ++t) {
+    std::thread([t] {
+      for (int k = 0; k < 20; ++k) dft_complete_ns(id("work"), id("cpu"), kBase + t * 100000 + k * 1000, 500, nullptr, 0);
+    }).join();
+  }
+  std::string path = dft_trace_path();
+  dft_finalize();
+  MappedFile map(path);
+  TraceIndex index;
+  std::string why;
+  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  EXPECT_TRUE(index.finalized);
+  EXPECT_FALSE(index.exact);
+  EXPECT_TRUE(index.cells.empty());
+  Summary s = read_summary(path, "name", true);
+  EXPECT_FALSE(s.from_index);
+  EXPECT_EQ(s.complete_events, 200u * 20 + 2);
+}

@@ -70,7 +70,14 @@ class MemberCompressor {
 GzipMemberSink::GzipMemberSink(const std::string& path, int level)
     : TraceSink(path), z_(new MemberCompressor(level)) {}
 
-GzipMemberSink::~GzipMemberSink() { close(); }
+GzipMemberSink::~GzipMemberSink() {
+  // Destroyed without close(): a forked child dropping its copy of the
+  // parent's writer, whose index descriptor is the parent's file. Never
+  // write the summary there; only an explicit close() (the writer's stop)
+  // finalizes the index.
+  drop_index();
+  close();
+}
 
 std::unique_ptr<TraceSink> GzipMemberSink::open(const std::string& path, int level, std::string* error,
                                                  bool* taken) {

@@ -111,21 +111,9 @@ void MemberIndex::complete(const char* name, size_t name_len, const char* cat, s
   }
   ++complete_;
   const int64_t ts = static_cast<int64_t>(ts_ns), dur = static_cast<int64_t>(dur_ns);
-  const uint64_t names = uint64_t{n} << 32 | c;
-  CellSlot& cs = cell_cache_[(names * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(tid)) % 256];
-  if (cs.names != names || cs.tid != tid || !cs.cell) {
-    auto& slot = cells_[{names, tid}];
-    if (!slot) {
-      slot.reset(new Cell);
-      slot->name = n;
-      slot->cat = c;
-      slot->tid = tid;
-      slot->key = std::to_string(cell_order_.size());
-      cell_order_.push_back(slot.get());
-    }
-    cs = CellSlot{names, tid, slot.get()};
-  }
-  Cell& cell = *cs.cell;
+  Cell* found = summary_on_ ? cell_for(n, c, tid) : nullptr;
+  if (found == nullptr) return;
+  Cell& cell = *found;
   ++cell.count;
   cell.total = saturating_add(cell.total, dur);
   cell.min = std::min(cell.min, dur);
@@ -137,6 +125,41 @@ void MemberIndex::complete(const char* name, size_t name_len, const char* cat, s
   auto r = std::to_chars(tid_text, tid_text + sizeof tid_text, tid);
   nesting_->tracker.add(pid_text_, std::string_view(tid_text, static_cast<size_t>(r.ptr - tid_text)), ts, dur,
                         &cell.self, &cell.key);
+}
+
+MemberIndex::Cell* MemberIndex::cell_for(uint32_t n, uint32_t c, int64_t tid) {
+  const uint64_t names = uint64_t{n} << 32 | c;
+  CellSlot& cs = cell_cache_[(names * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(tid)) % 256];
+  if (cs.names == names && cs.tid == tid && cs.cell) return cs.cell;
+  auto it = cells_.find({names, tid});
+  if (it == cells_.end()) {
+    if (std::find(tids_.begin(), tids_.end(), tid) == tids_.end()) tids_.push_back(tid);
+    if (tids_.size() > kMaxThreads || cells_.size() >= kMaxCells) {
+      give_up_summary();
+      return nullptr;
+    }
+    std::unique_ptr<Cell> cell(new Cell);
+    cell->name = n;
+    cell->cat = c;
+    cell->tid = tid;
+    cell->key = std::to_string(cell_order_.size());
+    cell_order_.push_back(cell.get());
+    it = cells_.emplace(std::make_pair(names, tid), std::move(cell)).first;
+  }
+  cs = CellSlot{names, tid, it->second.get()};
+  return cs.cell;
+}
+
+void MemberIndex::give_up_summary() {
+  // Memory in the traced process stays bounded: the readers read the events.
+  summary_on_ = false;
+  exact_ = false;
+  nesting_.reset(new Nesting);  // frees every thread's open events
+  for (CellSlot& cs : cell_cache_) cs = CellSlot{};
+  cell_order_.clear();
+  cells_.clear();
+  tids_.clear();
+  tids_.shrink_to_fit();
 }
 
 void MemberIndex::other(uint64_t ts_ns) {

@@ -20,7 +20,10 @@
 // order) and duration histogram (its LogHistogram buckets). F: last line,
 // written only at a clean finalize: its presence says the C lines are whole.
 // `exact` is 0 when the file holds something the C lines cannot reproduce
-// (args.flops / args.bytes, which the summary sums, or a time past int64 ns).
+// (args.flops / args.bytes, which the summary sums, or a time past int64 ns),
+// or when the writer gave the whole-file summary up to stay small: past
+// kMaxThreads threads or kMaxCells cells (a thread-churning program) it
+// frees them and writes no C lines; readers then read the events.
 #ifndef DFTRACER_SRC_FILE_MEMBER_INDEX_H_
 #define DFTRACER_SRC_FILE_MEMBER_INDEX_H_
 
@@ -36,6 +39,11 @@ namespace dftracer {
 
 class MemberIndex final : public EventObserver {
  public:
+  // Bounds on the whole-file summary's memory in the traced process: the
+  // self-time tracker keeps up to 4,096 open events a thread (~230 KB).
+  static constexpr size_t kMaxThreads = 128;
+  static constexpr size_t kMaxCells = 16384;
+
   MemberIndex();
   ~MemberIndex() override;
 
@@ -69,6 +77,8 @@ class MemberIndex final : public EventObserver {
   uint32_t intern_text(const char* s, size_t n);
   void name_lines(std::string* out);  // N lines for the names interned since the last call
   void note_time(uint64_t ts, uint64_t end);
+  Cell* cell_for(uint32_t name, uint32_t cat, int64_t tid);  // null once the summary is given up
+  void give_up_summary();
   static void add(std::vector<Totals>& v, std::vector<uint32_t>& touched, uint32_t id, uint64_t dur);
 
   std::unordered_map<std::string, uint32_t> ids_;
@@ -102,6 +112,8 @@ class MemberIndex final : public EventObserver {
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0, members_ = 0;
   int64_t first_ts_ = INT64_MAX, last_end_ = INT64_MIN;
   bool exact_ = true;
+  bool summary_on_ = true;  // false past kMaxThreads / kMaxCells: no C lines
+  std::vector<int64_t> tids_;  // distinct threads seen (at most kMaxThreads)
   std::unordered_map<std::pair<uint64_t, int64_t>, std::unique_ptr<Cell>, CellKeyHash> cells_;
   std::vector<Cell*> cell_order_;  // first-seen order: the C lines' order
   struct Nesting;
