@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -386,4 +387,29 @@ TEST(WriteTimeIndex, ThreadChurnGivesTheSummaryUpAndSummariesRead) {
   Summary s = read_summary(path, "name", true);
   EXPECT_FALSE(s.from_index);
   EXPECT_EQ(s.complete_events, 200u * 20 + 2);
+}
+
+// fork(): the child drops its copy of the parent's writer (and so of the
+// parent's index descriptor) and starts its own file. It must not write the
+// parent's summary lines: the parent's index stays valid and answers.
+TEST(WriteTimeIndex, ForkedChildLeavesTheParentsIndexAlone) {
+  TempDir d;
+  ASSERT_EQ(dft_init_opt_in(d.file("p.pfw.gz").c_str(), nullptr, 9), 0);
+  record_thread(0, 8, kBase);
+  dft_flush();
+  pid_t child = fork();
+  if (child == 0) _exit(0);  // its own file stays unfinished; nothing else
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  record_thread(0, 8, kBase + 100000000);
+  std::string path = dft_trace_path();
+  dft_finalize();
+  MappedFile map(path);
+  TraceIndex index;
+  std::string why;
+  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  EXPECT_TRUE(index.finalized);
+  Summary fast = read_summary(path, "name", true);
+  EXPECT_TRUE(fast.from_index);
+  expect_same(fast, read_summary(path, "name", false), "after fork");
 }
