@@ -2,9 +2,10 @@
 // headers, and inflating one member as a stream.
 //
 // Our writer emits one gzip member per flushed chunk and (optionally) a sidecar
-// `<file>.pfw.gz.idx` with one line per member:
-//   <member_offset> <member_size> <uncompressed_size> <num_lines>
-// Members are independent, so with their offsets known they inflate in parallel.
+// `<file>.pfw.gz.idx` describing each member (trace_index.hpp reads both its
+// versions: 1, "<offset> <size> <uncompressed_size> <num_lines>" a line, and
+// 2, the write-time index). Members are independent, so with their offsets
+// known they inflate in parallel.
 #pragma once
 
 #include <zlib.h>
@@ -26,7 +27,8 @@ struct GzipIndexEntry {
 
 enum class IndexStatus { Absent, Usable, Invalid };
 
-// Loads `<gz_path>.idx`. Usable only when the entries tile the file from offset 0
+// Loads `<gz_path>.idx` (trace_index.cpp; load_trace_index() gives the
+// write-time statistics too). Usable only when the entries tile the file from offset 0
 // without gaps and each starts with a gzip header; entries may stop short of the
 // end of the file (members written after the index was), the reader then walks
 // the rest. Anything else is Invalid and the reader falls back to scanning,

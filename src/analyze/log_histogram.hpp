@@ -65,6 +65,32 @@ class LogHistogram {
 
   uint64_t count() const { return count_; }
 
+  // The write-time index stores a histogram as its zero count and its
+  // non-empty buckets (bucket = octave * kSub + sub-bucket), and the reader
+  // rebuilds it from them: the same quantiles as the events would give.
+  uint64_t zeros() const { return zeros_; }
+  template <class F>
+  void for_each_bucket(F f) const {
+    for (int i = 0; i < kOctaves; ++i) {
+      if (!octaves_[i]) continue;
+      for (int s = 0; s < kSub; ++s)
+        if ((*octaves_[i])[s]) f(i * kSub + s, (*octaves_[i])[s]);
+    }
+  }
+  void add_zeros(uint64_t n) {
+    count_ += n;
+    zeros_ += n;
+  }
+  // False (nothing added) for a bucket out of range.
+  bool add_bucket(int bucket, uint64_t n) {
+    if (bucket < 0 || bucket >= kOctaves * kSub) return false;
+    auto& oct = octaves_[bucket / kSub];
+    if (!oct) oct = std::make_unique<Octave>(Octave{});
+    (*oct)[bucket % kSub] += n;
+    count_ += n;
+    return true;
+  }
+
   // Nearest-rank quantile q in [0,1], clamped to [lo, hi] (the exact min/max).
   double quantile(double q, double lo, double hi) const {
     if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();

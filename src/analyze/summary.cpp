@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "event_category.hpp"
+#include "index_summary.hpp"
 #include "text_format.hpp"
 
 namespace dftracer::analyze {
@@ -250,6 +251,28 @@ void SummaryAggregator::merge(SummaryAggregator& o) {
   last_end_ns_ = std::max(last_end_ns_, o.last_end_ns_);
 }
 
+void SummaryAggregator::add_indexed_group(const std::vector<std::string_view>& values, const GroupStats& g) {
+  key_.clear();
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) key_ += kKeySep;
+    key_.append(values[i].empty() ? kNone : values[i]);
+  }
+  group_for(key_).second.merge(g);
+}
+
+void SummaryAggregator::add_indexed_totals(uint64_t complete, uint64_t metadata, uint64_t other, int64_t first_ts,
+                                           int64_t last_end, const NestingStats& nesting) {
+  complete_ += complete;
+  metadata_ += metadata;
+  other_ += other;
+  if (complete) {
+    first_ts_ns_ = std::min(first_ts_ns_, first_ts);
+    last_end_ns_ = std::max(last_end_ns_, last_end);
+  }
+  indexed_nesting_.approximated += nesting.approximated;
+  indexed_nesting_.folded += nesting.folded;
+}
+
 void SummaryAggregator::resolve_nesting() {
   nesting_.resolve([this](const std::string& key) -> int64_t* {
     auto it = groups_.find(key);
@@ -332,6 +355,10 @@ std::unique_ptr<SummaryAggregator> aggregate_traces(const std::vector<std::strin
 
 Summary summarize(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
                   unsigned threads, const ReadOptions& options, SummarySort sort) {
+  if (options.use_index && !options.windowed()) {
+    std::string why_not;  // index_summary.hpp: answered there only when exact
+    if (std::optional<Summary> s = summary_from_indexes(files, keys, top_n, sort, &why_not)) return *s;
+  }
   ReadStats stats;
   std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, keys, threads, options, &stats);
   Summary s = build_summary(*agg, top_n, sort);
@@ -434,6 +461,7 @@ void write_summary_json(std::ostream& os, const Summary& s) {
   o += ",\"nesting\":{\"approximated\":" + std::to_string(s.nesting.approximated) +
        ",\"folded\":" + std::to_string(s.nesting.folded) + "}";
   o += ",\"skipped\":" + skipped_json(s.stats);
+  o += std::string(",\"index\":") + (s.from_index ? "true" : "false");
   o += ",\"rows\":[";
   for (size_t i = 0; i < s.rows.size(); ++i) {
     const SummaryRow& r = s.rows[i];

@@ -68,7 +68,17 @@ class SummaryAggregator : public LineConsumer {
   // Joins the nesting of threads whose events were read as several pieces;
   // call once, on the merged aggregator, before reading self times.
   void resolve_nesting();
-  const NestingStats& nesting() const { return nesting_.stats(); }
+  NestingStats nesting() const {
+    NestingStats n = nesting_.stats();
+    n.approximated += indexed_nesting_.approximated;
+    n.folded += indexed_nesting_.folded;
+    return n;
+  }
+  // A file's summary taken from its write-time index (index_summary.hpp):
+  // one group's stats by its key values, and the file's totals.
+  void add_indexed_group(const std::vector<std::string_view>& values, const GroupStats& g);
+  void add_indexed_totals(uint64_t complete, uint64_t metadata, uint64_t other, int64_t first_ts, int64_t last_end,
+                          const NestingStats& nesting);
 
   // Keyed by the group's values joined (split_group_key() takes them apart).
   const std::unordered_map<std::string, GroupStats>& groups() const { return groups_; }
@@ -100,6 +110,7 @@ class SummaryAggregator : public LineConsumer {
   };
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(1024);
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
+  NestingStats indexed_nesting_;
   int64_t first_ts_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_end_ns_ = std::numeric_limits<int64_t>::min();
 };
@@ -137,6 +148,7 @@ struct Summary {
   NestingStats nesting;
   double span_us = 0;            // first start to last end
   ReadStats stats;
+  bool from_index = false;       // answered from the files' write-time indexes, nothing inflated
 };
 
 // Reads `files` on `threads` threads and builds the summary (top_n 0 = all rows).

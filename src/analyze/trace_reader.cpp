@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "gzip_members.hpp"
+#include "trace_index.hpp"
+#include "trace_time.hpp"
 #include "mapped_file.hpp"
 
 namespace dftracer::analyze {
@@ -152,11 +154,27 @@ inline bool is_gz(const std::string& path) { return path.size() > 3 && path.comp
 
 // Hands one stripped line to the consumer, copying it into a padded scratch
 // buffer when the bytes after it are not readable.
+// The line's top-level "ts" as exact ns (our lines and DFTracer's write it
+// before args, so the first "ts" key is the event's). False when it has none.
+bool line_ts(std::string_view s, int64_t& ns) {
+  size_t k = s.find("\"ts\":");
+  if (k == std::string_view::npos) return false;
+  size_t b = k + 5;
+  while (b < s.size() && (s[b] == ' ' || s[b] == '"')) ++b;  // DFTracer v1 quotes numbers
+  size_t e = b;
+  while (e < s.size() && (std::isdigit(static_cast<unsigned char>(s[e])) || s[e] == '.' || s[e] == '-' ||
+                          s[e] == '+' || s[e] == 'e' || s[e] == 'E'))
+    ++e;
+  return us_text_to_ns(s.substr(b, e - b), ns);
+}
+
 struct LineSink {
   LineConsumer* consumer;
   ReadStats* stats;
   uint64_t max_line;
   std::vector<char> scratch;
+  int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;  // ReadOptions' window
+  bool windowed = false;
 
   void line(const char* p, size_t len, size_t readable_after) {
     if (len > max_line) {
@@ -168,6 +186,10 @@ struct LineSink {
     if (s.empty()) {
       // Only framing or whitespace, unless it held something non-blank.
       return;
+    }
+    if (windowed) {
+      int64_t ts;
+      if (line_ts(s, ts) && (ts < from_ns || ts >= to_ns)) return;  // outside the window: not read
     }
     size_t cap = readable_after - static_cast<size_t>(s.data() - p);
     DecodeStatus st;
@@ -298,6 +320,7 @@ struct Unit {
   uint64_t begin = 0;  // .pfw: exact; .gz: exact when `trusted`, else where to scan from
   uint64_t end = 0;    // pieces starting at or after this belong to the next unit
   bool trusted = true;
+  bool after_gap = false;  // members before it were skipped (a time window): no line continues across
   // Filled by the worker (gz units):
   bool any = false;
   uint64_t actual_begin = 0;
@@ -305,6 +328,39 @@ struct Unit {
   std::string head, tail;
   bool head_complete = false;
 };
+
+// Units over the members of an indexed file that may hold lines in the
+// window: a member whose times all lie outside it, and that holds no
+// metadata line (always read), is never inflated.
+void plan_window_units(size_t file, uint64_t size, const TraceIndex& index, const ReadOptions& o, size_t pieces,
+                       std::vector<Unit>* units) {
+  auto keep = [&](const IndexedMember& m) {
+    return m.metadata > 0 || !m.timed || !(m.max_ts < o.from_ns || m.min_ts >= o.to_ns);
+  };
+  const std::vector<IndexedMember>& ms = index.members;
+  uint64_t total = 0;
+  for (const IndexedMember& m : ms) total += keep(m) ? m.entry.uncompressed : 0;
+  const uint64_t target = total / pieces + 1;
+  bool gap = false;
+  for (size_t m = 0; m < ms.size();) {
+    if (!keep(ms[m])) {
+      ++m;
+      gap = true;
+      continue;
+    }
+    size_t start = m;
+    for (uint64_t acc = 0; m < ms.size() && keep(ms[m]) && acc < target; ++m) acc += ms[m].entry.uncompressed;
+    units->push_back(Unit{file, ms[start].entry.offset, m == ms.size() ? size : ms[m].entry.offset, true});
+    units->back().after_gap = gap;
+    gap = false;
+  }
+  // Members written after the index was (a live or crashed run): read them.
+  const uint64_t indexed_end = ms.back().entry.offset + ms.back().entry.size;
+  if (!keep(ms.back()) && indexed_end < size) {
+    units->push_back(Unit{file, indexed_end, size, true});
+    units->back().after_gap = true;
+  }
+}
 
 std::string_view first_nonblank_line(std::string_view text, size_t& pos) {
   while (pos < text.size()) {
@@ -441,7 +497,9 @@ struct Worker {
   uint64_t max_document;
 
   Worker(LineConsumer* c, Progress* p, const ReadOptions& o)
-      : consumer(c), sink{c, &stats, std::max<uint64_t>(o.max_line_bytes, 1), {}}, progress(p),
+      : consumer(c),
+        sink{c, &stats, std::max<uint64_t>(o.max_line_bytes, 1), {}, o.from_ns, o.to_ns, o.windowed()},
+        progress(p),
         max_document(o.max_document_bytes) {}
 
   // Reads the range with pread() into a reused buffer rather than through the
@@ -733,8 +791,14 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
       }
       continue;
     }
-    IndexStatus is = load_gzip_index(f.path, f.map->data(), size, f.index);
+    TraceIndex tindex;
+    IndexStatus is = load_trace_index(f.path, f.map->data(), size, &tindex, nullptr);
     if (is == IndexStatus::Invalid) ++setup.bad_indexes;
+    for (const IndexedMember& m : tindex.members) f.index.push_back(m.entry);
+    if (is == IndexStatus::Usable && tindex.version == 2 && options.windowed()) {
+      plan_window_units(i, size, tindex, options, pieces, &units);
+      continue;
+    }
     if (is == IndexStatus::Usable && f.index.size() > 1) {
       // Split on member starts, balancing uncompressed bytes.
       uint64_t total = 0;
@@ -830,6 +894,15 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     for (; k < units.size() && units[k].file == file; ++k) {
       Unit& u = units[k];
       if (!u.any) continue;
+      if (u.after_gap && prev) {  // skipped members end with whole lines: nothing straddles the gap
+        if (!acc.empty()) {
+          size_t n = acc.size();
+          acc.resize(n + kLinePadding);
+          w0.sink.lines(acc.data(), acc.data() + n, acc.data() + acc.size());
+          acc.clear();
+        }
+        prev = nullptr;
+      }
       if (prev && prev->chain_end != u.actual_begin) ++w0.stats.boundary_mismatches;
       // acc holds one line here (a tail and the head that ends it): capped as any line.
       append_capped(acc, u.head.data(), u.head.size(), w0.sink.max_line);

@@ -67,6 +67,15 @@ struct ReadOptions {
   // The largest whole-document Chrome JSON parsed (such a file is held in
   // memory whole): a larger one is skipped and counted as oversized.
   uint64_t max_document_bytes = kDefaultMaxDocumentBytes;
+  // A time window, in the file's `ts` unit as exact ns (microseconds since
+  // the epoch x 1000): only lines whose ts is in [from_ns, to_ns) are read;
+  // lines without a ts (metadata) always are. Gzip members whose write-time
+  // index puts all their times outside are not inflated.
+  int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;
+  bool windowed() const { return from_ns != INT64_MIN || to_ns != INT64_MAX; }
+  // Answer from write-time indexes where they can (summary over finalized
+  // .pfw.gz files); false (--no-index) always reads the events.
+  bool use_index = true;
 };
 
 // Files, directories (recursively: *.pfw, *.pfw.gz, *.json, *.json.gz) and glob

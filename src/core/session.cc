@@ -149,6 +149,7 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   registry_.begin_session(&session_);
   after_finalize_.store(0, std::memory_order_relaxed);
   std::unique_ptr<TraceFormatter> formatter = make_json_lines_formatter(info);
+  formatter->set_observer(sink->event_observer());  // before the preamble: the index sees every line
   writer_.reset(new Writer(registry_, pool_, std::move(formatter), std::move(sink), std::move(info)));
   writer_->start();
   set_enabled(true);

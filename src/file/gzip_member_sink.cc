@@ -70,7 +70,14 @@ class MemberCompressor {
 GzipMemberSink::GzipMemberSink(const std::string& path, int level)
     : TraceSink(path), z_(new MemberCompressor(level)) {}
 
-GzipMemberSink::~GzipMemberSink() { close(); }
+GzipMemberSink::~GzipMemberSink() {
+  // Destroyed without close(): a forked child dropping its copy of the
+  // parent's writer, whose index descriptor is the parent's file. Never
+  // write the summary there; only an explicit close() (the writer's stop)
+  // finalizes the index.
+  drop_index();
+  close();
+}
 
 std::unique_ptr<TraceSink> GzipMemberSink::open(const std::string& path, int level, std::string* error,
                                                  bool* taken) {
@@ -92,6 +99,7 @@ std::unique_ptr<TraceSink> GzipMemberSink::open(const std::string& path, int lev
     *error = "cannot create trace index " + index_path + ": " + std::strerror(EEXIST);
     return nullptr;
   }
+  if (sink->index_.is_open()) sink->index_stats_.reset(new MemberIndex());
   return sink;
 }
 
@@ -112,17 +120,30 @@ bool GzipMemberSink::write_chunk(const char* data, size_t len, uint64_t lines) {
   }
   bytes_written_ += member_.size();
   if (index_.is_open()) {
-    char line[96];
-    int n = snprintf(line, sizeof line, "%llu %zu %zu %llu\n", static_cast<unsigned long long>(offset),
-                     member_.size(), len, static_cast<unsigned long long>(lines));
-    if (index_.write_all(line, static_cast<size_t>(n)) != 0) index_.close();
+    // The gzip trailer's CRC-32 of the member's text: a reader checks it
+    // against the file without inflating, so a stale index is caught.
+    uint32_t crc = 0;
+    if (member_.size() >= 8) std::memcpy(&crc, member_.data() + member_.size() - 8, 4);  // little-endian
+    std::string lines_text = index_stats_->member_lines(offset, member_.size(), data, len, lines, crc);
+    if (index_.write_all(lines_text.data(), lines_text.size()) != 0) drop_index();
   }
   return true;
 }
 
-void GzipMemberSink::close() {
-  file_.close(/*warn_if_deleted=*/true);
+void GzipMemberSink::drop_index() {
   index_.close();
+  index_stats_.reset();
+}
+
+void GzipMemberSink::close() {
+  // The whole file's summary, only after a clean run: its last line is what
+  // tells readers the index describes every member.
+  if (index_.is_open() && index_stats_ && !failed_) {
+    std::string tail = index_stats_->finish_lines(bytes_written_);
+    if (index_.write_all(tail.data(), tail.size()) != 0) drop_index();
+  }
+  file_.close(/*warn_if_deleted=*/true);
+  drop_index();
 }
 
 }  // namespace dftracer

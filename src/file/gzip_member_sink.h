@@ -1,8 +1,10 @@
 // GzipMemberSink: a .pfw.gz file made of one complete gzip member per chunk
 // (any gzip reader inflates the concatenation), plus one line per member in
-// `<file>.idx` ("offset size raw_size lines") so readers can inflate members
-// in parallel without scanning. The index is optional: if it cannot be
-// written it is dropped and readers scan the members instead.
+// `<file>.idx` (version 2, member_index.h: offsets and sizes, so readers can
+// inflate members in parallel without scanning, and each member's event
+// counts, times and per-name totals, plus the whole file's summary at
+// finalize). The index is optional: if it cannot be written it is dropped
+// and readers scan the members instead.
 #ifndef DFTRACER_SRC_FILE_GZIP_MEMBER_SINK_H_
 #define DFTRACER_SRC_FILE_GZIP_MEMBER_SINK_H_
 
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "member_index.h"
 #include "output_file.h"
 #include "trace_sink.h"
 
@@ -26,14 +29,17 @@ class GzipMemberSink final : public TraceSink {
   ~GzipMemberSink() override;
   bool write_chunk(const char* data, size_t len, uint64_t lines) override;
   void close() override;
+  EventObserver* event_observer() override { return index_stats_.get(); }
 
  private:
   GzipMemberSink(const std::string& path, int level);
+  void drop_index();  // the index file failed: stop writing it (readers then scan)
 
   OutputFile file_;
   OutputFile index_;
   std::unique_ptr<MemberCompressor> z_;
   std::vector<unsigned char> member_;
+  std::unique_ptr<MemberIndex> index_stats_;  // null when there is no index file
 };
 
 }  // namespace dftracer

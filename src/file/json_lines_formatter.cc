@@ -43,6 +43,11 @@ JsonLinesFormatter::JsonLinesFormatter(const SessionInfo& info)
       clock_(Clock::instance()),
       hhash_key_(strings_.intern(kHostHashKey, sizeof kHostHashKey - 1)) {}
 
+void JsonLinesFormatter::set_observer(EventObserver* observer) {
+  observer_ = observer;
+  if (observer_) observer_->file_pid(info_.pid);
+}
+
 void JsonLinesFormatter::preamble(OutBuffer* out) {
   out->lit("[\n");
   const Config& c = info_.config;
@@ -209,6 +214,7 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       out->micros(dur_ns);
       out->lit(",\"ph\":\"X\"");
       args(r, out, inc_metadata_);
+      if (observer_) observer_->complete(n, nl, c, cl, tid, start_ns, dur_ns);
       break;
     case RecordKind::kInstant:
       head(n, nl, c, cl, tid, out);
@@ -216,9 +222,10 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       out->micros(start_ns);
       out->lit(",\"ph\":\"i\",\"s\":\"t\"");
       args(r, out, inc_metadata_);
+      if (observer_) observer_->other(start_ns);
       break;
     case RecordKind::kFlowStart:
-    case RecordKind::kFlowEnd:
+    case RecordKind::kFlowEnd: {
       // Chrome flow events: "id" is the flow id that pairs "s" with "f", so
       // these lines carry no event index.
       ++non_event_lines_;
@@ -226,16 +233,20 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       out->lit(",\"id\":");
       out->u64(r->end);
       out->lit(",\"ts\":");
-      out->micros(written(clock_.to_ns(r->start)));
+      const uint64_t flow_ns = written(clock_.to_ns(r->start));
+      out->micros(flow_ns);
+      if (observer_) observer_->other(flow_ns);
       if (r->kind == RecordKind::kFlowStart) out->lit(",\"ph\":\"s\"");
       else out->lit(",\"ph\":\"f\",\"bp\":\"e\"");
       break;
+    }
     case RecordKind::kMetadata:
     case RecordKind::kThreadName:
       ++non_event_lines_;
       head(n, nl, c, cl, tid, out);
       out->lit(",\"ph\":\"M\"");
       args(r, out, /*with_hhash=*/true);  // DFTracer's metadata lines always carry it
+      if (observer_) observer_->metadata();
       break;
   }
   out->lit("}\n");
@@ -254,6 +265,7 @@ void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::stri
   p = out->ensure(6 * value.size());
   out->advance(json_escape_to(value.data(), value.size(), p));
   out->lit("\"}}\n");
+  if (observer_) observer_->metadata();
 }
 
 void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {
@@ -263,6 +275,7 @@ void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string
   char* p = out->ensure(6 * display.size());
   out->advance(json_escape_to(display.data(), display.size(), p));
   out->lit("\"}}\n");
+  if (observer_) observer_->metadata();
 }
 
 void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
@@ -279,6 +292,7 @@ void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns
   }
   out->append(args_fragment.data(), args_fragment.size());
   out->lit("}}\n");
+  if (observer_) observer_->complete(name, std::strlen(name), "dftracer", 8, tid, written(ts_ns), 0);
   if (last) out->lit("]\n");
 }
 

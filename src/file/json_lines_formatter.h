@@ -37,6 +37,7 @@ class JsonLinesFormatter final : public TraceFormatter {
   void event(const RecordHeader* r, int64_t tid, OutBuffer* out) override;
   void end(int64_t tid, uint64_t ts_ns, uint64_t events_written, uint64_t dropped, OutBuffer* out) override;
   uint64_t lines() const override { return lines_; }
+  void set_observer(EventObserver* observer) override;
 
  private:
   // Metadata event: {"name":name,"ph":"M","args":{"hhash",...,"name":arg_name,"value":value}}
@@ -69,7 +70,8 @@ class JsonLinesFormatter final : public TraceFormatter {
   uint64_t non_event_lines_ = 0;  // metadata and flow lines: not in end's num_events
   StringTable& strings_;
   Clock& clock_;
-  uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed
+  uint32_t hhash_key_;
+  EventObserver* observer_ = nullptr;  // the sink's index, when it keeps one  // the interned id of "hhash": a user arg with this key is renamed
 };
 
 }  // namespace dftracer

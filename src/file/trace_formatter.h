@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "event_observer.h"
 #include "out_buffer.h"
 #include "record.h"
 #include "session_info.h"
@@ -37,6 +38,10 @@ class TraceFormatter {
   // Lines (events) formatted so far, preamble included: the writer counts
   // how many a chunk holds by the difference.
   virtual uint64_t lines() const = 0;
+
+  // Tells `observer` (the sink's index, trace_sink.h) about every line
+  // formatted from now on, as written. Default: no one is told.
+  virtual void set_observer(EventObserver* observer) { (void)observer; }
 };
 
 // The DFTracer JSON-lines format (json_lines_formatter.h).

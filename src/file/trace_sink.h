@@ -16,6 +16,8 @@
 #include <memory>
 #include <string>
 
+#include "event_observer.h"
+
 namespace dftracer {
 
 class TraceSink {
@@ -27,6 +29,9 @@ class TraceSink {
   virtual bool write_chunk(const char* data, size_t len, uint64_t lines) = 0;
   // No more chunks: closes whatever the sink writes to. Idempotent.
   virtual void close() = 0;
+  // The sink's index of what it writes, to be told about every line the
+  // formatter writes from now on (TraceFormatter::set_observer), or null.
+  virtual EventObserver* event_observer() { return nullptr; }
 
   // The file name (or a description for sinks without one).
   const std::string& path() const { return path_; }

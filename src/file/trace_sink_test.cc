@@ -7,9 +7,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "memory_sink.h"
 #include "trace_file.h"
+#include "member_index.h"
 #include "trace_sink.h"
 
 namespace dftracer {
@@ -66,11 +68,26 @@ TEST(TraceSink, GzipFileIsOneMemberPerChunkWithAnIndexLineEach) {
   EXPECT_EQ(dftracer_test::read_all(path, &truncated), kChunk1 + kChunk2);
   EXPECT_FALSE(truncated);
   EXPECT_EQ(slurp(path).size(), sink->bytes_written());
-  // "offset size raw_size lines", one line per member.
-  std::ostringstream want;
-  want << "0 " << first_member << " " << kChunk1.size() << " 1\n"
-       << first_member << " " << sink->bytes_written() - first_member << " " << kChunk2.size() << " 2\n";
-  EXPECT_EQ(slurp(path + ".idx"), want.str());
+  // The version-2 index (member_index.h): a header, one M line per member
+  // ("M offset size raw_size lines gzip_crc ...": no events were observed,
+  // the sink was used without a formatter), and the final F line; each line
+  // ends in its CRC.
+  std::istringstream idx(slurp(path + ".idx"));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(idx, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 4u);
+  std::ostringstream m1, m2;
+  m1 << "M 0 " << first_member << " " << kChunk1.size() << " 1 ";
+  m2 << "M " << first_member << " " << sink->bytes_written() - first_member << " " << kChunk2.size() << " 2 ";
+  EXPECT_EQ(lines[0].rfind("#dftracer-idx 2 *", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind(m1.str(), 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind(m2.str(), 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("F 0 0 0 ", 0), 0u) << lines[3];
+  for (const std::string& l : lines) {
+    std::string again;
+    append_index_line(&again, l.substr(0, l.rfind(" *")));
+    EXPECT_EQ(again, l + "\n");
+  }
 }
 
 TEST(TraceSink, UncreatableFileIsAOneLineError) {

@@ -22,6 +22,7 @@
 #include "module_tree.hpp"
 #include "ranks.hpp"
 #include "summary.hpp"
+#include "trace_time.hpp"
 #include "trace_reader.hpp"
 
 namespace nb = nanobind;
@@ -131,12 +132,25 @@ nb::dict batch_dict(EventBatch& b) {
   return d;
 }
 
+// A window bound: microseconds as the file writes ts ("" = none), to exact ns.
+int64_t window_bound(const std::string& us, int64_t none) {
+  if (us.empty()) return none;
+  int64_t ns = 0;
+  if (!us_text_to_ns(us, ns)) throw std::invalid_argument("not a time in microseconds: '" + us + "'");
+  return ns;
+}
+
 nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
-                    long long max_line_mib, long long max_document_mib, const std::string& sort) {
+                    long long max_line_mib, long long max_document_mib, const std::string& sort,
+                    const std::string& from_us, const std::string& to_us, bool use_index) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
   SummarySort order = parse_summary_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  ro.from_ns = window_bound(from_us, INT64_MIN);
+  ro.to_ns = window_bound(to_us, INT64_MAX);
+  if (ro.from_ns >= ro.to_ns) throw std::invalid_argument("from_ts must be before to_ts");
+  ro.use_index = use_index;
   unsigned nthreads = thread_count(threads);
   Summary s;
   {
@@ -191,6 +205,7 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   out["columns"] = cols;
   out["totals"] = totals;
   out["stats"] = stats_dict(s.stats);
+  out["index"] = s.from_index;
   return out;
 }
 
@@ -439,7 +454,8 @@ NB_MODULE(_analyze, m) {
   m.attr("DEFAULT_MAX_DOCUMENT_MIB") = document_mib;
   m.def("summary", &py_summary, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::arg("sort") = "self", "Summary of complete events: {'keys', 'columns', 'totals', 'stats'} (threads 0 = all cores).");
+        nb::arg("sort") = "self", nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("use_index") = true,
+        "Summary of complete events: {'keys', 'columns', 'totals', 'stats', 'index'} (threads 0 = all cores).");
   m.def("diff", &py_diff, nb::arg("a"), nb::arg("b"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Two runs compared per group, as `dftracer-analyze diff --format json`.");

@@ -108,7 +108,17 @@ def _limits(max_line_mib, max_document_mib):
     return out
 
 
-def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None):
+def _window_bound(name, v):
+    """A from_ts/to_ts bound as the exact decimal text of microseconds ("" = none)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(f"{name} must be microseconds (int, float or decimal str) or None, not {v!r}")
+    return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
+
+
+def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None,
+            from_ts=None, to_ts=None, use_index=True):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
@@ -127,6 +137,14 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     max_line_mib, max_document_mib: size limits (default 16 and 1024 MiB): a longer
         line, or a larger whole-document JSON, is skipped and counted in
         stats["oversized"] (a gzip bomb costs memory up to the limit, no more).
+    from_ts, to_ts: a time window in the file's ts unit, microseconds since the epoch
+        (int, float, or a decimal str for exact nanoseconds): only events with
+        from_ts <= ts < to_ts are summarized (metadata always); gzip members whose
+        write-time index puts them outside the window are not inflated.
+    use_index: answer from the files' write-time indexes where they can (every file a
+        finalized .pfw.gz of ours, `by` among name, cat, pid, tid, no window, no
+        args.flops/bytes in the file); False always reads the events (`--no-index`).
+        df.attrs["index"] says which was used; the numbers are the same either way.
 
     Columns: the key column(s) (str; events without the field are grouped as "(none)"),
     then count (uint64), self_us (duration minus the events nested directly inside each
@@ -157,11 +175,14 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     if sort not in ("self", "total"):
         raise ValueError(f"sort must be 'self' or 'total', not {sort!r}")
     raw = _module().summary(_path_list(paths), by, int(top), _threads(threads),
-                            **_limits(max_line_mib, max_document_mib), sort=sort)
+                            **_limits(max_line_mib, max_document_mib), sort=sort,
+                            from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts),
+                            use_index=bool(use_index))
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
     df.attrs["totals"] = dict(raw["totals"])
+    df.attrs["index"] = bool(raw["index"])
     _warn_skipped(raw["stats"])
     return df
 

@@ -1,0 +1,82 @@
+#include "index_summary.hpp"
+
+#include <string_view>
+
+#include "mapped_file.hpp"
+#include "trace_index.hpp"
+
+namespace dftracer::analyze {
+
+namespace {
+
+bool indexable(const GroupKey& k) {
+  return !k.category && (k.field == Field::name || k.field == Field::cat || k.field == Field::pid ||
+                         k.field == Field::tid);
+}
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+std::optional<Summary> summary_from_indexes(const std::vector<std::string>& files, const std::vector<GroupKey>& keys,
+                                            size_t top_n, SummarySort sort, std::string* why_not) {
+  for (const GroupKey& k : keys) {
+    if (!indexable(k)) {
+      *why_not = "the index holds name, cat, pid and tid only, not " + k.label;
+      return std::nullopt;
+    }
+  }
+  SummaryAggregator agg(keys);
+  ReadStats stats;
+  std::vector<std::string_view> values(keys.size());
+  for (const std::string& path : files) {
+    if (!ends_with(path, ".gz")) {
+      *why_not = path + ": no write-time index (not a .pfw.gz)";
+      return std::nullopt;
+    }
+    MappedFile map(path);
+    TraceIndex index;
+    std::string why;
+    IndexStatus st = load_trace_index(path, map.data(), map.size(), &index, &why);
+    if (st != IndexStatus::Usable || index.version != 2 || !index.finalized || !index.exact) {
+      *why_not = path + (st == IndexStatus::Invalid ? ": index ignored (" + why + ")"
+                         : st != IndexStatus::Usable || index.version != 2 ? ": no write-time index"
+                         : !index.finalized ? ": index not finalized (the run did not finish)"
+                                            : ": events carry args.flops/bytes, which the index does not sum");
+      return std::nullopt;
+    }
+    for (const IndexedCell& c : index.cells) {
+      GroupStats g;
+      g.count = c.count;
+      g.total_ns = c.total;
+      g.self_ns = c.self;
+      g.min_ns = c.min;
+      g.max_ns = c.max;
+      g.hist.add_zeros(c.zeros);
+      for (const auto& [bucket, n] : c.buckets) g.hist.add_bucket(bucket, n);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        switch (keys[i].field) {
+          case Field::name: values[i] = index.names[c.name]; break;
+          case Field::cat: values[i] = index.names[c.cat]; break;
+          case Field::pid: values[i] = index.pid; break;
+          default: values[i] = c.tid; break;
+        }
+      }
+      agg.add_indexed_group(values, g);
+    }
+    agg.add_indexed_totals(index.complete, index.metadata, index.other, index.first_ts, index.last_end,
+                           NestingStats{index.approximated, index.folded});
+    ++stats.files;
+    stats.input_bytes += map.size();
+    for (const IndexedMember& m : index.members) stats.json_bytes += m.entry.uncompressed;
+    stats.events += index.complete + index.metadata + index.other;
+  }
+  Summary s = build_summary(agg, top_n, sort);
+  s.stats = stats;
+  s.from_index = true;
+  return s;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,25 @@
+// `summary --by name|cat|pid|tid` (any of them, comma-joined) from the
+// write-time indexes alone: no member is inflated. Each file must be a
+// .pfw.gz with a version-2 index that was finalized, checks out against the
+// trace (trace_index.hpp) and is exact (its events carry no args.flops /
+// args.bytes, which the index does not sum). Otherwise -- any other key, a
+// time window, a plain .pfw, a crashed run, a bad index -- the summary reads
+// the events as before, so the answer never depends on which path ran.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "summary.hpp"
+
+namespace dftracer::analyze {
+
+// The summary from the indexes, or nullopt with *why_not saying which file
+// (or key) needs a full read. Prints nothing: a damaged or stale index is
+// then counted by the full read, whose one line about skipped input names
+// it ("1 mismatched .idx sidecar (scanned instead)").
+std::optional<Summary> summary_from_indexes(const std::vector<std::string>& files, const std::vector<GroupKey>& keys,
+                                            size_t top_n, SummarySort sort, std::string* why_not);
+
+}  // namespace dftracer::analyze

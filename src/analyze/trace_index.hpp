@@ -1,0 +1,58 @@
+// Reading the `.idx` sidecar of a .pfw.gz: version 1 (one line per gzip
+// member, "offset size raw_size lines") and version 2, the write-time index
+// (src/file/member_index.h has the format: per member its event counts, time
+// range and per-name/per-category totals; at a clean finalize the whole
+// file's summary cells). Checked against the trace before it is trusted:
+// every line's CRC, members tiling the file from 0, a gzip header at each
+// member and each member's gzip CRC (read from its trailer, no inflating),
+// and for a finalized index the file's size and member count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gzip_members.hpp"
+
+namespace dftracer::analyze {
+
+struct IndexedMember {
+  GzipIndexEntry entry;
+  uint64_t complete = 0, metadata = 0, other = 0;
+  bool timed = false;  // min_ts/max_ts/max_end hold something
+  int64_t min_ts = 0, max_ts = 0, max_end = 0;
+};
+
+// One (name, cat, tid) cell of the whole file, as the writer counted it.
+struct IndexedCell {
+  uint32_t name = 0, cat = 0;
+  std::string tid;
+  uint64_t count = 0;
+  int64_t total = 0, self = 0, min = 0, max = 0;
+  uint64_t zeros = 0;
+  std::vector<std::pair<int, uint64_t>> buckets;  // LogHistogram buckets
+};
+
+struct TraceIndex {
+  int version = 0;  // 1 or 2
+  std::vector<IndexedMember> members;
+  std::vector<std::string> names;  // by id, JSON-decoded
+  // Version 2 and finalized (an F line): the whole file.
+  bool finalized = false;
+  bool exact = false;  // the cells give a full read's summary (no flops/bytes)
+  std::vector<IndexedCell> cells;
+  uint64_t complete = 0, metadata = 0, other = 0, approximated = 0, folded = 0;
+  int64_t first_ts = 0, last_end = 0;
+  std::string pid;
+};
+
+// Loads and checks `<gz_path>.idx` against the trace's bytes. Invalid sets
+// *why to a short reason ("line 3: CRC mismatch", "member 2: stale (gzip CRC
+// differs)", ...). Lines past the end of the file (a crash between the
+// member's write and its index line) end the index there, as do lines after
+// a damaged last line of a crashed run (not finalized).
+IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, size_t size, TraceIndex* out,
+                             std::string* why);
+
+}  // namespace dftracer::analyze

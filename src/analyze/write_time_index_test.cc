@@ -1,0 +1,415 @@
+// The write-time index (src/file/member_index.h, read by trace_index.hpp and
+// index_summary.hpp), end to end: traces written by the real writer (the
+// core's C API, a real .pfw.gz and .idx on disk), then summaries answered
+// from the index compared with full reads of the same file, time windows
+// with member skipping compared with filtered full reads, and damaged,
+// truncated or stale indexes that must fall back to reading.
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dftracer/dftracer.h"
+#include "event_decoder.hpp"
+#include "trace_reader.hpp"
+#include "index_summary.hpp"
+#include "summary.hpp"
+#include "trace_files.hpp"
+#include "trace_index.hpp"
+#include "mapped_file.hpp"
+
+using namespace dftracer::analyze;
+using namespace dftracer::analyze::testing;
+
+namespace {
+
+constexpr uint64_t kBase = 1700000000000000000ull;  // epoch ns
+
+dft_id id(const char* s) { return dft_intern_cstr(s); }
+
+// One thread's work: `steps` step regions, each with nested ops (children
+// written first, as a region closes after what ran inside it), some ops
+// overlapping without nesting, zero-length and sub-microsecond events.
+void record_thread(int t, int steps, uint64_t base) {
+  const char* ops[] = {"aten.mm", "aten.add", "quote\"d name", "\xc3\xa9t\xc3\xa9", ""};
+  for (int s = 0; s < steps; ++s) {
+    uint64_t t0 = base + uint64_t(s) * 2000000 + uint64_t(t) * 1000;
+    for (int k = 0; k < 5; ++k) {
+      uint64_t st = t0 + 10000 + uint64_t(k) * 150000;
+      dft_complete_ns(id("inner"), id("cpu"), st + 1000, 20500 + uint64_t(k) * 333, nullptr, 0);
+      dft_complete_ns(id(ops[(s + k) % 5]), id(k % 2 ? "compute" : "data"), st, 100000 + uint64_t(k) * 7, nullptr, 0);
+    }
+    dft_complete_ns(id("overlap"), id("cpu"), t0 + 900000, 400000, nullptr, 0);  // crosses the next op's start
+    dft_complete_ns(id("zero"), id("cpu"), t0 + 1500000, 0, nullptr, 0);
+    dft_complete_ns(id("step"), id("loop"), t0, 1800000, nullptr, 0);
+    if (s % 3 == 0) dft_instant(id("mark"), id("loop"), nullptr, 0);
+    if (s % 4 == 0) dft_flush();  // a new gzip member
+  }
+}
+
+// A trace from the real writer: several threads, metadata, instants, real
+// clock regions, many members, under the name `file` (or one beside it).
+// Returns its path.
+std::string write_trace(const std::string& dir, int steps, bool ns_times, bool with_flops = false) {
+  setenv("DFTRACER_TIME_RESOLUTION", ns_times ? "ns" : "us", 1);
+  EXPECT_EQ(dft_init_opt_in(dir.c_str(), nullptr, 7), 0);
+  dft_metadata("run", "index test");
+  std::vector<std::thread> threads;
+  for (int t = 1; t <= 2; ++t) threads.emplace_back(record_thread, t, steps, kBase);
+  record_thread(0, steps, kBase);
+  uint64_t b = dft_region_begin();
+  dft_region_end(id("real clock"), id("cpu"), b, nullptr, 0);
+  if (with_flops) {
+    dft_id frag = dft_intern_json_fragment("\"flops\":1000", 12);
+    dft_arg a{};
+    a.type = DFT_ARG_JSON;
+    a.v.id = frag;
+    dft_complete_ns(id("aten.mm"), id("compute"), kBase, 5000, &a, 1);
+  }
+  for (auto& th : threads) th.join();
+  std::string path = dft_trace_path();
+  dft_finalize();
+  return path;
+}
+
+Summary read_summary(const std::string& path, const std::string& by, bool use_index, int64_t from = INT64_MIN,
+                     int64_t to = INT64_MAX, unsigned threads = 2) {
+  ReadOptions o;
+  o.use_index = use_index;
+  o.from_ns = from;
+  o.to_ns = to;
+  return summarize({path}, parse_group_keys(by), 0, threads, o);
+}
+
+void expect_same(const Summary& a, const Summary& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.complete_events, b.complete_events);
+  EXPECT_EQ(a.metadata_events, b.metadata_events);
+  EXPECT_EQ(a.other_events, b.other_events);
+  EXPECT_EQ(a.groups, b.groups);
+  EXPECT_EQ(a.total_us, b.total_us);
+  EXPECT_EQ(a.traced_us, b.traced_us);
+  EXPECT_EQ(a.span_us, b.span_us);
+  EXPECT_EQ(a.nesting.approximated, b.nesting.approximated);
+  EXPECT_EQ(a.nesting.folded, b.nesting.folded);
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const SummaryRow &x = a.rows[i], &y = b.rows[i];
+    SCOPED_TRACE("row " + std::to_string(i) + " " + (x.key.empty() ? "" : x.key[0]));
+    EXPECT_EQ(x.key, y.key);
+    EXPECT_EQ(x.count, y.count);
+    EXPECT_EQ(x.self_us, y.self_us);
+    EXPECT_EQ(x.total_us, y.total_us);
+    EXPECT_EQ(x.mean_us, y.mean_us);
+    EXPECT_EQ(x.min_us, y.min_us);
+    EXPECT_EQ(x.p50_us, y.p50_us);
+    EXPECT_EQ(x.p95_us, y.p95_us);
+    EXPECT_EQ(x.max_us, y.max_us);
+    EXPECT_EQ(x.share, y.share);
+    EXPECT_EQ(std::isnan(x.gflops), std::isnan(y.gflops));
+  }
+}
+
+const char* kGroupings[] = {"name", "cat", "pid", "tid", "name,cat", "cat,tid", "tid,name,pid"};
+
+}  // namespace
+
+TEST(WriteTimeIndex, IndexOnlySummaryEqualsFullReadForEveryGrouping) {
+  for (bool ns : {false, true}) {
+    TempDir d;
+    std::string path = write_trace(d.file("t.pfw.gz"), 40, ns);
+    for (const char* by : kGroupings) {
+      Summary fast = read_summary(path, by, true);
+      Summary full = read_summary(path, by, false);
+      EXPECT_TRUE(fast.from_index) << by;
+      EXPECT_FALSE(full.from_index) << by;
+      EXPECT_GT(full.stats.json_bytes, 0u);
+      expect_same(fast, full, std::string(by) + (ns ? " ns" : " us"));
+      expect_same(fast, read_summary(path, by, false, INT64_MIN, INT64_MAX, 1), std::string(by) + " 1 thread");
+    }
+  }
+}
+
+TEST(WriteTimeIndex, MemberStatisticsEqualTheMembersEvents) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 20, true);
+  MappedFile map(path);
+  TraceIndex index;
+  std::string why;
+  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  ASSERT_EQ(index.version, 2);
+  ASSERT_TRUE(index.finalized);
+  ASSERT_GT(index.members.size(), 3u);
+  // Each member alone, read through a window that holds exactly its times,
+  // against its indexed counts: members are independent, lines whole.
+  uint64_t complete = 0, metadata = 0, other = 0;
+  for (const IndexedMember& m : index.members) {
+    complete += m.complete;
+    metadata += m.metadata;
+    other += m.other;
+    if (m.timed) EXPECT_LE(m.min_ts, m.max_ts);
+    EXPECT_LE(m.max_ts, m.max_end);
+  }
+  Summary full = read_summary(path, "name", false);
+  EXPECT_EQ(complete, full.complete_events);
+  EXPECT_EQ(metadata, full.metadata_events);
+  EXPECT_EQ(other, full.other_events);
+  EXPECT_EQ(index.complete, full.complete_events);
+  uint64_t cells = 0;
+  for (const IndexedCell& c : index.cells) cells += c.count;
+  EXPECT_EQ(cells, full.complete_events);
+}
+
+TEST(WriteTimeIndex, TimeWindowEqualsFilteredFullReadAndSkipsMembers) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 40, false);
+  // Whole steps 10..19 of 40 (2 ms apart, from kBase), in us as written.
+  const int64_t from = int64_t(kBase) + 10 * 2000000, to = int64_t(kBase) + 20 * 2000000;
+  Summary windowed = read_summary(path, "name", true, from, to);
+  EXPECT_FALSE(windowed.from_index);
+  // Without the index every member is inflated and every line filtered.
+  std::string idx = read_file(path + ".idx");
+  ::unlink((path + ".idx").c_str());
+  Summary filtered = read_summary(path, "name", true, from, to);
+  expect_same(windowed, filtered, "window");
+  EXPECT_LT(windowed.stats.json_bytes, filtered.stats.json_bytes) << "no member was skipped";
+  EXPECT_EQ(windowed.stats.boundary_mismatches, 0u);  // pieces around skipped members still line up
+  EXPECT_EQ(windowed.stats.malformed, 0u);
+  // By hand: 3 threads x 10 steps x 13 complete events (5 inner, 5 ops,
+  // overlap, zero, step) start in the window.
+  EXPECT_EQ(windowed.complete_events, 3u * 10 * 13);
+  write_file(path + ".idx", idx);
+  Summary all = read_summary(path, "name", false);
+  EXPECT_GT(all.complete_events, windowed.complete_events);
+}
+
+TEST(WriteTimeIndex, FilesWhoseEventsCarryFlopsAreSummarizedByReading) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 4, false, /*with_flops=*/true);
+  Summary s = read_summary(path, "name", true);
+  EXPECT_FALSE(s.from_index);
+  expect_same(s, read_summary(path, "name", false), "flops");
+}
+
+namespace {
+
+// An index damaged by `damage` must be ignored: the summary is read from
+// the events and equals the summary of the same trace without any index;
+// `warned`: the read's one line about skipped input counts it.
+void expect_fallback(const std::function<void(const std::string& path)>& damage, const char* what,
+                     bool warned = true) {
+  SCOPED_TRACE(what);
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  damage(path);
+  Summary s = read_summary(path, "name", true);
+  EXPECT_FALSE(s.from_index);
+  EXPECT_EQ(s.stats.bad_indexes, warned ? 1u : 0u);
+  ::unlink((path + ".idx").c_str());
+  Summary plain = read_summary(path, "name", true);
+  expect_same(s, plain, what);
+}
+
+}  // namespace
+
+TEST(WriteTimeIndex, TruncatedCorruptOrStaleIndexFallsBackToReading) {
+  expect_fallback([](const std::string& p) {  // a crash before finalize: no summary lines
+    std::string idx = read_file(p + ".idx");
+    write_file(p + ".idx", idx.substr(0, idx.find("\nC ") + 1));
+  }, "truncated", /*warned=*/false);  // a crashed run's index: still good for its members
+  expect_fallback([](const std::string& p) {  // one digit of a summary cell changed: its CRC fails
+    std::string idx = read_file(p + ".idx");
+    size_t c = idx.find("\nC ") + 3;
+    idx[c] = idx[c] == '1' ? '2' : '1';
+    write_file(p + ".idx", idx);
+  }, "corrupt");
+  expect_fallback([](const std::string& p) {  // the trace grew after the index was written
+    std::string gz = read_file(p);
+    write_file(p, gz + gz.substr(0, gz.size() / 2));
+  }, "stale: longer trace");
+  expect_fallback([](const std::string& p) {  // another run's trace under the same index
+    TempDir other;
+    std::string q = write_trace(other.file("t.pfw.gz"), 12, true);
+    write_file(p, read_file(q));
+  }, "stale: other trace");
+  expect_fallback([](const std::string& p) {  // an index of another trace with the same layout:
+    std::string idx = read_file(p + ".idx");  // a member's gzip CRC differs (its line's own CRC is right)
+    size_t b = idx.find("\nM ") + 1, e = idx.find(" *", b);
+    std::string line = idx.substr(b, e - b);
+    size_t f = 0;
+    for (int k = 0; k < 5; ++k) f = line.find(' ', f) + 1;  // M offset size raw lines |crc
+    line.replace(f, line.find(' ', f) - f, "12345");
+    char tail[16];
+    std::snprintf(tail, sizeof tail, " *%08lx", crc32(0L, reinterpret_cast<const Bytef*>(line.data()), line.size()));
+    write_file(p + ".idx", idx.substr(0, b) + line + tail + idx.substr(idx.find('\n', e)));
+  }, "stale: member CRC");
+  expect_fallback([](const std::string& p) {  // garbage
+    write_file(p + ".idx", "#dftracer-idx 2 *00000000\nM 1 2 3\n");
+  }, "garbage");
+}
+
+TEST(WriteTimeIndex, IndexOfACrashedRunStillSplitsMembers) {
+  // No F line: the members stay usable for parallel reading and windows.
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  std::string idx = read_file(path + ".idx");
+  write_file(path + ".idx", idx.substr(0, idx.find("\nC ") + 1));
+  MappedFile map(path);
+  TraceIndex index;
+  std::string why;
+  EXPECT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  EXPECT_FALSE(index.finalized);
+  ReadStats st = read_summary(path, "name", true).stats;
+  EXPECT_EQ(st.bad_indexes, 0u);
+}
+
+TEST(WriteTimeIndex, VersionOneIndexStillReads) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  MappedFile map(path);
+  TraceIndex index;
+  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, nullptr), IndexStatus::Usable);
+  std::string v1;
+  for (const IndexedMember& m : index.members)
+    v1 += std::to_string(m.entry.offset) + " " + std::to_string(m.entry.size) + " " +
+          std::to_string(m.entry.uncompressed) + " " + std::to_string(m.entry.lines) + "\n";
+  write_file(path + ".idx", v1);
+  Summary s = read_summary(path, "name", true);
+  EXPECT_FALSE(s.from_index);
+  EXPECT_EQ(s.stats.bad_indexes, 0u);
+  expect_same(s, read_summary(path, "name", false), "v1");
+}
+
+namespace {
+
+// The complete events of one thread of a sample, in file order.
+struct ThreadEvents {
+  std::vector<std::string> names, cats;
+  std::vector<int64_t> ts, dur;
+};
+
+class SampleCollector : public LineConsumer {
+ public:
+  std::map<std::string, ThreadEvents> threads;  // by "pid tid"
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    DecodeStatus st = decoder_.decode(line, cap, ev_);
+    if (st == DecodeStatus::Ok && ev_.is_complete() && ev_.has_dur && ev_.has_ts && ev_.ts_ns >= 0 &&
+        ev_.dur_ns >= 0) {
+      ThreadEvents& t = threads[std::string(ev_.pid_text) + " " + std::string(ev_.tid_text)];
+      t.names.emplace_back(ev_.name);
+      t.cats.emplace_back(ev_.cat);
+      t.ts.push_back(ev_.ts_ns);
+      t.dur.push_back(ev_.dur_ns);
+    }
+    return st;
+  }
+
+ private:
+  EventDecoder decoder_;
+  Event ev_;
+};
+
+}  // namespace
+
+// Every sample (DFTracer's own traces, and pydftracer's in tests/data)
+// replayed through our writer -- each of its threads' complete events, in
+// file order, on a thread of ours, with their names, categories and times --
+// gives a trace whose index-only summaries equal its full read: real
+// nesting patterns, overlaps and names, not only generated ones.
+TEST(WriteTimeIndex, SamplesReplayedThroughTheWriterSummarizeTheSameFromTheIndex) {
+  std::vector<std::string> samples = {std::string(DFTRACER_TEST_DATA_DIR) + "/dftracer-2.2-pydftracer.pfw.gz"};
+  for (const char* s : {"cm1-DEFAULT-3537780-preload.pfw.gz", "test-2023.pfw.gz"}) {
+    std::string p = std::string(DFTRACER_SAMPLES_DIR) + "/" + s;
+    if (::access(p.c_str(), R_OK) == 0) samples.push_back(p);
+  }
+  if (samples.size() < 3) std::fprintf(stderr, "note: DFTracer's samples not found under %s\n", DFTRACER_SAMPLES_DIR);
+  setenv("DFTRACER_TIME_RESOLUTION", "ns", 1);
+  for (const std::string& sample : samples) {
+    SCOPED_TRACE(sample);
+    SampleCollector c;
+    read_traces({sample}, {&c});
+    ASSERT_FALSE(c.threads.empty());
+    TempDir d;
+    ASSERT_EQ(dft_init_opt_in(d.file("r.pfw.gz").c_str(), nullptr, 3), 0);
+    size_t n = 0;
+    for (const auto& [key, t] : c.threads) {
+      std::thread replay([&t] {
+        for (size_t i = 0; i < t.ts.size(); ++i) {
+          dft_complete_ns(dft_intern(t.names[i].data(), t.names[i].size()), dft_intern(t.cats[i].data(), t.cats[i].size()),
+                          static_cast<uint64_t>(t.ts[i]), static_cast<uint64_t>(t.dur[i]), nullptr, 0);
+          if (i % 500 == 499) dft_flush();
+        }
+      });
+      replay.join();
+      n += t.ts.size();
+    }
+    std::string path = dft_trace_path();
+    dft_finalize();
+    for (const char* by : kGroupings) {
+      Summary fast = read_summary(path, by, true);
+      Summary full = read_summary(path, by, false);
+      EXPECT_TRUE(fast.from_index) << by;
+      EXPECT_EQ(full.complete_events, n + 2) << by;  // and our start and end events
+      expect_same(fast, full, by);
+    }
+  }
+}
+
+// A thread-churning program: past MemberIndex::kMaxThreads threads the
+// writer gives the whole-file summary up (its memory in the traced process
+// stays bounded); the members stay indexed and summaries read the events.
+TEST(WriteTimeIndex, ThreadChurnGivesTheSummaryUpAndSummariesRead) {
+  TempDir d;
+  ASSERT_EQ(dft_init_opt_in(d.file("churn.pfw.gz").c_str(), nullptr, 5), 0);
+  for (int t = 0; t < 200; ++t) {
+    std::thread([t] {
+      for (int k = 0; k < 20; ++k) dft_complete_ns(id("work"), id("cpu"), kBase + t * 100000 + k * 1000, 500, nullptr, 0);
+    }).join();
+  }
+  std::string path = dft_trace_path();
+  dft_finalize();
+  MappedFile map(path);
+  TraceIndex index;
+  std::string why;
+  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  EXPECT_TRUE(index.finalized);
+  EXPECT_FALSE(index.exact);
+  EXPECT_TRUE(index.cells.empty());
+  Summary s = read_summary(path, "name", true);
+  EXPECT_FALSE(s.from_index);
+  EXPECT_EQ(s.complete_events, 200u * 20 + 2);
+}
+
+// fork(): the child drops its copy of the parent's writer (and so of the
+// parent's index descriptor) and starts its own file. It must not write the
+// parent's summary lines: the parent's index stays valid and answers.
+TEST(WriteTimeIndex, ForkedChildLeavesTheParentsIndexAlone) {
+  TempDir d;
+  ASSERT_EQ(dft_init_opt_in(d.file("p.pfw.gz").c_str(), nullptr, 9), 0);
+  record_thread(0, 8, kBase);
+  dft_flush();
+  pid_t child = fork();
+  if (child == 0) _exit(0);  // its own file stays unfinished; nothing else
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  record_thread(0, 8, kBase + 100000000);
+  std::string path = dft_trace_path();
+  dft_finalize();
+  MappedFile map(path);
+  TraceIndex index;
+  std::string why;
+  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  EXPECT_TRUE(index.finalized);
+  Summary fast = read_summary(path, "name", true);
+  EXPECT_TRUE(fast.from_index);
+  expect_same(fast, read_summary(path, "name", false), "after fork");
+}

@@ -1,0 +1,265 @@
+#include "member_index.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+// The index must give the numbers a full read gives, so it uses the
+// analyzer's own models (header-only histogram, the self-time tracker
+// compiled into the core beside this file), not a second copy of them.
+#include "log_histogram.hpp"
+#include "self_time.hpp"
+#include "trace_time.hpp"
+
+namespace dftracer {
+
+using analyze::saturating_add;
+
+struct MemberIndex::Cell {
+  uint32_t name = 0, cat = 0;
+  int64_t tid = 0;
+  std::string key;  // names the cell for the tracker
+  uint64_t count = 0;
+  int64_t total = 0, self = 0;
+  int64_t min = std::numeric_limits<int64_t>::max();
+  int64_t max = std::numeric_limits<int64_t>::min();
+  analyze::LogHistogram hist;
+};
+
+struct MemberIndex::Nesting {
+  analyze::SelfTimeTracker tracker;
+};
+
+void append_index_line(std::string* out, const std::string& payload) {
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()));
+  char tail[16];
+  int n = snprintf(tail, sizeof tail, " *%08lx\n", static_cast<unsigned long>(crc));
+  out->append(payload);
+  out->append(tail, static_cast<size_t>(n));
+}
+
+namespace {
+
+void num(std::string& s, uint64_t v) {
+  char b[24];
+  auto r = std::to_chars(b, b + sizeof b, v);
+  s.push_back(' ');
+  s.append(b, r.ptr);
+}
+
+void snum(std::string& s, int64_t v) {
+  char b[24];
+  auto r = std::to_chars(b, b + sizeof b, v);
+  s.push_back(' ');
+  s.append(b, r.ptr);
+}
+
+constexpr uint64_t kMaxNs = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+}  // namespace
+
+MemberIndex::MemberIndex() : nesting_(new Nesting) {}
+MemberIndex::~MemberIndex() = default;
+
+void MemberIndex::file_pid(int64_t pid) { pid_text_ = std::to_string(pid); }
+
+uint32_t MemberIndex::intern(const char* s, size_t n) {
+  PtrSlot& slot = ptr_cache_[(reinterpret_cast<uintptr_t>(s) >> 3) % (sizeof ptr_cache_ / sizeof ptr_cache_[0])];
+  if (slot.p == s && slot.n == n) return slot.id;
+  slot.p = s;
+  slot.n = n;
+  slot.id = intern_text(s, n);
+  return slot.id;
+}
+
+uint32_t MemberIndex::intern_text(const char* s, size_t n) {
+  std::string key(s, n);
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  uint32_t id = next_id_++;
+  ids_.emplace(key, id);
+  unnamed_.push_back(std::move(key));
+  return id;
+}
+
+void MemberIndex::add(std::vector<Totals>& v, std::vector<uint32_t>& touched, uint32_t id, uint64_t dur) {
+  if (v.size() <= id) v.resize(id + 1);
+  if (v[id].count++ == 0) touched.push_back(id);
+  v[id].dur += dur;
+}
+
+void MemberIndex::note_time(uint64_t ts, uint64_t end) {
+  m_min_ts_ = std::min(m_min_ts_, ts);
+  m_max_ts_ = std::max(m_max_ts_, ts);
+  m_max_end_ = std::max(m_max_end_, end);
+}
+
+void MemberIndex::complete(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
+                           uint64_t ts_ns, uint64_t dur_ns) {
+  ++m_complete_;
+  const uint32_t n = intern(name, name_len), c = intern(cat, cat_len);
+  add(m_names_, m_name_ids_, n, dur_ns);
+  add(m_cats_, m_cat_ids_, c, dur_ns);
+  note_time(ts_ns, ts_ns + dur_ns < ts_ns ? UINT64_MAX : ts_ns + dur_ns);
+  if (ts_ns > kMaxNs || dur_ns > kMaxNs) {
+    exact_ = false;  // the analyzer reads such a time as a bad field and skips the line
+    return;
+  }
+  ++complete_;
+  const int64_t ts = static_cast<int64_t>(ts_ns), dur = static_cast<int64_t>(dur_ns);
+  Cell* found = summary_on_ ? cell_for(n, c, tid) : nullptr;
+  if (found == nullptr) return;
+  Cell& cell = *found;
+  ++cell.count;
+  cell.total = saturating_add(cell.total, dur);
+  cell.min = std::min(cell.min, dur);
+  cell.max = std::max(cell.max, dur);
+  cell.hist.add(static_cast<double>(dur) * 1e-3);  // as GroupStats::add
+  first_ts_ = std::min(first_ts_, ts);
+  last_end_ = std::max(last_end_, saturating_add(ts, dur));
+  char tid_text[24];
+  auto r = std::to_chars(tid_text, tid_text + sizeof tid_text, tid);
+  nesting_->tracker.add(pid_text_, std::string_view(tid_text, static_cast<size_t>(r.ptr - tid_text)), ts, dur,
+                        &cell.self, &cell.key);
+}
+
+MemberIndex::Cell* MemberIndex::cell_for(uint32_t n, uint32_t c, int64_t tid) {
+  const uint64_t names = uint64_t{n} << 32 | c;
+  CellSlot& cs = cell_cache_[(names * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(tid)) % 256];
+  if (cs.names == names && cs.tid == tid && cs.cell) return cs.cell;
+  auto it = cells_.find({names, tid});
+  if (it == cells_.end()) {
+    if (std::find(tids_.begin(), tids_.end(), tid) == tids_.end()) tids_.push_back(tid);
+    if (tids_.size() > kMaxThreads || cells_.size() >= kMaxCells) {
+      give_up_summary();
+      return nullptr;
+    }
+    std::unique_ptr<Cell> cell(new Cell);
+    cell->name = n;
+    cell->cat = c;
+    cell->tid = tid;
+    cell->key = std::to_string(cell_order_.size());
+    cell_order_.push_back(cell.get());
+    it = cells_.emplace(std::make_pair(names, tid), std::move(cell)).first;
+  }
+  cs = CellSlot{names, tid, it->second.get()};
+  return cs.cell;
+}
+
+void MemberIndex::give_up_summary() {
+  // Memory in the traced process stays bounded: the readers read the events.
+  summary_on_ = false;
+  exact_ = false;
+  nesting_.reset(new Nesting);  // frees every thread's open events
+  for (CellSlot& cs : cell_cache_) cs = CellSlot{};
+  cell_order_.clear();
+  cells_.clear();
+  tids_.clear();
+  tids_.shrink_to_fit();
+}
+
+void MemberIndex::other(uint64_t ts_ns) {
+  ++m_other_;
+  ++other_;
+  note_time(ts_ns, ts_ns);
+}
+
+void MemberIndex::metadata() {
+  ++m_metadata_;
+  ++metadata_;
+}
+
+void MemberIndex::name_lines(std::string* out) {
+  std::string line;
+  for (const std::string& s : unnamed_) {
+    line = "N";
+    num(line, ids_[s]);
+    line += " \"";
+    line += s;
+    line += '"';
+    append_index_line(out, line);
+  }
+  unnamed_.clear();
+}
+
+std::string MemberIndex::member_lines(uint64_t offset, uint64_t size, const char* chunk, size_t raw_size,
+                                      uint64_t lines, uint32_t gzip_crc) {
+  std::string out, line;
+  if (!header_written_) {
+    append_index_line(&out, "#dftracer-idx 2");
+    header_written_ = true;
+  }
+  // The summary sums args.flops / args.bytes, which the index does not
+  // carry: a file with either key answers summaries by reading.
+  if (exact_ && (memmem(chunk, raw_size, "\"flops\"", 7) || memmem(chunk, raw_size, "\"bytes\"", 7))) exact_ = false;
+  name_lines(&out);
+  line = "M";
+  for (uint64_t v : {offset, size, uint64_t{raw_size}, lines, uint64_t{gzip_crc}, m_complete_, m_metadata_, m_other_})
+    num(line, v);
+  if (m_min_ts_ == UINT64_MAX) {
+    line += " - - -";
+  } else {
+    num(line, m_min_ts_);
+    num(line, m_max_ts_);
+    num(line, m_max_end_);
+  }
+  for (auto* part : {&m_name_ids_, &m_cat_ids_}) {
+    std::vector<Totals>& v = part == &m_name_ids_ ? m_names_ : m_cats_;
+    num(line, part->size());
+    for (uint32_t id : *part) {
+      num(line, id);
+      num(line, v[id].count);
+      num(line, v[id].dur);
+      v[id] = Totals{};
+    }
+    part->clear();
+  }
+  append_index_line(&out, line);
+  m_complete_ = m_metadata_ = m_other_ = 0;
+  m_min_ts_ = UINT64_MAX;
+  m_max_ts_ = m_max_end_ = 0;
+  ++members_;
+  return out;
+}
+
+std::string MemberIndex::finish_lines(uint64_t file_bytes) {
+  nesting_->tracker.finish();  // every self time is in its cell now
+  std::string out, line;
+  name_lines(&out);  // names of events no member line carried (none, normally)
+  for (const Cell* c : cell_order_) {
+    line = "C";
+    num(line, c->name);
+    num(line, c->cat);
+    snum(line, c->tid);
+    num(line, c->count);
+    for (int64_t v : {c->total, c->self, c->min, c->max}) snum(line, v);
+    num(line, c->hist.zeros());
+    size_t buckets = 0;
+    c->hist.for_each_bucket([&](int, uint64_t) { ++buckets; });
+    num(line, buckets);
+    c->hist.for_each_bucket([&](int b, uint64_t n) {
+      num(line, static_cast<uint64_t>(b));
+      line += ':';
+      line.append(std::to_string(n));
+    });
+    append_index_line(&out, line);
+  }
+  const analyze::NestingStats& ns = nesting_->tracker.stats();
+  line = "F";
+  for (uint64_t v : {complete_, metadata_, other_}) num(line, v);
+  snum(line, first_ts_);
+  snum(line, last_end_);
+  for (uint64_t v : {ns.approximated, ns.folded, uint64_t{exact_ ? 1u : 0u}}) num(line, v);
+  line += ' ';
+  line += pid_text_;
+  num(line, members_);
+  num(line, file_bytes);
+  append_index_line(&out, line);
+  return out;
+}
+
+}  // namespace dftracer

@@ -1,0 +1,128 @@
+// MemberIndex: the `.idx` sidecar of a .pfw.gz, version 2. The writer thread
+// already holds every event it formats, so the sink describes each gzip
+// member as it writes it -- and, at finalize, the whole file -- and readers
+// answer summaries and time windows without inflating members
+// (src/analyze/trace_index.hpp reads it; docs/analyzer.md "The write-time
+// index" has the format).
+//
+// Text, one record a line, each line ending in " *<crc32 of the text before
+// it, 8 hex digits>" so a damaged line is detected, appended as members are
+// written so a crashed run keeps an index up to its last member:
+//   #dftracer-idx 2
+//   N <id> "<name or category, JSON-escaped as in the trace>"   (interned once per file)
+//   M <offset> <size> <raw_size> <lines> <gzip crc32> <complete> <metadata> <other>
+//     <min_ts> <max_ts> <max_end> <k> {<name id> <count> <dur_ns>}x k <j> {<cat id> <count> <dur_ns>}x j
+//   C <name id> <cat id> <tid> <count> <total_ns> <self_ns> <min_ns> <max_ns> <zeros> <b> {<bucket>:<n>}x b
+//   F <complete> <metadata> <other> <first_ts> <last_end> <approximated> <folded> <exact> <pid> <members> <bytes>
+// M: one per member, times in ns (`-` when the member has no timed line).
+// C: at finalize, one per (name, cat, tid) cell: the whole file's counts,
+// durations, self times (the analyzer's own SelfTimeTracker, fed in write
+// order) and duration histogram (its LogHistogram buckets). F: last line,
+// written only at a clean finalize: its presence says the C lines are whole.
+// `exact` is 0 when the file holds something the C lines cannot reproduce
+// (args.flops / args.bytes, which the summary sums, or a time past int64 ns),
+// or when the writer gave the whole-file summary up to stay small: past
+// kMaxThreads threads or kMaxCells cells (a thread-churning program) it
+// frees them and writes no C lines; readers then read the events.
+#ifndef DFTRACER_SRC_FILE_MEMBER_INDEX_H_
+#define DFTRACER_SRC_FILE_MEMBER_INDEX_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "event_observer.h"
+
+namespace dftracer {
+
+class MemberIndex final : public EventObserver {
+ public:
+  // Bounds on the whole-file summary's memory in the traced process: the
+  // self-time tracker keeps up to 4,096 open events a thread (~230 KB).
+  static constexpr size_t kMaxThreads = 128;
+  static constexpr size_t kMaxCells = 16384;
+
+  MemberIndex();
+  ~MemberIndex() override;
+
+  void file_pid(int64_t pid) override;
+  void complete(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid, uint64_t ts_ns,
+                uint64_t dur_ns) override;
+  void other(uint64_t ts_ns) override;
+  void metadata() override;
+
+  // The lines to append for the member just written (the header before the
+  // first, names not yet named, the M line): the events observed since the
+  // previous member. `chunk` is the member's text (scanned for flops/bytes).
+  std::string member_lines(uint64_t offset, uint64_t size, const char* chunk, size_t raw_size, uint64_t lines,
+                           uint32_t gzip_crc);
+  // The C lines and the F line, at a clean finalize of a `file_bytes` file.
+  std::string finish_lines(uint64_t file_bytes);
+
+ private:
+  struct Totals {
+    uint64_t count = 0;
+    uint64_t dur = 0;
+  };
+  struct Cell;
+  struct CellKeyHash {
+    size_t operator()(const std::pair<uint64_t, int64_t>& k) const {
+      return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(k.second));
+    }
+  };
+
+  uint32_t intern(const char* s, size_t n);
+  uint32_t intern_text(const char* s, size_t n);
+  void name_lines(std::string* out);  // N lines for the names interned since the last call
+  void note_time(uint64_t ts, uint64_t end);
+  Cell* cell_for(uint32_t name, uint32_t cat, int64_t tid);  // null once the summary is given up
+  void give_up_summary();
+  static void add(std::vector<Totals>& v, std::vector<uint32_t>& touched, uint32_t id, uint64_t dur);
+
+  std::unordered_map<std::string, uint32_t> ids_;
+  // The formatter passes the string table's own bytes, whose address is
+  // stable: a direct-mapped cache by address skips building and hashing a
+  // std::string for almost every event (a miss falls back to ids_).
+  struct PtrSlot {
+    const char* p = nullptr;
+    size_t n = 0;
+    uint32_t id = 0;
+  };
+  PtrSlot ptr_cache_[512];
+  struct CellSlot {
+    uint64_t names = UINT64_MAX;
+    int64_t tid = 0;
+    Cell* cell = nullptr;
+  };
+  CellSlot cell_cache_[256];
+  std::vector<std::string> unnamed_;  // interned since the last member line, id order
+  uint32_t next_id_ = 0;
+  bool header_written_ = false;
+
+  // This member so far.
+  uint64_t m_complete_ = 0, m_metadata_ = 0, m_other_ = 0;
+  uint64_t m_min_ts_ = UINT64_MAX, m_max_ts_ = 0, m_max_end_ = 0;
+  std::vector<Totals> m_names_, m_cats_;
+  std::vector<uint32_t> m_name_ids_, m_cat_ids_;
+
+  // The whole file so far.
+  std::string pid_text_;
+  uint64_t complete_ = 0, metadata_ = 0, other_ = 0, members_ = 0;
+  int64_t first_ts_ = INT64_MAX, last_end_ = INT64_MIN;
+  bool exact_ = true;
+  bool summary_on_ = true;  // false past kMaxThreads / kMaxCells: no C lines
+  std::vector<int64_t> tids_;  // distinct threads seen (at most kMaxThreads)
+  std::unordered_map<std::pair<uint64_t, int64_t>, std::unique_ptr<Cell>, CellKeyHash> cells_;
+  std::vector<Cell*> cell_order_;  // first-seen order: the C lines' order
+  struct Nesting;
+  std::unique_ptr<Nesting> nesting_;
+};
+
+// " *<crc32 hex>\n" after `payload`: one index line.
+void append_index_line(std::string* out, const std::string& payload);
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_FILE_MEMBER_INDEX_H_

@@ -1,0 +1,115 @@
+"""The write-time index from Python: a trace written by the package (pydftracer's
+API, a real .pfw.gz and its .idx) summarised with dftracer.analyze.summary from the
+index and by reading, equal; a time window (from_ts/to_ts) equal to filtering the
+events by hand; a damaged index ignored with one warning line."""
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pandas as pd
+import pytest
+
+from trace_reader import read_trace, trace_files
+
+import dftracer.analyze as da  # noqa: E402
+
+BASE_US = 1_700_000_000_000_000
+
+SCRIPT = f"""
+import threading
+from dftracer.python import dftracer, dft_fn
+
+log = dftracer.initialize_log("{{prefix}}", None, 1)
+py = dft_fn("py")
+
+@py.log
+def real_clock_region():
+    pass
+
+def work(k):
+    for s in range(60):
+        t0 = {BASE_US} + s * 1000 + k * 100
+        for i in range(4):
+            log.log_event(f"op{{i}}", "compute", t0 + 10 + i * 20, 15.5 + i)
+        log.log_event("step", "loop", t0, 900)
+        real_clock_region()
+
+ts = [threading.Thread(target=work, args=(k,)) for k in (1, 2)]
+[t.start() for t in ts]
+work(0)
+[t.join() for t in ts]
+log.finalize()
+"""
+
+
+@pytest.fixture
+def indexed_trace(run_python, trace_dir):
+    run_python(SCRIPT.replace("{prefix}", os.path.join(trace_dir, "t")),
+               env={"DFTRACER_TRACE_COMPRESSION": "1"})
+    files = trace_files(trace_dir)
+    assert len(files) == 1 and files[0].endswith(".pfw.gz"), files
+    assert os.path.exists(files[0] + ".idx")
+    return files[0]
+
+
+def _frame_equal(a, b):
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+    assert a.attrs["totals"] == b.attrs["totals"]
+
+
+@pytest.mark.parametrize("by", ["name", "cat", "pid", "tid", ["name", "tid"]])
+def test_summary_from_index_equals_full_read(indexed_trace, by):
+    fast = da.summary(indexed_trace, by=by)
+    full = da.summary(indexed_trace, by=by, use_index=False)
+    assert fast.attrs["index"] is True
+    assert full.attrs["index"] is False
+    _frame_equal(fast, full)
+
+
+def test_time_window_equals_filtering_the_events(indexed_trace):
+    lo, hi = BASE_US + 20_000, BASE_US + 40_000  # steps 20..39 of every thread
+    s = da.summary(indexed_trace, from_ts=lo, to_ts=hi, use_index=True)
+    assert s.attrs["index"] is False  # a window reads, skipping members outside it
+    events = [e for e in read_trace(indexed_trace) if e.get("ph") == "X" and lo <= float(e["ts"]) < hi]
+    assert int(s["count"].sum()) == len(events) == 3 * 20 * 5
+    want = pd.Series([e["name"] for e in events]).value_counts().sort_index()
+    got = s.set_index("name")["count"].sort_index()
+    assert dict(got) == dict(want)
+    # Exact decimal text bounds work the same as numbers.
+    s2 = da.summary(indexed_trace, from_ts=str(lo), to_ts=f"{hi}.000")
+    _frame_equal(s, s2)
+    with pytest.raises(ValueError):
+        da.summary(indexed_trace, from_ts=hi, to_ts=lo)
+    with pytest.raises(TypeError):
+        da.summary(indexed_trace, from_ts=[1])
+
+
+def test_damaged_index_is_ignored_with_one_warning(indexed_trace, capfd):
+    full = da.summary(indexed_trace, use_index=False)
+    with open(indexed_trace + ".idx", "r+b") as f:
+        text = f.read()
+        at = text.index(b"\nC ") + 3
+        f.seek(at)
+        f.write(b"9" if text[at:at + 1] != b"9" else b"8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = da.summary(indexed_trace)
+    assert s.attrs["index"] is False
+    _frame_equal(s, full)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and "1 mismatched .idx sidecar" in said[0], said
+    assert ".idx" not in capfd.readouterr().err  # one warning, not a second line on stderr
+
+
+def test_cli_says_whether_the_index_was_used(indexed_trace):
+    # This interpreter's own install first: another install's command on PATH is older.
+    exe = os.environ.get("DFTRACER_ANALYZE_BIN") or os.path.join(os.path.dirname(sys.executable), "dftracer-analyze")
+    if not os.access(exe, os.X_OK):
+        pytest.skip("dftracer-analyze not installed beside this interpreter (set DFTRACER_ANALYZE_BIN)")
+    out = lambda *a: json.loads(subprocess.run([exe, "summary", "--format", "json", *a, indexed_trace],
+                                               check=True, capture_output=True, text=True).stdout)
+    fast, full = out(), out("--no-index")
+    assert fast["index"] is True and full["index"] is False
+    assert fast["rows"] == full["rows"]
