@@ -109,3 +109,6 @@ def tracing_started(from_env):
     from . import io_tracing
 
     io_tracing.install()  # POSIX/STDIO events (FUNCTION mode), issue #14
+    from . import ranks
+
+    ranks.install()  # torch.distributed ranks, clocks and collectives, issue #16
