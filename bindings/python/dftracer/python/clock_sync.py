@@ -23,16 +23,42 @@ run (no TCPStore, a timeout), one warning and no metadata: unknown.
 """
 from __future__ import annotations
 
+import atexit
 import datetime
 import os
 import threading
+import time
 
 from .. import _core
 from .diagnostics import warn
 
 ROUNDS = 5
 PING_TIMEOUT_S = 10.0  # rank 0 waiting for one rank's ping; rank r for its pong, per round
+SLICE_S = 0.1  # one store wait: the thread notices a stop (exit) this fast
 _round = 0  # re-inits of the group in this process: fresh keys each time
+_stop = threading.Event()  # set at exit: a thread blocked in a C++ store wait at
+# interpreter shutdown aborts the process ("terminate called ...")
+_threads: list = []
+
+
+def _stop_at_exit() -> None:
+    _stop.set()
+    for t in _threads:
+        t.join(timeout=2 * SLICE_S + 1)
+
+
+def _wait(store, key: str, timeout_s: float) -> None:
+    """store.wait for `key`, in short slices so an exit stops it; raises
+    TimeoutError past timeout_s or once stopped."""
+    deadline = time.monotonic() + timeout_s
+    while not _stop.is_set():
+        try:
+            store.wait([key], datetime.timedelta(seconds=SLICE_S))
+            return
+        except Exception:  # the store's timeout error (its type changed across torch releases)
+            if time.monotonic() > deadline:
+                break
+    raise TimeoutError(f"no {key!r} in the store after {timeout_s:.0f} s")
 
 
 def _connect(dist, store):
@@ -51,8 +77,10 @@ def _serve(store, world_size: int) -> None:
     for r in range(1, world_size):
         for k in range(ROUNDS):
             try:
-                store.wait([f"{r}/{k}/ping"], datetime.timedelta(seconds=PING_TIMEOUT_S))
-            except Exception:
+                _wait(store, f"{r}/{k}/ping", PING_TIMEOUT_S)
+            except TimeoutError:
+                if _stop.is_set():
+                    return
                 break  # that rank does not take part (tracing off there, gone): next one
             store.set(f"{r}/{k}/pong", str(_core.now_ns()))
 
@@ -64,7 +92,7 @@ def _measure(store, rank: int) -> tuple[int, int] | None:
         t1 = _core.now_ns()
         store.set(f"{rank}/{k}/ping", "1")
         # Rank 0 serves lower ranks first: the first pong may take a while.
-        store.wait([f"{rank}/{k}/pong"], datetime.timedelta(seconds=PING_TIMEOUT_S * (rank if k == 0 else 1)))
+        _wait(store, f"{rank}/{k}/pong", PING_TIMEOUT_S * (rank if k == 0 else 1))
         t2 = _core.now_ns()
         t0 = int(store.get(f"{rank}/{k}/pong"))
         if best is None or t2 - t1 < best[0]:
@@ -115,5 +143,8 @@ def start(dist, rank: int, world_size: int) -> threading.Thread | None:
     prefix = f"dftracer/clock/{restart}/{_round}/"
     t = threading.Thread(target=_run, args=(dist, store, rank, world_size, prefix),
                          name="dftracer-clock", daemon=True)
+    if not _threads:
+        atexit.register(_stop_at_exit)
+    _threads.append(t)
     t.start()
     return t

@@ -30,6 +30,7 @@ from .. import _core
 from .diagnostics import warn
 
 C10D = "torch.distributed.distributed_c10d"
+DDP_MODULE = "torch.nn.parallel.distributed"
 _written_rank = None  # the rank whose metadata this trace holds
 _finder = None
 
@@ -103,13 +104,13 @@ def _patch(c10d) -> None:
         warn(f"torch.distributed is not traced ({type(e).__name__}: {e})")
 
 
-def _patch_ddp() -> None:
+def _patch_ddp(module) -> None:
+    """Hooks DDP in torch.nn.parallel.distributed (`module`: that module,
+    maybe just run, its package torch.nn.parallel not finished yet)."""
     try:
-        from torch.nn.parallel import DistributedDataParallel
-
         from . import ddp
 
-        ddp.install(DistributedDataParallel)
+        ddp.install(module.DistributedDataParallel)
     except Exception as e:
         warn(f"DDP's gradient all-reduces are not traced ({type(e).__name__}: {e})")
 
@@ -135,7 +136,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
     """Finds distributed_c10d (and DDP's module) through the other finders
     and hands back their spec with a loader that patches after running it."""
 
-    TARGETS = {C10D: _patch, "torch.nn.parallel.distributed": lambda _m: _patch_ddp()}
+    TARGETS = {C10D: _patch, DDP_MODULE: _patch_ddp}
 
     def find_spec(self, name, path, target=None):
         after = self.TARGETS.get(name)
@@ -159,9 +160,9 @@ def install() -> None:
         c10d = sys.modules.get(C10D)
         if c10d is not None:
             _patch(c10d)
-        if "torch.nn.parallel.distributed" in sys.modules:
-            _patch_ddp()
-        if (c10d is None or "torch.nn.parallel.distributed" not in sys.modules) and _finder is None:
+        if DDP_MODULE in sys.modules:
+            _patch_ddp(sys.modules[DDP_MODULE])
+        if (c10d is None or DDP_MODULE not in sys.modules) and _finder is None:
             _finder = _PatchOnImport()
             sys.meta_path.insert(0, _finder)
         if c10d is not None and c10d.is_initialized():
