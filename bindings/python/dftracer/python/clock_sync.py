@@ -15,11 +15,12 @@ the K round trips is kept (as NTP does).
 Why the store, on a thread of its own: it must never hang or slow the job.
 Collectives over the group would block every rank until all arrive, and hang
 for the group's timeout (30 min) when one rank does not take part (tracing
-off there). Store waits have our own timeouts, the exchange runs on a daemon
-thread with its own store connection (a shared TCPStore client is locked for
-the duration of a blocking wait), and rank 0 serves the ranks one after the
-other in the background: the training never waits for it. When it cannot
-run (no TCPStore, a timeout), one warning and no metadata: unknown.
+off there). Store requests are short and our waits have their own timeouts
+(_wait polls); the exchange runs on a daemon thread with its own store
+connection (the job's client serializes its requests behind one lock), and
+rank 0 serves the ranks one after the other in the background: the training
+never waits for it. At exit the thread is stopped and joined (atexit). When
+it cannot run (no TCPStore, a timeout), one warning and no metadata: unknown.
 """
 from __future__ import annotations
 
@@ -34,30 +35,38 @@ from .diagnostics import warn
 
 ROUNDS = 5
 PING_TIMEOUT_S = 10.0  # rank 0 waiting for one rank's ping; rank r for its pong, per round
-SLICE_S = 0.1  # one store wait: the thread notices a stop (exit) this fast
+SPINS = 50  # checks back to back before sleeping between them
 _round = 0  # re-inits of the group in this process: fresh keys each time
-_stop = threading.Event()  # set at exit: a thread blocked in a C++ store wait at
-# interpreter shutdown aborts the process ("terminate called ...")
+_stop = threading.Event()  # set at exit (see _wait)
 _threads: list = []
 
 
 def _stop_at_exit() -> None:
     _stop.set()
     for t in _threads:
-        t.join(timeout=2 * SLICE_S + 1)
+        t.join(timeout=1.0)
 
 
 def _wait(store, key: str, timeout_s: float) -> None:
-    """store.wait for `key`, in short slices so an exit stops it; raises
-    TimeoutError past timeout_s or once stopped."""
+    """Returns once `key` is in the store; raises TimeoutError past
+    timeout_s or once stopped.
+
+    Polls with `check` (one short request) rather than a blocking `wait`:
+    a thread still inside a blocking C++ store call when the interpreter
+    shuts down aborts the process ("terminate called without an active
+    exception"), and each `wait` that times out prints a c10d warning. Back
+    to back at first -- an answer due now is seen one request late at most,
+    which is what the round trip measures -- then sleeping up to 10 ms."""
     deadline = time.monotonic() + timeout_s
+    spins = 0
     while not _stop.is_set():
-        try:
-            store.wait([key], datetime.timedelta(seconds=SLICE_S))
+        if store.check([key]):
             return
-        except Exception:  # the store's timeout error (its type changed across torch releases)
-            if time.monotonic() > deadline:
-                break
+        spins += 1
+        if spins > SPINS:
+            time.sleep(min(0.01, 0.0002 * (spins - SPINS)))
+        if time.monotonic() > deadline:
+            break
     raise TimeoutError(f"no {key!r} in the store after {timeout_s:.0f} s")
 
 
