@@ -27,6 +27,10 @@ import tempfile
 import time
 
 SIZES = {"1 KiB": 256, "16 MiB": 4 * 1024 * 1024}  # float32 elements
+# The same 1 KiB call on a group of this rank alone: no peer to wait for, so
+# the difference to untraced is the wrapper's own cost, out of the noise of
+# the 2-rank rows on a loaded machine.
+ALONE = "1 KiB, 1-rank group"
 
 
 def _loop(fn, tensor, iters):
@@ -49,22 +53,24 @@ def _worker(rank, world, port, trace_dir, args, out_q):
     assert getattr(traced, "_dftracer_comm", False), "dftracer did not hook torch.distributed.all_reduce"
     untraced = traced.__wrapped__
 
-    def profiled(t, _fn=untraced):
-        _fn(t)
-
+    alone = [dist.new_group([r]) for r in range(world)][rank]  # new_group: every rank makes every group
     results = {}
-    for label, n in SIZES.items():
+    for label, n, group in [(k, v, None) for k, v in SIZES.items()] + [(ALONE, SIZES["1 KiB"], alone)]:
         t = torch.ones(n)
         iters = args.small_iters if n < 1 << 20 else args.large_iters
+        fns = {"untraced": lambda x: untraced(x, group=group), "ours": lambda x: traced(x, group=group)}
         for _ in range(2):  # warm-up: connections, allocator
-            untraced(t)
-            traced(t)
+            fns["untraced"](t)
+            fns["ours"](t)
         rows = {"untraced": [], "ours": [], "torch.profiler": []}
-        for _ in range(args.rounds):
-            rows["untraced"].append(_loop(untraced, t, iters))
-            rows["ours"].append(_loop(traced, t, iters))
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-                rows["torch.profiler"].append(_loop(profiled, t, iters))
+        order = list(rows)
+        for i in range(args.rounds):
+            for mode in order[i % 3:] + order[:i % 3]:  # each mode first in turn: no position bias
+                if mode == "torch.profiler":
+                    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+                        rows[mode].append(_loop(fns["untraced"], t, iters))
+                else:
+                    rows[mode].append(_loop(fns[mode], t, iters))
         results[label] = {m: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                           for m, v in rows.items()}
     dist.barrier()
@@ -77,7 +83,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--small-iters", type=int, default=2000)
     ap.add_argument("--large-iters", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args()
     import torch.multiprocessing as mp
 
@@ -95,11 +101,11 @@ def main():
             p.join()
     print(f"2-rank gloo all_reduce on CPU, us per collective (rank 0, median of {args.rounds} rounds; "
           f"{os.cpu_count()} CPUs)")
-    print(f"{'size':>8} {'mode':>15} {'wall us':>10} {'cpu us':>10} {'+wall us':>10} {'+cpu us':>10}")
+    print(f"{'size':>20} {'mode':>15} {'wall us':>10} {'cpu us':>10} {'+wall us':>10} {'+cpu us':>10}")
     for label, modes in results.items():
         base_w, base_c = modes["untraced"]
         for mode, (w, c) in modes.items():
-            print(f"{label:>8} {mode:>15} {w:10.1f} {c:10.1f} {w - base_w:10.1f} {c - base_c:10.1f}")
+            print(f"{label:>20} {mode:>15} {w:10.1f} {c:10.1f} {w - base_w:10.1f} {c - base_c:10.1f}")
     return 0 if all(p.exitcode == 0 for p in procs) else 1
 
 
