@@ -278,6 +278,16 @@ DFT_API uint64_t dft_hash64(const char* s, size_t len);
 /* Sets the name shown for the calling thread (a "thread_name" metadata event). */
 DFT_API void dft_set_thread_name(const char* name);
 
+/* A metadata event named by its key whose value is a JSON number:
+ * {"name": key, "value": 3} (the rank keys of issue #16: "rank",
+ * "world_size", "clock_offset_ns", ...). */
+DFT_API void dft_metadata_i64(const char* key, int64_t value);
+
+/* Writes the process's display name again (a "process_name" metadata event,
+ * args {"name": name}); readers take a pid's last one. Used when a process
+ * learns its rank after it started tracing: "rank 3 (pid 1234)". */
+DFT_API void dft_set_process_name(const char* name);
+
 /* The tracer's one diagnostics channel: writes `message` (one line, no
  * trailing newline needed) to stderr as "[dftracer] warning: <message>",
  * subject to DFTRACER_LOG_LEVEL. Used by the core, every capture source and

@@ -426,14 +426,32 @@ uint64_t dft_hash_metadata(const char* kind, const char* value) {
   return h;
 }
 
-void dft_set_thread_name(const char* name) {
+namespace {
+// Chrome's thread_name / process_name metadata: args {"name": display}.
+void display_name(RecordKind kind, const char* event, const char* name) {
   if (!Session::instance().enabled()) return;
-  StringTable& st = StringTable::instance();
-  static const dft_id k_thread_name = st.intern("thread_name", 11);
-  static const dft_id k_name = st.intern("name", 4);
+  static const dft_id k_name = StringTable::instance().intern("name", 4);
   dft_arg a = bytes_arg(k_name, name ? name : "");
-  record(RecordKind::kThreadName, 0, k_thread_name, cat_dftracer(), 0, 0, &a, 1);
+  record(kind, 0, StringTable::instance().intern(event, std::strlen(event)), cat_dftracer(), 0, 0, &a, 1);
 }
+}  // namespace
+
+void dft_set_thread_name(const char* name) { display_name(RecordKind::kThreadName, "thread_name", name); }
+
+void dft_metadata_i64(const char* key, int64_t value) {
+  if (!Session::instance().enabled() || key == nullptr) return;
+  StringTable& st = StringTable::instance();
+  static const dft_id k_name = st.intern("name", 4);
+  static const dft_id k_value = st.intern("value", 5);
+  const size_t len = std::strlen(key);
+  dft_arg args[2] = {text_arg(k_name, key, len), dft_arg{}};
+  args[1].key = k_value;
+  args[1].type = DFT_ARG_INT;
+  args[1].v.i = value;
+  record(RecordKind::kMetadata, 0, st.intern(key, len), cat_dftracer(), 0, 0, args, 2);
+}
+
+void dft_set_process_name(const char* name) { display_name(RecordKind::kMetadata, "process_name", name); }
 
 int64_t dft_pid(void) {
   int64_t p = Session::instance().pid();

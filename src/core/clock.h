@@ -55,6 +55,10 @@ class Clock {
   void recalibrate();
 
   bool uses_tsc() const { return use_tsc_; }
+  // The anchor: realtime - monotonic at start, in ns. Every timestamp is a
+  // monotonic reading plus this, so two files' clocks differ by their
+  // anchors' error (NTP) plus drift; written in each file's `start` event.
+  uint64_t epoch_offset_ns() const { return epoch_offset_ns_; }
 
  private:
   Clock();

@@ -169,6 +169,12 @@ Config Config::from_env() {
       else warn_bad(name, v, c.whole_micros ? "us" : "ns");
     }
   }
+  // torch.distributed's own variables (set by torchrun, mpirun wrappers, or
+  // the program before init_process_group): -1 when unset.
+  c.rank = parse_int("RANK", -1, 0, 1L << 30);
+  c.local_rank = parse_int("LOCAL_RANK", -1, 0, 1L << 30);
+  c.world_size = parse_int("WORLD_SIZE", -1, 1, 1L << 30);
+  c.group_rank = parse_int("GROUP_RANK", -1, 0, 1L << 30);
   return c;
 }
 

@@ -22,6 +22,10 @@
 //   DFTRACER_TIME_RESOLUTION     us (default): whole microseconds | ns
 //   DFTRACER_TIME_METRIC         pydftracer's name for it: US | NS (the
 //                                former wins when both are set)
+//   RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK  torchrun's (torch.distributed's)
+//                                process coordinates, when set: written as
+//                                metadata, in the process name, and RANK in
+//                                the file name (trace_file_name.h)
 #ifndef DFTRACER_SRC_CORE_CONFIG_H_
 #define DFTRACER_SRC_CORE_CONFIG_H_
 
@@ -52,6 +56,12 @@ struct Config {
   // fractions (DFTRACER_TIME_RESOLUTION=ns), which viewers parsing epoch
   // microseconds into doubles cannot hold (see docs/configuration.md).
   bool whole_micros = true;
+  // torchrun's coordinates of this process; -1 where the variable is unset
+  // (or not a non-negative integer: one warning). Issue #16.
+  int64_t rank = -1;
+  int64_t local_rank = -1;
+  int64_t world_size = -1;
+  int64_t group_rank = -1;
 
   // Reads every DFTRACER_* variable; warns once per process per bad value.
   static Config from_env();

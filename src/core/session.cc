@@ -129,9 +129,9 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   char cwd[PATH_MAX];
   info.cwd = getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
 
-  make_parent_dirs(trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress));
-  std::unique_ptr<TraceSink> sink =
-      open_unique_trace_sink(cfg.log_file, info.app, info.pid, cfg.compress, cfg.compression_level, error);
+  make_parent_dirs(trace_file_name(cfg.log_file, info.app, info.pid, cfg.compress, 0, cfg.rank));
+  std::unique_ptr<TraceSink> sink = open_unique_trace_sink(cfg.log_file, info.app, info.pid, cfg.compress,
+                                                           cfg.compression_level, error, cfg.rank);
   if (!sink) return -1;
   const std::string path = sink->path();
 
@@ -164,8 +164,8 @@ int Session::relocate(const char* log_file, std::string* error) {
     return -1;
   }
   const std::string prefix = log_file != nullptr && *log_file != '\0' ? log_file : Config::from_env().log_file;
-  make_parent_dirs(trace_file_name(prefix, app_, pid_, config_.compress));
-  std::string path = relink_trace_file(path_, prefix, app_, pid_, config_.compress, error);
+  make_parent_dirs(trace_file_name(prefix, app_, pid_, config_.compress, 0, config_.rank));
+  std::string path = relink_trace_file(path_, prefix, app_, pid_, config_.compress, error, config_.rank);
   if (path.empty()) return -1;
   log_debug("tracing moved from " + path_ + " to " + path);
   path_ = path;

@@ -62,11 +62,27 @@ void JsonLinesFormatter::preamble(OutBuffer* out) {
     metadata("SH", info_.main_tid, info_.exe, hex16(exe_hash), out);
     metadata("FH", info_.main_tid, info_.cwd, hex16(cwd_hash), out);
   }
-  naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", out);
+  // Issue #16: a process started by torchrun says which rank it is, in the
+  // first chunk, so even a rank killed at once is identified.
+  if (c.rank >= 0) {
+    metadata_int("rank", info_.main_tid, c.rank, out);
+    if (c.local_rank >= 0) metadata_int("local_rank", info_.main_tid, c.local_rank, out);
+    if (c.world_size >= 0) metadata_int("world_size", info_.main_tid, c.world_size, out);
+    if (c.group_rank >= 0) metadata_int("group_rank", info_.main_tid, c.group_rank, out);
+    metadata("hostname", info_.main_tid, "hostname", info_.hostname, out);
+    naming("process_name", info_.main_tid, "rank " + std::to_string(c.rank) + " (pid " + std::to_string(info_.pid) + ")",
+           out);
+  } else {
+    naming("process_name", info_.main_tid, info_.app + " (" + std::to_string(info_.pid) + ")", out);
+  }
   std::string args = "\"cmd_hash\":\"" + hex16(cmd_hash) + "\",\"exec_hash\":\"" + hex16(exe_hash) +
                      "\",\"cwd\":\"" + hex16(cwd_hash) + "\",\"ppid\":" + std::to_string(info_.ppid) + ",\"p_idx\":" + std::to_string(info_.process_id) +
                      ",\"version\":\"" DFTRACER_VERSION "\",\"init\":" + json_str(c.init_mode) +
-                     ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0");
+                     ",\"data_dir\":" + json_str(c.data_dir) + ",\"compression\":" + (c.compress ? "1" : "0") +
+                     // The clock anchor (realtime - monotonic at start) and the tick source: what
+                     // cross-file alignment starts from (clock_offset_ns refines it, #16).
+                     ",\"clock\":\"" + (clock_.uses_tsc() ? "tsc" : "monotonic") +
+                     "\",\"clock_anchor_ns\":" + std::to_string(clock_.epoch_offset_ns());
   lifecycle("start", info_.main_tid, info_.start_ns, args, out, false);
 }
 
@@ -266,6 +282,18 @@ void JsonLinesFormatter::metadata(const char* name, int64_t tid, const std::stri
   out->advance(json_escape_to(value.data(), value.size(), p));
   out->lit("\"}}\n");
   if (observer_) observer_->metadata();
+}
+
+void JsonLinesFormatter::metadata_int(const char* name, int64_t tid, int64_t value, OutBuffer* out) {
+  ++non_event_lines_;
+  head(name, std::strlen(name), "dftracer", 8, tid, out);
+  out->lit(",\"ph\":\"M\",\"args\":{\"hhash\":\"");
+  out->hex16(host_hash_);
+  out->lit("\",\"name\":\"");
+  out->append(name, std::strlen(name));
+  out->lit("\",\"value\":");
+  out->i64(value);
+  out->lit("}}\n");
 }
 
 void JsonLinesFormatter::naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out) {

@@ -44,6 +44,8 @@ class JsonLinesFormatter final : public TraceFormatter {
   // (HH/SH/FH pass the hash as `value`, already 16 hex digits).
   void metadata(const char* name, int64_t tid, const std::string& arg_name, const std::string& value,
                 OutBuffer* out);
+  // A metadata event whose value is a JSON number (the rank keys, #16).
+  void metadata_int(const char* name, int64_t tid, int64_t value, OutBuffer* out);
   // Chrome's thread_name / process_name: args {"name": display}.
   void naming(const char* kind, int64_t tid, const std::string& display, OutBuffer* out);
   // The `start` / `end` events: a zero-length complete event with args

@@ -129,6 +129,36 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+// Issue #16: a process started with torchrun's variables says which rank it
+// is in its first chunk: the rank keys as JSON numbers, the host, and the
+// process name "rank R (pid P)" in place of "<app> (<pid>)".
+TEST(JsonLinesFormatter, RankFromTheEnvironmentInThePreamble) {
+  SessionInfo info = test_session();
+  info.config.inc_metadata = false;
+  info.config.rank = 3;
+  info.config.local_rank = 1;
+  info.config.world_size = 8;
+  info.config.group_rank = 1;
+  Harness h(info);
+  h.fmt.preamble(&h.out);
+  h.hand_over();
+  std::vector<std::string> lines = split_lines(h.sink.bytes());
+  ASSERT_EQ(lines.size(), 9u) << h.sink.bytes();
+  std::vector<dftracer_test::Event> events =
+      dftracer_test::parse_events(std::vector<std::string>(lines.begin() + 1, lines.end()));
+  std::vector<std::string> names;
+  for (const auto& e : events) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"HH", "rank", "local_rank", "world_size", "group_rank", "hostname",
+                                             "process_name", "start"}));
+  const std::string hh = lines[1].substr(lines[1].find("\"hhash\":\""), 26);
+  EXPECT_EQ(lines[2], "{\"id\":1,\"name\":\"rank\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,\"ph\":\"M\","
+                      "\"args\":{" + hh + ",\"name\":\"rank\",\"value\":3}}");
+  EXPECT_NE(lines[4].find("\"name\":\"world_size\",\"value\":8}}"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[6].find("\"name\":\"hostname\",\"value\":\"node-1\"}}"), std::string::npos) << lines[6];
+  EXPECT_EQ(lines[7], "{\"id\":6,\"name\":\"process_name\",\"cat\":\"dftracer\",\"pid\":4242,\"tid\":4243,"
+                      "\"ph\":\"M\",\"args\":{\"name\":\"rank 3 (pid 4242)\"}}");
+}
+
 TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
   Harness h(test_session());
   h.fmt.preamble(&h.out);
@@ -227,8 +257,10 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
             0u)
       << lines[6];
   EXPECT_NE(lines[6].find(",\"ppid\":1,\"p_idx\":-1,\"version\":\""), std::string::npos) << lines[6];
-  EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1}}"), std::string::npos)
+  EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1,\"clock\":\""),
+            std::string::npos)
       << lines[6];
+  EXPECT_NE(lines[6].find(",\"clock_anchor_ns\":"), std::string::npos) << lines[6];  // the clock anchor (#16)
 
   // Flow events: no event index; "id" is the flow id.
   EXPECT_EQ(lines[12].rfind("{\"name\":\"flow\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"id\":99,\"ts\":", 0), 0u)

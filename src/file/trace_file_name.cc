@@ -19,8 +19,10 @@ std::string file_prefix(const std::string& prefix) {
 }  // namespace
 
 std::string trace_file_name(const std::string& prefix, const std::string& app, int64_t pid, bool compress,
-                            unsigned n) {
-  std::string name = file_prefix(prefix) + "-" + app + "-" + std::to_string(pid);
+                            unsigned n, int64_t rank) {
+  std::string name = file_prefix(prefix) + "-" + app + "-";
+  if (rank >= 0) name += "rank" + std::to_string(rank) + "-";
+  name += std::to_string(pid);
   if (n > 0) name += "-" + std::to_string(n);
   return name + (compress ? ".pfw.gz" : ".pfw");
 }

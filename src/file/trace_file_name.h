@@ -1,5 +1,6 @@
 // The one place trace file names are built: "<prefix>-<app>-<pid>.pfw", or
-// ".pfw.gz" when compressed, and "<prefix>-<app>-<pid>-<n>.pfw[.gz]" for the
+// ".pfw.gz" when compressed, "<prefix>-<app>-rank<R>-<pid>.pfw[.gz]" in a
+// process started with RANK set, and "<prefix>-<app>-<pid>-<n>.pfw[.gz]" for the
 // n-th alternative when that name is taken (unique_trace_sink.h picks n).
 // The session names its file with it, and the C API (dft_trace_file_name)
 // and Python (_core.trace_file_name) expose it, so nothing re-derives a name
@@ -17,9 +18,12 @@ namespace dftracer {
 // directory) gets the base name "dftracer" inside it: "runs/" gives
 // "runs/dftracer-<app>-<pid>.pfw.gz", never "runs/-<app>-<pid>.pfw.gz" (a
 // hidden-looking name that starts with '-' and that shell tools take for an
-// option). `n` > 0 appends "-<n>" after the pid.
+// option). `n` > 0 appends "-<n>" after the pid. `rank` >= 0 (RANK in the
+// environment at start, issue #16) puts "rank<R>" before the pid:
+// "<prefix>-<app>-rank<R>-<pid>.pfw.gz", so a job's files sort by rank and
+// a glob such as "*-rank3-*" finds one rank's.
 std::string trace_file_name(const std::string& prefix, const std::string& app, int64_t pid, bool compress,
-                            unsigned n = 0);
+                            unsigned n = 0, int64_t rank = -1);
 
 }  // namespace dftracer
 

@@ -1,5 +1,5 @@
 // Opening a session's trace file under a name no one else holds. The name
-// is trace_file_name(prefix, app, pid); when that is taken -- another
+// is trace_file_name(prefix, app, pid, rank); when that is taken -- another
 // process given the same process_id, a reused pid, a re-init in this
 // process, a leftover file or a planted symlink -- the next free
 // "<prefix>-<app>-<pid>-<n>" is used instead. Names are claimed with an
@@ -22,7 +22,8 @@ constexpr unsigned kMaxTraceNameAlternatives = 1000;
 // The sink on the first free name (its path() says which), or nullptr with
 // a one-line *error when none could be created.
 std::unique_ptr<TraceSink> open_unique_trace_sink(const std::string& prefix, const std::string& app, int64_t pid,
-                                                  bool compress, int level, std::string* error);
+                                                  bool compress, int level, std::string* error,
+                                                  int64_t rank = -1);
 
 // Gives the open trace file `old_path` (and its .idx, if any) the first free
 // name built from `prefix` as above, by hard link then unlink, so the open
@@ -30,7 +31,7 @@ std::unique_ptr<TraceSink> open_unique_trace_sink(const std::string& prefix, con
 // or "" with a one-line *error (another file system: EXDEV, say), the old
 // name then untouched.
 std::string relink_trace_file(const std::string& old_path, const std::string& prefix, const std::string& app,
-                              int64_t pid, bool compress, std::string* error);
+                              int64_t pid, bool compress, std::string* error, int64_t rank = -1);
 
 }  // namespace dftracer
 

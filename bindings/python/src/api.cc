@@ -284,6 +284,11 @@ void register_api(nb::module_& m) {
       nb::arg("kind"), nb::arg("value"), "FH/SH-style metadata event; returns the hash.");
   m.def("set_thread_name", [](const std::string& name) { dft_set_thread_name(name.c_str()); },
         nb::arg("name"), "Names the calling thread in the trace.");
+  m.def("metadata_int", [](const std::string& key, int64_t value) { dft_metadata_i64(key.c_str(), value); },
+        nb::arg("key"), nb::arg("value"),
+        "Records a metadata event named `key` whose value is a JSON number (dft_metadata_i64).");
+  m.def("set_process_name", [](const std::string& name) { dft_set_process_name(name.c_str()); },
+        nb::arg("name"), "Writes the process's display name again (dft_set_process_name).");
   m.def("warn", [](const std::string& msg) { dft_warn(msg.c_str()); },
         "The tracer's diagnostics channel (dft_warn): one stderr line, "
         "\"[dftracer] warning: <msg>\", subject to DFTRACER_LOG_LEVEL.");

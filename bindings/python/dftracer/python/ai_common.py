@@ -21,6 +21,7 @@ import sys
 from collections.abc import Mapping
 
 from .. import _core
+from . import current_step
 from .env import TRACING_FORBIDDEN
 from .tags import TAG_KEYS, TagValue
 
@@ -245,6 +246,7 @@ class DFTracerAI(_core.Region):
     def update(self, epoch=None, step=None, image_idx=None, image_size=None, args=None):
         """Sets args on this node and every node below it, for the event
         open now and all later ones (pydftracer's DFTracerAI.update)."""
+        current_step.note(step)  # collectives' `step` (collectives.py)
         if self._enable:
             tags = _tag_args(epoch, step, image_idx, image_size, args)
             if tags:

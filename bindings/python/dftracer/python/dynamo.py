@@ -34,7 +34,7 @@ from typing import Any, Callable
 import torch
 
 from .. import _core as _api
-from . import dynamo_backend, dynamo_graph_call, torch_compat
+from . import current_step, dynamo_backend, dynamo_graph_call, torch_compat
 from .ai_common import DFTracerAI
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_hooks import INFERENCE
@@ -218,6 +218,7 @@ class Dynamo(DFTracerAI):
         """Sets the given tags (None leaves a tag as it was) for later calls,
         and as args of this node's own events (pydftracer's ``args=`` dict
         and keywords alike)."""
+        current_step.note(step)  # collectives' `step` (collectives.py)
         given = dict(zip(TAG_KEYS, (epoch, step, image_idx, image_size)))
         given.update(args or {})
         given.update(tags)

@@ -16,6 +16,8 @@ Users of this module:
   eager                                compile_callback_handler
   compile_events                       wrap_compile_phases (torch's phase
                                        timers), frame_compile_metrics
+  clock_sync                           default_store (the default process
+                                       group's rendezvous store)
 """
 
 from __future__ import annotations
@@ -348,3 +350,12 @@ def inductor_cache_dir() -> str | None:
         degraded("torch._inductor.runtime.cache_dir_utils.cache_dir", e,
                  "Inductor kernel tables are not kept for FX graph cache hits")
         return None
+
+
+def default_store() -> Any:
+    """The default process group's store (c10d's private _get_default_store),
+    used by clock_sync to measure each rank's clock offset to rank 0. Without
+    it: no clock_offset_ns metadata (merge then assumes aligned clocks)."""
+    from torch.distributed import distributed_c10d
+
+    return distributed_c10d._get_default_store()
