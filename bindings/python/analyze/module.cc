@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "event_batches.hpp"
+#include "module_helpers.hpp"
 #include "diff.hpp"
 #include "merge.hpp"
 #include "steps.hpp"
@@ -28,7 +29,8 @@ using dftracer::analyze::py::EventStream;
 using dftracer::analyze::py::StreamOptions;
 using dftracer::analyze::py::StringColumn;
 
-namespace {
+// Not anonymous: module_helpers.hpp shares these with the other files of the module.
+namespace dftracer::analyze::py {
 
 void check_cpu() {
   if (const char* why = unsupported_cpu_reason()) throw std::runtime_error(why);
@@ -140,6 +142,11 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
     nb::gil_scoped_release unlocked;
     s = summarize(expand_or_throw(paths), keys, top, nthreads, ro, order);
   }
+  return summary_dict(s);
+}
+
+// {'keys', 'columns', 'totals', 'stats'} of a summary: summary() and combine_partials().
+nb::dict summary_dict(const Summary& s) {
   nb::list key_names;
   for (const GroupKey& k : s.keys) key_names.append(group_key_name(k));
   nb::dict cols;
@@ -347,7 +354,9 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
   return nb::make_tuple(os.str(), stats_dict(stats));
 }
 
-}  // namespace
+}  // namespace dftracer::analyze::py
+
+using namespace dftracer::analyze::py;
 
 NB_MODULE(_analyze, m) {
   m.doc() = "dftracer-analyze's C++ trace reader (low level; use dftracer.analyze)";
@@ -386,6 +395,7 @@ NB_MODULE(_analyze, m) {
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");
   m.def("default_threads", &default_threads);
+  register_partial_summary(m);
   m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.
   m.attr("EVENT_COLUMN_KINDS") = event_column_kinds();
