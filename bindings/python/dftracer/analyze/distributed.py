@@ -32,11 +32,11 @@ _clients = {}
 
 def local_cluster(n_workers=2, threads_per_worker=1, **kwargs):
     """A dask.distributed Client of a new LocalCluster on this machine: `n_workers`
-    worker processes of `threads_per_worker` threads, no dashboard (kwargs go to
+    worker processes of `threads_per_worker` threads, dashboard on a free port (kwargs go to
     LocalCluster). Close it with client.close(); client.cluster.close()."""
     from dask.distributed import Client, LocalCluster
 
-    kwargs.setdefault("dashboard_address", None)
+    kwargs.setdefault("dashboard_address", ":0")  # any free port: never fight over 8787
     kwargs.setdefault("processes", True)
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **kwargs)
     return Client(cluster)
