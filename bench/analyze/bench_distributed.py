@@ -18,7 +18,7 @@ distinct files copied under new names: the reader does the same work for
 each). Usage:
 
   python bench/analyze/bench_distributed.py [--counts 100,1000,10000]
-      [--events 10000] [--events-10k 1000] [--dir DIR] [--repeat 1]
+      [--events 10000] [--events-10k 1000] [--dir DIR] [--repeat 1] [--dftu-max-files 100]
 
 Prints a table; DFAnalyzer (PyPI dftracer-analyzer) is not run: see
 docs/analyzer.md, "Dask".
@@ -93,6 +93,8 @@ def main():
     ap.add_argument("--events-10k", type=int, default=1000, help="events per file for 10,000 files")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--dftu-max-files", type=int, default=100,
+                    help="run dftracer_stats only up to this many files (its index build is slow)")
     a = ap.parse_args()
     base = a.dir or tempfile.mkdtemp(prefix="dft-bench-dist-")
     exe = analyzer_bin()
@@ -124,7 +126,7 @@ def main():
                 r["cli-index"] = timed(lambda: run_quiet([exe, "summary", "--no-progress", d]), a.repeat)
                 r["cli-full"] = (timed(lambda: run_quiet([exe, "summary", "--no-progress", "--no-index", d]), a.repeat)
                                  if no_index else None)
-            if have_dftu:
+            if have_dftu and n <= a.dftu_max_files:
                 idx = os.path.join(base, f"dftindex-{n}")
                 shutil.rmtree(idx, ignore_errors=True)
                 cmd = [stats_bin, "--directory", d, "--index-dir", idx, "--report", "names"]
