@@ -160,6 +160,7 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     machine's reader). With one, batches of files and ranges of gzip members of large
     .pfw.gz files are read on the workers, and only their partial aggregates come back
     (distributed.py): the same numbers as without (flops/bytes sums up to float rounding).
+    `threads` does not apply then: each worker reads its pieces with one thread.
     """
     import pandas as pd
 

@@ -128,8 +128,10 @@ def _piece_frame(piece, raw_args, ph, limits):
 
     ext = _ext()
     out = []
-    paths = [(piece[1][k], 0, os.path.getsize(piece[1][k])) for k in range(len(piece[1]))] \
-        if piece[0] == "files" else [(piece[1], piece[3], piece[4])]
+    if piece[0] == "files":
+        paths = [(f, 0, os.path.getsize(f)) for f in piece[1]]
+    else:
+        paths = [(piece[1], piece[3], piece[4])]
     for path, begin, end in paths:
         batches, _stats = ext.range_events(path, begin, end, 1 << 20, raw_args, ph, **limits)
         out.extend(_frame_of_arrays(EventBatches._arrays(b)) for b in batches)

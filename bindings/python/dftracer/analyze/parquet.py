@@ -69,7 +69,7 @@ def table_of_arrays(arrays, event_columns, kinds):
 
 def write_piece(piece_id, path, begin, end, out_dir, limits):
     """Writes the events of one piece (a whole file as (0, size), or a member range)
-    under out_dir; returns the number of rows written. Runs on a Dask worker too."""
+    under out_dir; returns (rows written, read stats). Runs on a Dask worker too."""
     import pyarrow.dataset as pads
 
     from . import _KINDS, EVENT_COLUMNS, EventBatches, _module
