@@ -57,13 +57,15 @@ def make_files(directory, n_files, n_events):
     return directory
 
 
-def timed(fn, repeat):
+def timed(fn, repeat, out=None):
     best = None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        fn()
+        result = fn()
         dt = time.perf_counter() - t0
         best = dt if best is None else min(best, dt)
+    if out is not None:
+        out.append(result)
     return best
 
 
@@ -117,9 +119,10 @@ def main():
                 make_files(d, n, ev)
             gen = time.perf_counter() - t0
             size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".gz"))
-            events = int(da.summary(d).attrs["totals"]["complete_events"])
-            r = {"files": n, "events/file": ev, "events": events, "MB": size / 1e6, "gen_s": gen}
-            r["local"] = timed(lambda: da.summary(d), a.repeat)
+            r = {"files": n, "events/file": ev, "MB": size / 1e6, "gen_s": gen}
+            local = []
+            r["local"] = timed(lambda: da.summary(d), a.repeat, local)
+            r["events"] = int(local[0].attrs["totals"]["complete_events"])
             for w, c in clients.items():
                 r[f"dask-{w}"] = timed(lambda: da.summary(d, client=c), a.repeat)
             if exe:

@@ -405,6 +405,9 @@ std::string partial_summary(const std::vector<std::string>& files, const std::ve
   if (file_ids.size() != files.size()) throw std::invalid_argument("partial_summary: one file id per file");
   ReadStats st;
   std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, keys, threads, options, &st);
+  // Whole files: every thread's events are all here, so its nesting is
+  // settled now and no run needs to travel (a thread is keyed by its file).
+  agg->resolve_nesting();
   return PartialCodec::encode(*agg, st, file_ids);
 }
 

@@ -34,9 +34,11 @@ std::vector<MemberRange> gzip_member_ranges(const std::string& path, uint64_t ta
 ReadStats read_member_range(const std::string& path, MemberRange range, LineConsumer& consumer,
                             const ReadOptions& options = {});
 
-// The partial aggregate of `files` (read on `threads` threads). `file_ids`
-// numbers them within the whole input (one per file): the self-time runs of
-// a thread are keyed by it, so pieces of one file must use the same number.
+// The partial aggregate of `files` (read on `threads` threads), their
+// threads' nesting resolved (whole files: nothing else can nest with them).
+// `file_ids` numbers them within the whole input (one per file): the
+// self-time runs of a thread are keyed by it, so pieces of one file must use
+// the same number.
 std::string partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                             const std::vector<GroupKey>& keys, unsigned threads, const ReadOptions& options = {});
 // The same for one range of members of one file.
