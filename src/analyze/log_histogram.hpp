@@ -113,6 +113,7 @@ class LogHistogram {
   }
 
  private:
+  friend class PartialCodec;  // partial_summary.cpp: a histogram travels as bytes
   using Octave = std::array<uint64_t, kSub>;
   static double clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 

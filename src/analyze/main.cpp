@@ -18,6 +18,7 @@
 #include "module_tree.hpp"
 #include "output_file.hpp"
 #include "ranks.hpp"
+#include "python_delegate.hpp"
 #include "report.hpp"
 #include "steps.hpp"
 #include "summary.hpp"
@@ -80,6 +81,10 @@ const char* kUsage =
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
     "              --bin-ms N       bandwidth bin width in ms (default 1000)\n"
     "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
+    "  export    every event as a Parquet dataset, hive-partitioned by pid (run by Python: pyarrow)\n"
+    "              --format parquet -o DIR   DIR must not exist or be empty;  --dask SCHEDULER\n"
+    "  summary --dask SCHEDULER   read on a Dask cluster (address, or 'local' for a LocalCluster\n"
+    "            of --workers N processes): same numbers; run by Python (dftracer.analyze)\n"
     "\n"
     "common options:\n"
     "  --threads N     reader threads, 1 to 1024 (default: all cores; never more than the\n"
@@ -300,6 +305,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dftracer-analyze: error: %s\n", why);
     return 2;
   }
+  if (int rc = run_python_command(argc, argv); rc >= 0) return rc;  // summary --dask, export
   Args a = parse_args(argc, argv);
   ReadOptions ro;
   ro.progress = a.progress;

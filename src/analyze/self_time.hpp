@@ -72,6 +72,7 @@ class SelfTimeTracker {
   const NestingStats& stats() const { return stats_; }
 
  private:
+  friend class PartialCodec;  // partial_summary.cpp: runs travel as bytes to be resolved elsewhere
   struct Open {
     int64_t ts, end, dur, self;
     int64_t* acc;         // null for a folded block and once counted

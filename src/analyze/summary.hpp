@@ -90,6 +90,7 @@ class SummaryAggregator : public LineConsumer {
   int64_t last_end_ns() const { return last_end_ns_; }
 
  private:
+  friend class PartialCodec;  // partial_summary.cpp: the aggregate travels as bytes
   EventDecoder decoder_;
   Event ev_;
   std::vector<GroupKey> keys_;

@@ -15,6 +15,7 @@
 
 #include "event_batches.hpp"
 #include "calibration.hpp"
+#include "module_helpers.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
 #include "merge.hpp"
@@ -32,7 +33,8 @@ using dftracer::analyze::py::EventStream;
 using dftracer::analyze::py::StreamOptions;
 using dftracer::analyze::py::StringColumn;
 
-namespace {
+// Not anonymous: module_helpers.hpp shares these with the other files of the module.
+namespace dftracer::analyze::py {
 
 void check_cpu() {
   if (const char* why = unsupported_cpu_reason()) throw std::runtime_error(why);
@@ -157,6 +159,11 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
     nb::gil_scoped_release unlocked;
     s = summarize(expand_or_throw(paths), keys, top, nthreads, ro, order);
   }
+  return summary_dict(s);
+}
+
+// {'keys', 'columns', 'totals', 'stats'} of a summary: summary() and combine_partials().
+nb::dict summary_dict(const Summary& s) {
   nb::list key_names;
   for (const GroupKey& k : s.keys) key_names.append(group_key_name(k));
   nb::dict cols;
@@ -402,6 +409,8 @@ std::string py_calibrate(const std::string& directory, const std::string& output
                                 : default_calibration_path();
   }
   return calibration_json(read_calibration(path));
+}
+
 // Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
 // what `summary --by step --format json` prints; plus the read stats.
 nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
@@ -428,7 +437,9 @@ nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, boo
                         });
 }
 
-}  // namespace
+}  // namespace dftracer::analyze::py
+
+using namespace dftracer::analyze::py;
 
 NB_MODULE(_analyze, m) {
   m.doc() = "dftracer-analyze's C++ trace reader (low level; use dftracer.analyze)";
@@ -477,6 +488,7 @@ NB_MODULE(_analyze, m) {
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Cross-rank tables (ranks, steps, stragglers, collectives, waits) as JSON text, and the read stats.");
   m.def("default_threads", &default_threads);
+  register_partial_summary(m);
   m.attr("MAX_THREADS") = kMaxThreads;
   // The column lists dftracer.analyze exports, from the same tables as the reader.
   m.attr("EVENT_COLUMN_KINDS") = event_column_kinds();

@@ -11,6 +11,11 @@
     da.diff("run_a/", "run_b/", by="module")                 # deltas per group, by impact
     da.module_tree("traces/")                                # self/total per nn.Module path
 
+    client = da.local_cluster(n_workers=2)                   # or a dask.distributed.Client
+    da.summary("traces/", client=client)                     # same numbers, read on the workers
+    da.events("traces/", format="dask", client=client)       # a dask.dataframe
+    da.to_parquet("traces/", "out_dir/")                     # Parquet, hive-partitioned by pid
+
 PATHS is a file, directory (searched recursively for *.pfw, *.pfw.gz, *.json,
 *.json.gz), glob pattern, or a list of them -- exactly what the command takes.
 Our .pfw/.pfw.gz, DFTracer's v1/v2 traces and Chrome trace JSON are read.
@@ -37,7 +42,8 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _IMPORT_ERROR = e
 
 __all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
-           "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis"]
+           "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
+           "to_parquet", "local_cluster"]
 
 # The column lists come from the extension, which generates them from the
 # reader's field table (src/analyze/event_schema.hpp), so they cannot drift.
@@ -117,8 +123,15 @@ def _window_bound(name, v):
     return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
 
 
+def local_cluster(n_workers=2, threads_per_worker=1, **kwargs):
+    """A dask.distributed Client of a new LocalCluster (n_workers processes) for client=."""
+    from .distributed import local_cluster as make
+
+    return make(n_workers, threads_per_worker, **kwargs)
+
+
 def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None,
-            from_ts=None, to_ts=None, use_index=True):
+            from_ts=None, to_ts=None, use_index=True, client=None):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
@@ -160,6 +173,12 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     total_us (summed duration), traced_us (summed self time: each thread's time inside any
     event), span_us (first start to last end), nesting_approximated (parents whose children
     were estimated, past 4096 unparented events on one thread; normally 0).
+
+    client: a dask.distributed Client (default: $DFTRACER_DASK_SCHEDULER's, else none: this
+    machine's reader). With one, batches of files and ranges of gzip members of large
+    .pfw.gz files are read on the workers, and only their partial aggregates come back
+    (distributed.py): the same numbers as without (flops/bytes sums up to float rounding).
+    `threads` does not apply then: each worker reads its pieces with one thread.
     """
     import pandas as pd
 
@@ -174,10 +193,18 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         raise ValueError(f"top must be a positive number of groups or None, not {top!r}")
     if sort not in ("self", "total"):
         raise ValueError(f"sort must be 'self' or 'total', not {sort!r}")
-    raw = _module().summary(_path_list(paths), by, int(top), _threads(threads),
-                            **_limits(max_line_mib, max_document_mib), sort=sort,
-                            from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts),
-                            use_index=bool(use_index))
+    limits = _limits(max_line_mib, max_document_mib)
+    threads = _threads(threads)
+    client = _dask().resolve_client(client)
+    if client is None:
+        raw = _module().summary(_path_list(paths), by, int(top), threads, **limits, sort=sort,
+                                from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts),
+                                use_index=bool(use_index))
+    else:
+        if from_ts is not None or to_ts is not None:
+            raise ValueError("from_ts/to_ts are not supported with a Dask client yet (read without client=)")
+        _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
+        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits)
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
@@ -187,7 +214,13 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     return df
 
 
-def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+def _dask():
+    from . import distributed
+
+    return distributed
+
+
+def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
     """Per training step, its time split by kind of work, as a pandas DataFrame: the
     rows of `dftracer-analyze summary --by step --format json` (same numbers).
 
@@ -202,14 +235,21 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     df.attrs: "processes" (pid, source, region, steps), "outside" (self time of events
     in no step, by category), "first_step_compile_share", "outlier_rule", "nesting",
     "stats" (what was read and skipped).
+    client: as for summary(); whole files are read on the workers (a process's steps
+    need all of its events).
     """
     import json
 
     import pandas as pd
 
-    text, stats = _module().steps_json(_path_list(paths), _threads(threads),
-                                       **_limits(max_line_mib, max_document_mib))
-    doc = json.loads(text)
+    limits = _limits(max_line_mib, max_document_mib)
+    threads = _threads(threads)
+    client = _dask().resolve_client(client)
+    if client is None:
+        text, stats = _module().steps_json(_path_list(paths), threads, **limits)
+        doc = json.loads(text)
+    else:
+        doc, stats = _dask().steps(client, _module(), files(paths), limits)
     columns = ["pid", "step", "label", "start_us", "duration_us", "traced_us", "compile_us", "forward_us",
                "backward_us", "optimizer_us", "data_us", "other_us", "compile_share", "outlier", "outlier_kind"]
     df = pd.DataFrame(doc.pop("steps"), columns=columns)
@@ -342,7 +382,7 @@ def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=No
 
 
 def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1, max_line_mib=None,
-           max_document_mib=None):
+           max_document_mib=None, client=None):
     """Iterate over every decoded event of PATHS in batches of at most `batch_size` events.
 
     format="pandas" (default): each batch is a DataFrame; the string columns (name, cat,
@@ -369,9 +409,20 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
     consumer, so memory is bounded by the batch size and not by the trace.
     Returns an EventBatches (an iterator and context manager); its .stats holds
     the counts of what was read and skipped once iteration is over.
+
+    format="dask": a dask.dataframe.DataFrame of all events instead, one partition per
+        batch of files or range of gzip members (in input order), read on the workers
+        of `client` (or $DFTRACER_DASK_SCHEDULER's, else dask's default scheduler) when
+        computed. Same columns; string columns hold str (None where missing), ts_ns and
+        dur_ns are Int64. batch_size and threads do not apply.
     """
+    if format == "dask":
+        client = _dask().resolve_client(client)
+        meta = _frame_of_arrays({c: [] for c in EVENT_COLUMNS if raw_args or c != "args"})
+        return _dask().events(client, _module(), files(paths), bool(raw_args), ph or "",
+                              _limits(max_line_mib, max_document_mib), meta)
     if format not in ("pandas", "numpy"):
-        raise ValueError(f"format must be 'pandas' or 'numpy', not {format!r}")
+        raise ValueError(f"format must be 'pandas', 'numpy' or 'dask', not {format!r}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
     stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads),
@@ -472,3 +523,62 @@ class EventBatches:
 
 
 from ._ranks import RankAnalysis, ranks  # noqa: E402  (uses the helpers above)
+def _frame_of_arrays(arrays):
+    """A pandas DataFrame of a numpy-format batch with plain dtypes (str objects, Int64
+    ns columns with <NA> where absent): the same dtypes in every Dask partition."""
+    import numpy as np
+    import pandas as pd
+
+    cols = {}
+    for c in EVENT_COLUMNS:
+        if c not in arrays:
+            continue
+        v = arrays[c]
+        if c in _STRING_COLUMNS or c == "args":
+            v = pd.array(np.asarray(v, dtype=object), dtype=object)
+        elif c in _NS_COLUMNS:
+            v = pd.array(np.asarray(v, dtype=np.int64), dtype="Int64")
+            v[np.isnan(np.asarray(arrays[_NS_COLUMNS[c]], dtype=np.float64))] = pd.NA
+        else:
+            v = np.asarray(v, dtype=np.int64 if _KINDS[c] == "id" else np.float64)
+        cols[c] = v
+    return pd.DataFrame(cols)
+
+
+def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_mib=None,
+               piece_bytes=None):
+    """Writes every event of PATHS as a Parquet dataset under `out_dir` (which must not
+    exist or be empty: else FileExistsError), one row per event, hive-partitioned by
+    pid (out_dir/pid=<pid>/*.parquet). Columns: see dftracer.analyze.parquet. With a
+    Dask `client` (or $DFTRACER_DASK_SCHEDULER) the files and member ranges are
+    written by the workers (out_dir must then be on a file system they share).
+    Returns {"rows": events written, "files": input files, "stats": read stats}."""
+    from . import parquet
+
+    limits = _limits(max_line_mib, max_document_mib)
+    inputs = files(paths)
+    out_dir = os.path.abspath(os.fsdecode(out_dir))
+    parquet.check_output_dir(out_dir)
+    client = _dask().resolve_client(client)
+    dist = _dask()
+    kwargs = {} if piece_bytes is None else {"piece_bytes": int(piece_bytes)}
+    pieces = dist.plan_pieces(_module(), inputs, dist._n_workers(client) if client is not None else 1,
+                              split_members=client is not None, **kwargs)
+    jobs = []
+    for p in pieces:
+        if p[0] == "files":
+            jobs.extend((f, 0, os.path.getsize(f)) for f in p[1])
+        else:
+            jobs.append((p[1], p[3], p[4]))
+    args = [(i, path, b, e, out_dir, limits) for i, (path, b, e) in enumerate(jobs)]
+    if client is None:
+        results = [parquet.write_piece(*a) for a in args]
+    else:
+        results = client.gather(client.map(lambda a: parquet.write_piece(*a), args, pure=False))
+    stats = {}
+    for _, st in results:
+        for k, v in st.items():
+            stats[k] = v if isinstance(v, str) else stats.get(k, 0) + v
+    stats["problems"] = "; ".join(st["problems"] for _, st in results if st.get("problems"))
+    _warn_skipped(stats)
+    return {"rows": sum(r for r, _ in results), "files": len(inputs), "stats": stats}

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Issue #17's benchmark, one run: per-name summaries of 100, 1,000 and 10,000
+trace files, side by side:
+
+  local      dftracer.analyze.summary() on this machine's C++ reader (all cores)
+  dask-1     the same on a Dask LocalCluster of 1 worker process (1 thread)
+  dask-2     ... of 2 worker processes (target: at least 1.7x dask-1)
+  cli-index  `dftracer-analyze summary` (default: index-only where the .idx allows)
+  cli-full   `dftracer-analyze summary --no-index` (a full read; "n/a" where the
+             build does not know the flag: then there is no index-only path)
+  dftu-build dftracer-utils' `dftracer_stats --report names`, first run: builds its
+             RocksDB index (.dftindex) then answers
+  dftu-query the same again: answered from the index
+
+and per-file cost (ms per file) as the count grows. The files are .pfw.gz of
+multi-member gzip with .idx, written by tests/python/synthetic_traces.py (a few
+distinct files copied under new names: the reader does the same work for
+each). Usage:
+
+  python bench/analyze/bench_distributed.py [--counts 100,1000,10000]
+      [--events 10000] [--events-10k 1000] [--dir DIR] [--repeat 1] [--dftu-max-files 100]
+
+Prints a table; DFAnalyzer (PyPI dftracer-analyzer) is not run: see
+docs/analyzer.md, "Dask".
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
+import synthetic_traces  # noqa: E402
+
+import dftracer.analyze as da  # noqa: E402
+
+REFERENCE_VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
+DISTINCT = 20  # distinct files generated per size; the rest are copies
+
+
+def make_files(directory, n_files, n_events):
+    """n_files .pfw.gz (+ .idx) of about n_events events each."""
+    os.makedirs(directory, exist_ok=True)
+    templates = []
+    for k in range(min(DISTINCT, n_files)):
+        p = os.path.join(directory, f"trace-app-{k}.pfw.gz")
+        synthetic_traces.write_multi_member_gz(p, n_events, threads=2, member_lines=5000, seed=k, split_lines=False)
+        templates.append(p)
+    for i in range(len(templates), n_files):
+        src = templates[i % len(templates)]
+        dst = os.path.join(directory, f"trace-app-{i}.pfw.gz")
+        shutil.copyfile(src, dst)
+        shutil.copyfile(src + ".idx", dst + ".idx")
+    return directory
+
+
+def timed(fn, repeat, out=None):
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    if out is not None:
+        out.append(result)
+    return best
+
+
+def analyzer_bin():
+    for c in (os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
+              shutil.which("dftracer-analyze")):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def knows_no_index(exe):
+    r = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    return "--no-index" in (r.stdout + r.stderr)
+
+
+def run_quiet(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} exited {r.returncode}: {r.stderr.strip()[:300]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--counts", default="100,1000,10000")
+    ap.add_argument("--events", type=int, default=10000, help="events per file for 100 and 1,000 files")
+    ap.add_argument("--events-10k", type=int, default=1000, help="events per file for 10,000 files")
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--dftu-max-files", type=int, default=100,
+                    help="run dftracer_stats only up to this many files (its index build is slow)")
+    a = ap.parse_args()
+    base = a.dir or tempfile.mkdtemp(prefix="dft-bench-dist-")
+    exe = analyzer_bin()
+    no_index = exe is not None and knows_no_index(exe)
+    stats_bin = os.path.join(REFERENCE_VENV, "bin", "dftracer_stats")
+    have_dftu = os.access(stats_bin, os.X_OK)
+    from dftracer.analyze.distributed import local_cluster
+
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    print(f"dftracer-analyze: {exe or 'not found'}; --no-index known: {no_index}; dftracer_stats: "
+          f"{stats_bin if have_dftu else 'not found'}")
+    clients = {1: local_cluster(n_workers=1), 2: local_cluster(n_workers=2)}
+    rows = []
+    try:
+        for n in [int(x) for x in a.counts.split(",")]:
+            ev = a.events if n < 10000 else a.events_10k
+            d = os.path.join(base, f"n{n}-e{ev}")
+            t0 = time.perf_counter()
+            if not os.path.isdir(d):
+                make_files(d, n, ev)
+            gen = time.perf_counter() - t0
+            size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".gz"))
+            r = {"files": n, "events/file": ev, "MB": size / 1e6, "gen_s": gen}
+            local = []
+            r["local"] = timed(lambda: da.summary(d), a.repeat, local)
+            r["events"] = int(local[0].attrs["totals"]["complete_events"])
+            for w, c in clients.items():
+                r[f"dask-{w}"] = timed(lambda: da.summary(d, client=c), a.repeat)
+            if exe:
+                r["cli-index"] = timed(lambda: run_quiet([exe, "summary", "--no-progress", d]), a.repeat)
+                r["cli-full"] = (timed(lambda: run_quiet([exe, "summary", "--no-progress", "--no-index", d]), a.repeat)
+                                 if no_index else None)
+            if have_dftu and n <= a.dftu_max_files:
+                idx = os.path.join(base, f"dftindex-{n}")
+                shutil.rmtree(idx, ignore_errors=True)
+                cmd = [stats_bin, "--directory", d, "--index-dir", idx, "--report", "names"]
+                try:
+                    r["dftu-build"] = timed(lambda: run_quiet(cmd), 1)
+                    r["dftu-query"] = timed(lambda: run_quiet(cmd), a.repeat)
+                except RuntimeError as e:
+                    print(f"dftracer_stats failed on {n} files: {e}")
+            rows.append(r)
+            print_row(r, header=len(rows) == 1)
+    finally:
+        for c in clients.values():
+            cl = c.cluster
+            c.close()
+            cl.close()
+    print()
+    print("per-file cost (ms per file): " + "; ".join(
+        f"{r['files']} files: local {1e3 * r['local'] / r['files']:.2f}, dask-2 {1e3 * r['dask-2'] / r['files']:.2f}"
+        for r in rows))
+    print("dask-2 speed-up over dask-1: " + "; ".join(f"{r['files']} files {r['dask-1'] / r['dask-2']:.2f}x"
+                                                     for r in rows))
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if not a.dir:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+COLS = ["files", "events/file", "events", "MB", "local", "dask-1", "dask-2", "cli-index", "cli-full", "dftu-build",
+        "dftu-query"]
+
+
+def print_row(r, header):
+    if header:
+        print(" ".join(f"{c:>11}" for c in COLS) + "   (times in s)")
+    out = []
+    for c in COLS:
+        v = r.get(c)
+        if v is None:
+            out.append(f"{'n/a':>11}")
+        elif isinstance(v, float):
+            out.append(f"{v:11.3f}")
+        else:
+            out.append(f"{v:>11}")
+    print(" ".join(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+// What the files of the dftracer._analyze module share (defined in module.cc).
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "event_batches.hpp"
+#include "summary.hpp"
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze::py {
+
+namespace nb = nanobind;
+
+// Raises RuntimeError when this CPU lacks the analyzer's instruction set.
+void check_cpu();
+// The reader's size limits from MiB (1 .. 1 TiB, else ValueError).
+ReadOptions read_options(long long max_line_mib, long long max_document_mib);
+// Expanded inputs; FileNotFoundError when there is no trace file under them.
+std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths);
+nb::dict stats_dict(const ReadStats& s);
+nb::dict summary_dict(const Summary& s);
+nb::dict batch_dict(EventBatch& b);
+
+// The partial-summary entry points for the Dask path (partial_bindings.cc).
+void register_partial_summary(nb::module_& m);
+
+}  // namespace dftracer::analyze::py

@@ -1,0 +1,138 @@
+// dftracer._analyze's entry points for distributed analysis (dftracer.analyze
+// with a Dask client): the pieces of the input a worker reads (gzip member
+// ranges), a piece's partial summary as bytes, the combine step, and one
+// piece's events as batches. Thin: the work is in src/analyze/partial_summary.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <limits>
+#include <sstream>
+
+#include "module_helpers.hpp"
+#include "partial_summary.hpp"
+
+namespace dftracer::analyze::py {
+
+namespace {
+
+nb::bytes to_bytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
+
+// [(begin, end)] byte offsets of runs of whole gzip members of about target_bytes.
+nb::list py_member_ranges(const std::string& path, unsigned long long target_bytes) {
+  if (target_bytes < 1) throw std::invalid_argument("target_bytes must be at least 1");
+  std::vector<MemberRange> ranges;
+  {
+    nb::gil_scoped_release unlocked;
+    ranges = gzip_member_ranges(path, target_bytes);
+  }
+  nb::list out;
+  for (const MemberRange& r : ranges) out.append(nb::make_tuple(r.begin, r.end));
+  return out;
+}
+
+nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
+                             const std::string& by, long long threads, long long max_line_mib,
+                             long long max_document_mib) {
+  check_cpu();
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
+  std::string part;
+  {
+    nb::gil_scoped_release unlocked;
+    part = partial_summary(files, file_ids, keys, nthreads, ro);
+  }
+  return to_bytes(part);
+}
+
+nb::bytes py_partial_summary_range(const std::string& file, size_t file_id, uint64_t begin, uint64_t end,
+                                   const std::string& by, long long max_line_mib, long long max_document_mib) {
+  check_cpu();
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  std::string part;
+  {
+    nb::gil_scoped_release unlocked;
+    part = partial_summary_range(file, file_id, MemberRange{begin, end}, keys, ro);
+  }
+  return to_bytes(part);
+}
+
+Summary combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  SummarySort order = parse_summary_sort(sort);
+  std::vector<std::string> blobs;
+  blobs.reserve(parts.size());
+  for (const nb::bytes& b : parts) blobs.emplace_back(b.c_str(), b.size());
+  nb::gil_scoped_release unlocked;
+  return combine_partials(blobs, keys, top, order);
+}
+
+nb::dict py_combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
+  return summary_dict(combine(parts, by, top, sort));
+}
+
+// The combined summary as `dftracer-analyze summary --format F` prints it.
+std::string py_combine_text(const std::vector<nb::bytes>& parts, const std::string& by, size_t top,
+                            const std::string& sort, const std::string& format) {
+  if (format != "table" && format != "json" && format != "csv")
+    throw std::invalid_argument("--format must be table, json or csv, not '" + format + "'");
+  Summary s = combine(parts, by, top, sort);
+  std::ostringstream os;
+  if (format == "json") write_summary_json(os, s);
+  else if (format == "csv") write_summary_csv(os, s);
+  else write_summary_table(os, s);
+  return os.str();
+}
+
+// All events of one piece (a member range, or a whole file as (0, size)) as a
+// list of batch dicts, and the read stats: one Dask partition's worth.
+nb::tuple py_range_events(const std::string& path, uint64_t begin, uint64_t end, size_t batch_size, bool raw_args,
+                          const std::string& ph, long long max_line_mib, long long max_document_mib) {
+  check_cpu();
+  StreamOptions opt;
+  opt.read = read_options(max_line_mib, max_document_mib);
+  opt.batch_size = batch_size ? batch_size : 65536;
+  opt.raw_args = raw_args;
+  opt.ph = ph;
+  BatchQueue queue(std::numeric_limits<size_t>::max());  // never blocks: this thread also drains it
+  ReadStats st;
+  {
+    nb::gil_scoped_release unlocked;
+    BatchBuilder builder(opt, queue);
+    st = read_member_range(path, MemberRange{begin, end}, builder, opt.read);
+    builder.flush();
+    queue.finish(st, nullptr);
+  }
+  nb::list batches;
+  while (std::unique_ptr<EventBatch> b = queue.pop()) batches.append(batch_dict(*b));
+  return nb::make_tuple(batches, stats_dict(st));
+}
+
+}  // namespace
+
+void register_partial_summary(nb::module_& m) {
+  const long long line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
+  const long long document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
+  m.def("member_ranges", &py_member_ranges, nb::arg("path"), nb::arg("target_bytes"),
+        "[(begin, end)]: the file's gzip members (from its .idx) in runs of about target_bytes; one range "
+        "(0, size) for a plain file, a small one, or one without a usable index.");
+  m.def("partial_summary", &py_partial_summary, nb::arg("files"), nb::arg("file_ids"), nb::arg("by") = "name",
+        nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        "The partial summary aggregate of FILES (numbered FILE_IDS in the whole input) as bytes.");
+  m.def("partial_summary_range", &py_partial_summary_range, nb::arg("path"), nb::arg("file_id"), nb::arg("begin"),
+        nb::arg("end"), nb::arg("by") = "name", nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib,
+        "The partial summary aggregate of one member range of PATH as bytes.");
+  m.def("combine_partials", &py_combine, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
+        nb::arg("sort") = "self", "Merge partial summaries into summary()'s dict.");
+  m.def("combine_partials_text", &py_combine_text, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
+        nb::arg("sort") = "self", nb::arg("format") = "table",
+        "Merge partial summaries into the text `summary --format FORMAT` prints.");
+  m.def("range_events", &py_range_events, nb::arg("path"), nb::arg("begin"), nb::arg("end"),
+        nb::arg("batch_size") = 65536, nb::arg("raw_args") = true, nb::arg("ph") = "",
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        "([batch dict], stats) of the events of one member range (or a whole file as (0, size)).");
+}
+
+}  // namespace dftracer::analyze::py

@@ -1,0 +1,106 @@
+"""The commands of `dftracer-analyze` that run in Python (the C++ command hands
+them over, arguments unchanged: src/analyze/python_delegate.cpp):
+
+    dftracer-analyze summary --dask SCHEDULER [--workers N] [--by KEYS] [--top N]
+                             [--sort self|total] [--format table|json|csv] [-o FILE] PATH...
+    dftracer-analyze export --format parquet -o DIR [--dask SCHEDULER] [--workers N] PATH...
+
+SCHEDULER is a Dask scheduler address (tcp://host:8786) or `local` for a
+LocalCluster of --workers processes (default 2) on this machine. The summary
+is the C++ reader's, read on the workers and combined here, printed by the
+same writers as `summary` without --dask. Errors are one line, exit 2.
+"""
+import argparse
+import os
+import sys
+
+from . import _limits, _module, files, to_parquet
+from . import distributed
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, as the C++ command's usage errors
+        sys.stderr.write(f"dftracer-analyze: {message}\n(run 'dftracer-analyze --help' for usage)\n")
+        sys.exit(2)
+
+
+def _parser():
+    p = _Parser(prog="dftracer-analyze", add_help=False)
+    p.add_argument("command", choices=["summary", "export"])
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--dask", default=None)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--by", default="name")
+    p.add_argument("--top", type=int, default=0)
+    p.add_argument("--sort", default="self")
+    p.add_argument("--format", default=None)
+    p.add_argument("-o", dest="out", default=None)
+    p.add_argument("--threads", type=int, default=None)  # accepted for symmetry; the workers use 1 each
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--max-line-mib", type=int, default=None)
+    p.add_argument("--max-document-mib", type=int, default=None)
+    return p
+
+
+def _client(address, workers):
+    if not address:
+        return None, None
+    if address == "local":
+        c = distributed.local_cluster(n_workers=workers)
+        return c, c
+    return distributed.resolve_client_address(address), None
+
+
+def _summary(a, client):
+    ext = _module()
+    fmt = a.format or "table"
+    if a.top < 0:
+        raise ValueError(f"--top must be a positive number, not {a.top}")
+    ext.combine_partials_text([], a.by, 0, a.sort, fmt)  # bad --by/--sort/--format: before any work
+    limits = _limits(a.max_line_mib, a.max_document_mib)
+    inputs = files(a.paths)
+    parts = distributed.partials(client, ext, inputs, a.by, limits)
+    text = ext.combine_partials_text(parts, a.by, a.top, a.sort, fmt)
+    raw = ext.combine_partials(parts, a.by, 1, a.sort)  # the stats, for the one-line report
+    if a.out:
+        if os.path.exists(a.out):
+            raise FileExistsError(f"output exists: {a.out}")
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    if raw["stats"].get("problems"):
+        sys.stderr.write(f"dftracer-analyze: {raw['stats']['problems']}\n")
+    return 0 if raw["stats"]["events"] else 1
+
+
+def _export(a, client):
+    if a.format != "parquet":
+        raise ValueError(f"export --format must be parquet, not {a.format!r}")
+    if not a.out:
+        raise ValueError("export needs -o DIR")
+    r = to_parquet(a.paths, a.out, client=client, max_line_mib=a.max_line_mib, max_document_mib=a.max_document_mib)
+    sys.stderr.write(f"dftracer-analyze: wrote {r['rows']} events of {r['files']} files to {a.out}\n")
+    return 0 if r["rows"] else 1
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)
+    owned = None
+    try:
+        if a.command == "summary" and not a.dask:
+            raise ValueError("summary runs in Python only with --dask SCHEDULER")
+        client, owned = _client(a.dask, a.workers)
+        return _summary(a, client) if a.command == "summary" else _export(a, client)
+    except (OSError, ValueError, TypeError) as e:
+        sys.stderr.write(f"dftracer-analyze: error: {e}\n")
+        return 2
+    finally:
+        if owned is not None:
+            cluster = owned.cluster
+            owned.close()
+            cluster.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

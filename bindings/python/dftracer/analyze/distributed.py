@@ -1,0 +1,198 @@
+"""dftracer.analyze on a Dask cluster: the C++ reader mapped over pieces of the
+input on the workers, partial aggregates combined on the client.
+
+    import dftracer.analyze as da
+    client = da.local_cluster(n_workers=2)             # or dask.distributed.Client("tcp://host:8786")
+    df = da.summary("runs/", by="name", client=client)  # same numbers as without a client
+    ddf = da.events("runs/", format="dask", client=client)
+    da.to_parquet("runs/", "runs.parquet", client=client)
+
+A piece is a batch of whole files, or one range of gzip members of a large
+.pfw.gz (its .idx lists the members). For summary() a worker returns only
+bytes of aggregates (partial_summary.hpp): exact integer counts and sums, the
+mergeable log histograms behind p50/p95, and the self-time runs of each thread
+that may still nest with another piece's events; the client's combine step
+resolves those, so a thread split over pieces gets the self times of a single
+read. steps() needs whole processes, so it maps over whole files only.
+
+Environment: DFTRACER_DASK_SCHEDULER=ADDRESS makes every call without a client
+use a client of that scheduler.
+"""
+import json
+import os
+
+SCHEDULER_ENV = "DFTRACER_DASK_SCHEDULER"
+# A piece of work: about this many compressed bytes...
+DEFAULT_PIECE_BYTES = 32 << 20
+# ...or this share of the files, so every worker gets several pieces.
+_PIECES_PER_WORKER = 4
+
+_clients = {}
+
+
+def local_cluster(n_workers=2, threads_per_worker=1, **kwargs):
+    """A dask.distributed Client of a new LocalCluster on this machine: `n_workers`
+    worker processes of `threads_per_worker` threads, dashboard on a free port (kwargs go to
+    LocalCluster). Close it with client.close(); client.cluster.close()."""
+    from dask.distributed import Client, LocalCluster
+
+    kwargs.setdefault("dashboard_address", ":0")  # any free port: never fight over 8787
+    kwargs.setdefault("processes", True)
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, **kwargs)
+    return Client(cluster)
+
+
+def resolve_client(client):
+    """The client to use: `client` if given, else one of $DFTRACER_DASK_SCHEDULER
+    (kept for later calls), else None (the local reader)."""
+    if client is not None:
+        return client
+    address = os.environ.get(SCHEDULER_ENV, "").strip()
+    return resolve_client_address(address, f"{SCHEDULER_ENV}={address}") if address else None
+
+
+def resolve_client_address(address, what=None):
+    """A client of the scheduler at `address`, kept for later calls; OSError (one line) when unreachable."""
+    if address not in _clients:
+        from dask.distributed import Client
+
+        try:
+            _clients[address] = Client(address, timeout="30s")
+        except (OSError, TimeoutError) as e:
+            raise OSError(f"{what or address}: cannot reach the Dask scheduler: {e}") from None
+    return _clients[address]
+
+
+def _n_workers(client):
+    try:
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    except Exception:  # a client without scheduler info: plan for two
+        return 2
+
+
+def plan_pieces(ext, files, n_workers, piece_bytes=None, split_members=True):
+    """The pieces of `files`: ("files", [path], [file id]) batches of whole files in
+    file order, and ("range", path, file id, begin, end) for the member ranges of a
+    .pfw.gz larger than piece_bytes (with split_members)."""
+    if piece_bytes is None:
+        piece_bytes = DEFAULT_PIECE_BYTES
+    sizes = [os.path.getsize(f) for f in files]
+    per_batch = max(1, -(-len(files) // (n_workers * _PIECES_PER_WORKER)))
+    pieces, batch, ids, batch_bytes = [], [], [], 0
+
+    def close_batch():
+        nonlocal batch, ids, batch_bytes
+        if batch:
+            pieces.append(("files", batch, ids))
+        batch, ids, batch_bytes = [], [], 0
+
+    for i, (f, size) in enumerate(zip(files, sizes)):
+        if split_members and size > piece_bytes and f.endswith(".gz"):
+            ranges = ext.member_ranges(f, piece_bytes)
+            if len(ranges) > 1:
+                close_batch()
+                pieces.extend(("range", f, i, b, e) for b, e in ranges)
+                continue
+        batch.append(f)
+        ids.append(i)
+        batch_bytes += size
+        if len(batch) >= per_batch or batch_bytes >= piece_bytes:
+            close_batch()
+    close_batch()
+    return pieces
+
+
+# --- worker side: each function imports the extension where it runs --------
+
+def _ext():
+    from .. import _analyze
+
+    return _analyze
+
+
+def _partial(piece, by, limits):
+    ext = _ext()
+    if piece[0] == "files":
+        return ext.partial_summary(piece[1], piece[2], by, 1, **limits)
+    _, path, file_id, begin, end = piece
+    return ext.partial_summary_range(path, file_id, begin, end, by, **limits)
+
+
+def _steps_part(piece, limits):
+    text, stats = _ext().steps_json(piece[1], 1, **limits)
+    return piece[2][0], text, stats
+
+
+def _piece_frame(piece, raw_args, ph, limits):
+    from . import _frame_of_arrays, EventBatches
+
+    ext = _ext()
+    out = []
+    if piece[0] == "files":
+        paths = [(f, 0, os.path.getsize(f)) for f in piece[1]]
+    else:
+        paths = [(piece[1], piece[3], piece[4])]
+    for path, begin, end in paths:
+        batches, _stats = ext.range_events(path, begin, end, 1 << 20, raw_args, ph, **limits)
+        out.extend(_frame_of_arrays(EventBatches._arrays(b)) for b in batches)
+    return out
+
+
+def _frames_concat(frames, meta):
+    import pandas as pd
+
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return meta.copy()
+    return pd.concat(frames, ignore_index=True)
+
+
+# --- client side -----------------------------------------------------------
+
+def partials(client, ext, files, by, limits, piece_bytes=None):
+    """The partial aggregates (bytes) of every piece of `files`, read on the cluster."""
+    pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes)
+    return client.gather(client.map(_partial, pieces, by=by, limits=limits, pure=False))
+
+
+def summary(client, ext, files, by, top, sort, limits, piece_bytes=None):
+    """summary()'s raw dict, computed on the cluster."""
+    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes), by, top, sort)
+
+
+def steps(client, ext, files, limits):
+    """steps()'s JSON document and stats, from whole files mapped over the workers."""
+    pieces = [p for p in plan_pieces(ext, files, _n_workers(client), split_members=False)]
+    results = client.gather(client.map(_steps_part, pieces, limits=limits, pure=False))
+    doc, stats = None, {}
+    for first_id, text, st in results:
+        part = json.loads(text)
+        for p in part["processes"]:
+            p["file_index"] += first_id
+        if doc is None:
+            doc = part
+        else:
+            doc["processes"] += part["processes"]
+            doc["steps"] += part["steps"]
+            for k, v in part["outside"].items():
+                doc["outside"][k] += v
+            for k, v in part["nesting"].items():
+                doc["nesting"][k] += v
+            doc["events"] += part["events"]
+            if doc["first_step_compile_share"] is None:
+                doc["first_step_compile_share"] = part["first_step_compile_share"]
+        for k, v in st.items():
+            stats[k] = stats.get(k, 0) + v if not isinstance(v, str) else v
+    problems = [r[2]["problems"] for r in results if r[2].get("problems")]
+    stats["problems"] = "; ".join(problems)
+    return doc, stats
+
+
+def events(client, ext, files, raw_args, ph, limits, meta, piece_bytes=None):
+    """A dask.dataframe of the events: one partition per piece, in input order."""
+    import dask.dataframe as dd
+    from dask import delayed
+
+    pieces = plan_pieces(ext, files, _n_workers(client) if client is not None else 2, piece_bytes)
+    parts = [delayed(_frames_concat)(delayed(_piece_frame)(p, raw_args, ph, limits), meta) for p in pieces]
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)

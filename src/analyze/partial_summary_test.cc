@@ -1,0 +1,145 @@
+// Partial summaries (the Dask path): a file read as ranges of its gzip
+// members, each summarized alone and the parts combined, gives exactly the
+// summary of one read -- self times of threads whose nesting spans the ranges
+// included -- and a damaged part or one of other keys is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "partial_summary.hpp"
+#include "summary.hpp"
+#include "trace_files.hpp"
+
+namespace dftracer::analyze::testing {
+namespace {
+
+// Two threads of nested events written in end order (children first), each
+// thread inside one region written last, so nesting spans every member.
+std::string nested_trace(int steps) {
+  std::mt19937 rng(11);
+  std::vector<std::string> lines;
+  for (int tid : {4243, 4244}) {
+    double t = 1000.0 + tid;
+    const double start = t;
+    for (int s = 0; s < steps; ++s) {
+      const double step_start = t;
+      for (int k = 0; k < 3; ++k) {
+        double dur = 1 + rng() % 50;
+        lines.push_back(op_event(s * 10 + k, k % 2 ? "aten::mm" : "aten::add", t, dur, k ? "backward" : "forward",
+                                 "model.layer" + std::to_string(k), 1000 * (k + 1), 64, 4242, tid,
+                                 "\"step\":" + std::to_string(s)));
+        t += dur + 0.5;
+      }
+      lines.push_back(op_event(s, "train_step", step_start, t - step_start, "forward", "model", -1, -1, 4242, tid));
+      t += 2;
+    }
+    lines.push_back(op_event(0, "epoch", start, t - start + 1, "forward", "model", -1, -1, 4242, tid));
+  }
+  // Threads interleave in runs of lines, as the writer's chunks do.
+  std::vector<std::string> mixed;
+  size_t half = lines.size() / 2, a = 0, b = half;
+  while (a < half || b < lines.size()) {
+    for (int i = 0; i < 5 && a < half; ++i) mixed.push_back(lines[a++]);
+    for (int i = 0; i < 3 && b < lines.size(); ++i) mixed.push_back(lines[b++]);
+  }
+  return pfw_text(mixed);
+}
+
+void expect_same(const Summary& want, const Summary& got) {
+  ASSERT_EQ(want.rows.size(), got.rows.size());
+  EXPECT_EQ(want.complete_events, got.complete_events);
+  EXPECT_EQ(want.metadata_events, got.metadata_events);
+  EXPECT_EQ(want.traced_us, got.traced_us);
+  EXPECT_EQ(want.total_us, got.total_us);
+  EXPECT_EQ(want.span_us, got.span_us);
+  EXPECT_EQ(want.stats.events, got.stats.events);
+  EXPECT_EQ(want.stats.files, got.stats.files);
+  EXPECT_EQ(want.stats.json_bytes, got.stats.json_bytes);
+  for (size_t i = 0; i < want.rows.size(); ++i) {
+    const SummaryRow& w = want.rows[i];
+    const SummaryRow& g = got.rows[i];
+    EXPECT_EQ(w.key, g.key);
+    EXPECT_EQ(w.count, g.count) << w.key[0];
+    EXPECT_EQ(w.self_us, g.self_us) << w.key[0];
+    EXPECT_EQ(w.total_us, g.total_us) << w.key[0];
+    EXPECT_EQ(w.min_us, g.min_us) << w.key[0];
+    EXPECT_EQ(w.max_us, g.max_us) << w.key[0];
+    EXPECT_EQ(w.p50_us, g.p50_us) << w.key[0];
+    EXPECT_EQ(w.p95_us, g.p95_us) << w.key[0];
+    EXPECT_EQ(w.share, g.share) << w.key[0];
+    EXPECT_EQ(std::isnan(w.gflops), std::isnan(g.gflops)) << w.key[0];
+    if (!std::isnan(w.gflops)) EXPECT_DOUBLE_EQ(w.gflops, g.gflops) << w.key[0];  // float sums in another order
+  }
+}
+
+TEST(PartialSummary, MemberRangesCombinedEqualOneRead) {
+  TempDir dir;
+  const std::string path = dir.file("t.pfw.gz");
+  write_gz(path, nested_trace(400), 97, /*index=*/true);
+  std::vector<MemberRange> ranges = gzip_member_ranges(path, 4096);
+  ASSERT_GE(ranges.size(), 4u);
+  for (const char* by : {"name", "tid", "module,phase", "args.step"}) {
+    std::vector<GroupKey> keys = parse_group_keys(by);
+    Summary want = summarize({path}, keys, 0, 2);
+    std::vector<std::string> parts;
+    for (const MemberRange& r : ranges) parts.push_back(partial_summary_range(path, 0, r, keys));
+    std::reverse(parts.begin(), parts.end());  // any order
+    expect_same(want, combine_partials(parts, keys, 0));
+  }
+}
+
+TEST(PartialSummary, SelfTimeNeedsTheRunsOfOtherRanges) {
+  // Each range alone counts the epoch's children as top level: the traced time
+  // of the parts summed separately is larger than the one read's.
+  TempDir dir;
+  const std::string path = dir.file("t.pfw.gz");
+  write_gz(path, nested_trace(200), 61, true);
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  double separate = 0;
+  for (const MemberRange& r : gzip_member_ranges(path, 2048))
+    separate += combine_partials({partial_summary_range(path, 0, r, keys)}, keys, 0).traced_us;
+  EXPECT_GT(separate, summarize({path}, keys, 0, 1).traced_us);
+}
+
+TEST(PartialSummary, FilesOfOnePartAndOfManyPartsAgree) {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int i = 0; i < 6; ++i) {
+    files.push_back(dir.file("f" + std::to_string(i) + ".pfw"));
+    write_file(files.back(), nested_trace(20 + i));
+  }
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  Summary want = summarize(files, keys, 0, 2);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < files.size(); i += 2)
+    parts.push_back(partial_summary({files[i], files[i + 1]}, {i, i + 1}, keys, 1));
+  expect_same(want, combine_partials(parts, keys, 0));
+}
+
+TEST(PartialSummary, DamagedOrForeignPartsAreRefused) {
+  TempDir dir;
+  const std::string path = dir.file("t.pfw");
+  write_file(path, nested_trace(5));
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  std::string part = partial_summary({path}, {0}, keys, 1);
+  EXPECT_THROW(combine_partials({part.substr(0, part.size() / 2)}, keys, 0), std::invalid_argument);
+  EXPECT_THROW(combine_partials({part + "x"}, keys, 0), std::invalid_argument);
+  EXPECT_THROW(combine_partials({"garbage"}, keys, 0), std::invalid_argument);
+  EXPECT_THROW(combine_partials({part}, parse_group_keys("cat"), 0), std::invalid_argument);
+}
+
+TEST(PartialSummary, WithoutIndexAFileIsOneRange) {
+  TempDir dir;
+  const std::string path = dir.file("t.pfw.gz");
+  write_gz(path, nested_trace(100), 50, /*index=*/false);
+  std::vector<MemberRange> r = gzip_member_ranges(path, 1024);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].begin, 0u);
+}
+
+}  // namespace
+}  // namespace dftracer::analyze::testing

@@ -1,0 +1,222 @@
+"""dftracer.analyze on Dask and Parquet export (issue #17): a LocalCluster of 2
+worker processes reads 1,000 small trace files plus one large multi-member
+.pfw.gz (split into gzip member ranges, threads nesting across them) and must
+give exactly the single-machine reader's numbers for every grouping; the
+dask.dataframe of events equals the batches; a Parquet export read back with
+pyarrow and DuckDB holds the same events."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("dask.distributed")
+pytest.importorskip("pyarrow")
+da = pytest.importorskip("dftracer.analyze")
+if da._ext is None:
+    pytest.skip("dftracer was built without the analyzer", allow_module_level=True)
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import synthetic_traces  # noqa: E402
+from dftracer.analyze import distributed  # noqa: E402
+
+GROUPINGS = ["name", "cat", "ph", "pid", "tid", "module", "phase", "graph", "step", "epoch", "source", "shapes",
+             "dtype", "category", "args.rank", "args.step", "module,phase", "args.step,name", "args.fhash"]
+# Small enough that the large file is read as several member ranges.
+PIECE_BYTES = 256 << 10
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dask_traces")
+    small = synthetic_traces.write_small_files(str(d / "small"), 1000, 40)
+    big = synthetic_traces.write_multi_member_gz(str(d / "big-app-4242.pfw.gz"), 40000, threads=4,
+                                                 member_lines=1500)
+    yield str(d), small, big
+    shutil.rmtree(str(d), ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = da.local_cluster(n_workers=2, threads_per_worker=1)
+    yield c
+    cluster = c.cluster
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(distributed, "DEFAULT_PIECE_BYTES", PIECE_BYTES)
+
+
+def test_the_large_file_is_read_as_member_ranges_with_threads_across_them(traces):
+    _, _, big = traces
+    pieces = distributed.plan_pieces(da._ext, [big], 2)
+    assert len(pieces) >= 4 and all(p[0] == "range" for p in pieces), pieces
+    assert pieces[0][3] == 0 and pieces[-1][4] == os.path.getsize(big)
+    # The epoch region of every thread encloses events of every range: self time needs
+    # the runs carried across pieces, not a per-piece answer.
+    per_piece = [da._ext.combine_partials([da._ext.partial_summary_range(big, 0, p[3], p[4], "name")], "name")
+                 for p in pieces]
+    assert sum(r["totals"]["traced_us"] for r in per_piece) > da.summary(big).attrs["totals"]["traced_us"]
+
+
+def _check_same(local, dist, by):
+    keys = by.split(",")
+    local = local.sort_values(keys, ignore_index=True)
+    dist = dist.sort_values(keys, ignore_index=True)
+    exact = [c for c in local.columns if c not in ("gflops", "gbps")]
+    pd.testing.assert_frame_equal(local[exact], dist[exact], check_exact=True, obj=f"summary by {by}")
+    for c in ("gflops", "gbps"):  # float sums in another order
+        np.testing.assert_allclose(local[c], dist[c], rtol=1e-12, equal_nan=True, err_msg=f"{c} by {by}")
+    assert local.attrs["totals"] == dist.attrs["totals"], by
+    for k in ("files", "events", "input_bytes", "json_bytes", "malformed", "bad_fields", "skipped_lines"):
+        assert local.attrs["stats"][k] == dist.attrs["stats"][k], (by, k)
+
+
+def test_summary_on_dask_equals_the_local_reader_for_every_grouping(traces, client):
+    d, small, big = traces
+    paths = small + [big]
+    parts = client.gather(client.map(distributed._partial, distributed.plan_pieces(da._ext, da.files(paths), 2),
+                                     by="name", limits={}, pure=False))
+    # Only aggregates travel: the parts are a small fraction of the input.
+    assert all(isinstance(p, bytes) for p in parts)
+    assert sum(map(len, parts)) < sum(os.path.getsize(p) for p in paths) / 4
+    for by in GROUPINGS:
+        local = da.summary(paths, by=by, threads=2)
+        dist = da.summary(paths, by=by, client=client)
+        assert len(local) > 0
+        _check_same(local, dist, by)
+    # top and sort are applied after combining, as locally.
+    a, b = da.summary(paths, top=3, sort="total"), da.summary(paths, top=3, sort="total", client=client)
+    assert list(a["name"]) == list(b["name"]) and list(a["total_us"]) == list(b["total_us"])
+
+
+def test_big_file_alone_and_bad_keys(traces, client):
+    _, _, big = traces
+    for by in ("name", "tid", "args.step,name"):
+        _check_same(da.summary(big, by=by), da.summary(big, by=by, client=client), by)
+    with pytest.raises(ValueError, match="nosuchkey"):
+        da.summary(big, by="nosuchkey", client=client)
+
+
+def test_steps_on_dask_equal_the_local_steps(traces, client):
+    d, small, big = traces
+    paths = small[:200] + [big]
+    local = da.steps(paths)
+    dist = da.steps(paths, client=client)
+    assert len(local) > 1000
+    pd.testing.assert_frame_equal(local, dist, check_exact=True)
+    assert local.attrs["processes"] == dist.attrs["processes"]
+    assert local.attrs["first_step_compile_share"] == dist.attrs["first_step_compile_share"]
+    for k, v in local.attrs["outside"].items():
+        assert dist.attrs["outside"][k] == pytest.approx(v, rel=1e-12, abs=1e-9)
+
+
+def _sorted_events(df):
+    df = df.copy()
+    for c in df.columns:
+        if df[c].dtype == object or str(df[c].dtype).startswith(("string", "category")):
+            df[c] = df[c].astype(object).where(df[c].notna(), None).astype(str)
+    order = ["pid", "tid", "ts_ns", "dur_ns", "name", "args"]
+    return df.sort_values([c for c in order if c in df.columns], ignore_index=True, kind="stable")
+
+
+def _events_frame(paths):
+    frames = [da._frame_of_arrays(b) for b in da.events(paths, format="numpy", batch_size=1 << 20)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_dask_dataframe_of_events_equals_the_batches(traces, client):
+    d, small, big = traces
+    paths = small[:100] + [big]
+    ddf = da.events(paths, format="dask", client=client)
+    assert ddf.npartitions > 4
+    assert list(ddf.columns) == list(da.EVENT_COLUMNS)
+    got = ddf.compute()
+    want = _events_frame(paths)
+    assert len(got) == len(want) > 40000
+    g, w = _sorted_events(got), _sorted_events(want)
+    for c in w.columns:
+        if c in ("ts", "dur", "flops", "bytes"):
+            np.testing.assert_array_equal(g[c].to_numpy(float), w[c].to_numpy(float), err_msg=c)
+        elif c in ("ts_ns", "dur_ns"):
+            assert g[c].astype("Int64").equals(w[c].astype("Int64")), c
+        else:
+            assert list(g[c]) == list(w[c]), c
+
+
+def test_parquet_export_read_back_with_pyarrow_and_duckdb(traces, client, tmp_path):
+    import pyarrow.dataset as pads
+
+    d, small, big = traces
+    paths = small[:100] + [big]
+    out = tmp_path / "pq"
+    r = da.to_parquet(paths, str(out), client=client)
+    want = _events_frame(paths)
+    assert r["rows"] == len(want) and r["files"] == len(paths)
+    # Hive partitioned by process.
+    assert sorted(os.listdir(out))[:2] == ["pid=10000", "pid=10001"]
+    table = pads.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    got = table.to_pandas()
+    assert len(got) == len(want)
+    assert str(table.schema.field("ts_ns").type) == "int64" and str(table.schema.field("flops").type) == "double"
+    g = got.sort_values(["pid", "tid", "ts_ns", "dur_ns", "name"], ignore_index=True, kind="stable")
+    w = want.sort_values(["pid", "tid", "ts_ns", "dur_ns", "name"], ignore_index=True, kind="stable")
+    for c in ("name", "cat", "ph", "module", "phase", "step", "shapes"):
+        assert list(g[c].astype(object).where(g[c].notna(), None)) == \
+            list(w[c].astype(object).where(w[c].notna(), None)), c
+    assert list(g["pid"].astype(int)) == list(w["pid"])
+    assert g["dur_ns"].astype("Int64").equals(w["dur_ns"].astype("Int64"))
+    np.testing.assert_array_equal(g["flops"].to_numpy(float), w["flops"].to_numpy(float))
+    # The other args as JSON: what the typed columns hold is not repeated there.
+    rest = [json.loads(a) for a in g["args"].dropna().head(200)]
+    assert rest and all("phase" not in a and "module" not in a for a in rest)
+    assert any("rank" in a for a in rest) and any("fhash" in a for a in rest)
+
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    q = con.execute(f"SELECT name, count(*), sum(dur_ns) FROM read_parquet('{out}/**/*.parquet', "
+                    f"hive_partitioning=true) WHERE ph = 'X' GROUP BY name ORDER BY name").fetchall()
+    w_by = w[w["ph"] == "X"].groupby("name")["dur_ns"].agg(["count", "sum"]).sort_index()
+    assert [(n, c, int(s)) for n, c, s in q] == [(n, int(r["count"]), int(r["sum"])) for n, r in w_by.iterrows()]
+    npid = con.execute(f"SELECT count(DISTINCT pid) FROM read_parquet('{out}/**/*.parquet', "
+                       f"hive_partitioning=true)").fetchone()[0]
+    assert npid == len(paths)
+    # Never into a directory that holds something.
+    with pytest.raises(FileExistsError, match="not an empty directory"):
+        da.to_parquet(paths[:1], str(out))
+
+
+def _analyzer_bin():
+    for c in (os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
+              shutil.which("dftracer-analyze")):
+        if c and os.access(c, os.X_OK):
+            return c
+    pytest.skip("dftracer-analyze not found (set DFTRACER_ANALYZE_BIN)")
+
+
+def test_cli_summary_dask_and_export_parquet(traces, client, tmp_path):
+    d, small, big = traces
+    exe = _analyzer_bin()
+    env = dict(os.environ, DFTRACER_PYTHON=sys.executable)
+    paths = small[:50] + [big]
+    local = subprocess.run([exe, "summary", "--by", "name", "--format", "json", *paths], capture_output=True,
+                           text=True, env=env)
+    dist = subprocess.run([exe, "summary", "--by", "name", "--format", "json", "--dask",
+                           client.scheduler.address, *paths], capture_output=True, text=True, env=env)
+    assert local.returncode == 0 and dist.returncode == 0, dist.stderr
+    assert json.loads(local.stdout)["rows"] and dist.stdout == local.stdout  # the same writer, the same numbers
+    out = tmp_path / "cli_pq"
+    r = subprocess.run([exe, "export", "--format", "parquet", "-o", str(out), *paths[:5]], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(out)) == [f"pid={10000 + i}" for i in range(5)]
+    bad = subprocess.run([exe, "export", "--format", "csv", "-o", str(tmp_path / "x"), paths[0]],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "parquet" in bad.stderr and bad.stderr.count("\n") <= 2
