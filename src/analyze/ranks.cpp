@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <set>
 
@@ -152,6 +153,27 @@ void match_collectives(RankReport& r, const std::vector<CommEvent>& comms, const
   });
 }
 
+using Interval = std::pair<int64_t, int64_t>;  // [begin, end) ns on rank 0's clock
+using Intervals = std::vector<Interval>;
+
+// The length of the union of intervals (sorts them in place).
+int64_t union_ns(Intervals& v) {
+  std::sort(v.begin(), v.end());
+  int64_t total = 0, b = 0, e = INT64_MIN;
+  for (const Interval& x : v) {
+    if (x.second <= x.first) continue;
+    if (x.first > e) {
+      if (e > b) total = saturating_add(total, e - b);
+      b = x.first;
+      e = x.second;
+    } else {
+      e = std::max(e, x.second);
+    }
+  }
+  if (e > b) total = saturating_add(total, e - b);
+  return total;
+}
+
 // The step x rank table and each step's straggler, from the collectives.
 void attribute(RankReport& r, const StepReport* steps) {
   std::map<std::pair<int64_t, size_t>, StepRankRow> cells;  // (step, process)
@@ -177,31 +199,58 @@ void attribute(RankReport& r, const StepReport* steps) {
       }
     }
   }
+  // Times in collectives are wall time: a rank's async collectives (DDP's
+  // gradient buckets, launched back to back) overlap, and all wait for the
+  // same late rank at once, so their times are merged as intervals, never
+  // summed (summing counted one 0.2 s straggler three times over 3 buckets).
+  std::map<size_t, Intervals> proc_comm, proc_wait;                  // process ->
+  std::map<std::pair<int64_t, size_t>, Intervals> cell_comm, cell_wait;  // (step, process) ->
+  // Waits a late rank caused: per (late rank's cell or process) and waiting process.
+  std::map<std::pair<size_t, size_t>, Intervals> proc_caused;
+  std::map<std::tuple<int64_t, size_t, size_t>, Intervals> cell_caused;
   std::map<int64_t, int64_t> max_wait;  // step -> longest single wait
   for (Collective& c : r.collectives) {
+    const bool has_late = c.ranks.size() >= 2;  // else nobody to wait for
+    const CollectiveRank* late = has_late ? &c.ranks[c.last] : nullptr;
     for (size_t i = 0; i < c.ranks.size(); ++i) {
       const CollectiveRank& x = c.ranks[i];
-      RankProcess& p = r.processes[x.process];
-      p.comm_ns = saturating_add(p.comm_ns, x.dur_ns);
-      p.wait_ns = saturating_add(p.wait_ns, x.wait_ns);
-      p.transfer_ns = saturating_add(p.transfer_ns, x.transfer_ns);
-      ++p.comm_calls;
-      StepRankRow& row = cell(x.step, x.process);
-      row.comm_ns = saturating_add(row.comm_ns, x.dur_ns);
-      row.wait_ns = saturating_add(row.wait_ns, x.wait_ns);
-      row.transfer_ns = saturating_add(row.transfer_ns, x.transfer_ns);
+      const Interval in_call{x.arrival_ns, x.end_ns};
+      const Interval waiting{x.arrival_ns, saturating_add(x.arrival_ns, x.wait_ns)};
+      ++r.processes[x.process].comm_calls;
+      proc_comm[x.process].push_back(in_call);
+      proc_wait[x.process].push_back(waiting);
+      cell(x.step, x.process);
+      cell_comm[{x.step, x.process}].push_back(in_call);
+      cell_wait[{x.step, x.process}].push_back(waiting);
       int64_t& mw = max_wait[x.step];
       mw = std::max(mw, x.wait_ns);
+      if (late && i != c.last && x.wait_ns > 0) {
+        proc_caused[{late->process, x.process}].push_back(waiting);
+        cell_caused[{late->step, late->process, x.process}].push_back(waiting);
+      }
     }
     if (!c.complete()) ++r.partial_collectives;
-    if (c.ranks.size() < 2) continue;  // nobody to wait for
-    const CollectiveRank& late = c.ranks[c.last];
-    RankProcess& p = r.processes[late.process];
-    ++p.last_arrivals;
-    p.caused_wait_ns = saturating_add(p.caused_wait_ns, c.waited_ns);
-    StepRankRow& row = cell(late.step, late.process);
-    ++row.last_arrivals;
-    row.caused_wait_ns = saturating_add(row.caused_wait_ns, c.waited_ns);
+    if (!late) continue;
+    ++r.processes[late->process].last_arrivals;
+    ++cell(late->step, late->process).last_arrivals;
+  }
+  for (auto& [proc, iv] : proc_comm) {
+    RankProcess& p = r.processes[proc];
+    p.comm_ns = union_ns(iv);
+    p.wait_ns = union_ns(proc_wait[proc]);
+    p.transfer_ns = p.comm_ns - p.wait_ns;  // waits lie inside the calls
+  }
+  for (auto& [key, iv] : cell_comm) {
+    StepRankRow& row = cells[key];
+    row.comm_ns = union_ns(iv);
+    row.wait_ns = union_ns(cell_wait[key]);
+    row.transfer_ns = row.comm_ns - row.wait_ns;
+  }
+  for (auto& [key, iv] : proc_caused)
+    r.processes[key.first].caused_wait_ns = saturating_add(r.processes[key.first].caused_wait_ns, union_ns(iv));
+  for (auto& [key, iv] : cell_caused) {
+    StepRankRow& row = cells[{std::get<0>(key), std::get<1>(key)}];
+    row.caused_wait_ns = saturating_add(row.caused_wait_ns, union_ns(iv));
   }
   for (auto& [key, row] : cells) r.step_rows.push_back(row);
   // Per step: the rank that cost the others the most waiting.

@@ -46,10 +46,11 @@ struct RankProcess {
   bool ended = false;  // its `end` event was read: the file was finalized
   uint64_t complete = 0;
   int64_t self_ns = 0, total_ns = 0;
-  // Matched collectives (those with a seq): time in them, split.
+  // Matched collectives (those with a seq): wall time in them (overlapping
+  // async calls merged as intervals), split into waiting and transfer.
   int64_t comm_ns = 0, wait_ns = 0, transfer_ns = 0;
   uint64_t comm_calls = 0, last_arrivals = 0;
-  int64_t caused_wait_ns = 0;  // others' waits at collectives this rank arrived last at
+  int64_t caused_wait_ns = 0;  // others' wall time waiting at collectives this rank arrived last at (per waiting rank: the union)
 };
 
 // One rank's part in one collective.

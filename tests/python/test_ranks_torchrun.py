@@ -51,9 +51,10 @@ def _check_job(proc, files, nproc):
 
 @pytest.fixture(scope="module")
 def ddp_job(tmp_path_factory):
-    """The 2-rank compiled DDP job, run once for the tests below."""
+    """The 2-rank compiled DDP job, run once for the tests below; rank 1
+    sleeps 0.2 s in step 2 (the straggler the analysis must find)."""
     d = str(tmp_path_factory.mktemp("ddp2"))
-    proc, files = ranks_job.run_job(d, 2, compile=True)
+    proc, files = ranks_job.run_job(d, 2, compile=True, sleep_rank=1, sleep_step=2)
     return d, _check_job(proc, files, 2)
 
 
@@ -156,6 +157,35 @@ def test_merge_of_two_ranks(ddp_job, tmp_path):
         len(complete_events(ev, cat="comm")) for _, ev in ranks.values())
 
 
+def test_straggler_and_waits_found_by_the_analysis(ddp_job):
+    """Rank 1 slept 0.2 s in step 2: the analysis names it the step's
+    straggler, and rank 0's time waiting for it is 0.2 s within 20 %."""
+    import dftracer.analyze as da
+
+    _, ranks = ddp_job
+    a = da.ranks([p for p, _ in ranks.values()])
+    assert sorted(a.ranks["rank"]) == [0, 1]
+    assert a.info["missing_ranks"] == [] and a.info["incomplete_ranks"] == []
+    st = a.stragglers.set_index("step")
+    assert st.loc[2, "straggler"] == 1, a.stragglers
+    row = a.steps[(a.steps["step"] == 2) & (a.steps["rank"] == 0)]
+    assert len(row) == 1, a.steps
+    wait_ms = float(row["wait_us"].iloc[0]) / 1000
+    assert 160 <= wait_ms <= 240, a.steps
+    # Steps 1 (after compile) had no injected delay: nobody waited nearly as long.
+    quiet = a.steps[a.steps["step"] == 1]["wait_us"].max() / 1000
+    assert quiet < wait_ms / 2, a.steps
+    # The CLI's summary --by rank: one row per rank, each with its collectives' time.
+    proc = subprocess.run([_analyzer(), "summary", "--by", "rank", "--format", "json"] +
+                          [p for p, _ in ranks.values()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    t = doc["ranks"]
+    by_rank = {r[t["columns"].index("rank")]: dict(zip(t["columns"], r)) for r in t["rows"]}
+    assert sorted(by_rank) == [0, 1]
+    assert all(v["comm_us"] > 0 for v in by_rank.values())
+
+
 def test_four_ranks_complete(tmp_path):
     proc, files = ranks_job.run_job(str(tmp_path), 4, steps=2)
     ranks = _check_job(proc, files, 4)
@@ -183,3 +213,11 @@ def test_sigkilled_rank_leaves_others_complete(tmp_path):
     steps = [e["args"]["step"] for e in complete_events(partial, name="train_step")]
     assert steps == [0, 1]  # its last flush holds the steps before the kill
     assert complete_events(partial, cat="comm")
+    # merge still succeeds and says which rank is incomplete
+    out = str(tmp_path / "merged.json")
+    m = subprocess.run([_analyzer(), "merge", "-o", out] + files, capture_output=True, text=True, timeout=120)
+    assert m.returncode == 0, m.stderr
+    with open(out) as f:
+        info = json.load(f)["otherData"]["ranks"]
+    assert info["incomplete_ranks"] == [2] and info["world_size"] == 4, info
+    assert "incomplete" in m.stderr and "2" in m.stderr, m.stderr
