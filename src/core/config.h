@@ -52,6 +52,10 @@ struct Config {
   // fractions (DFTRACER_TIME_RESOLUTION=ns), which viewers parsing epoch
   // microseconds into doubles cannot hold (see docs/configuration.md).
   bool whole_micros = true;
+  // DFTRACER_INTERN_CAP: distinct strings the table takes from recorders of
+  // possibly one-off names (dft_complete_*_named, Python log_event) before
+  // copying such names into each record instead (bounded memory).
+  uint32_t intern_cap = 65536;
 
   // Reads every DFTRACER_* variable; warns once per process per bad value.
   static Config from_env();

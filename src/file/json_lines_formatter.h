@@ -70,6 +70,7 @@ class JsonLinesFormatter final : public TraceFormatter {
   StringTable& strings_;
   Clock& clock_;
   uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed
+  std::string inline_name_;  // a kNameInline record's name, escaped (reused: no allocation per event)
 };
 
 }  // namespace dftracer
