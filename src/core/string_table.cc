@@ -4,7 +4,7 @@
 #include <new>
 #include <string>
 
-#include "diagnostics.h"
+#include "dftracer/dftracer.h"  // dft_warn: the one diagnostics channel
 #include "hash.h"
 #include "json_escape.h"
 
@@ -66,9 +66,10 @@ uint32_t StringTable::lookup_or_insert(const char* s, size_t n, bool bounded) {
 
 uint32_t StringTable::refuse() {
   if (!warned_cap_.exchange(true, std::memory_order_relaxed))
-    log_warn(("more than DFTRACER_INTERN_CAP=" + std::to_string(cap()) +
+    dft_warn(("more than DFTRACER_INTERN_CAP=" + std::to_string(cap()) +
               " distinct event names: further new names are copied into each event (larger records, "
-              "same trace); counted in stats as names_inline"));
+              "same trace); counted in stats as names_inline")
+                 .c_str());
   return 0;
 }
 
