@@ -7,7 +7,11 @@
 #      mode, eight threads doing I/O) concurrency
 #      tests with ThreadSanitizer and runs them
 #      (smaller, via DFTRACER_TEST_SCALE: TSan is ~10x slower);
-#   4. installs the Python package and runs pytest.
+#   4. builds the fork and SIGTERM suites with AddressSanitizer +
+#      UndefinedBehaviorSanitizer and runs the fork-while-recording and
+#      SIGTERM-during-thread-churn tests at a small scale (TSan cannot run
+#      the fork test);
+#   5. installs the Python package and runs pytest.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +40,15 @@ cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_t
 DFTRACER_TEST_SCALE=0.02 TSAN_OPTIONS="halt_on_error=1" \
   ctest --test-dir build-tsan -j "$JOBS" --output-on-failure \
   -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent|io\.(FunctionMode|FileHashes))'
+
+step "AddressSanitizer + UBSan: fork while recording, SIGTERM during thread churn"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_SANITIZE=address \
+  -DDFTRACER_BUILD_TESTS=ON -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
+cmake --build build-asan -j "$JOBS" --target core_process_test
+DFTRACER_TEST_SCALE=0.1 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1" \
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+  ctest --test-dir build-asan -j "$JOBS" --output-on-failure \
+  -R '^core\.(Fork\.ForkWhileRecordingAndWritingNeverCrashesTheChild|Crash\.SigtermDuringThreadChurnNeverHangs)$'
 
 step "Python package"
 "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"

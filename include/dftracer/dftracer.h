@@ -118,6 +118,8 @@ typedef struct dft_stats {
   uint64_t pool_bytes_in_use;   /* buffer memory now held                  */
   uint64_t pool_bytes_peak;     /* most buffer memory ever held            */
   uint64_t pool_bytes_cap;      /* DFTRACER_BUFFER_SIZE                    */
+  uint64_t names_inline;        /* events whose name was copied into the
+                                   record (DFTRACER_INTERN_CAP reached)     */
 } dft_stats;
 DFT_API void dft_get_stats(dft_stats* out);
 
@@ -178,6 +180,12 @@ typedef uint32_t dft_id;
 DFT_API dft_id dft_intern(const char* s, size_t len);
 DFT_API dft_id dft_intern_cstr(const char* s);
 
+/* For names that may be new on every call (a per-item region, a user's
+ * log_event): the id when `s` is interned, else interns it while the table
+ * holds fewer than DFTRACER_INTERN_CAP strings (default 65536), else 0 --
+ * record it with dft_complete_*_named, which copies it into the record. */
+DFT_API dft_id dft_intern_bounded(const char* s, size_t len);
+
 /* Returns the interned string (NUL-terminated) for an id, or NULL. */
 DFT_API const char* dft_string(dft_id id, size_t* len);
 
@@ -237,6 +245,16 @@ DFT_API void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks,
  * from dft_now_ns, or a caller's own clock). */
 DFT_API void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns,
                              const dft_arg* args, uint32_t nargs);
+
+/* The same with the name given as bytes (`len` bytes, at most
+ * DFT_MAX_INLINE_STR kept): interned while the table is under
+ * DFTRACER_INTERN_CAP (then exactly dft_complete_ticks / _ns), else copied
+ * into the record, so memory stays bounded however many distinct names a
+ * program makes; such events are counted in dft_stats.names_inline. */
+DFT_API void dft_complete_ticks_named(const char* name, size_t len, dft_id cat, uint64_t start_ticks,
+                                      uint64_t end_ticks, const dft_arg* args, uint32_t nargs);
+DFT_API void dft_complete_ns_named(const char* name, size_t len, dft_id cat, uint64_t start_ns,
+                                   uint64_t dur_ns, const dft_arg* args, uint32_t nargs);
 
 /* Region helpers: `dft_region_begin` returns dft_ticks(); `dft_region_end`
  * records the event from then to now. */

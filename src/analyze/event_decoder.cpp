@@ -178,6 +178,11 @@ DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity,
 DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t padded_capacity, Event& ev) {
   ev = Event{};
   if (line.empty() || line.front() != '{') return DecodeStatus::Malformed;
+  // One validity rule for every command: the whole line must be JSON, as
+  // merge requires (On-Demand alone let "id":-, NaN, 01, tru through in
+  // fields it skipped). The fast path already validates what it accepts.
+  simdjson::dom::element whole;
+  if (validator_.parse(line.data(), line.size(), false).get(whole)) return DecodeStatus::Malformed;
   ondemand::document doc;
   if (parser_.iterate(line.data(), line.size(), padded_capacity).get(doc)) return DecodeStatus::Malformed;
   ondemand::object obj;

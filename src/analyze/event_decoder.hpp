@@ -38,13 +38,17 @@ class EventDecoder {
   // Tries the hand-written fast path (event_fast_path.hpp) first and falls
   // back to simdjson for every line it does not take.
   DecodeStatus decode(std::string_view line, size_t padded_capacity, Event& out);
-  // simdjson On-Demand only: the reference the fast path must agree with.
+  // simdjson only: the reference the fast path must agree with. The line is
+  // first validated whole (simdjson's DOM parser: RFC 8259, every field,
+  // also those On-Demand would skip), so every command -- summary, report,
+  // events(), merge -- keeps exactly the lines that are valid JSON objects.
   DecodeStatus decode_with_simdjson(std::string_view line, size_t padded_capacity, Event& out);
 
  private:
   const ArgCapture* capture() const { return capture_.size ? &capture_ : nullptr; }
 
   simdjson::ondemand::parser parser_;
+  simdjson::dom::parser validator_;  // On-Demand does not validate what it skips
   ArgCapture capture_;
   std::string pid_buf_, tid_buf_;
 };

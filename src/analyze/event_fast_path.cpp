@@ -306,8 +306,19 @@ P skip_value(P p, P e, int depth) {
     case 'n':
       return literal(p, e, "null", 4);
     default: {
+      // A skipped number with a 3-digit exponent or more than 18 integer
+      // digits may be out of simdjson's range (64e768, a 20-digit integer),
+      // which its DOM parser -- the one validity rule, as merge applies it --
+      // rejects: leave such lines to simdjson.
       NumberParts n;
-      return number(p, e, n);
+      P q = number(p, e, n);
+      if (q == nullptr || n.int_end - n.int_begin > 18) return nullptr;
+      if (n.exp) {
+        P x = n.frac_end + 1;  // after the 'e'
+        if (*x == '+' || *x == '-') ++x;
+        if (q - x > 2) return nullptr;
+      }
+      return q;
     }
   }
 }

@@ -30,12 +30,11 @@ namespace {
 // The single output stream; threads hand it whole blocks of events. A failed
 // write throws InputError on the writing thread (the reader carries it to the
 // caller) and every later call throws again, so nothing is written after a gap.
+// The file appears at its name only when close() succeeds (OutputFile).
 class OutputSink {
  public:
-  explicit OutputSink(const std::string& path) : path_(path) {
+  explicit OutputSink(const std::string& path) : path_(path), output_(path), file_(output_.stream()) {
     gz_ = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-    file_ = std::fopen(path.c_str(), "wb");
-    if (!file_) throw InputError("cannot write " + path + ": " + std::strerror(errno));
     if (gz_) {
       // One gzip stream (not one member per block): every viewer's gunzip reads it.
       if (deflateInit2(&zs_, 3, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
@@ -43,9 +42,8 @@ class OutputSink {
     }
   }
   ~OutputSink() {
-    if (file_) std::fclose(file_);
     if (gz_) deflateEnd(&zs_);
-  }
+  }  // output_ removes its temporary file unless close() committed it
 
   // Appends events (each a JSON object) with the separating commas.
   void events(const std::vector<std::string>& evs) {
@@ -66,9 +64,8 @@ class OutputSink {
     std::lock_guard<std::mutex> lk(mu_);
     write(nullptr, 0, true);
     if (std::fflush(file_) != 0 || std::ferror(file_)) fail();
-    std::FILE* f = file_;
     file_ = nullptr;
-    if (std::fclose(f) != 0) fail();
+    output_.commit();  // renamed into place only now: a failed merge leaves no output
   }
 
  private:
@@ -97,8 +94,9 @@ class OutputSink {
   }
 
   std::string path_;
+  OutputFile output_;
+  std::FILE* file_;
   bool gz_ = false;
-  std::FILE* file_ = nullptr;
   z_stream zs_{};
   std::mutex mu_;
   bool first_ = true;

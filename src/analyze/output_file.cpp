@@ -1,6 +1,10 @@
 #include "output_file.hpp"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -35,16 +39,78 @@ void refuse_input_as_output(const std::string& out, const std::vector<std::strin
   }
 }
 
-void write_output_file(const std::string& path, std::string_view text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw InputError("cannot write " + path + ": " + std::strerror(errno));
-  bool ok = write_all(f, text);
+namespace {
+
+// The file a name stands for: a symlink's target, so that the rename
+// replaces the file the user named and not the link (a dangling link: itself).
+std::string resolved(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
+mode_t default_file_mode() {
+  mode_t mask = ::umask(0);  // the only way to read it; set back at once
+  ::umask(mask);
+  return 0666 & ~mask;
+}
+
+}  // namespace
+
+OutputFile::OutputFile(const std::string& path) : path_(path) {
+  const std::string target = resolved(path);
+  struct stat st {};
+  const bool exists = ::stat(target.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) fail(errno);
+    return;
+  }
+  path_ = target;
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  std::string tmpl = dir + "." + base + ".tmp-XXXXXX";
+  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) fail(errno);
+  temp_ = tmpl;
+  // mkostemp makes it 0600; the output gets the mode an ordinary create would.
+  if (::fchmod(fd, exists ? (st.st_mode & 07777) : default_file_mode()) != 0 || !(file_ = ::fdopen(fd, "wb"))) {
+    int e = errno;
+    ::close(fd);
+    fail(e);
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (file_) std::fclose(file_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void OutputFile::fail(int err) {
+  throw InputError("cannot write " + path_ + ": " + std::strerror(err ? err : EIO));
+}
+
+void OutputFile::commit() {
+  std::FILE* f = file_;
+  file_ = nullptr;
+  bool ok = std::fflush(f) == 0 && !std::ferror(f);
   int e = errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
     e = errno;
   }
-  if (!ok) throw InputError("cannot write " + path + ": " + std::strerror(e));
+  if (!ok) fail(e);
+  if (temp_.empty()) return;
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(errno);
+  temp_.clear();
+}
+
+void write_output_file(const std::string& path, std::string_view text) {
+  OutputFile out(path);
+  if (!write_all(out.stream(), text)) throw InputError("cannot write " + path + ": " + std::strerror(errno));
+  out.commit();
 }
 
 void write_stdout(std::string_view text) {

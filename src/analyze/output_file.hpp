@@ -7,6 +7,7 @@
 // was checked.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,7 +21,34 @@ namespace dftracer::analyze {
 // their `.idx` sidecars: "output X is the input Y; refusing to overwrite it".
 void refuse_input_as_output(const std::string& out, const std::vector<std::string>& inputs);
 
-// Writes `text` to `path` (created or truncated). Throws InputError
+// An output file that appears whole or not at all: a regular file (or a
+// name not yet taken) is written under a temporary name beside it and
+// renamed over `path` by commit(); destroyed without commit() (a write
+// error, an exception while reading the inputs) the temporary is removed,
+// so a failed run never leaves a half-written file that looks like a trace
+// and never clobbers what was at `path`. A device, FIFO or other special
+// file (/dev/stdout, /dev/full) is written in place: it cannot be renamed.
+class OutputFile {
+ public:
+  // Throws InputError "cannot write PATH: <reason>".
+  explicit OutputFile(const std::string& path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  std::FILE* stream() const { return file_; }
+  // Flushes, closes and renames into place; throws InputError as above.
+  void commit();
+
+ private:
+  [[noreturn]] void fail(int err);
+
+  std::string path_;
+  std::string temp_;  // empty: written in place
+  std::FILE* file_ = nullptr;
+};
+
+// Writes `text` to `path` (created or truncated) through an OutputFile. Throws InputError
 // "cannot write PATH: <reason>" when any part of it, the close included, fails.
 void write_output_file(const std::string& path, std::string_view text);
 

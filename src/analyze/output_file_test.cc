@@ -1,7 +1,11 @@
 // Outputs never destroy inputs, and a failed write is one line and exit 2
 // (an exception from the library), never an abort or a silent exit 0.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include "cli_run.hpp"
 #include "merge.hpp"
@@ -107,6 +111,51 @@ TEST(OutputFile, MergeWriteErrorOnReaderThreadsThrowsToTheCaller) {
       EXPECT_NE(std::string(e.what()).find("cannot write /dev/full"), std::string::npos) << e.what();
     }
   }
+}
+
+// Runs the command with the file-size limit at `blocks` (SIGXFSZ ignored, so
+// a write past it fails with EFBIG): a write error in the middle of the output.
+CliRun run_cli_with_small_fsize(const TempDir& d, const std::string& args, int blocks) {
+  const std::string cmd = "trap '' XFSZ; ulimit -f " + std::to_string(blocks) + "; exec " + std::string(DFTRACER_ANALYZE_EXE) + " " + args +
+                          " >" + d.file("stdout") + " 2>" + d.file("stderr");
+  int rc = std::system(("sh -c \"" + cmd + "\"").c_str());
+  CliRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.err = read_file(d.file("stderr"));
+  return r;
+}
+
+// Issue #11: a merge (or report, summary -o) that fails midway leaves no
+// half-written file claiming to be a trace, and what was at the output's
+// name before is kept; no temporary file is left behind either.
+TEST(OutputFile, AFailedWriteLeavesNoPartialOutput) {
+  TempDir d;
+  write_file(d.file("a.pfw"), big_trace(4000));
+  write_file(d.file("b.pfw"), big_trace(4000));
+  const std::string in = d.file("a.pfw") + " " + d.file("b.pfw");
+  write_file(d.file("kept.json"), "old content");
+  for (const auto& [args, out] : std::vector<std::pair<std::string, std::string>>{
+           {"merge --threads 2 -o " + d.file("new.json") + " " + in, d.file("new.json")},
+           {"merge --threads 1 -o " + d.file("new.json.gz") + " " + in + " " + in, d.file("new.json.gz")},
+           {"merge --threads 2 -o " + d.file("kept.json") + " " + in, d.file("kept.json")},
+           {"report -o " + d.file("r.html") + " " + in, d.file("r.html")}}) {
+    // The report's page is smaller than a merge's output: a lower limit.
+    CliRun r = run_cli_with_small_fsize(d, args, args.rfind("report", 0) == 0 ? 4 : 200);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("cannot write " + out + ": File too large"), std::string::npos) << args << "\n" << r.err;
+    if (out == d.file("kept.json")) EXPECT_EQ(read_file(out), "old content") << args;
+    else EXPECT_NE(::access(out.c_str(), F_OK), 0) << args << ": a partial output was left";
+  }
+  for (const auto& e : std::filesystem::directory_iterator(d.path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
+
+  // A successful merge gives the file the ordinary mode, not mkstemp's 0600.
+  ASSERT_EQ(run_cli(d, "merge -o " + d.file("ok.json") + " " + in).status, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(d.file("ok.json").c_str(), &st), 0);
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
 }
 
 }  // namespace

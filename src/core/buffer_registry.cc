@@ -144,7 +144,8 @@ void BufferRegistry::snapshot(std::vector<ThreadBuffer*>* out) {
     if (tb->in_use) out->push_back(tb);
 }
 
-void BufferRegistry::abandon_after_fork() {
+void BufferRegistry::abandon_after_fork(const std::vector<Chunk*>& pool_free) {
+  const std::set<Chunk*> pooled(pool_free.begin(), pool_free.end());
   std::set<Chunk*> parents_chunks;
   for (ThreadBuffer* tb : buffers_) {
     for (Chunk* c = tb->rchunk ? tb->rchunk : tb->first.load(std::memory_order_relaxed); c != nullptr;
@@ -156,7 +157,8 @@ void BufferRegistry::abandon_after_fork() {
   }
   tls_exit_hook.tb = nullptr;
   recorded_by_gone_ = 0;  // the parent's events, not the child's
-  for (Chunk* c : parents_chunks) ChunkPool::free_chunk(c);
+  for (Chunk* c : parents_chunks)
+    if (!pooled.count(c)) ChunkPool::free_chunk(c);
 }
 
 }  // namespace dftracer

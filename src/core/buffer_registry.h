@@ -54,7 +54,11 @@ class BufferRegistry {
   void unlock_after_fork() { mu_.unlock(); }
   // In the child: every buffer holds the parent's events. Frees all their
   // chunks and marks every buffer free, without locking (one thread left).
-  void abandon_after_fork();
+  // `pool_free`: the pool's free list, whose chunks must not be freed here: a
+  // buffer that was drained and retired may still point at chunks the writer
+  // already gave back to the pool (freeing them left the free list dangling:
+  // heap-use-after-free in the child, found by the ASan fork test).
+  void abandon_after_fork(const std::vector<Chunk*>& pool_free);
 
  private:
   std::mutex mu_;

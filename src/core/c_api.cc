@@ -48,25 +48,9 @@ inline uint32_t slots_for(const dft_arg* args, uint32_t nargs) {
   return n;
 }
 
-inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint64_t start, uint64_t end,
-                   const dft_arg* args, uint32_t nargs) {
-  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
-  if (args == nullptr) nargs = 0;
-  uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0);
-  Session& lg = Session::instance();
-  dftracer::ThreadBuffer* tb;
-  unsigned char* p = lg.reserve(nslots, &tb);
-  if (p == nullptr) return;
-  RecordHeader* h = reinterpret_cast<RecordHeader*>(p);
-  h->start = start;
-  h->end = end;
-  h->name = name;
-  h->cat = cat;
-  h->kind = kind;
-  h->flags = flags;
-  h->nslots = static_cast<uint16_t>(nslots);
-  h->nargs = nargs;
-  ArgSlot* s = reinterpret_cast<ArgSlot*>(h + 1);
+// The arg slots after a header: one slot per arg, a copied string's bytes in
+// the slots right after its own.
+inline void write_arg_slots(ArgSlot* s, const dft_arg* args, uint32_t nargs) {
   for (uint32_t i = 0; i < nargs; ++i) {
     const dft_arg& a = args[i];
     s->key = a.key;
@@ -84,7 +68,70 @@ inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint
       ++s;
     }
   }
+}
+
+inline void write_header_and_args(unsigned char* p, RecordKind kind, uint8_t flags, uint32_t name, dft_id cat,
+                                  uint64_t start, uint64_t end, uint32_t nslots, const dft_arg* args,
+                                  uint32_t nargs) {
+  RecordHeader* h = reinterpret_cast<RecordHeader*>(p);
+  h->start = start;
+  h->end = end;
+  h->name = name;
+  h->cat = cat;
+  h->kind = kind;
+  h->flags = flags;
+  h->nslots = static_cast<uint16_t>(nslots);
+  h->nargs = nargs;
+  write_arg_slots(reinterpret_cast<ArgSlot*>(h + 1), args, nargs);
+}
+
+inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint64_t start, uint64_t end,
+                   const dft_arg* args, uint32_t nargs) {
+  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
+  if (args == nullptr) nargs = 0;
+  uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0);
+  Session& lg = Session::instance();
+  dftracer::ThreadBuffer* tb;
+  unsigned char* p = lg.reserve(nslots, &tb);
+  if (p == nullptr) return;
+  write_header_and_args(p, kind, flags, name, cat, start, end, nslots, args, nargs);
   Session::commit(tb, nslots);
+}
+
+// A complete event whose name is not interned (past DFTRACER_INTERN_CAP): as
+// record(), plus the name's bytes in the last slots (record.h kNameInline).
+// Off the ordinary path: only names the bounded table refused come here.
+void record_inline_name(uint8_t flags, const char* name, size_t len, dft_id cat, uint64_t start,
+                        uint64_t end, const dft_arg* args, uint32_t nargs) {
+  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
+  if (args == nullptr) nargs = 0;
+  if (name == nullptr) len = 0;
+  if (len > DFT_MAX_INLINE_STR) len = dftracer::utf8_cut(name, len, DFT_MAX_INLINE_STR);
+  const uint32_t name_slots = static_cast<uint32_t>((len + kSlot - 1) / kSlot);
+  const uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0) + name_slots;
+  Session& lg = Session::instance();
+  dftracer::ThreadBuffer* tb;
+  unsigned char* p = lg.reserve(nslots, &tb);
+  if (p == nullptr) return;
+  write_header_and_args(p, RecordKind::kComplete, static_cast<uint8_t>(flags | dftracer::kNameInline),
+                        static_cast<uint32_t>(len), cat, start, end, nslots, args, nargs);
+  if (len) std::memcpy(p + size_t{nslots - name_slots} * kSlot, name, len);
+  StringTable::instance().count_inline_name();
+  Session::commit(tb, nslots);
+}
+
+// dft_complete_*_named: the interned path when the bounded table takes the
+// name, the inline one when it refuses.
+void record_named(uint8_t flags, const char* name, size_t len, dft_id cat, uint64_t start, uint64_t end,
+                  const dft_arg* args, uint32_t nargs) {
+  if (!Session::instance().enabled()) {
+    record(RecordKind::kComplete, flags, 0, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
+    return;
+  }
+  if (dft_id id = StringTable::instance().intern_bounded(name, len))
+    record(RecordKind::kComplete, flags, id, cat, start, end, args, nargs);
+  else
+    record_inline_name(flags, name, len, cat, start, end, args, nargs);
 }
 
 dft_id cat_dftracer() {
@@ -314,6 +361,7 @@ void dft_get_stats(dft_stats* out) {
   out->pool_bytes_in_use = lg.pool().in_use_bytes();
   out->pool_bytes_peak = lg.pool().peak_bytes();
   out->pool_bytes_cap = lg.pool().cap_bytes();
+  out->names_inline = StringTable::instance().names_inline();
 }
 
 uint64_t dft_ticks(void) { return Clock::instance().ticks(); }
@@ -321,6 +369,7 @@ uint64_t dft_now_ns(void) { return Clock::instance().now_ns(); }
 uint64_t dft_ticks_to_ns(uint64_t ticks) { return Clock::instance().to_ns(ticks); }
 
 dft_id dft_intern(const char* s, size_t len) { return StringTable::instance().intern(s, len); }
+dft_id dft_intern_bounded(const char* s, size_t len) { return StringTable::instance().intern_bounded(s, len); }
 dft_id dft_intern_cstr(const char* s) { return StringTable::instance().intern(s, s ? std::strlen(s) : 0); }
 
 const char* dft_string(dft_id id, size_t* len) {
@@ -359,6 +408,16 @@ void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns
 }
 
 uint64_t dft_region_begin(void) { return Clock::instance().ticks(); }
+
+void dft_complete_ticks_named(const char* name, size_t len, dft_id cat, uint64_t start_ticks, uint64_t end_ticks,
+                              const dft_arg* args, uint32_t nargs) {
+  record_named(0, name, len, cat, start_ticks, end_ticks, args, nargs);
+}
+
+void dft_complete_ns_named(const char* name, size_t len, dft_id cat, uint64_t start_ns, uint64_t dur_ns,
+                           const dft_arg* args, uint32_t nargs) {
+  record_named(dftracer::kTimeIsNs, name, len, cat, start_ns, dur_ns, args, nargs);
+}
 
 void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg* args, uint32_t nargs) {
   if (!Session::instance().enabled()) {

@@ -78,6 +78,8 @@ class ChunkPool {
   void lock_for_fork() { mu_.lock(); }
   void unlock_after_fork() { mu_.unlock(); }
   void reset_after_fork();
+  // The free list, for the forked child only (one thread, no lock needed).
+  const std::vector<Chunk*>& free_list_in_child() const { return free_; }
   // Frees a chunk outside the pool's accounting (the forked child's copies
   // of the parent's chunks).
   static void free_chunk(Chunk* c);

@@ -153,6 +153,7 @@ Config Config::from_env() {
     c.chunk_size = c.buffer_size / 16;
   }
   c.flush_interval_ms = static_cast<uint32_t>(parse_int("DFTRACER_FLUSH_INTERVAL_MS", 100, 1, 60000));
+  c.intern_cap = static_cast<uint32_t>(parse_int("DFTRACER_INTERN_CAP", c.intern_cap, 0, 1L << 26));
   if (const char* v = env("DFTRACER_OVERFLOW")) {
     std::string s = lower(v);
     if (s == "drop") c.drop_on_overflow = true;

@@ -62,6 +62,10 @@ struct Config {
   int64_t local_rank = -1;
   int64_t world_size = -1;
   int64_t group_rank = -1;
+  // DFTRACER_INTERN_CAP: distinct strings the table takes from recorders of
+  // possibly one-off names (dft_complete_*_named, Python log_event) before
+  // copying such names into each record instead (bounded memory).
+  uint32_t intern_cap = 65536;
 
   // Reads every DFTRACER_* variable; warns once per process per bad value.
   static Config from_env();

@@ -16,13 +16,6 @@ using namespace dftracer_test;
 
 namespace {
 
-size_t rss_bytes() {
-  std::ifstream f("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  f >> pages >> resident;
-  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
 }  // namespace
 
 TEST(Overflow, DropPolicyCountsEveryDroppedEventExactly) {

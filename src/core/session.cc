@@ -14,6 +14,7 @@
 #include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "process_hooks.h"
+#include "string_table.h"
 #include "trace_file_name.h"
 #include "unique_trace_sink.h"
 #include "writer.h"
@@ -136,6 +137,8 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   const std::string path = sink->path();
 
   config_ = cfg;
+  StringTable::instance().set_cap(cfg.intern_cap);
+  StringTable::instance().reset_inline_count();
   pid_ = info.pid;
   path_ = path;
   app_ = info.app;

@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 
+#include "dftracer/dftracer.h"  // dft_warn: the one diagnostics channel
 #include "hash.h"
 #include "json_escape.h"
 
@@ -47,15 +48,33 @@ void StringTable::insert_into(Index* idx, InternedString* e) {
   idx->slots[i].store(e, std::memory_order_release);
 }
 
-uint32_t StringTable::intern(const char* s, size_t n) {
+uint32_t StringTable::intern(const char* s, size_t n) { return lookup_or_insert(s, n, /*bounded=*/false); }
+
+uint32_t StringTable::intern_bounded(const char* s, size_t n) { return lookup_or_insert(s, n, /*bounded=*/true); }
+
+uint32_t StringTable::lookup_or_insert(const char* s, size_t n, bool bounded) {
   if (s == nullptr) { s = ""; n = 0; }
   uint64_t h = hash64(s, n);
   if (const InternedString* e = find(index_.load(std::memory_order_acquire), h, s, n)) return e->id;
+  if (bounded && size() >= cap()) return refuse();  // no lock taken for a refused name
 
   std::lock_guard<std::mutex> lock(mu_);
-  Index* idx = index_.load(std::memory_order_relaxed);
-  if (const InternedString* e = find(idx, h, s, n)) return e->id;
+  if (const InternedString* e = find(index_.load(std::memory_order_relaxed), h, s, n)) return e->id;
+  if (bounded && size() >= cap()) return refuse();
+  return insert_locked(h, s, n);
+}
 
+uint32_t StringTable::refuse() {
+  if (!warned_cap_.exchange(true, std::memory_order_relaxed))
+    dft_warn(("more than DFTRACER_INTERN_CAP=" + std::to_string(cap()) +
+              " distinct event names: further new names are copied into each event (larger records, "
+              "same trace); counted in stats as names_inline")
+                 .c_str());
+  return 0;
+}
+
+uint32_t StringTable::insert_locked(uint64_t h, const char* s, size_t n) {
+  Index* idx = index_.load(std::memory_order_relaxed);
   uint32_t id = next_id_.load(std::memory_order_relaxed);
   uint32_t seg = id >> kSegmentBits;
   if (seg >= kMaxSegments) return 0;  // table full: callers treat 0 as "no string"

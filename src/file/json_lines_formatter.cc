@@ -200,10 +200,23 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_h
 }
 
 void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* out) {
-  const InternedString* name = strings_.get(r->name);
   const InternedString* cat = strings_.get(r->cat);
-  const char* n = name ? name->escaped : "";
-  size_t nl = name ? name->escaped_len : 0;
+  const char* n = "";
+  size_t nl = 0;
+  if (r->flags & kNameInline) {
+    // A name past the intern cap: its bytes are the record's last slots.
+    size_t len = r->name;
+    const size_t name_slots = (len + kSlot - 1) / kSlot;
+    if (name_slots + 2 > r->nslots) len = 0;  // malformed: never read past the record
+    const char* bytes = reinterpret_cast<const char*>(r) + (size_t{r->nslots} - name_slots) * kSlot;
+    inline_name_.resize(6 * len);
+    inline_name_.resize(json_escape_to(bytes, len, inline_name_.data()));
+    n = inline_name_.data();
+    nl = inline_name_.size();
+  } else if (const InternedString* name = strings_.get(r->name)) {
+    n = name->escaped;
+    nl = name->escaped_len;
+  }
   const char* c = cat ? cat->escaped : "";
   size_t cl = cat ? cat->escaped_len : 0;
 

@@ -72,8 +72,9 @@ class JsonLinesFormatter final : public TraceFormatter {
   uint64_t non_event_lines_ = 0;  // metadata and flow lines: not in end's num_events
   StringTable& strings_;
   Clock& clock_;
-  uint32_t hhash_key_;
-  EventObserver* observer_ = nullptr;  // the sink's index, when it keeps one  // the interned id of "hhash": a user arg with this key is renamed
+  uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed
+  EventObserver* observer_ = nullptr;  // the sink's index, when it keeps one
+  std::string inline_name_;  // a kNameInline record's name, escaped (reused: no allocation per event)
 };
 
 }  // namespace dftracer

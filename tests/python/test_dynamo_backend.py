@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 from dftracer.python import dftracer_dynamo_backend  # noqa: E402
 
 from test_dynamo_helpers import check_counts, op_events, traced  # noqa: E402
+from trace_reader import read_trace, trace_files  # noqa: E402
 
 
 def test_bundled_autograd_cache(run_python, tmp_path):
@@ -133,3 +134,41 @@ def test_graph_slots_used_up_compiles_uninstrumented(run_python, tmp_path):
     assert json.loads(r.stdout.strip().splitlines()[-1]) == {"slots": 65536, "same": [True, True]}
     warnings = [ln for ln in r.stderr.splitlines() if "runs uninstrumented" in ln]
     assert len(warnings) == 1 and "too many graphs" in warnings[0], r.stderr
+
+
+def test_dead_graphs_free_their_slots(run_python, tmp_path):
+    """Issue #11 item 8: recompiles and torch._dynamo.reset() free the C++
+    slots of the graphs they drop. With all but 4 of the 65536 slots held,
+    ten compile/reset rounds (forward + backward graph each) all run
+    instrumented: every round's ops are in the trace, no warning."""
+    code = f"""
+        import gc, json, torch
+        from dftracer import _core
+        from dftracer.python import dftracer, dftracer_dynamo_backend
+        log = dftracer.initialize_log({str(tmp_path / "reuse")!r}, None, -1)
+        while _core.dynamo_registered_graphs() < 65536 - 4:
+            _core.dynamo_register_graph("graph.inference", "", 2, [], [], [], 0, -1)
+        same = []
+        for k in range(2, 12):
+            m = torch.nn.Linear(k, 3)
+            x = torch.randn(4, k)
+            f = torch.compile(m, backend=dftracer_dynamo_backend)
+            out = f(x)
+            out.sum().backward()
+            same.append(torch.equal(out, m(x)))
+            del f, out
+            torch._dynamo.reset()
+            gc.collect()
+        live = _core.dynamo_registered_graphs()
+        log.finalize()
+        print(json.dumps({{"same": same, "live": live}}))
+    """
+    r = run_python(code, env={})
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["same"] == [True] * 10
+    assert result["live"] <= 65536 - 4 + 2, result  # at most the last round's graphs still booked
+    assert "runs uninstrumented" not in r.stderr, r.stderr
+    events = [e for f in trace_files(str(tmp_path)) for e in read_trace(f)]
+    calls = [e for e in events if e.get("ph") == "X" and e["name"] in ("graph.forward", "graph.backward")]
+    assert len([e for e in calls if e["name"] == "graph.forward"]) == 10, calls
+    assert len([e for e in calls if e["name"] == "graph.backward"]) == 10, calls

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from trace_reader import read_trace, trace_files
+from trace_reader import read_finalized, read_trace, trace_files
 
 
 def pid_of(path):
@@ -175,3 +175,36 @@ def test_children_inherit_the_prefix_when_the_app_name_has_a_hyphen(tmp_path, tr
     files = sorted(os.path.basename(p) for p in trace_files(trace_dir))
     assert len(files) == 2, files
     assert all(f.startswith("run-my-python-") for f in files), files
+
+
+def test_pool_terminate_leaves_every_worker_trace_finished(run_python, trace_dir):
+    """Issue #11 item 5: `with Pool(...)` ends with terminate(), which SIGTERMs
+    the workers, some of them while they are already finalizing; each one's
+    trace must still be finished (its `end` event and the closing `]`), the
+    SIGTERM waiting for the finalize in progress. Three rounds of 4 workers."""
+    run_python("""
+import os, multiprocessing as mp
+from dftracer.python import dftracer, dft_fn
+
+fn = dft_fn("mp")
+
+@fn.log
+def child_work(i):
+    return i * i
+
+def main():
+    log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "pool.pfw"), None, -1, enable=True)
+    ctx = mp.get_context("fork")
+    for _ in range(3):
+        with ctx.Pool(4) as pool:
+            assert pool.map(child_work, range(16)) == [i * i for i in range(16)]
+    log.finalize()
+
+if __name__ == "__main__":
+    main()
+""", env={"TRACE_DIR": trace_dir, "DFTRACER_ENABLE": None}, timeout=300)
+    files = trace_files(trace_dir)
+    assert len(files) >= 1 + 3 * 4 - 2, files  # the parent and (nearly) every worker wrote one
+    for path in files:
+        events = read_finalized(path)  # raises when `]` is missing
+        assert any(e.get("name") == "end" for e in events), path

@@ -261,4 +261,11 @@ uint64_t scaled(uint64_t n) {
   return v ? v : 1;
 }
 
+size_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
 }  // namespace dftracer_test

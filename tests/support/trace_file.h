@@ -75,6 +75,9 @@ int run_in_child(const std::function<int()>& body);
 // the sanitizer builds can run the same tests smaller.
 uint64_t scaled(uint64_t n);
 
+// Resident set size of this process in bytes (/proc/self/statm).
+size_t rss_bytes();
+
 }  // namespace dftracer_test
 
 #endif  // DFTRACER_TESTS_SUPPORT_TRACE_FILE_H_

@@ -67,18 +67,25 @@ void log_event_ns(nb::handle name, nb::handle cat, uint64_t start_ns, uint64_t d
                   nb::handle args) {
   if (dur_ns > UINT64_MAX - start_ns)  // the event's end would not fit either
     throw nb::value_error("dftracer: start_time + duration out of range (their sum must fit in 64-bit nanoseconds)");
-  dft_id name_id = checked_intern(name, "name");
+  if (!PyUnicode_Check(name.ptr())) checked_intern(name, "name");  // raises its TypeError
+  // A name may be new on every call (f"step {i}"): bounded interning, and
+  // past DFTRACER_INTERN_CAP the name is copied into the record instead.
+  const char* name_utf8 = nullptr;
+  Py_ssize_t name_len = 0;
+  dft_id name_id = intern_str_bounded(name.ptr(), &name_utf8, &name_len);
   dft_id cat_id = checked_intern(cat, "cat");
-  if (!args.is_valid() || args.is_none()) {
-    dft_complete_ns(name_id, cat_id, start_ns, dur_ns, nullptr, 0);
-    return;
-  }
-  if (!is_mapping(args.ptr()))
-    throw nb::type_error((std::string("dftracer: args must be a dict, got ") +
-                          Py_TYPE(args.ptr())->tp_name).c_str());
   ArgList list;
-  list.add_mapping(args.ptr());
-  dft_complete_ns(name_id, cat_id, start_ns, dur_ns, list.data(), list.size());
+  if (args.is_valid() && !args.is_none()) {
+    if (!is_mapping(args.ptr()))
+      throw nb::type_error((std::string("dftracer: args must be a dict, got ") +
+                            Py_TYPE(args.ptr())->tp_name).c_str());
+    list.add_mapping(args.ptr());
+  }
+  const dft_arg* a = list.size() ? list.data() : nullptr;
+  if (name_id != 0)
+    dft_complete_ns(name_id, cat_id, start_ns, dur_ns, a, list.size());
+  else
+    dft_complete_ns_named(name_utf8, static_cast<size_t>(name_len), cat_id, start_ns, dur_ns, a, list.size());
 }
 
 // A C string the core may return as NULL, as str or None.
@@ -188,6 +195,7 @@ void register_api(nb::module_& m) {
         d["pool_bytes_peak"] = s.pool_bytes_peak;
         d["pool_bytes_cap"] = s.pool_bytes_cap;
         d["intern_cache_size"] = intern_cache_size();
+        d["names_inline"] = s.names_inline;
         return d;
       },
       "Counters of the core since the last init (dft_get_stats).");

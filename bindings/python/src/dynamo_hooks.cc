@@ -119,6 +119,9 @@ void register_dynamo(nb::module_& m) {
         nb::arg("phase"), nb::arg("names"), nb::arg("fragments"), nb::arg("flows"),
         nb::arg("n_flow_groups"), nb::arg("pair_slot"),
         "Registers an instrumented graph's node table; returns its slot.");
+  m.def("dynamo_unregister_graph", &dyn::unregister_graph, nb::arg("slot"),
+        "Frees a dead graph's table and its slot (called by the graph's finalizer).");
+  m.def("dynamo_registered_graphs", &dyn::registered_graphs, "Graphs registered now (for tests).");
   m.def("dynamo_intern_fragment", &dyn::intern_fragment, nb::arg("fragment"),
         "Interns a JSON-members fragment (`\"k\":v,...`); ValueError when it is not one.");
   m.def("dynamo_region_end", &dyn::record_region, nb::arg("name_id"), nb::arg("begin_ticks"),

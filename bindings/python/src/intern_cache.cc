@@ -34,21 +34,43 @@ bool init_intern_cache() {
   return g_cache != nullptr;
 }
 
-dft_id intern_str(PyObject* s) {
-  if (!PyUnicode_Check(s)) {
-    PyErr_Format(PyExc_TypeError, "dftracer: expected a str, got %.100s", Py_TYPE(s)->tp_name);
-    return 0;
-  }
+namespace {
+
+dft_id cached(PyObject* s) {
   PyObject* hit = PyDict_GetItemWithError(g_cache, s);  // borrowed
   if (hit != nullptr) return static_cast<dft_id>(PyLong_AsUnsignedLong(hit));
   if (PyErr_Occurred()) PyErr_Clear();
-  dft_id id = intern_utf8_of(s);
+  return 0;
+}
+
+dft_id remember(PyObject* s, dft_id id) {
   if (id != 0 && PyDict_GET_SIZE(g_cache) < kMaxCached) {
     PyObject* v = PyLong_FromUnsignedLong(id);
     if (v == nullptr || PyDict_SetItem(g_cache, s, v) < 0) PyErr_Clear();
     Py_XDECREF(v);
   }
   return id;
+}
+
+}  // namespace
+
+dft_id intern_str(PyObject* s) {
+  if (!PyUnicode_Check(s)) {
+    PyErr_Format(PyExc_TypeError, "dftracer: expected a str, got %.100s", Py_TYPE(s)->tp_name);
+    return 0;
+  }
+  if (dft_id id = cached(s)) return id;
+  return remember(s, intern_utf8_of(s));
+}
+
+dft_id intern_str_bounded(PyObject* s, const char** utf8, Py_ssize_t* len) {
+  if (dft_id id = cached(s)) return id;
+  *utf8 = PyUnicode_AsUTF8AndSize(s, len);
+  if (*utf8 == nullptr) {  // lone surrogates: rare, interned with '?' as intern_str does
+    PyErr_Clear();
+    return intern_str(s);
+  }
+  return remember(s, dft_intern_bounded(*utf8, static_cast<size_t>(*len)));
 }
 
 dft_id intern_any(PyObject* o) {

@@ -1,8 +1,18 @@
 // libFuzzer target for the line decoder and the gzip member / line reader.
-// The first byte picks what the rest is: 0 -> one line for EventDecoder;
-// 1 -> a .pfw file; 2 -> a .pfw.gz file; 3 -> a .pfw.gz with a .idx built
-// from its second half. Files go through read_traces with two threads and
-// tiny pieces, so splitting, member scanning and line joining all run.
+// The first byte picks what the rest is (its low 3 bits): 0 -> one line for
+// EventDecoder; 1 -> a .pfw file; 2 -> a .pfw.gz file; 3 -> a .pfw.gz with a
+// .idx built from its second half; 4 -> a .pfw.gz whose .idx is a symlink to
+// /dev/zero; 5 -> one whose .idx is a FIFO (issue #11: a reader that opened
+// either used to grow without bound or hang). Bit 3 set: tiny size limits
+// (256-byte lines, 4 KiB documents), so the bomb paths -- a line or a whole
+// JSON document over the limit, a gzip member inflating past it -- run at
+// fuzz sizes. Files go through read_traces with two threads and tiny pieces,
+// so splitting, member scanning and line joining all run.
+//
+// Oracles: no crash, hang or sanitizer report; the fast path agrees with
+// simdjson on every line it accepts; and one validity rule (item 15): a line
+// the decoder takes (Ok or BadField) is valid JSON for simdjson's DOM parser.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -50,7 +60,8 @@ void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const uint8_t mode = data[0] % 4;
+  const uint8_t mode = data[0] % 8 > 5 ? data[0] % 4 : data[0] % 8;
+  const bool tiny_limits = (data[0] & 8) != 0;
   data += 1;
   size -= 1;
   if (mode == 0) {
@@ -66,7 +77,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     padded.resize(s.size() + kLinePadding);
     std::string_view view(padded.data(), s.size());
     Event ev;
-    dec.decode(view, padded.size(), ev);
+    const DecodeStatus status = dec.decode(view, padded.size(), ev);
+    if (status == DecodeStatus::Ok || status == DecodeStatus::BadField) {
+      static simdjson::dom::parser strict;
+      simdjson::dom::element whole;
+      if (strict.parse(padded.data(), s.size(), false).get(whole)) {
+        std::fprintf(stderr, "decoder took a line that is not JSON: %.*s\n", static_cast<int>(s.size()), s.data());
+        std::abort();
+      }
+    }
     // The fast path must agree with simdjson on every line it accepts.
     if (!s.empty() && s.front() == '{') {
       Event fast;
@@ -87,11 +106,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path = temp_base() + (mode == 1 ? ".pfw" : ".pfw.gz");
   write_bytes(path, data, size);
   std::string idx = path + ".idx";
+  ::unlink(idx.c_str());
   if (mode == 3) write_bytes(idx, data + size / 2, size - size / 2);
-  else ::unlink(idx.c_str());
+  if (mode == 4 && ::symlink("/dev/zero", idx.c_str()) != 0) return 0;
+  if (mode == 5 && ::mkfifo(idx.c_str(), 0600) != 0) return 0;
   SummaryAggregator a(parse_group_keys("name")), b(parse_group_keys("args.fuzz"));
   ReadOptions opt;
   opt.min_piece_bytes = 16;
+  if (tiny_limits) {
+    opt.max_line_bytes = 256;
+    opt.max_document_bytes = 4096;
+  }
   try {
     read_traces({path}, {&a, &b}, opt);
   } catch (const InputError&) {

@@ -15,7 +15,9 @@ std::atomic<GraphTable*> g_tables[kMaxGraphs];
 
 namespace {
 std::mutex g_register_mu;
-std::atomic<uint32_t> g_n_tables{0};
+std::atomic<uint32_t> g_n_tables{0};  // slots ever handed out (the high-water mark)
+std::vector<uint32_t> g_free_slots;    // slots of unregistered graphs, reused first (guarded)
+std::atomic<size_t> g_live{0};
 }  // namespace
 
 dft_id intern_fragment(const std::string& fragment) {
@@ -45,15 +47,35 @@ int register_graph(const GraphSpec& s) {
                                  intern_fragment(s.fragments[i]), s.flows[i]});
   }
   std::lock_guard<std::mutex> lock(g_register_mu);
-  const uint32_t slot = g_n_tables.load(std::memory_order_relaxed);
-  if (slot >= kMaxGraphs)
-    throw std::length_error("dynamo_register_graph: too many graphs (limit " +
-                            std::to_string(kMaxGraphs) + " per process)");
+  uint32_t slot;
+  if (!g_free_slots.empty()) {
+    slot = g_free_slots.back();
+    g_free_slots.pop_back();
+  } else {
+    slot = g_n_tables.load(std::memory_order_relaxed);
+    if (slot >= kMaxGraphs)
+      throw std::length_error("dynamo_register_graph: too many graphs (limit " + std::to_string(kMaxGraphs) +
+                              " live per process)");
+    g_n_tables.store(slot + 1, std::memory_order_relaxed);
+  }
   detail::g_tables[slot].store(t.release(), std::memory_order_release);
-  g_n_tables.store(slot + 1, std::memory_order_relaxed);
+  g_live.fetch_add(1, std::memory_order_relaxed);
   return static_cast<int>(slot);
 }
 
-size_t registered_graphs() { return g_n_tables.load(std::memory_order_relaxed); }
+void unregister_graph(long slot) {
+  if (slot < 0 || static_cast<size_t>(slot) >= kMaxGraphs) return;
+  GraphTable* t;
+  {
+    std::lock_guard<std::mutex> lock(g_register_mu);
+    t = detail::g_tables[slot].exchange(nullptr, std::memory_order_acq_rel);
+    if (t == nullptr) return;
+    g_free_slots.push_back(static_cast<uint32_t>(slot));
+    g_live.fetch_sub(1, std::memory_order_relaxed);
+  }
+  delete t;
+}
+
+size_t registered_graphs() { return g_live.load(std::memory_order_relaxed); }
 
 }  // namespace dftracer::dynamo

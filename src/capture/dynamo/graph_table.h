@@ -6,10 +6,13 @@
 // fragment with the node's static args (graph, node, module, shapes, flops,
 // ...). Nothing is formatted or allocated per node at run time.
 //
-// The registry is append-only (slots 0, 1, ... up to kMaxGraphs): a
-// registration takes a lock, a reader does one acquire load, so the hot path
-// never sees a table being built or a vector being reallocated. Tables are
-// never freed: a slot may be in use on any thread at any time.
+// The registry has kMaxGraphs slots: a registration takes a lock, a reader
+// does one acquire load, so the hot path never sees a table being built or a
+// vector being reallocated. A table is freed, and its slot reused, only by
+// unregister_graph(), which the Python side calls when the graph's compiled
+// callable is gone (a recompile evicted it, torch._dynamo.reset(), a dropped
+// model): no call of it can be running then, and a backward graph keeps its
+// forward graph registered (it takes the forward's pending calls).
 #ifndef DFTRACER_CAPTURE_DYNAMO_GRAPH_TABLE_H_
 #define DFTRACER_CAPTURE_DYNAMO_GRAPH_TABLE_H_
 
@@ -26,7 +29,7 @@ namespace dftracer::dynamo {
 
 enum Phase : int { kForward = 0, kBackward = 1, kInference = 2 };
 
-// Most graphs a process can register (recompiles included).
+// Most graphs registered at once (dead graphs' slots are reused).
 constexpr size_t kMaxGraphs = size_t{1} << 16;
 
 struct NodeEntry {
@@ -63,14 +66,19 @@ struct GraphSpec {
 // Registers a graph; returns its slot. Throws std::invalid_argument when the
 // spec is malformed (lengths differ, bad phase, a fragment that is not JSON
 // members) and std::length_error when kMaxGraphs graphs are registered
-// already; the message names what was wrong. Thread-safe.
+// (and alive) already; the message names what was wrong. Thread-safe.
 int register_graph(const GraphSpec& spec);
 
 // Interns a JSON-members fragment (`"k":v,...`); 0 for "". Throws
 // std::invalid_argument naming the fragment when it is not one.
 dft_id intern_fragment(const std::string& fragment);
 
-// Graphs registered so far.
+// Frees the table of `slot` and makes the slot reusable. The caller
+// guarantees nothing can call the graph any more (see above). Unknown or
+// already free slots are ignored.
+void unregister_graph(long slot);
+
+// Graphs registered now (registered minus unregistered).
 size_t registered_graphs();
 
 namespace detail {

@@ -25,6 +25,28 @@ std::string error_of(F f) {
   return "<no exception>";
 }
 
+// Issue #11 item 8: a dead graph's slot is freed and reused, so recompiles
+// and torch._dynamo.reset() never use up the registry; a freed slot records
+// nothing until a new graph takes it, and then records that graph's ops.
+TEST(Registry, UnregisteredSlotsAreReused) {
+  Session s;
+  const GraphSpec g = simple_graph(kInference, 1, 1);
+  for (size_t i = 0; i < kMaxGraphs; ++i) ASSERT_EQ(register_graph(g), static_cast<int>(i));
+  unregister_graph(7);
+  unregister_graph(7);   // twice: ignored
+  unregister_graph(-1);  // unknown: ignored
+  EXPECT_EQ(registered_graphs(), kMaxGraphs - 1);
+  run_call(7, 1, 0, 0, 0, 0);  // a freed slot: nothing recorded
+  GraphSpec other = simple_graph(kInference, 1, 1);
+  other.names[0] = "function.reused";
+  EXPECT_EQ(register_graph(other), 7);
+  EXPECT_EQ(registered_graphs(), kMaxGraphs);
+  run_call(7, 1, 0, 0, 0, 0);
+  const auto ops = dynamo_events(s.finish(), "X");
+  EXPECT_EQ(named(ops, "function.reused").size(), 1u);
+  EXPECT_EQ(named(ops, "function.op0").size(), 0u);
+}
+
 }  // namespace
 
 TEST(Registry, SlotsAreHandedOutInOrder) {
@@ -69,7 +91,7 @@ TEST(Registry, SlotLimitGivesAClearErrorAndKeepsEarlierGraphsWorking) {
   const GraphSpec g = simple_graph(kInference, 1, 1);
   for (size_t i = 0; i < kMaxGraphs; ++i) ASSERT_EQ(register_graph(g), static_cast<int>(i));
   EXPECT_EQ(error_of<std::length_error>([&] { register_graph(g); }),
-            "dynamo_register_graph: too many graphs (limit 65536 per process)");
+            "dynamo_register_graph: too many graphs (limit 65536 live per process)");
   EXPECT_EQ(registered_graphs(), kMaxGraphs);
   run_call(static_cast<int>(kMaxGraphs) - 1, 1, 0, 0, 0, 0);
   run_call(static_cast<int>(kMaxGraphs), 1, 0, 0, 0, 0);  // the refused one: an unknown slot

@@ -56,7 +56,7 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     )
     key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
     info = GraphInfo(graph_id, phase, slot, [e.name for e in entries], entries, flow_groups, key_name, key_index)
-    add_graph(info)
+    add_graph(info, fw_info)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
 

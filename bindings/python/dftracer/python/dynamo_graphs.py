@@ -7,12 +7,15 @@ The table holds GraphInfos weakly: the compiled graph's wrapper
 leaves the table at the next garbage collection, and a long run with
 recompiles keeps only the graphs that can still run.
 
-The C++ side (_core.dynamo_register_graph) is different on purpose: its
-65536 graph slots are append-only and never freed, because the hot path
-reads a slot with one atomic load and no lock, so a table must outlive any
-call that could still read it. Each instrumented graph takes one slot for
-the life of the process, live or not; past 65536 the graph pass raises and
-the backend compiles that graph uninstrumented (one warning).
+The C++ side (_core.dynamo_register_graph) has 65536 graph slots, read by
+the hot path with one atomic load and no lock, so a table must outlive any
+call that could still read it: a finalizer on the GraphInfo frees its slot
+(_core.dynamo_unregister_graph) when the GraphInfo dies, that is when the
+wrapper that calls the graph is gone, and a backward GraphInfo holds its
+forward one (the backward takes the forward's pending calls). Recompiles
+and torch._dynamo.reset() therefore never use the slots up; past 65536
+graphs alive at once the graph pass raises and the backend compiles that
+graph uninstrumented (one warning).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class GraphInfo:
     """One instrumented graph, for tests and for pairing backward to forward."""
 
     __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups", "key_name", "key_index", "serial",
-                 "__weakref__")
+                 "forward", "__weakref__")
 
     def __init__(self, graph, phase, slot, op_names, entries, flow_groups, key_name=None, key_index=-1):
         self.graph = graph
@@ -41,6 +44,7 @@ class GraphInfo:
         self.key_name = key_name
         self.key_index = key_index
         self.serial = -1  # position in compile order, set by add_graph
+        self.forward = None  # backward: its forward's GraphInfo, kept registered while this one lives
 
     def __repr__(self) -> str:
         return f"GraphInfo(graph={self.graph}, phase={dynamo_nodes.PHASES[self.phase]}, ops={len(self.op_names)})"
@@ -70,11 +74,23 @@ def graph_count() -> int:
     return _count[0]
 
 
-def add_graph(info: GraphInfo) -> None:
+def add_graph(info: GraphInfo, forward: GraphInfo | None = None) -> None:
+    """Books a registered graph; `forward`: a backward graph's forward."""
+    info.forward = forward
+    # The C++ slot is freed when the GraphInfo dies (its wrapper is gone);
+    # not at interpreter exit, when other threads may still run graphs.
+    weakref.finalize(info, _free_slot, info.slot).atexit = False
     with _lock:
         info.serial = _count[0]
         _count[0] += 1
         _graphs[info.serial] = info
+
+
+def _free_slot(slot: int) -> None:
+    from .dynamo_hooks import _core  # imported late: dynamo_hooks imports this module's users
+
+    if _core is not None:
+        _core.dynamo_unregister_graph(slot)
 
 
 def new_graph_id() -> int:

@@ -305,7 +305,7 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int) ->
     op_entries = [dynamo_nodes.OpEntry(i, names[i], e.modules[0] if e.modules else None, "", [], "", e.flops,
                                        e.bytes, e.seq_nr) for i, e in enumerate(entries)]
     info = GraphInfo(graph_id, phase, slot, names, op_entries, {}, key_name, key_index)
-    add_graph(info)
+    add_graph(info, fw_info)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
     code = _rewritten_call(src, call_fn.__code__.co_filename, sites)
