@@ -32,6 +32,10 @@ BAD = {
     "nan_in_args": '{"id":1,"name":"op","cat":"c","pid":1,"tid":1,"ts":100,"dur":5,"ph":"X","args":{"v":NaN}}',
     "tru_in_args_escaped_name": '{"id":1,"name":"o\\u0070","cat":"c","pid":1,"tid":1,"ts":100,"dur":5,'
                                 '"ph":"X","args":{"ok":tru}}',
+    # Item 19: args nested past simdjson's depth limit were counted by summary
+    # and dropped by merge; now every command drops (and counts) them.
+    "args_nested_5000_deep": '{"id":1,"name":"op","cat":"c","pid":1,"tid":1,"ts":100,"dur":5,"ph":"X","args":'
+                             + '{"x":' * 5000 + '1' + '}' * 5000 + '}',
     "leading_zero_v1_quoted": '{"id":"1","name":"op","cat":"c","pid":"1","tid":"1","ts":"100","dur":"5",'
                               '"ph":"X","z":00}',
 }

@@ -193,6 +193,16 @@ def test_four_ranks_complete(tmp_path):
     seqs = [sorted((e["args"]["seq"], e["args"]["bytes"]) for e in complete_events(ranks[r][1], cat="comm"))
             for r in range(4)]
     assert seqs[0] and all(s == seqs[0] for s in seqs)
+    # The merge: one process per rank, named and sorted by rank, nothing missing.
+    out = str(tmp_path / "merged.json")
+    m = subprocess.run([_analyzer(), "merge", "-o", out] + files, capture_output=True, text=True, timeout=120)
+    assert m.returncode == 0, m.stderr
+    with open(out) as f:
+        doc = json.load(f)
+    names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+    assert sorted(n.split(" (")[0] for n in names.values()) == [f"rank {r}" for r in range(4)], names
+    info = doc["otherData"]["ranks"]
+    assert info["world_size"] == 4 and info["missing_ranks"] == [] and info["incomplete_ranks"] == [], info
 
 
 def test_sigkilled_rank_leaves_others_complete(tmp_path):
