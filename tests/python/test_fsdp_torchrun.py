@@ -74,7 +74,7 @@ def _analyze_ranks(ranks):
 
 def _check_matched(ranks, names):
     """dftracer-analyze pairs every comm event of the two ranks into complete
-    collectives; returns {name: number of collectives}."""
+    collectives; returns the analysis (JSON)."""
     doc = _analyze_ranks(ranks)
     assert doc["missing_ranks"] == [] and doc["incomplete_ranks"] == []
     assert doc["partial_collectives"] == 0 and doc["unmatched_comm"] == 0 and doc["duplicate_comm"] == 0, doc
@@ -87,12 +87,17 @@ def _check_matched(ranks, names):
     for r, (_, events) in ranks.items():
         for name in names:
             assert count.get(name, 0) == len(complete_events(events, cat="comm", name=name)) > 0, (r, name, count)
-    return count
+    return doc
 
 
 def test_fsdp2_collectives_matched_across_ranks(fsdp2_job):
     ranks, _ = fsdp2_job
-    _check_matched(ranks, ("all_gather_single", "reduce_scatter_single"))
+    doc = _check_matched(ranks, ("all_gather_single", "reduce_scatter_single"))
+    # Each collective lands in its training step, and each rank's steps spend time in them.
+    t = doc["steps"]
+    steps = [dict(zip(t["columns"], row)) for row in t["rows"]]
+    assert sorted((s["step"], s["rank"]) for s in steps) == [(s, r) for s in (0, 1, 2) for r in (0, 1)], steps
+    assert all(s["comm_us"] > 0 for s in steps), steps
 
 
 def test_fsdp1_cpu_all_gather_and_reduce_scatter(tmp_path_factory):
