@@ -18,7 +18,7 @@ import fsdp_job
 from test_ranks_torchrun import _analyzer, _check_job
 from trace_reader import complete_events
 
-pytest.importorskip("torch.distributed.fsdp")
+_fsdp = pytest.importorskip("torch.distributed.fsdp")
 
 
 def _run(tmp_path_factory, name, fsdp1):
@@ -32,6 +32,8 @@ def _run(tmp_path_factory, name, fsdp1):
 
 @pytest.fixture(scope="module")
 def fsdp2_job(tmp_path_factory):
+    if not hasattr(_fsdp, "fully_shard"):
+        pytest.skip("this torch has no FSDP2 (torch.distributed.fsdp.fully_shard, torch >= 2.6)")
     return _run(tmp_path_factory, "fsdp2", fsdp1=False)
 
 
