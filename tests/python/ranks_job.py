@@ -88,17 +88,23 @@ def run_job(trace_dir, nproc, steps=3, compile=False, sleep_rank=-1, sleep_step=
             kill_rank=-1, kill_step=-1, timeout=120, env=None):
     """Runs this job under torchrun (gloo, CPU) with tracing to `trace_dir`;
     returns (CompletedProcess, sorted trace files)."""
+    args = ["--steps", str(steps), "--sleep-rank", str(sleep_rank), "--sleep-step", str(sleep_step),
+            "--sleep-s", str(sleep_s), "--kill-rank", str(kill_rank), "--kill-step", str(kill_step)]
+    if compile:
+        args.append("--compile")
+    return torchrun(trace_dir, nproc, __file__, args, timeout=timeout, env=env)
+
+
+def torchrun(trace_dir, nproc, script, args, timeout=120, env=None):
+    """Runs `script` with `args` under torchrun on `nproc` CPU ranks, traced
+    from the environment into `trace_dir` (files job-*.pfw[.gz]); returns
+    (CompletedProcess, sorted trace files). Shared by the DDP and FSDP jobs."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     full.update({"DFTRACER_ENABLE": "1", "DFTRACER_LOG_FILE": os.path.join(trace_dir, "job"),
                  "DFTRACER_FLUSH_INTERVAL_MS": "20", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
     full.update(env or {})
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-                "--standalone", "--monitor_interval", "0.1"]
-    cmd = torchrun + [os.path.abspath(__file__), "--steps", str(steps),
-                      "--sleep-rank", str(sleep_rank), "--sleep-step", str(sleep_step), "--sleep-s", str(sleep_s),
-                      "--kill-rank", str(kill_rank), "--kill-step", str(kill_step)]
-    if compile:
-        cmd.append("--compile")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
+           "--standalone", "--monitor_interval", "0.1", os.path.abspath(script)] + list(args)
     proc = subprocess.run(cmd, cwd=trace_dir, env=full, capture_output=True, text=True, timeout=timeout)
     files = sorted(p for p in glob.glob(os.path.join(trace_dir, "job-*")) if p.endswith((".pfw", ".pfw.gz")))
     return proc, files

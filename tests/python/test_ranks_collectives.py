@@ -16,7 +16,8 @@ import pytest
 
 from trace_reader import complete_events, read_finalized, trace_files
 
-pytest.importorskip("torch.distributed")
+# torch >= 2.13: all_gather_single / reduce_scatter_single (what FSDP calls)
+_HAS_SINGLE = hasattr(pytest.importorskip("torch.distributed"), "all_gather_single")
 
 JOB = textwrap.dedent("""
     import os, sys, torch, torch.distributed as dist
@@ -34,6 +35,9 @@ JOB = textwrap.dedent("""
     dist.reduce(torch.ones(4, dtype=torch.int32), dst=1)
     dist.all_to_all_single(torch.empty(16), torch.ones(16))
     dist.reduce_scatter_tensor(torch.empty(8), torch.ones(16))
+    if hasattr(dist, "all_gather_single"):                # torch >= 2.13: what FSDP calls
+        dist.all_gather_single(torch.empty(512), t)
+        dist.reduce_scatter_single(torch.empty(8), torch.ones(16))
     dist.barrier()
     peer = 1 - rank
     if rank == 0:
@@ -123,6 +127,12 @@ def test_every_collective_and_p2p_with_its_args(pair):
         assert o["reduce"][0]["bytes"] == 16 and o["reduce"][0]["dtype"] == "int32"
         assert o["all_to_all_single"][0]["bytes"] == 64 and o["reduce_scatter_tensor"][0]["bytes"] == 64
         assert o["barrier"][0]["bytes"] == 0
+        if _HAS_SINGLE:
+            # The direct calls only: 2.13's all_gather_into_tensor / reduce_scatter_tensor
+            # call these inside, and a nested call is the outer one's work, not an event.
+            assert [a["bytes"] for a in o["all_gather_single"]] == [1024]
+            assert [a["bytes"] for a in o["reduce_scatter_single"]] == [64]
+        assert len(o["all_gather_into_tensor"]) == len(o["reduce_scatter_tensor"]) == 1
         for a in (x for v in o.values() for x in v):
             assert a["group_size"] == 2 and a["group"]
     # One collective has one seq on both ranks.

@@ -23,6 +23,12 @@ the enqueue, not the completion; c10d's completion hooks exist for NCCL only.
 A wrapper costs a few microseconds of Python per call against tens of
 microseconds for the smallest gloo all-reduce.
 
+FSDP needs nothing of its own: its all-gathers and reduce-scatters call
+these functions (torch 2.13: FSDP1 and FSDP2 ``all_gather_single`` /
+``reduce_scatter_single``, FSDP1 on CPU ``all_gather``; older torch the
+``*_into_tensor`` / ``*_tensor`` names, which 2.13 keeps as aliases that call
+the ``_single`` ones: one event, the outer name, as for any nested call).
+
 DDP's bucketed all-reduces run in C++ (the Reducer), not through these
 functions: ddp.py registers torch's own ``allreduce_hook`` (documented as
 what DDP does without a hook) as the module's comm hook, and it calls
@@ -46,8 +52,10 @@ COLLECTIVES = {
     "all_reduce": "tensor",
     "all_gather": "tensor",
     "all_gather_into_tensor": "input_tensor",
+    "all_gather_single": "input_tensor",  # torch >= 2.13: what FSDP (1 and 2) all-gathers with
     "reduce_scatter": "input_list",
     "reduce_scatter_tensor": "input",
+    "reduce_scatter_single": "input",  # torch >= 2.13: FSDP's gradient reduce-scatter
     "broadcast": "tensor",
     "reduce": "tensor",
     "barrier": None,
