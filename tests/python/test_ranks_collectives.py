@@ -7,6 +7,7 @@ not trace (the clock measurement must not hang it).
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +25,17 @@ JOB = textwrap.dedent("""
     import dftracer
     from dftracer.python import ai
     rank, port = int(sys.argv[1]), sys.argv[2]
+
+    def ddp_with_user_hook():
+        calls = []
+        def user_hook(state, bucket):
+            calls.append(bucket.index())
+            return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+        ddp.register_comm_hook(None, user_hook)
+        ddp(torch.randn(3, 4)).sum().backward()
+        assert calls == [0], calls
+
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + port, rank=rank, world_size=2)
     torch.manual_seed(0)
     t = torch.ones(256)                                   # 1 KiB of float32
@@ -48,19 +60,12 @@ JOB = textwrap.dedent("""
         dist.recv(torch.empty(10), src=0)
         dist.send(torch.ones(3), dst=0)
         dist.irecv(torch.empty(5), src=0).wait()
-    calls = []
-    def user_hook(state, bucket):
-        calls.append(bucket.index())
-        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
-    ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
-    ddp.register_comm_hook(None, user_hook)
-    ddp(torch.randn(3, 4)).sum().backward()
-    assert calls == [0], calls
+    if sys.argv[3:] == ["ddp"]:
+        ddp_with_user_hook()
     with ai.comm.all_reduce:
         pass
     dist.destroy_process_group()
 """)
-
 
 def _free_port():
     with socket.socket() as s:
@@ -68,7 +73,16 @@ def _free_port():
         return str(s.getsockname()[1])
 
 
-def _run_pair(tmp_path, enable=("1", "1")):
+# torch 2.13 (gloo, CPU) itself aborts ("terminate called without an active
+# exception", SIGABRT) in about 1 run in 10 of this job when it builds DDP:
+# reproduced with the job without importing dftracer at all, with and without
+# a comm hook, with `del ddp`, and without destroy_process_group; never
+# without the DDP part in 40 runs. So the DDP part runs in a job of its own
+# (`ddp=True`), whose test is an expected failure when torch aborts that way.
+TORCH_DDP_ABORT = "terminate called without an active exception"
+
+
+def _run_pair(tmp_path, enable=("1", "1"), ddp=False):
     script = tmp_path / "job.py"
     script.write_text(JOB)
     port = _free_port()
@@ -77,10 +91,13 @@ def _run_pair(tmp_path, enable=("1", "1")):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("DFTRACER_") and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK")}
         env.update(DFTRACER_ENABLE=enable[rank], DFTRACER_LOG_FILE=str(tmp_path / "t"), DFTRACER_DISABLE_IO="1")
-        procs.append(subprocess.Popen([sys.executable, str(script), str(rank), port], cwd=str(tmp_path), env=env,
+        procs.append(subprocess.Popen([sys.executable, str(script), str(rank), port] + (["ddp"] if ddp else []),
+                                      cwd=str(tmp_path), env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outs):
+        if ddp and p.returncode == -signal.SIGABRT and TORCH_DDP_ABORT in err:
+            pytest.xfail("torch 2.13's own abort of a gloo DDP job with a Python comm hook (see TORCH_DDP_ABORT)")
         assert p.returncode == 0, f"rank exited {p.returncode}\n{out}\n{err}"
     return [read_finalized(f) for f in trace_files(str(tmp_path), "t-*")], [err for _, err in outs]
 
@@ -148,8 +165,10 @@ def test_every_collective_and_p2p_with_its_args(pair):
     assert sorted(sends0) == sorted(recvs1) == [0, 1]
 
 
-def test_user_comm_hook_after_ddp_still_runs_and_is_traced(pair):
-    for events in pair.values():
+def test_user_comm_hook_after_ddp_still_runs_and_is_traced(tmp_path):
+    files, _ = _run_pair(tmp_path, ddp=True)
+    assert len(files) == 2
+    for events in files:
         buckets = [e["args"] for e in complete_events(events, cat="comm", name="all_reduce")
                    if "ddp_bucket" in e.get("args", {})]
         assert [(a["ddp_bucket"], a["bytes"]) for a in buckets] == [(0, (4 * 2 + 2) * 4)]

@@ -35,6 +35,15 @@ from .diagnostics import warn
 
 ROUNDS = 5
 PING_TIMEOUT_S = 10.0  # rank 0 waiting for one rank's ping; rank r for its pong, per round
+# Bound of any one blocking C++ store call of ours (connect, set, get): the
+# exit handler waits this long (plus slack) for the thread to leave it. A
+# daemon thread still inside a torch C++ call when the interpreter finalizes
+# is killed by pthread_exit while it re-takes the GIL, which unwinds through a
+# noexcept destructor: std::terminate, the process aborts at exit ("terminate
+# called without an active exception", ~1 run in 10 of a 2-rank job whose
+# rank 0 exited while rank 1 was still connecting to its store).
+STORE_CALL_TIMEOUT_S = 2.0
+EXIT_JOIN_S = 2 * STORE_CALL_TIMEOUT_S + 1.0
 SPINS = 50  # checks back to back before sleeping between them
 _round = 0  # re-inits of the group in this process: fresh keys each time
 _stop = threading.Event()  # set at exit (see _wait)
@@ -42,9 +51,12 @@ _threads: list = []
 
 
 def _stop_at_exit() -> None:
+    """Stops the exchange and waits until the thread is out of every C++ call
+    (see STORE_CALL_TIMEOUT_S): normally at once, at worst EXIT_JOIN_S."""
     _stop.set()
+    deadline = time.monotonic() + EXIT_JOIN_S
     for t in _threads:
-        t.join(timeout=1.0)
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _wait(store, key: str, timeout_s: float) -> None:
@@ -70,15 +82,22 @@ def _wait(store, key: str, timeout_s: float) -> None:
     raise TimeoutError(f"no {key!r} in the store after {timeout_s:.0f} s")
 
 
-def _connect(dist, store):
-    """A TCPStore client of our own on the job's store server, or None."""
+def _server(dist, store):
+    """(host, port) of the job's TCPStore server, or None. Only the address is
+    kept: holding the job's store object in our thread would keep rank 0's
+    store server alive past the job's own teardown."""
     base = store
     while isinstance(base, dist.PrefixStore):
         base = base.underlying_store
     if not isinstance(base, dist.TCPStore):
         return None
-    return dist.TCPStore(base.host, base.port, is_master=False,
-                         timeout=datetime.timedelta(seconds=PING_TIMEOUT_S), wait_for_workers=False)
+    return base.host, base.port
+
+
+def _connect(dist, server):
+    """A TCPStore client of our own on the job's store server."""
+    return dist.TCPStore(server[0], server[1], is_master=False,
+                         timeout=datetime.timedelta(seconds=STORE_CALL_TIMEOUT_S), wait_for_workers=False)
 
 
 def _serve(store, world_size: int) -> None:
@@ -111,14 +130,11 @@ def _measure(store, rank: int) -> tuple[int, int] | None:
     return best[1], (best[0] + 1) // 2
 
 
-def _run(dist, store, rank: int, world_size: int, prefix: str) -> None:
+def _run(dist, server, rank: int, world_size: int, prefix: str) -> None:
     try:
-        client = _connect(dist, store)
-        if client is None:
-            warn("clock offset to rank 0 not measured: the process group's store is not a TCPStore; "
-                 "clock_offset_ns is absent (merge treats it as 0)")
+        if _stop.is_set():
             return
-        client = dist.PrefixStore(prefix, client)
+        client = dist.PrefixStore(prefix, _connect(dist, server))
         if rank == 0:
             _serve(client, world_size)
             return
@@ -127,6 +143,8 @@ def _run(dist, store, rank: int, world_size: int, prefix: str) -> None:
             _core.metadata_int("clock_offset_ns", got[0])
             _core.metadata_int("clock_offset_uncertainty_ns", got[1])
     except Exception as e:  # a timeout, a store gone: unknown, never an error in the job
+        if _stop.is_set():
+            return  # the job is exiting: nothing to say
         warn(f"clock offset to rank 0 not measured ({type(e).__name__}: {e}); "
              "clock_offset_ns is absent (merge treats it as 0)")
 
@@ -147,10 +165,16 @@ def start(dist, rank: int, world_size: int) -> threading.Thread | None:
     except Exception as e:
         warn(f"clock offset to rank 0 not measured: no store for the default group ({e})")
         return None
+    server = _server(dist, store)
+    del store
+    if server is None:
+        warn("clock offset to rank 0 not measured: the process group's store is not a TCPStore; "
+             "clock_offset_ns is absent (merge treats it as 0)")
+        return None
     _round += 1
     restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     prefix = f"dftracer/clock/{restart}/{_round}/"
-    t = threading.Thread(target=_run, args=(dist, store, rank, world_size, prefix),
+    t = threading.Thread(target=_run, args=(dist, server, rank, world_size, prefix),
                          name="dftracer-clock", daemon=True)
     if not _threads:
         atexit.register(_stop_at_exit)
