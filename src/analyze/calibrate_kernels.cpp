@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -15,14 +17,48 @@ namespace dftracer::analyze {
 
 namespace {
 
-// Seconds taken by running `work(t)` on `threads` threads at once.
-double timed_parallel(unsigned threads, const std::function<void(unsigned)>& work) {
+double steady_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU seconds this thread has run: the clock a wrong wall reading cannot fool.
+double thread_cpu_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Seconds taken by running `work(t)` on `threads` threads at once, read on
+// `wall_now` and checked against each thread's own CPU time: every thread
+// ran inside the wall interval, so the interval is at least the longest
+// thread's CPU time. A wall reading below that (a clock that jumped, a
+// trial shorter than the clock's resolution) would turn into a peak no
+// machine reaches, so the CPU time is used instead, with one warning.
+double timed_parallel(unsigned threads, const std::function<void(unsigned)>& work, WallClock wall_now,
+                      bool& warned) {
+  std::vector<double> cpu(threads, 0.0);
+  auto timed_work = [&](unsigned t) {
+    const double c0 = thread_cpu_now();
+    work(t);
+    cpu[t] = thread_cpu_now() - c0;
+  };
   std::vector<std::thread> pool;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
+  const double t0 = wall_now();
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(timed_work, t);
+  timed_work(0);
   for (std::thread& th : pool) th.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall = wall_now() - t0;
+  const double longest_cpu = *std::max_element(cpu.begin(), cpu.end());
+  if (wall < 0.95 * longest_cpu) {  // 5 %: the two clocks' own granularity
+    if (!warned)
+      std::fprintf(stderr,
+                   "dftracer-analyze: calibrate: a trial's wall time (%.6f s) was shorter than one thread's "
+                   "CPU time (%.6f s); used the CPU time instead\n",
+                   wall, longest_cpu);
+    warned = true;
+    return longest_cpu;
+  }
+  return wall;
 }
 
 // The matmul is a register-blocked micro-kernel over packed panels, the
@@ -82,26 +118,32 @@ constexpr double kFlopsPerPass = 2.0 * kPanelsA * kMr * kPanelsB * kNr * kK;
 
 }  // namespace
 
-double measure_matmul_gflops(unsigned threads) {
+double measure_matmul_gflops(unsigned threads, WallClock wall_now) {
   threads = std::max(1u, threads);
+  if (!wall_now) wall_now = steady_now;
+  bool warned = false;
   std::vector<MatmulBuffers> bufs(threads);
   // Enough passes for a trial of >= 0.15 s, then the best of three trials:
   // other processes on the machine only ever make a trial slower.
   int passes = 4;
   double secs = 0;
-  while ((secs = timed_parallel(threads, [&](unsigned t) { for (int p = 0; p < passes; ++p) bufs[t].pass(); })) < 0.15 &&
+  auto trial = [&](unsigned t) {
+    for (int p = 0; p < passes; ++p) bufs[t].pass();
+  };
+  while ((secs = timed_parallel(threads, trial, wall_now, warned)) < 0.15 &&
          passes < (1 << 20))
     passes *= 2;
   double best = secs;
-  for (int trial = 0; trial < 3; ++trial)
-    best = std::min(best, timed_parallel(threads, [&](unsigned t) { for (int p = 0; p < passes; ++p) bufs[t].pass(); }));
+  for (int i = 0; i < 3; ++i) best = std::min(best, timed_parallel(threads, trial, wall_now, warned));
   volatile float sink = 0;
   for (const MatmulBuffers& b : bufs) sink = sink + b.c[0];  // the results are used
   return kFlopsPerPass * passes * threads / best * 1e-9;
 }
 
-double measure_triad_gbps(unsigned threads) {
+double measure_triad_gbps(unsigned threads, WallClock wall_now) {
   threads = std::max(1u, threads);
+  if (!wall_now) wall_now = steady_now;
+  bool warned = false;
   // 3 x 64 MiB in all: far beyond any last-level cache.
   const size_t n = (size_t{64} << 20) / sizeof(float);
   std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
@@ -114,9 +156,9 @@ double measure_triad_gbps(unsigned threads) {
     const float* __restrict pc = c.data();
     for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
   };
-  timed_parallel(threads, sweep);  // first touch of `a`
+  timed_parallel(threads, sweep, wall_now, warned);  // first touch of `a`
   double best = 1e30;
-  for (int trial = 0; trial < 8; ++trial) best = std::min(best, timed_parallel(threads, sweep));
+  for (int trial = 0; trial < 8; ++trial) best = std::min(best, timed_parallel(threads, sweep, wall_now, warned));
   volatile float sink = a[n / 2];
   (void)sink;
   return 12.0 * static_cast<double>(n) / best * 1e-9;

@@ -5,10 +5,15 @@
 
 namespace dftracer::analyze {
 
+// Seconds on some monotonic clock; steady_clock unless a test injects one.
+using WallClock = double (*)();
+
+// A trial's elapsed time is never taken below its longest thread's CPU
+// time (a wrong wall reading cannot make a peak).
 // GFLOP/s of C += A * B (2 flops per multiply-add) over all threads.
-double measure_matmul_gflops(unsigned threads);
+double measure_matmul_gflops(unsigned threads, WallClock wall_now = nullptr);
 // GB/s of a[i] = b[i] + s * c[i] over arrays far larger than the caches,
 // counting 12 bytes per element (two floats read, one written).
-double measure_triad_gbps(unsigned threads);
+double measure_triad_gbps(unsigned threads, WallClock wall_now = nullptr);
 
 }  // namespace dftracer::analyze
