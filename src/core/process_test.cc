@@ -222,12 +222,16 @@ TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
       _exit(0);
     }
     close(path_pipe[1]);
+    // Wait before reading: a child that hangs before it writes its path keeps
+    // the pipe open, and a blocking read would hang the test with it. The
+    // path fits in the pipe's buffer, so the child never blocks on writing.
+    int status = 0;
+    const bool exited = wait_with_deadline(child, &status);
     std::string child_path;
     char buf[512];
     for (ssize_t n; (n = read(path_pipe[0], buf, sizeof buf)) > 0;) child_path.append(buf, static_cast<size_t>(n));
     close(path_pipe[0]);
-    int status = 0;
-    if (!wait_with_deadline(child, &status)) {
+    if (!exited) {
       // GCC 12's ASan runtime does not lock its allocator across fork: a
       // child can block forever in ASan's own malloc on a lock a parent
       // thread held (gdb: __sanitizer::SizeClassAllocator64::GetFromAllocator
