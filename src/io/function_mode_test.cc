@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +20,14 @@
 
 #include "dftracer/io.h"
 #include "trace_file.h"
+
+// glibc's pre-2.33 stat entry points, which its headers no longer declare.
+extern "C" {
+int __xstat(int ver, const char* path, struct stat* st);
+int __lxstat64(int ver, const char* path, struct stat64* st);
+int __fxstat(int ver, int fd, struct stat* st);
+int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
+}
 
 namespace {
 
@@ -154,6 +164,48 @@ TEST(FunctionMode, ThreadStartedBeforeInitIsTraced) {
   for (const Event& e : all)
     if (is_io(e) && e.name == "write" && str_arg(e, "fhash") == fh[path]) written += int_arg(e, "ret");
   EXPECT_EQ(written, 10);
+}
+
+// This binary's own calls of glibc's __xstat family are patched like any
+// other, and munmap of a mapping of a traced file is an event of that file.
+TEST(FunctionMode, XstatFamilyAndMunmapOfATracedMapping) {
+  Traced t = start("io_fn_legacy");
+  std::string file = t.data + "/m.bin";
+  int fd = open(file.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
+  std::string bytes(8192, 'm');
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), 8192);
+  struct stat st;
+  struct stat64 st64;
+  const int kStatVer = 1;  // _STAT_VER_LINUX on x86_64
+  errno = 55;
+  ASSERT_EQ(__xstat(kStatVer, file.c_str(), &st), 0);
+  EXPECT_EQ(errno, 55);
+  EXPECT_EQ(st.st_size, 8192);
+  ASSERT_EQ(__lxstat64(kStatVer, file.c_str(), &st64), 0);
+  ASSERT_EQ(__fxstat(kStatVer, fd, &st), 0);
+  ASSERT_EQ(__fxstatat64(kStatVer, AT_FDCWD, file.c_str(), &st64, 0), 0);
+  void* map = mmap(nullptr, 8192, PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  ASSERT_EQ(munmap(map, 8192), 0);
+  void* anon = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(anon, MAP_FAILED);
+  ASSERT_EQ(munmap(anon, 4096), 0);
+  close(fd);
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.data);
+  ASSERT_TRUE(fh.count(file));
+  std::map<std::string, int> calls;
+  for (const Event& e : all) {
+    if (!is_io(e)) continue;
+    EXPECT_EQ(str_arg(e, "fhash"), fh[file]) << e.name;
+    calls[e.name]++;
+    if (e.name == "munmap") {
+      EXPECT_EQ(int_arg(e, "size"), 8192);
+      EXPECT_EQ(int_arg(e, "ret"), 0);
+    }
+  }
+  for (const char* c : {"__xstat", "__lxstat64", "__fxstat", "__fxstatat64", "mmap", "munmap"})
+    EXPECT_EQ(calls[c], 1) << c;
 }
 
 }  // namespace

@@ -11,10 +11,13 @@
  * (`__read_chk`, `__open_2`, `__fread_chk`, ...): they are hooked too and
  * their events carry the plain name (`read`, `open`, `fread`).
  *
- * Not here: glibc's pre-2.33 `__xstat` family (a program built on this
- * glibc calls `stat` & co.; old binaries calling `__xstat` are not traced)
- * and munmap (it has no descriptor: a mapping cannot be tied to a file
- * without a table of addresses).
+ * glibc's `__xstat` family (what `stat` & co. compiled to before glibc
+ * 2.33; old binaries and prebuilt libraries still call them, and glibc
+ * still exports them) is hooked under its own names, as DFTracer names
+ * those events (`__xstat`, `__fxstat64`, ...).
+ *
+ * munmap has no descriptor: it is traced when it unmaps a mapping that a
+ * traced mmap made (mapping_table.c remembers those by address).
  */
 #ifndef DFTRACER_IO_IO_CALLS_H_
 #define DFTRACER_IO_IO_CALLS_H_
@@ -23,8 +26,10 @@
   X(open) X(open64) X(openat) X(openat64) X(creat) X(creat64) X(close) X(read) X(write) X(pread)         \
   X(pread64) X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) X(fdatasync)          \
   X(ftruncate) X(ftruncate64) X(stat) X(stat64) X(lstat) X(lstat64) X(fstat) X(fstat64) X(fstatat)       \
-  X(fstatat64) X(statx) X(access) X(mkdir) X(rmdir) X(unlink) X(rename) X(mmap) X(mmap64) X(opendir)     \
-  X(readdir) X(readdir64) X(closedir) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64)                       \
+  X(fstatat64) X(statx) X(access) X(mkdir) X(rmdir) X(unlink) X(rename) X(mmap) X(mmap64) X(munmap)      \
+  X(opendir) X(readdir) X(readdir64) X(closedir) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64)            \
+  X(__xstat) X(__xstat64) X(__lxstat) X(__lxstat64) X(__fxstat) X(__fxstat64) X(__fxstatat)             \
+  X(__fxstatat64)                                                                                        \
   X(__read_chk) X(__pread_chk) X(__pread64_chk) X(__open_2) X(__open64_2) X(__openat_2) X(__openat64_2)
 
 #define DFTIO_STDIO_CALLS(X)                                                                             \
@@ -62,6 +67,17 @@ int __openat_2(int dirfd, const char* path, int flags);
 int __openat64_2(int dirfd, const char* path, int flags);
 size_t __fread_chk(void* buf, size_t buflen, size_t size, size_t n, FILE* f);
 char* __fgets_chk(char* s, size_t size, int n, FILE* f);
+/* glibc's versioned stat entry points (no longer declared by its headers). */
+struct stat;
+struct stat64;
+int __xstat(int ver, const char* path, struct stat* st);
+int __xstat64(int ver, const char* path, struct stat64* st);
+int __lxstat(int ver, const char* path, struct stat* st);
+int __lxstat64(int ver, const char* path, struct stat64* st);
+int __fxstat(int ver, int fd, struct stat* st);
+int __fxstat64(int ver, int fd, struct stat64* st);
+int __fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags);
+int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
 #ifdef __cplusplus
 }
 #endif

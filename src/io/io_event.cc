@@ -31,14 +31,14 @@ dft_arg int_arg(dft_id key, int64_t v) {
 
 // The event name of a call: its symbol, except glibc's fortified entry
 // points, which are named as the call they check (`__read_chk` -> `read`,
-// `__open64_2` -> `open64`), so analyses group them together.
+// `__open64_2` -> `open64`), so analyses group them together. Other `__`
+// symbols (`__xstat`, `__fxstat64`) keep their names, as DFTracer's do.
 static std::string event_name(const char* symbol) {
   std::string s = symbol;
   if (s.rfind("__", 0) != 0) return s;
-  s = s.substr(2);
   for (const char* suffix : {"_chk", "_2"})
-    if (s.size() > std::strlen(suffix) && s.compare(s.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
-      return s.substr(0, s.size() - std::strlen(suffix));
+    if (s.size() > 2 + std::strlen(suffix) && s.compare(s.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      return s.substr(2, s.size() - 2 - std::strlen(suffix));
   return s;
 }
 

@@ -7,6 +7,8 @@
  *                     call's errno was changed.
  *   threads IN N K    N threads, each K rounds of open/write/read/close
  *   fork IN           the parent and a forked child each read their own file
+ *   legacy IN         glibc's __xstat family on IN/m.bin, then a traced
+ *                     mmap/munmap of it and an untraced anonymous one
  */
 #define _GNU_SOURCE 1
 #include <dftracer/dftracer.h>
@@ -16,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "io_calls.h" /* declares glibc's __xstat family, which its headers no longer do */
 
 static char buf[8192];
 
@@ -90,6 +95,32 @@ static int script(const char* in, const char* out) {
   return errno_bad ? 3 : 0;
 }
 
+#define STAT_VER 1 /* _STAT_VER_LINUX on x86_64 */
+
+static int legacy(const char* in) {
+  char m[4096];
+  path(m, in, "m.bin");
+  struct stat st;
+  struct stat64 st64;
+  memset(buf, 'm', sizeof buf);
+  int fd = open(m, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, buf, 8192) != 8192) return 2;
+  errno = 4321;
+  if (__xstat(STAT_VER, m, &st) != 0 || st.st_size != 8192) return 2;
+  expect_errno(4321, "__xstat");
+  if (__xstat64(STAT_VER, m, &st64) != 0 || __lxstat(STAT_VER, m, &st) != 0 || __lxstat64(STAT_VER, m, &st64) != 0)
+    return 2;
+  if (__fxstat(STAT_VER, fd, &st) != 0 || __fxstat64(STAT_VER, fd, &st64) != 0) return 2;
+  if (__fxstatat(STAT_VER, AT_FDCWD, m, &st, 0) != 0 || __fxstatat64(STAT_VER, AT_FDCWD, m, &st64, 0) != 0) return 2;
+  void* map = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED || ((const char*)map)[100] != 'm') return 2;
+  if (munmap(map, 8192) != 0) return 2;
+  void* anon = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (anon == MAP_FAILED || munmap(anon, 4096) != 0) return 2; /* no file: never an event */
+  close(fd);
+  return errno_bad ? 3 : 0;
+}
+
 static const char* g_in;
 static int g_rounds;
 
@@ -136,6 +167,7 @@ int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "script") == 0) return script(argv[2], argv[3]);
   if (argc >= 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc >= 3 && strcmp(argv[1], "fork") == 0) return forked(argv[2]);
-  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN\n", argv[0]);
+  if (argc >= 3 && strcmp(argv[1], "legacy") == 0) return legacy(argv[2]);
+  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN\n", argv[0]);
   return 64;
 }

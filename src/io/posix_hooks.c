@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "io_hook.h"
+#include "mapping_table.h"
 
 /* ---------------------------------------------------------------- open family */
 
@@ -155,6 +156,33 @@ int DFTIO_HOOK(fstatat64)(int dirfd, const char* path, struct stat64* st, int fl
 int DFTIO_HOOK(statx)(int dirfd, const char* path, int flags, unsigned int mask, struct statx* st) {
   DFTIO_RUN(statx, at_hash(dirfd, path, flags), int, DFTIO_REAL(statx)(dirfd, path, flags, mask, st), DFTIO_RET(r_));
 }
+/* glibc's pre-2.33 stat entry points: the same events under their own names. */
+int DFTIO_HOOK(__xstat)(int ver, const char* path, struct stat* st) {
+  DFTIO_RUN(__xstat, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__xstat)(ver, path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(__xstat64)(int ver, const char* path, struct stat64* st) {
+  DFTIO_RUN(__xstat64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__xstat64)(ver, path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(__lxstat)(int ver, const char* path, struct stat* st) {
+  DFTIO_RUN(__lxstat, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__lxstat)(ver, path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(__lxstat64)(int ver, const char* path, struct stat64* st) {
+  DFTIO_RUN(__lxstat64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(__lxstat64)(ver, path, st), DFTIO_RET(r_));
+}
+int DFTIO_HOOK(__fxstat)(int ver, int fd, struct stat* st) {
+  DFTIO_RUN(__fxstat, dftio_fd_traced(fd), int, DFTIO_REAL(__fxstat)(ver, fd, st), DFTIO_FD_RET(fd));
+}
+int DFTIO_HOOK(__fxstat64)(int ver, int fd, struct stat64* st) {
+  DFTIO_RUN(__fxstat64, dftio_fd_traced(fd), int, DFTIO_REAL(__fxstat64)(ver, fd, st), DFTIO_FD_RET(fd));
+}
+int DFTIO_HOOK(__fxstatat)(int ver, int dirfd, const char* path, struct stat* st, int flags) {
+  DFTIO_RUN(__fxstatat, at_hash(dirfd, path, flags), int, DFTIO_REAL(__fxstatat)(ver, dirfd, path, st, flags),
+            DFTIO_RET(r_));
+}
+int DFTIO_HOOK(__fxstatat64)(int ver, int dirfd, const char* path, struct stat64* st, int flags) {
+  DFTIO_RUN(__fxstatat64, at_hash(dirfd, path, flags), int, DFTIO_REAL(__fxstatat64)(ver, dirfd, path, st, flags),
+            DFTIO_RET(r_));
+}
 int DFTIO_HOOK(access)(const char* path, int mode) {
   DFTIO_RUN(access, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(access)(path, mode), DFTIO_RET(r_));
 }
@@ -180,13 +208,26 @@ int DFTIO_HOOK(rename)(const char* from, const char* to) {
 
 /* ---------------------------------------------------------------- mapping */
 
+/* A traced mapping is remembered by address, so its munmap is traced too. */
+#define DFTIO_MAPPED(fd, len, off)                                                    \
+  (DFTIO_FD(fd), DFTIO_SIZE(len), DFTIO_OFFSET(off), DFTIO_RET(r_ == MAP_FAILED ? -1 : 0), \
+   (r_ != MAP_FAILED ? dftio_map_remember(r_, h_) : (void)0))
+
 void* DFTIO_HOOK(mmap)(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   DFTIO_RUN(mmap, dftio_fd_traced(fd), void*, DFTIO_REAL(mmap)(addr, len, prot, flags, fd, off),
-            (DFTIO_FD(fd), DFTIO_SIZE(len), DFTIO_OFFSET(off), DFTIO_RET(r_ == MAP_FAILED ? -1 : 0)));
+            DFTIO_MAPPED(fd, len, off));
 }
 void* DFTIO_HOOK(mmap64)(void* addr, size_t len, int prot, int flags, int fd, off64_t off) {
   DFTIO_RUN(mmap64, dftio_fd_traced(fd), void*, DFTIO_REAL(mmap64)(addr, len, prot, flags, fd, off),
-            (DFTIO_FD(fd), DFTIO_SIZE(len), DFTIO_OFFSET(off), DFTIO_RET(r_ == MAP_FAILED ? -1 : 0)));
+            DFTIO_MAPPED(fd, len, off));
+}
+/* The table entry is dropped whether or not we record now (size: bytes unmapped). */
+static uint64_t unmap_traced(void* addr) {
+  uint64_t h = dftio_map_forget(addr);
+  return h && dftio_recording() ? h : 0;
+}
+int DFTIO_HOOK(munmap)(void* addr, size_t len) {
+  DFTIO_RUN(munmap, unmap_traced(addr), int, DFTIO_REAL(munmap)(addr, len), (DFTIO_SIZE(len), DFTIO_RET(r_)));
 }
 
 /* ---------------------------------------------------------------- directories */

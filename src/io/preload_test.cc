@@ -205,6 +205,36 @@ TEST(Preload, ForkedChildWritesItsOwnReadsToItsOwnFile) {
   EXPECT_EQ(seen, (std::set<std::string>{"child.bin", "parent.bin"}));
 }
 
+// glibc's pre-2.33 stat entry points (old binaries, prebuilt libraries)
+// under DFTracer's names, and munmap of a traced mapping (tied to its file
+// through the address mmap returned); an anonymous mapping is no event.
+TEST(Preload, XstatFamilyAndMunmapOfATracedMapping) {
+  std::string dir = dftracer_test::temp_dir("io_legacy");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"legacy", in}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0) << "the program failed (3: a hook changed errno)";
+  ASSERT_EQ(r.files.size(), 1u);
+  std::map<std::string, std::string> fh = file_hashes(r.files[0], in);
+  ASSERT_EQ(fh.size(), 1u);
+  const std::string hash = fh[in + "/m.bin"];
+  const std::vector<std::string> want = {"open",       "write",      "__xstat",   "__xstat64",    "__lxstat",
+                                         "__lxstat64", "__fxstat",   "__fxstat64", "__fxstatat", "__fxstatat64",
+                                         "mmap",       "munmap",     "close"};
+  std::vector<Event> io = io_events(r.files[0]);
+  std::vector<std::string> names;
+  for (const Event& e : io) names.push_back(e.name);
+  ASSERT_EQ(names, want);
+  for (const Event& e : io) {
+    SCOPED_TRACE(e.name);
+    EXPECT_EQ(str_arg(e, "fhash"), hash);
+    if (e.name != "open" && e.name != "write" && e.name != "mmap") EXPECT_EQ(int_arg(e, "ret"), 0);
+  }
+  EXPECT_EQ(int_arg(io[6], "fd"), int_arg(io[0], "ret")) << "__fxstat carries its descriptor";
+  EXPECT_EQ(int_arg(io[10], "size"), 8192);
+  EXPECT_EQ(int_arg(io[11], "size"), 8192) << "munmap: the bytes unmapped";
+}
+
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
 TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_threads");
