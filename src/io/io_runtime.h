@@ -35,9 +35,16 @@ extern "C" {
 
 /* fd -> fhash of the path it was opened with; 0 = not traced. One 64-bit
  * atomic word per descriptor: open stores, close exchanges with 0, every
- * other call loads. Descriptors past the table are never traced. */
+ * other call loads. Descriptors below DFTIO_MAX_FD (nearly all) live in
+ * this static table; higher ones (a raised RLIMIT_NOFILE) in pages of
+ * fd_table.c, reached through the out-of-line dftio_high_fd_* calls. */
+#ifndef DFTIO_MAX_FD /* a power of two; a test build makes it small to reach the pages */
 #define DFTIO_MAX_FD 65536
+#endif
 DFTIO_HIDDEN extern uint64_t dftio_fd_hash[DFTIO_MAX_FD];
+DFTIO_HIDDEN uint64_t dftio_high_fd_load(int fd);
+DFTIO_HIDDEN void dftio_high_fd_store(int fd, uint64_t h);
+DFTIO_HIDDEN uint64_t dftio_high_fd_exchange(int fd);
 
 /* 1 once the hooks are live and I/O tracing is wanted (not DFTRACER_DISABLE_IO). */
 DFTIO_HIDDEN extern int dftio_on;
@@ -54,20 +61,21 @@ static inline int dftio_recording(void) {
 
 /* fhash of a traced descriptor, or 0 (untraced, or not recording now). */
 static inline uint64_t dftio_fd_traced(int fd) {
-  if ((unsigned)fd >= DFTIO_MAX_FD) return 0;
-  uint64_t h = __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED);
+  uint64_t h = (unsigned)fd < DFTIO_MAX_FD ? __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED)
+                                           : dftio_high_fd_load(fd);
   return h != 0 && dftio_recording() ? h : 0;
 }
 
 static inline void dftio_track(int fd, uint64_t h) {
   if ((unsigned)fd < DFTIO_MAX_FD) __atomic_store_n(&dftio_fd_hash[fd], h, __ATOMIC_RELAXED);
+  else dftio_high_fd_store(fd, h);
 }
 
 /* Forgets a descriptor (before the real close: a descriptor number reused by
  * another thread's open right after the close must keep its new entry). */
 static inline uint64_t dftio_untrack(int fd) {
-  if ((unsigned)fd >= DFTIO_MAX_FD) return 0;
-  return __atomic_exchange_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
+  if ((unsigned)fd < DFTIO_MAX_FD) return __atomic_exchange_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
+  return dftio_high_fd_exchange(fd);
 }
 
 /* fhash of a path when I/O on it is to be traced now (recording, under

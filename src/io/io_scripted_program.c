@@ -9,6 +9,10 @@
  *   fork IN           the parent and a forked child each read their own file
  *   legacy IN         glibc's __xstat family on IN/m.bin, then a traced
  *                     mmap/munmap of it and an untraced anonymous one
+ *   highfd IN FD...   raises RLIMIT_NOFILE's soft limit to the hard one
+ *                     (exit 77 when the hard limit is below the highest
+ *                     FD), opens IN/h.bin and, through dup2 to each FD,
+ *                     writes 100 bytes, preads them back and closes it
  */
 #define _GNU_SOURCE 1
 #include <dftracer/dftracer.h>
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,6 +126,26 @@ static int legacy(const char* in) {
   return errno_bad ? 3 : 0;
 }
 
+static int high_fds(const char* in, char** fds, int n) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 2;
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0) return 2;
+  char h[4096];
+  path(h, in, "h.bin");
+  int fd = open(h, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fd < 0) return 2;
+  for (int i = 0; i < n; ++i) {
+    int to = atoi(fds[i]);
+    if (lim.rlim_max != RLIM_INFINITY && (rlim_t)to >= lim.rlim_max) {
+      fprintf(stderr, "RLIMIT_NOFILE hard limit %llu is below descriptor %d\n", (unsigned long long)lim.rlim_max, to);
+      return 77;
+    }
+    if (dup2(fd, to) != to || write(to, buf, 100) != 100 || pread(to, buf, 100, 0) != 100 || close(to) != 0) return 2;
+  }
+  return close(fd);
+}
+
 static const char* g_in;
 static int g_rounds;
 
@@ -168,6 +193,7 @@ int main(int argc, char** argv) {
   if (argc >= 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc >= 3 && strcmp(argv[1], "fork") == 0) return forked(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "legacy") == 0) return legacy(argv[2]);
-  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN\n", argv[0]);
+  if (argc >= 4 && strcmp(argv[1], "highfd") == 0) return high_fds(argv[2], argv + 3, argc - 3);
+  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD...\n", argv[0]);
   return 64;
 }

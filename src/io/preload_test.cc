@@ -26,8 +26,12 @@ struct ProgramRun {
 
 ProgramRun run_program(const std::string& dir, const std::vector<std::string>& args, const std::vector<std::string>& env,
                        std::string prog = DFTIO_SCRIPTED_PROGRAM) {
-  std::vector<std::string> envs = {"LD_PRELOAD=" DFTIO_PRELOAD_LIB, "DFTRACER_LOG_FILE=" + dir + "/trace",
-                                   "DFTRACER_TIME_RESOLUTION=ns", "PATH=/usr/bin:/bin"};
+  std::vector<std::string> envs = {"DFTRACER_LOG_FILE=" + dir + "/trace", "DFTRACER_TIME_RESOLUTION=ns",
+                                   "PATH=/usr/bin:/bin"};
+  // Our preload library unless `env` names another (the first LD_PRELOAD wins).
+  bool preload_named = false;
+  for (const std::string& e : env) preload_named |= e.rfind("LD_PRELOAD=", 0) == 0;
+  if (!preload_named) envs.push_back("LD_PRELOAD=" DFTIO_PRELOAD_LIB);
   envs.insert(envs.end(), env.begin(), env.end());
   std::vector<char*> argv, envp;
   argv.push_back(prog.data());
@@ -233,6 +237,42 @@ TEST(Preload, XstatFamilyAndMunmapOfATracedMapping) {
   EXPECT_EQ(int_arg(io[6], "fd"), int_arg(io[0], "ret")) << "__fxstat carries its descriptor";
   EXPECT_EQ(int_arg(io[10], "size"), 8192);
   EXPECT_EQ(int_arg(io[11], "size"), 8192) << "munmap: the bytes unmapped";
+}
+
+// Descriptors past the static table: dup2 to each of `fds`, then write,
+// pread and close there; every call carries the file's fhash. Exit 77: the
+// hard RLIMIT_NOFILE is too low for the highest descriptor (skip).
+void check_high_descriptors(const char* tag, const std::string& preload, const std::vector<std::string>& fds) {
+  std::string dir = dftracer_test::temp_dir(tag);
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  std::vector<std::string> args = {"highfd", in};
+  args.insert(args.end(), fds.begin(), fds.end());
+  std::vector<std::string> env = {"LD_PRELOAD=" + preload, "DFTRACER_ENABLE=1", "DFTRACER_INIT=PRELOAD",
+                                  "DFTRACER_DATA_DIR=" + in};
+  ProgramRun r = run_program(dir, args, env);
+  if (r.status == 77) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below descriptor " << fds.back();
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 1u);
+  std::map<std::string, std::string> fh = file_hashes(r.files[0], in);
+  ASSERT_EQ(fh.size(), 1u);
+  std::map<int64_t, std::map<std::string, int>> calls;  // fd -> call -> count
+  for (const Event& e : io_events(r.files[0])) {
+    EXPECT_EQ(str_arg(e, "fhash"), fh.begin()->second) << e.name;
+    if (e.name != "open" && e.name != "dup2") calls[int_arg(e, "fd")][e.name]++;
+  }
+  for (const std::string& fd : fds) {
+    SCOPED_TRACE("fd " + fd);
+    for (const char* c : {"write", "pread", "close"}) EXPECT_EQ(calls[std::stoll(fd)][c], 1) << c;
+  }
+}
+
+TEST(Preload, DescriptorAbove65535IsTraced) { check_high_descriptors("io_highfd", DFTIO_PRELOAD_LIB, {"70000"}); }
+
+// The same code path on any machine: a build whose static table holds
+// 1024 descriptors, so 5000 and 3000 land in two pages of fd_table.c.
+TEST(Preload, DescriptorsPastTheStaticTableAreTracedThroughPages) {
+  check_high_descriptors("io_highfd_small", DFTIO_PRELOAD_SMALLFD_LIB, {"5000", "3000", "1023"});
 }
 
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
