@@ -208,4 +208,36 @@ TEST(FunctionMode, XstatFamilyAndMunmapOfATracedMapping) {
     EXPECT_EQ(calls[c], 1) << c;
 }
 
+// Relative paths follow this process's chdir/fchdir (the test binary's own
+// calls, patched): the test starts outside DFTRACER_DATA_DIR.
+TEST(FunctionMode, RelativePathsFollowChdirAndFchdir) {
+  char start_dir[4096];
+  ASSERT_NE(getcwd(start_dir, sizeof start_dir), nullptr);
+  Traced t = start("io_fn_chdir");
+  std::string sub = t.data + "/sub";
+  ASSERT_EQ(mkdir(sub.c_str(), 0755), 0);
+  auto write_relative = [](const char* name, size_t n) {
+    int fd = open(name, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    std::string bytes(n, 'c');
+    ASSERT_EQ(write(fd, bytes.data(), n), static_cast<ssize_t>(n));
+    close(fd);
+  };
+  ASSERT_EQ(chdir(sub.c_str()), 0);
+  write_relative("x.bin", 10);
+  int d = open(t.data.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_EQ(fchdir(d), 0);
+  close(d);
+  write_relative("y.bin", 20);
+  ASSERT_EQ(chdir(start_dir), 0);
+  std::vector<Event> all = finish(t);
+  auto fh = hashes_under(all, t.data);
+  std::map<std::string, int64_t> written;
+  for (const Event& e : all)
+    if (is_io(e) && e.name == "write")
+      for (auto& [path, hash] : fh)
+        if (hash == str_arg(e, "fhash")) written[path] += int_arg(e, "ret");
+  EXPECT_EQ(written, (std::map<std::string, int64_t>{{sub + "/x.bin", 10}, {t.data + "/y.bin", 20}}));
+}
+
 }  // namespace

@@ -26,8 +26,9 @@
   X(open) X(open64) X(openat) X(openat64) X(creat) X(creat64) X(close) X(read) X(write) X(pread)         \
   X(pread64) X(pwrite) X(pwrite64) X(readv) X(writev) X(lseek) X(lseek64) X(fsync) X(fdatasync)          \
   X(ftruncate) X(ftruncate64) X(stat) X(stat64) X(lstat) X(lstat64) X(fstat) X(fstat64) X(fstatat)       \
-  X(fstatat64) X(statx) X(access) X(mkdir) X(rmdir) X(unlink) X(rename) X(mmap) X(mmap64) X(munmap)      \
-  X(opendir) X(readdir) X(readdir64) X(closedir) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64)            \
+  X(fstatat64) X(statx) X(access) X(mkdir) X(rmdir) X(unlink) X(rename) X(chdir) X(fchdir) X(mmap)      \
+  X(mmap64) X(munmap) X(opendir) X(readdir) X(readdir64) X(closedir) X(dup) X(dup2) X(dup3) X(fcntl)   \
+  X(fcntl64)                                                                                             \
   X(__xstat) X(__xstat64) X(__lxstat) X(__lxstat64) X(__fxstat) X(__fxstat64) X(__fxstatat)             \
   X(__fxstatat64)                                                                                        \
   X(__read_chk) X(__pread_chk) X(__pread64_chk) X(__open_2) X(__open64_2) X(__openat_2) X(__openat64_2)

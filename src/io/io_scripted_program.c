@@ -13,6 +13,10 @@
  *                     (exit 77 when the hard limit is below the highest
  *                     FD), opens IN/h.bin and, through dup2 to each FD,
  *                     writes 100 bytes, preads them back and closes it
+ *   chdir IN          started outside IN: chdir(IN/sub), writes "x.bin"
+ *                     (10 bytes); fchdir to IN, writes "y.bin" (20);
+ *                     chdir("sub"), writes "./w.bin" (30): relative paths
+ *                     all, resolved against the directory of the moment
  */
 #define _GNU_SOURCE 1
 #include <dftracer/dftracer.h>
@@ -146,6 +150,22 @@ static int high_fds(const char* in, char** fds, int n) {
   return close(fd);
 }
 
+static int write_relative(const char* name, size_t n) {
+  int fd = open(name, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, buf, n) != (ssize_t)n) return 2;
+  return close(fd);
+}
+
+static int change_dirs(const char* in) {
+  char sub[4096];
+  path(sub, in, "sub");
+  if (mkdir(sub, 0755) != 0 || chdir(sub) != 0 || write_relative("x.bin", 10) != 0) return 2;
+  int d = open(in, O_RDONLY | O_DIRECTORY);
+  if (d < 0 || fchdir(d) != 0 || close(d) != 0 || write_relative("y.bin", 20) != 0) return 2;
+  if (chdir("sub") != 0 || write_relative("./w.bin", 30) != 0) return 2;
+  return 0;
+}
+
 static const char* g_in;
 static int g_rounds;
 
@@ -194,6 +214,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "fork") == 0) return forked(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "legacy") == 0) return legacy(argv[2]);
   if (argc >= 4 && strcmp(argv[1], "highfd") == 0) return high_fds(argv[2], argv + 3, argc - 3);
-  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD...\n", argv[0]);
+  if (argc >= 3 && strcmp(argv[1], "chdir") == 0) return change_dirs(argv[2]);
+  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN\n",
+          argv[0]);
   return 64;
 }

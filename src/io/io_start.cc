@@ -15,11 +15,13 @@
 #include "file_hashes.h"
 #include "io_runtime.h"
 #include "path_filter.h"
+#include "working_dir.h"
 
 namespace {
 
 dftracer::io::PathFilter g_filter;
 dftracer::io::FileHashes g_hashes;
+dftracer::io::WorkingDir g_cwd;
 
 // DFTRACER_DISABLE_IO as the core reads its booleans: 1/true/yes/on, any case.
 bool env_true(const char* name) {
@@ -36,6 +38,11 @@ std::string current_dir() {
   return getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
 }
 
+void publish_cwd() {
+  char buf[4096];
+  g_cwd.publish(getcwd(buf, sizeof buf));  // nullptr (unknown) when it does not fit
+}
+
 }  // namespace
 
 extern "C" int dftio_start(void) {
@@ -44,6 +51,7 @@ extern "C" int dftio_start(void) {
   dftio_busy = 1;  // our own getcwd/getenv/interning are never events
   dftio_resolve_all();
   g_filter.configure(std::getenv("DFTRACER_DATA_DIR"), current_dir());
+  publish_cwd();
   dftio_intern_ids();
   dft_intern_cstr("FH");  // dft_hash_metadata's lookup then takes no lock
   dftio_busy = 0;
@@ -57,8 +65,8 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   dftio_busy = 1;
   uint64_t h = 0;
   char full[4096];  // on the stack: no allocation on a hook
-  if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_filter.absolute(path, full, sizeof full)) path = full;
-  if (g_filter.wanted(path, dirfd == AT_FDCWD)) {
+  if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_cwd.join(path, full, sizeof full)) path = full;
+  if (g_filter.wanted(path)) {
     h = dft_hash64(path, std::strlen(path));
     if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table
     const char* file = dft_trace_path();
@@ -68,4 +76,14 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   dftio_busy = 0;
   errno = saved;
   return h;
+}
+
+extern "C" int dftio_cwd_changed(int r) {
+  if (r != 0 || !__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) || dftio_busy) return r;
+  int saved = errno;
+  dftio_busy = 1;
+  publish_cwd();
+  dftio_busy = 0;
+  errno = saved;
+  return r;
 }

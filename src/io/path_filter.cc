@@ -28,7 +28,7 @@ bool excluded(const char* path, size_t len) {
 
 void PathFilter::configure(const char* data_dir, std::string cwd) {
   prefixes_.clear();
-  cwd_ = with_slash(std::move(cwd));
+  cwd = with_slash(std::move(cwd));
   std::string dirs = data_dir != nullptr ? data_dir : "";
   all_ = dirs.empty();
   size_t start = 0;
@@ -37,7 +37,7 @@ void PathFilter::configure(const char* data_dir, std::string cwd) {
     if (end == std::string::npos) end = dirs.size();
     std::string d = dirs.substr(start, end - start);
     if (d == "all") all_ = true;
-    else if (!d.empty()) prefixes_.push_back(with_slash(d[0] == '/' ? d : cwd_ + d));
+    else if (!d.empty()) prefixes_.push_back(with_slash(d[0] == '/' ? d : cwd + d));
     start = end + 1;
   }
 }
@@ -50,37 +50,14 @@ bool PathFilter::under_prefix(const char* path, size_t len) const {
   return false;
 }
 
-bool PathFilter::absolute(const char* path, char* out, size_t cap) const {
-  while (path[0] == '.' && path[1] == '/') path += 2;
-  size_t len = std::strlen(path);
-  if (cwd_.size() + len + 1 > cap) return false;
-  std::memcpy(out, cwd_.data(), cwd_.size());
-  std::memcpy(out + cwd_.size(), path, len + 1);
-  return true;
-}
-
-bool PathFilter::wanted(const char* path, bool dirfd_is_cwd) const {
+bool PathFilter::wanted(const char* path) const {
   size_t len = std::strlen(path);
   if (len == 0) return false;
   if (path[0] == '/') {
     if (excluded(path, len)) return false;
     return all_ || under_prefix(path, len);
   }
-  if (std::strstr(path, ".pfw") != nullptr) return false;
-  if (all_) return true;
-  if (!dirfd_is_cwd) return false;
-  // Relative to the working directory: compare cwd + path without building it.
-  for (const std::string& p : prefixes_) {
-    if (starts_with(cwd_.data(), cwd_.size(), p)) return true;  // cwd inside a prefix
-    if (p.size() > cwd_.size() && std::memcmp(p.data(), cwd_.data(), cwd_.size()) == 0) {
-      const char* rest = p.data() + cwd_.size();  // the prefix below cwd
-      size_t rest_len = p.size() - cwd_.size();
-      if ((len >= rest_len && std::memcmp(path, rest, rest_len) == 0) ||
-          (len + 1 == rest_len && std::memcmp(path, rest, len) == 0))
-        return true;
-    }
-  }
-  return false;
+  return all_ && std::strstr(path, ".pfw") == nullptr;
 }
 
 }  // namespace dftracer::io

@@ -12,18 +12,14 @@ namespace dftracer::io {
 
 class PathFilter {
  public:
-  // `data_dir` as DFTRACER_DATA_DIR; `cwd` resolves relative paths against
-  // the prefixes (a later chdir is not followed).
+  // `data_dir` as DFTRACER_DATA_DIR; a relative prefix is taken from `cwd`
+  // (the working directory at start, as DFTracer does).
   void configure(const char* data_dir, std::string cwd);
 
-  // `dirfd_is_cwd`: the path is relative to the working directory (AT_FDCWD);
-  // a path relative to another directory descriptor is traced only under `all`.
-  bool wanted(const char* path, bool dirfd_is_cwd) const;
-
-  // Writes the working directory (read at configure) + `path` to `out`, so
-  // a file has one name and one fhash however it was spelled. False when it
-  // does not fit in `cap` bytes (the path is then used as given).
-  bool absolute(const char* path, char* out, size_t cap) const;
+  // `path` as the hooks see it after making it absolute (working_dir.h). A
+  // path still relative (relative to a directory descriptor other than the
+  // working directory, or too long to resolve) is traced only under `all`.
+  bool wanted(const char* path) const;
 
   const std::vector<std::string>& prefixes() const { return prefixes_; }
 
@@ -31,7 +27,6 @@ class PathFilter {
   bool under_prefix(const char* path, size_t len) const;
   bool all_ = true;
   std::vector<std::string> prefixes_;  // each ends in '/'
-  std::string cwd_;                    // ends in '/'
 };
 
 }  // namespace dftracer::io

@@ -206,6 +206,19 @@ int DFTIO_HOOK(rename)(const char* from, const char* to) {
   DFTIO_RUN(rename, rename_hash(from, to), int, DFTIO_REAL(rename)(from, to), DFTIO_RET(r_));
 }
 
+/* ---------------------------------------------------------------- working directory */
+
+/* The event is timed around the real call only; then, on success, the new
+ * working directory is published so later relative paths resolve against it. */
+static int chdir_call(const char* path) {
+  DFTIO_RUN(chdir, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(chdir)(path), DFTIO_RET(r_));
+}
+static int fchdir_call(int fd) {
+  DFTIO_RUN(fchdir, dftio_fd_traced(fd), int, DFTIO_REAL(fchdir)(fd), DFTIO_FD_RET(fd));
+}
+int DFTIO_HOOK(chdir)(const char* path) { return dftio_cwd_changed(chdir_call(path)); }
+int DFTIO_HOOK(fchdir)(int fd) { return dftio_cwd_changed(fchdir_call(fd)); }
+
 /* ---------------------------------------------------------------- mapping */
 
 /* A traced mapping is remembered by address, so its munmap is traced too. */

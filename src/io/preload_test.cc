@@ -275,6 +275,32 @@ TEST(Preload, DescriptorsPastTheStaticTableAreTracedThroughPages) {
   check_high_descriptors("io_highfd_small", DFTIO_PRELOAD_SMALLFD_LIB, {"5000", "3000", "1023"});
 }
 
+// Relative paths after chdir, fchdir and a relative chdir resolve
+// against the directory of the moment: the program starts outside
+// DFTRACER_DATA_DIR, so without following chdir none of its writes (all
+// through relative names) would be traced, and their FH names and fhash
+// would be those of the start directory.
+TEST(Preload, RelativePathsFollowChdirAndFchdir) {
+  std::string dir = dftracer_test::temp_dir("io_chdir");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"chdir", in}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 1u);
+  const std::map<std::string, int64_t> want = {{in + "/sub/x.bin", 10}, {in + "/y.bin", 20}, {in + "/sub/w.bin", 30}};
+  std::map<std::string, std::string> path_of;  // fhash -> path, from every FH record
+  for (const Event& e : r.files[0])
+    if (e.ph == "M" && e.name == "FH") path_of[str_arg(e, "value")] = str_arg(e, "name");
+  std::map<std::string, int64_t> written;
+  std::map<std::string, int> changes;
+  for (const Event& e : io_events(r.files[0])) {
+    if (e.name == "write") written[path_of[str_arg(e, "fhash")]] += int_arg(e, "ret");
+    if (e.name == "chdir" || e.name == "fchdir") changes[path_of[str_arg(e, "fhash")]]++;
+  }
+  EXPECT_EQ(written, want);
+  EXPECT_EQ(changes, (std::map<std::string, int>{{in + "/sub", 2}, {in, 1}}));
+}
+
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
 TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_threads");
