@@ -4,30 +4,17 @@ and `merge` output is strict JSON for Python's own parser.
 The command is found through $DFTRACER_ANALYZE_BIN, beside this interpreter or on
 PATH (the wheel installs it), or in a CMake build directory of this checkout.
 """
-import glob
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from analyzer_cli import analyzer
 
-
-def _analyzer():
-    # This interpreter's own install before PATH: a dftracer-analyze of another
-    # install on PATH (an older build) would test the wrong page.
-    cands = [os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
-             shutil.which("dftracer-analyze")]
-    cands += sorted(glob.glob(os.path.join(ROOT, "build*", "src", "analyze", "dftracer-analyze")),
-                    key=os.path.getmtime, reverse=True)
-    for c in cands:
-        if c and os.access(c, os.X_OK):
-            return c
-    pytest.skip("dftracer-analyze not built (set DFTRACER_ANALYZE_BIN)")
+_analyzer = analyzer
 
 
 def _write_trace(path, pids=(100, 200)):

@@ -18,6 +18,7 @@
 #include "module_helpers.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
+#include "io_view.hpp"
 #include "merge.hpp"
 #include "steps.hpp"
 #include "module_tree.hpp"
@@ -423,6 +424,26 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
                         });
 }
 
+// The I/O view as the CLI's JSON text (`io --format json`), plus the read
+// stats: one implementation (io_view.cpp), so Python and the command agree.
+nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long long small_bytes, long long bin_ms,
+                long long max_line_mib, long long max_document_mib) {
+  if (small_bytes < 0 || small_bytes > (1LL << 40))
+    throw nb::value_error(("small_bytes must be between 0 and 2**40, not " + std::to_string(small_bytes)).c_str());
+  if (bin_ms < 1 || bin_ms > (1LL << 32))
+    throw nb::value_error(("bin_ms must be between 1 and 2**32, not " + std::to_string(bin_ms)).c_str());
+  IoOptions opt;
+  opt.small_bytes = static_cast<uint64_t>(small_bytes);
+  opt.bin_ns = bin_ms * 1000000;
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [opt](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
+                              std::ostream& os) {
+                          IoView v = io_view(files, opt, n, ro);
+                          write_io_json(os, v);
+                          return v.stats;
+                        });
+}
+
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
 // `summary --by rank --format json` without steps), plus the read stats.
 nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, bool with_steps, long long max_line_mib,
@@ -476,6 +497,9 @@ NB_MODULE(_analyze, m) {
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
+  m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
+        nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        "The I/O view (`dftracer-analyze io --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");
   m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,

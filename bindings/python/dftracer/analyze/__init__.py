@@ -10,6 +10,7 @@
 
     da.diff("run_a/", "run_b/", by="module")                 # deltas per group, by impact
     da.module_tree("traces/")                                # self/total per nn.Module path
+    da.io("traces/")["by_file"]                              # POSIX/STDIO bytes and time per file
 
     client = da.local_cluster(n_workers=2)                   # or a dask.distributed.Client
     da.summary("traces/", client=client)                     # same numbers, read on the workers
@@ -42,7 +43,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _IMPORT_ERROR = e
 
 __all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
-           "EVENT_COLUMNS", "diff", "module_tree", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
+           "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
            "to_parquet", "local_cluster"]
 
 # The column lists come from the extension, which generates them from the
@@ -54,6 +55,8 @@ SUMMARY_COLUMNS = tuple(_ext.SUMMARY_COLUMNS) if _ext is not None else ()
 DIFF_COLUMNS = tuple(_ext.DIFF_COLUMNS) if _ext is not None else ()
 #: Columns of module_tree().
 MODULE_TREE_COLUMNS = tuple(_ext.MODULE_TREE_COLUMNS) if _ext is not None else ()
+#: Columns of io()'s by_file / by_call / by_process tables after their key column.
+IO_COLUMNS = ("ops", "reads", "writes", "read_bytes", "write_bytes", "small_reads", "small_writes", "time_us")
 #: Columns of each events() batch ("args" only with raw_args=True).
 EVENT_COLUMNS = tuple(_KINDS)
 _STRING_COLUMNS = frozenset(c for c, k in _KINDS.items() if k == "text")
@@ -368,6 +371,48 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     df.attrs["stats"] = dict(raw["stats"])
     _warn_skipped(raw["stats"])
     return df
+
+
+def _int_option(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an int, not {v!r}")
+    return int(v)
+
+
+def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None):
+    """The I/O view of `dftracer-analyze io`: what the POSIX and STDIO events say, as a
+    dict of pandas DataFrames (the same numbers as `io --format json`, from the same C++).
+
+    "total": a dict with IO_COLUMNS (ops: every I/O call; reads/writes: data calls;
+        read_bytes/write_bytes: their `ret` when positive; small_reads/small_writes: data
+        calls that moved fewer than `small_bytes`; time_us: summed durations).
+    "by_file" (key column "file": the path its FH record names, else "fhash:<hash>"),
+    "by_call" ("call": the event name), "by_process" ("pid"): one row per key with
+        IO_COLUMNS, longest time_us first (the command's table order).
+    "bandwidth": one row per `bin_ms` bin holding data calls: t_s (seconds since the
+        first bin), read_bytes, write_bytes, read_mib_s, write_mib_s.
+    "small_bytes", "bin_s": the options used; "stats": what was read and skipped.
+    """
+    import json
+
+    import pandas as pd
+
+    text, stats = _module().io_json(_path_list(paths), _threads(threads), _int_option("small_bytes", small_bytes),
+                                    _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib))
+    doc = json.loads(text)
+    out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"]}
+    for table, key in (("by_file", "file"), ("by_call", "call"), ("by_process", "pid")):
+        rows = [{key: k, **v} for k, v in doc[table].items()]
+        df = pd.DataFrame(rows, columns=[key, *IO_COLUMNS])
+        out[table] = df.sort_values("time_us", ascending=False, kind="stable").reset_index(drop=True)
+    bins = pd.DataFrame(doc["bandwidth"]["bins"], columns=["t_s", "read_bytes", "write_bytes"])
+    mib_s = 1024.0 * 1024.0 * out["bin_s"]
+    bins["read_mib_s"] = bins["read_bytes"] / mib_s
+    bins["write_mib_s"] = bins["write_bytes"] / mib_s
+    out["bandwidth"] = bins
+    out["stats"] = dict(stats)
+    _warn_skipped(stats)
+    return out
 
 
 def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None):
