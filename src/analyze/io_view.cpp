@@ -37,67 +37,22 @@ int64_t to_int(std::string_view s) {
   return std::strtoll(buf, nullptr, 10);
 }
 
+// io_view()'s own consumer: a decoder and an accumulator.
 class IoAggregator : public LineConsumer {
  public:
-  explicit IoAggregator(const IoOptions& o) : opt_(o) {
-    ArgCapture c;
-    c.keys[kFhash] = "fhash";
-    c.keys[kRet] = "ret";
-    c.keys[kValue] = "value";
-    c.size = 3;
-    decoder_.capture_args(c);
-  }
+  explicit IoAggregator(const IoOptions& o) : acc_(o) { decoder_.capture_args(IoAccumulator::capture()); }
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
-    if (st != DecodeStatus::Ok) return st;
-    if (ev_.is_metadata()) {
-      if (ev_.name == "FH" && !ev_.extra_args[kValue].empty())
-        paths_.emplace(std::string(ev_.extra_args[kValue]), std::string(ev_.meta_name));
-      return st;
-    }
-    if (!ev_.is_complete() || !is_io_cat(ev_.cat)) return st;
-    IoStats s;
-    s.ops = 1;
-    s.time_ns = ev_.has_dur ? ev_.dur_ns : 0;
-    int dir = direction(ev_.name);
-    int64_t ret = to_int(ev_.extra_args[kRet]);
-    uint64_t moved = ret > 0 ? static_cast<uint64_t>(ret) : 0;
-    if (dir == 1) {
-      s.reads = 1;
-      s.read_bytes = moved;
-      s.small_reads = moved < opt_.small_bytes;
-    } else if (dir == 2) {
-      s.writes = 1;
-      s.write_bytes = moved;
-      s.small_writes = moved < opt_.small_bytes;
-    }
-    view_.total.add(s);
-    view_.by_file[std::string(ev_.extra_args[kFhash])].add(s);
-    view_.by_call[std::string(ev_.name)].add(s);
-    view_.by_process[std::string(ev_.pid_text)].add(s);
-    if (ev_.has_ts && dir != 0) {
-      int64_t bin = ev_.ts_ns / opt_.bin_ns * opt_.bin_ns;
-      view_.by_bin[bin].add(s);
-    }
+    if (st == DecodeStatus::Ok) acc_.add(ev_);
     return st;
   }
 
-  void merge_into(IoView& v, std::map<std::string, std::string>& paths) const {
-    v.total.add(view_.total);
-    for (auto& [k, s] : view_.by_file) v.by_file[k].add(s);
-    for (auto& [k, s] : view_.by_call) v.by_call[k].add(s);
-    for (auto& [k, s] : view_.by_process) v.by_process[k].add(s);
-    for (auto& [k, s] : view_.by_bin) v.by_bin[k].add(s);
-    paths.insert(paths_.begin(), paths_.end());
-  }
+  IoAccumulator acc_;
 
  private:
-  IoOptions opt_;
   EventDecoder decoder_;
   Event ev_;
-  IoView view_;
-  std::map<std::string, std::string> paths_;  // fhash -> path
 };
 
 double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
@@ -160,6 +115,68 @@ void IoStats::add(const IoStats& o) {
   time_ns += o.time_ns;
 }
 
+ArgCapture IoAccumulator::capture() {
+  ArgCapture c;
+  c.keys[kFhash] = "fhash";
+  c.keys[kRet] = "ret";
+  c.keys[kValue] = "value";
+  c.size = 3;
+  return c;
+}
+
+void IoAccumulator::add(const Event& ev) {
+  if (ev.is_metadata()) {
+    if (ev.name == "FH" && !ev.extra_args[kValue].empty())
+      paths_.emplace(std::string(ev.extra_args[kValue]), std::string(ev.meta_name));
+    return;
+  }
+  if (!ev.is_complete() || !is_io_cat(ev.cat)) return;
+  IoStats s;
+  s.ops = 1;
+  s.time_ns = ev.has_dur ? ev.dur_ns : 0;
+  int dir = direction(ev.name);
+  int64_t ret = to_int(ev.extra_args[kRet]);
+  uint64_t moved = ret > 0 ? static_cast<uint64_t>(ret) : 0;
+  if (dir == 1) {
+    s.reads = 1;
+    s.read_bytes = moved;
+    s.small_reads = moved < opt_.small_bytes;
+  } else if (dir == 2) {
+    s.writes = 1;
+    s.write_bytes = moved;
+    s.small_writes = moved < opt_.small_bytes;
+  }
+  view_.total.add(s);
+  view_.by_file[std::string(ev.extra_args[kFhash])].add(s);
+  view_.by_call[std::string(ev.name)].add(s);
+  view_.by_process[std::string(ev.pid_text)].add(s);
+  if (ev.has_ts && dir != 0) view_.by_bin[ev.ts_ns / opt_.bin_ns * opt_.bin_ns].add(s);
+}
+
+void IoAccumulator::merge(const IoAccumulator& o) {
+  view_.total.add(o.view_.total);
+  for (auto& [k, s] : o.view_.by_file) view_.by_file[k].add(s);
+  for (auto& [k, s] : o.view_.by_call) view_.by_call[k].add(s);
+  for (auto& [k, s] : o.view_.by_process) view_.by_process[k].add(s);
+  for (auto& [k, s] : o.view_.by_bin) view_.by_bin[k].add(s);
+  paths_.insert(o.paths_.begin(), o.paths_.end());
+}
+
+IoView IoAccumulator::finish(const ReadStats& stats) const {
+  IoView v = view_;
+  v.options = opt_;
+  v.stats = stats;
+  // fhash -> the path its FH record names (the records may sit in any file).
+  std::map<std::string, IoStats> named;
+  for (auto& [hash, s] : v.by_file) {
+    auto it = paths_.find(hash);
+    named[it != paths_.end() ? it->second : (hash.empty() ? std::string("(no fhash)") : "fhash:" + hash)].add(s);
+  }
+  v.by_file = std::move(named);
+  if (!v.by_bin.empty()) v.first_bin_ns = v.by_bin.begin()->first;
+  return v;
+}
+
 IoView io_view(const std::vector<std::string>& files, const IoOptions& options, unsigned threads,
                const ReadOptions& read_options) {
   threads = useful_threads(files, threads, read_options);
@@ -169,20 +186,9 @@ IoView io_view(const std::vector<std::string>& files, const IoOptions& options, 
     aggs.push_back(std::make_unique<IoAggregator>(options));
     consumers.push_back(aggs.back().get());
   }
-  IoView v;
-  v.options = options;
-  v.stats = read_traces(files, consumers, read_options);
-  std::map<std::string, std::string> paths;
-  for (auto& a : aggs) a->merge_into(v, paths);
-  // fhash -> the path its FH record names (the records may sit in any file).
-  std::map<std::string, IoStats> named;
-  for (auto& [hash, s] : v.by_file) {
-    auto it = paths.find(hash);
-    named[it != paths.end() ? it->second : (hash.empty() ? std::string("(no fhash)") : "fhash:" + hash)].add(s);
-  }
-  v.by_file = std::move(named);
-  if (!v.by_bin.empty()) v.first_bin_ns = v.by_bin.begin()->first;
-  return v;
+  ReadStats stats = read_traces(files, consumers, read_options);
+  for (unsigned t = 1; t < threads; ++t) aggs[0]->acc_.merge(aggs[t]->acc_);
+  return aggs[0]->acc_.finish(stats);
 }
 
 namespace {

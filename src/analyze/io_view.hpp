@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "event_decoder.hpp"
 #include "trace_reader.hpp"
 
 namespace dftracer::analyze {
@@ -42,6 +43,26 @@ struct IoView {
 
 IoView io_view(const std::vector<std::string>& files, const IoOptions& options, unsigned threads,
                const ReadOptions& read_options);
+
+// The I/O aggregation of one reader thread, for a consumer that reads the
+// input for other reasons too (the report): it decodes each line once with
+// capture() among its args and hands every event to add(), so the I/O view
+// costs no read of its own. io_view() is this plus its own decoder.
+class IoAccumulator {
+ public:
+  explicit IoAccumulator(const IoOptions& options) : opt_(options) {}
+  // The args add() reads, in these extra_args slots (0, 1, 2): fhash, ret, value.
+  static ArgCapture capture();
+  void add(const Event& ev);
+  void merge(const IoAccumulator& other);
+  // The view, with each fhash named by its FH record; `stats`: the read's.
+  IoView finish(const ReadStats& stats) const;
+
+ private:
+  IoOptions opt_;
+  IoView view_;
+  std::map<std::string, std::string> paths_;  // fhash -> path
+};
 
 // A text report, or the same as one JSON object.
 void write_io_table(std::ostream& os, const IoView& v);

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "ranks.hpp"
 #include "report.hpp"
+#include "steps.hpp"
 #include "trace_files.hpp"
 
 using namespace dftracer::analyze;
@@ -96,4 +98,36 @@ TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
   EXPECT_NE(with.find("\"io\":{\"summary\":\"I/O: 1 calls"), std::string::npos);
   EXPECT_NE(with.find("[\"/data/a.bin\",1,"), std::string::npos);
   EXPECT_EQ(page("none.pfw").find("\"io\":{"), std::string::npos);
+}
+
+// The report's I/O section comes from the report's own read of the inputs:
+// the same numbers as `dftracer-analyze io` computes with its own read, and
+// no extra read for it (the report's other reads: its pass, the steps'
+// and the ranks' analyses, counted the same way).
+TEST(IoView, ReportAggregatesIoInItsOwnPass) {
+  TempDir d;
+  write_file(d.file("a.pfw"), "[\n" + fh(1, "/data/a.bin", "\"00000000000000aa\"") +
+                                  x("read", "POSIX", 1, 1000000, 7, "\"fhash\":\"00000000000000aa\",\"size\":8192,\"ret\":8192") +
+                                  x("fwrite", "STDIO", 1, 2600000, 2, "\"fhash\":\"00000000000000bb\",\"ret\":10") +
+                                  x("step", "app", 1, 1000000, 5000000, "") + "]\n");
+  write_file(d.file("b.pfw"), "[\n" + fh(2, "/data/b.bin", "55167") +
+                                  x("write", "POSIX", 2, 1200000, 9, "\"fhash\":55167,\"ret\":4096") + "]\n");
+  const std::vector<std::string> in = {d.file("a.pfw"), d.file("b.pfw")};
+  for (unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    uint64_t before = read_trace_passes();
+    analyze_steps(in, threads, ReadOptions{});
+    analyze_ranks(in, threads, ReadOptions{}, true);
+    const uint64_t others = read_trace_passes() - before;
+    std::string out = d.file("r" + std::to_string(threads) + ".html");
+    before = read_trace_passes();
+    write_report(in, out, 20, threads, ReadOptions{});
+    EXPECT_EQ(read_trace_passes() - before, others + 1) << "one read for the groups and the I/O section together";
+    std::ifstream f(out);
+    std::string page((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string want;  // as the page embeds it: '<' escaped inside its <script>
+    for (char c : "\"io\":" + io_report_json(io_view(in, IoOptions{}, threads, ReadOptions{}), 20))
+      want += c == '<' ? std::string("\\u003c") : std::string(1, c);
+    EXPECT_NE(page.find(want), std::string::npos) << "the same numbers as the io command: " << want;
+  }
 }

@@ -64,11 +64,15 @@ enum ReportKey : size_t { kName = 0, kModule = 1, kPhase = 2, kCategory = 3, kNu
 
 class ReportConsumer : public LineConsumer {
  public:
+  // The I/O section's args (fhash, ret, FH's value) are captured by the same
+  // decode: the report reads its inputs once for its groups and I/O alike.
+  ReportConsumer() { decoder_.capture_args(IoAccumulator::capture()); }
   void begin_piece(size_t file_index) override { groups_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
     groups_.add_event(ev_);
+    io_.add(ev_);
     if (ev_.is_metadata()) {
       if (ev_.name == "process_name" && !ev_.meta_name.empty())
         process_names_[std::string(ev_.pid_text)] = std::string(ev_.meta_name);
@@ -85,6 +89,7 @@ class ReportConsumer : public LineConsumer {
 
   void merge(ReportConsumer& o) {
     groups_.merge(o.groups_);
+    io_.merge(o.io_);
     for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
     for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
     first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
@@ -94,6 +99,7 @@ class ReportConsumer : public LineConsumer {
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
   int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
+  IoAccumulator io_{IoOptions{}};
 
  private:
   EventDecoder decoder_;
@@ -532,9 +538,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
   data += ",\"roofline\":" + roofline_json(by_key[kName], cal, 40);
   data += ",\"by_phase\":" + totals_json(by_key[kPhase], 0);
-  // POSIX/STDIO events (issue #14): their own read of the inputs (io_view.cpp);
-  // the page shows the section only when there are some.
-  IoView io = io_view(files, IoOptions{}, threads, options);
+  // POSIX/STDIO events (issue #14), aggregated in the same pass (io_view.cpp's
+  // IoAccumulator); the page shows the section only when there are some.
+  const IoView io = r.io_.finish(res.stats);
   if (io.total.ops) data += ",\"io\":" + io_report_json(io, top_n);
   data += ",\"timeline\":" + timeline_json(r);
   data += ",\"bad_input\":" + bad_input_json(res.stats, s.nesting);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
@@ -727,8 +728,15 @@ void Worker::run_document(const FileState& f, size_t file_index) {
 
 // ---------------------------------------------------------------------------
 
+namespace {
+std::atomic<uint64_t> g_read_passes{0};
+}  // namespace
+
+uint64_t read_trace_passes() { return g_read_passes.load(std::memory_order_relaxed); }
+
 ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<LineConsumer*>& consumers,
                       const ReadOptions& options) {
+  g_read_passes.fetch_add(1, std::memory_order_relaxed);
   const size_t nthreads = std::max<size_t>(1, consumers.size());
   ReadStats setup;
   std::vector<FileState> files(paths.size());

@@ -91,6 +91,11 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths);
 ReadStats read_traces(const std::vector<std::string>& files, const std::vector<LineConsumer*>& consumers,
                       const ReadOptions& options = {});
 
+// How many times read_traces has been called in this process (each call is
+// one read of its inputs): tests check which commands read their input how
+// often, with no timing involved.
+uint64_t read_trace_passes();
+
 // Non-null when this CPU lacks an instruction set the analyzer was compiled
 // for (see DFTRACER_ANALYZE_ARCH): the reason, to print before anything runs.
 const char* unsupported_cpu_reason();
