@@ -13,7 +13,15 @@ are ns per event: the best of several runs of a loop minus the matching floor
 (empty loop / call of an undecorated function) measured interleaved with it;
 wall time from perf_counter_ns, CPU time from thread_time_ns beside it.
 Target (#13): ours traced <= 150 ns and <= 1/10 of pydftracer's.
+
+    python bench/python/bench_ai.py --processes 12
+
+prints instead the spread of ours over that many fresh processes (traced
+and off alternating), min / median / max per case: a figure that moves from
+one process to the next (per-process address layout, the VM's scheduling)
+shows up there, where one run shows only one draw.
 """
+import statistics
 import argparse
 import json
 import os
@@ -92,15 +100,44 @@ def run_column(python, traced, td):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def spread(processes):
+    """Ours only, `processes` fresh interpreters per state, interleaved."""
+    runs = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as td:
+        for _ in range(processes):
+            for traced in (True, False):
+                res = run_column(sys.executable, traced, td)
+                if "error" in res:
+                    sys.exit(f"worker failed: {res['error']}")
+                runs[traced].append(res)
+                for f in os.listdir(td):
+                    os.remove(os.path.join(td, f))
+    load = os.getloadavg()[0]
+    print(f"# dft_ai, ours: ns per event over {processes} fresh processes per state (best of {REPEATS} x {N} "
+          f"minus the floor in each); {os.cpu_count()} CPUs, load {load:.1f}")
+    print(f"{'case':28s} {'state':7s} {'clock':5s} {'min':>7s} {'median':>7s} {'max':>7s}  per process")
+    for traced in (True, False):
+        for case in ("with ai.compute.forward", "@ai.compute.forward call"):
+            for clock in ("wall", "cpu"):
+                v = [r[case][clock] for r in runs[traced]]
+                print(f"{case:28s} {'traced' if traced else 'off':7s} {clock:5s} {min(v):7.1f} "
+                      f"{statistics.median(v):7.1f} {max(v):7.1f}  {' '.join(f'{x:.0f}' for x in v)}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--side-python", default="/work/venv-pydft/bin/python",
                     help="interpreter with pydftracer + dftracer from PyPI")
     ap.add_argument("--worker", choices=("on", "off"))
     ap.add_argument("--trace-dir")
+    ap.add_argument("--processes", type=int, default=0,
+                    help="spread of ours over this many fresh processes instead of the table")
     a = ap.parse_args()
     if a.worker:
         worker(a.trace_dir, a.worker == "on")
+        return
+    if a.processes:
+        spread(a.processes)
         return
     cols = {}
     with tempfile.TemporaryDirectory() as td:
