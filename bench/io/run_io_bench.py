@@ -16,6 +16,7 @@ thread; see io_call_bench.c), and "ours FUNCTION, untraced path" runs the
 hooks with the file outside DFTRACER_DATA_DIR (the hook's dispatch alone).
 "ours added" is ours minus "untraced + idle thread": what the hook and the
 record cost in a program that already has a thread (any PyTorch program).
+Last, bench_io_hook_parts times the parts of a traced read one by one.
 """
 import argparse
 import glob
@@ -105,6 +106,13 @@ def main():
                     mine = med[n][k] - base[k]
                     print(f"{n} {call}: added {mine:.1f} ns vs DFTracer {theirs:.1f} ns "
                           f"({mine / theirs:.2f}x of DFTracer's)" if theirs > 0 else f"{n} {call}: -")
+        parts = os.path.join(a.build, "bench/io/bench_io_hook_parts")
+        if os.path.exists(parts):
+            env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=traces + "/parts")
+            out = subprocess.run([parts, os.path.join(data, "file.bin"), str(a.calls), str(max(a.rounds, 3))],
+                                 env=env, capture_output=True, text=True, timeout=600)
+            print("\nparts of a traced read(), thread CPU, medians (hook_parts_bench.c):")
+            print(out.stdout.rstrip() if out.returncode == 0 else f"failed: {out.stderr.strip()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
