@@ -9,6 +9,14 @@ Configurations run interleaved, round after round, each a fresh process
 reading the same page-cached 1 MiB file under a traced DFTRACER_DATA_DIR;
 the table gives medians over rounds: wall and thread-CPU ns per read() of
 4 KiB and per open()+close() pair, and the cost added over untraced.
+
+Two rows split what tracing adds: "untraced + idle thread" is the kernel's
+cost of a second thread sharing the descriptor table (tracing starts a writer
+thread; see io_call_bench.c), and "ours FUNCTION, untraced path" runs the
+hooks with the file outside DFTRACER_DATA_DIR (the hook's dispatch alone).
+"ours added" is ours minus "untraced + idle thread": what the hook and the
+record cost in a program that already has a thread (any PyTorch program).
+Last, bench_io_hook_parts times the parts of a traced read one by one.
 """
 import argparse
 import glob
@@ -55,6 +63,9 @@ def main():
         traced = {"DFTRACER_ENABLE": "1", "DFTRACER_DATA_DIR": data}
         configs = [
             ("untraced", "plain", {}),
+            ("untraced + idle thread", "thread", {}),
+            ("ours FUNCTION, untraced path", "function",
+             dict(traced, DFTRACER_DATA_DIR=os.path.join(work, "elsewhere"), DFTRACER_LOG_FILE=traces + "/u")),
             ("ours FUNCTION", "function", dict(traced, DFTRACER_LOG_FILE=traces + "/f")),
             ("ours PRELOAD", "plain", dict(traced, DFTRACER_INIT="PRELOAD", LD_PRELOAD=os.path.abspath(ours),
                                            DFTRACER_LOG_FILE=traces + "/p")),
@@ -75,13 +86,18 @@ def main():
         med = {n: {k: statistics.median(r[k] for r in rs) for k in keys} for n, rs in results.items()}
         base = med["untraced"]
         print(f"{a.rounds} rounds x {a.calls} read() of 4 KiB + {a.calls // 4} open/close pairs; medians, ns")
-        print(f"{'configuration':24} {'read wall':>10} {'read cpu':>9} {'+cpu':>7} {'open+close wall':>16} "
+        print(f"{'configuration':29} {'read wall':>10} {'read cpu':>9} {'+cpu':>7} {'open+close wall':>16} "
               f"{'open+close cpu':>15} {'+cpu':>7}")
         for n in results:
             m = med[n]
-            print(f"{n:24} {m['read_wall_ns']:10.1f} {m['read_cpu_ns']:9.1f} {m['read_cpu_ns'] - base['read_cpu_ns']:7.1f} "
+            print(f"{n:29} {m['read_wall_ns']:10.1f} {m['read_cpu_ns']:9.1f} {m['read_cpu_ns'] - base['read_cpu_ns']:7.1f} "
                   f"{m['openclose_wall_ns']:16.1f} {m['openclose_cpu_ns']:15.1f} "
                   f"{m['openclose_cpu_ns'] - base['openclose_cpu_ns']:7.1f}")
+        threaded = med["untraced + idle thread"]
+        for n in ("ours FUNCTION", "ours PRELOAD"):
+            for call, k in (("read", "read_cpu_ns"), ("open+close", "openclose_cpu_ns")):
+                print(f"{n} {call}: ours added {med[n][k] - threaded[k]:.1f} ns over untraced + idle thread "
+                      f"(the thread itself: {threaded[k] - base[k]:.1f} ns)")
         if a.dftracer_preload:
             d = med["DFTracer 2.2.0 PRELOAD"]
             for n in ("ours FUNCTION", "ours PRELOAD"):
@@ -90,6 +106,13 @@ def main():
                     mine = med[n][k] - base[k]
                     print(f"{n} {call}: added {mine:.1f} ns vs DFTracer {theirs:.1f} ns "
                           f"({mine / theirs:.2f}x of DFTracer's)" if theirs > 0 else f"{n} {call}: -")
+        parts = os.path.join(a.build, "bench/io/bench_io_hook_parts")
+        if os.path.exists(parts):
+            env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=traces + "/parts")
+            out = subprocess.run([parts, os.path.join(data, "file.bin"), str(a.calls), str(max(a.rounds, 3))],
+                                 env=env, capture_output=True, text=True, timeout=600)
+            print("\nparts of a traced read(), thread CPU, medians (hook_parts_bench.c):")
+            print(out.stdout.rstrip() if out.returncode == 0 else f"failed: {out.stderr.strip()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -16,12 +16,14 @@
 #include "io_runtime.h"
 #include "path_filter.h"
 #include "working_dir.h"
+#include "session_key.h"
 
 namespace {
 
 dftracer::io::PathFilter g_filter;
 dftracer::io::FileHashes g_hashes;
 dftracer::io::WorkingDir g_cwd;
+dftracer::io::SessionKey g_session_key;
 
 // DFTRACER_DISABLE_IO as the core reads its booleans: 1/true/yes/on, any case.
 bool env_true(const char* name) {
@@ -69,9 +71,7 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   if (g_filter.wanted(path)) {
     h = dft_hash64(path, std::strlen(path));
     if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table
-    const char* file = dft_trace_path();
-    uint64_t session = file != nullptr ? dft_hash64(file, std::strlen(file)) : 0;
-    if (g_hashes.first_in_session(h, session)) dft_hash_metadata("FH", path);
+    if (g_hashes.first_in_session(h, g_session_key.of(dft_trace_path()))) dft_hash_metadata("FH", path);
   }
   dftio_busy = 0;
   errno = saved;

@@ -37,11 +37,20 @@ struct OpenStack {
   OpenEvent ev[kMaxOpen];
 };
 
-extern thread_local OpenStack t_open;
+// __constinit (GCC >= 10; C++20's constinit): without it every access from
+// another translation unit first tests for a TLS init function. The helpers
+// below take the stack as a parameter, so that a caller touching it several
+// times (exit: find, read, take) reads the thread-local once: each read is
+// a __tls_get_addr call in this dlopen'ed module.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#define DFT_PY_CONSTINIT __constinit
+#else
+#define DFT_PY_CONSTINIT
+#endif
+extern DFT_PY_CONSTINIT thread_local OpenStack t_open;
 
 // Returns the token of the new entry, 0 when the stack is full.
-inline uint64_t open_push(const void* owner, dft_id name, uint64_t t0, bool is_call) {
-  OpenStack& s = t_open;
+inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, uint64_t t0, bool is_call) {
   if (s.depth >= kMaxOpen) return 0;
   OpenEvent& e = s.ev[s.depth++];
   e.owner = owner;
@@ -55,24 +64,21 @@ inline uint64_t open_push(const void* owner, dft_id name, uint64_t t0, bool is_c
 }
 
 // Index of the innermost entry with this token / owner, or -1.
-inline int open_find_token(uint64_t token) {
-  OpenStack& s = t_open;
+inline int open_find_token(OpenStack& s, uint64_t token) {
   for (int i = s.depth - 1; i >= 0; --i)
     if (s.ev[i].token == token) return i;
   return -1;
 }
-inline int open_find_owner(const void* owner, bool regions_only) {
-  OpenStack& s = t_open;
+inline int open_find_owner(OpenStack& s, const void* owner, bool regions_only) {
   for (int i = s.depth - 1; i >= 0; --i)
     if (s.ev[i].owner == owner && !(regions_only && s.ev[i].is_call)) return i;
   return -1;
 }
 
-inline OpenEvent& open_at(int i) { return t_open.ev[i]; }
+inline OpenEvent& open_at(OpenStack& s, int i) { return s.ev[i]; }
 
 // Removes entry i (usually the top) and returns it; the caller owns .pending.
-inline OpenEvent open_take(int i) {
-  OpenStack& s = t_open;
+inline OpenEvent open_take(OpenStack& s, int i) {
   OpenEvent e = s.ev[i];
   if (i != s.depth - 1)
     std::memmove(&s.ev[i], &s.ev[i + 1], sizeof(OpenEvent) * static_cast<size_t>(s.depth - 1 - i));

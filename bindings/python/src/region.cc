@@ -224,7 +224,7 @@ PyObject* Region_enter(PyObject* op, PyObject*) {
     uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
-    open_push(self, self->name, t, false);
+    open_push(t_open, self, self->name, t, false);
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped
@@ -237,12 +237,13 @@ PyObject* Region_enter(PyObject* op, PyObject*) {
 // marked flushed (flush()).
 void finish_event(RegionObject* self, bool close) {
   uint64_t t1 = dft_ticks_inline();
-  int i = open_find_owner(self, /*regions_only=*/close);
+  OpenStack& open = t_open;
+  int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
-    OpenEvent& e = open_at(i);
+    OpenEvent& e = open_at(open, i);
     if (!e.flushed) record_region_event(self, e.name, e.t0, t1, e.pending);
     if (close) {
-      OpenEvent taken = open_take(i);
+      OpenEvent taken = open_take(open, i);
       Py_XDECREF(taken.pending);
     } else {
       e.flushed = true;
@@ -261,8 +262,9 @@ PyObject* Region_exit(PyObject* op, PyObject* const*, Py_ssize_t) {
   } else {
     // Disabled while open (dft_ai's disable() inside a `with`): the event is
     // dropped, as pydftracer drops it, and its entry must not stay open.
-    int i = open_find_owner(self, /*regions_only=*/true);
-    if (i >= 0) Py_XDECREF(open_take(i).pending);
+    OpenStack& open = t_open;
+    int i = open_find_owner(open, self, /*regions_only=*/true);
+    if (i >= 0) Py_XDECREF(open_take(open, i).pending);
   }
   Py_RETURN_FALSE;  // never swallow the exception
 }
@@ -277,10 +279,11 @@ PyObject* Region_reset(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   if (self->enable && dft_enabled_inline()) {
     uint64_t t = dft_ticks_inline();
-    int i = open_find_owner(self, false);
+    OpenStack& open = t_open;
+    int i = open_find_owner(open, self, false);
     if (i >= 0) {
-      open_at(i).t0 = t;
-      open_at(i).flushed = false;
+      open_at(open, i).t0 = t;
+      open_at(open, i).flushed = false;
     }
     self->t0 = t;
     self->flushed = 0;
@@ -295,8 +298,9 @@ PyObject* Region_attach(PyObject* op, PyObject* mapping) {
   if (!self->enable) Py_RETURN_NONE;
   PyObject* norm = normalize_mapping(mapping);
   if (norm == nullptr) return nullptr;
-  int i = open_find_owner(self, false);
-  int rc = (i >= 0) ? merge_into(&open_at(i).pending, norm) : merge_into(&self->args, norm);
+  OpenStack& open = t_open;
+  int i = open_find_owner(open, self, false);
+  int rc = (i >= 0) ? merge_into(&open_at(open, i).pending, norm) : merge_into(&self->args, norm);
   Py_DECREF(norm);
   if (rc < 0) return nullptr;
   Py_RETURN_NONE;

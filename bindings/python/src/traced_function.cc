@@ -110,16 +110,17 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
   }
   // The owner can be switched off after decorating (dft_ai's disable()).
   if (!tf->owner->enable) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
+  OpenStack& open = t_open;  // this thread's, before and after the call
   uint64_t t0 = dft_ticks_inline();
-  uint64_t token = open_push(tf->owner, tf->name, t0, true);
+  uint64_t token = open_push(open, tf->owner, tf->name, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   uint64_t t1 = dft_ticks_inline();
   PyObject* pending = nullptr;
   bool flushed = false;
   if (token != 0) {
-    int i = open_find_token(token);
+    int i = open_find_token(open, token);
     if (i >= 0) {
-      OpenEvent e = open_take(i);
+      OpenEvent e = open_take(open, i);
       pending = e.pending;
       flushed = e.flushed;
     }
