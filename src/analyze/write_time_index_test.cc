@@ -25,6 +25,7 @@
 #include "summary.hpp"
 #include "trace_files.hpp"
 #include "trace_index.hpp"
+#include "trace_window.hpp"
 #include "mapped_file.hpp"
 
 using namespace dftracer::analyze;
@@ -412,4 +413,37 @@ TEST(WriteTimeIndex, ForkedChildLeavesTheParentsIndexAlone) {
   Summary fast = read_summary(path, "name", true);
   EXPECT_TRUE(fast.from_index);
   expect_same(fast, read_summary(path, "name", false), "after fork");
+}
+
+// Relative windows (trace_window.hpp) take the trace's start and end from the
+// index when it has them: they must be what a full read finds, and a
+// relative window must equal the absolute one it resolves to.
+TEST(WriteTimeIndex, TimeRangeFromIndexEqualsFullReadAndRelativeWindowsResolveToIt) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  TraceTimeRange indexed = trace_time_range({path}, 2);
+  EXPECT_TRUE(indexed.from_index);
+  std::string idx = read_file(path + ".idx");
+  ::unlink((path + ".idx").c_str());
+  TraceTimeRange read = trace_time_range({path}, 2);
+  EXPECT_FALSE(read.from_index);
+  ASSERT_TRUE(indexed.any && read.any);
+  EXPECT_EQ(indexed.first_ns, read.first_ns);
+  EXPECT_EQ(indexed.last_end_ns, read.last_end_ns);
+  write_file(path + ".idx", idx);
+  EXPECT_EQ(read.first_ns, int64_t(kBase));  // thread 0's first step starts at kBase
+  Summary all = read_summary(path, "name", false);
+  EXPECT_DOUBLE_EQ(all.span_us, double(read.last_end_ns - read.first_ns) / 1000);  // summary's span
+  // "+20ms" to "+24ms" is steps 10 and 11 (2 ms apart from kBase).
+  ReadOptions ro;
+  resolve_window(parse_window_bound("+20ms"), parse_window_bound("+24ms"), {path}, 2, &ro);
+  EXPECT_EQ(ro.from_ns, int64_t(kBase) + 20000000);
+  EXPECT_EQ(ro.to_ns, int64_t(kBase) + 24000000);
+  Summary rel = summarize({path}, parse_group_keys("name"), 0, 2, ro);
+  expect_same(rel, read_summary(path, "name", true, ro.from_ns, ro.to_ns), "relative = absolute");
+  EXPECT_EQ(rel.complete_events, 3u * 2 * 13);
+  // "-1ms" is from 1 ms before the last end.
+  resolve_window(parse_window_bound("-1ms"), WindowBound{}, {path}, 2, &ro);
+  EXPECT_EQ(ro.from_ns, read.last_end_ns - 1000000);
+  EXPECT_EQ(ro.to_ns, INT64_MAX);
 }
