@@ -105,6 +105,31 @@ def test_big_file_alone_and_bad_keys(traces, client):
         da.summary(big, by="nosuchkey", client=client)
 
 
+def _windows(paths):
+    """Windows that cut the input: relative to its start and end, mixed, and absolute."""
+    span = da.summary(paths, by="cat").attrs["totals"]["span_us"]
+    third = f"{int(span / 3)}us"
+    first_ns = da._ext.time_range(da.files(paths))[1]
+    absolute = str((first_ns + int(span * 250)) // 1000)  # a quarter in, in microseconds
+    return [(f"+{third}", f"-{third}"), (f"-{third}", None), (None, f"+{int(span / 3000)}ms"), (absolute, None)]
+
+
+def test_windowed_summary_on_dask_equals_the_local_reader(traces, client):
+    d, small, big = traces
+    paths = small[:300] + [big]  # whole files and the big one's member ranges
+    everything = da.summary(paths).attrs["totals"]["complete_events"]
+    for lo, hi in _windows(paths):
+        for by in ("name", "tid", "args.step,name"):
+            local = da.summary(paths, by=by, from_ts=lo, to_ts=hi, threads=2)
+            dist = da.summary(paths, by=by, from_ts=lo, to_ts=hi, client=client)
+            assert 0 < local.attrs["totals"]["complete_events"] < everything, (lo, hi)
+            _check_same(local, dist, by)
+    with pytest.raises(ValueError, match="parsecs"):
+        da.summary(paths, from_ts="+2parsecs", client=client)
+    with pytest.raises(ValueError, match="--from must be before --to"):
+        da.summary(paths, from_ts="-1ms", to_ts="+1ms", client=client)
+
+
 def test_steps_on_dask_equal_the_local_steps(traces, client):
     d, small, big = traces
     paths = small[:200] + [big]
@@ -211,7 +236,18 @@ def test_cli_summary_dask_and_export_parquet(traces, client, tmp_path):
     dist = subprocess.run([exe, "summary", "--by", "name", "--format", "json", "--dask",
                            client.scheduler.address, *paths], capture_output=True, text=True, env=env)
     assert local.returncode == 0 and dist.returncode == 0, dist.stderr
+    dist_all = dist.stdout
     assert json.loads(local.stdout)["rows"] and dist.stdout == local.stdout  # the same writer, the same numbers
+    # A relative window, applied by the workers: the same as the C++ command's.
+    span = da.summary(paths).attrs["totals"]["span_us"]
+    window = ["--from", f"-{int(span / 2)}us", "--to", f"-{int(span / 4)}us"]  # "-..." is a value, not an option
+    local = subprocess.run([exe, "summary", "--format", "json", *window, *paths], capture_output=True, text=True,
+                           env=env)
+    dist = subprocess.run([exe, "summary", "--format", "json", "--dask", client.scheduler.address, *window, *paths],
+                          capture_output=True, text=True, env=env)
+    assert local.returncode == 0 and dist.returncode == 0, dist.stderr
+    n = json.loads(local.stdout)["complete_events"]
+    assert 0 < n < json.loads(dist_all)["complete_events"] and dist.stdout == local.stdout
     out = tmp_path / "cli_pq"
     r = subprocess.run([exe, "export", "--format", "parquet", "-o", str(out), *paths[:5]], capture_output=True,
                        text=True, env=env)

@@ -115,11 +115,13 @@ def _limits(max_line_mib, max_document_mib):
 
 
 def _window_bound(name, v):
-    """A from_ts/to_ts bound as the exact decimal text of microseconds ("" = none)."""
+    """A from_ts/to_ts bound as text ("" = none): the exact decimal text of microseconds,
+    or a relative str as given ("+1.5s", "-2s"; checked by the extension)."""
     if v is None:
         return ""
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
-        raise TypeError(f"{name} must be microseconds (int, float or decimal str) or None, not {v!r}")
+        raise TypeError(f"{name} must be microseconds (int, float or decimal str), a relative time str "
+                        f"('+1.5s', '-2s') or None, not {v!r}")
     return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
 
 
@@ -151,9 +153,13 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         line, or a larger whole-document JSON, is skipped and counted in
         stats["oversized"] (a gzip bomb costs memory up to the limit, no more).
     from_ts, to_ts: a time window in the file's ts unit, microseconds since the epoch
-        (int, float, or a decimal str for exact nanoseconds): only events with
-        from_ts <= ts < to_ts are summarized (metadata always); gzip members whose
-        write-time index puts them outside the window are not inflated.
+        (int, float, or a decimal str for exact nanoseconds), or relative, a str of a
+        sign, a number and a unit (s, ms, us, ns): "+1.5s" is 1.5 s after the trace
+        start (the earliest ts of any event of PATHS), "-2s" is 2 s before the trace
+        end (the latest ts + dur), whichever bound it is given to (from_ts="-2s": the
+        last two seconds). Only events with from_ts <= ts < to_ts are summarized
+        (metadata always); gzip members whose write-time index puts them outside the
+        window are not inflated. With a client the workers apply the window.
     use_index: answer from the files' write-time indexes where they can (every file a
         finalized .pfw.gz of ours, `by` among name, cat, pid, tid, no window, no
         args.flops/bytes in the file); False always reads the events (`--no-index`).
@@ -201,10 +207,12 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
                                 from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts),
                                 use_index=bool(use_index))
     else:
-        if from_ts is not None or to_ts is not None:
-            raise ValueError("from_ts/to_ts are not supported with a Dask client yet (read without client=)")
+        window = (_window_bound("from_ts", from_ts), _window_bound("to_ts", to_ts))
+        for w in window:
+            if w:
+                _module().window_is_relative(w)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
-        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits)
+        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits, window=window)
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
