@@ -424,12 +424,19 @@ std::string partial_summary_range(const std::string& file, size_t file_id, Membe
   return PartialCodec::encode(agg, st, {file_id});
 }
 
+std::unique_ptr<SummaryAggregator> merge_partials(const std::vector<std::string>& parts,
+                                                  const std::vector<GroupKey>& keys, ReadStats* stats) {
+  auto all = std::make_unique<SummaryAggregator>(keys);
+  for (const std::string& p : parts) PartialCodec::decode(p, *all, *stats);
+  all->resolve_nesting();
+  return all;
+}
+
 Summary combine_partials(const std::vector<std::string>& parts, const std::vector<GroupKey>& keys, size_t top_n,
                          SummarySort sort) {
-  SummaryAggregator all(keys);
   ReadStats st;
-  for (const std::string& p : parts) PartialCodec::decode(p, all, st);
-  Summary s = build_summary(all, top_n, sort);
+  std::unique_ptr<SummaryAggregator> all = merge_partials(parts, keys, &st);
+  Summary s = build_summary(*all, top_n, sort);
   s.stats = st;
   return s;
 }

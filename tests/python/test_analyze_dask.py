@@ -130,6 +130,38 @@ def test_windowed_summary_on_dask_equals_the_local_reader(traces, client):
         da.summary(paths, from_ts="-1ms", to_ts="+1ms", client=client)
 
 
+def test_diff_and_module_tree_on_dask_equal_the_local_ones(traces, client):
+    d, small, big = traces
+    a, b = small[:150], small[150:300] + [big]  # B has the member ranges
+    for by in ("name", "module,phase", "args.step"):
+        local = da.diff(a, b, by=by, threads=2)
+        dist = da.diff(a, b, by=by, client=client)
+        assert len(local) > 0
+        pd.testing.assert_frame_equal(local, dist, check_exact=True, obj=f"diff by {by}")
+        assert local.attrs["totals"] == dist.attrs["totals"]
+        for side in ("stats_a", "stats_b"):
+            for k in ("files", "events", "json_bytes", "skipped_lines"):
+                assert local.attrs[side][k] == dist.attrs[side][k], (by, side, k)
+    top = da.diff(a, b, top=2, client=client)
+    assert list(top["name"]) == list(da.diff(a, b, top=2)["name"])
+    with pytest.raises(ValueError, match="nosuchkey"):
+        da.diff(a, b, by="nosuchkey", client=client)
+    local, dist = da.module_tree(a + b), da.module_tree(a + b, client=client)
+    assert len(local) > 3
+    pd.testing.assert_frame_equal(local, dist, check_exact=True)
+    assert local.attrs["totals"] == dist.attrs["totals"]
+
+
+def test_ranks_with_a_client_reads_here_and_says_why(traces, client, capfd):
+    d, small, big = traces
+    local = da.ranks(small[:8])
+    capfd.readouterr()
+    dist = da.ranks(small[:8], client=client)
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "not on the Dask cluster" in err and "arrival times" in err, err
+    pd.testing.assert_frame_equal(local.ranks, dist.ranks, check_exact=True)
+
+
 def test_steps_on_dask_equal_the_local_steps(traces, client):
     d, small, big = traces
     paths = small[:200] + [big]

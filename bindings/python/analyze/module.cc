@@ -224,6 +224,11 @@ nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::strin
     nb::gil_scoped_release unlocked;
     d = diff_traces(files_a, files_b, keys, top, nthreads, ro);
   }
+  return diff_dict(d);
+}
+
+// The dict of diff(): py_diff and the Dask combine step (partial_bindings.cc).
+nb::dict diff_dict(const Diff& d) {
   nb::list key_names;
   nb::dict cols;
   for (size_t k = 0; k < d.keys.size(); ++k) {
@@ -275,6 +280,11 @@ nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads
     nb::gil_scoped_release unlocked;
     t = module_tree(files, nthreads, ro);
   }
+  return module_tree_dict(t);
+}
+
+// The dict of module_tree(): py_module_tree and the Dask combine step.
+nb::dict module_tree_dict(const ModuleTree& t) {
   nb::list path;
   std::vector<int64_t> depth;
   std::vector<uint64_t> count;

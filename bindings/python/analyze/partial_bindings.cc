@@ -100,14 +100,46 @@ nb::tuple py_resolve_window(const std::string& from, const std::string& to, bool
 // Whether a bound's text is relative ("+1.5s", "-2s"); ValueError for bad text.
 bool py_window_is_relative(const std::string& text) { return parse_window_bound(text).relative(); }
 
-Summary combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
-  std::vector<GroupKey> keys = parse_group_keys(by);
-  SummarySort order = parse_summary_sort(sort);
+std::vector<std::string> blobs_of(const std::vector<nb::bytes>& parts) {
   std::vector<std::string> blobs;
   blobs.reserve(parts.size());
   for (const nb::bytes& b : parts) blobs.emplace_back(b.c_str(), b.size());
+  return blobs;
+}
+
+Summary combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  SummarySort order = parse_summary_sort(sort);
+  std::vector<std::string> blobs = blobs_of(parts);
   nb::gil_scoped_release unlocked;
   return combine_partials(blobs, keys, top, order);
+}
+
+// diff()'s dict from the partial summaries of run A and run B (each made with `by`).
+nb::dict py_diff_partials(const std::vector<nb::bytes>& parts_a, const std::vector<nb::bytes>& parts_b,
+                          const std::string& by, size_t top) {
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  std::vector<std::string> a = blobs_of(parts_a), b = blobs_of(parts_b);
+  Diff d;
+  {
+    nb::gil_scoped_release unlocked;
+    d = diff_summaries(combine_partials(a, keys, 0), combine_partials(b, keys, 0), top);
+  }
+  return diff_dict(d);
+}
+
+// module_tree()'s dict from partial summaries made with by="module".
+nb::dict py_module_tree_partials(const std::vector<nb::bytes>& parts) {
+  std::vector<std::string> blobs = blobs_of(parts);
+  ModuleTree t;
+  {
+    nb::gil_scoped_release unlocked;
+    ReadStats st;
+    std::unique_ptr<SummaryAggregator> all = merge_partials(blobs, parse_group_keys("module"), &st);
+    t = build_module_tree(*all);
+    t.stats = st;
+  }
+  return module_tree_dict(t);
 }
 
 nb::dict py_combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
@@ -179,6 +211,10 @@ void register_partial_summary(nb::module_& m) {
         "True for '+1.5s' / '-2s' forms; ValueError for text that is no window bound.");
   m.def("combine_partials", &py_combine, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", "Merge partial summaries into summary()'s dict.");
+  m.def("diff_partials", &py_diff_partials, nb::arg("parts_a"), nb::arg("parts_b"), nb::arg("by") = "name",
+        nb::arg("top") = 0, "diff()'s dict from the partial summaries of run A and run B.");
+  m.def("module_tree_partials", &py_module_tree_partials, nb::arg("parts"),
+        "module_tree()'s dict from partial summaries made with by='module'.");
   m.def("combine_partials_text", &py_combine_text, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", nb::arg("format") = "table",
         "Merge partial summaries into the text `summary --format FORMAT` prints.");

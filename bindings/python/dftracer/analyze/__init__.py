@@ -191,7 +191,7 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     if not isinstance(by, str):
         by = ",".join(by)
     if by == "rank":  # per process of a torchrun job: _ranks.py
-        return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib,
+        return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
                      _steps=False).ranks
     if top is None:
         top = 0
@@ -322,7 +322,7 @@ def _top(top):
     return int(top)
 
 
-def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None):
+def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
     """Two runs compared group by group, as a pandas DataFrame sorted by impact.
 
     a, b: each a file, directory, glob or list of them (run A and run B).
@@ -337,13 +337,22 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     df.attrs["totals"]: groups, traced_a_us, traced_b_us (each run's summed self time),
     total_a_us, total_b_us, complete_events_a, complete_events_b;
     df.attrs["stats_a"], df.attrs["stats_b"]: what was read and skipped on each side.
+    client: as for summary(): both runs are read on the workers as partial summaries and
+    joined on the client; the same numbers.
     """
     import pandas as pd
 
     if not isinstance(by, str):
         by = ",".join(by)
-    raw = _module().diff(_path_list(a), _path_list(b), by, _top(top), _threads(threads),
-                         **_limits(max_line_mib, max_document_mib))
+    limits = _limits(max_line_mib, max_document_mib)
+    top = _top(top)
+    threads = _threads(threads)
+    client = _dask().resolve_client(client)
+    if client is None:
+        raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits)
+    else:
+        _module().combine_partials([], by, 0, "self")  # a bad key fails here, before any work
+        raw = _dask().diff(client, _module(), files(a), files(b), by, top, limits)
     order = list(raw["keys"]) + list(DIFF_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["totals"] = dict(raw["totals"])
@@ -354,7 +363,7 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     return df
 
 
-def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
     """Self and total time per nn.Module path (args.module) as a tree, one row a node.
 
     Rows depth-first (a parent before its children, siblings by total time), as
@@ -367,10 +376,18 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     time, the roots' totals). df.attrs["totals"]: tree_us, unattributed_us and
     unattributed_events (events with no module, not in the tree), traced_us;
     df.attrs["stats"]: what was read and skipped.
+    client: as for summary(): partial summaries by module read on the workers, the tree
+    built on the client; the same numbers.
     """
     import pandas as pd
 
-    raw = _module().module_tree(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
+    limits = _limits(max_line_mib, max_document_mib)
+    threads = _threads(threads)
+    client = _dask().resolve_client(client)
+    if client is None:
+        raw = _module().module_tree(_path_list(paths), threads, **limits)
+    else:
+        raw = _dask().module_tree(client, _module(), files(paths), limits)
     df = pd.DataFrame({c: raw["columns"][c] for c in MODULE_TREE_COLUMNS}, columns=list(MODULE_TREE_COLUMNS))
     df.attrs["totals"] = dict(raw["totals"])
     df.attrs["stats"] = dict(raw["stats"])

@@ -171,11 +171,28 @@ def window_ns(client, ext, files, from_text, to_text, limits):
     return tuple(ext.resolve_window(from_text, to_text, *rng))
 
 
+def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=()):
+    pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes)
+    return client.map(_partial, pieces, by=by, limits=limits, window=tuple(window), pure=False)
+
+
 def partials(client, ext, files, by, limits, piece_bytes=None, window=()):
     """The partial aggregates (bytes) of every piece of `files`, read on the cluster;
     `window` = (from_ns, to_ns) applies a time window on the workers."""
-    pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes)
-    return client.gather(client.map(_partial, pieces, by=by, limits=limits, window=tuple(window), pure=False))
+    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window))
+
+
+def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None):
+    """diff()'s raw dict: each run's partial summaries read on the cluster (both runs'
+    pieces queued at once), the two combined summaries joined on the client."""
+    fa = _partial_futures(client, ext, files_a, by, limits, piece_bytes)
+    fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes)
+    return ext.diff_partials(client.gather(fa), client.gather(fb), by, top)
+
+
+def module_tree(client, ext, files, limits, piece_bytes=None):
+    """module_tree()'s raw dict: partial summaries by module, combined into the tree."""
+    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes))
 
 
 def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", "")):
