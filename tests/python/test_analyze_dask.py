@@ -250,6 +250,43 @@ def test_parquet_export_read_back_with_pyarrow_and_duckdb(traces, client, tmp_pa
         da.to_parquet(paths[:1], str(out))
 
 
+@pytest.mark.parametrize("on_dask", [False, True])
+def test_parquet_export_partitions_by_rank_and_duckdb_counts_each_rank(tmp_path, client, on_dask):
+    duckdb = pytest.importorskip("duckdb")
+    import pyarrow.dataset as pads
+
+    # Ranks in the other order than the pids, written halfway through each file; the
+    # big file's rank sits in a middle gzip member, so its other member ranges need it too.
+    small = synthetic_traces.write_small_files(str(tmp_path / "job"), 6, 300, rank_of=lambda i: 5 - i)
+    big = synthetic_traces.write_multi_member_gz(str(tmp_path / "job" / "big-app-777.pfw.gz"), 20000,
+                                                 member_lines=1500, rank=6, pid=777)
+    paths = small + [big]
+    assert len(distributed.plan_pieces(da._ext, [big], 2)) >= 3
+    out = tmp_path / "pq"
+    r = da.to_parquet(paths, str(out), client=client if on_dask else None)
+    assert r["partitioning"] == "rank"
+    assert sorted(os.listdir(out)) == [f"rank={k}" for k in range(7)]
+    want = {}  # events per rank, from the reader
+    for rank, p in [(5 - i, f) for i, f in enumerate(small)] + [(6, big)]:
+        want[rank] = len(_events_frame([p]))
+    assert r["rows"] == sum(want.values())
+    con = duckdb.connect()
+    got = dict(con.execute(f"SELECT rank, count(*) FROM read_parquet('{out}/**/*.parquet', hive_partitioning=true) "
+                           f"GROUP BY rank").fetchall())
+    assert got == want
+    # pid stays a column: one process per rank.
+    pairs = con.execute(f"SELECT DISTINCT rank, pid FROM read_parquet('{out}/**/*.parquet', "
+                        f"hive_partitioning=true) ORDER BY rank").fetchall()
+    assert pairs == [(k, 10005 - k) for k in range(6)] + [(6, 777)]
+    table = pads.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == r["rows"]
+    # A job where one file has no rank metadata: by process, as before.
+    plain = synthetic_traces.write_small_files(str(tmp_path / "plain"), 1, 50, seed=99)
+    r2 = da.to_parquet(small[:2] + plain, str(tmp_path / "pq2"), client=client if on_dask else None)
+    assert r2["partitioning"] == "pid"
+    assert sorted(os.listdir(tmp_path / "pq2")) == ["pid=10000", "pid=10001"]
+
+
 def _analyzer_bin():
     for c in (os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
               shutil.which("dftracer-analyze")):

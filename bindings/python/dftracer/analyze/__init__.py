@@ -574,10 +574,14 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
                piece_bytes=None):
     """Writes every event of PATHS as a Parquet dataset under `out_dir` (which must not
     exist or be empty: else FileExistsError), one row per event, hive-partitioned by
-    pid (out_dir/pid=<pid>/*.parquet). Columns: see dftracer.analyze.parquet. With a
-    Dask `client` (or $DFTRACER_DASK_SCHEDULER) the files and member ranges are
-    written by the workers (out_dir must then be on a file system they share).
-    Returns {"rows": events written, "files": input files, "stats": read stats}."""
+    rank (out_dir/rank=<rank>/*.parquet) when the traces carry rank metadata (every
+    input file has a `rank` metadata event, as torchrun jobs write), else by pid
+    (out_dir/pid=<pid>/*.parquet). Columns: see dftracer.analyze.parquet. With a
+    Dask `client` (or $DFTRACER_DASK_SCHEDULER) the files' rank metadata is found and
+    the files and member ranges are written by the workers (out_dir must then be on a
+    file system they share).
+    Returns {"rows": events written, "files": input files, "partitioning": "rank" or
+    "pid", "stats": read stats}."""
     from . import parquet
 
     limits = _limits(max_line_mib, max_document_mib)
@@ -595,7 +599,16 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
             jobs.extend((f, 0, os.path.getsize(f)) for f in p[1])
         else:
             jobs.append((p[1], p[3], p[4]))
-    args = [(i, path, b, e, out_dir, limits) for i, (path, b, e) in enumerate(jobs)]
+    # Each file's {pid: rank} first: a rank may be written anywhere in a file, and the
+    # pieces of a split file need it too. By rank only when every file has one.
+    if client is None:
+        file_ranks = [parquet.process_ranks(f, limits) for f in inputs]
+    else:
+        file_ranks = client.gather(client.map(parquet.process_ranks, inputs, limits=limits, pure=False))
+    by_rank = all(file_ranks)
+    ranks_of = dict(zip(inputs, file_ranks))
+    args = [(i, path, b, e, out_dir, limits, ranks_of[path] if by_rank else None)
+            for i, (path, b, e) in enumerate(jobs)]
     if client is None:
         results = [parquet.write_piece(*a) for a in args]
     else:
@@ -606,4 +619,5 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
             stats[k] = v if isinstance(v, str) else stats.get(k, 0) + v
     stats["problems"] = "; ".join(st["problems"] for _, st in results if st.get("problems"))
     _warn_skipped(stats)
-    return {"rows": sum(r for r, _ in results), "files": len(inputs), "stats": stats}
+    return {"rows": sum(r for r, _ in results), "files": len(inputs), "partitioning": "rank" if by_rank else "pid",
+            "stats": stats}

@@ -87,7 +87,8 @@ def _export(a, client):
     if not a.out:
         raise ValueError("export needs -o DIR")
     r = to_parquet(a.paths, a.out, client=client, max_line_mib=a.max_line_mib, max_document_mib=a.max_document_mib)
-    sys.stderr.write(f"dftracer-analyze: wrote {r['rows']} events of {r['files']} files to {a.out}\n")
+    sys.stderr.write(f"dftracer-analyze: wrote {r['rows']} events of {r['files']} files to {a.out} "
+                     f"(partitioned by {r['partitioning']})\n")
     return 0 if r["rows"] else 1
 
 
