@@ -154,3 +154,22 @@ def test_cli_relative_window(indexed_trace):
         r = run(*bad)
         assert r.returncode == 2 and r.stderr.count("\n") <= 2 and r.stdout == "", (bad, r.stderr)
         assert "--from" in r.stderr, r.stderr
+
+
+def test_compiled_training_trace_with_flops_answers_from_the_index(run_python, trace_dir):
+    """A real compiled run (its ops carry args.flops / args.bytes) written as .pfw.gz:
+    the writer sums them into the index, so summaries answer from it, identical to a read."""
+    pytest.importorskip("torch")
+    from test_analyze_efficiency import MATMUL_HEAVY
+
+    run_python(MATMUL_HEAVY.replace("range(4)", "range(2)"),
+               env={"TRACE_DIR": trace_dir, "DFTRACER_TRACE_COMPRESSION": "1"}, timeout=300)
+    files = trace_files(trace_dir)
+    assert len(files) == 1 and files[0].endswith(".pfw.gz"), files
+    assert any("flops" in e.get("args", {}) for e in read_trace(files[0]) if e.get("ph") == "X")
+    for by in ("name", "cat", ["name", "tid"]):
+        fast = da.summary(files[0], by=by)
+        full = da.summary(files[0], by=by, use_index=False)
+        assert fast.attrs["index"] is True and full.attrs["index"] is False, by
+        _frame_equal(fast, full)
+        assert fast["gflops"].notna().any() and fast["gbps"].notna().any(), by
