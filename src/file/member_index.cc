@@ -92,25 +92,45 @@ const char* json_number_end(const char* p, const char* e) {
   return p;
 }
 
-// One well-known numeric arg (`"flops":` / `"bytes":`, quotes and colon
-// included) of an event's args members. Sets *has and *v as the analyzer's
-// decoders would (correctly rounded, like simdjson); false when the text is
-// one the index cannot be sure they read that way -- the key twice, a value
-// that is not a plain number, a nested object that might hold the key -- so
-// the file's summaries read the events instead.
-bool arg_number(const char* args, size_t n, const char* key, size_t key_len, bool nested, bool* has, double* v) {
-  const char* e = args + n;
-  const char* k = static_cast<const char*>(memmem(args, n, key, key_len));
-  *has = false;
-  if (k == nullptr) return true;
-  const char* b = k + key_len;
-  if (nested || memmem(b, static_cast<size_t>(e - b), key, key_len)) return false;
+// A well-known numeric arg's value (after `"flops":` / `"bytes":`) as the
+// analyzer's decoders read it (correctly rounded, like simdjson); false when
+// it is not a plain JSON number ending the member.
+bool arg_value(const char* b, const char* e, double* v) {
   const char* q = json_number_end(b, e);
   if (q == nullptr || (q < e && *q != ',')) return false;
+  if (q - b <= 15 && std::all_of(b, q, is_digit)) {  // a count, as FLOPs and bytes are: exact in a double
+    uint64_t n = 0;
+    for (const char* d = b; d < q; ++d) n = n * 10 + static_cast<uint64_t>(*d - '0');
+    *v = static_cast<double>(n);
+    return true;
+  }
   auto r = std::from_chars(b, q, *v);
-  if (r.ec != std::errc() || r.ptr != q) return false;
-  *has = true;
-  return true;
+  return r.ec == std::errc() && r.ptr == q;
+}
+
+// args.flops / args.bytes of an event's args members, found by their colons
+// (memchr runs over the ~8 colons of a compiled op's args rather than a
+// substring search over all of its bytes: this runs for every event). A
+// colon after `"flops"` is always a key's: inside a string the quotes would
+// be escaped. False when the text is one the index cannot be sure the
+// analyzer reads the same way -- a key twice, a value that is not a plain
+// number, a nested object that might hold the key -- so the file's
+// summaries read the events instead.
+bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops, bool* has_bytes, double* bytes) {
+  const char* e = args + n;
+  *has_flops = *has_bytes = false;
+  for (const char* p = args + 7; p < e; ++p) {
+    p = static_cast<const char*>(memchr(p, ':', static_cast<size_t>(e - p)));
+    if (p == nullptr) break;
+    bool* has = nullptr;
+    double* v = nullptr;
+    if (std::memcmp(p - 7, "\"flops\"", 7) == 0) has = has_flops, v = flops;
+    else if (std::memcmp(p - 7, "\"bytes\"", 7) == 0) has = has_bytes, v = bytes;
+    else continue;
+    if (*has || !arg_value(p + 1, e, v)) return false;
+    *has = true;
+  }
+  return !((*has_flops || *has_bytes) && memchr(args, '{', n) != nullptr);
 }
 
 }  // namespace
@@ -166,12 +186,8 @@ void MemberIndex::complete(const char* name, size_t name_len, const char* cat, s
   const int64_t ts = static_cast<int64_t>(ts_ns), dur = static_cast<int64_t>(dur_ns);
   bool has_flops = false, has_bytes = false;
   double flops = 0, bytes = 0;
-  if (exact_ && args_len > 0) {
-    const bool nested = memchr(args, '{', args_len) != nullptr;
-    if (!arg_number(args, args_len, "\"flops\":", 8, nested, &has_flops, &flops) ||
-        !arg_number(args, args_len, "\"bytes\":", 8, nested, &has_bytes, &bytes))
-      exact_ = false;
-  }
+  if (exact_ && args_len > 7 && !flops_and_bytes(args, args_len, &has_flops, &flops, &has_bytes, &bytes))
+    exact_ = false;
   Cell* found = summary_on_ ? cell_for(n, c, tid) : nullptr;
   if (found == nullptr) return;
   Cell& cell = *found;
