@@ -139,6 +139,27 @@ TEST(PartialSummary, DiffAndModuleTreeFromPartsEqualOneRead) {
   EXPECT_EQ(st.events, want.stats.events);
 }
 
+// The workers apply a time window to member ranges as the local reader does
+// to the whole file (Dask: summary(..., from_ts=, to_ts=, client=)).
+TEST(PartialSummary, WindowedRangesCombinedEqualAWindowedRead) {
+  TempDir dir;
+  const std::string path = dir.file("t.pfw.gz");
+  write_gz(path, nested_trace(400), 97, true);
+  std::vector<MemberRange> ranges = gzip_member_ranges(path, 4096);
+  ASSERT_GE(ranges.size(), 4u);
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  Summary all = summarize({path}, keys, 0, 2);
+  ReadOptions ro;
+  ro.from_ns = (1000 + 4243 + 3000) * 1000LL;  // a middle stretch of both threads
+  ro.to_ns = (1000 + 4243 + 9000) * 1000LL;
+  Summary want = summarize({path}, keys, 0, 2, ro);
+  ASSERT_GT(want.complete_events, 0u);
+  ASSERT_LT(want.complete_events, all.complete_events);
+  std::vector<std::string> parts;
+  for (const MemberRange& r : ranges) parts.push_back(partial_summary_range(path, 0, r, keys, ro));
+  expect_same(want, combine_partials(parts, keys, 0));
+}
+
 TEST(PartialSummary, SelfTimeNeedsTheRunsOfOtherRanges) {
   // Each range alone counts the epoch's children as top level: the traced time
   // of the parts summed separately is larger than the one read's.
