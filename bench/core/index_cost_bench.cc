@@ -9,7 +9,9 @@
 //   build/bench/core/bench_index_cost [EVENTS=2000000] [ROUNDS=5]
 //
 // Prints per round and variant the writer thread's CPU seconds and wall
-// seconds, events per CPU second, and the sidecar's size beside the trace's.
+// seconds, events per CPU second, and the sidecar's size beside the trace's;
+// then the index observer's own cost per event with and without
+// args.flops / args.bytes in the args it is handed.
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -23,6 +25,7 @@
 
 #include "gzip_member_sink.h"
 #include "json_lines_formatter.h"
+#include "member_index.h"
 #include "record.h"
 #include "string_table.h"
 
@@ -123,6 +126,40 @@ Result run(const std::vector<RecordHeader>& recs, bool with_index, const std::st
   return r;
 }
 
+// The index's own cost per complete event for three kinds of args text (the
+// members the formatter hands the observer): none, a compiled op's args
+// without flops/bytes, and with them (the writer then finds and parses both
+// numbers). Isolates what reading args.flops / args.bytes adds; 4 threads'
+// worth of cells, the same names as the records above.
+void args_cost(size_t events) {
+  const char* kinds[][2] = {
+      {"no args", ""},
+      {"args, no flops",
+       "\"hhash\":\"a1b2c3d4e5f60718\",\"phase\":\"forward\",\"graph\":0,\"node\":7,\"module\":\"model.layer1\","
+       "\"shapes\":\"[[8, 16], [16, 32]]\",\"dtype\":\"float32\""},
+      {"args + flops/bytes",
+       "\"hhash\":\"a1b2c3d4e5f60718\",\"phase\":\"forward\",\"graph\":0,\"node\":7,\"module\":\"model.layer1\","
+       "\"shapes\":\"[[8, 16], [16, 32]]\",\"dtype\":\"float32\",\"flops\":8192,\"bytes\":3072"}};
+  std::printf("index observer CPU per complete event (MemberIndex::complete), by args text:\n");
+  for (auto& k : kinds) {
+    double best = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      MemberIndex index;
+      index.file_pid(4242);
+      const size_t len = std::char_traits<char>::length(k[1]);
+      uint64_t t = 1700000000000000000ull;
+      double c0 = thread_cpu();
+      for (size_t i = 0; i < events; ++i) {
+        const char* name = i % 2 ? "aten.mm.default" : "aten.add.Tensor";
+        index.complete(name, 15, "dynamo", 6, 4242 + static_cast<int64_t>(i % 4), t, 1500, k[1], len);
+        t += 2500;
+      }
+      best = std::min(best, thread_cpu() - c0);
+    }
+    std::printf("  %-20s %6.1f ns\n", k[0], best / events * 1e9);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,6 +186,7 @@ int main(int argc, char** argv) {
   std::printf("best cpu: off %.3f s, on %.3f s: +%.1f%% writer CPU (%.0f ns/event); best wall: off %.3f, on %.3f\n",
               best[0], best[1], (best[1] / best[0] - 1) * 100, (best[1] - best[0]) / events * 1e9, best_wall[0],
               best_wall[1]);
+  args_cost(events);
   std::string cmd = "rm -rf " + dir;
   return std::system(cmd.c_str()) == 0 ? 0 : 1;
 }

@@ -44,7 +44,8 @@ std::optional<Summary> summary_from_indexes(const std::vector<std::string>& file
       *why_not = path + (st == IndexStatus::Invalid ? ": index ignored (" + why + ")"
                          : st != IndexStatus::Usable || index.version != 2 ? ": no write-time index"
                          : !index.finalized ? ": index not finalized (the run did not finish)"
-                                            : ": events carry args.flops/bytes, which the index does not sum");
+                                            : ": the index cannot reproduce a full read (args.flops/bytes it could "
+                                              "not read exactly, a time past int64 ns, or too many threads)");
       return std::nullopt;
     }
     for (const IndexedCell& c : index.cells) {
@@ -56,6 +57,12 @@ std::optional<Summary> summary_from_indexes(const std::vector<std::string>& file
       g.max_ns = c.max;
       g.hist.add_zeros(c.zeros);
       for (const auto& [bucket, n] : c.buckets) g.hist.add_bucket(bucket, n);
+      g.flops = c.flops;
+      g.flops_ns = c.flops_ns;
+      g.with_flops = c.with_flops;
+      g.bytes = c.bytes;
+      g.bytes_ns = c.bytes_ns;
+      g.with_bytes = c.with_bytes;
       for (size_t i = 0; i < keys.size(); ++i) {
         switch (keys[i].field) {
           case Field::name: values[i] = index.names[c.name]; break;

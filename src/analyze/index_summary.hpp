@@ -1,8 +1,8 @@
 // `summary --by name|cat|pid|tid` (any of them, comma-joined) from the
 // write-time indexes alone: no member is inflated. Each file must be a
 // .pfw.gz with a version-2 index that was finalized, checks out against the
-// trace (trace_index.hpp) and is exact (its events carry no args.flops /
-// args.bytes, which the index does not sum). Otherwise -- any other key, a
+// trace (trace_index.hpp) and is exact (the writer could sum every
+// args.flops / args.bytes as the analyzer reads them: member_index.h). Otherwise -- any other key, a
 // time window, a plain .pfw, a crashed run, a bad index -- the summary reads
 // the events as before, so the answer never depends on which path ran.
 #pragma once

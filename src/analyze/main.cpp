@@ -24,6 +24,7 @@
 #include "summary.hpp"
 #include "trace_reader.hpp"
 #include "trace_time.hpp"
+#include "trace_window.hpp"
 
 using namespace dftracer::analyze;
 
@@ -81,7 +82,8 @@ const char* kUsage =
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
     "              --bin-ms N       bandwidth bin width in ms (default 1000)\n"
     "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
-    "  export    every event as a Parquet dataset, hive-partitioned by pid (run by Python: pyarrow)\n"
+    "  export    every event as a Parquet dataset, hive-partitioned by rank when the traces carry\n"
+    "            rank metadata, else by pid (run by Python: pyarrow)\n"
     "              --format parquet -o DIR   DIR must not exist or be empty;  --dask SCHEDULER\n"
     "  summary --dask SCHEDULER   read on a Dask cluster (address, or 'local' for a LocalCluster\n"
     "            of --workers N processes): same numbers; run by Python (dftracer.analyze)\n"
@@ -93,8 +95,11 @@ const char* kUsage =
     "  --max-line-mib N      skip (and count) lines longer than N MiB (default 16)\n"
     "  --max-document-mib N  skip (and count) whole-document JSON larger than N MiB (default 1024)\n"
   "  --from TS, --to TS    read only events with TS_from <= ts < TS_to, in the file's ts unit\n"
-  "                        (microseconds since the epoch, decimals allowed); metadata is always\n"
-  "                        read; gzip members the write-time index puts outside are not inflated\n"
+  "                        (microseconds since the epoch, decimals allowed), or relative: +1.5s,\n"
+  "                        +250ms after the trace start, -2s before its end (units s ms us ns;\n"
+  "                        start/end: the inputs' first ts and last ts+dur, each run's own for\n"
+  "                        diff); metadata is always read; gzip members the write-time index\n"
+  "                        puts outside are not inflated\n"
   "  --no-index            summary: read the events even where write-time indexes could answer\n"
   "                        (the JSON output's \"index\" says which was used)\n"
     "\n"
@@ -144,16 +149,26 @@ struct Args {
   uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
   uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
   IoOptions io;
-  int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;
+  WindowBound from, to;  // resolved against the inputs once they are known (trace_window.hpp)
   bool use_index = true;
 };
 
-// --from/--to: microseconds as written in the file's ts, to exact ns.
-int64_t parse_time_us(const std::string& opt, const char* v) {
-  int64_t ns = 0;
-  if (!us_text_to_ns(v, ns))
-    usage_error(opt + " needs a time in microseconds since the epoch (the file's ts), not '" + v + "'");
-  return ns;
+// --from/--to: absolute (microseconds as the file's ts) or relative (+1.5s, -2s).
+WindowBound parse_window(const std::string& opt, const char* v) {
+  try {
+    return parse_window_bound(v);
+  } catch (const std::invalid_argument& e) {
+    usage_error(opt + ": " + e.what());
+  }
+}
+
+// Sets the reader's window for `files`; a window that resolves empty is a usage error.
+void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files, ReadOptions* ro) {
+  try {
+    resolve_window(a.from, a.to, files, a.threads, ro);
+  } catch (const std::invalid_argument& e) {
+    usage_error(e.what());
+  }
 }
 
 Args parse_args(int argc, char** argv) {
@@ -187,8 +202,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--max-line-mib") a.max_line_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
     else if (s == "--max-document-mib") a.max_document_mib = parse_bounded(s, value(), 1, kMaxLimitMib);
     else if (s == "--no-progress") a.progress = false;
-    else if (s == "--from") a.from_ns = parse_time_us(s, value());
-    else if (s == "--to") a.to_ns = parse_time_us(s, value());
+    else if (s == "--from") a.from = parse_window(s, value());
+    else if (s == "--to") a.to = parse_window(s, value());
     else if (s == "--no-index") a.use_index = false;
     else if (s == "--epoch-ts") a.epoch_ts = true;
     else if (s == "--tree") a.tree = true;
@@ -203,7 +218,10 @@ Args parse_args(int argc, char** argv) {
   if (a.paths.empty() && a.command != "calibrate") usage_error("no input path given");
   if (a.efficiency && (a.command != "summary" || a.tree || a.by == "step"))
     usage_error("--efficiency works only with summary (--by name, module, ...; not step or --tree)");
-  if (a.from_ns >= a.to_ns) usage_error("--from must be before --to");
+  using Anchor = WindowBound::Anchor;
+  if (a.from.anchor != Anchor::none && a.from.anchor == a.to.anchor &&
+      (a.from.anchor == Anchor::end ? a.from.ns <= a.to.ns : a.from.ns >= a.to.ns))
+    usage_error("--from must be before --to");
   if (a.format != "table" && a.format != "json" && a.format != "csv")
     usage_error("--format must be table, json or csv, not '" + a.format + "'");
   if (a.command == "diff" && a.paths.size() != 2)
@@ -247,7 +265,11 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
     refuse_input_as_output(a.out, sides[0]);
     refuse_input_as_output(a.out, sides[1]);
   }
-  Diff d = diff_traces(sides[0], sides[1], keys, a.top, a.threads, ro);
+  // A relative window is each run's own: "+10s" is the first ten seconds of A and of B.
+  ReadOptions ro_side[2] = {ro, ro};
+  for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i]);
+  Diff d = diff_summaries(summarize(sides[0], keys, 0, a.threads, ro_side[0]),
+                          summarize(sides[1], keys, 0, a.threads, ro_side[1]), a.top);
   std::ostringstream os;
   if (a.format == "json") write_diff_json(os, d);
   else if (a.format == "csv") write_diff_csv(os, d);
@@ -311,8 +333,6 @@ int main(int argc, char** argv) {
   ro.progress = a.progress;
   ro.max_line_bytes = a.max_line_mib << 20;
   ro.max_document_bytes = a.max_document_mib << 20;
-  ro.from_ns = a.from_ns;
-  ro.to_ns = a.to_ns;
   ro.use_index = a.use_index;
   // A bad --by is a usage error, found before any input is read.
   std::vector<GroupKey> keys;
@@ -340,6 +360,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> files = expand_inputs(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
+    resolve_window_or_exit(a, files, &ro);
     if (a.command == "ranks" || by_rank) return run_ranks(a, files, ro);
     if (a.command == "summary") {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast

@@ -43,7 +43,9 @@ namespace {
 // Splits inflated text into lines for a consumer, counting as the reader does.
 class RangeLines {
  public:
-  RangeLines(LineConsumer& c, ReadStats& st, uint64_t max_line) : consumer_(c), stats_(st), max_line_(max_line) {}
+  RangeLines(LineConsumer& c, ReadStats& st, const ReadOptions& o)
+      : consumer_(c), stats_(st), max_line_(o.max_line_bytes), from_ns_(o.from_ns), to_ns_(o.to_ns),
+        windowed_(o.windowed()) {}
 
   // Appends inflated bytes; hands over every line completed so far.
   void feed(const char* p, size_t n) {
@@ -93,6 +95,8 @@ class RangeLines {
     }
     std::string_view s = strip_trace_line(std::string_view(text_.data() + pos, len));
     if (s.empty()) return;
+    int64_t ts;
+    if (windowed_ && line_ts(s, ts) && (ts < from_ns_ || ts >= to_ns_)) return;  // as the reader's LineSink
     scratch_.assign(s.begin(), s.end());
     scratch_.resize(s.size() + kLinePadding);
     DecodeStatus st = consumer_.consume(std::string_view(scratch_.data(), s.size()), scratch_.size());
@@ -104,6 +108,8 @@ class RangeLines {
   LineConsumer& consumer_;
   ReadStats& stats_;
   uint64_t max_line_;
+  int64_t from_ns_, to_ns_;
+  bool windowed_;
   bool skip_head_ = false;
   std::string text_;
   std::vector<char> scratch_;
@@ -125,7 +131,7 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
   ReadStats st;
   st.files = range.begin == 0 ? 1 : 0;  // a file counts once, with its first range
   st.input_bytes = range.end - range.begin;
-  RangeLines lines(consumer, st, options.max_line_bytes);
+  RangeLines lines(consumer, st, options);
   MemberInflater inflater;
   if (range.begin > 0) {
     // Does the text before this range end with a newline? Only the member
@@ -418,12 +424,19 @@ std::string partial_summary_range(const std::string& file, size_t file_id, Membe
   return PartialCodec::encode(agg, st, {file_id});
 }
 
+std::unique_ptr<SummaryAggregator> merge_partials(const std::vector<std::string>& parts,
+                                                  const std::vector<GroupKey>& keys, ReadStats* stats) {
+  auto all = std::make_unique<SummaryAggregator>(keys);
+  for (const std::string& p : parts) PartialCodec::decode(p, *all, *stats);
+  all->resolve_nesting();
+  return all;
+}
+
 Summary combine_partials(const std::vector<std::string>& parts, const std::vector<GroupKey>& keys, size_t top_n,
                          SummarySort sort) {
-  SummaryAggregator all(keys);
   ReadStats st;
-  for (const std::string& p : parts) PartialCodec::decode(p, all, st);
-  Summary s = build_summary(all, top_n, sort);
+  std::unique_ptr<SummaryAggregator> all = merge_partials(parts, keys, &st);
+  Summary s = build_summary(*all, top_n, sort);
   s.stats = st;
   return s;
 }

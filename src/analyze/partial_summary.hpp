@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ std::string partial_summary(const std::vector<std::string>& files, const std::ve
 // The same for one range of members of one file.
 std::string partial_summary_range(const std::string& file, size_t file_id, MemberRange range,
                                   const std::vector<GroupKey>& keys, const ReadOptions& options = {});
+
+// Merges partial aggregates (any order) into one aggregate, its nesting
+// resolved, adding their read stats to *stats: what every combine step
+// builds on (summary, diff: two of them, the module tree).
+std::unique_ptr<SummaryAggregator> merge_partials(const std::vector<std::string>& parts,
+                                                  const std::vector<GroupKey>& keys, ReadStats* stats);
 
 // Merges partial aggregates (any order) into the summary of all of them;
 // throws std::invalid_argument when a part is not one, or was made with other keys.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "diff.hpp"
+#include "module_tree.hpp"
 #include "partial_summary.hpp"
 #include "summary.hpp"
 #include "trace_files.hpp"
@@ -90,6 +92,72 @@ TEST(PartialSummary, MemberRangesCombinedEqualOneRead) {
     std::reverse(parts.begin(), parts.end());  // any order
     expect_same(want, combine_partials(parts, keys, 0));
   }
+}
+
+// The other combine steps of the Dask path: diff joins two runs' combined
+// partials, the module tree is built from the merged aggregate by module.
+TEST(PartialSummary, DiffAndModuleTreeFromPartsEqualOneRead) {
+  TempDir dir;
+  const std::string a = dir.file("a.pfw.gz"), b = dir.file("b.pfw.gz");
+  write_gz(a, nested_trace(150), 53, true);
+  write_gz(b, nested_trace(260), 71, true);
+  auto parts_of = [](const std::string& path, const std::vector<GroupKey>& keys) {
+    std::vector<std::string> parts;
+    for (const MemberRange& r : gzip_member_ranges(path, 4096)) parts.push_back(partial_summary_range(path, 0, r, keys));
+    EXPECT_GE(parts.size(), 3u);
+    return parts;
+  };
+  for (const char* by : {"name", "module,phase"}) {
+    SCOPED_TRACE(by);
+    std::vector<GroupKey> keys = parse_group_keys(by);
+    Diff want = diff_traces({a}, {b}, keys, 0, 2);
+    Diff got = diff_summaries(combine_partials(parts_of(a, keys), keys, 0), combine_partials(parts_of(b, keys), keys, 0), 0);
+    ASSERT_EQ(want.rows.size(), got.rows.size());
+    EXPECT_EQ(want.traced_a_us, got.traced_a_us);
+    EXPECT_EQ(want.traced_b_us, got.traced_b_us);
+    for (size_t i = 0; i < want.rows.size(); ++i) {
+      EXPECT_EQ(want.rows[i].key, got.rows[i].key);
+      EXPECT_EQ(want.rows[i].count_a, got.rows[i].count_a);
+      EXPECT_EQ(want.rows[i].count_b, got.rows[i].count_b);
+      EXPECT_EQ(want.rows[i].times(), got.rows[i].times());
+    }
+  }
+  std::vector<GroupKey> module = parse_group_keys("module");
+  ModuleTree want = module_tree({b}, 2);
+  ReadStats st;
+  ModuleTree got = build_module_tree(*merge_partials(parts_of(b, module), module, &st));
+  ASSERT_EQ(want.nodes.size(), got.nodes.size());
+  ASSERT_GT(want.nodes.size(), 2u);
+  EXPECT_EQ(want.traced_ns, got.traced_ns);
+  EXPECT_EQ(want.unattributed_ns, got.unattributed_ns);
+  for (size_t i = 0; i < want.nodes.size(); ++i) {
+    EXPECT_EQ(want.nodes[i].path, got.nodes[i].path);
+    EXPECT_EQ(want.nodes[i].self_ns, got.nodes[i].self_ns);
+    EXPECT_EQ(want.nodes[i].total_ns, got.nodes[i].total_ns);
+    EXPECT_EQ(want.nodes[i].count, got.nodes[i].count);
+  }
+  EXPECT_EQ(st.events, want.stats.events);
+}
+
+// The workers apply a time window to member ranges as the local reader does
+// to the whole file (Dask: summary(..., from_ts=, to_ts=, client=)).
+TEST(PartialSummary, WindowedRangesCombinedEqualAWindowedRead) {
+  TempDir dir;
+  const std::string path = dir.file("t.pfw.gz");
+  write_gz(path, nested_trace(400), 97, true);
+  std::vector<MemberRange> ranges = gzip_member_ranges(path, 4096);
+  ASSERT_GE(ranges.size(), 4u);
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  Summary all = summarize({path}, keys, 0, 2);
+  ReadOptions ro;
+  ro.from_ns = (1000 + 4243 + 3000) * 1000LL;  // a middle stretch of both threads
+  ro.to_ns = (1000 + 4243 + 9000) * 1000LL;
+  Summary want = summarize({path}, keys, 0, 2, ro);
+  ASSERT_GT(want.complete_events, 0u);
+  ASSERT_LT(want.complete_events, all.complete_events);
+  std::vector<std::string> parts;
+  for (const MemberRange& r : ranges) parts.push_back(partial_summary_range(path, 0, r, keys, ro));
+  expect_same(want, combine_partials(parts, keys, 0));
 }
 
 TEST(PartialSummary, SelfTimeNeedsTheRunsOfOtherRanges) {

@@ -224,6 +224,15 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
           f.ok = false;
         c.buckets.emplace_back(bucket, n);
       }
+      if (f.ok && !f.rest.empty()) {  // the flops/bytes group, on cells whose events carried them
+        if (f.word() != "f") f.ok = false;
+        c.with_flops = f.number<uint64_t>();
+        c.flops = f.number<double>();
+        c.flops_ns = f.number<int64_t>();
+        c.with_bytes = f.number<uint64_t>();
+        c.bytes = f.number<double>();
+        c.bytes_ns = f.number<int64_t>();
+      }
       if (!f.ok || c.name >= out->names.size() || c.cat >= out->names.size())
         return invalid(out, why, at + "bad summary line");
       out->cells.push_back(std::move(c));
@@ -235,7 +244,8 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
       out->last_end = f.number<int64_t>();
       out->approximated = f.number<uint64_t>();
       out->folded = f.number<uint64_t>();
-      out->exact = f.number<int>() == 1;
+      const int exact = f.number<int>();
+      out->exact = exact == 1 || exact == 2;  // 2: some C lines carry flops/bytes sums
       out->pid = std::string(f.word());
       uint64_t members = f.number<uint64_t>(), bytes = f.number<uint64_t>();
       if (!f.ok) return invalid(out, why, at + "bad final line");

@@ -32,6 +32,10 @@ struct IndexedCell {
   int64_t total = 0, self = 0, min = 0, max = 0;
   uint64_t zeros = 0;
   std::vector<std::pair<int, uint64_t>> buckets;  // LogHistogram buckets
+  // The `f` group (events that carried args.flops / args.bytes; zero without one).
+  uint64_t with_flops = 0, with_bytes = 0;
+  double flops = 0, bytes = 0;
+  int64_t flops_ns = 0, bytes_ns = 0;
 };
 
 struct TraceIndex {
@@ -40,7 +44,7 @@ struct TraceIndex {
   std::vector<std::string> names;  // by id, JSON-decoded
   // Version 2 and finalized (an F line): the whole file.
   bool finalized = false;
-  bool exact = false;  // the cells give a full read's summary (no flops/bytes)
+  bool exact = false;  // the cells give a full read's summary (flops/bytes sums included)
   std::vector<IndexedCell> cells;
   uint64_t complete = 0, metadata = 0, other = 0, approximated = 0, folded = 0;
   int64_t first_ts = 0, last_end = 0;

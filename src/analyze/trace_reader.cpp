@@ -149,12 +149,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
 // ---------------------------------------------------------------------------
 // Lines
 
-namespace {
-
-inline bool is_gz(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
-
-// Hands one stripped line to the consumer, copying it into a padded scratch
-// buffer when the bytes after it are not readable.
 // The line's top-level "ts" as exact ns (our lines and DFTracer's write it
 // before args, so the first "ts" key is the event's). False when it has none.
 bool line_ts(std::string_view s, int64_t& ns) {
@@ -169,6 +163,12 @@ bool line_ts(std::string_view s, int64_t& ns) {
   return us_text_to_ns(s.substr(b, e - b), ns);
 }
 
+namespace {
+
+inline bool is_gz(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
+
+// Hands one stripped line to the consumer, copying it into a padded scratch
+// buffer when the bytes after it are not readable.
 struct LineSink {
   LineConsumer* consumer;
   ReadStats* stats;

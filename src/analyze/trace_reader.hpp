@@ -78,6 +78,11 @@ struct ReadOptions {
   bool use_index = true;
 };
 
+// The top-level "ts" of a stripped trace line as exact ns (our lines and
+// DFTracer's write it before args, so the first "ts" key is the event's);
+// false when it has none. The window test of every reader of lines.
+bool line_ts(std::string_view line, int64_t& ns);
+
 // Files, directories (recursively: *.pfw, *.pfw.gz, *.json, *.json.gz) and glob
 // patterns, sorted and de-duplicated. Throws InputError for a path that does not
 // exist, a glob that matches nothing, or an unreadable file.

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -25,6 +26,7 @@
 #include "summary.hpp"
 #include "trace_files.hpp"
 #include "trace_index.hpp"
+#include "trace_window.hpp"
 #include "mapped_file.hpp"
 
 using namespace dftracer::analyze;
@@ -59,7 +61,10 @@ void record_thread(int t, int steps, uint64_t base) {
 // A trace from the real writer: several threads, metadata, instants, real
 // clock regions, many members, under the name `file` (or one beside it).
 // Returns its path.
-std::string write_trace(const std::string& dir, int steps, bool ns_times, bool with_flops = false) {
+// `args`: when given, a JSON fragment (e.g. "\"flops\":1000") put on some
+// events of every thread (as the compile backend's per-node args), and a
+// dynamic double "bytes" arg on others.
+std::string write_trace(const std::string& dir, int steps, bool ns_times, const char* args = nullptr) {
   setenv("DFTRACER_TIME_RESOLUTION", ns_times ? "ns" : "us", 1);
   EXPECT_EQ(dft_init_opt_in(dir.c_str(), nullptr, 7), 0);
   dft_metadata("run", "index test");
@@ -68,12 +73,18 @@ std::string write_trace(const std::string& dir, int steps, bool ns_times, bool w
   record_thread(0, steps, kBase);
   uint64_t b = dft_region_begin();
   dft_region_end(id("real clock"), id("cpu"), b, nullptr, 0);
-  if (with_flops) {
-    dft_id frag = dft_intern_json_fragment("\"flops\":1000", 12);
+  if (args) {
     dft_arg a{};
     a.type = DFT_ARG_JSON;
-    a.v.id = frag;
-    dft_complete_ns(id("aten.mm"), id("compute"), kBase, 5000, &a, 1);
+    a.v.id = dft_intern_json_fragment(args, std::strlen(args));
+    dft_arg b{};
+    b.type = DFT_ARG_DOUBLE;
+    b.key = id("bytes");
+    for (int k = 0; k < 40; ++k) {
+      dft_complete_ns(id(k % 2 ? "aten.mm" : "aten.add"), id("compute"), kBase + uint64_t(k) * 9000, 5000 + k, &a, 1);
+      b.v.d = 0.5 * k;  // halves: sums exact in any order
+      dft_complete_ns(id("aten.add"), id("compute"), kBase + uint64_t(k) * 9000 + 6000, 700, &b, 1);
+    }
   }
   for (auto& th : threads) th.join();
   std::string path = dft_trace_path();
@@ -192,12 +203,40 @@ TEST(WriteTimeIndex, TimeWindowEqualsFilteredFullReadAndSkipsMembers) {
   EXPECT_GT(all.complete_events, windowed.complete_events);
 }
 
-TEST(WriteTimeIndex, FilesWhoseEventsCarryFlopsAreSummarizedByReading) {
+// args.flops / args.bytes are summed by the writer into the C lines: the
+// index answers, with the same gflops / gbps as a full read.
+TEST(WriteTimeIndex, FilesWhoseEventsCarryFlopsAndBytesAnswerFromTheIndex) {
   TempDir d;
-  std::string path = write_trace(d.file("t.pfw.gz"), 4, false, /*with_flops=*/true);
-  Summary s = read_summary(path, "name", true);
-  EXPECT_FALSE(s.from_index);
-  expect_same(s, read_summary(path, "name", false), "flops");
+  std::string path = write_trace(d.file("t.pfw.gz"), 4, false, "\"flops\":1000,\"bytes\":4096");
+  for (const char* by : {"name", "cat", "tid", "name,tid"}) {
+    Summary s = read_summary(path, by, true);
+    Summary full = read_summary(path, by, false);
+    EXPECT_TRUE(s.from_index) << by;
+    expect_same(s, full, by);
+    size_t with = 0;
+    for (size_t i = 0; i < s.rows.size(); ++i) {
+      EXPECT_EQ(std::isnan(s.rows[i].gbps), std::isnan(full.rows[i].gbps));
+      if (std::isnan(full.rows[i].gflops)) continue;
+      ++with;
+      EXPECT_EQ(s.rows[i].gflops, full.rows[i].gflops) << by << " " << s.rows[i].key[0];
+      EXPECT_EQ(s.rows[i].gbps, full.rows[i].gbps) << by << " " << s.rows[i].key[0];
+    }
+    EXPECT_GT(with, 0u) << by;
+  }
+}
+
+// Args the writer cannot be sure the analyzer reads as it would (a string
+// value, the key twice, a nested object) make the file read, same numbers.
+TEST(WriteTimeIndex, FlopsTheIndexCannotReadExactlyMakeTheSummaryRead) {
+  for (const char* args : {"\"flops\":\"1000\"", "\"flops\":1,\"flops\":2", "\"x\":{\"flops\":5},\"flops\":3",
+                           "\"flops\":1e999"}) {
+    SCOPED_TRACE(args);
+    TempDir d;
+    std::string path = write_trace(d.file("t.pfw.gz"), 2, false, args);
+    Summary s = read_summary(path, "name", true);
+    EXPECT_FALSE(s.from_index);
+    expect_same(s, read_summary(path, "name", false), args);
+  }
 }
 
 namespace {
@@ -412,4 +451,37 @@ TEST(WriteTimeIndex, ForkedChildLeavesTheParentsIndexAlone) {
   Summary fast = read_summary(path, "name", true);
   EXPECT_TRUE(fast.from_index);
   expect_same(fast, read_summary(path, "name", false), "after fork");
+}
+
+// Relative windows (trace_window.hpp) take the trace's start and end from the
+// index when it has them: they must be what a full read finds, and a
+// relative window must equal the absolute one it resolves to.
+TEST(WriteTimeIndex, TimeRangeFromIndexEqualsFullReadAndRelativeWindowsResolveToIt) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  TraceTimeRange indexed = trace_time_range({path}, 2);
+  EXPECT_TRUE(indexed.from_index);
+  std::string idx = read_file(path + ".idx");
+  ::unlink((path + ".idx").c_str());
+  TraceTimeRange read = trace_time_range({path}, 2);
+  EXPECT_FALSE(read.from_index);
+  ASSERT_TRUE(indexed.any && read.any);
+  EXPECT_EQ(indexed.first_ns, read.first_ns);
+  EXPECT_EQ(indexed.last_end_ns, read.last_end_ns);
+  write_file(path + ".idx", idx);
+  EXPECT_EQ(read.first_ns, int64_t(kBase));  // thread 0's first step starts at kBase
+  Summary all = read_summary(path, "name", false);
+  EXPECT_DOUBLE_EQ(all.span_us, double(read.last_end_ns - read.first_ns) / 1000);  // summary's span
+  // "+20ms" to "+24ms" is steps 10 and 11 (2 ms apart from kBase).
+  ReadOptions ro;
+  resolve_window(parse_window_bound("+20ms"), parse_window_bound("+24ms"), {path}, 2, &ro);
+  EXPECT_EQ(ro.from_ns, int64_t(kBase) + 20000000);
+  EXPECT_EQ(ro.to_ns, int64_t(kBase) + 24000000);
+  Summary rel = summarize({path}, parse_group_keys("name"), 0, 2, ro);
+  expect_same(rel, read_summary(path, "name", true, ro.from_ns, ro.to_ns), "relative = absolute");
+  EXPECT_EQ(rel.complete_events, 3u * 2 * 13);
+  // "-1ms" is from 1 ms before the last end.
+  resolve_window(parse_window_bound("-1ms"), WindowBound{}, {path}, 2, &ro);
+  EXPECT_EQ(ro.from_ns, read.last_end_ns - 1000000);
+  EXPECT_EQ(ro.to_ns, INT64_MAX);
 }

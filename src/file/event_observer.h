@@ -16,9 +16,11 @@ class EventObserver {
   virtual ~EventObserver() = default;
   // The file's pid (every line of one file carries the same).
   virtual void file_pid(int64_t pid) = 0;
-  // A complete ("ph":"X") line: name and cat as written (JSON-escaped text).
+  // A complete ("ph":"X") line: name and cat as written (JSON-escaped text),
+  // and the members of its args object as written (the text between the
+  // braces; empty when it has none), where args.flops / args.bytes are.
   virtual void complete(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
-                        uint64_t ts_ns, uint64_t dur_ns) = 0;
+                        uint64_t ts_ns, uint64_t dur_ns, const char* args, size_t args_len) = 0;
   // A line with a time that is not a complete event (instant, flow).
   virtual void other(uint64_t ts_ns) = 0;
   // A metadata ("ph":"M") line.

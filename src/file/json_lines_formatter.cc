@@ -242,8 +242,17 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       out->lit(",\"dur\":");
       out->micros(dur_ns);
       out->lit(",\"ph\":\"X\"");
-      args(r, out, inc_metadata_);
-      if (observer_) observer_->complete(n, nl, c, cl, tid, start_ns, dur_ns);
+      {
+        const size_t args_at = out->size();
+        args(r, out, inc_metadata_);
+        if (observer_) {
+          // The members between `,"args":{` and `}`, for the index's flops/bytes sums.
+          constexpr size_t kOpen = sizeof(",\"args\":{") - 1;
+          const size_t len = out->size() - args_at;
+          const char* members = len > kOpen ? out->data() + args_at + kOpen : "";
+          observer_->complete(n, nl, c, cl, tid, start_ns, dur_ns, members, len > kOpen ? len - kOpen - 1 : 0);
+        }
+      }
       break;
     case RecordKind::kInstant:
       head(n, nl, c, cl, tid, out);
@@ -333,7 +342,9 @@ void JsonLinesFormatter::lifecycle(const char* name, int64_t tid, uint64_t ts_ns
   }
   out->append(args_fragment.data(), args_fragment.size());
   out->lit("}}\n");
-  if (observer_) observer_->complete(name, std::strlen(name), "dftracer", 8, tid, written(ts_ns), 0);
+  if (observer_)
+    observer_->complete(name, std::strlen(name), "dftracer", 8, tid, written(ts_ns), 0, args_fragment.data(),
+                        args_fragment.size());
   if (last) out->lit("]\n");
 }
 

@@ -28,6 +28,9 @@ struct MemberIndex::Cell {
   int64_t min = std::numeric_limits<int64_t>::max();
   int64_t max = std::numeric_limits<int64_t>::min();
   analyze::LogHistogram hist;
+  double flops = 0, bytes = 0;  // as GroupStats: sums, the carriers' durations and count
+  int64_t flops_ns = 0, bytes_ns = 0;
+  uint64_t with_flops = 0, with_bytes = 0;
 };
 
 struct MemberIndex::Nesting {
@@ -59,6 +62,76 @@ void snum(std::string& s, int64_t v) {
 }
 
 constexpr uint64_t kMaxNs = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+void dnum(std::string& s, double v) {
+  char b[32];
+  auto r = std::to_chars(b, b + sizeof b, v);  // shortest text that reads back as v
+  s.push_back(' ');
+  s.append(b, r.ptr);
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// The end of a JSON number starting at p (the grammar the analyzer's
+// decoders accept), or null when there is none.
+const char* json_number_end(const char* p, const char* e) {
+  if (p < e && *p == '-') ++p;
+  if (!(p < e && is_digit(*p))) return nullptr;
+  if (*p == '0') ++p;
+  else
+    while (p < e && is_digit(*p)) ++p;
+  if (p < e && *p == '.') {
+    if (!(++p < e && is_digit(*p))) return nullptr;
+    while (p < e && is_digit(*p)) ++p;
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    if (++p < e && (*p == '+' || *p == '-')) ++p;
+    if (!(p < e && is_digit(*p))) return nullptr;
+    while (p < e && is_digit(*p)) ++p;
+  }
+  return p;
+}
+
+// A well-known numeric arg's value (after `"flops":` / `"bytes":`) as the
+// analyzer's decoders read it (correctly rounded, like simdjson); false when
+// it is not a plain JSON number ending the member.
+bool arg_value(const char* b, const char* e, double* v) {
+  const char* q = json_number_end(b, e);
+  if (q == nullptr || (q < e && *q != ',')) return false;
+  if (q - b <= 15 && std::all_of(b, q, is_digit)) {  // a count, as FLOPs and bytes are: exact in a double
+    uint64_t n = 0;
+    for (const char* d = b; d < q; ++d) n = n * 10 + static_cast<uint64_t>(*d - '0');
+    *v = static_cast<double>(n);
+    return true;
+  }
+  auto r = std::from_chars(b, q, *v);
+  return r.ec == std::errc() && r.ptr == q;
+}
+
+// args.flops / args.bytes of an event's args members, found by their colons
+// (memchr runs over the ~8 colons of a compiled op's args rather than a
+// substring search over all of its bytes: this runs for every event). A
+// colon after `"flops"` is always a key's: inside a string the quotes would
+// be escaped. False when the text is one the index cannot be sure the
+// analyzer reads the same way -- a key twice, a value that is not a plain
+// number, a nested object that might hold the key -- so the file's
+// summaries read the events instead.
+bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops, bool* has_bytes, double* bytes) {
+  const char* e = args + n;
+  *has_flops = *has_bytes = false;
+  for (const char* p = args + 7; p < e; ++p) {
+    p = static_cast<const char*>(memchr(p, ':', static_cast<size_t>(e - p)));
+    if (p == nullptr) break;
+    bool* has = nullptr;
+    double* v = nullptr;
+    if (std::memcmp(p - 7, "\"flops\"", 7) == 0) has = has_flops, v = flops;
+    else if (std::memcmp(p - 7, "\"bytes\"", 7) == 0) has = has_bytes, v = bytes;
+    else continue;
+    if (*has || !arg_value(p + 1, e, v)) return false;
+    *has = true;
+  }
+  return !((*has_flops || *has_bytes) && memchr(args, '{', n) != nullptr);
+}
 
 }  // namespace
 
@@ -99,7 +172,7 @@ void MemberIndex::note_time(uint64_t ts, uint64_t end) {
 }
 
 void MemberIndex::complete(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
-                           uint64_t ts_ns, uint64_t dur_ns) {
+                           uint64_t ts_ns, uint64_t dur_ns, const char* args, size_t args_len) {
   ++m_complete_;
   const uint32_t n = intern(name, name_len), c = intern(cat, cat_len);
   add(m_names_, m_name_ids_, n, dur_ns);
@@ -111,9 +184,23 @@ void MemberIndex::complete(const char* name, size_t name_len, const char* cat, s
   }
   ++complete_;
   const int64_t ts = static_cast<int64_t>(ts_ns), dur = static_cast<int64_t>(dur_ns);
+  bool has_flops = false, has_bytes = false;
+  double flops = 0, bytes = 0;
+  if (exact_ && args_len > 7 && !flops_and_bytes(args, args_len, &has_flops, &flops, &has_bytes, &bytes))
+    exact_ = false;
   Cell* found = summary_on_ ? cell_for(n, c, tid) : nullptr;
   if (found == nullptr) return;
   Cell& cell = *found;
+  if (has_flops) {  // as GroupStats::add
+    cell.flops += flops;
+    cell.flops_ns = saturating_add(cell.flops_ns, dur);
+    ++cell.with_flops;
+  }
+  if (has_bytes) {
+    cell.bytes += bytes;
+    cell.bytes_ns = saturating_add(cell.bytes_ns, dur);
+    ++cell.with_bytes;
+  }
   ++cell.count;
   cell.total = saturating_add(cell.total, dur);
   cell.min = std::min(cell.min, dur);
@@ -193,9 +280,7 @@ std::string MemberIndex::member_lines(uint64_t offset, uint64_t size, const char
     append_index_line(&out, "#dftracer-idx 2");
     header_written_ = true;
   }
-  // The summary sums args.flops / args.bytes, which the index does not
-  // carry: a file with either key answers summaries by reading.
-  if (exact_ && (memmem(chunk, raw_size, "\"flops\"", 7) || memmem(chunk, raw_size, "\"bytes\"", 7))) exact_ = false;
+  (void)chunk;  // complete() saw every event's args.flops / args.bytes
   name_lines(&out);
   line = "M";
   for (uint64_t v : {offset, size, uint64_t{raw_size}, lines, uint64_t{gzip_crc}, m_complete_, m_metadata_, m_other_})
@@ -246,6 +331,16 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
       line += ':';
       line.append(std::to_string(n));
     });
+    if (c->with_flops || c->with_bytes) {
+      any_flops_ = true;
+      line += " f";
+      num(line, c->with_flops);
+      dnum(line, c->flops);
+      snum(line, c->flops_ns);
+      num(line, c->with_bytes);
+      dnum(line, c->bytes);
+      snum(line, c->bytes_ns);
+    }
     append_index_line(&out, line);
   }
   const analyze::NestingStats& ns = nesting_->tracker.stats();
@@ -253,7 +348,7 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
   for (uint64_t v : {complete_, metadata_, other_}) num(line, v);
   snum(line, first_ts_);
   snum(line, last_end_);
-  for (uint64_t v : {ns.approximated, ns.folded, uint64_t{exact_ ? 1u : 0u}}) num(line, v);
+  for (uint64_t v : {ns.approximated, ns.folded, uint64_t{!exact_ ? 0u : any_flops_ ? 2u : 1u}}) num(line, v);
   line += ' ';
   line += pid_text_;
   num(line, members_);

@@ -13,16 +13,24 @@
 //   M <offset> <size> <raw_size> <lines> <gzip crc32> <complete> <metadata> <other>
 //     <min_ts> <max_ts> <max_end> <k> {<name id> <count> <dur_ns>}x k <j> {<cat id> <count> <dur_ns>}x j
 //   C <name id> <cat id> <tid> <count> <total_ns> <self_ns> <min_ns> <max_ns> <zeros> <b> {<bucket>:<n>}x b
+//     [f <with_flops> <flops> <flops_ns> <with_bytes> <bytes> <bytes_ns>]
 //   F <complete> <metadata> <other> <first_ts> <last_end> <approximated> <folded> <exact> <pid> <members> <bytes>
 // M: one per member, times in ns (`-` when the member has no timed line).
 // C: at finalize, one per (name, cat, tid) cell: the whole file's counts,
 // durations, self times (the analyzer's own SelfTimeTracker, fed in write
 // order) and duration histogram (its LogHistogram buckets). F: last line,
 // written only at a clean finalize: its presence says the C lines are whole.
-// `exact` is 0 when the file holds something the C lines cannot reproduce
-// (args.flops / args.bytes, which the summary sums, or a time past int64 ns),
-// or when the writer gave the whole-file summary up to stay small: past
-// kMaxThreads threads or kMaxCells cells (a thread-churning program) it
+// The `f` group, only on cells whose events carried args.flops / args.bytes:
+// how many did, their sums (shortest round-trip decimal of the double) and
+// those events' summed durations -- what the summary's gflops / gbps need.
+// `exact` is 1 when the C lines give a full read's summary, 2 when they do
+// and some carry an `f` group (so an analyzer that predates `f` reads the
+// events instead of answering without the sums), 0 when the file holds
+// something the C lines cannot reproduce (a time past int64 ns, an
+// args.flops / args.bytes the index cannot be sure to read as the analyzer
+// does: not a plain JSON number, twice in one event, or args with a nested
+// object), or when the writer gave the whole-file summary up to stay small:
+// past kMaxThreads threads or kMaxCells cells (a thread-churning program) it
 // frees them and writes no C lines; readers then read the events.
 #ifndef DFTRACER_SRC_FILE_MEMBER_INDEX_H_
 #define DFTRACER_SRC_FILE_MEMBER_INDEX_H_
@@ -49,13 +57,13 @@ class MemberIndex final : public EventObserver {
 
   void file_pid(int64_t pid) override;
   void complete(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid, uint64_t ts_ns,
-                uint64_t dur_ns) override;
+                uint64_t dur_ns, const char* args, size_t args_len) override;
   void other(uint64_t ts_ns) override;
   void metadata() override;
 
   // The lines to append for the member just written (the header before the
   // first, names not yet named, the M line): the events observed since the
-  // previous member. `chunk` is the member's text (scanned for flops/bytes).
+  // previous member. `chunk` is the member's text.
   std::string member_lines(uint64_t offset, uint64_t size, const char* chunk, size_t raw_size, uint64_t lines,
                            uint32_t gzip_crc);
   // The C lines and the F line, at a clean finalize of a `file_bytes` file.
@@ -112,6 +120,7 @@ class MemberIndex final : public EventObserver {
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0, members_ = 0;
   int64_t first_ts_ = INT64_MAX, last_end_ = INT64_MIN;
   bool exact_ = true;
+  bool any_flops_ = false;  // some C line carries an `f` group (exact = 2)
   bool summary_on_ = true;  // false past kMaxThreads / kMaxCells: no C lines
   std::vector<int64_t> tids_;  // distinct threads seen (at most kMaxThreads)
   std::unordered_map<std::pair<uint64_t, int64_t>, std::unique_ptr<Cell>, CellKeyHash> cells_;

@@ -55,8 +55,9 @@ def thread_events(rng, pid, tid, n_events, start_ns, epoch=False):
     return lines, t
 
 
-def process_lines(seed, pid, n_events, threads=1, epoch=False):
-    """The lines of one process's file: the preamble, then its threads' events interleaved."""
+def process_lines(seed, pid, n_events, threads=1, epoch=False, rank=None):
+    """The lines of one process's file: the preamble, then its threads' events interleaved
+    (with `rank`, the rank metadata halfway through, as a process that joins its group late)."""
     rng = random.Random(seed)
     start = 1_700_000_000_000_000_000 + seed * 1_000_000_000
     head = ["[", f'{{"id":0,"name":"process_name","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
@@ -72,27 +73,33 @@ def process_lines(seed, pid, n_events, threads=1, epoch=False):
         take = rng.randrange(1, 8)  # threads alternate in runs, as chunks of the writer do
         body.extend(per_thread[k][pos[k]:pos[k] + take])
         pos[k] += take
+    if rank is not None:
+        body.insert(len(body) // 2, f'{{"id":0,"name":"rank","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                                    f'"args":{{"name":"rank","value":{rank}}}}}')
     return head + body + ["]"]
 
 
-def write_small_files(directory, n_files, n_events, seed=0):
-    """n_files .pfw files of about n_events events each; returns their paths."""
+def write_small_files(directory, n_files, n_events, seed=0, rank_of=None):
+    """n_files .pfw files of about n_events events each; returns their paths.
+    rank_of(i): the rank metadata of file i (None: none)."""
     os.makedirs(directory, exist_ok=True)
     paths = []
     for i in range(n_files):
         p = os.path.join(directory, f"trace-app-{10000 + i}.pfw")
         with open(p, "w") as f:
-            f.write("\n".join(process_lines(seed + i, 10000 + i, n_events)) + "\n")
+            rank = rank_of(i) if rank_of else None
+            f.write("\n".join(process_lines(seed + i, 10000 + i, n_events, rank=rank)) + "\n")
         paths.append(p)
     return paths
 
 
-def write_multi_member_gz(path, n_events, threads=4, member_lines=2000, seed=7, split_lines=True):
+def write_multi_member_gz(path, n_events, threads=4, member_lines=2000, seed=7, split_lines=True, rank=None,
+                          pid=4242):
     """One .pfw.gz of many gzip members plus its .idx ("offset size raw_size lines").
     With split_lines, some member boundaries fall inside a line (the reader must
     join it), unlike our writer's whole-line chunks."""
     rng = random.Random(seed)
-    text = "\n".join(process_lines(seed, 4242, n_events, threads=threads, epoch=True)) + "\n"
+    text = "\n".join(process_lines(seed, pid, n_events, threads=threads, epoch=True, rank=rank)) + "\n"
     data = text.encode()
     cuts, pos = [], 0
     lines = data.split(b"\n")

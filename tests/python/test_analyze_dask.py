@@ -105,6 +105,63 @@ def test_big_file_alone_and_bad_keys(traces, client):
         da.summary(big, by="nosuchkey", client=client)
 
 
+def _windows(paths):
+    """Windows that cut the input: relative to its start and end, mixed, and absolute."""
+    span = da.summary(paths, by="cat").attrs["totals"]["span_us"]
+    third = f"{int(span / 3)}us"
+    first_ns = da._ext.time_range(da.files(paths))[1]
+    absolute = str((first_ns + int(span * 250)) // 1000)  # a quarter in, in microseconds
+    return [(f"+{third}", f"-{third}"), (f"-{third}", None), (None, f"+{int(span / 3000)}ms"), (absolute, None)]
+
+
+def test_windowed_summary_on_dask_equals_the_local_reader(traces, client):
+    d, small, big = traces
+    paths = small[:300] + [big]  # whole files and the big one's member ranges
+    everything = da.summary(paths).attrs["totals"]["complete_events"]
+    for lo, hi in _windows(paths):
+        for by in ("name", "tid", "args.step,name"):
+            local = da.summary(paths, by=by, from_ts=lo, to_ts=hi, threads=2)
+            dist = da.summary(paths, by=by, from_ts=lo, to_ts=hi, client=client)
+            assert 0 < local.attrs["totals"]["complete_events"] < everything, (lo, hi)
+            _check_same(local, dist, by)
+    with pytest.raises(ValueError, match="parsecs"):
+        da.summary(paths, from_ts="+2parsecs", client=client)
+    with pytest.raises(ValueError, match="--from must be before --to"):
+        da.summary(paths, from_ts="-1ms", to_ts="+1ms", client=client)
+
+
+def test_diff_and_module_tree_on_dask_equal_the_local_ones(traces, client):
+    d, small, big = traces
+    a, b = small[:150], small[150:300] + [big]  # B has the member ranges
+    for by in ("name", "module,phase", "args.step"):
+        local = da.diff(a, b, by=by, threads=2)
+        dist = da.diff(a, b, by=by, client=client)
+        assert len(local) > 0
+        pd.testing.assert_frame_equal(local, dist, check_exact=True, obj=f"diff by {by}")
+        assert local.attrs["totals"] == dist.attrs["totals"]
+        for side in ("stats_a", "stats_b"):
+            for k in ("files", "events", "json_bytes", "skipped_lines"):
+                assert local.attrs[side][k] == dist.attrs[side][k], (by, side, k)
+    top = da.diff(a, b, top=2, client=client)
+    assert list(top["name"]) == list(da.diff(a, b, top=2)["name"])
+    with pytest.raises(ValueError, match="nosuchkey"):
+        da.diff(a, b, by="nosuchkey", client=client)
+    local, dist = da.module_tree(a + b), da.module_tree(a + b, client=client)
+    assert len(local) > 3
+    pd.testing.assert_frame_equal(local, dist, check_exact=True)
+    assert local.attrs["totals"] == dist.attrs["totals"]
+
+
+def test_ranks_with_a_client_reads_here_and_says_why(traces, client, capfd):
+    d, small, big = traces
+    local = da.ranks(small[:8])
+    capfd.readouterr()
+    dist = da.ranks(small[:8], client=client)
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "not on the Dask cluster" in err and "arrival times" in err, err
+    pd.testing.assert_frame_equal(local.ranks, dist.ranks, check_exact=True)
+
+
 def test_steps_on_dask_equal_the_local_steps(traces, client):
     d, small, big = traces
     paths = small[:200] + [big]
@@ -193,6 +250,43 @@ def test_parquet_export_read_back_with_pyarrow_and_duckdb(traces, client, tmp_pa
         da.to_parquet(paths[:1], str(out))
 
 
+@pytest.mark.parametrize("on_dask", [False, True])
+def test_parquet_export_partitions_by_rank_and_duckdb_counts_each_rank(tmp_path, client, on_dask):
+    duckdb = pytest.importorskip("duckdb")
+    import pyarrow.dataset as pads
+
+    # Ranks in the other order than the pids, written halfway through each file; the
+    # big file's rank sits in a middle gzip member, so its other member ranges need it too.
+    small = synthetic_traces.write_small_files(str(tmp_path / "job"), 6, 300, rank_of=lambda i: 5 - i)
+    big = synthetic_traces.write_multi_member_gz(str(tmp_path / "job" / "big-app-777.pfw.gz"), 20000,
+                                                 member_lines=1500, rank=6, pid=777)
+    paths = small + [big]
+    assert len(distributed.plan_pieces(da._ext, [big], 2)) >= 3
+    out = tmp_path / "pq"
+    r = da.to_parquet(paths, str(out), client=client if on_dask else None)
+    assert r["partitioning"] == "rank"
+    assert sorted(os.listdir(out)) == [f"rank={k}" for k in range(7)]
+    want = {}  # events per rank, from the reader
+    for rank, p in [(5 - i, f) for i, f in enumerate(small)] + [(6, big)]:
+        want[rank] = len(_events_frame([p]))
+    assert r["rows"] == sum(want.values())
+    con = duckdb.connect()
+    got = dict(con.execute(f"SELECT rank, count(*) FROM read_parquet('{out}/**/*.parquet', hive_partitioning=true) "
+                           f"GROUP BY rank").fetchall())
+    assert got == want
+    # pid stays a column: one process per rank.
+    pairs = con.execute(f"SELECT DISTINCT rank, pid FROM read_parquet('{out}/**/*.parquet', "
+                        f"hive_partitioning=true) ORDER BY rank").fetchall()
+    assert pairs == [(k, 10005 - k) for k in range(6)] + [(6, 777)]
+    table = pads.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == r["rows"]
+    # A job where one file has no rank metadata: by process, as before.
+    plain = synthetic_traces.write_small_files(str(tmp_path / "plain"), 1, 50, seed=99)
+    r2 = da.to_parquet(small[:2] + plain, str(tmp_path / "pq2"), client=client if on_dask else None)
+    assert r2["partitioning"] == "pid"
+    assert sorted(os.listdir(tmp_path / "pq2")) == ["pid=10000", "pid=10001"]
+
+
 def _analyzer_bin():
     for c in (os.environ.get("DFTRACER_ANALYZE_BIN"), os.path.join(os.path.dirname(sys.executable), "dftracer-analyze"),
               shutil.which("dftracer-analyze")):
@@ -211,7 +305,18 @@ def test_cli_summary_dask_and_export_parquet(traces, client, tmp_path):
     dist = subprocess.run([exe, "summary", "--by", "name", "--format", "json", "--dask",
                            client.scheduler.address, *paths], capture_output=True, text=True, env=env)
     assert local.returncode == 0 and dist.returncode == 0, dist.stderr
+    dist_all = dist.stdout
     assert json.loads(local.stdout)["rows"] and dist.stdout == local.stdout  # the same writer, the same numbers
+    # A relative window, applied by the workers: the same as the C++ command's.
+    span = da.summary(paths).attrs["totals"]["span_us"]
+    window = ["--from", f"-{int(span / 2)}us", "--to", f"-{int(span / 4)}us"]  # "-..." is a value, not an option
+    local = subprocess.run([exe, "summary", "--format", "json", *window, *paths], capture_output=True, text=True,
+                           env=env)
+    dist = subprocess.run([exe, "summary", "--format", "json", "--dask", client.scheduler.address, *window, *paths],
+                          capture_output=True, text=True, env=env)
+    assert local.returncode == 0 and dist.returncode == 0, dist.stderr
+    n = json.loads(local.stdout)["complete_events"]
+    assert 0 < n < json.loads(dist_all)["complete_events"] and dist.stdout == local.stdout
     out = tmp_path / "cli_pq"
     r = subprocess.run([exe, "export", "--format", "parquet", "-o", str(out), *paths[:5]], capture_output=True,
                        text=True, env=env)

@@ -113,3 +113,63 @@ def test_cli_says_whether_the_index_was_used(indexed_trace):
     fast, full = out(), out("--no-index")
     assert fast["index"] is True and full["index"] is False
     assert fast["rows"] == full["rows"]
+
+
+def test_relative_windows_count_from_the_trace_start_and_end(indexed_trace):
+    events = [e for e in read_trace(indexed_trace) if e.get("ph") == "X"]
+    start = min(float(e["ts"]) for e in events)
+    end = max(float(e["ts"]) + float(e.get("dur", 0)) for e in events)
+    assert start == BASE_US  # thread 0's first step
+    # "+20ms" to "+40ms" is steps 20..39: the absolute window of the test above.
+    rel = da.summary(indexed_trace, from_ts="+20ms", to_ts="+40ms")
+    _frame_equal(rel, da.summary(indexed_trace, from_ts=BASE_US + 20_000, to_ts=BASE_US + 40_000))
+    assert int(rel["count"].sum()) == 3 * 20 * 5
+    # "-1s": from one second before the last end (the real-clock regions, written now).
+    last = da.summary(indexed_trace, from_ts="-1s")
+    want = [e for e in events if float(e["ts"]) >= end - 1e6]
+    assert 0 < int(last["count"].sum()) == len(want) < len(events)
+    # Mixed with an absolute bound; the same through the index or by reading.
+    mixed = da.summary(indexed_trace, from_ts=BASE_US + 10_000, to_ts="+30ms", use_index=False)
+    assert int(mixed["count"].sum()) == 3 * 20 * 5
+    with pytest.raises(ValueError, match=r"'\+2 s'.*\+1\.5s"):
+        da.summary(indexed_trace, from_ts="+2 s")
+    with pytest.raises(ValueError, match="--from must be before --to"):
+        da.summary(indexed_trace, from_ts="+30ms", to_ts="+20ms")
+
+
+def test_cli_relative_window(indexed_trace):
+    exe = os.environ.get("DFTRACER_ANALYZE_BIN") or os.path.join(os.path.dirname(sys.executable), "dftracer-analyze")
+    if not os.access(exe, os.X_OK):
+        pytest.skip("dftracer-analyze not installed beside this interpreter (set DFTRACER_ANALYZE_BIN)")
+    run = lambda *a: subprocess.run([exe, "summary", "--format", "json", *a, indexed_trace], capture_output=True,
+                                    text=True)
+    rel, absolute = run("--from", "+20ms", "--to", "+40ms"), run("--from", str(BASE_US + 20_000), "--to",
+                                                                  str(BASE_US + 40_000))
+    assert rel.returncode == 0 and absolute.returncode == 0, rel.stderr
+    assert json.loads(rel.stdout)["rows"] == json.loads(absolute.stdout)["rows"]
+    assert json.loads(rel.stdout)["complete_events"] == 3 * 20 * 5
+    tail = run("--from", "-1s")  # a leading '-' is a value here, not an option
+    assert tail.returncode == 0 and 0 < json.loads(tail.stdout)["complete_events"] < 3 * 60 * 5
+    for bad in (["--from", "+2parsecs"], ["--from", "+30ms", "--to", "+20ms"], ["--from", "-1s", "--to", "-2s"]):
+        r = run(*bad)
+        assert r.returncode == 2 and r.stderr.count("\n") <= 2 and r.stdout == "", (bad, r.stderr)
+        assert "--from" in r.stderr, r.stderr
+
+
+def test_compiled_training_trace_with_flops_answers_from_the_index(run_python, trace_dir):
+    """A real compiled run (its ops carry args.flops / args.bytes) written as .pfw.gz:
+    the writer sums them into the index, so summaries answer from it, identical to a read."""
+    pytest.importorskip("torch")
+    from test_analyze_efficiency import MATMUL_HEAVY
+
+    run_python(MATMUL_HEAVY.replace("range(4)", "range(2)"),
+               env={"TRACE_DIR": trace_dir, "DFTRACER_TRACE_COMPRESSION": "1"}, timeout=300)
+    files = trace_files(trace_dir)
+    assert len(files) == 1 and files[0].endswith(".pfw.gz"), files
+    assert any("flops" in e.get("args", {}) for e in read_trace(files[0]) if e.get("ph") == "X")
+    for by in ("name", "cat", ["name", "tid"]):
+        fast = da.summary(files[0], by=by)
+        full = da.summary(files[0], by=by, use_index=False)
+        assert fast.attrs["index"] is True and full.attrs["index"] is False, by
+        _frame_equal(fast, full)
+        assert fast["gflops"].notna().any() and fast["gbps"].notna().any(), by

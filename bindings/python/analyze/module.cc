@@ -25,6 +25,7 @@
 #include "ranks.hpp"
 #include "summary.hpp"
 #include "trace_time.hpp"
+#include "trace_window.hpp"
 #include "trace_reader.hpp"
 
 namespace nb = nanobind;
@@ -135,14 +136,6 @@ nb::dict batch_dict(EventBatch& b) {
   return d;
 }
 
-// A window bound: microseconds as the file writes ts ("" = none), to exact ns.
-int64_t window_bound(const std::string& us, int64_t none) {
-  if (us.empty()) return none;
-  int64_t ns = 0;
-  if (!us_text_to_ns(us, ns)) throw std::invalid_argument("not a time in microseconds: '" + us + "'");
-  return ns;
-}
-
 nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
                     long long max_line_mib, long long max_document_mib, const std::string& sort,
                     const std::string& from_us, const std::string& to_us, bool use_index) {
@@ -150,15 +143,16 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
   SummarySort order = parse_summary_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  ro.from_ns = window_bound(from_us, INT64_MIN);
-  ro.to_ns = window_bound(to_us, INT64_MAX);
-  if (ro.from_ns >= ro.to_ns) throw std::invalid_argument("from_ts must be before to_ts");
+  // Absolute microseconds or relative ("+1.5s", "-2s"): trace_window.hpp.
+  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
   ro.use_index = use_index;
   unsigned nthreads = thread_count(threads);
+  std::vector<std::string> files = expand_or_throw(paths);
   Summary s;
   {
     nb::gil_scoped_release unlocked;
-    s = summarize(expand_or_throw(paths), keys, top, nthreads, ro, order);
+    resolve_window(from, to, files, nthreads, &ro);
+    s = summarize(files, keys, top, nthreads, ro, order);
   }
   return summary_dict(s);
 }
@@ -231,6 +225,11 @@ nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::strin
     nb::gil_scoped_release unlocked;
     d = diff_traces(files_a, files_b, keys, top, nthreads, ro);
   }
+  return diff_dict(d);
+}
+
+// The dict of diff(): py_diff and the Dask combine step (partial_bindings.cc).
+nb::dict diff_dict(const Diff& d) {
   nb::list key_names;
   nb::dict cols;
   for (size_t k = 0; k < d.keys.size(); ++k) {
@@ -282,6 +281,11 @@ nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads
     nb::gil_scoped_release unlocked;
     t = module_tree(files, nthreads, ro);
   }
+  return module_tree_dict(t);
+}
+
+// The dict of module_tree(): py_module_tree and the Dask combine step.
+nb::dict module_tree_dict(const ModuleTree& t) {
   nb::list path;
   std::vector<int64_t> depth;
   std::vector<uint64_t> count;

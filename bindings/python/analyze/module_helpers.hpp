@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "diff.hpp"
 #include "event_batches.hpp"
+#include "module_tree.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
 
@@ -24,6 +26,8 @@ std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths);
 nb::dict stats_dict(const ReadStats& s);
 nb::dict summary_dict(const Summary& s);
 nb::dict batch_dict(EventBatch& b);
+nb::dict diff_dict(const Diff& d);
+nb::dict module_tree_dict(const ModuleTree& t);
 
 // The partial-summary entry points for the Dask path (partial_bindings.cc).
 void register_partial_summary(nb::module_& m);

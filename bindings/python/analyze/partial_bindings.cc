@@ -10,6 +10,7 @@
 
 #include "module_helpers.hpp"
 #include "partial_summary.hpp"
+#include "trace_window.hpp"
 
 namespace dftracer::analyze::py {
 
@@ -30,12 +31,21 @@ nb::list py_member_ranges(const std::string& path, unsigned long long target_byt
   return out;
 }
 
+// The reader's options of a piece: size limits and the window, already
+// resolved to absolute ns on the client (resolve_window below).
+ReadOptions piece_options(long long max_line_mib, long long max_document_mib, int64_t from_ns, int64_t to_ns) {
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  ro.from_ns = from_ns;
+  ro.to_ns = to_ns;
+  return ro;
+}
+
 nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                              const std::string& by, long long threads, long long max_line_mib,
-                             long long max_document_mib) {
+                             long long max_document_mib, int64_t from_ns, int64_t to_ns) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
-  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
   unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
   std::string part;
   {
@@ -46,10 +56,11 @@ nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::v
 }
 
 nb::bytes py_partial_summary_range(const std::string& file, size_t file_id, uint64_t begin, uint64_t end,
-                                   const std::string& by, long long max_line_mib, long long max_document_mib) {
+                                   const std::string& by, long long max_line_mib, long long max_document_mib,
+                                   int64_t from_ns, int64_t to_ns) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
-  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
   std::string part;
   {
     nb::gil_scoped_release unlocked;
@@ -58,14 +69,77 @@ nb::bytes py_partial_summary_range(const std::string& file, size_t file_id, uint
   return to_bytes(part);
 }
 
-Summary combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
-  std::vector<GroupKey> keys = parse_group_keys(by);
-  SummarySort order = parse_summary_sort(sort);
+// (any, first_ns, last_end_ns, from_index) of FILES: one piece of the range a
+// relative window is resolved against (the client takes min / max of them).
+nb::tuple py_time_range(const std::vector<std::string>& files, long long threads, long long max_line_mib,
+                        long long max_document_mib) {
+  check_cpu();
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
+  TraceTimeRange r;
+  {
+    nb::gil_scoped_release unlocked;
+    r = trace_time_range(files, nthreads, ro);
+  }
+  return nb::make_tuple(r.any, r.first_ns, r.last_end_ns, r.from_index);
+}
+
+// (from_ns, to_ns) of the bounds' texts against a known range (INT64_MIN /
+// INT64_MAX for an open bound); ValueError for bad text or an empty window.
+nb::tuple py_resolve_window(const std::string& from, const std::string& to, bool any, int64_t first_ns,
+                            int64_t last_end_ns) {
+  TraceTimeRange r;
+  r.any = any;
+  r.first_ns = first_ns;
+  r.last_end_ns = last_end_ns;
+  ReadOptions ro;
+  resolve_window(parse_window_bound(from), parse_window_bound(to), r, &ro);
+  return nb::make_tuple(ro.from_ns, ro.to_ns);
+}
+
+// Whether a bound's text is relative ("+1.5s", "-2s"); ValueError for bad text.
+bool py_window_is_relative(const std::string& text) { return parse_window_bound(text).relative(); }
+
+std::vector<std::string> blobs_of(const std::vector<nb::bytes>& parts) {
   std::vector<std::string> blobs;
   blobs.reserve(parts.size());
   for (const nb::bytes& b : parts) blobs.emplace_back(b.c_str(), b.size());
+  return blobs;
+}
+
+Summary combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  SummarySort order = parse_summary_sort(sort);
+  std::vector<std::string> blobs = blobs_of(parts);
   nb::gil_scoped_release unlocked;
   return combine_partials(blobs, keys, top, order);
+}
+
+// diff()'s dict from the partial summaries of run A and run B (each made with `by`).
+nb::dict py_diff_partials(const std::vector<nb::bytes>& parts_a, const std::vector<nb::bytes>& parts_b,
+                          const std::string& by, size_t top) {
+  std::vector<GroupKey> keys = parse_group_keys(by);
+  std::vector<std::string> a = blobs_of(parts_a), b = blobs_of(parts_b);
+  Diff d;
+  {
+    nb::gil_scoped_release unlocked;
+    d = diff_summaries(combine_partials(a, keys, 0), combine_partials(b, keys, 0), top);
+  }
+  return diff_dict(d);
+}
+
+// module_tree()'s dict from partial summaries made with by="module".
+nb::dict py_module_tree_partials(const std::vector<nb::bytes>& parts) {
+  std::vector<std::string> blobs = blobs_of(parts);
+  ModuleTree t;
+  {
+    nb::gil_scoped_release unlocked;
+    ReadStats st;
+    std::unique_ptr<SummaryAggregator> all = merge_partials(blobs, parse_group_keys("module"), &st);
+    t = build_module_tree(*all);
+    t.stats = st;
+  }
+  return module_tree_dict(t);
 }
 
 nb::dict py_combine(const std::vector<nb::bytes>& parts, const std::string& by, size_t top, const std::string& sort) {
@@ -117,15 +191,30 @@ void register_partial_summary(nb::module_& m) {
   m.def("member_ranges", &py_member_ranges, nb::arg("path"), nb::arg("target_bytes"),
         "[(begin, end)]: the file's gzip members (from its .idx) in runs of about target_bytes; one range "
         "(0, size) for a plain file, a small one, or one without a usable index.");
+  const int64_t open_from = std::numeric_limits<int64_t>::min(), open_to = std::numeric_limits<int64_t>::max();
   m.def("partial_summary", &py_partial_summary, nb::arg("files"), nb::arg("file_ids"), nb::arg("by") = "name",
         nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        "The partial summary aggregate of FILES (numbered FILE_IDS in the whole input) as bytes.");
+        nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
+        "The partial summary aggregate of FILES (numbered FILE_IDS in the whole input) as bytes, of the events "
+        "with from_ns <= ts < to_ns.");
   m.def("partial_summary_range", &py_partial_summary_range, nb::arg("path"), nb::arg("file_id"), nb::arg("begin"),
         nb::arg("end"), nb::arg("by") = "name", nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
         "The partial summary aggregate of one member range of PATH as bytes.");
+  m.def("time_range", &py_time_range, nb::arg("files"), nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib,
+        "(any, first_ns, last_end_ns, from_index): FILES' first ts and last ts+dur (metadata aside).");
+  m.def("resolve_window", &py_resolve_window, nb::arg("from_text"), nb::arg("to_text"), nb::arg("any"),
+        nb::arg("first_ns"), nb::arg("last_end_ns"),
+        "(from_ns, to_ns) of window bounds (absolute us or +1.5s / -2s) against a trace's time range.");
+  m.def("window_is_relative", &py_window_is_relative, nb::arg("text"),
+        "True for '+1.5s' / '-2s' forms; ValueError for text that is no window bound.");
   m.def("combine_partials", &py_combine, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", "Merge partial summaries into summary()'s dict.");
+  m.def("diff_partials", &py_diff_partials, nb::arg("parts_a"), nb::arg("parts_b"), nb::arg("by") = "name",
+        nb::arg("top") = 0, "diff()'s dict from the partial summaries of run A and run B.");
+  m.def("module_tree_partials", &py_module_tree_partials, nb::arg("parts"),
+        "module_tree()'s dict from partial summaries made with by='module'.");
   m.def("combine_partials_text", &py_combine_text, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", nb::arg("format") = "table",
         "Merge partial summaries into the text `summary --format FORMAT` prints.");

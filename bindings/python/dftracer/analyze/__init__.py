@@ -118,11 +118,13 @@ def _limits(max_line_mib, max_document_mib):
 
 
 def _window_bound(name, v):
-    """A from_ts/to_ts bound as the exact decimal text of microseconds ("" = none)."""
+    """A from_ts/to_ts bound as text ("" = none): the exact decimal text of microseconds,
+    or a relative str as given ("+1.5s", "-2s"; checked by the extension)."""
     if v is None:
         return ""
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
-        raise TypeError(f"{name} must be microseconds (int, float or decimal str) or None, not {v!r}")
+        raise TypeError(f"{name} must be microseconds (int, float or decimal str), a relative time str "
+                        f"('+1.5s', '-2s') or None, not {v!r}")
     return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
 
 
@@ -154,9 +156,13 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         line, or a larger whole-document JSON, is skipped and counted in
         stats["oversized"] (a gzip bomb costs memory up to the limit, no more).
     from_ts, to_ts: a time window in the file's ts unit, microseconds since the epoch
-        (int, float, or a decimal str for exact nanoseconds): only events with
-        from_ts <= ts < to_ts are summarized (metadata always); gzip members whose
-        write-time index puts them outside the window are not inflated.
+        (int, float, or a decimal str for exact nanoseconds), or relative, a str of a
+        sign, a number and a unit (s, ms, us, ns): "+1.5s" is 1.5 s after the trace
+        start (the earliest ts of any event of PATHS), "-2s" is 2 s before the trace
+        end (the latest ts + dur), whichever bound it is given to (from_ts="-2s": the
+        last two seconds). Only events with from_ts <= ts < to_ts are summarized
+        (metadata always); gzip members whose write-time index puts them outside the
+        window are not inflated. With a client the workers apply the window.
     use_index: answer from the files' write-time indexes where they can (every file a
         finalized .pfw.gz of ours, `by` among name, cat, pid, tid, no window, no
         args.flops/bytes in the file); False always reads the events (`--no-index`).
@@ -188,7 +194,7 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     if not isinstance(by, str):
         by = ",".join(by)
     if by == "rank":  # per process of a torchrun job: _ranks.py
-        return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib,
+        return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
                      _steps=False).ranks
     if top is None:
         top = 0
@@ -204,10 +210,12 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
                                 from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts),
                                 use_index=bool(use_index))
     else:
-        if from_ts is not None or to_ts is not None:
-            raise ValueError("from_ts/to_ts are not supported with a Dask client yet (read without client=)")
+        window = (_window_bound("from_ts", from_ts), _window_bound("to_ts", to_ts))
+        for w in window:
+            if w:
+                _module().window_is_relative(w)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
-        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits)
+        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits, window=window)
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
@@ -317,7 +325,7 @@ def _top(top):
     return int(top)
 
 
-def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None):
+def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
     """Two runs compared group by group, as a pandas DataFrame sorted by impact.
 
     a, b: each a file, directory, glob or list of them (run A and run B).
@@ -332,13 +340,22 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     df.attrs["totals"]: groups, traced_a_us, traced_b_us (each run's summed self time),
     total_a_us, total_b_us, complete_events_a, complete_events_b;
     df.attrs["stats_a"], df.attrs["stats_b"]: what was read and skipped on each side.
+    client: as for summary(): both runs are read on the workers as partial summaries and
+    joined on the client; the same numbers.
     """
     import pandas as pd
 
     if not isinstance(by, str):
         by = ",".join(by)
-    raw = _module().diff(_path_list(a), _path_list(b), by, _top(top), _threads(threads),
-                         **_limits(max_line_mib, max_document_mib))
+    limits = _limits(max_line_mib, max_document_mib)
+    top = _top(top)
+    threads = _threads(threads)
+    client = _dask().resolve_client(client)
+    if client is None:
+        raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits)
+    else:
+        _module().combine_partials([], by, 0, "self")  # a bad key fails here, before any work
+        raw = _dask().diff(client, _module(), files(a), files(b), by, top, limits)
     order = list(raw["keys"]) + list(DIFF_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["totals"] = dict(raw["totals"])
@@ -349,7 +366,7 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     return df
 
 
-def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
     """Self and total time per nn.Module path (args.module) as a tree, one row a node.
 
     Rows depth-first (a parent before its children, siblings by total time), as
@@ -362,10 +379,18 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     time, the roots' totals). df.attrs["totals"]: tree_us, unattributed_us and
     unattributed_events (events with no module, not in the tree), traced_us;
     df.attrs["stats"]: what was read and skipped.
+    client: as for summary(): partial summaries by module read on the workers, the tree
+    built on the client; the same numbers.
     """
     import pandas as pd
 
-    raw = _module().module_tree(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
+    limits = _limits(max_line_mib, max_document_mib)
+    threads = _threads(threads)
+    client = _dask().resolve_client(client)
+    if client is None:
+        raw = _module().module_tree(_path_list(paths), threads, **limits)
+    else:
+        raw = _dask().module_tree(client, _module(), files(paths), limits)
     df = pd.DataFrame({c: raw["columns"][c] for c in MODULE_TREE_COLUMNS}, columns=list(MODULE_TREE_COLUMNS))
     df.attrs["totals"] = dict(raw["totals"])
     df.attrs["stats"] = dict(raw["stats"])
@@ -594,10 +619,14 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
                piece_bytes=None):
     """Writes every event of PATHS as a Parquet dataset under `out_dir` (which must not
     exist or be empty: else FileExistsError), one row per event, hive-partitioned by
-    pid (out_dir/pid=<pid>/*.parquet). Columns: see dftracer.analyze.parquet. With a
-    Dask `client` (or $DFTRACER_DASK_SCHEDULER) the files and member ranges are
-    written by the workers (out_dir must then be on a file system they share).
-    Returns {"rows": events written, "files": input files, "stats": read stats}."""
+    rank (out_dir/rank=<rank>/*.parquet) when the traces carry rank metadata (every
+    input file has a `rank` metadata event, as torchrun jobs write), else by pid
+    (out_dir/pid=<pid>/*.parquet). Columns: see dftracer.analyze.parquet. With a
+    Dask `client` (or $DFTRACER_DASK_SCHEDULER) the files' rank metadata is found and
+    the files and member ranges are written by the workers (out_dir must then be on a
+    file system they share).
+    Returns {"rows": events written, "files": input files, "partitioning": "rank" or
+    "pid", "stats": read stats}."""
     from . import parquet
 
     limits = _limits(max_line_mib, max_document_mib)
@@ -615,7 +644,16 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
             jobs.extend((f, 0, os.path.getsize(f)) for f in p[1])
         else:
             jobs.append((p[1], p[3], p[4]))
-    args = [(i, path, b, e, out_dir, limits) for i, (path, b, e) in enumerate(jobs)]
+    # Each file's {pid: rank} first: a rank may be written anywhere in a file, and the
+    # pieces of a split file need it too. By rank only when every file has one.
+    if client is None:
+        file_ranks = [parquet.process_ranks(f, limits) for f in inputs]
+    else:
+        file_ranks = client.gather(client.map(parquet.process_ranks, inputs, limits=limits, pure=False))
+    by_rank = all(file_ranks)
+    ranks_of = dict(zip(inputs, file_ranks))
+    args = [(i, path, b, e, out_dir, limits, ranks_of[path] if by_rank else None)
+            for i, (path, b, e) in enumerate(jobs)]
     if client is None:
         results = [parquet.write_piece(*a) for a in args]
     else:
@@ -626,4 +664,5 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
             stats[k] = v if isinstance(v, str) else stats.get(k, 0) + v
     stats["problems"] = "; ".join(st["problems"] for _, st in results if st.get("problems"))
     _warn_skipped(stats)
-    return {"rows": sum(r for r, _ in results), "files": len(inputs), "stats": stats}
+    return {"rows": sum(r for r, _ in results), "files": len(inputs), "partitioning": "rank" if by_rank else "pid",
+            "stats": stats}

@@ -2,8 +2,10 @@
 pandas DataFrames, parsed from the JSON text `dftracer-analyze ranks --format json`
 prints, so the numbers are the command's own."""
 import json
+import os
 
 from . import _limits, _module, _path_list, _threads, _warn_skipped
+from .distributed import SCHEDULER_ENV
 
 
 class RankAnalysis:
@@ -49,14 +51,29 @@ class RankAnalysis:
         return f"RankAnalysis({n} processes, world_size={self.info.get('world_size')})"
 
 
-def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, _steps=True):
+# Why ranks() does not run on Dask: matching a collective across ranks needs
+# every rank's arrival time of that very call (one record per call and rank),
+# and waits, stragglers and wall-time unions are computed from those records
+# together. They are events, not aggregates that merge exactly; shipping them
+# would send the comm events to the client anyway. So it reads here.
+_LOCAL_ONLY = ("ranks() reads on this machine, not on the Dask cluster: matching collectives across ranks needs "
+               "each call's per-rank arrival times, which are events, not mergeable aggregates")
+
+
+def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None, _steps=True):
     """Ranks, steps x ranks, stragglers per step, and every collective matched across
     ranks (who arrived last, how long the others waited, transfer time), as a
     RankAnalysis of DataFrames: the numbers of `dftracer-analyze ranks --format json`.
 
     Missing ranks (fewer files than world_size says), files cut short (no `end` event) and
     collectives seen on some ranks only are reported in `.info`, never an error.
+    client: not used to read (one warning line says so): the cross-rank matching needs
+    per-call records of every rank, not aggregates, so this machine reads the files.
     """
+    if client is not None or os.environ.get(SCHEDULER_ENV, "").strip():
+        from ..python.diagnostics import warn
+
+        warn(_LOCAL_ONLY)
     text, stats = _module().ranks_json(_path_list(paths), _threads(threads), _steps,
                                        **_limits(max_line_mib, max_document_mib))
     _warn_skipped(stats)

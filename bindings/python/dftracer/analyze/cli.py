@@ -2,7 +2,8 @@
 them over, arguments unchanged: src/analyze/python_delegate.cpp):
 
     dftracer-analyze summary --dask SCHEDULER [--workers N] [--by KEYS] [--top N]
-                             [--sort self|total] [--format table|json|csv] [-o FILE] PATH...
+                             [--sort self|total] [--format table|json|csv] [-o FILE]
+                             [--from TS] [--to TS] PATH...
     dftracer-analyze export --format parquet -o DIR [--dask SCHEDULER] [--workers N] PATH...
 
 SCHEDULER is a Dask scheduler address (tcp://host:8786) or `local` for a
@@ -39,6 +40,8 @@ def _parser():
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--max-line-mib", type=int, default=None)
     p.add_argument("--max-document-mib", type=int, default=None)
+    p.add_argument("--from", dest="from_ts", default="")
+    p.add_argument("--to", dest="to_ts", default="")
     return p
 
 
@@ -59,7 +62,11 @@ def _summary(a, client):
     ext.combine_partials_text([], a.by, 0, a.sort, fmt)  # bad --by/--sort/--format: before any work
     limits = _limits(a.max_line_mib, a.max_document_mib)
     inputs = files(a.paths)
-    parts = distributed.partials(client, ext, inputs, a.by, limits)
+    for w in (a.from_ts, a.to_ts):
+        if w:
+            ext.window_is_relative(w)  # a bad --from/--to: before any work
+    window = distributed.window_ns(client, ext, inputs, a.from_ts, a.to_ts, limits)
+    parts = distributed.partials(client, ext, inputs, a.by, limits, window=window)
     text = ext.combine_partials_text(parts, a.by, a.top, a.sort, fmt)
     raw = ext.combine_partials(parts, a.by, 1, a.sort)  # the stats, for the one-line report
     if a.out:
@@ -80,12 +87,24 @@ def _export(a, client):
     if not a.out:
         raise ValueError("export needs -o DIR")
     r = to_parquet(a.paths, a.out, client=client, max_line_mib=a.max_line_mib, max_document_mib=a.max_document_mib)
-    sys.stderr.write(f"dftracer-analyze: wrote {r['rows']} events of {r['files']} files to {a.out}\n")
+    sys.stderr.write(f"dftracer-analyze: wrote {r['rows']} events of {r['files']} files to {a.out} "
+                     f"(partitioned by {r['partitioning']})\n")
     return 0 if r["rows"] else 1
 
 
+def _join_window_values(argv):
+    """`--from -2s` as `--from=-2s`: argparse would take "-2s" for an option."""
+    out, it = [], iter(argv)
+    for arg in it:
+        if arg in ("--from", "--to"):
+            out.append(f"{arg}={next(it, '')}")
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv=None):
-    a = _parser().parse_args(argv)
+    a = _parser().parse_args(_join_window_values(sys.argv[1:] if argv is None else argv))
     owned = None
     try:
         if a.command == "summary" and not a.dask:

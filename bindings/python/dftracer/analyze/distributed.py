@@ -110,12 +110,17 @@ def _ext():
     return _analyze
 
 
-def _partial(piece, by, limits):
+def _partial(piece, by, limits, window=()):
     ext = _ext()
+    bounds = dict(zip(("from_ns", "to_ns"), window))
     if piece[0] == "files":
-        return ext.partial_summary(piece[1], piece[2], by, 1, **limits)
+        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds)
     _, path, file_id, begin, end = piece
-    return ext.partial_summary_range(path, file_id, begin, end, by, **limits)
+    return ext.partial_summary_range(path, file_id, begin, end, by, **limits, **bounds)
+
+
+def _time_range(piece, limits):
+    return _ext().time_range(piece[1], 1, **limits)
 
 
 def _steps_part(piece, limits):
@@ -149,15 +154,51 @@ def _frames_concat(frames, meta):
 
 # --- client side -----------------------------------------------------------
 
-def partials(client, ext, files, by, limits, piece_bytes=None):
-    """The partial aggregates (bytes) of every piece of `files`, read on the cluster."""
+def window_ns(client, ext, files, from_text, to_text, limits):
+    """(from_ns, to_ns) of a window's bounds (absolute microseconds, or "+1.5s" / "-2s"
+    relative to the trace start / end: trace_window.hpp). For a relative bound the
+    workers find the time range of their whole files (from the write-time indexes where
+    they can) and the client takes the earliest start and latest end: a few numbers
+    travel, never events. () when there is no window."""
+    if not from_text and not to_text:
+        return ()
+    rng = (False, 0, 0)
+    if any(ext.window_is_relative(t) for t in (from_text, to_text) if t):
+        pieces = plan_pieces(ext, files, _n_workers(client), split_members=False)
+        found = [r for r in client.gather(client.map(_time_range, pieces, limits=limits, pure=False)) if r[0]]
+        if found:
+            rng = (True, min(r[1] for r in found), max(r[2] for r in found))
+    return tuple(ext.resolve_window(from_text, to_text, *rng))
+
+
+def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=()):
     pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes)
-    return client.gather(client.map(_partial, pieces, by=by, limits=limits, pure=False))
+    return client.map(_partial, pieces, by=by, limits=limits, window=tuple(window), pure=False)
 
 
-def summary(client, ext, files, by, top, sort, limits, piece_bytes=None):
-    """summary()'s raw dict, computed on the cluster."""
-    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes), by, top, sort)
+def partials(client, ext, files, by, limits, piece_bytes=None, window=()):
+    """The partial aggregates (bytes) of every piece of `files`, read on the cluster;
+    `window` = (from_ns, to_ns) applies a time window on the workers."""
+    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window))
+
+
+def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None):
+    """diff()'s raw dict: each run's partial summaries read on the cluster (both runs'
+    pieces queued at once), the two combined summaries joined on the client."""
+    fa = _partial_futures(client, ext, files_a, by, limits, piece_bytes)
+    fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes)
+    return ext.diff_partials(client.gather(fa), client.gather(fb), by, top)
+
+
+def module_tree(client, ext, files, limits, piece_bytes=None):
+    """module_tree()'s raw dict: partial summaries by module, combined into the tree."""
+    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes))
+
+
+def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", "")):
+    """summary()'s raw dict, computed on the cluster; `window` = the (from, to) bounds' texts."""
+    ns = window_ns(client, ext, files, window[0], window[1], limits)
+    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes, ns), by, top, sort)
 
 
 def steps(client, ext, files, limits):

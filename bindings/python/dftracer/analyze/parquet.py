@@ -4,15 +4,25 @@ DuckDB, Polars, Spark and Dask read them directly.
 Columns: name, cat, ph (string), pid, tid (int64), ts, dur (float64 us), ts_ns,
 dur_ns (int64 ns, null when absent), the well-known args (phase, module, graph,
 step, epoch, source, shapes, dtype: string; flops, bytes: float64), and `args`:
-the event's other args as a JSON object text (null when it has none). Hive
-partitioned by process: DIR/pid=<pid>/part-<piece>-<n>.parquet; readers give
-`pid` back from the directory names (pyarrow.dataset / DuckDB
-`hive_partitioning=true`).
+the event's other args as a JSON object text (null when it has none).
+
+Hive partitioned by rank when the traces carry rank metadata (a `"ph":"M"`
+event named `rank`, as torchrun jobs write: docs/analyzer.md "Ranks"), by
+process otherwise: DIR/rank=<rank>/part-<piece>-<n>.parquet (pid stays a column;
+a process of such an export without rank metadata lands in
+rank=__HIVE_DEFAULT_PARTITION__) or DIR/pid=<pid>/...; readers give the
+partition column back from the directory names (pyarrow.dataset / DuckDB
+`hive_partitioning=true`). The rank of a process may be written anywhere in its
+file (a process that joins its group late), so each file's rank metadata is
+found first (process_ranks, on the workers when there is a client), then the
+events are written.
 """
 import json
+import numbers
 import os
 
 PARTITION_COLUMN = "pid"
+RANK_COLUMN = "rank"
 
 
 def _well_known(event_columns, kinds):
@@ -67,9 +77,40 @@ def table_of_arrays(arrays, event_columns, kinds):
     return pa.table(cols)
 
 
-def write_piece(piece_id, path, begin, end, out_dir, limits):
+def _rank_value(args_text):
+    """args.value of a `rank` metadata event as an int (None when it is not one)."""
+    try:
+        v = json.loads(args_text).get("value") if args_text else None
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        v = int(v)
+    return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else None
+
+
+def process_ranks(path, limits):
+    """{pid: rank} from the rank metadata of one file (the last one of a process wins,
+    as in `dftracer-analyze ranks`); {} when it has none. Runs on a Dask worker too."""
+    from . import EventBatches, _module
+
+    batches, _stats = _module().range_events(path, 0, os.path.getsize(path), 1 << 16, True, "M", **limits)
+    ranks = {}
+    for b in batches:
+        a = EventBatches._arrays(b)
+        for name, pid, args in zip(a["name"], a["pid"], a["args"]):
+            if name == RANK_COLUMN:
+                r = _rank_value(args)
+                if r is not None:
+                    ranks[int(pid)] = r
+    return ranks
+
+
+def write_piece(piece_id, path, begin, end, out_dir, limits, ranks=None):
     """Writes the events of one piece (a whole file as (0, size), or a member range)
-    under out_dir; returns (rows written, read stats). Runs on a Dask worker too."""
+    under out_dir, partitioned by pid, or by rank when `ranks` ({pid: rank} of the
+    piece's file) is given; returns (rows written, read stats). Runs on a Dask worker too."""
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.dataset as pads
 
     from . import _KINDS, EVENT_COLUMNS, EventBatches, _module
@@ -77,11 +118,17 @@ def write_piece(piece_id, path, begin, end, out_dir, limits):
     ext = _module()
     batches, stats = ext.range_events(path, begin, end, 1 << 18, True, "", **limits)
     rows = 0
+    column = PARTITION_COLUMN if ranks is None else RANK_COLUMN
     for k, b in enumerate(batches):
-        t = table_of_arrays(EventBatches._arrays(b), EVENT_COLUMNS, _KINDS)
+        arrays = EventBatches._arrays(b)
+        t = table_of_arrays(arrays, EVENT_COLUMNS, _KINDS)
         if t.num_rows == 0:
             continue
-        pads.write_dataset(t, out_dir, format="parquet", partitioning=[PARTITION_COLUMN],
+        if ranks is not None:
+            found = [ranks.get(int(p)) for p in arrays["pid"]]
+            t = t.append_column(RANK_COLUMN, pa.array([r if r is not None else 0 for r in found], type=pa.int64(),
+                                                      mask=np.array([r is None for r in found], dtype=bool)))
+        pads.write_dataset(t, out_dir, format="parquet", partitioning=[column],
                            partitioning_flavor="hive", basename_template=f"part-{piece_id}-{k}-{{i}}.parquet",
                            existing_data_behavior="overwrite_or_ignore")
         rows += t.num_rows
