@@ -25,6 +25,8 @@ struct OpenEvent {
   uint64_t t0;        // dft_ticks() at open
   uint64_t token;     // unique per push, to find the entry again
   dft_id name;        // event name (the function's for traced calls)
+  PyObject* name_obj; // the name as a str, for `name` 0 (refused by the
+                      // intern cap); borrowed from the Region / TracedFunction
   bool flushed;       // already written by flush(); exit writes nothing
   bool is_call;       // opened by a traced function call, not a `with`
 };
@@ -40,7 +42,7 @@ struct OpenStack {
 extern thread_local OpenStack t_open;
 
 // Returns the token of the new entry, 0 when the stack is full.
-inline uint64_t open_push(const void* owner, dft_id name, uint64_t t0, bool is_call) {
+inline uint64_t open_push(const void* owner, dft_id name, PyObject* name_obj, uint64_t t0, bool is_call) {
   OpenStack& s = t_open;
   if (s.depth >= kMaxOpen) return 0;
   OpenEvent& e = s.ev[s.depth++];
@@ -49,6 +51,7 @@ inline uint64_t open_push(const void* owner, dft_id name, uint64_t t0, bool is_c
   e.t0 = t0;
   e.token = ++s.next_token;
   e.name = name;
+  e.name_obj = name_obj;
   e.flushed = false;
   e.is_call = is_call;
   return e.token;
