@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from trace_reader import read_finalized, trace_files
+from trace_reader import read_finalized, read_trace_text, trace_files
 
 # One event (or, for "iter", two) per call of one(i), with a name or an arg
 # key that is new on every call. The script prints the RSS growth over calls
@@ -166,3 +166,27 @@ def test_arg_keys_and_string_values_past_the_cap_read_back_exactly(run_python, t
         assert e["args"][key] == (f"v-{i}" if kind == "update" else i), e
         seen.add(i)
     assert seen == set(range(N))
+
+
+def test_inline_keys_are_written_once_with_the_last_value(run_python, trace_dir):
+    # Cap 0: every new key is copied. A key given as sticky arg and again
+    # while open keeps the last value (as an interned key does); a key that
+    # is not a str is written as str(key); a key with quotes is escaped.
+    proc = run_python(f"""
+        from dftracer import _core
+        from dftracer.python import dftracer, dft_fn
+        log = dftracer.initialize_log({os.path.join(trace_dir, "t")!r}, None, -1)
+        fn = dft_fn("test", "keys")
+        fn.update(args={{"sticky-k": 1, 7: "seven"}})
+        with fn:
+            fn.update(args={{"sticky-k": 2, 'say "hi"': "q"}})
+        print(_core.stats()["names_inline"])
+        log.finalize()
+    """, env={"DFTRACER_INTERN_CAP": "0", "DFTRACER_DISABLE_IO": "1"})
+    assert proc.stdout.split() == ["4"], proc.stdout  # the name and three keys copied (a repeated key once)
+    (path,) = trace_files(trace_dir)
+    (line,) = [ln for ln in read_trace_text(path).splitlines() if '"keys"' in ln]
+    pairs = json.loads(line, object_pairs_hook=lambda kv: kv)
+    args = dict(pairs)["args"]
+    assert [k for k, _ in args].count("sticky-k") == 1, line
+    assert {k: v for k, v in dict(args).items() if k != "hhash"} == {"sticky-k": 2, "7": "seven", 'say "hi"': "q"}, line
