@@ -183,7 +183,8 @@ DFT_API dft_id dft_intern_cstr(const char* s);
 /* For names that may be new on every call (a per-item region, a user's
  * log_event): the id when `s` is interned, else interns it while the table
  * holds fewer than DFTRACER_INTERN_CAP strings (default 65536), else 0 --
- * record it with dft_complete_*_named, which copies it into the record. */
+ * record such a name with dft_complete_*_named / dft_instant_named, which
+ * copy it into the record, and such an arg key as a DFT_ARG_KEY arg. */
 DFT_API dft_id dft_intern_bounded(const char* s, size_t len);
 
 /* Returns the interned string (NUL-terminated) for an id, or NULL. */
