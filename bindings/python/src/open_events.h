@@ -25,8 +25,9 @@ struct OpenEvent {
   uint64_t t0;        // dft_ticks() at open
   uint64_t token;     // unique per push, to find the entry again
   dft_id name;        // event name (the function's for traced calls)
-  PyObject* name_obj; // the name as a str, for `name` 0 (refused by the
-                      // intern cap); borrowed from the Region / TracedFunction
+  PyObject* name_obj; // the name as a str, set (and read) only for `name` 0
+                      // (refused by the intern cap); borrowed from the
+                      // Region / TracedFunction
   bool flushed;       // already written by flush(); exit writes nothing
   bool is_call;       // opened by a traced function call, not a `with`
 };
@@ -51,7 +52,7 @@ inline uint64_t open_push(const void* owner, dft_id name, PyObject* name_obj, ui
   e.t0 = t0;
   e.token = ++s.next_token;
   e.name = name;
-  e.name_obj = name_obj;
+  if (name == 0) e.name_obj = name_obj;  // read only for name 0: no store on the ordinary path
   e.flushed = false;
   e.is_call = is_call;
   return e.token;
