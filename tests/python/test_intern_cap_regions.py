@@ -43,6 +43,12 @@ if KIND == "region":
 elif KIND == "decorated":
     def one(i):
         fn.log(name=f"d-{i}")(noop)()
+elif KIND == "flush_in_call":
+    def body(i):
+        fn.update(args={"i": i})
+        fn.flush()  # writes the open call's event now; its return writes nothing more
+    def one(i):
+        fn.log(name=f"fc-{i}")(body)(i)
 elif KIND == "generator":
     def one(i):
         for _ in fn.log(name=f"g-{i}")(gen)():
@@ -190,3 +196,10 @@ def test_inline_keys_are_written_once_with_the_last_value(run_python, trace_dir)
     args = dict(pairs)["args"]
     assert [k for k, _ in args].count("sticky-k") == 1, line
     assert {k: v for k, v in dict(args).items() if k != "hhash"} == {"sticky-k": 2, "7": "seven", 'say "hi"': "q"}, line
+
+
+def test_update_and_flush_inside_a_call_of_an_inline_named_function(run_python, trace_dir):
+    result, _ = run_kind(run_python, trace_dir, "flush_in_call", N, CAP)
+    assert N - CAP <= result["names_inline"] <= N, result
+    for e in _check_names(_events(trace_dir), "fc-"):
+        assert e["args"]["i"] == int(e["name"][3:]), e
