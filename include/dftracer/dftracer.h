@@ -118,7 +118,7 @@ typedef struct dft_stats {
   uint64_t pool_bytes_in_use;   /* buffer memory now held                  */
   uint64_t pool_bytes_peak;     /* most buffer memory ever held            */
   uint64_t pool_bytes_cap;      /* DFTRACER_BUFFER_SIZE                    */
-  uint64_t names_inline;        /* events whose name was copied into the
+  uint64_t names_inline;        /* names and arg keys copied into their
                                    record (DFTRACER_INTERN_CAP reached)     */
 } dft_stats;
 DFT_API void dft_get_stats(dft_stats* out);
@@ -183,7 +183,8 @@ DFT_API dft_id dft_intern_cstr(const char* s);
 /* For names that may be new on every call (a per-item region, a user's
  * log_event): the id when `s` is interned, else interns it while the table
  * holds fewer than DFTRACER_INTERN_CAP strings (default 65536), else 0 --
- * record it with dft_complete_*_named, which copies it into the record. */
+ * record such a name with dft_complete_*_named / dft_instant_named, which
+ * copy it into the record, and such an arg key as a DFT_ARG_KEY arg. */
 DFT_API dft_id dft_intern_bounded(const char* s, size_t len);
 
 /* Returns the interned string (NUL-terminated) for an id, or NULL. */
@@ -201,11 +202,18 @@ typedef enum dft_arg_type {
                          into the record (at most DFT_MAX_INLINE_STR bytes,
                          longer is cut on a UTF-8 boundary)             */
   DFT_ARG_HASH = 7,   /* v.u  -> "16 hex digits"                        */
-  DFT_ARG_JSON = 8    /* v.id -> interned *fragment* of JSON members,
+  DFT_ARG_JSON = 8,   /* v.id -> interned *fragment* of JSON members,
                          written as is inside "args":{...}: for example
                          `"graph":3,"node":17,"module":"encoder.0"`.
                          The key is ignored. The fragment must be valid
                          JSON members; dft_intern_json_fragment checks. */
+  DFT_ARG_KEY = 9     /* v.str -> the KEY of the next arg, copied into the
+                         record like DFT_ARG_BYTES (its own `key` and the
+                         next arg's are ignored): for keys that may be new
+                         on every call once dft_intern_bounded refuses
+                         them. Writes nothing by itself; last in the list
+                         or before a DFT_ARG_JSON it is dropped. Counted
+                         in dft_stats.names_inline. */
 } dft_arg_type;
 
 #define DFT_MAX_INLINE_STR 2048
@@ -264,6 +272,8 @@ DFT_API void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks,
 
 /* Records an instant ("ph":"i") event at now. */
 DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs);
+/* The same with the name given as bytes, bounded like dft_complete_ticks_named. */
+DFT_API void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* args, uint32_t nargs);
 
 /* Records a flow event ("ph":"s" when `start` is 1, else "ph":"f" with
  * "bp":"e") with the given flow id, at the given tick time: Perfetto draws an

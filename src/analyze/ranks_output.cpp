@@ -102,17 +102,7 @@ void table_text(std::ostream& os, const Table& t, size_t top = 0) {
     cells.emplace_back();
     for (const Cell& c : t.rows[r]) cells.back().push_back(text_cell(c));
   }
-  std::vector<size_t> width(t.columns.size(), 0);
-  for (auto& c : cells)
-    for (size_t i = 0; i < c.size(); ++i) width[i] = std::max(width[i], c[i].size());
-  for (auto& c : cells) {
-    std::string line;
-    for (size_t i = 0; i < c.size(); ++i) {
-      if (i) line += "  ";
-      line += std::string(width[i] - c[i].size(), ' ') + c[i];
-    }
-    os << line << '\n';
-  }
+  write_aligned(os, cells, 0);  // every column right-aligned
   if (top && t.rows.size() > top) os << "(" << t.rows.size() - top << " more rows: --format json or csv)\n";
 }
 

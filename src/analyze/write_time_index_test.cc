@@ -132,6 +132,16 @@ void expect_same(const Summary& a, const Summary& b, const std::string& what) {
 
 const char* kGroupings[] = {"name", "cat", "pid", "tid", "name,cat", "cat,tid", "tid,name,pid"};
 
+// Loads the index of `path` as the reader does (the trace mapped, the .idx
+// beside it checked against it); a failure says why it was not usable.
+::testing::AssertionResult usable_index(const std::string& path, TraceIndex* index) {
+  MappedFile map(path);
+  std::string why;
+  if (load_trace_index(path, map.data(), map.size(), index, &why) == IndexStatus::Usable)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "index of " << path << " not usable: " << why;
+}
+
 }  // namespace
 
 TEST(WriteTimeIndex, IndexOnlySummaryEqualsFullReadForEveryGrouping) {
@@ -153,10 +163,8 @@ TEST(WriteTimeIndex, IndexOnlySummaryEqualsFullReadForEveryGrouping) {
 TEST(WriteTimeIndex, MemberStatisticsEqualTheMembersEvents) {
   TempDir d;
   std::string path = write_trace(d.file("t.pfw.gz"), 20, true);
-  MappedFile map(path);
   TraceIndex index;
-  std::string why;
-  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  ASSERT_TRUE(usable_index(path, &index));
   ASSERT_EQ(index.version, 2);
   ASSERT_TRUE(index.finalized);
   ASSERT_GT(index.members.size(), 3u);
@@ -302,10 +310,8 @@ TEST(WriteTimeIndex, IndexOfACrashedRunStillSplitsMembers) {
   std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
   std::string idx = read_file(path + ".idx");
   write_file(path + ".idx", idx.substr(0, idx.find("\nC ") + 1));
-  MappedFile map(path);
   TraceIndex index;
-  std::string why;
-  EXPECT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  EXPECT_TRUE(usable_index(path, &index));
   EXPECT_FALSE(index.finalized);
   ReadStats st = read_summary(path, "name", true).stats;
   EXPECT_EQ(st.bad_indexes, 0u);
@@ -314,9 +320,8 @@ TEST(WriteTimeIndex, IndexOfACrashedRunStillSplitsMembers) {
 TEST(WriteTimeIndex, VersionOneIndexStillReads) {
   TempDir d;
   std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
-  MappedFile map(path);
   TraceIndex index;
-  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, nullptr), IndexStatus::Usable);
+  ASSERT_TRUE(usable_index(path, &index));
   std::string v1;
   for (const IndexedMember& m : index.members)
     v1 += std::to_string(m.entry.offset) + " " + std::to_string(m.entry.size) + " " +
@@ -416,10 +421,8 @@ TEST(WriteTimeIndex, ThreadChurnGivesTheSummaryUpAndSummariesRead) {
   }
   std::string path = dft_trace_path();
   dft_finalize();
-  MappedFile map(path);
   TraceIndex index;
-  std::string why;
-  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  ASSERT_TRUE(usable_index(path, &index));
   EXPECT_TRUE(index.finalized);
   EXPECT_FALSE(index.exact);
   EXPECT_TRUE(index.cells.empty());
@@ -443,10 +446,8 @@ TEST(WriteTimeIndex, ForkedChildLeavesTheParentsIndexAlone) {
   record_thread(0, 8, kBase + 100000000);
   std::string path = dft_trace_path();
   dft_finalize();
-  MappedFile map(path);
   TraceIndex index;
-  std::string why;
-  ASSERT_EQ(load_trace_index(path, map.data(), map.size(), &index, &why), IndexStatus::Usable) << why;
+  ASSERT_TRUE(usable_index(path, &index));
   EXPECT_TRUE(index.finalized);
   Summary fast = read_summary(path, "name", true);
   EXPECT_TRUE(fast.from_index);

@@ -39,11 +39,14 @@ inline uint32_t inline_len(const dft_arg& a) {
   return n;
 }
 
+// Copied into the record: a string value, or a key past the intern cap.
+inline bool is_copied(const dft_arg& a) { return a.type == DFT_ARG_BYTES || a.type == DFT_ARG_KEY; }
+
 inline uint32_t slots_for(const dft_arg* args, uint32_t nargs) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < nargs; ++i) {
     n += 1;
-    if (args[i].type == DFT_ARG_BYTES) n += (inline_len(args[i]) + kSlot - 1) / kSlot;
+    if (is_copied(args[i])) n += (inline_len(args[i]) + kSlot - 1) / kSlot;
   }
   return n;
 }
@@ -57,7 +60,9 @@ inline void write_arg_slots(ArgSlot* s, const dft_arg* args, uint32_t nargs) {
     s->type = static_cast<uint8_t>(a.type);
     s->pad = 0;
     s->len = 0;
-    if (a.type == DFT_ARG_BYTES) {
+    if (is_copied(a)) {
+      // Off the ordinary path: an inline key means its table was full.
+      if (a.type == DFT_ARG_KEY) StringTable::instance().count_inline_name();
       uint32_t n = inline_len(a);
       s->len = static_cast<uint16_t>(n);
       s->value = 0;
@@ -98,11 +103,11 @@ inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint
   Session::commit(tb, nslots);
 }
 
-// A complete event whose name is not interned (past DFTRACER_INTERN_CAP): as
+// An event whose name is not interned (past DFTRACER_INTERN_CAP): as
 // record(), plus the name's bytes in the last slots (record.h kNameInline).
 // Off the ordinary path: only names the bounded table refused come here.
-void record_inline_name(uint8_t flags, const char* name, size_t len, dft_id cat, uint64_t start,
-                        uint64_t end, const dft_arg* args, uint32_t nargs) {
+void record_inline_name(RecordKind kind, uint8_t flags, const char* name, size_t len, dft_id cat,
+                        uint64_t start, uint64_t end, const dft_arg* args, uint32_t nargs) {
   if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
   if (args == nullptr) nargs = 0;
   if (name == nullptr) len = 0;
@@ -113,25 +118,25 @@ void record_inline_name(uint8_t flags, const char* name, size_t len, dft_id cat,
   dftracer::ThreadBuffer* tb;
   unsigned char* p = lg.reserve(nslots, &tb);
   if (p == nullptr) return;
-  write_header_and_args(p, RecordKind::kComplete, static_cast<uint8_t>(flags | dftracer::kNameInline),
+  write_header_and_args(p, kind, static_cast<uint8_t>(flags | dftracer::kNameInline),
                         static_cast<uint32_t>(len), cat, start, end, nslots, args, nargs);
   if (len) std::memcpy(p + size_t{nslots - name_slots} * kSlot, name, len);
   StringTable::instance().count_inline_name();
   Session::commit(tb, nslots);
 }
 
-// dft_complete_*_named: the interned path when the bounded table takes the
-// name, the inline one when it refuses.
-void record_named(uint8_t flags, const char* name, size_t len, dft_id cat, uint64_t start, uint64_t end,
-                  const dft_arg* args, uint32_t nargs) {
+// dft_*_named: the interned path when the bounded table takes the name, the
+// inline one when it refuses.
+void record_named(RecordKind kind, uint8_t flags, const char* name, size_t len, dft_id cat, uint64_t start,
+                  uint64_t end, const dft_arg* args, uint32_t nargs) {
   if (!Session::instance().enabled()) {
-    record(RecordKind::kComplete, flags, 0, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
+    record(kind, flags, 0, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
     return;
   }
   if (dft_id id = StringTable::instance().intern_bounded(name, len))
-    record(RecordKind::kComplete, flags, id, cat, start, end, args, nargs);
+    record(kind, flags, id, cat, start, end, args, nargs);
   else
-    record_inline_name(flags, name, len, cat, start, end, args, nargs);
+    record_inline_name(kind, flags, name, len, cat, start, end, args, nargs);
 }
 
 dft_id cat_dftracer() {
@@ -411,12 +416,12 @@ uint64_t dft_region_begin(void) { return Clock::instance().ticks(); }
 
 void dft_complete_ticks_named(const char* name, size_t len, dft_id cat, uint64_t start_ticks, uint64_t end_ticks,
                               const dft_arg* args, uint32_t nargs) {
-  record_named(0, name, len, cat, start_ticks, end_ticks, args, nargs);
+  record_named(RecordKind::kComplete, 0, name, len, cat, start_ticks, end_ticks, args, nargs);
 }
 
 void dft_complete_ns_named(const char* name, size_t len, dft_id cat, uint64_t start_ns, uint64_t dur_ns,
                            const dft_arg* args, uint32_t nargs) {
-  record_named(dftracer::kTimeIsNs, name, len, cat, start_ns, dur_ns, args, nargs);
+  record_named(RecordKind::kComplete, dftracer::kTimeIsNs, name, len, cat, start_ns, dur_ns, args, nargs);
 }
 
 void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg* args, uint32_t nargs) {
@@ -430,6 +435,11 @@ void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg
 void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs) {
   uint64_t t = Clock::instance().ticks();
   record(RecordKind::kInstant, 0, name, cat, t, t, args, nargs);
+}
+
+void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* args, uint32_t nargs) {
+  uint64_t t = Clock::instance().ticks();
+  record_named(RecordKind::kInstant, 0, name, len, cat, t, t, args, nargs);
 }
 
 void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_ticks) {
@@ -454,8 +464,10 @@ void key_value_metadata(const char* event_name, const char* key, size_t key_len,
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
   dft_arg args[2] = {text_arg(k_name, key, key_len), text_arg(k_value, value, value_len)};
-  const dft_id name = *event_name ? st.intern(event_name, std::strlen(event_name)) : st.intern(key, key_len);
-  record(RecordKind::kMetadata, 0, name, cat_dftracer(), 0, 0, args, 2);
+  if (*event_name)
+    record(RecordKind::kMetadata, 0, st.intern(event_name, std::strlen(event_name)), cat_dftracer(), 0, 0, args, 2);
+  else  // named by its key, which may be new on every call: bounded
+    record_named(RecordKind::kMetadata, 0, key, key_len, cat_dftracer(), 0, 0, args, 2);
 }
 }  // namespace
 
@@ -507,7 +519,7 @@ void dft_metadata_i64(const char* key, int64_t value) {
   args[1].key = k_value;
   args[1].type = DFT_ARG_INT;
   args[1].v.i = value;
-  record(RecordKind::kMetadata, 0, st.intern(key, len), cat_dftracer(), 0, 0, args, 2);
+  record_named(RecordKind::kMetadata, 0, key, len, cat_dftracer(), 0, 0, args, 2);
 }
 
 void dft_set_process_name(const char* name) { display_name(RecordKind::kMetadata, "process_name", name); }

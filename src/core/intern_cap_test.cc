@@ -144,3 +144,86 @@ TEST(InternCap, NamesUnderTheCapAreInterned) {
   EXPECT_EQ(dft_intern_bounded("step", 4), dft_intern_cstr("step"));
   dft_finalize();
 }
+
+namespace {
+
+dft_arg key_arg(const std::string& key) {  // DFT_ARG_KEY: names the next arg
+  dft_arg a{};
+  a.type = DFT_ARG_KEY;
+  a.v.str.ptr = key.data();
+  a.v.str.len = static_cast<uint32_t>(key.size());
+  return a;
+}
+
+}  // namespace
+
+// Arg keys past the cap travel as DFT_ARG_KEY slots, each naming the arg
+// after it, with a value of any type; instants and metadata named by a
+// one-off key take the inline-name path too. The line is the same JSON an
+// interned key or name gives, and every copy is counted.
+TEST(InternCap, InlineArgKeysInstantAndMetadataNames) {
+  std::string dir = temp_dir("cap");
+  ScopedEnv cap("DFTRACER_INTERN_CAP", "0");
+  ASSERT_EQ(dft_init_opt_in((dir + "/t").c_str(), nullptr, -1), 0);
+  const std::string path = dft_trace_path();
+  const dft_id cat = dft_intern_cstr("test");
+  const std::string k1 = "file \"7\"", k2 = "step-7", k3 = std::string(DFT_MAX_INLINE_STR + 5, 'k');
+  dft_arg args[7] = {key_arg(k1), {}, key_arg(k2), {}, key_arg(k3), {}, key_arg("dangling")};
+  args[1].type = DFT_ARG_BYTES;
+  args[1].v.str.ptr = "/data/f7.bin";
+  args[1].v.str.len = 12;
+  args[3].type = DFT_ARG_INT;
+  args[3].v.i = -7;
+  args[5].type = DFT_ARG_BOOL;
+  args[5].v.i = 1;
+  dft_complete_ns(dft_intern_cstr("keyed"), cat, 1700000000000000000ull, 1000, args, 7);
+  dft_instant_named("instant-7", 9, cat, args + 2, 2);
+  dft_metadata("meta-7", "v7");
+  dft_stats st{};
+  dft_get_stats(&st);
+  EXPECT_EQ(st.names_inline, 4u /* keys */ + 2u /* key again, instant */ + 1u /* metadata */);
+  dft_finalize();
+
+  std::string text = read_all(path);
+  size_t elements = 0;
+  ASSERT_EQ(finalized_trace_error(text, &elements), "");
+  simdjson::dom::parser parser;
+  int found = 0;
+  for (const std::string& line : event_lines(text)) {
+    simdjson::dom::element e;
+    ASSERT_EQ(parser.parse(line).get(e), simdjson::SUCCESS) << line;
+    std::string_view name;
+    ASSERT_EQ(e["name"].get(name), simdjson::SUCCESS) << line;
+    simdjson::dom::object a;
+    if (name == "keyed") {
+      ASSERT_EQ(e["args"].get(a), simdjson::SUCCESS) << line;
+      std::string_view s;
+      int64_t i = 0;
+      bool b = false;
+      EXPECT_EQ(a[k1].get(s), simdjson::SUCCESS) << line;
+      EXPECT_EQ(s, "/data/f7.bin");
+      EXPECT_EQ(a[k2].get(i), simdjson::SUCCESS) << line;
+      EXPECT_EQ(i, -7);
+      EXPECT_EQ(a[std::string(DFT_MAX_INLINE_STR, 'k')].get(b), simdjson::SUCCESS) << line;
+      EXPECT_TRUE(b);
+      EXPECT_EQ(a["dangling"].error(), simdjson::NO_SUCH_FIELD) << line;
+      ++found;
+    } else if (name == "instant-7") {
+      std::string_view ph;
+      int64_t i = 0;
+      EXPECT_EQ(e["ph"].get(ph), simdjson::SUCCESS);
+      EXPECT_EQ(ph, "i");
+      ASSERT_EQ(e["args"].get(a), simdjson::SUCCESS) << line;
+      EXPECT_EQ(a[k2].get(i), simdjson::SUCCESS) << line;
+      EXPECT_EQ(i, -7);
+      ++found;
+    } else if (name == "meta-7") {
+      std::string_view v;
+      ASSERT_EQ(e["args"].get(a), simdjson::SUCCESS) << line;
+      EXPECT_EQ(a["value"].get(v), simdjson::SUCCESS) << line;
+      EXPECT_EQ(v, "v7");
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 3);
+}

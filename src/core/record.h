@@ -6,7 +6,9 @@
 // A complete event with no args is 32 bytes; each arg adds one 16-byte slot;
 // a copied string arg (DFT_ARG_BYTES) adds ceil(len/16) slots of its bytes
 // right after its own slot. `nslots` lets the writer step over any record.
-// A name past the intern cap (kNameInline) travels as bytes in the last slots.
+// A name past the intern cap (kNameInline) travels as bytes in the last slots;
+// an arg key past it as a DFT_ARG_KEY slot (bytes as for DFT_ARG_BYTES) just
+// before the arg it names.
 #ifndef DFTRACER_SRC_CORE_RECORD_H_
 #define DFTRACER_SRC_CORE_RECORD_H_
 
@@ -48,7 +50,7 @@ struct ArgSlot {
   uint32_t key;
   uint8_t type;  // dft_arg_type
   uint8_t pad;
-  uint16_t len;  // DFT_ARG_BYTES: byte count of the inline string
+  uint16_t len;  // DFT_ARG_BYTES / DFT_ARG_KEY: byte count of the inline string
   uint64_t value;
 };
 static_assert(sizeof(ArgSlot) == kSlot, "arg is one slot");

@@ -126,6 +126,15 @@ void JsonLinesFormatter::head(const char* name, size_t name_len, const char* cat
   out->i64(tid);
 }
 
+// The bytes copied after an arg slot (DFT_ARG_BYTES, DFT_ARG_KEY) and their
+// count; 0 bytes for a malformed count: never read past the record.
+const char* JsonLinesFormatter::copied_bytes(const ArgSlot* a, const ArgSlot* end, size_t* n) {
+  const char* bytes = reinterpret_cast<const char*>(a + 1);
+  *n = a->len;
+  if (bytes + *n > reinterpret_cast<const char*>(end)) *n = 0;
+  return bytes;
+}
+
 void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_hhash) {
   if (!with_hhash && r->nargs == 0) return;
   out->lit(",\"args\":{");
@@ -139,7 +148,17 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_h
   const ArgSlot* a = reinterpret_cast<const ArgSlot*>(r + 1);
   const ArgSlot* end = reinterpret_cast<const ArgSlot*>(reinterpret_cast<const unsigned char*>(r) +
                                                         size_t{r->nslots} * kSlot);
+  // A DFT_ARG_KEY slot (a key past the intern cap) names the arg after it.
+  const char* key_bytes = nullptr;
+  size_t key_len = 0;
   for (uint32_t i = 0; i < r->nargs && a < end; ++i, ++a) {
+    if (a->type == DFT_ARG_KEY) {
+      key_bytes = copied_bytes(a, end, &key_len);
+      a += (key_len + kSlot - 1) / kSlot;  // skip the key's slots
+      continue;
+    }
+    const char* inline_key = key_bytes;
+    key_bytes = nullptr;
     if (a->type == DFT_ARG_JSON) {
       const InternedString* s = strings_.get(static_cast<uint32_t>(a->value));
       if (s != nullptr && s->len > 0) {
@@ -153,7 +172,12 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_h
     first = false;
     // Every event's "hhash" is ours (host_hash_key.h): a user's arg of that
     // name keeps its value under "user_hhash", so no key is written twice.
-    if (a->key == hhash_key_) {
+    if (inline_key != nullptr) {
+      out->ch('"');
+      char* p = out->ensure(6 * key_len);
+      out->advance(json_escape_to(inline_key, key_len, p));
+      out->ch('"');
+    } else if (a->key == hhash_key_) {
       out->ch('"');
       out->lit(kUserHostHashKey);
       out->ch('"');
@@ -183,9 +207,8 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_h
         out->ch('"');
         break;
       case DFT_ARG_BYTES: {
-        const char* bytes = reinterpret_cast<const char*>(a + 1);
-        size_t n = a->len;
-        if (bytes + n > reinterpret_cast<const char*>(end)) n = 0;  // malformed: never read past the record
+        size_t n = 0;
+        const char* bytes = copied_bytes(a, end, &n);
         out->ch('"');
         char* p = out->ensure(6 * n);
         out->advance(json_escape_to(bytes, n, p));

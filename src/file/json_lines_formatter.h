@@ -59,6 +59,7 @@ class JsonLinesFormatter final : public TraceFormatter {
   // the record's args; nothing at all when there is neither.
   void args(const RecordHeader* r, OutBuffer* out, bool with_hhash);
   void str_id(uint32_t id, OutBuffer* out);
+  static const char* copied_bytes(const ArgSlot* a, const ArgSlot* end, size_t* n);
 
   // Nanoseconds as written: floored to a whole microsecond when whole_micros_.
   uint64_t written(uint64_t ns) const { return whole_micros_ ? ns / 1000 * 1000 : ns; }

@@ -218,6 +218,20 @@ void register_api(nb::module_& m) {
       },
       nb::arg("s").none(), "Id of a str in the core's string table (cached).");
   m.def(
+      "name_ref",
+      [](nb::handle s) -> nb::object {
+        if (!PyUnicode_Check(s.ptr()))
+          throw nb::type_error((std::string("dftracer: event name must be a str, got ") +
+                                Py_TYPE(s.ptr())->tp_name).c_str());
+        const char* utf8 = nullptr;
+        Py_ssize_t len = 0;
+        if (dft_id id = intern_str_bounded(s.ptr(), &utf8, &len)) return nb::int_(id);
+        return nb::borrow(s);
+      },
+      nb::arg("s").none(),
+      "For a name or key that may be new on every call: its id while the string table is under "
+      "DFTRACER_INTERN_CAP, else the str itself (Region._record copies it into each event).");
+  m.def(
       "string",
       [](uint32_t id) -> std::optional<std::string> {
         size_t len = 0;
@@ -267,11 +281,17 @@ void register_api(nb::module_& m) {
       "instant",
       [](nb::handle name, nb::handle cat, nb::handle args) {
         if (!dft_enabled()) return count_skipped_call();
-        dft_id name_id = checked_intern(name, "name");
+        if (!PyUnicode_Check(name.ptr())) checked_intern(name, "name");  // raises its TypeError
+        const char* name_utf8 = nullptr;  // bounded, as log_event's
+        Py_ssize_t name_len = 0;
+        dft_id name_id = intern_str_bounded(name.ptr(), &name_utf8, &name_len);
         dft_id cat_id = checked_intern(cat, "cat");
         ArgList list;
         if (args.is_valid() && !args.is_none()) list.add_mapping(args.ptr());
-        dft_instant(name_id, cat_id, list.data(), list.size());
+        if (name_id != 0)
+          dft_instant(name_id, cat_id, list.data(), list.size());
+        else
+          dft_instant_named(name_utf8, static_cast<size_t>(name_len), cat_id, list.data(), list.size());
       },
       nb::arg("name").none(), nb::arg("cat").none(), nb::arg("args").none() = nb::none(),
       "Records an instant event at now.");

@@ -47,20 +47,58 @@ ArgList::~ArgList() {
   for (uint32_t i = 0; i < nkeep_; ++i) Py_DECREF(keep_[i]);
 }
 
+namespace {
+void warn_too_many() {
+  if (!g_warned_too_many) {
+    g_warned_too_many = true;
+    PySys_WriteStderr("dftracer: an event has more than %d args; the rest are dropped\n", DFT_MAX_ARGS);
+  }
+}
+}  // namespace
+
 dft_arg* ArgList::slot(dft_id key) {
   for (uint32_t i = 0; i < n_; ++i)
     if (args_[i].key == key) return &args_[i];
   if (n_ == DFT_MAX_ARGS) {
-    if (!g_warned_too_many) {
-      g_warned_too_many = true;
-      PySys_WriteStderr("dftracer: an event has more than %d args; the rest are dropped\n",
-                        DFT_MAX_ARGS);
-    }
+    warn_too_many();
     return nullptr;
   }
   dft_arg* a = &args_[n_++];
   a->key = key;
   return a;
+}
+
+// The value slot for a key the intern table refused: after a DFT_ARG_KEY
+// arg holding the key's bytes (kept alive with the str). Off the ordinary
+// path: only keys past DFTRACER_INTERN_CAP come here.
+dft_arg* ArgList::inline_key_slot(PyObject* key_str) {
+  Py_ssize_t len = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(key_str, &len);
+  if (utf8 == nullptr || nkeep_ + 3 > sizeof(keep_) / sizeof(keep_[0])) {
+    PyErr_Clear();  // no UTF-8: intern_str_bounded interns such keys, not reached
+    Py_DECREF(key_str);
+    return nullptr;
+  }
+  for (uint32_t i = 0; i + 1 < n_; ++i)  // the same key twice keeps the last value
+    if (args_[i].type == DFT_ARG_KEY && args_[i].v.str.len == static_cast<uint64_t>(len) &&
+        std::memcmp(args_[i].v.str.ptr, utf8, static_cast<size_t>(len)) == 0) {
+      Py_DECREF(key_str);
+      return &args_[i + 1];
+    }
+  if (n_ + 2 > DFT_MAX_ARGS) {
+    warn_too_many();
+    Py_DECREF(key_str);
+    return nullptr;
+  }
+  keep_[nkeep_++] = key_str;
+  dft_arg* k = &args_[n_++];
+  k->key = 0;
+  k->type = DFT_ARG_KEY;
+  k->v.str.ptr = utf8;
+  k->v.str.len = static_cast<uint32_t>(len > 0x7fffffff ? 0x7fffffff : len);
+  dft_arg* v = &args_[n_++];
+  v->key = 0;
+  return v;
 }
 
 void ArgList::add_string(dft_arg* a, PyObject* str_obj) {
@@ -96,16 +134,18 @@ void ArgList::add_int(dft_id key, int64_t value) {
 void ArgList::add(dft_id key, PyObject* v) {
   if (key == 0) return;
   if (nkeep_ + 2 > sizeof(keep_) / sizeof(keep_[0])) return;
+  if (dft_arg* a = slot(key)) set_value(a, v);
+}
+
+void ArgList::set_value(dft_arg* a, PyObject* v) {
   if (!PyLong_Check(v) && !PyFloat_Check(v) && is_numpy_scalar(v)) {
     PyObject* num = numpy_to_number(v);
     if (num != nullptr) {
-      add(key, num);
+      set_value(a, num);
       Py_DECREF(num);
       return;
     }
   }
-  dft_arg* a = slot(key);
-  if (!a) return;
   if (v == Py_True || v == Py_False) {
     a->type = DFT_ARG_BOOL;
     a->v.i = (v == Py_True);
@@ -145,7 +185,18 @@ void ArgList::add(dft_id key, PyObject* v) {
   add_string(a, safe_str(v));
 }
 
-void ArgList::add_item(PyObject* key, PyObject* value) { add(intern_any(key), value); }
+void ArgList::add_item(PyObject* key, PyObject* value) {
+  if (PyUnicode_Check(key)) {
+    const char* utf8 = nullptr;
+    Py_ssize_t len = 0;
+    if (dft_id id = intern_str_bounded(key, &utf8, &len)) return add(id, value);
+    if (dft_arg* a = inline_key_slot(Py_NewRef(key))) set_value(a, value);
+    return;
+  }
+  PyObject* s = safe_str(key);  // a key that is not a str: written as str(key)
+  add_item(s, value);
+  Py_DECREF(s);
+}
 
 void ArgList::add_mapping(PyObject* mapping) {
   if (mapping == nullptr || mapping == Py_None) return;

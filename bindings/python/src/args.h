@@ -19,7 +19,11 @@ namespace dft_py {
 // point into Python str objects that the list keeps alive until it is
 // destroyed, so the list must outlive the core call (the core copies them).
 // A key added twice keeps the last value. Past DFT_MAX_ARGS args the rest
-// are dropped (one warning on stderr per process).
+// are dropped (one warning on stderr per process). A key that may be new on
+// every call (any key of a user's dict) is interned only while the core's
+// table is under DFTRACER_INTERN_CAP; past it the key is copied into the
+// record (a DFT_ARG_KEY arg just before its value, taking one more of the
+// DFT_MAX_ARGS), so one-off keys never grow the table.
 class ArgList {
  public:
   ArgList() = default;
@@ -38,6 +42,8 @@ class ArgList {
 
  private:
   dft_arg* slot(dft_id key);
+  dft_arg* inline_key_slot(PyObject* key_str);  // steals key_str
+  void set_value(dft_arg* a, PyObject* value);
   void add_string(dft_arg* a, PyObject* str_obj);  // steals str_obj
 
   dft_arg args_[DFT_MAX_ARGS];

@@ -1,7 +1,5 @@
 #include "intern_cache.h"
 
-#include <string>
-
 namespace dft_py {
 namespace {
 
@@ -71,19 +69,6 @@ dft_id intern_str_bounded(PyObject* s, const char** utf8, Py_ssize_t* len) {
     return intern_str(s);
   }
   return remember(s, dft_intern_bounded(*utf8, static_cast<size_t>(*len)));
-}
-
-dft_id intern_any(PyObject* o) {
-  if (PyUnicode_Check(o)) return intern_str(o);
-  PyObject* s = PyObject_Str(o);
-  if (s == nullptr) {
-    PyErr_Clear();
-    std::string text = std::string("<unprintable ") + Py_TYPE(o)->tp_name + ">";
-    return dft_intern(text.data(), text.size());
-  }
-  dft_id id = intern_utf8_of(s);  // not cached: the str is a temporary
-  Py_DECREF(s);
-  return id;
 }
 
 Py_ssize_t intern_cache_size() { return g_cache ? PyDict_GET_SIZE(g_cache) : 0; }

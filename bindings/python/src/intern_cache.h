@@ -22,17 +22,14 @@ bool init_intern_cache();
 // the offending characters replaced by '?'.
 dft_id intern_str(PyObject* s);
 
-// For names that may be new on every call (log_event): the cached or
+// For names and keys that may be new on every call (log_event, region and
+// traced-function names, dict keys of args): the cached or
 // interned id of the str `s`, interned only while the core's table is under
 // DFTRACER_INTERN_CAP (dft_intern_bounded). Past the cap returns 0 with
 // *utf8/*len set to the str's own UTF-8 bytes (valid while `s` lives), for
-// dft_complete_*_named to copy into the record. `s` must be a str.
+// dft_*_named / DFT_ARG_KEY to copy into the record. `s` must be a str.
+// A str with no UTF-8 form (lone surrogates) is interned as intern_str does.
 dft_id intern_str_bounded(PyObject* s, const char** utf8, Py_ssize_t* len);
-
-// Id of any object: a str as is, anything else as str(o). Never fails: an
-// object whose str() raises is interned as "<unprintable TYPE>" and the
-// error is cleared.
-dft_id intern_any(PyObject* o);
 
 // Number of cached entries (for tests and the benchmark).
 Py_ssize_t intern_cache_size();

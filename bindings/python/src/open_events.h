@@ -25,6 +25,9 @@ struct OpenEvent {
   uint64_t t0;        // dft_ticks() at open
   uint64_t token;     // unique per push, to find the entry again
   dft_id name;        // event name (the function's for traced calls)
+  PyObject* name_obj; // the name as a str, set (and read) only for `name` 0
+                      // (refused by the intern cap); borrowed from the
+                      // Region / TracedFunction
   bool flushed;       // already written by flush(); exit writes nothing
   bool is_call;       // opened by a traced function call, not a `with`
 };
@@ -50,7 +53,7 @@ struct OpenStack {
 extern DFT_PY_CONSTINIT thread_local OpenStack t_open;
 
 // Returns the token of the new entry, 0 when the stack is full.
-inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, uint64_t t0, bool is_call) {
+inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, PyObject* name_obj, uint64_t t0, bool is_call) {
   if (s.depth >= kMaxOpen) return 0;
   OpenEvent& e = s.ev[s.depth++];
   e.owner = owner;
@@ -58,6 +61,7 @@ inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, uint64_t
   e.t0 = t0;
   e.token = ++s.next_token;
   e.name = name;
+  if (name == 0) e.name_obj = name_obj;  // read only for name 0: no store on the ordinary path
   e.flushed = false;
   e.is_call = is_call;
   return e.token;

@@ -86,6 +86,7 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
   Py_XSETREF(self->name_obj, name_obj);
   Py_XSETREF(self->cat_obj, Py_NewRef(cat));
   self->name = 0;  // interned on first use with tracing on
+  self->name_inline = 0;
   self->cat = 0;
   self->enable = en;
   self->flushed = 0;
@@ -224,7 +225,7 @@ PyObject* Region_enter(PyObject* op, PyObject*) {
     uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
-    open_push(t_open, self, self->name, t, false);
+    open_push(t_open, self, self->name, self->name_obj, t, false);
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped
@@ -241,7 +242,7 @@ void finish_event(RegionObject* self, bool close) {
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
     OpenEvent& e = open_at(open, i);
-    if (!e.flushed) record_region_event(self, e.name, e.t0, t1, e.pending);
+    if (!e.flushed) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
     if (close) {
       OpenEvent taken = open_take(open, i);
       Py_XDECREF(taken.pending);
@@ -250,7 +251,7 @@ void finish_event(RegionObject* self, bool close) {
       Py_CLEAR(e.pending);
     }
   } else if (self->t0 != 0 && !self->flushed) {
-    record_region_event(self, self->name, self->t0, t1, nullptr);
+    record_region_event(self, self->name, self->name_obj, self->t0, t1, nullptr);
   }
   self->flushed = 1;
 }
@@ -317,13 +318,14 @@ PyObject* Region_sticky(PyObject* op, PyObject* mapping) {
   Py_RETURN_NONE;
 }
 
-// _record(name_id, t0, t1, key_id=0, value=None): an event of this dft_fn
-// with its sticky args plus one extra arg. Used by the Python helpers
-// (iter(), generator wrappers) that keep their own ticks.
+// _record(name, t0, t1, key=0, value=None): an event of this dft_fn with
+// its sticky args plus one extra arg. Used by the Python helpers (iter(),
+// generator wrappers) that keep their own ticks. `name` and `key` are ids,
+// or strs where _core.name_ref() found the table at its cap.
 PyObject* Region_record(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   if (nargs < 3 || nargs > 5) {
-    PyErr_SetString(PyExc_TypeError, "_record(name_id, t0, t1, key_id=0, value=None)");
+    PyErr_SetString(PyExc_TypeError, "_record(name, t0, t1, key=0, value=None)");
     return nullptr;
   }
   if (!self->enable || !dft_enabled_inline()) {
@@ -331,19 +333,23 @@ PyObject* Region_record(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
     Py_RETURN_NONE;
   }
   region_ensure_ids(self);
-  unsigned long name = PyLong_AsUnsignedLong(args[0]);
+  PyObject* name_obj = PyUnicode_Check(args[0]) ? args[0] : nullptr;
+  unsigned long name = name_obj ? 0 : PyLong_AsUnsignedLong(args[0]);
   unsigned long long t0 = PyLong_AsUnsignedLongLong(args[1]);
   unsigned long long t1 = PyLong_AsUnsignedLongLong(args[2]);
-  unsigned long key = nargs >= 4 ? PyLong_AsUnsignedLong(args[3]) : 0;
+  PyObject* key_obj = nargs >= 4 && PyUnicode_Check(args[3]) ? args[3] : nullptr;
+  unsigned long key = nargs >= 4 && !key_obj ? PyLong_AsUnsignedLong(args[3]) : 0;
   if (PyErr_Occurred()) return nullptr;
-  if (self->args == nullptr && (key == 0 || nargs < 5)) {
-    dft_complete_ticks(static_cast<dft_id>(name), self->cat, t0, t1, nullptr, 0);
+  const bool extra = nargs == 5 && (key != 0 || key_obj != nullptr);
+  if (self->args == nullptr && !extra) {
+    record_complete(static_cast<dft_id>(name), name_obj, self->cat, t0, t1, nullptr, 0);
     Py_RETURN_NONE;
   }
   ArgList list;
   add_sticky_args(self, list);
-  if (key != 0 && nargs == 5) list.add(static_cast<dft_id>(key), args[4]);
-  dft_complete_ticks(static_cast<dft_id>(name), self->cat, t0, t1, list.data(), list.size());
+  if (extra && key_obj != nullptr) list.add_item(key_obj, args[4]);
+  else if (extra) list.add(static_cast<dft_id>(key), args[4]);
+  record_complete(static_cast<dft_id>(name), name_obj, self->cat, t0, t1, list.data(), list.size());
   Py_RETURN_NONE;
 }
 
@@ -416,11 +422,25 @@ PyType_Spec Region_spec = {"dftracer._core.Region", sizeof(RegionObject), 0,
 
 }  // namespace
 
-void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t t1,
+void record_complete_inline_name(PyObject* name_obj, dft_id cat, uint64_t t0, uint64_t t1, const dft_arg* args,
+                                 uint32_t nargs) {
+  // Past the intern cap (off the ordinary path). The str's UTF-8 is cached
+  // in it since intern_str_bounded read it.
+  Py_ssize_t len = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(name_obj, &len);
+  if (utf8 == nullptr) {
+    PyErr_Clear();
+    utf8 = "<unencodable>";
+    len = 13;
+  }
+  dft_complete_ticks_named(utf8, static_cast<size_t>(len), cat, t0, t1, args, nargs);
+}
+
+void record_region_event(RegionObject* owner, dft_id name, PyObject* name_obj, uint64_t t0, uint64_t t1,
                          PyObject* pending) {
   region_ensure_ids(owner);
   if (owner->args == nullptr && pending == nullptr) {
-    dft_complete_ticks(name, owner->cat, t0, t1, nullptr, 0);
+    record_complete(name, name_obj, owner->cat, t0, t1, nullptr, 0);
     return;
   }
   PyObject *et, *ev, *tb;
@@ -429,7 +449,7 @@ void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t
     ArgList list;
     add_sticky_args(owner, list);
     if (pending != nullptr) list.add_mapping(pending);
-    dft_complete_ticks(name, owner->cat, t0, t1, list.data(), list.size());
+    record_complete(name, name_obj, owner->cat, t0, t1, list.data(), list.size());
   }
   PyErr_Restore(et, ev, tb);
 }

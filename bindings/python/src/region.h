@@ -23,6 +23,8 @@ struct RegionObject {
   dft_id cat;
   int enable;         // pydftracer's dft_fn(enable=...)
   int flushed;        // the object-level event was already written
+  int name_inline;    // the intern cap refused name_obj: name stays 0 and
+                      // events carry name_obj's bytes (no retry per event)
   uint64_t t0;        // start of the object-level event; 0 = not started
   PyObject* name_obj; // str
   PyObject* cat_obj;  // str
@@ -36,11 +38,37 @@ enum TagKey { kEpoch = 0, kStep, kImageIdx, kImageSize, kNumTagKeys };
 extern dft_id g_tag_key_id[kNumTagKeys];
 extern PyObject* g_tag_key_str[kNumTagKeys];
 
+// Id of an event name that may be new on every use (f"step {i}"), or 0 when
+// the table is at DFTRACER_INTERN_CAP: the event then carries the str's
+// bytes (record_complete).
+inline dft_id bounded_name_id(PyObject* name) {
+  const char* utf8 = nullptr;
+  Py_ssize_t len = 0;
+  return intern_str_bounded(name, &utf8, &len);
+}
+
 // Interns name/cat on first use with tracing on (a dft_fn made and used
-// while tracing is off never touches the string table).
+// while tracing is off never touches the string table). The name is bounded
+// by the intern cap; categories are few and interned as they come.
 inline void region_ensure_ids(RegionObject* r) {
   if (r->cat == 0 && r->cat_obj != nullptr) r->cat = intern_str(r->cat_obj);
-  if (r->name == 0 && r->name_obj != nullptr) r->name = intern_str(r->name_obj);
+  if (r->name == 0 && r->name_obj != nullptr && !r->name_inline) {
+    r->name = bounded_name_id(r->name_obj);
+    r->name_inline = r->name == 0;
+  }
+}
+
+// A complete event named by the bytes of the str `name_obj`, copied into the
+// record (the intern cap refused the name).
+void record_complete_inline_name(PyObject* name_obj, dft_id cat, uint64_t t0, uint64_t t1, const dft_arg* args,
+                                 uint32_t nargs);
+
+// A complete event named `name`, or, when that is 0 (past the intern cap),
+// by `name_obj`'s bytes.
+inline void record_complete(dft_id name, PyObject* name_obj, dft_id cat, uint64_t t0, uint64_t t1,
+                            const dft_arg* args, uint32_t nargs) {
+  if (name != 0 || name_obj == nullptr) dft_complete_ticks(name, cat, t0, t1, args, nargs);
+  else record_complete_inline_name(name_obj, cat, t0, t1, args, nargs);
 }
 
 // Adds the sticky args of `owner` to `list`.
@@ -49,8 +77,9 @@ inline void add_sticky_args(const RegionObject* owner, ArgList& list) {
 }
 
 // Writes one complete event of `owner` (its cat and sticky args, then
-// `pending` on top). Keeps a Python exception that is set on entry.
-void record_region_event(RegionObject* owner, dft_id name, uint64_t t0, uint64_t t1,
+// `pending` on top), named `name` or `name_obj` (record_complete). Keeps a
+// Python exception that is set on entry.
+void record_region_event(RegionObject* owner, dft_id name, PyObject* name_obj, uint64_t t0, uint64_t t1,
                          PyObject* pending);
 
 bool register_traced_function(PyObject* module);

@@ -37,7 +37,8 @@ struct TracedFunctionObject {
   vectorcallfunc vectorcall;
   PyObject* func;
   RegionObject* owner;
-  dft_id name;
+  dft_id name;         // 0 past the intern cap: events carry name_obj's bytes
+  PyObject* name_obj;  // str
   int nspecs;
   int self_attrs;  // look up epoch/step/... on args[0]
   CaptureSpec specs[kNumTagKeys];
@@ -73,7 +74,7 @@ void record_call(TracedFunctionObject* tf, PyObject* const* args, size_t nargsf,
                  PyObject* kwnames, uint64_t t0, uint64_t t1, PyObject* pending) {
   RegionObject* owner = tf->owner;
   if (owner->args == nullptr && pending == nullptr && tf->nspecs == 0 && !tf->self_attrs) {
-    dft_complete_ticks(tf->name, owner->cat, t0, t1, nullptr, 0);
+    record_complete(tf->name, tf->name_obj, owner->cat, t0, t1, nullptr, 0);
     return;
   }
   PyObject *et, *ev, *tb;
@@ -97,7 +98,7 @@ void record_call(TracedFunctionObject* tf, PyObject* const* args, size_t nargsf,
       if (v != nullptr && v != Py_None) list.add(tf->specs[i].key, v);
     }
     if (pending != nullptr) list.add_mapping(pending);
-    dft_complete_ticks(tf->name, owner->cat, t0, t1, list.data(), list.size());
+    record_complete(tf->name, tf->name_obj, owner->cat, t0, t1, list.data(), list.size());
   }
   PyErr_Restore(et, ev, tb);
 }
@@ -112,7 +113,7 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
   if (!tf->owner->enable) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   OpenStack& open = t_open;  // this thread's, before and after the call
   uint64_t t0 = dft_ticks_inline();
-  uint64_t token = open_push(open, tf->owner, tf->name, t0, true);
+  uint64_t token = open_push(open, tf->owner, tf->name, tf->name_obj, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   uint64_t t1 = dft_ticks_inline();
   PyObject* pending = nullptr;
@@ -162,7 +163,8 @@ PyObject* TF_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   tf->func = Py_NewRef(func);
   tf->owner = reinterpret_cast<RegionObject*>(Py_NewRef(owner));
   region_ensure_ids(tf->owner);
-  tf->name = intern_str(name);
+  tf->name_obj = Py_NewRef(name);
+  tf->name = bounded_name_id(name);  // a function made per call may have a new name each time
   tf->self_attrs = self_attrs;
   for (Py_ssize_t i = 0; i < nspecs; ++i) {
     PyObject* key;
@@ -179,10 +181,6 @@ PyObject* TF_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     s.pyname = Py_NewRef(key);
     s.pos = pos;
     s.deflt = has_default ? Py_NewRef(deflt) : nullptr;
-  }
-  if (tf->name == 0 && PyErr_Occurred()) {
-    Py_DECREF(tf);
-    return nullptr;
   }
   return reinterpret_cast<PyObject*>(tf);
 }
@@ -201,6 +199,7 @@ int TF_clear(PyObject* op) {
   auto* tf = reinterpret_cast<TracedFunctionObject*>(op);
   Py_CLEAR(tf->func);
   Py_CLEAR(tf->owner);
+  Py_CLEAR(tf->name_obj);
   Py_CLEAR(tf->dict);
   for (int i = 0; i < tf->nspecs; ++i) {
     Py_CLEAR(tf->specs[i].pyname);

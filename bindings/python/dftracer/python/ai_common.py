@@ -65,6 +65,7 @@ _TAG_PARAMS = ("epoch", "step", "image_idx", "image_size")
 assert tuple(TAG_KEYS) == _TAG_PARAMS  # the parameter lists below spell them out
 
 _intern = _core.intern
+_name_ref = _core.name_ref  # for names that may be new on every call (region.py)
 _ticks = _core.ticks
 _enabled = _core.enabled
 
@@ -264,8 +265,8 @@ class DFTracerAI(_core.Region):
         stick to the node's later events."""
         if not self._enable or not _enabled():
             return builtins.iter(iterator)
-        iter_id = _intern(iter_name or get_iter_handle_name(self.name))
-        block_id = _intern(block_name or get_iter_block_name(self.name))
+        iter_id = _name_ref(iter_name or get_iter_handle_name(self.name))
+        block_id = _name_ref(block_name or get_iter_block_name(self.name))
         return _traced_iter(self, iterator, include_iter, include_block, iter_id, block_id,
                             _intern(ITER_COUNT_NAME))
 

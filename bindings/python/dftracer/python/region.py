@@ -19,7 +19,9 @@ from .tags import TAG_KEYS, unwrap
 __all__ = ["dft_fn"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-_intern = _core.intern
+# Names that may be new on every call: an id under DFTRACER_INTERN_CAP, the
+# str itself past it (then copied into each event by _record).
+_name_ref = _core.name_ref
 _ticks = _core.ticks
 _enabled = _core.enabled
 
@@ -56,7 +58,7 @@ def _wrap_generator(owner, f, name):
     """A generator function: one event per resumption (each next()/send()/
     throw() until the generator yields, returns or raises), so the events
     show the time spent inside the generator, not in its consumer."""
-    name_id = _intern(name)
+    name_id = _name_ref(name)
 
     @functools.wraps(f)
     def traced_generator(*args, **kwargs):
@@ -94,7 +96,7 @@ def _wrap_generator(owner, f, name):
 def _wrap_coroutine(owner, f, name):
     """An async function: one event from the call to its completion
     (including time suspended in awaits)."""
-    name_id = _intern(name)
+    name_id = _name_ref(name)
 
     @functools.wraps(f)
     async def traced_coroutine(*args, **kwargs):
@@ -128,9 +130,9 @@ def _trace(owner, f, name):
 
 
 def _traced_iter(owner, iterable, name, iter_name):
-    iter_id = _intern(f"{name}.iter")
-    yield_id = _intern(f"{name}.yield")
-    key_id = _intern(str(iter_name))
+    iter_id = _name_ref(f"{name}.iter")
+    yield_id = _name_ref(f"{name}.yield")
+    key_id = _name_ref(str(iter_name))
     record = owner._record
     it = builtins.iter(iterable)
     step = 1
