@@ -80,9 +80,38 @@ void on_signal(int sig) {
 
 bool g_handlers_installed = false;
 
-void fork_prepare() { Session::instance().prepare_fork(); }
-void fork_parent() { Session::instance().after_fork_in_parent(); }
-void fork_child() { Session::instance().after_fork_in_child(); }
+// SIGTERM/SIGINT stay blocked in the forking thread from prepare until the
+// after-fork handlers are done. A signal sent to the child in that window
+// (Pool.terminate() signals a worker it has just forked) would otherwise run
+// on_signal there, post the parent's copy of the semaphore and be forgotten
+// when the child resets its signal state: the child ran on, unfinished,
+// until the alarm killed it. Blocked, it stays pending and is delivered once
+// the child's own signal thread is there to finalize. fork() runs the
+// prepare handler and the after-fork handler in the same thread (in the
+// child too), so the mask to restore is kept per thread: two threads may fork
+// at once.
+thread_local sigset_t t_mask_before_fork;
+
+void block_terminating_signals() {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigaddset(&term, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &term, &t_mask_before_fork);
+}
+
+void fork_prepare() {
+  Session::instance().prepare_fork();
+  if (g_handlers_installed) block_terminating_signals();
+}
+void fork_parent() {
+  Session::instance().after_fork_in_parent();
+  if (g_handlers_installed) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+}
+void fork_child() {
+  Session::instance().after_fork_in_child();
+  if (g_handlers_installed) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+}
 
 }  // namespace
 
