@@ -141,6 +141,40 @@ def test_inductor_kernel_events(run_python, tmp_path, model):
     assert strip(again["kernels"]) == strip(kernels)
 
 
+def test_cpp_wrapper_runs_unmarked_with_one_warning(run_python, tmp_path):
+    """Inductor's cpp_wrapper mode generates C++ kernel calls that cannot be
+    marked: forward and backward graphs compile as plain Inductor's (outputs
+    and grads equal), record no kernel events, and say so in exactly one
+    warning that names cpp_wrapper."""
+    code = f"""
+        import json, sys, torch
+        sys.path.insert(0, {HERE!r})
+        import trace_reader
+        from dftracer.python import dftracer, Dynamo
+
+        torch._inductor.config.cpp_wrapper = True
+        def make():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        ours, plain = make(), make()
+        x = torch.randn(3, 8)
+        log = dftracer.initialize_log({str(tmp_path / "cw")!r}, None, -1)
+        a = Dynamo("cw", backend="inductor").compile(ours)(x)
+        b = torch.compile(plain)(x)
+        a.sum().backward()
+        b.sum().backward()
+        same = torch.equal(a, b) and all(torch.equal(p.grad, q.grad) for p, q in zip(ours.parameters(), plain.parameters()))
+        log.finalize()
+        events = [e for p in trace_reader.trace_files({str(tmp_path)!r}, "cw-*.pfw*") for e in trace_reader.read_trace(p)]
+        print(json.dumps({{"same": same, "kernels": sum(e.get("name", "").startswith("kernel.") for e in events)}}))
+    """
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["same"] and res["kernels"] == 0, res
+    warnings = [line for line in r.stderr.splitlines() if "[dftracer] warning" in line]
+    assert len(warnings) == 1 and "cpp_wrapper" in warnings[0], r.stderr
+
+
 def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_python, tmp_path):
     """trace_eager() under plain torch.compile (Inductor, no dftracer
     backend): with cpp.enable_kernel_profile on, each C++ kernel call is an

@@ -303,6 +303,22 @@ def inductor_mode_options(mode: str | None) -> dict:
     return dict(list_mode_options(mode))
 
 
+def inductor_cpp_wrapper(patches: dict) -> bool:
+    """Whether Inductor generates a C++ wrapper (``cpp_wrapper`` in the
+    config patches or set globally): its kernel calls are C++, not Python
+    statements a mark can precede. Missing: False (instrumenting the graph
+    then fails and it runs unmarked, with a less specific warning)."""
+    if "cpp_wrapper" in patches:
+        return bool(patches["cpp_wrapper"])
+    try:
+        from torch._inductor import config
+
+        return bool(config.cpp_wrapper)
+    except Exception as e:
+        degraded("torch._inductor.config.cpp_wrapper", e, "cpp_wrapper mode is not recognised before compiling")
+        return False
+
+
 def no_autograd_cache() -> Any:
     """A context where the AOT autograd cache is off: a hit there loads
     Inductor's compiled graphs without calling the inner compiler, so they
