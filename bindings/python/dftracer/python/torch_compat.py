@@ -22,6 +22,8 @@ Users of this module:
 
 from __future__ import annotations
 
+import inspect
+import sys
 import threading
 from typing import Any, Callable
 
@@ -273,6 +275,37 @@ def frame_compile_metrics(compile_id: str) -> tuple[str, str, int, str] | None:
     except Exception as e:
         degraded("torch._dynamo.utils.get_compilation_metrics", e,
                  "dynamo.trace events have no frame name and recompiles no reason")
+        return None
+
+
+def inlined_user_function() -> tuple[str, str, int] | None:
+    """(name, file, first line) of the user's function when the frame Dynamo
+    is compiling now (called from inside its frame compile) is torch's
+    ``external_utils.wrap_inline`` wrapper ``inner``: torch.compile wraps a
+    function it would otherwise skip (an ``nn.Module`` forward defined in
+    torch, e.g. ``nn.Sequential``'s) in it and inlines the function, so
+    torch's metrics name ``inner``. Read from convert_frame's ``_compile``
+    (its ``code`` and ``closure`` arguments, on the stack). None when the
+    frame is the user's own or that layout is gone (then ``inner`` stays)."""
+    try:
+        f = sys._getframe(1)
+        while f is not None and not (f.f_code.co_name == "_compile" and
+                                     f.f_code.co_filename.endswith("convert_frame.py")):
+            f = f.f_back
+        if f is None:
+            return None
+        code, closure = f.f_locals.get("code"), f.f_locals.get("closure")
+        if code is None or code.co_name != "inner" or not code.co_filename.endswith("external_utils.py"):
+            return None
+        for cell in closure or ():
+            fn = inspect.unwrap(getattr(cell.cell_contents, "__func__", cell.cell_contents))
+            c = getattr(getattr(fn, "__func__", fn), "__code__", None)
+            if c is not None:
+                return c.co_name, c.co_filename, c.co_firstlineno
+        return None
+    except Exception as e:
+        degraded("torch._dynamo.convert_frame._compile (code, closure)", e,
+                 "dynamo.trace names torch's wrapper `inner` for functions torch wraps to inline")
         return None
 
 
