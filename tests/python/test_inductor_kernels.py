@@ -215,6 +215,45 @@ def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_pyth
     assert res["inside"]
 
 
+def test_flows_link_forward_kernels_to_backward_kernels(tmp_path, monkeypatch):
+    """Flow arrows (``s``/``f`` with matching ids) go from a forward kernel
+    to the backward kernel of the same seq_nr, each backward call finishing
+    the flows its own forward call started."""
+    from dftracer.python import Dynamo
+
+    from test_dynamo_helpers import traced
+
+    monkeypatch.setenv("DFTRACER_TIME_RESOLUTION", "ns")  # flows matched to kernels by timestamp
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))
+    fwd = Dynamo("flows", backend="inductor").compile(m)
+    x = torch.randn(4, 8)
+    with traced(tmp_path, "flows") as events:
+        for _ in range(3):
+            fwd(x).sum().backward()
+    kernels = [e for e in events if e.get("ph") == "X" and e["name"].startswith("kernel.")]
+
+    def enclosing(flow):
+        hits = [k for k in kernels if k["tid"] == flow["tid"] and k["ts"] <= flow["ts"] <= k["ts"] + k["dur"]]
+        assert len(hits) == 1, (flow, hits)
+        return hits[0]
+
+    starts = {e["id"]: enclosing(e) for e in events if e.get("ph") == "s"}
+    finishes = [(e["id"], enclosing(e)) for e in events if e.get("ph") == "f"]
+    assert len(starts) == len([e for e in events if e.get("ph") == "s"]), "flow ids must be unique per call"
+    assert finishes and len(finishes) % 3 == 0  # the same arrows each step
+    for fid, bw in finishes:
+        fw = starts[fid]
+        assert fw["args"]["phase"] == "forward" and bw["args"]["phase"] == "backward"
+        assert fw["args"]["seq_nr"] == bw["args"]["seq_nr"] >= 0 and fw["ts"] < bw["ts"]
+    # every backward kernel whose seq_nr a forward kernel has ends an arrow, once per step
+    fw_seqs = {k["args"]["seq_nr"] for k in kernels if k["args"]["phase"] == "forward"}
+    bw_seqs = {k["args"]["seq_nr"] for k in kernels if k["args"]["phase"] == "backward"}
+    assert len(finishes) == 3 * len((fw_seqs & bw_seqs) - {-1})
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the Triton kernel path needs a GPU")
 def test_triton_kernels_are_marked_on_cuda(tmp_path):
     """On CUDA, Inductor's Triton kernels (``kernel.run(...)`` calls) are
