@@ -215,6 +215,57 @@ def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_pyth
     assert res["inside"]
 
 
+def test_trace_eager_records_extern_kernels_once(run_python, tmp_path):
+    """trace_eager() records the ATen ops a compiled graph's code calls
+    itself (Inductor's extern kernels: the linear layers' addmm/mm) under
+    plain torch.compile, once per call and not the ops nested in them; in a
+    graph our Inductor backend instrumented, the kernel events are the only
+    record of them (no ATen event inside its graph events)."""
+    code = f"""
+        import collections, json, sys, torch
+        sys.path.insert(0, {HERE!r})
+        import trace_reader
+        from dftracer.python import dftracer, trace_eager, Dynamo
+
+        def make():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+        plain = torch.compile(make())
+        ours = Dynamo("ek", backend="inductor").compile(make())
+        x = torch.randn(4, 8)
+        log = dftracer.initialize_log({str(tmp_path / "ek")!r}, None, -1)
+        trace_eager()
+        for _ in range(3):
+            plain(x).sum().backward()
+            ours(x).sum().backward()
+        log.finalize()
+        events = [e for p in trace_reader.trace_files({str(tmp_path)!r}, "ek-*.pfw*") for e in trace_reader.read_trace(p)]
+        x_events = [e for e in events if e.get("ph") == "X"]
+
+        def inside(e, outer):
+            return any(o["tid"] == e["tid"] and o["ts_ns"] <= e["ts_ns"] and
+                       e["ts_ns"] + e["dur_ns"] <= o["ts_ns"] + o["dur_ns"] for o in outer)
+
+        scopes = [e for e in x_events if e["name"] in ("CompiledFunction", "CompiledFunctionBackward")]
+        graphs = [e for e in x_events if e["name"].startswith("graph.")]
+        aten = [e for e in x_events if e["cat"] == "aten" and inside(e, scopes)]
+        print(json.dumps({{
+            "plain": collections.Counter(e["name"] for e in aten if not inside(e, graphs)),
+            "ours": collections.Counter(e["name"] for e in aten if inside(e, graphs)),
+            "nested": sum(inside(e, [o for o in aten if o is not e]) for e in aten),
+            "kernels": collections.Counter(e["name"] for e in x_events if e["name"].startswith("kernel.extern")),
+        }}))
+    """
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    plain, kernels = res["plain"], res["kernels"]
+    # the linear layers' matmuls, forward and backward, 3 steps: as many as our extern kernel events
+    matmuls = {k: v for k, v in plain.items() if k in ("aten::addmm", "aten::mm")}
+    assert matmuls and all(v % 3 == 0 for v in matmuls.values()), plain
+    assert sum(matmuls.values()) == sum(kernels.values()) > 0, (plain, kernels)
+    assert res["ours"] == {} and res["nested"] == 0, res
+
+
 def test_flows_link_forward_kernels_to_backward_kernels(tmp_path, monkeypatch):
     """Flow arrows (``s``/``f`` with matching ids) go from a forward kernel
     to the backward kernel of the same seq_nr, each backward call finishing
