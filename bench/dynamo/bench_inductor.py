@@ -90,7 +90,7 @@ class Variant:
                 ctx.__exit__(None, None, None)
 
 
-def bench(name, make_model, inputs, mode, rounds, iters, extra):
+def bench(name, make_model, inputs, mode, rounds, iters, extra, keep=None):
     torch._dynamo.reset()
 
     def fresh():
@@ -120,6 +120,8 @@ def bench(name, make_model, inputs, mode, rounds, iters, extra):
         m, opt = fresh()
         v["kprofile+observer"] = Variant(
             step_fn(torch.compile(m, options={"cpp.enable_kernel_profile": True}), inputs, mode, opt), trace_eager)
+    if keep:  # --variants: time only these (inductor and dftracer always: the ratios need them)
+        v = {k: x for k, x in v.items() if k in keep or k in ("inductor", "dftracer")}
     for x in v.values():  # compile + warm up
         x.run()
         x.run()
@@ -164,6 +166,7 @@ def main():
     p.add_argument("--iters", type=int, default=2)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--extra", action="store_true", help="also time the kprofile+observer hook candidate")
+    p.add_argument("--variants", default=None, help="comma list of variants to time (inductor, dftracer always)")
     p.add_argument("--json", default=None)
     a = p.parse_args()
     if a.threads:
@@ -177,7 +180,8 @@ def main():
         if a.only and name not in a.only.split(","):
             continue
         for mode in a.modes.split(","):
-            r = bench(name, make, inputs(), mode, a.rounds, a.iters, a.extra)
+            r = bench(name, make, inputs(), mode, a.rounds, a.iters, a.extra,
+                      a.variants.split(",") if a.variants else None)
             results.append(r)
             print_result(r)
     log.finalize()
