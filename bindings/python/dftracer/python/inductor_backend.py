@@ -109,7 +109,7 @@ def make_inductor_backend(default_tags: Callable[[], int], mode: str | None = No
         if torch_compat.inductor_cpp_wrapper(patches):
             # Plain Inductor, as the user asked for it (no provenance patch: the
             # same FX cache entries as torch.compile's), graphs unmarked.
-            _warn_once("cpp_wrapper", "Inductor's cpp_wrapper mode (torch._inductor.config.cpp_wrapper=True) "
+            _warn_once("cpp_wrapper", "Inductor's cpp_wrapper mode (Inductor config cpp_wrapper=True) "
                        "generates C++ kernel calls that cannot be marked: its graphs run as plain Inductor's, "
                        "without kernel events (turn cpp_wrapper off to trace them)")
             return compile_fx(gm, example_inputs, config_patches=patches or None)
