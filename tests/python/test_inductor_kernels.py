@@ -141,6 +141,40 @@ def test_inductor_kernel_events(run_python, tmp_path, model):
     assert strip(again["kernels"]) == strip(kernels)
 
 
+def test_cpp_wrapper_runs_unmarked_with_one_warning(run_python, tmp_path):
+    """Inductor's cpp_wrapper mode generates C++ kernel calls that cannot be
+    marked: forward and backward graphs compile as plain Inductor's (outputs
+    and grads equal), record no kernel events, and say so in exactly one
+    warning that names cpp_wrapper."""
+    code = f"""
+        import json, sys, torch
+        sys.path.insert(0, {HERE!r})
+        import trace_reader
+        from dftracer.python import dftracer, Dynamo
+
+        torch._inductor.config.cpp_wrapper = True
+        def make():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        ours, plain = make(), make()
+        x = torch.randn(3, 8)
+        log = dftracer.initialize_log({str(tmp_path / "cw")!r}, None, -1)
+        a = Dynamo("cw", backend="inductor").compile(ours)(x)
+        b = torch.compile(plain)(x)
+        a.sum().backward()
+        b.sum().backward()
+        same = torch.equal(a, b) and all(torch.equal(p.grad, q.grad) for p, q in zip(ours.parameters(), plain.parameters()))
+        log.finalize()
+        events = [e for p in trace_reader.trace_files({str(tmp_path)!r}, "cw-*.pfw*") for e in trace_reader.read_trace(p)]
+        print(json.dumps({{"same": same, "kernels": sum(e.get("name", "").startswith("kernel.") for e in events)}}))
+    """
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["same"] and res["kernels"] == 0, res
+    warnings = [line for line in r.stderr.splitlines() if "[dftracer] warning" in line]
+    assert len(warnings) == 1 and "cpp_wrapper" in warnings[0], r.stderr
+
+
 def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_python, tmp_path):
     """trace_eager() under plain torch.compile (Inductor, no dftracer
     backend): with cpp.enable_kernel_profile on, each C++ kernel call is an
@@ -179,6 +213,96 @@ def test_trace_eager_records_inductor_kernels_under_plain_torch_compile(run_pyth
     assert set(counts.values()) == {3}, counts
     assert any("backward" in name for name in counts) and len(counts) >= 2, counts
     assert res["inside"]
+
+
+def test_trace_eager_records_extern_kernels_once(run_python, tmp_path):
+    """trace_eager() records the ATen ops a compiled graph's code calls
+    itself (Inductor's extern kernels: the linear layers' addmm/mm) under
+    plain torch.compile, once per call and not the ops nested in them; in a
+    graph our Inductor backend instrumented, the kernel events are the only
+    record of them (no ATen event inside its graph events)."""
+    code = f"""
+        import collections, json, sys, torch
+        sys.path.insert(0, {HERE!r})
+        import trace_reader
+        from dftracer.python import dftracer, trace_eager, Dynamo
+
+        def make():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+        plain = torch.compile(make())
+        ours = Dynamo("ek", backend="inductor").compile(make())
+        x = torch.randn(4, 8)
+        log = dftracer.initialize_log({str(tmp_path / "ek")!r}, None, -1)
+        trace_eager()
+        for _ in range(3):
+            plain(x).sum().backward()
+            ours(x).sum().backward()
+        log.finalize()
+        events = [e for p in trace_reader.trace_files({str(tmp_path)!r}, "ek-*.pfw*") for e in trace_reader.read_trace(p)]
+        x_events = [e for e in events if e.get("ph") == "X"]
+
+        def inside(e, outer):
+            return any(o["tid"] == e["tid"] and o["ts_ns"] <= e["ts_ns"] and
+                       e["ts_ns"] + e["dur_ns"] <= o["ts_ns"] + o["dur_ns"] for o in outer)
+
+        scopes = [e for e in x_events if e["name"] in ("CompiledFunction", "CompiledFunctionBackward")]
+        graphs = [e for e in x_events if e["name"].startswith("graph.")]
+        aten = [e for e in x_events if e["cat"] == "aten" and inside(e, scopes)]
+        print(json.dumps({{
+            "plain": collections.Counter(e["name"] for e in aten if not inside(e, graphs)),
+            "ours": collections.Counter(e["name"] for e in aten if inside(e, graphs)),
+            "nested": sum(inside(e, [o for o in aten if o is not e]) for e in aten),
+            "kernels": collections.Counter(e["name"] for e in x_events if e["name"].startswith("kernel.extern")),
+        }}))
+    """
+    r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    plain, kernels = res["plain"], res["kernels"]
+    # the linear layers' matmuls, forward and backward, 3 steps: as many as our extern kernel events
+    matmuls = {k: v for k, v in plain.items() if k in ("aten::addmm", "aten::mm")}
+    assert matmuls and all(v % 3 == 0 for v in matmuls.values()), plain
+    assert sum(matmuls.values()) == sum(kernels.values()) > 0, (plain, kernels)
+    assert res["ours"] == {} and res["nested"] == 0, res
+
+
+def test_flows_link_forward_kernels_to_backward_kernels(tmp_path, monkeypatch):
+    """Flow arrows (``s``/``f`` with matching ids) go from a forward kernel
+    to the backward kernel of the same seq_nr, each backward call finishing
+    the flows its own forward call started."""
+    from dftracer.python import Dynamo
+
+    from test_dynamo_helpers import traced
+
+    monkeypatch.setenv("DFTRACER_TIME_RESOLUTION", "ns")  # flows matched to kernels by timestamp
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))
+    fwd = Dynamo("flows", backend="inductor").compile(m)
+    x = torch.randn(4, 8)
+    with traced(tmp_path, "flows") as events:
+        for _ in range(3):
+            fwd(x).sum().backward()
+    kernels = [e for e in events if e.get("ph") == "X" and e["name"].startswith("kernel.")]
+
+    def enclosing(flow):
+        hits = [k for k in kernels if k["tid"] == flow["tid"] and k["ts"] <= flow["ts"] <= k["ts"] + k["dur"]]
+        assert len(hits) == 1, (flow, hits)
+        return hits[0]
+
+    starts = {e["id"]: enclosing(e) for e in events if e.get("ph") == "s"}
+    finishes = [(e["id"], enclosing(e)) for e in events if e.get("ph") == "f"]
+    assert len(starts) == len([e for e in events if e.get("ph") == "s"]), "flow ids must be unique per call"
+    assert finishes and len(finishes) % 3 == 0  # the same arrows each step
+    for fid, bw in finishes:
+        fw = starts[fid]
+        assert fw["args"]["phase"] == "forward" and bw["args"]["phase"] == "backward"
+        assert fw["args"]["seq_nr"] == bw["args"]["seq_nr"] >= 0 and fw["ts"] < bw["ts"]
+    # every backward kernel whose seq_nr a forward kernel has ends an arrow, once per step
+    fw_seqs = {k["args"]["seq_nr"] for k in kernels if k["args"]["phase"] == "forward"}
+    bw_seqs = {k["args"]["seq_nr"] for k in kernels if k["args"]["phase"] == "backward"}
+    assert len(finishes) == 3 * len((fw_seqs & bw_seqs) - {-1})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the Triton kernel path needs a GPU")

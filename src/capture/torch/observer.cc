@@ -23,10 +23,13 @@
 // step (bench/torch/bench_eager_instructions.py). The engine's event is
 // written as the node (its name, cat "autograd", the node's seq_nr).
 //
-// No double counting with the capture backend: while a frame of the
-// compiled-function scopes is open on the thread, or the capture backend's
+// No double counting with the capture backend: while the capture backend's
 // probe reports an open instrumented graph, ops are skipped (as they are
-// while the thread is suspended, e.g. compiling).
+// while the thread is suspended, e.g. compiling). Inside a compiled-function
+// scope of a graph the backend did not instrument (plain torch.compile),
+// only the graph's own work is recorded: the ATen ops called right under
+// the scope (Inductor's extern kernels and fallbacks) and Inductor's kernel
+// scopes, not the ops nested in those.
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
@@ -68,11 +71,13 @@ struct Frame {
   NameInfo info;
   uint8_t kind;
   uint16_t shapes_len;
+  int32_t outer_graph_frame;  // kCompiled frames: the thread's graph_frame before this one opened
 };
 
 struct ThreadState {
   int depth;           // frames pushed, including those beyond kMaxDepth
   int compiled_depth;  // open kCompiled frames
+  int graph_frame;     // index of the innermost open kCompiled frame (valid while compiled_depth > 0)
   int suspended;       // suspend_this_thread() calls not yet resumed
   char* shapes;        // kMaxDepth shapes strings, allocated on first use
   Frame frames[kMaxDepth];
@@ -222,13 +227,22 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 
   f.info = lookup_name(t.names, fn);
   const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
+  const int graph_frame = t.graph_frame;  // before this frame opens one
   if (f.info.flags & kCompiledScope) {
     f.kind = kCompiled;
+    f.outer_graph_frame = graph_frame;
+    t.graph_frame = d;
     ++t.compiled_depth;
   }
-  // Inside a compiled graph only Inductor's own kernel scopes are recorded
-  // (never while compiling: suspended).
-  if (in_graph && !((f.info.flags & kInductorKernel) && t.suspended == 0)) return nullptr;
+  // Inside a compiled graph (never while compiling: suspended) two kinds of
+  // scope are the graph's own work and recorded: Inductor's kernel scopes,
+  // and the ATen ops its code calls directly (the frame right under the
+  // compiled scope: Inductor's extern kernels and fallbacks, aot_eager's
+  // ops), not the ops those run inside them. A graph our capture backend
+  // instrumented is skipped whole by the probe below: it records them itself.
+  if (in_graph && !(t.suspended == 0 && ((f.info.flags & kInductorKernel) ||
+                                         ((f.info.flags & kOperator) && d == graph_frame + 1))))
+    return nullptr;
   if (const auto probe = g_probe.load(std::memory_order_relaxed)) {
     if (probe() > 0) return nullptr;
   }
@@ -242,7 +256,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 
 void finish(ThreadState& t, int index, uint64_t end) {
   Frame& f = t.frames[index];
-  if (f.kind & kCompiled) --t.compiled_depth;
+  if (f.kind & kCompiled) {
+    --t.compiled_depth;
+    t.graph_frame = f.outer_graph_frame;
+  }
   if (!(f.kind & kRecorded) || end == 0) return;
   dft_arg args[2];
   uint32_t n = 0;

@@ -8,7 +8,10 @@ thread, spanning the phase (our clock, read outside torch's bookkeeping, so
 a phase's event contains its sub-phases' events). Names:
 
   dynamo.trace       Dynamo's compile of one frame (torch: entire_frame_compile):
-                     args frame, file, line, compile_id
+                     args frame, file, line, compile_id; when torch compiles
+                     its inlining wrapper (external_utils ``inner``, around
+                     a module forward defined in torch such as
+                     nn.Sequential's), the function it wraps
   recompile          the same compile when it is a recompile (torch's
                      outermost "dynamo" phase, around dynamo.trace): args
                      reason (torch's recompile reason), frame, compile_id
@@ -55,6 +58,8 @@ class _Phases(threading.local):
     def __init__(self) -> None:
         self.stack: list[tuple[str, int, str, dict]] = []  # (torch name, start ticks, compile id, tags)
         self.frame: tuple[int, int, dict] | None = None  # the last entire_frame_compile: t0, t1, tags
+        # the user's function when the frame compiling is torch's inlining wrapper
+        self.inlined: tuple[str, str, int] | None = None
 
 
 _phases = _Phases()
@@ -96,6 +101,8 @@ def _record(name: str, t0: int, t1: int, args: dict) -> None:
 def _on_start(phase: str) -> None:
     try:
         if _core.enabled():
+            if phase == _FRAME:
+                _phases.inlined = torch_compat.inlined_user_function()
             _phases.stack.append((phase, _core.ticks(), torch_compat.current_compile_id(), _tags()))
     except Exception as e:
         _failed(e)
@@ -130,6 +137,9 @@ def _end_frame_compile(t0: int, t1: int, args: dict) -> None:
     frame, _phases.frame = _phases.frame, None
     metrics = torch_compat.frame_compile_metrics(args["compile_id"])
     code, file, line, reason = metrics or ("", "", -1, "")
+    inlined, _phases.inlined = _phases.inlined, None
+    if inlined is not None:  # torch's metrics name its wrapper `inner`: name what it inlined
+        code, file, line = inlined
     if frame is not None:
         f0, f1, fargs = frame
         _record("dynamo.trace", f0, f1, {**fargs, "frame": code, "file": file, "line": line})

@@ -15,6 +15,10 @@ kernels' code is the same) and the AOT autograd cache is off for these
 compiles, because a hit there loads the compiled graphs without calling the
 inner compiler. The FX graph cache stays on: a hit there goes through the
 inner compiler and is instrumented like a fresh compile.
+
+Inductor's ``cpp_wrapper`` mode generates the wrapper in C++: there is no
+Python ``call()`` to mark, so such graphs are compiled exactly as plain
+Inductor compiles them and run unmarked, with one warning per process.
 """
 
 from __future__ import annotations
@@ -101,6 +105,13 @@ def make_inductor_backend(default_tags: Callable[[], int], mode: str | None = No
             return gm.forward  # torch_compat warned: Dynamo's graph runs eagerly
         compile_fx, compile_fx_inner = compilers
         if not tracing_enabled():
+            return compile_fx(gm, example_inputs, config_patches=patches or None)
+        if torch_compat.inductor_cpp_wrapper(patches):
+            # Plain Inductor, as the user asked for it (no provenance patch: the
+            # same FX cache entries as torch.compile's), graphs unmarked.
+            _warn_once("cpp_wrapper", "Inductor's cpp_wrapper mode (Inductor config cpp_wrapper=True) "
+                       "generates C++ kernel calls that cannot be marked: its graphs run as plain Inductor's, "
+                       "without kernel events (turn cpp_wrapper off to trace them)")
             return compile_fx(gm, example_inputs, config_patches=patches or None)
         graph_id = new_graph_id()
         record_graph_metadata(gm, graph_id)

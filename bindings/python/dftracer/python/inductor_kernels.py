@@ -295,16 +295,21 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int) ->
         graph_id = fw_info.graph
     phase_name = dynamo_nodes.PHASES[phase]
     names = [f"kernel.{e.name}" for e in entries]
+    op_entries = [dynamo_nodes.OpEntry(i, names[i], e.modules[0] if e.modules else None, "", [], "", e.flops,
+                                       e.bytes, e.seq_nr) for i, e in enumerate(entries)]
+    # Flow arrows forward kernel -> backward kernel of the same seq_nr (a
+    # kernel's seq_nr: the smallest of the nodes it fused), as for aot_eager
+    # op events. Inductor's partitioner is its own, so a forward graph does
+    # not know which seq_nrs its backward keeps: each forward seq_nr starts one.
+    flows, flow_groups = dynamo_pairing.flow_groups(phase, op_entries, fw_info)
     slot = _core.dynamo_register_graph(
         f"graph.{phase_name}",
         json.dumps({"phase": phase_name, "graph": graph_id, "ops": len(entries), "compiler": "inductor"},
                    separators=(",", ":"))[1:-1],
         phase, names, [e.fragment(i, phase_name, graph_id) for i, e in enumerate(entries)],
-        [-1] * len(entries), 0, fw_info.slot if fw_info is not None else -1)
+        flows, len(flow_groups), fw_info.slot if fw_info is not None else -1)
     key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
-    op_entries = [dynamo_nodes.OpEntry(i, names[i], e.modules[0] if e.modules else None, "", [], "", e.flops,
-                                       e.bytes, e.seq_nr) for i, e in enumerate(entries)]
-    info = GraphInfo(graph_id, phase, slot, names, op_entries, {}, key_name, key_index)
+    info = GraphInfo(graph_id, phase, slot, names, op_entries, flow_groups, key_name, key_index)
     add_graph(info, fw_info)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)

@@ -22,6 +22,8 @@ Users of this module:
 
 from __future__ import annotations
 
+import inspect
+import sys
 import threading
 from typing import Any, Callable
 
@@ -276,6 +278,37 @@ def frame_compile_metrics(compile_id: str) -> tuple[str, str, int, str] | None:
         return None
 
 
+def inlined_user_function() -> tuple[str, str, int] | None:
+    """(name, file, first line) of the user's function when the frame Dynamo
+    is compiling now (called from inside its frame compile) is torch's
+    ``external_utils.wrap_inline`` wrapper ``inner``: torch.compile wraps a
+    function it would otherwise skip (an ``nn.Module`` forward defined in
+    torch, e.g. ``nn.Sequential``'s) in it and inlines the function, so
+    torch's metrics name ``inner``. Read from convert_frame's ``_compile``
+    (its ``code`` and ``closure`` arguments, on the stack). None when the
+    frame is the user's own or that layout is gone (then ``inner`` stays)."""
+    try:
+        f = sys._getframe(1)
+        while f is not None and not (f.f_code.co_name == "_compile" and
+                                     f.f_code.co_filename.endswith("convert_frame.py")):
+            f = f.f_back
+        if f is None:
+            return None
+        code, closure = f.f_locals.get("code"), f.f_locals.get("closure")
+        if code is None or code.co_name != "inner" or not code.co_filename.endswith("external_utils.py"):
+            return None
+        for cell in closure or ():
+            fn = inspect.unwrap(getattr(cell.cell_contents, "__func__", cell.cell_contents))
+            c = getattr(getattr(fn, "__func__", fn), "__code__", None)
+            if c is not None:
+                return c.co_name, c.co_filename, c.co_firstlineno
+        return None
+    except Exception as e:
+        degraded("torch._dynamo.convert_frame._compile (code, closure)", e,
+                 "dynamo.trace names torch's wrapper `inner` for functions torch wraps to inline")
+        return None
+
+
 # ------------------------------------------------------------------ Inductor
 # inductor_backend compiles with Inductor's compile_fx, our inner compile
 # around compile_fx_inner; inductor_kernels reads the CompiledFxGraph it
@@ -301,6 +334,22 @@ def inductor_mode_options(mode: str | None) -> dict:
     from torch._inductor import list_mode_options  # public: torch._inductor's own __init__
 
     return dict(list_mode_options(mode))
+
+
+def inductor_cpp_wrapper(patches: dict) -> bool:
+    """Whether Inductor generates a C++ wrapper (``cpp_wrapper`` in the
+    config patches or set globally): its kernel calls are C++, not Python
+    statements a mark can precede. Missing: False (instrumenting the graph
+    then fails and it runs unmarked, with a less specific warning)."""
+    if "cpp_wrapper" in patches:
+        return bool(patches["cpp_wrapper"])
+    try:
+        from torch._inductor import config
+
+        return bool(config.cpp_wrapper)
+    except Exception as e:
+        degraded("torch._inductor.config.cpp_wrapper", e, "cpp_wrapper mode is not recognised before compiling")
+        return False
 
 
 def no_autograd_cache() -> Any:
