@@ -168,11 +168,11 @@ constexpr bool kUnderAsan = true;
 constexpr bool kUnderAsan = false;
 #endif
 
-// waitpid with a deadline (30 s; 3 s under ASan, whose hung children are
-// expected): false (and the child killed) when it has not exited by then, so
-// a hung child fails the test instead of hanging it.
-bool wait_with_deadline(pid_t child, int* status) {
-  for (int ms = 0; ms < (kUnderAsan ? 3000 : 30000); ++ms) {
+// waitpid with a deadline: false (and the child killed) when it has not
+// exited within timeout_ms, so a hung child fails the test instead of
+// hanging it.
+bool wait_or_kill(pid_t child, int* status, int timeout_ms) {
+  for (uint64_t deadline = mono_ns() + uint64_t(timeout_ms) * 1000000ull; mono_ns() < deadline;) {
     if (waitpid(child, status, WNOHANG) == child) return true;
     usleep(1000);
   }
@@ -180,6 +180,9 @@ bool wait_with_deadline(pid_t child, int* status) {
   waitpid(child, status, 0);
   return false;
 }
+
+// 30 s; 3 s under ASan, whose hung children are expected.
+bool wait_with_deadline(pid_t child, int* status) { return wait_or_kill(child, status, kUnderAsan ? 3000 : 30000); }
 
 TEST(Fork, ForkWhileRecordingAndWritingNeverCrashesTheChild) {
   std::string dir = temp_dir("forkrace");
@@ -298,18 +301,8 @@ TEST(Crash, SigtermDuringThreadChurnNeverHangs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + (run * 7) % 40));
     kill(child, SIGTERM);
     int status = 0;
-    bool exited = false;
-    for (uint64_t deadline = mono_ns() + 20000000000ull; mono_ns() < deadline;) {
-      if (waitpid(child, &status, WNOHANG) == child) {
-        exited = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    if (!exited) {
+    if (!wait_or_kill(child, &status, 20000)) {
       ++hung;
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
       continue;
     }
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) ++wrong;
@@ -345,18 +338,9 @@ TEST(Crash, SigtermRightAfterForkFinalizesTheChild) {
     }
     kill(child, SIGTERM);
     int status = 0;
-    bool exited = false;
-    for (uint64_t deadline = mono_ns() + 5000000000ull; mono_ns() < deadline;) {
-      if (waitpid(child, &status, WNOHANG) == child) {
-        exited = true;
-        break;
-      }
-      usleep(1000);
-    }
+    const bool exited = wait_or_kill(child, &status, 5000);
     if (!exited) {  // the signal was lost: only the 10 s alarm would end it
       ++lost;
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
     } else if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) {
       ++wrong;
     }
