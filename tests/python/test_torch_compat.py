@@ -69,3 +69,37 @@ def test_missing_dynamo_internals_degrade_with_one_warning_each(run_python, tmp_
     graphs = [json.loads(e["args"]["value"]) for e in events
               if e.get("ph") == "M" and e.get("name") == "dynamo.graph"]
     assert len(graphs) == 2 and all(g["frame"] not in ("", "?") for g in graphs), graphs
+
+
+def test_backend_still_traces_after_torch_profiler_imports_inductor_under_trace_eager(run_python, tmp_path):
+    """trace_eager() waits for torch._dynamo to be imported and then hooks its
+    compile callbacks. torch.profiler's start imports torch._inductor, whose
+    own import chain imports torch._dynamo: our hook used to run right there
+    and import torch_compat, whose backend imports then hit torch's partially
+    initialised torch._inductor.standalone_compile. The ImportError was taken
+    for a missing API, and dftracer_dynamo_backend ran every graph eagerly,
+    untraced, for the rest of the process. Now: no warning, op events."""
+    code = f"""
+        import json, sys, torch
+        from dftracer.python import dftracer
+        from dftracer.python.eager import trace_eager
+        assert "torch._dynamo" not in sys.modules
+        with trace_eager():  # before torch._dynamo is imported
+            pass
+        m = torch.nn.Linear(3, 3)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            m(torch.randn(2, 3))
+        from dftracer.python import dftracer_dynamo_backend
+        log = dftracer.initialize_log({str(tmp_path / "pi")!r}, None, -1)
+        c = torch.compile(m, backend=dftracer_dynamo_backend)
+        x = torch.randn(2, 3)
+        same = torch.equal(c(x), m(x))
+        log.finalize()
+        print(json.dumps({{"same": same}}))
+    """
+    r = run_python(code, env={})
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"same": True}
+    assert "not usable" not in r.stderr, r.stderr
+    events = [e for f in trace_files(str(tmp_path)) for e in read_trace(f)]
+    ops = [e for e in events if e.get("cat") == "dynamo" and e.get("ph") == "X" and "addmm" in e.get("name", "")]
+    assert ops, sorted({(e.get("cat"), e.get("name")) for e in events})[:40]

@@ -72,20 +72,52 @@ def degraded(what: str, error: BaseException, effect: str) -> None:
 # factory, partitioner and per-graph compiler (boxed_nop), with our pass run
 # on each graph before boxed_nop sees it. Missing: the backend returns
 # Dynamo's graph as is (the "eager" backend), untraced.
-try:
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._dynamo.backends.debugging import aot_eager, boxed_nop
-except Exception as e:  # ImportError, or a module that fails to import
-    aot_autograd = aot_eager = boxed_nop = None  # type: ignore[assignment]
-    degraded("torch._dynamo.backends (aot_autograd, aot_eager, boxed_nop)", e,
-             "dftracer_dynamo_backend runs Dynamo's graphs eagerly, untraced")
+#
+# Imported on first use (module __getattr__), not when this module is: this
+# module is also imported from trace_eager's hook on the import of
+# torch._dynamo, which can fire inside torch's own import of torch._inductor
+# (torch.profiler's start does that). Importing the backends there hits
+# torch's partially initialised torch._inductor.standalone_compile; the
+# ImportError looked like a missing API, and the backend ran every graph
+# untraced for the rest of the process.
 
-try:  # public (functorch.compile), listed here because aot_eager's choice is what we copy
-    from functorch.compile import min_cut_rematerialization_partition
-except Exception as e:
-    min_cut_rematerialization_partition = None  # type: ignore[assignment]
-    degraded("functorch.compile.min_cut_rematerialization_partition", e,
-             "forward/backward flow arrows are drawn for every seq_nr")
+
+def _load_aot_backends() -> dict:
+    try:
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._dynamo.backends.debugging import aot_eager, boxed_nop
+    except Exception as e:  # ImportError, or a module that fails to import
+        degraded("torch._dynamo.backends (aot_autograd, aot_eager, boxed_nop)", e,
+                 "dftracer_dynamo_backend runs Dynamo's graphs eagerly, untraced")
+        return {"aot_autograd": None, "aot_eager": None, "boxed_nop": None}
+    return {"aot_autograd": aot_autograd, "aot_eager": aot_eager, "boxed_nop": boxed_nop}
+
+
+def _load_partitioner() -> dict:
+    try:  # public (functorch.compile), listed here because aot_eager's choice is what we copy
+        from functorch.compile import min_cut_rematerialization_partition
+    except Exception as e:
+        degraded("functorch.compile.min_cut_rematerialization_partition", e,
+                 "forward/backward flow arrows are drawn for every seq_nr")
+        return {"min_cut_rematerialization_partition": None}
+    return {"min_cut_rematerialization_partition": min_cut_rematerialization_partition}
+
+
+_LAZY = {
+    "aot_autograd": _load_aot_backends,
+    "aot_eager": _load_aot_backends,
+    "boxed_nop": _load_aot_backends,
+    "min_cut_rematerialization_partition": _load_partitioner,
+}
+
+
+def __getattr__(name: str) -> Any:
+    load = _LAZY.get(name)
+    if load is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals().update(load())  # later lookups find the module attribute
+    return globals()[name]
+
 
 # --------------------------------------------------------------- op classes
 # dynamo_nodes names events by overload and reads schemas. Missing: events
