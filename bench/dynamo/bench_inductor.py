@@ -8,6 +8,10 @@ loss, backward, SGD step), interleaved round by round so that the load of a
 shared machine hits every variant alike, on CPU:
 
   inductor          torch.compile(model), untraced (the baseline)
+  inductor-again    a second, identical torch.compile(model) instance, untraced:
+                    the A/A control. Its ratio to inductor is the spread between
+                    two instances of the same program (their tensors land at
+                    other addresses), the noise floor any ratio is read against
   dftracer          Dynamo(backend="inductor").compile: Inductor's kernels, one
                     event per kernel call, tracing on
   torch.profiler    torch.compile with cpp.enable_kernel_profile=True, run
@@ -104,6 +108,8 @@ def bench(name, make_model, inputs, mode, rounds, iters, extra, keep=None):
     m, opt = fresh()
     v["inductor"] = Variant(step_fn(torch.compile(m), inputs, mode, opt))
     m, opt = fresh()
+    v["inductor-again"] = Variant(step_fn(torch.compile(m), inputs, mode, opt))
+    m, opt = fresh()
     n0 = graph_count()
     v["dftracer"] = Variant(step_fn(Dynamo("bench", backend="inductor").compile(m), inputs, mode, opt))
     t0 = time.perf_counter()
@@ -120,8 +126,8 @@ def bench(name, make_model, inputs, mode, rounds, iters, extra, keep=None):
         m, opt = fresh()
         v["kprofile+observer"] = Variant(
             step_fn(torch.compile(m, options={"cpp.enable_kernel_profile": True}), inputs, mode, opt), trace_eager)
-    if keep:  # --variants: time only these (inductor and dftracer always: the ratios need them)
-        v = {k: x for k, x in v.items() if k in keep or k in ("inductor", "dftracer")}
+    if keep:  # --variants: time only these (inductor, its control and dftracer always: the ratios need them)
+        v = {k: x for k, x in v.items() if k in keep or k in ("inductor", "inductor-again", "dftracer")}
     for x in v.values():  # compile + warm up
         x.run()
         x.run()
@@ -166,7 +172,7 @@ def main():
     p.add_argument("--iters", type=int, default=2)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--extra", action="store_true", help="also time the kprofile+observer hook candidate")
-    p.add_argument("--variants", default=None, help="comma list of variants to time (inductor, dftracer always)")
+    p.add_argument("--variants", default=None, help="comma list of variants to time (inductor, inductor-again, dftracer always)")
     p.add_argument("--json", default=None)
     a = p.parse_args()
     if a.threads:
