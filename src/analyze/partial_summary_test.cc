@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "diff.hpp"
+#include "summary_expect.hpp"
 #include "module_tree.hpp"
 #include "partial_summary.hpp"
 #include "summary.hpp"
@@ -51,33 +52,6 @@ std::string nested_trace(int steps) {
   return pfw_text(mixed);
 }
 
-void expect_same(const Summary& want, const Summary& got) {
-  ASSERT_EQ(want.rows.size(), got.rows.size());
-  EXPECT_EQ(want.complete_events, got.complete_events);
-  EXPECT_EQ(want.metadata_events, got.metadata_events);
-  EXPECT_EQ(want.traced_us, got.traced_us);
-  EXPECT_EQ(want.total_us, got.total_us);
-  EXPECT_EQ(want.span_us, got.span_us);
-  EXPECT_EQ(want.stats.events, got.stats.events);
-  EXPECT_EQ(want.stats.files, got.stats.files);
-  EXPECT_EQ(want.stats.json_bytes, got.stats.json_bytes);
-  for (size_t i = 0; i < want.rows.size(); ++i) {
-    const SummaryRow& w = want.rows[i];
-    const SummaryRow& g = got.rows[i];
-    EXPECT_EQ(w.key, g.key);
-    EXPECT_EQ(w.count, g.count) << w.key[0];
-    EXPECT_EQ(w.self_us, g.self_us) << w.key[0];
-    EXPECT_EQ(w.total_us, g.total_us) << w.key[0];
-    EXPECT_EQ(w.min_us, g.min_us) << w.key[0];
-    EXPECT_EQ(w.max_us, g.max_us) << w.key[0];
-    EXPECT_EQ(w.p50_us, g.p50_us) << w.key[0];
-    EXPECT_EQ(w.p95_us, g.p95_us) << w.key[0];
-    EXPECT_EQ(w.share, g.share) << w.key[0];
-    EXPECT_EQ(std::isnan(w.gflops), std::isnan(g.gflops)) << w.key[0];
-    if (!std::isnan(w.gflops)) EXPECT_DOUBLE_EQ(w.gflops, g.gflops) << w.key[0];  // float sums in another order
-  }
-}
-
 TEST(PartialSummary, MemberRangesCombinedEqualOneRead) {
   TempDir dir;
   const std::string path = dir.file("t.pfw.gz");
@@ -90,7 +64,7 @@ TEST(PartialSummary, MemberRangesCombinedEqualOneRead) {
     std::vector<std::string> parts;
     for (const MemberRange& r : ranges) parts.push_back(partial_summary_range(path, 0, r, keys));
     std::reverse(parts.begin(), parts.end());  // any order
-    expect_same(want, combine_partials(parts, keys, 0));
+    expect_same_summary(want, combine_partials(parts, keys, 0), by, {/*read_stats=*/true});
   }
 }
 
@@ -157,7 +131,7 @@ TEST(PartialSummary, WindowedRangesCombinedEqualAWindowedRead) {
   ASSERT_LT(want.complete_events, all.complete_events);
   std::vector<std::string> parts;
   for (const MemberRange& r : ranges) parts.push_back(partial_summary_range(path, 0, r, keys, ro));
-  expect_same(want, combine_partials(parts, keys, 0));
+  expect_same_summary(want, combine_partials(parts, keys, 0), "window", {/*read_stats=*/true});
 }
 
 TEST(PartialSummary, SelfTimeNeedsTheRunsOfOtherRanges) {
@@ -185,7 +159,7 @@ TEST(PartialSummary, FilesOfOnePartAndOfManyPartsAgree) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < files.size(); i += 2)
     parts.push_back(partial_summary({files[i], files[i + 1]}, {i, i + 1}, keys, 1));
-  expect_same(want, combine_partials(parts, keys, 0));
+  expect_same_summary(want, combine_partials(parts, keys, 0), "files in pairs", {/*read_stats=*/true});
 }
 
 TEST(PartialSummary, DamagedOrForeignPartsAreRefused) {

@@ -24,6 +24,7 @@
 #include "trace_reader.hpp"
 #include "index_summary.hpp"
 #include "summary.hpp"
+#include "summary_expect.hpp"
 #include "trace_files.hpp"
 #include "trace_index.hpp"
 #include "trace_window.hpp"
@@ -101,35 +102,6 @@ Summary read_summary(const std::string& path, const std::string& by, bool use_in
   return summarize({path}, parse_group_keys(by), 0, threads, o);
 }
 
-void expect_same(const Summary& a, const Summary& b, const std::string& what) {
-  SCOPED_TRACE(what);
-  EXPECT_EQ(a.complete_events, b.complete_events);
-  EXPECT_EQ(a.metadata_events, b.metadata_events);
-  EXPECT_EQ(a.other_events, b.other_events);
-  EXPECT_EQ(a.groups, b.groups);
-  EXPECT_EQ(a.total_us, b.total_us);
-  EXPECT_EQ(a.traced_us, b.traced_us);
-  EXPECT_EQ(a.span_us, b.span_us);
-  EXPECT_EQ(a.nesting.approximated, b.nesting.approximated);
-  EXPECT_EQ(a.nesting.folded, b.nesting.folded);
-  ASSERT_EQ(a.rows.size(), b.rows.size());
-  for (size_t i = 0; i < a.rows.size(); ++i) {
-    const SummaryRow &x = a.rows[i], &y = b.rows[i];
-    SCOPED_TRACE("row " + std::to_string(i) + " " + (x.key.empty() ? "" : x.key[0]));
-    EXPECT_EQ(x.key, y.key);
-    EXPECT_EQ(x.count, y.count);
-    EXPECT_EQ(x.self_us, y.self_us);
-    EXPECT_EQ(x.total_us, y.total_us);
-    EXPECT_EQ(x.mean_us, y.mean_us);
-    EXPECT_EQ(x.min_us, y.min_us);
-    EXPECT_EQ(x.p50_us, y.p50_us);
-    EXPECT_EQ(x.p95_us, y.p95_us);
-    EXPECT_EQ(x.max_us, y.max_us);
-    EXPECT_EQ(x.share, y.share);
-    EXPECT_EQ(std::isnan(x.gflops), std::isnan(y.gflops));
-  }
-}
-
 const char* kGroupings[] = {"name", "cat", "pid", "tid", "name,cat", "cat,tid", "tid,name,pid"};
 
 // Loads the index of `path` as the reader does (the trace mapped, the .idx
@@ -154,8 +126,8 @@ TEST(WriteTimeIndex, IndexOnlySummaryEqualsFullReadForEveryGrouping) {
       EXPECT_TRUE(fast.from_index) << by;
       EXPECT_FALSE(full.from_index) << by;
       EXPECT_GT(full.stats.json_bytes, 0u);
-      expect_same(fast, full, std::string(by) + (ns ? " ns" : " us"));
-      expect_same(fast, read_summary(path, by, false, INT64_MIN, INT64_MAX, 1), std::string(by) + " 1 thread");
+      expect_same_summary(fast, full, std::string(by) + (ns ? " ns" : " us"));
+      expect_same_summary(fast, read_summary(path, by, false, INT64_MIN, INT64_MAX, 1), std::string(by) + " 1 thread");
     }
   }
 }
@@ -199,7 +171,7 @@ TEST(WriteTimeIndex, TimeWindowEqualsFilteredFullReadAndSkipsMembers) {
   std::string idx = read_file(path + ".idx");
   ::unlink((path + ".idx").c_str());
   Summary filtered = read_summary(path, "name", true, from, to);
-  expect_same(windowed, filtered, "window");
+  expect_same_summary(windowed, filtered, "window");
   EXPECT_LT(windowed.stats.json_bytes, filtered.stats.json_bytes) << "no member was skipped";
   EXPECT_EQ(windowed.stats.boundary_mismatches, 0u);  // pieces around skipped members still line up
   EXPECT_EQ(windowed.stats.malformed, 0u);
@@ -220,7 +192,7 @@ TEST(WriteTimeIndex, FilesWhoseEventsCarryFlopsAndBytesAnswerFromTheIndex) {
     Summary s = read_summary(path, by, true);
     Summary full = read_summary(path, by, false);
     EXPECT_TRUE(s.from_index) << by;
-    expect_same(s, full, by);
+    expect_same_summary(s, full, by);
     size_t with = 0;
     for (size_t i = 0; i < s.rows.size(); ++i) {
       EXPECT_EQ(std::isnan(s.rows[i].gbps), std::isnan(full.rows[i].gbps));
@@ -243,7 +215,7 @@ TEST(WriteTimeIndex, FlopsTheIndexCannotReadExactlyMakeTheSummaryRead) {
     std::string path = write_trace(d.file("t.pfw.gz"), 2, false, args);
     Summary s = read_summary(path, "name", true);
     EXPECT_FALSE(s.from_index);
-    expect_same(s, read_summary(path, "name", false), args);
+    expect_same_summary(s, read_summary(path, "name", false), args);
   }
 }
 
@@ -263,7 +235,7 @@ void expect_fallback(const std::function<void(const std::string& path)>& damage,
   EXPECT_EQ(s.stats.bad_indexes, warned ? 1u : 0u);
   ::unlink((path + ".idx").c_str());
   Summary plain = read_summary(path, "name", true);
-  expect_same(s, plain, what);
+  expect_same_summary(s, plain, what);
 }
 
 }  // namespace
@@ -330,7 +302,7 @@ TEST(WriteTimeIndex, VersionOneIndexStillReads) {
   Summary s = read_summary(path, "name", true);
   EXPECT_FALSE(s.from_index);
   EXPECT_EQ(s.stats.bad_indexes, 0u);
-  expect_same(s, read_summary(path, "name", false), "v1");
+  expect_same_summary(s, read_summary(path, "name", false), "v1");
 }
 
 namespace {
@@ -403,7 +375,7 @@ TEST(WriteTimeIndex, SamplesReplayedThroughTheWriterSummarizeTheSameFromTheIndex
       Summary full = read_summary(path, by, false);
       EXPECT_TRUE(fast.from_index) << by;
       EXPECT_EQ(full.complete_events, n + 2) << by;  // and our start and end events
-      expect_same(fast, full, by);
+      expect_same_summary(fast, full, by);
     }
   }
 }
@@ -451,7 +423,7 @@ TEST(WriteTimeIndex, ForkedChildLeavesTheParentsIndexAlone) {
   EXPECT_TRUE(index.finalized);
   Summary fast = read_summary(path, "name", true);
   EXPECT_TRUE(fast.from_index);
-  expect_same(fast, read_summary(path, "name", false), "after fork");
+  expect_same_summary(fast, read_summary(path, "name", false), "after fork");
 }
 
 // Relative windows (trace_window.hpp) take the trace's start and end from the
@@ -479,7 +451,7 @@ TEST(WriteTimeIndex, TimeRangeFromIndexEqualsFullReadAndRelativeWindowsResolveTo
   EXPECT_EQ(ro.from_ns, int64_t(kBase) + 20000000);
   EXPECT_EQ(ro.to_ns, int64_t(kBase) + 24000000);
   Summary rel = summarize({path}, parse_group_keys("name"), 0, 2, ro);
-  expect_same(rel, read_summary(path, "name", true, ro.from_ns, ro.to_ns), "relative = absolute");
+  expect_same_summary(rel, read_summary(path, "name", true, ro.from_ns, ro.to_ns), "relative = absolute");
   EXPECT_EQ(rel.complete_events, 3u * 2 * 13);
   // "-1ms" is from 1 ms before the last end.
   resolve_window(parse_window_bound("-1ms"), WindowBound{}, {path}, 2, &ro);
