@@ -323,6 +323,14 @@ DFT_API void dft_set_process_name(const char* name);
  * hot path. */
 DFT_API void dft_warn(const char* message);
 
+/* For the I/O library: `hook` runs first thing on each thread the tracer
+ * starts for itself (the writer, the signal thread), so the I/O hooks can
+ * mark that thread as never traced. Those threads keep a descriptor table
+ * of their own (docs/DESIGN.md), so a descriptor number there may name a
+ * different file than the same number in the program's table. */
+typedef void (*dft_thread_hook)(void);
+DFT_API void dft_set_tracer_thread_hook(dft_thread_hook hook);
+
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);
 DFT_API int64_t dft_tid(void);

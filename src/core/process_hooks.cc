@@ -15,6 +15,7 @@
 #include "diagnostics.h"
 #include "session.h"
 #include "string_table.h"
+#include "tracer_thread.h"
 #include "writer.h"
 
 namespace dftracer {
@@ -39,6 +40,9 @@ std::atomic<int> g_signal{0};  // the signal being handled; 0 none
 
 void* signal_thread_main(void*) {
   pthread_setname_np(pthread_self(), "dftracer-signal");
+  // It writes no file itself (finalize has the writer thread write and
+  // close the trace), so it keeps none of the program's descriptors.
+  become_tracer_thread({});
   while (sem_wait(&g_signal_sem) != 0) {
     if (errno != EINTR) return nullptr;  // no semaphore: never finalize without a signal
   }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "dftracer/dftracer.h"
+#include "seq_event.h"
 #include "trace_file.h"
 
 using namespace dftracer_test;
@@ -24,15 +25,6 @@ uint64_t mono_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void emit(const char* name, int64_t seq) {
-  dft_arg a{};
-  a.key = dft_intern_cstr("seq");
-  a.type = DFT_ARG_INT;
-  a.v.i = seq;
-  uint64_t t = dft_ticks();
-  dft_complete_ticks(dft_intern_cstr(name), dft_intern_cstr("test"), t, t + 1, &a, 1);
 }
 
 std::multiset<std::string> names_in(const std::string& path) {

@@ -11,6 +11,7 @@
 #include "buffer_registry.h"
 #include "diagnostics.h"
 #include "thread_buffer.h"
+#include "tracer_thread.h"
 
 namespace dftracer {
 namespace {
@@ -37,6 +38,10 @@ Writer::~Writer() {
 
 void Writer::forget_thread() {
   running_ = false;
+  // The writer thread held the trace's descriptors in a table of its own:
+  // the child (a copy of the forking thread's table) has none of them, and
+  // the same numbers may be its own files.
+  if (private_table_) sink_->forget_descriptors();
   // The parent's writer thread may have been waiting on these condition
   // variables when fork() copied them; destroying such a copy would wait
   // forever for a waiter that does not exist in the child. Start them over.
@@ -61,9 +66,31 @@ void Writer::start() {
     return nullptr;
   }, this) == 0;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!running_) return;
+  // The writer thread owns the trace's descriptors: once it has its own
+  // table (with its copies of them), this table's copies are closed, so
+  // the program cannot close them under us or reuse their numbers for its
+  // own files while we still write (tracer_thread.h says why the table).
+  // Waiting here is brief: the thread's first act is taking the table.
+  std::unique_lock<std::mutex> lock(mu_);
+  flushed_.wait(lock, [&] { return table_settled_; });
+  if (private_table_) {
+    std::vector<int> fds;
+    sink_->descriptors(&fds);
+    for (int fd : fds) close_descriptor_raw(fd);
+  }
 }
 
 void Writer::run() {
+  {
+    std::vector<int> keep;
+    sink_->descriptors(&keep);
+    bool own = become_tracer_thread(keep);
+    std::lock_guard<std::mutex> lock(mu_);
+    private_table_ = own;
+    table_settled_ = true;
+  }
+  flushed_.notify_all();
   const auto interval = std::chrono::milliseconds(info_.config.flush_interval_ms);
   auto next_flush = std::chrono::steady_clock::now() + interval;
   std::unique_lock<std::mutex> lock(mu_);
@@ -90,6 +117,9 @@ void Writer::run() {
       flushed_.notify_all();
     }
   }
+  lock.unlock();
+  std::lock_guard<std::mutex> work(work_mu_);  // a fork waits for the file's last writes
+  finish();
 }
 
 void Writer::cycle() {
@@ -205,6 +235,7 @@ void Writer::stop(int64_t tid) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    stop_tid_ = tid;
   }
   wake_.notify_one();
   flushed_.notify_all();
@@ -212,9 +243,14 @@ void Writer::stop(int64_t tid) {
     pthread_join(thread_, nullptr);
     running_ = false;
   }
+  if (!finished_) finish();  // the thread never started
+}
+
+void Writer::finish() {
+  finished_ = true;
   cycle();  // whatever came in while the thread was stopping
-  fmt_->end(tid, Clock::instance().now_ns(), fmt_->lines() - lost_lines_, dropped_.load(std::memory_order_relaxed),
-            &out_);
+  fmt_->end(stop_tid_, Clock::instance().now_ns(), fmt_->lines() - lost_lines_,
+            dropped_.load(std::memory_order_relaxed), &out_);
   emit();
   sink_->close();
 }

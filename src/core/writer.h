@@ -36,7 +36,9 @@ class Writer {
 
   void start();
   // Drains everything, writes the formatter's end, closes the sink and
-  // joins the thread. `tid` is the finalizing thread.
+  // joins the thread. `tid` is the finalizing thread. The file's last
+  // writes and its close happen on the writer thread (it alone holds the
+  // descriptors, tracer_thread.h); here only if that thread never started.
   void stop(int64_t tid);
   // A chunk was sealed: wake up now. Takes the writer's mutex so the wakeup
   // cannot fall between the writer's check and its wait (once per chunk,
@@ -57,8 +59,9 @@ class Writer {
   const std::string& path() const { return path_; }
 
   // fork(): the child has no writer thread. After forget_thread() the
-  // Writer can be destroyed there without joining anything; its file
-  // descriptor (the child's copy) is closed and nothing is written.
+  // Writer can be destroyed there without joining anything and nothing is
+  // written; the trace's descriptors are closed there only where the
+  // child has a copy of them (the writer thread shared the table).
   // lock_for_fork() takes the wake-up lock, then waits until the writer is
   // between cycles, so the child never inherits its vectors, out buffer or
   // compressor half-changed. In that order: the writer drops the work lock
@@ -83,6 +86,7 @@ class Writer {
   void warn_first_drops();  // one warning a session, naming DFTRACER_BUFFER_SIZE
   void retire(ThreadBuffer* tb);
   void emit();
+  void finish();  // the last drain, the end event, the sink's close
 
   BufferRegistry& registry_;
   ChunkPool& pool_;
@@ -103,6 +107,10 @@ class Writer {
   std::condition_variable wake_;
   std::condition_variable flushed_;
   bool stop_ = false;
+  int64_t stop_tid_ = 0;          // guarded by mu_: the finalizing thread
+  bool table_settled_ = false;    // guarded by mu_: the thread has taken its table
+  bool private_table_ = false;    // the thread holds the trace's descriptors alone
+  bool finished_ = false;         // finish() ran
   bool pending_ = false;          // guarded by mu_: sealed chunks to drain
   uint64_t flush_requested_ = 0;  // guarded by mu_
   uint64_t flush_done_ = 0;       // guarded by mu_

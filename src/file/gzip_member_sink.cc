@@ -131,8 +131,20 @@ bool GzipMemberSink::write_chunk(const char* data, size_t len, uint64_t lines) {
 }
 
 void GzipMemberSink::drop_index() {
+  // Only the file: the formatter still points at index_stats_ (its event
+  // observer) and calls it for every line; freeing it here made the next
+  // line a use after free (a failed index write crashed the program).
   index_.close();
-  index_stats_.reset();
+}
+
+void GzipMemberSink::descriptors(std::vector<int>* out) const {
+  if (file_.is_open()) out->push_back(file_.fd());
+  if (index_.is_open()) out->push_back(index_.fd());
+}
+
+void GzipMemberSink::forget_descriptors() {
+  file_.forget();
+  index_.forget();
 }
 
 void GzipMemberSink::close() {

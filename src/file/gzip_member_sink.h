@@ -29,6 +29,8 @@ class GzipMemberSink final : public TraceSink {
   ~GzipMemberSink() override;
   bool write_chunk(const char* data, size_t len, uint64_t lines) override;
   void close() override;
+  void descriptors(std::vector<int>* out) const override;
+  void forget_descriptors() override;
   EventObserver* event_observer() override { return index_stats_.get(); }
 
  private:
@@ -39,7 +41,7 @@ class GzipMemberSink final : public TraceSink {
   OutputFile index_;
   std::unique_ptr<MemberCompressor> z_;
   std::vector<unsigned char> member_;
-  std::unique_ptr<MemberIndex> index_stats_;  // null when there is no index file
+  std::unique_ptr<MemberIndex> index_stats_;  // null when no index file was opened; kept when it is dropped
 };
 
 }  // namespace dftracer

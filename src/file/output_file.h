@@ -29,6 +29,11 @@ class OutputFile {
   int write_all(const char* data, size_t len);
   // Closes; warns when `warn_if_deleted` and the file had been unlinked.
   void close(bool warn_if_deleted = false);
+  // The descriptor, or -1 when closed.
+  int fd() const { return fd_; }
+  // Forgets the descriptor without closing it: the number means another
+  // file (or none) in this thread's descriptor table (TraceSink).
+  void forget() { fd_ = -1; }
 
  private:
   int fd_ = -1;

@@ -20,6 +20,10 @@ class PlainFileSink final : public TraceSink {
   ~PlainFileSink() override { close(); }
   bool write_chunk(const char* data, size_t len, uint64_t lines) override;
   void close() override { file_.close(/*warn_if_deleted=*/true); }
+  void descriptors(std::vector<int>* out) const override {
+    if (file_.is_open()) out->push_back(file_.fd());
+  }
+  void forget_descriptors() override { file_.forget(); }
 
  private:
   explicit PlainFileSink(const std::string& path) : TraceSink(path) {}

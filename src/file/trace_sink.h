@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "event_observer.h"
 
@@ -29,6 +30,14 @@ class TraceSink {
   virtual bool write_chunk(const char* data, size_t len, uint64_t lines) = 0;
   // No more chunks: closes whatever the sink writes to. Idempotent.
   virtual void close() = 0;
+  // The descriptors the sink writes to, appended to *out (none for sinks
+  // without a file). The writer thread keeps them in a descriptor table of
+  // its own (writer.cc); every other thread's copies are closed.
+  virtual void descriptors(std::vector<int>* out) const { (void)out; }
+  // Forgets those descriptors without closing them: in a forked child the
+  // numbers name the child's own files, or nothing. Later close() and the
+  // destructor then touch no descriptor.
+  virtual void forget_descriptors() {}
   // The sink's index of what it writes, to be told about every line the
   // formatter writes from now on (TraceFormatter::set_observer), or null.
   virtual EventObserver* event_observer() { return nullptr; }

@@ -2,7 +2,9 @@
 // leaves on disk (read back with the test reader, which inflates gzip with
 // zlib, never with the code under test), the gzip index, and a failing sink
 // refusing chunks.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -11,6 +13,7 @@
 
 #include "memory_sink.h"
 #include "trace_file.h"
+#include "event_observer.h"
 #include "member_index.h"
 #include "trace_sink.h"
 
@@ -88,6 +91,47 @@ TEST(TraceSink, GzipFileIsOneMemberPerChunkWithAnIndexLineEach) {
     append_index_line(&again, l.substr(0, l.rfind(" *")));
     EXPECT_EQ(again, l + "\n");
   }
+}
+
+TEST(TraceSink, FailedIndexIsDroppedAndItsObserverStaysUsable) {
+  std::string path = dftracer_test::temp_dir("sink") + "/t.pfw.gz";
+  std::unique_ptr<TraceSink> sink = open_ok(path);
+  ASSERT_NE(sink, nullptr);
+  std::vector<int> fds;
+  sink->descriptors(&fds);
+  ASSERT_EQ(fds.size(), 2u);  // the trace, then its index
+  EventObserver* observer = sink->event_observer();
+  ASSERT_NE(observer, nullptr);
+  EXPECT_TRUE(sink->write_chunk(kChunk1.data(), kChunk1.size(), 1));
+  // The index's descriptor goes away under the sink (the program closed
+  // it, or its disk filled up): the next index write fails.
+  ::close(fds[1]);
+  EXPECT_TRUE(sink->write_chunk(kChunk2.data(), kChunk2.size(), 2));  // the trace itself is fine
+  // The formatter keeps telling its observer about every line it writes.
+  // It used to be freed with the index file: this was a use after free
+  // that crashed the traced program.
+  observer->metadata();
+  observer->other(1);
+  const char args[] = "\"x\":1";
+  observer->complete("a", 1, "c", 1, 1, 2, 3, args, sizeof args - 1);
+  sink->close();
+  EXPECT_EQ(dftracer_test::read_all(path), kChunk1 + kChunk2);
+  EXPECT_FALSE(sink->failed());
+}
+
+TEST(TraceSink, ForgottenDescriptorsAreNeverClosed) {
+  // A forked child drops its copy of a sink whose descriptors lived in the
+  // parent's writer thread's table: those numbers are the child's own files.
+  std::string path = dftracer_test::temp_dir("sink") + "/t.pfw";
+  std::unique_ptr<TraceSink> sink = open_ok(path);
+  ASSERT_NE(sink, nullptr);
+  std::vector<int> fds;
+  sink->descriptors(&fds);
+  ASSERT_EQ(fds.size(), 1u);
+  sink->forget_descriptors();
+  sink.reset();
+  EXPECT_EQ(::fcntl(fds[0], F_GETFD), FD_CLOEXEC);  // still open: not closed by the sink
+  ::close(fds[0]);
 }
 
 TEST(TraceSink, UncreatableFileIsAOneLineError) {

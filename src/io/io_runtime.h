@@ -55,6 +55,10 @@ DFTIO_HIDDEN extern int dftio_on;
  * dynamic TLS access could itself allocate. */
 DFTIO_HIDDEN extern __thread int dftio_busy __attribute__((tls_model("initial-exec")));
 
+/* dft_set_tracer_thread_hook's hook: the tracer's own threads (writer,
+ * signal thread) are never traced. */
+DFTIO_HIDDEN void dftio_mark_tracer_thread(void);
+
 static inline int dftio_recording(void) {
   return __atomic_load_n(&dftio_on, __ATOMIC_RELAXED) && dft_enabled_inline() && !dftio_busy;
 }
@@ -72,8 +76,12 @@ static inline void dftio_track(int fd, uint64_t h) {
 }
 
 /* Forgets a descriptor (before the real close: a descriptor number reused by
- * another thread's open right after the close must keep its new entry). */
+ * another thread's open right after the close must keep its new entry).
+ * Not from inside the tracer: our own threads are busy for good and keep
+ * descriptor tables of their own (src/core/tracer_thread.h), where a number
+ * is not the program's descriptor of that number. */
 static inline uint64_t dftio_untrack(int fd) {
+  if (dftio_busy) return 0;
   if ((unsigned)fd < DFTIO_MAX_FD) return __atomic_exchange_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
   return dftio_high_fd_exchange(fd);
 }

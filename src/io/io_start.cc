@@ -47,7 +47,10 @@ void publish_cwd() {
 
 }  // namespace
 
+extern "C" void dftio_mark_tracer_thread(void) { dftio_busy = 1; }
+
 extern "C" int dftio_start(void) {
+  dft_set_tracer_thread_hook(&dftio_mark_tracer_thread);
   if (__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE)) return 1;
   if (env_true("DFTRACER_DISABLE_IO")) return 0;
   dftio_busy = 1;  // our own getcwd/getenv/interning are never events

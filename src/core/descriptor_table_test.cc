@@ -1,0 +1,214 @@
+// The tracer's own threads keep descriptor tables of their own
+// (tracer_thread.h): the writer holds the trace file's descriptors and no
+// copy of the program's, the signal thread holds none; the program's table
+// holds none of ours. What a user sees: a program that closes every
+// descriptor keeps its trace and its own files stay its own, and a pipe
+// closed by the program reaches EOF at once.
+//
+// Each test runs in a forked child (the checks close descriptors and read
+// /proc of our threads), which reports through its exit status: 0 is a pass,
+// any other value names the check that failed.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "dftracer/dftracer.h"
+#include "seq_event.h"
+#include "trace_file.h"
+
+using namespace dftracer_test;
+
+namespace {
+
+// The tid of our thread named `comm` ("dftracer-writer"), or 0.
+pid_t thread_named(const char* comm) {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return 0;
+  pid_t found = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::string p = std::string("/proc/self/task/") + e->d_name + "/comm";
+    char buf[64] = {0};
+    FILE* f = fopen(p.c_str(), "r");
+    if (f == nullptr) continue;
+    if (fgets(buf, sizeof buf, f) != nullptr) buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+    if (std::strcmp(buf, comm) == 0) found = static_cast<pid_t>(std::atoi(e->d_name));
+  }
+  closedir(d);
+  return found;
+}
+
+// What the descriptors of a table point at: /proc/self/fd (the program's,
+// as seen by the calling thread) or /proc/self/task/<tid>/fd.
+std::set<std::string> targets_of(const std::string& fd_dir) {
+  std::set<std::string> out;
+  DIR* d = opendir(fd_dir.c_str());
+  if (d == nullptr) return out;
+  // The listing's own descriptor is in the calling thread's table.
+  int own = fd_dir == "/proc/self/fd" ? dirfd(d) : -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
+    char buf[4096];
+    ssize_t n = readlink((fd_dir + "/" + e->d_name).c_str(), buf, sizeof buf - 1);
+    if (n > 0) out.insert(std::string(buf, static_cast<size_t>(n)));
+  }
+  closedir(d);
+  return out;
+}
+
+std::set<int> numbers_in(const std::string& fd_dir) {
+  std::set<int> out;
+  DIR* d = opendir(fd_dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') out.insert(std::atoi(e->d_name));
+  closedir(d);
+  return out;
+}
+
+// Runs `body` in a forked child; returns its exit status (128 + the signal
+// that killed it).
+template <typename F>
+int in_child(F body) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// ThreadSanitizer models descriptors per process, so the tracer keeps its
+// threads in the program's table there (tracer_thread.h).
+#if defined(__SANITIZE_THREAD__)
+#define SKIP_WITHOUT_PRIVATE_TABLES() GTEST_SKIP() << "private descriptor tables are off under ThreadSanitizer"
+#else
+#define SKIP_WITHOUT_PRIVATE_TABLES() (void)0
+#endif
+
+}  // namespace
+
+TEST(DescriptorTable, WriterHoldsOnlyTheTraceAndTheProgramHoldsNoneOfOurs) {
+  SKIP_WITHOUT_PRIVATE_TABLES();
+  std::string dir = temp_dir("fdtable");
+  int status = in_child([&] {
+    int user_pipe[2];
+    if (pipe(user_pipe) != 0) return 10;
+    if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) return 11;
+    std::string trace = dft_trace_path();
+    pid_t writer = thread_named("dftracer-writer");
+    pid_t signal_thread = thread_named("dftracer-signal");
+    if (writer == 0) return 12;
+    std::set<std::string> wt = targets_of("/proc/self/task/" + std::to_string(writer) + "/fd");
+    if (wt.count(trace) != 1) return 13;                    // the writer holds the trace...
+    if (wt.count(trace + ".idx") != 1) return 14;           // ...and its index
+    std::set<int> wn = numbers_in("/proc/self/task/" + std::to_string(writer) + "/fd");
+    if (wn.count(user_pipe[0]) || wn.count(user_pipe[1])) return 15;  // but no copy of the program's
+    if (wn.size() > 5) return 16;                           // 0-2, the trace, the index
+    std::set<std::string> mine = targets_of("/proc/self/fd");
+    if (mine.count(trace) || mine.count(trace + ".idx")) return 17;  // the program's table has none of ours
+    if (signal_thread != 0) {
+      std::set<int> sn = numbers_in("/proc/self/task/" + std::to_string(signal_thread) + "/fd");
+      for (int fd : sn)
+        if (fd > 2) return 18;
+    }
+    for (int i = 0; i < 100; ++i) emit("e", i);
+    dft_finalize();
+    size_t n = 0;
+    if (!finalized_trace_error(read_all(trace), &n).empty()) return 19;
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+}
+
+TEST(DescriptorTable, ProgramClosingEveryDescriptorKeepsItsTraceAndItsOwnFiles) {
+  SKIP_WITHOUT_PRIVATE_TABLES();
+  std::string dir = temp_dir("fdtable");
+  const std::string user_file = dir + "/user.bin";
+  int status = in_child([&] {
+    if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) return 10;
+    std::string trace = dft_trace_path();
+    for (int i = 0; i < 500; ++i) emit("before", i);
+    dft_flush();
+    // What daemons and some launchers do: close everything above stderr.
+    syscall(SYS_close_range, 3u, ~0u, 0u);
+    // The program's next file takes the lowest free number: where the
+    // trace's descriptor was, when the writer shared this table.
+    int fd = open(user_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return 11;
+    const char user_bytes[] = "the program's own bytes\n";
+    for (int i = 0; i < 500; ++i) emit("after", i);
+    dft_flush();
+    if (write(fd, user_bytes, sizeof user_bytes - 1) != static_cast<ssize_t>(sizeof user_bytes - 1)) return 12;
+    dft_finalize();
+    close(fd);
+    std::string user = read_bytes(user_file);
+    if (user != user_bytes) return 13;  // no trace bytes in the program's file
+    size_t n = 0;
+    std::string text = read_all(trace);
+    if (!finalized_trace_error(text, &n).empty()) return 14;
+    std::multiset<std::string> names;
+    for (auto& e : parse_events(event_lines(text))) names.insert(e.name);
+    if (names.count("before") != 500 || names.count("after") != 500) return 15;
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+}
+
+TEST(DescriptorTable, PipeClosedByTheProgramReachesEofAtOnce) {
+  SKIP_WITHOUT_PRIVATE_TABLES();
+  std::string dir = temp_dir("fdtable");
+  int status = in_child([&] {
+    int p[2];
+    if (pipe(p) != 0) return 10;
+    if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) return 11;
+    emit("e", 0);
+    close(p[1]);  // the last write end, unless the writer kept a copy
+    pollfd pf{p[0], POLLIN, 0};
+    if (poll(&pf, 1, 2000) != 1) return 12;
+    char c;
+    if (read(p[0], &c, 1) != 0) return 13;
+    dft_finalize();
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+}
+
+TEST(DescriptorTable, SharedTableStillWorksWhereUnshareIsNotWanted) {
+  std::string dir = temp_dir("fdtable");
+  int status = in_child([&] {
+    setenv("DFTRACER_PRIVATE_FDS", "0", 1);
+    if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) return 10;
+    std::string trace = dft_trace_path();
+    if (targets_of("/proc/self/fd").count(trace) != 1) return 11;  // shared: the program sees it
+    for (int i = 0; i < 100; ++i) emit("e", i);
+    pid_t child = fork();  // the child closes its copy and writes its own file
+    if (child == 0) {
+      emit("in_child", 0);
+      exit(0);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return 12;
+    dft_finalize();
+    auto files = files_in(dir, ".pfw.gz");
+    if (files.size() != 2) return 13;
+    for (auto& f : files) {
+      size_t n = 0;
+      if (!finalized_trace_error(read_all(f), &n).empty()) return 14;
+    }
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+}

@@ -1,0 +1,85 @@
+#include "tracer_thread.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "dftracer/dftracer.h"
+#include "diagnostics.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define DFT_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DFT_UNDER_TSAN 1
+#endif
+#endif
+
+namespace dftracer {
+namespace {
+
+std::atomic<dft_thread_hook> g_thread_hook{nullptr};
+
+bool private_tables_wanted() {
+#ifdef DFT_UNDER_TSAN
+  return false;
+#else
+  const char* v = std::getenv("DFTRACER_PRIVATE_FDS");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+#endif
+}
+
+// close_range(2) (Linux 5.9) over [first, last]; on older kernels one
+// close per descriptor up to the descriptor limit.
+void close_span(unsigned first, unsigned last) {
+  if (first > last) return;
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, first, last, 0) == 0) return;
+#endif
+  struct rlimit rl;
+  unsigned limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                       ? static_cast<unsigned>(std::min<rlim_t>(rl.rlim_cur, 1u << 20))
+                       : 1u << 20;
+  for (unsigned fd = first; fd <= last && fd < limit; ++fd) syscall(SYS_close, fd);
+}
+
+}  // namespace
+
+void close_descriptor_raw(int fd) {
+  if (fd >= 0) syscall(SYS_close, fd);
+}
+
+bool become_tracer_thread(const std::vector<int>& keep) {
+  if (dft_thread_hook hook = g_thread_hook.load(std::memory_order_acquire)) hook();
+  if (!private_tables_wanted()) return false;
+  if (unshare(CLONE_FILES) != 0) {
+    log_debug(std::string("tracer thread shares the program's descriptor table: unshare: ") + std::strerror(errno));
+    return false;
+  }
+  std::vector<int> kept{0, 1, 2};
+  for (int fd : keep)
+    if (fd >= 0) kept.push_back(fd);
+  std::sort(kept.begin(), kept.end());
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  unsigned next = 0;
+  for (int fd : kept) {
+    if (static_cast<unsigned>(fd) > next) close_span(next, static_cast<unsigned>(fd) - 1);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  close_span(next, ~0u);
+  return true;
+}
+
+}  // namespace dftracer
+
+extern "C" void dft_set_tracer_thread_hook(dft_thread_hook hook) {
+  dftracer::g_thread_hook.store(hook, std::memory_order_release);
+}

@@ -1,0 +1,42 @@
+// The tracer's own threads (the writer, the signal thread) and the program's
+// descriptor table.
+//
+// Linux takes a slower path on every descriptor call (read, write, fstat,
+// ...) once a second thread shares the process's descriptor table: the
+// kernel must then count a reference on the file for the call's duration,
+// and a read or write also takes the file's position lock. A program that
+// ran one thread pays that, about 56 ns per read() on our test VM, only
+// because our writer thread exists. So each of our threads gives itself a
+// table of its own (unshare(CLONE_FILES)) and closes its copies of the
+// program's descriptors, keeping 0-2 (diagnostics go to stderr) and the
+// ones it was asked to keep (the writer: the trace file and its index).
+// The program's table is then the program's alone again: the program's
+// descriptor calls take the kernel's single-owner path, and closing, say,
+// every descriptor >= 3 (as daemons do) no longer closes our trace file
+// under us, or hands its number to a file of the program's that our writer
+// would then write into.
+#ifndef DFTRACER_SRC_CORE_TRACER_THREAD_H_
+#define DFTRACER_SRC_CORE_TRACER_THREAD_H_
+
+#include <vector>
+
+namespace dftracer {
+
+// Called first on each tracer thread: runs the I/O library's hook (the
+// thread's I/O is never traced: its descriptor numbers are not the
+// program's), then takes a private descriptor table keeping `keep` and 0-2.
+// True when the thread now has a table of its own; false (nothing changed)
+// where unshare() is refused (seccomp profiles such as Docker's default
+// refuse it without CAP_SYS_ADMIN), under ThreadSanitizer (which models
+// descriptors per process and would report our copies as races), or with
+// DFTRACER_PRIVATE_FDS=0.
+bool become_tracer_thread(const std::vector<int>& keep);
+
+// Closes descriptor `fd` in the calling thread's table with the raw system
+// call, past the I/O hooks: a hook would forget what the program's
+// descriptor of that number is (the hooks' table is per process).
+void close_descriptor_raw(int fd);
+
+}  // namespace dftracer
+
+#endif  // DFTRACER_SRC_CORE_TRACER_THREAD_H_
