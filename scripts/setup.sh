@@ -9,7 +9,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  zlib1g-dev libdeflate-dev libsimdjson-dev libspdlog-dev libfmt-dev
+  zlib1g-dev libdeflate-dev libsimdjson-dev libspdlog-dev libfmt-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   chromium

@@ -39,7 +39,7 @@ cmake --build build-tsan -j "$JOBS" --target core_recording_test core_overflow_t
   io_function_mode_test io_unit_test
 DFTRACER_TEST_SCALE=0.02 TSAN_OPTIONS="halt_on_error=1" \
   ctest --test-dir build-tsan -j "$JOBS" --output-on-failure \
-  -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent|io\.(FunctionMode|FileHashes|WorkingDir|SessionKey))'
+  -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent|io\.(FunctionMode|FileHashes|WorkingDir))'
 
 step "AddressSanitizer + UBSan: fork while recording, SIGTERM during thread churn, our threads' descriptor tables"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_SANITIZE=address \

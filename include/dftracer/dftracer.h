@@ -149,6 +149,9 @@ typedef struct dft_hot_state {
   int tsc;       /* 1: dft_ticks() is the TSC; 0: not known yet, or another clock */
   int finalized; /* 1 from dft_finalize to the next dft_init: recording calls
                     are counted no-ops then (dft_stats.events_after_finalize) */
+  int session;   /* changes each time a trace file is started (init, a forked
+                    child's own file); 0 before the first. Per-file "written
+                    once" bookkeeping (the I/O hooks' FH events) keys on it */
 } dft_hot_state;
 DFT_API extern dft_hot_state dft_hot;
 
@@ -248,6 +251,15 @@ DFT_API dft_id dft_intern_json_fragment(const char* s, size_t len);
 #define DFT_MAX_ARGS 64
 DFT_API void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks,
                                 uint64_t end_ticks, const dft_arg* args, uint32_t nargs);
+
+/* dft_complete_ticks for args that are all numbers, hashes or ids -- none of
+ * type DFT_ARG_BYTES or DFT_ARG_KEY (those would be written as garbage):
+ * one slot per arg, no per-arg type checks. For callers whose every event
+ * is such, right after a system call (the I/O hooks), where each branch and
+ * instruction of the record path costs several times what it does in a
+ * loop. */
+DFT_API void dft_complete_ticks_plain(dft_id name, dft_id cat, uint64_t start_ticks,
+                                      uint64_t end_ticks, const dft_arg* args, uint32_t nargs);
 
 /* Same with start and duration given in nanoseconds since the epoch (e.g.
  * from dft_now_ns, or a caller's own clock). */

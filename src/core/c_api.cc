@@ -75,9 +75,9 @@ inline void write_arg_slots(ArgSlot* s, const dft_arg* args, uint32_t nargs) {
   }
 }
 
-inline void write_header_and_args(unsigned char* p, RecordKind kind, uint8_t flags, uint32_t name, dft_id cat,
-                                  uint64_t start, uint64_t end, uint32_t nslots, const dft_arg* args,
-                                  uint32_t nargs) {
+// The header; returns where its arg slots begin.
+inline ArgSlot* write_header(unsigned char* p, RecordKind kind, uint8_t flags, uint32_t name, dft_id cat,
+                             uint64_t start, uint64_t end, uint32_t nslots, uint32_t nargs) {
   RecordHeader* h = reinterpret_cast<RecordHeader*>(p);
   h->start = start;
   h->end = end;
@@ -87,7 +87,13 @@ inline void write_header_and_args(unsigned char* p, RecordKind kind, uint8_t fla
   h->flags = flags;
   h->nslots = static_cast<uint16_t>(nslots);
   h->nargs = nargs;
-  write_arg_slots(reinterpret_cast<ArgSlot*>(h + 1), args, nargs);
+  return reinterpret_cast<ArgSlot*>(h + 1);
+}
+
+inline void write_header_and_args(unsigned char* p, RecordKind kind, uint8_t flags, uint32_t name, dft_id cat,
+                                  uint64_t start, uint64_t end, uint32_t nslots, const dft_arg* args,
+                                  uint32_t nargs) {
+  write_arg_slots(write_header(p, kind, flags, name, cat, start, end, nslots, nargs), args, nargs);
 }
 
 inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint64_t start, uint64_t end,
@@ -334,7 +340,7 @@ int dft_env_enable(void) {
 int dft_init_from_env(void) { return Session::instance().init_from_env(); }
 void dft_finalize(void) { Session::instance().finalize(); }
 // Written only by Session (enabled) and Clock (tsc); see dftracer.h.
-dft_hot_state dft_hot = {0, 0, 0};
+dft_hot_state dft_hot = {0, 0, 0, 0};
 
 int dft_enabled(void) { return Session::instance().enabled() ? 1 : 0; }
 const char* dft_trace_path(void) { return Session::instance().trace_path(); }
@@ -405,6 +411,24 @@ dft_id dft_intern_json_fragment(const char* s, size_t len) {
 void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks, uint64_t end_ticks, const dft_arg* args,
                         uint32_t nargs) {
   record(RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks, args, nargs);
+}
+
+void dft_complete_ticks_plain(dft_id name, dft_id cat, uint64_t start_ticks, uint64_t end_ticks,
+                              const dft_arg* args, uint32_t nargs) {
+  if (args == nullptr || nargs > DFT_MAX_ARGS) nargs = args == nullptr ? 0 : DFT_MAX_ARGS;
+  const uint32_t nslots = 2 + nargs;
+  dftracer::ThreadBuffer* tb;
+  unsigned char* p = Session::instance().reserve(nslots, &tb);
+  if (p == nullptr) return;
+  ArgSlot* slot = write_header(p, RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks, nslots, nargs);
+  for (uint32_t i = 0; i < nargs; ++i) {
+    slot[i].key = args[i].key;
+    slot[i].type = static_cast<uint8_t>(args[i].type);
+    slot[i].pad = 0;
+    slot[i].len = 0;
+    slot[i].value = args[i].v.u;
+  }
+  Session::commit(tb, nslots);
 }
 
 void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns, const dft_arg* args,

@@ -150,6 +150,7 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   // buffer's session no longer matches), and the writer starts each chain
   // afresh.
   registry_.begin_session(&session_);
+  __atomic_add_fetch(&dft_hot.session, 1, __ATOMIC_RELEASE);  // a new file: FH-once marks start over
   after_finalize_.store(0, std::memory_order_relaxed);
   std::unique_ptr<TraceFormatter> formatter = make_json_lines_formatter(info);
   formatter->set_observer(sink->event_observer());  // before the preamble: the index sees every line

@@ -1,9 +1,10 @@
 // FH metadata once per path and session: a fixed open-addressing set of
 // (path hash, session key) slots, claimed with compare-and-swap, so the
 // first thread to see a path in a session writes its FH record and no
-// thread ever takes a lock. The session key is a hash of the trace file's
-// name: every session (a re-init, a forked child) writes a new file, so a
-// path is named again in each file that uses it.
+// thread ever takes a lock. The session key is the core's session counter
+// (dft_hot.session, one per trace file started: a re-init, a forked child),
+// so a path is named again in each file that uses it, and a relocated file
+// (dft_relocate renames it) is still the same file.
 #ifndef DFTRACER_IO_FILE_HASHES_H_
 #define DFTRACER_IO_FILE_HASHES_H_
 

@@ -1,5 +1,5 @@
 // Turns one intercepted call into one complete event through the core's
-// public record API (dft_complete_ticks): interned name and category ids,
+// public record API (dft_complete_ticks_plain: every arg is a number): interned name and category ids,
 // up to five fixed-size args, no string touched on the hot path.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
@@ -66,7 +66,8 @@ extern "C" void dftio_record(dftio_call call, uint64_t t0, uint64_t t1, const df
   if (a->has & DFTIO_HAS_SIZE) args[n++] = int_arg(g_ids.size, a->size);
   if (a->has & DFTIO_HAS_RET) args[n++] = int_arg(g_ids.ret, a->ret);
   if (a->has & DFTIO_HAS_OFFSET) args[n++] = int_arg(g_ids.offset, a->offset);
-  dft_complete_ticks(g_ids.name[call], call < DFTIO_FIRST_STDIO_CALL ? g_ids.posix : g_ids.stdio, t0, t1, args, n);
+  dft_complete_ticks_plain(g_ids.name[call], call < DFTIO_FIRST_STDIO_CALL ? g_ids.posix : g_ids.stdio, t0, t1, args,
+                           n);
   dftio_busy = 0;
   errno = saved;
 }

@@ -16,14 +16,12 @@
 #include "io_runtime.h"
 #include "path_filter.h"
 #include "working_dir.h"
-#include "session_key.h"
 
 namespace {
 
 dftracer::io::PathFilter g_filter;
 dftracer::io::FileHashes g_hashes;
 dftracer::io::WorkingDir g_cwd;
-dftracer::io::SessionKey g_session_key;
 
 // DFTRACER_DISABLE_IO as the core reads its booleans: 1/true/yes/on, any case.
 bool env_true(const char* name) {
@@ -71,10 +69,12 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   uint64_t h = 0;
   char full[4096];  // on the stack: no allocation on a hook
   if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_cwd.join(path, full, sizeof full)) path = full;
-  if (g_filter.wanted(path)) {
-    h = dft_hash64(path, std::strlen(path));
+  const size_t len = std::strlen(path);
+  if (g_filter.wanted(path, len)) {
+    h = dft_hash64(path, len);
     if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table
-    if (g_hashes.first_in_session(h, g_session_key.of(dft_trace_path()))) dft_hash_metadata("FH", path);
+    if (g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE))))
+      dft_hash_metadata("FH", path);
   }
   dftio_busy = 0;
   errno = saved;

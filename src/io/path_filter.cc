@@ -26,7 +26,7 @@ bool excluded(const char* path, size_t len) {
     for (const std::string& p : kSystem)
       if (starts_with(path, len, p)) return true;
   }
-  return std::strstr(path, ".pfw") != nullptr;
+  return memmem(path, len, ".pfw", 4) != nullptr;
 }
 
 }  // namespace
@@ -55,14 +55,13 @@ bool PathFilter::under_prefix(const char* path, size_t len) const {
   return false;
 }
 
-bool PathFilter::wanted(const char* path) const {
-  size_t len = std::strlen(path);
+bool PathFilter::wanted(const char* path, size_t len) const {
   if (len == 0) return false;
   if (path[0] == '/') {
     if (excluded(path, len)) return false;
     return all_ || under_prefix(path, len);
   }
-  return all_ && std::strstr(path, ".pfw") == nullptr;
+  return all_ && memmem(path, len, ".pfw", 4) == nullptr;
 }
 
 }  // namespace dftracer::io

@@ -5,6 +5,7 @@
 #ifndef DFTRACER_IO_PATH_FILTER_H_
 #define DFTRACER_IO_PATH_FILTER_H_
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@ class PathFilter {
   // `path` as the hooks see it after making it absolute (working_dir.h). A
   // path still relative (relative to a directory descriptor other than the
   // working directory, or too long to resolve) is traced only under `all`.
-  bool wanted(const char* path) const;
+  bool wanted(const char* path) const { return wanted(path, std::strlen(path)); }
+  // The same, for a path of `len` bytes (the caller hashes it next).
+  bool wanted(const char* path, size_t len) const;
 
   const std::vector<std::string>& prefixes() const { return prefixes_; }
 
