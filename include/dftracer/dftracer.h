@@ -257,7 +257,7 @@ DFT_API void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks,
  * one slot per arg, no per-arg type checks. For callers whose every event
  * is such, right after a system call (the I/O hooks), where each branch and
  * instruction of the record path costs several times what it does in a
- * loop. */
+ * loop. Like every recording call, it leaves errno as it found it. */
 DFT_API void dft_complete_ticks_plain(dft_id name, dft_id cat, uint64_t start_ticks,
                                       uint64_t end_ticks, const dft_arg* args, uint32_t nargs);
 

@@ -204,13 +204,23 @@ const char* Session::trace_prefix() const {
   return enabled_.load(std::memory_order_relaxed) ? config_.log_file.c_str() : nullptr;
 }
 
+// The record path's two slow branches (attach_thread, refill) may allocate,
+// wait on a condition variable or start the writer's wake-up: they leave
+// errno as they found it, so a caller recording right after a system call
+// (the I/O hooks) need not save it on every event.
 ThreadBuffer* Session::attach_thread() {
+  const int saved = errno;
   ThreadBuffer* tb = registry_.attach(tls_buffer_, session_.load(std::memory_order_relaxed));
   tls_buffer_ = tb;
+  errno = saved;
   return tb;
 }
 
 bool Session::refill(ThreadBuffer* tb, uint32_t bytes) {
+  struct KeepErrno {
+    int saved = errno;
+    ~KeepErrno() { errno = saved; }
+  } keep_errno;
   auto drop = [tb] {
     tb->dropped.store(tb->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return false;

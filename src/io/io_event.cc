@@ -54,8 +54,9 @@ extern "C" void dftio_intern_ids(void) {
   g_ids.offset = dft_intern_cstr("offset");
 }
 
+// errno stays the real call's: the core's record path leaves it as it found
+// it (session.cc), so it is not saved here on every event.
 extern "C" void dftio_record(dftio_call call, uint64_t t0, uint64_t t1, const dftio_args* a) {
-  int saved = errno;
   dftio_busy = 1;
   dft_arg args[5];
   uint32_t n = 0;
@@ -69,5 +70,4 @@ extern "C" void dftio_record(dftio_call call, uint64_t t0, uint64_t t1, const df
   dft_complete_ticks_plain(g_ids.name[call], call < DFTIO_FIRST_STDIO_CALL ? g_ids.posix : g_ids.stdio, t0, t1, args,
                            n);
   dftio_busy = 0;
-  errno = saved;
 }

@@ -29,6 +29,11 @@ TEST(PathFilter, AllAndUnsetTraceEverythingButExcluded) {
     EXPECT_FALSE(f.wanted("/out/dftracer-app-1.pfw.gz"));
     EXPECT_FALSE(f.wanted("/out/dftracer-app-1.pfw.gz.idx"));
     EXPECT_FALSE(f.wanted("trace-app-2.pfw"));
+    EXPECT_FALSE(f.wanted("/a/.pfw"));          // ".pfw" as the last four bytes
+    EXPECT_FALSE(f.wanted("/a/x.y.pfwq"));      // anywhere, after another dot
+    EXPECT_TRUE(f.wanted("/a/x.pf"));           // cut short: not a trace name
+    EXPECT_TRUE(f.wanted("/a/b.c.d.pfx"));
+    EXPECT_TRUE(f.wanted("/a/pfw/x.bin"));      // "pfw" without the dot
     EXPECT_FALSE(f.wanted(""));
   }
 }
