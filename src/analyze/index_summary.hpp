@@ -22,4 +22,17 @@ namespace dftracer::analyze {
 std::optional<Summary> summary_from_indexes(const std::vector<std::string>& files, const std::vector<GroupKey>& keys,
                                             size_t top_n, SummarySort sort, std::string* why_not);
 
+// The two halves of it, for callers that mix indexed and read files (the
+// Dask workers' partial summaries, partial_summary.hpp). True when the index
+// can answer `keys` at all (else *why_not).
+bool keys_indexable(const std::vector<GroupKey>& keys, std::string* why_not);
+// Adds `path`'s groups and totals from its index to `agg` and its read stats
+// (counted in indexed_files) to *stats: true. False, adding nothing, when its
+// index cannot answer exactly (*why_not says why): then it must be read.
+bool add_file_from_index(const std::string& path, SummaryAggregator& agg, ReadStats* stats, std::string* why_not);
+// True when `path`'s index could answer a summary (add_file_from_index would
+// take it): the Dask client then hands a large file to one worker whole
+// instead of splitting it into member ranges that must be read.
+bool index_answers(const std::string& path);
+
 }  // namespace dftracer::analyze

@@ -1,5 +1,7 @@
 #include "partial_summary.hpp"
 
+#include "index_summary.hpp"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -185,7 +187,7 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
 // and version first, so a part from another build is refused, not misread.
 class PartialCodec {
  public:
-  static constexpr uint64_t kMagic = 0x31544150'54464444ULL;  // "DDFTPAT1"
+  static constexpr uint64_t kMagic = 0x32544150'54464444ULL;  // "DDFTPAT2" (2: ReadStats::indexed_files)
 
   static std::string encode(SummaryAggregator& a, const ReadStats& st, const std::vector<size_t>& file_ids) {
     a.nesting_.finish();  // every self time known in its group, the runs kept
@@ -328,7 +330,7 @@ class PartialCodec {
   static std::vector<uint64_t*> stats_refs(ReadStats& s) {
     return {&s.files,     &s.input_bytes,     &s.json_bytes,      &s.events,      &s.malformed,
             &s.bad_fields, &s.truncated_members, &s.corrupt_members, &s.empty_files, &s.bad_indexes,
-            &s.boundary_mismatches, &s.oversized};
+            &s.boundary_mismatches, &s.oversized, &s.indexed_files};
   }
   static std::vector<uint64_t> stats_fields(ReadStats s) {
     std::vector<uint64_t> v;
@@ -409,12 +411,29 @@ class PartialCodec {
 std::string partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                             const std::vector<GroupKey>& keys, unsigned threads, const ReadOptions& options) {
   if (file_ids.size() != files.size()) throw std::invalid_argument("partial_summary: one file id per file");
+  // A finalized .pfw.gz whose write-time index answers exactly gives its
+  // groups from the index (index_summary.hpp), file by file: a Dask worker
+  // then inflates nothing for it, and the answer is the one a read gives.
+  std::vector<std::string> to_read;
+  std::vector<size_t> read_ids;
+  SummaryAggregator indexed(keys);
+  ReadStats indexed_stats;
+  std::string why_not;
+  const bool try_index = options.use_index && !options.windowed() && keys_indexable(keys, &why_not);
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (try_index && add_file_from_index(files[i], indexed, &indexed_stats, &why_not)) continue;
+    to_read.push_back(files[i]);
+    read_ids.push_back(file_ids[i]);
+  }
   ReadStats st;
-  std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, keys, threads, options, &st);
+  std::unique_ptr<SummaryAggregator> agg =
+      to_read.empty() ? std::make_unique<SummaryAggregator>(keys) : aggregate_traces(to_read, keys, threads, options, &st);
   // Whole files: every thread's events are all here, so its nesting is
   // settled now and no run needs to travel (a thread is keyed by its file).
   agg->resolve_nesting();
-  return PartialCodec::encode(*agg, st, file_ids);
+  agg->merge(indexed);
+  st.add(indexed_stats);
+  return PartialCodec::encode(*agg, st, read_ids);
 }
 
 std::string partial_summary_range(const std::string& file, size_t file_id, MemberRange range,
@@ -438,6 +457,7 @@ Summary combine_partials(const std::vector<std::string>& parts, const std::vecto
   std::unique_ptr<SummaryAggregator> all = merge_partials(parts, keys, &st);
   Summary s = build_summary(*all, top_n, sort);
   s.stats = st;
+  s.from_index = st.files > 0 && st.indexed_files == st.files;
   return s;
 }
 

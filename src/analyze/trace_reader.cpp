@@ -45,6 +45,7 @@ void ReadStats::add(const ReadStats& o) {
   bad_indexes += o.bad_indexes;
   boundary_mismatches += o.boundary_mismatches;
   oversized += o.oversized;
+  indexed_files += o.indexed_files;
 }
 
 bool ReadStats::any_problem() const {

@@ -36,6 +36,7 @@ struct ReadStats {
   uint64_t bad_indexes = 0;   // .idx sidecars that did not match their file
   uint64_t boundary_mismatches = 0;  // parallel gzip pieces that did not line up
   uint64_t oversized = 0;     // lines and documents over ReadOptions' size limits
+  uint64_t indexed_files = 0; // answered from their write-time index: nothing inflated
 
   void add(const ReadStats& o);
   bool any_problem() const;

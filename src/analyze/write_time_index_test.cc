@@ -23,6 +23,7 @@
 #include "event_decoder.hpp"
 #include "trace_reader.hpp"
 #include "index_summary.hpp"
+#include "partial_summary.hpp"
 #include "summary.hpp"
 #include "summary_expect.hpp"
 #include "trace_files.hpp"
@@ -130,6 +131,43 @@ TEST(WriteTimeIndex, IndexOnlySummaryEqualsFullReadForEveryGrouping) {
       expect_same_summary(fast, read_summary(path, by, false, INT64_MIN, INT64_MAX, 1), std::string(by) + " 1 thread");
     }
   }
+}
+
+// The Dask workers' path: a partial summary answers each finalized,
+// indexed .pfw.gz from its index (nothing inflated) and reads the rest, and
+// the combined parts equal one full read of everything.
+TEST(WriteTimeIndex, PartialSummariesAnswerIndexedFilesFromTheirIndexes) {
+  TempDir d;
+  std::vector<std::string> files;
+  for (int i = 0; i < 3; ++i) files.push_back(write_trace(d.file("t" + std::to_string(i) + ".pfw.gz"), 10 + i, i == 1));
+  setenv("DFTRACER_TRACE_COMPRESSION", "0", 1);  // a .pfw has no index: read
+  files.push_back(write_trace(d.file("plain"), 9, false));
+  unsetenv("DFTRACER_TRACE_COMPRESSION");
+  ASSERT_EQ(files.back().substr(files.back().size() - 4), ".pfw");
+  for (const char* by : kGroupings) {
+    std::vector<GroupKey> keys = parse_group_keys(by);
+    ReadOptions full;
+    full.use_index = false;
+    Summary want = summarize(files, keys, 0, 2, full);
+    std::vector<std::string> parts = {partial_summary({files[0], files[1]}, {0, 1}, keys, 1),
+                                      partial_summary({files[2], files[3]}, {2, 3}, keys, 1)};
+    Summary got = combine_partials(parts, keys, 0);
+    EXPECT_EQ(got.stats.indexed_files, 3u) << by;
+    EXPECT_EQ(got.stats.files, 4u) << by;
+    EXPECT_FALSE(got.from_index) << by;  // one file was read
+    expect_same_summary(want, got, std::string("partials, by ") + by);
+    Summary all_indexed = combine_partials({partial_summary({files[0], files[1], files[2]}, {0, 1, 2}, keys, 1)}, keys, 0);
+    EXPECT_TRUE(all_indexed.from_index) << by;
+    // --no-index on the workers reads every file.
+    ReadOptions no_index;
+    no_index.use_index = false;
+    EXPECT_EQ(combine_partials({partial_summary(files, {0, 1, 2, 3}, keys, 1, no_index)}, keys, 0).stats.indexed_files,
+              0u)
+        << by;
+  }
+  // A key the index does not hold: every file is read.
+  std::vector<GroupKey> step = parse_group_keys("args.step");
+  EXPECT_EQ(combine_partials({partial_summary(files, {0, 1, 2, 3}, step, 1)}, step, 0).stats.indexed_files, 0u);
 }
 
 TEST(WriteTimeIndex, MemberStatisticsEqualTheMembersEvents) {

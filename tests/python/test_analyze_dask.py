@@ -325,3 +325,41 @@ def test_cli_summary_dask_and_export_parquet(traces, client, tmp_path):
     bad = subprocess.run([exe, "export", "--format", "csv", "-o", str(tmp_path / "x"), paths[0]],
                          capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "parquet" in bad.stderr and bad.stderr.count("\n") <= 2
+
+
+_WRITE_INDEXED = r"""
+import os, sys
+import dftracer
+from dftracer.python import dft_fn
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:  # each child writes (and at exit finalizes) its own .pfw.gz + .idx
+        for k in range(300 + 50 * i):
+            with dft_fn("load", cat="data"):
+                with dft_fn("decode", cat="cpu"):
+                    pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_workers_answer_finalized_files_from_their_write_time_indexes(tmp_path, client):
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_DISABLE_IO="1", DFTRACER_LOG_FILE=str(tmp_path / "t"))
+    subprocess.run([sys.executable, "-c", _WRITE_INDEXED], env=env, check=True, timeout=120)
+    files = sorted(str(p) for p in tmp_path.glob("t-*.pfw.gz"))
+    assert len(files) == 7 and all(os.path.exists(f + ".idx") for f in files)  # 6 children + the parent
+    for by in ("name", "cat", "pid", "tid", "name,cat"):
+        local = da.summary(files, by=by, threads=2)
+        assert local.attrs["index"], by  # the local reader answers from the indexes...
+        dist = da.summary(files, by=by, client=client)
+        _check_same(local, dist, by)
+        # ...and so do the workers: every file from its index, nothing inflated.
+        assert dist.attrs["stats"]["indexed_files"] == len(files), by
+        assert dist.attrs["index"], by
+        read = da.summary(files, by=by, client=client, use_index=False)
+        _check_same(local, read, by)
+        assert read.attrs["stats"]["indexed_files"] == 0 and not read.attrs["index"], by
+    # A key the index does not hold: the workers read.
+    steps = da.summary(files, by="cat,name", client=client)
+    assert steps.attrs["stats"]["indexed_files"] == len(files)
+    assert da.summary(files, by="args.step", client=client).attrs["stats"]["indexed_files"] == 0

@@ -115,6 +115,7 @@ nb::dict stats_dict(const ReadStats& s) {
   d["bad_indexes"] = s.bad_indexes;
   d["boundary_mismatches"] = s.boundary_mismatches;
   d["oversized"] = s.oversized;
+  d["indexed_files"] = s.indexed_files;
   d["skipped_lines"] = s.malformed + s.bad_fields + s.oversized;
   d["problems"] = s.problems_line();
   return d;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "module_helpers.hpp"
+#include "index_summary.hpp"
 #include "partial_summary.hpp"
 #include "trace_window.hpp"
 
@@ -42,10 +43,11 @@ ReadOptions piece_options(long long max_line_mib, long long max_document_mib, in
 
 nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                              const std::string& by, long long threads, long long max_line_mib,
-                             long long max_document_mib, int64_t from_ns, int64_t to_ns) {
+                             long long max_document_mib, int64_t from_ns, int64_t to_ns, bool use_index) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
+  ro.use_index = use_index;
   unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
   std::string part;
   {
@@ -192,11 +194,14 @@ void register_partial_summary(nb::module_& m) {
         "[(begin, end)]: the file's gzip members (from its .idx) in runs of about target_bytes; one range "
         "(0, size) for a plain file, a small one, or one without a usable index.");
   const int64_t open_from = std::numeric_limits<int64_t>::min(), open_to = std::numeric_limits<int64_t>::max();
+  m.def("index_answers", [](const std::string& path) { return index_answers(path); }, nb::arg("path"),
+        "True when PATH's write-time index can answer a summary by name/cat/pid/tid without reading it.");
   m.def("partial_summary", &py_partial_summary, nb::arg("files"), nb::arg("file_ids"), nb::arg("by") = "name",
         nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
+        nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to, nb::arg("use_index") = true,
         "The partial summary aggregate of FILES (numbered FILE_IDS in the whole input) as bytes, of the events "
-        "with from_ns <= ts < to_ns.");
+        "with from_ns <= ts < to_ns; finalized .pfw.gz files answer from their write-time indexes where they "
+        "can (stats' indexed_files), unless use_index is false.");
   m.def("partial_summary_range", &py_partial_summary_range, nb::arg("path"), nb::arg("file_id"), nb::arg("begin"),
         nb::arg("end"), nb::arg("by") = "name", nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,

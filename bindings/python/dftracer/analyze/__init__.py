@@ -215,7 +215,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
             if w:
                 _module().window_is_relative(w)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
-        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits, window=window)
+        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits, window=window,
+                              use_index=bool(use_index))
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])

@@ -70,10 +70,11 @@ def _n_workers(client):
         return 2
 
 
-def plan_pieces(ext, files, n_workers, piece_bytes=None, split_members=True):
+def plan_pieces(ext, files, n_workers, piece_bytes=None, split_members=True, whole_if_indexed=False):
     """The pieces of `files`: ("files", [path], [file id]) batches of whole files in
     file order, and ("range", path, file id, begin, end) for the member ranges of a
-    .pfw.gz larger than piece_bytes (with split_members)."""
+    .pfw.gz larger than piece_bytes (with split_members; not with whole_if_indexed when
+    its write-time index answers the query: a worker then inflates none of it)."""
     if piece_bytes is None:
         piece_bytes = DEFAULT_PIECE_BYTES
     sizes = [os.path.getsize(f) for f in files]
@@ -87,7 +88,8 @@ def plan_pieces(ext, files, n_workers, piece_bytes=None, split_members=True):
         batch, ids, batch_bytes = [], [], 0
 
     for i, (f, size) in enumerate(zip(files, sizes)):
-        if split_members and size > piece_bytes and f.endswith(".gz"):
+        if split_members and size > piece_bytes and f.endswith(".gz") and not (
+                whole_if_indexed and ext.index_answers(f)):
             ranges = ext.member_ranges(f, piece_bytes)
             if len(ranges) > 1:
                 close_batch()
@@ -110,11 +112,11 @@ def _ext():
     return _analyze
 
 
-def _partial(piece, by, limits, window=()):
+def _partial(piece, by, limits, window=(), use_index=True):
     ext = _ext()
     bounds = dict(zip(("from_ns", "to_ns"), window))
-    if piece[0] == "files":
-        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds)
+    if piece[0] == "files":  # finalized .pfw.gz files answer from their .idx here (nothing inflated)
+        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds, use_index=use_index)
     _, path, file_id, begin, end = piece
     return ext.partial_summary_range(path, file_id, begin, end, by, **limits, **bounds)
 
@@ -171,15 +173,21 @@ def window_ns(client, ext, files, from_text, to_text, limits):
     return tuple(ext.resolve_window(from_text, to_text, *rng))
 
 
-def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=()):
-    pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes)
-    return client.map(_partial, pieces, by=by, limits=limits, window=tuple(window), pure=False)
+# The keys a write-time index answers (src/analyze/index_summary.cpp).
+_INDEXED_KEYS = {"name", "cat", "pid", "tid"}
 
 
-def partials(client, ext, files, by, limits, piece_bytes=None, window=()):
+def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True):
+    # A large file whose index answers stays whole: its worker inflates none of it.
+    indexable = use_index and not window and set(by.split(",")) <= _INDEXED_KEYS
+    pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes, whole_if_indexed=indexable)
+    return client.map(_partial, pieces, by=by, limits=limits, window=tuple(window), use_index=use_index, pure=False)
+
+
+def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True):
     """The partial aggregates (bytes) of every piece of `files`, read on the cluster;
     `window` = (from_ns, to_ns) applies a time window on the workers."""
-    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window))
+    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index))
 
 
 def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None):
@@ -195,10 +203,10 @@ def module_tree(client, ext, files, limits, piece_bytes=None):
     return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes))
 
 
-def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", "")):
+def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", ""), use_index=True):
     """summary()'s raw dict, computed on the cluster; `window` = the (from, to) bounds' texts."""
     ns = window_ns(client, ext, files, window[0], window[1], limits)
-    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes, ns), by, top, sort)
+    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes, ns, use_index), by, top, sort)
 
 
 def steps(client, ext, files, limits):
