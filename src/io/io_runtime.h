@@ -82,7 +82,15 @@ static inline void dftio_track(int fd, uint64_t h) {
  * is not the program's descriptor of that number. */
 static inline uint64_t dftio_untrack(int fd) {
   if (dftio_busy) return 0;
-  if ((unsigned)fd < DFTIO_MAX_FD) return __atomic_exchange_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
+  if ((unsigned)fd < DFTIO_MAX_FD) {
+    /* A load and a plain store, not an exchange: a locked instruction on every
+     * close (traced or not) cost more than the rest of the untraced path. Two
+     * threads closing one descriptor at once (a bug of the program's) may then
+     * both record the close. */
+    uint64_t h = __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED);
+    if (h != 0) __atomic_store_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
+    return h;
+  }
   return dftio_high_fd_exchange(fd);
 }
 
