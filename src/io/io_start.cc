@@ -15,6 +15,7 @@
 #include "file_hashes.h"
 #include "io_runtime.h"
 #include "path_filter.h"
+#include "path_normalize.h"
 #include "working_dir.h"
 
 namespace {
@@ -69,7 +70,14 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   uint64_t h = 0;
   char full[4096];  // on the stack: no allocation on a hook
   if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_cwd.join(path, full, sizeof full)) path = full;
-  const size_t len = std::strlen(path);
+  size_t len = std::strlen(path);
+  char normal[4096];  // "/data/x/../y" is "/data/y": one fhash, one DATA_DIR answer (path_normalize.h)
+  if (dftracer::io::path_needs_normalizing(path, len)) {
+    if (size_t n = dftracer::io::normalize_path(path, len, normal, sizeof normal)) {
+      path = normal;
+      len = n;
+    }
+  }
   if (g_filter.wanted(path, len)) {
     h = dft_hash64(path, len);
     if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table

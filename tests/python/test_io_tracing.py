@@ -47,6 +47,30 @@ def bytes_moved(events, fhash, calls):
                if e["name"] in calls and e["args"].get("fhash") == fhash and e["args"].get("ret", 0) > 0)
 
 
+def test_dot_dot_paths_are_normalised_for_fhash_and_data_dir(run_python, trace_dir, tmp_path):
+    """"data/sub/../f.bin", "data//f.bin" and "data/f.bin" name one file: one FH record,
+    one fhash; "data/../outside.bin" is not under DFTRACER_DATA_DIR=data."""
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "f.bin").write_bytes(b"x" * 3000)
+    (tmp_path / "outside.bin").write_bytes(b"y" * 100)
+    run_python(f"""
+import dftracer
+for p in ("data/sub/../f.bin", "{data}//./f.bin", "data/f.bin"):
+    with open(p, "rb") as f:
+        assert len(f.read()) == 3000
+with open("data/../outside.bin", "rb") as f:
+    f.read()
+""", env=traced_env(trace_dir, data))
+    events = only_file(trace_dir)
+    fh = file_hashes(events)
+    path = str(data / "f.bin")
+    assert set(fh) == {path}, fh  # no spelling of the path but the normal one, and nothing outside
+    io = io_events(events)
+    assert bytes_moved(io, fh[path], READS) == 9000
+    assert {e["args"]["fhash"] for e in io} == {fh[path]}
+
+
 def test_open_read_is_traced_with_fhash_size_and_ret(run_python, trace_dir, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
