@@ -1,5 +1,6 @@
 #include "tracer_thread.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -27,6 +28,8 @@ namespace dftracer {
 namespace {
 
 std::atomic<dft_thread_hook> g_thread_hook{nullptr};
+thread_local bool t_private_table = false;
+thread_local int t_pidfd = -1;  // this process, for pidfd_getfd (in the private table)
 
 bool private_tables_wanted() {
 #ifdef DFT_UNDER_TSAN
@@ -64,7 +67,7 @@ bool become_tracer_thread(const std::vector<int>& keep) {
     log_debug(std::string("tracer thread shares the program's descriptor table: unshare: ") + std::strerror(errno));
     return false;
   }
-  std::vector<int> kept{0, 1, 2};
+  std::vector<int> kept;
   for (int fd : keep)
     if (fd >= 0) kept.push_back(fd);
   std::sort(kept.begin(), kept.end());
@@ -75,7 +78,35 @@ bool become_tracer_thread(const std::vector<int>& keep) {
     next = static_cast<unsigned>(fd) + 1;
   }
   close_span(next, ~0u);
+  // 0-2 on /dev/null (where they are free): a stray write to stderr lands
+  // nowhere, and no later descriptor of ours takes those numbers.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (std::binary_search(kept.begin(), kept.end(), fd)) continue;
+    int n = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC));
+    if (n >= 0 && n != fd) {
+      syscall(SYS_dup3, n, fd, O_CLOEXEC);
+      syscall(SYS_close, n);
+    }
+  }
+#ifdef SYS_pidfd_open
+  t_pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+#endif
+  t_private_table = true;
   return true;
+}
+
+bool in_private_table() { return t_private_table; }
+
+int program_stderr() {
+#ifdef SYS_pidfd_getfd
+  if (t_pidfd >= 0) {
+    int fd = static_cast<int>(syscall(SYS_pidfd_getfd, t_pidfd, 2, 0));
+    if (fd >= 0) return fd;
+  }
+#endif
+  // /proc/<pid>/fd names the thread-group leader's table: the program's.
+  std::string p = "/proc/" + std::to_string(getpid()) + "/fd/2";
+  return static_cast<int>(syscall(SYS_openat, AT_FDCWD, p.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY));
 }
 
 }  // namespace dftracer

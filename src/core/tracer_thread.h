@@ -8,8 +8,13 @@
 // ran one thread pays that, about 56 ns per read() on our test VM, only
 // because our writer thread exists. So each of our threads gives itself a
 // table of its own (unshare(CLONE_FILES)) and closes its copies of the
-// program's descriptors, keeping 0-2 (diagnostics go to stderr) and the
-// ones it was asked to keep (the writer: the trace file and its index).
+// program's descriptors, all of them: 0-2 too (a copy of the program's
+// stdout or stderr pipe would keep the reader waiting for an EOF after the
+// program closed it -- a daemon started with captured output would hang its
+// starter), except the ones it was asked to keep (the writer: the trace
+// file and its index). 0-2 then name /dev/null there, so nothing can land in
+// a file of ours by number, and the tracer's diagnostics from these threads
+// go to the program's stderr of the moment (program_stderr()).
 // The program's table is then the program's alone again: the program's
 // descriptor calls take the kernel's single-owner path, and closing, say,
 // every descriptor >= 3 (as daemons do) no longer closes our trace file
@@ -31,6 +36,14 @@ namespace dftracer {
 // descriptors per process and would report our copies as races), or with
 // DFTRACER_PRIVATE_FDS=0.
 bool become_tracer_thread(const std::vector<int>& keep);
+
+// True on a tracer thread that has a descriptor table of its own.
+bool in_private_table();
+
+// On such a thread: a descriptor of this thread's table for the program's
+// stderr as it is now (pidfd_getfd(2), else /proc/<pid>/fd/2), to write one
+// message to and close; -1 when it cannot be had (the message is dropped).
+int program_stderr();
 
 // Closes descriptor `fd` in the calling thread's table with the raw system
 // call, past the I/O hooks: a hook would forget what the program's
