@@ -4,6 +4,7 @@
 #define _GNU_SOURCE 1
 #endif
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -63,13 +64,40 @@ extern "C" int dftio_start(void) {
   return 1;
 }
 
+// `rel` joined to the directory descriptor `dirfd` names (not AT_FDCWD):
+// the kernel's name for it, /proc/self/fd/<dirfd>, read with one readlink.
+// A system call, but only on *at calls given a real directory descriptor
+// (os.open(..., dir_fd=), fwalk, rmtree), never on read/write. The name is
+// the directory's real path (symlinks resolved). False: unknown (not a
+// directory we can name, or too long); the path stays relative.
+static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
+  if (dirfd < 0) return false;
+  char link[32] = "/proc/self/fd/";
+  char digits[12];
+  int nd = 0;
+  for (unsigned v = static_cast<unsigned>(dirfd); nd == 0 || v != 0; v /= 10) digits[nd++] = static_cast<char>('0' + v % 10);
+  size_t at = std::strlen(link);
+  while (nd > 0) link[at++] = digits[--nd];
+  link[at] = '\0';
+  long n = syscall(SYS_readlinkat, AT_FDCWD, link, out, cap - 1);
+  if (n <= 0 || out[0] != '/') return false;
+  const size_t rlen = std::strlen(rel);
+  if (static_cast<size_t>(n) + 1 + rlen + 1 > cap) return false;
+  out[n] = '/';
+  std::memcpy(out + n + 1, rel, rlen + 1);
+  return true;
+}
+
 extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   if (path == nullptr) return 0;
   int saved = errno;
   dftio_busy = 1;
   uint64_t h = 0;
   char full[4096];  // on the stack: no allocation on a hook
-  if (path[0] != '/' && path[0] != '\0' && dirfd == AT_FDCWD && g_cwd.join(path, full, sizeof full)) path = full;
+  if (path[0] != '/' && path[0] != '\0') {
+    if (dirfd == AT_FDCWD ? g_cwd.join(path, full, sizeof full) : join_dirfd(dirfd, path, full, sizeof full))
+      path = full;
+  }
   size_t len = std::strlen(path);
   char normal[4096];  // "/data/x/../y" is "/data/y": one fhash, one DATA_DIR answer (path_normalize.h)
   if (dftracer::io::path_needs_normalizing(path, len)) {

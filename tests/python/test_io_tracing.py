@@ -71,6 +71,37 @@ with open("data/../outside.bin", "rb") as f:
     assert {e["args"]["fhash"] for e in io} == {fh[path]}
 
 
+def test_openat_relative_to_a_directory_descriptor_is_traced_by_its_full_path(run_python, trace_dir, tmp_path):
+    """os.open(name, dir_fd=d) is openat(d, name): traced under DFTRACER_DATA_DIR by the
+    directory's path joined with the name, the same fhash as opening the full path."""
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "sub" / "f.bin").write_bytes(b"x" * 2000)
+    (tmp_path / "outside.bin").write_bytes(b"y" * 10)
+    run_python(f"""
+import os
+import dftracer
+d = os.open("{data}", os.O_RDONLY | os.O_DIRECTORY)
+fd = os.open("sub/f.bin", os.O_RDONLY, dir_fd=d)
+assert len(os.read(fd, 5000)) == 2000
+os.close(fd)
+with open("{data}/sub/f.bin", "rb") as f:
+    f.read()
+fd = os.open("../outside.bin", os.O_RDONLY, dir_fd=d)   # leaves DFTRACER_DATA_DIR
+os.read(fd, 100)
+os.close(fd)
+os.close(d)
+""", env=traced_env(trace_dir, data))
+    events = only_file(trace_dir)
+    fh = file_hashes(events)
+    path = str(data / "sub" / "f.bin")
+    assert path in fh and str(tmp_path / "outside.bin") not in fh, fh
+    io = io_events(events)
+    opens = [e for e in io if e["name"].startswith("open") and e["args"]["fhash"] == fh[path]]
+    assert len(opens) == 2, opens  # the dir_fd open and the full-path open: one file
+    assert bytes_moved(io, fh[path], READS) == 4000
+
+
 def test_open_read_is_traced_with_fhash_size_and_ret(run_python, trace_dir, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
