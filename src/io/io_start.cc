@@ -14,6 +14,7 @@
 #include <string>
 
 #include "file_hashes.h"
+#include "hash.h"
 #include "io_runtime.h"
 #include "path_filter.h"
 #include "path_normalize.h"
@@ -21,9 +22,14 @@
 
 namespace {
 
-dftracer::io::PathFilter g_filter;
-dftracer::io::FileHashes g_hashes;
-dftracer::io::WorkingDir g_cwd;
+// Constructed before any constructor of default priority: the PRELOAD
+// library's start-up (preload.c, a C constructor) configures them, and in
+// the order the linker happens to choose (link-time optimisation changed
+// it) their own initialisation could otherwise run after that and wipe
+// DFTRACER_DATA_DIR (every path then traced).
+__attribute__((init_priority(101))) dftracer::io::PathFilter g_filter;
+__attribute__((init_priority(101))) dftracer::io::FileHashes g_hashes;
+__attribute__((init_priority(101))) dftracer::io::WorkingDir g_cwd;
 
 // DFTRACER_DISABLE_IO as the core reads its booleans: 1/true/yes/on, any case.
 bool env_true(const char* name) {
@@ -88,15 +94,24 @@ static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
   return true;
 }
 
+// errno: only the two branches that make calls which may set it (the
+// readlink of a directory descriptor, the first sight's FH record) keep it;
+// the rest sets none, and saving it costs a libc call on every open.
 extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   if (path == nullptr) return 0;
-  int saved = errno;
   dftio_busy = 1;
   uint64_t h = 0;
   char full[4096];  // on the stack: no allocation on a hook
   if (path[0] != '/' && path[0] != '\0') {
-    if (dirfd == AT_FDCWD ? g_cwd.join(path, full, sizeof full) : join_dirfd(dirfd, path, full, sizeof full))
-      path = full;
+    bool joined;
+    if (dirfd == AT_FDCWD) {
+      joined = g_cwd.join(path, full, sizeof full);
+    } else {
+      const int saved = errno;
+      joined = join_dirfd(dirfd, path, full, sizeof full);
+      errno = saved;
+    }
+    if (joined) path = full;
   }
   size_t len = std::strlen(path);
   char normal[4096];  // "/data/x/../y" is "/data/y": one fhash, one DATA_DIR answer (path_normalize.h)
@@ -107,13 +122,15 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
     }
   }
   if (g_filter.wanted(path, len)) {
-    h = dft_hash64(path, len);
+    h = dftracer::hash64(path, len);  // == dft_hash64, inlined (the FH record's value is computed the same way)
     if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table
-    if (g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE))))
+    if (g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE)))) {
+      const int saved = errno;
       dft_hash_metadata("FH", path);
+      errno = saved;
+    }
   }
   dftio_busy = 0;
-  errno = saved;
   return h;
 }
 
