@@ -2,27 +2,30 @@
 """Issue #17's benchmark, one run: per-name summaries of 100, 1,000 and 10,000
 trace files, side by side:
 
-  local      dftracer.analyze.summary() on this machine's C++ reader (all cores)
-  dask-1     the same on a Dask LocalCluster of 1 worker process (1 thread)
+  local      dftracer.analyze.summary(use_index=False): this machine's C++ reader, all cores
+  dask-1     the same read on a Dask LocalCluster of 1 worker process (1 thread)
   dask-2     ... of 2 worker processes (target: at least 1.7x dask-1)
-  cli-index  `dftracer-analyze summary` (default: index-only where the .idx allows)
-  cli-full   `dftracer-analyze summary --no-index` (a full read; "n/a" where the
-             build does not know the flag: then there is no index-only path)
+  dask-2-idx dask-2 with the write-time indexes: the workers answer from the .idx files
+  cli-index  `dftracer-analyze summary`: index-only (nothing inflated)
+  cli-full   `dftracer-analyze summary --no-index`: a full read
   dftu-build dftracer-utils' `dftracer_stats --report names`, first run: builds its
              RocksDB index (.dftindex) then answers
   dftu-query the same again: answered from the index
 
-and per-file cost (ms per file) as the count grows. The files are .pfw.gz of
-multi-member gzip with .idx, written by tests/python/synthetic_traces.py (a few
-distinct files copied under new names: the reader does the same work for
-each). Usage:
+and per-file cost (ms per file) as the count grows. Two sets of files of the
+same count and events per file: the read columns (local, dask-1, dask-2,
+cli-full, dftu-*) read .pfw.gz op traces with args, nesting and two threads
+from tests/python/synthetic_traces.py (their .idx is version 1: member offsets
+only); the index columns (dask-2-idx, cli-index) answer over finalized traces
+written by the real writer with version-2 .idx
+(build/bench/analyze/analyze_gen_indexed_traces). 20 distinct files are
+written per set and size and copied under new names for the rest (the reader
+does the same work for each). Each Dask cluster's workers import the extension
+before anything is timed. Usage:
 
-  python bench/analyze/bench_distributed.py [--counts 100,1000,10000]
+  python bench/analyze/bench_distributed.py [--build build] [--counts 100,1000,10000]
       [--events 10000] [--events-10k 10000] [--dir DIR] [--repeat 3] [--repeat-10k 1]
       [--dftu-max-files 100]
-
-Each Dask cluster runs one task per worker before anything is timed (the workers
-import the C++ extension then), so the rows time the analysis, not the start-up.
 
 Prints a table; DFAnalyzer (PyPI dftracer-analyzer) is not run: see
 docs/analyzer.md, "Dask".
@@ -35,18 +38,20 @@ import sys
 import tempfile
 import time
 
+import dftracer.analyze as da  # noqa: E402
+
+REFERENCE_VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
 import synthetic_traces  # noqa: E402
 
-import dftracer.analyze as da  # noqa: E402
-
-REFERENCE_VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
 DISTINCT = 20  # distinct files generated per size; the rest are copies
 
 
-def make_files(directory, n_files, n_events):
-    """n_files .pfw.gz (+ .idx) of about n_events events each."""
+def make_read_files(directory, n_files, n_events):
+    """n_files .pfw.gz (+ version-1 .idx: member offsets, no statistics) of about n_events
+    op events each, with args, nesting and threads (tests/python/synthetic_traces.py): what
+    the reader reads in the read columns."""
     os.makedirs(directory, exist_ok=True)
     templates = []
     for k in range(min(DISTINCT, n_files)):
@@ -58,6 +63,25 @@ def make_files(directory, n_files, n_events):
         dst = os.path.join(directory, f"trace-app-{i}.pfw.gz")
         shutil.copyfile(src, dst)
         shutil.copyfile(src + ".idx", dst + ".idx")
+    return directory
+
+
+def make_indexed_files(gen, directory, n_files, n_events):
+    """n_files finalized .pfw.gz (+ version-2 .idx) of n_events events each, from the real
+    writer: what the index columns answer from."""
+    os.makedirs(directory, exist_ok=True)
+    tmpl_dir = directory + "-templates"
+    os.makedirs(tmpl_dir, exist_ok=True)
+    env = dict(os.environ, DFTRACER_LOG_LEVEL="error")
+    env.pop("DFTRACER_ENABLE", None)
+    subprocess.run([gen, tmpl_dir, str(min(DISTINCT, n_files)), str(n_events)], check=True, env=env)
+    templates = sorted(os.path.join(tmpl_dir, f) for f in os.listdir(tmpl_dir) if f.endswith(".pfw.gz"))
+    for i in range(n_files):
+        src = templates[i % len(templates)]
+        dst = os.path.join(directory, f"trace-app-{i}.pfw.gz")
+        shutil.copyfile(src, dst)
+        shutil.copyfile(src + ".idx", dst + ".idx")
+    shutil.rmtree(tmpl_dir, ignore_errors=True)
     return directory
 
 
@@ -94,6 +118,7 @@ def run_quiet(cmd):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build", help="the CMake build directory (for the trace generator)")
     ap.add_argument("--counts", default="100,1000,10000")
     ap.add_argument("--events", type=int, default=10000, help="events per file for 100 and 1,000 files")
     ap.add_argument("--events-10k", type=int, default=10000, help="events per file for 10,000 files")
@@ -105,6 +130,9 @@ def main():
     a = ap.parse_args()
     base = a.dir or tempfile.mkdtemp(prefix="dft-bench-dist-")
     exe = analyzer_bin()
+    gen = os.path.join(a.build, "bench", "analyze", "analyze_gen_indexed_traces")
+    if not os.access(gen, os.X_OK):
+        sys.exit(f"{gen}: not built (cmake -DDFTRACER_BUILD_BENCH=ON, target analyze_gen_indexed_traces)")
     no_index = exe is not None and knows_no_index(exe)
     stats_bin = os.path.join(REFERENCE_VENV, "bin", "dftracer_stats")
     have_dftu = os.access(stats_bin, os.X_OK)
@@ -122,19 +150,26 @@ def main():
             ev = a.events if n < 10000 else a.events_10k
             repeat = a.repeat if n < 10000 else a.repeat_10k
             d = os.path.join(base, f"n{n}-e{ev}")
+            di = os.path.join(base, f"n{n}-e{ev}-indexed")
             t0 = time.perf_counter()
             if not os.path.isdir(d):
-                make_files(d, n, ev)
-            gen = time.perf_counter() - t0
+                make_read_files(d, n, ev)
+            if not os.path.isdir(di):
+                make_indexed_files(gen, di, n, ev)
+            gen_s = time.perf_counter() - t0
             size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".gz"))
-            r = {"files": n, "events/file": ev, "MB": size / 1e6, "gen_s": gen}
+            assert sum(f.endswith(".pfw.gz") for f in os.listdir(d)) == n
+            r = {"files": n, "events/file": ev, "MB": size / 1e6, "gen_s": gen_s}
             local = []
-            r["local"] = timed(lambda: da.summary(d), repeat, local)
+            r["local"] = timed(lambda: da.summary(d, use_index=False), repeat, local)
             r["events"] = int(local[0].attrs["totals"]["complete_events"])
             for w, c in clients.items():
-                r[f"dask-{w}"] = timed(lambda: da.summary(d, client=c), repeat)
+                r[f"dask-{w}"] = timed(lambda: da.summary(d, client=c, use_index=False), repeat)
+            idx_out = []
+            r["dask-2-idx"] = timed(lambda: da.summary(di, client=clients[2]), repeat, idx_out)
+            assert idx_out[0].attrs["stats"]["indexed_files"] == n, idx_out[0].attrs["stats"]
             if exe:
-                r["cli-index"] = timed(lambda: run_quiet([exe, "summary", "--no-progress", d]), repeat)
+                r["cli-index"] = timed(lambda: run_quiet([exe, "summary", "--no-progress", di]), repeat)
                 r["cli-full"] = (timed(lambda: run_quiet([exe, "summary", "--no-progress", "--no-index", d]), repeat)
                                  if no_index else None)
             if have_dftu and n <= a.dftu_max_files:
@@ -164,8 +199,8 @@ def main():
         shutil.rmtree(base, ignore_errors=True)
 
 
-COLS = ["files", "events/file", "events", "MB", "local", "dask-1", "dask-2", "cli-index", "cli-full", "dftu-build",
-        "dftu-query"]
+COLS = ["files", "events/file", "events", "MB", "local", "dask-1", "dask-2", "dask-2-idx", "cli-index", "cli-full",
+        "dftu-build", "dftu-query"]
 
 
 def print_row(r, header):
