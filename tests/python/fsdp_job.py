@@ -55,6 +55,11 @@ def main(argv=None):
     from dftracer.python import dft_fn, dynamo
 
     dist.init_process_group("gloo")
+    _train(a, torch, dist, dft_fn, dynamo)
+    ranks_job.end_job(dist)  # the model and FSDP's state are gone by now (see end_job)
+
+
+def _train(a, torch, dist, dft_fn, dynamo):
     rank = dist.get_rank()
     model = ranks_job._model(torch)
     if a.fsdp1:
@@ -82,8 +87,6 @@ def main(argv=None):
     out = os.path.dirname(os.environ.get("DFTRACER_LOG_FILE", "./x")) or "."
     with open(os.path.join(out, f"fsdp-rank{rank}.json"), "w") as f:
         json.dump({"groups": groups}, f)
-    dist.barrier()
-    dist.destroy_process_group()
 
 
 def run_job(trace_dir, nproc=2, steps=3, fsdp1=False, timeout=120):
