@@ -1,5 +1,8 @@
 #include "path_normalize.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace dftracer::io {
 
 namespace {
@@ -10,9 +13,54 @@ bool is_dotdot(const char* c, size_t n) { return n == 2 && c[0] == '.' && c[1] =
 
 }  // namespace
 
+namespace {
+
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7full;
+
+// 0x80 in each byte of `x` equal to `c`, 0 in the others (exact: no
+// false positives, unlike the shorter haszero trick).
+inline uint64_t bytes_equal(uint64_t x, unsigned char c) {
+  const uint64_t t = x ^ (kOnes * c);
+  return ~(((t & kLow7) + kLow7) | t | kLow7);
+}
+
+inline uint64_t load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Whether some '/' is followed by '/' or '.': every path that needs
+// normalising and does not start with '.' or end with '/' has one. Eight
+// bytes at a time (the last word overlapping the one before); never reads
+// past path[len - 1]. '.' (0x2e) and '/' (0x2f) differ in bit 0 only, so
+// one compare of `next | 1` with '/' finds both.
+inline bool slash_then_slash_or_dot(uint64_t here, uint64_t next) {
+  return (bytes_equal(here, '/') & bytes_equal(next | kOnes, '/')) != 0;
+}
+
+bool has_slash_then_slash_or_dot(const char* path, size_t len) {
+  if (len < 9) {
+    for (size_t i = 0; i + 1 < len; ++i)
+      if (path[i] == '/' && (path[i + 1] | 1) == '/') return true;
+    return false;
+  }
+  // Words at 0, 8, 16, ... while a whole one (and its next byte) fits, then
+  // the word ending at the last byte.
+  for (size_t i = 0; i + 9 <= len; i += 8)
+    if (slash_then_slash_or_dot(load8(path + i), load8(path + i + 1))) return true;
+  return slash_then_slash_or_dot(load8(path + len - 9), load8(path + len - 8));
+}
+
+}  // namespace
+
 bool path_needs_normalizing(const char* path, size_t len) {
   if (len == 0) return false;
   if (len > 1 && path[len - 1] == '/') return true;
+  // Fast answer for the common path: a byte loop here was half the cost of
+  // an untraced open (204 of ~490 instructions for a 29-byte path).
+  if (path[0] != '.' && !has_slash_then_slash_or_dot(path, len)) return false;
   // Each component's first bytes: "" (a repeated '/'), "." or "..".
   for (size_t i = 0; i < len;) {
     size_t end = i;
