@@ -94,13 +94,26 @@ static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
   return true;
 }
 
-// errno: only the two branches that make calls which may set it (the
-// readlink of a directory descriptor, the first sight's FH record) keep it;
-// the rest sets none, and saving it costs a libc call on every open.
-extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
-  if (path == nullptr) return 0;
-  dftio_busy = 1;
-  uint64_t h = 0;
+// The fhash of `path` (len bytes, absolute or relative, already joined and
+// normalised) when the filter wants it, else 0; writes its FH record the
+// first time this session sees it.
+static uint64_t hash_if_wanted(const char* path, size_t len) {
+  if (!g_filter.wanted(path, len)) return 0;
+  uint64_t h = dftracer::hash64(path, len);  // == dft_hash64, inlined (the FH record's value is computed the same way)
+  if (h == 0) h = 1;                         // 0 means "untraced" in the descriptor table
+  if (g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE)))) {
+    const int saved = errno;
+    dft_hash_metadata("FH", path);
+    errno = saved;
+  }
+  return h;
+}
+
+// A relative path (joined to the working directory or to `dirfd`) or one
+// that needs normalising: two path buffers on the stack, so out of line --
+// the common call (an absolute, already normal path) keeps a small frame
+// and touches no stack page 8 KiB below its caller's.
+static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, const char* path, size_t len) {
   char full[4096];  // on the stack: no allocation on a hook
   if (path[0] != '/' && path[0] != '\0') {
     bool joined;
@@ -111,9 +124,11 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
       joined = join_dirfd(dirfd, path, full, sizeof full);
       errno = saved;
     }
-    if (joined) path = full;
+    if (joined) {
+      path = full;
+      len = std::strlen(path);
+    }
   }
-  size_t len = std::strlen(path);
   char normal[4096];  // "/data/x/../y" is "/data/y": one fhash, one DATA_DIR answer (path_normalize.h)
   if (dftracer::io::path_needs_normalizing(path, len)) {
     if (size_t n = dftracer::io::normalize_path(path, len, normal, sizeof normal)) {
@@ -121,15 +136,19 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
       len = n;
     }
   }
-  if (g_filter.wanted(path, len)) {
-    h = dftracer::hash64(path, len);  // == dft_hash64, inlined (the FH record's value is computed the same way)
-    if (h == 0) h = 1;  // 0 means "untraced" in the descriptor table
-    if (g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE)))) {
-      const int saved = errno;
-      dft_hash_metadata("FH", path);
-      errno = saved;
-    }
-  }
+  return hash_if_wanted(path, len);
+}
+
+// errno: only the two branches that make calls which may set it (the
+// readlink of a directory descriptor, the first sight's FH record) keep it;
+// the rest sets none, and saving it costs a libc call on every open.
+extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
+  if (path == nullptr) return 0;
+  dftio_busy = 1;
+  const size_t len = std::strlen(path);
+  const uint64_t h = path[0] == '/' && !dftracer::io::path_needs_normalizing(path, len)
+                         ? hash_if_wanted(path, len)
+                         : hash_joined_or_normalised(dirfd, path, len);
   dftio_busy = 0;
   return h;
 }
