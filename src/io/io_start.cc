@@ -48,7 +48,14 @@ std::string current_dir() {
 
 void publish_cwd() {
   char buf[4096];
-  g_cwd.publish(getcwd(buf, sizeof buf));  // nullptr (unknown) when it does not fit
+  if (getcwd(buf, sizeof buf) == nullptr) {
+    g_cwd.publish(nullptr);  // unknown (does not fit, or gone)
+    return;
+  }
+  // getcwd resolves symlinks; under a DFTRACER_DATA_DIR named through one,
+  // relative paths are joined to the directory as that prefix names it.
+  char named[4096];
+  g_cwd.publish(g_filter.as_named_in_data_dir(buf, std::strlen(buf), named, sizeof named) ? named : buf);
 }
 
 }  // namespace
@@ -123,6 +130,11 @@ static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, c
       const int saved = errno;
       joined = join_dirfd(dirfd, path, full, sizeof full);
       errno = saved;
+      char named[4096];  // /proc's name has symlinks resolved: as DFTRACER_DATA_DIR names it
+      if (joined) {
+        if (size_t n = g_filter.as_named_in_data_dir(full, std::strlen(full), named, sizeof named))
+          std::memcpy(full, named, n + 1);
+      }
     }
     if (joined) {
       path = full;

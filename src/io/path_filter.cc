@@ -1,6 +1,9 @@
 #include "path_filter.h"
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace dftracer::io {
 
@@ -59,6 +62,35 @@ void PathFilter::configure(const char* data_dir, std::string cwd) {
     else if (!d.empty()) prefixes_.push_back(with_slash(d[0] == '/' ? d : cwd + d));
     start = end + 1;
   }
+  aliases_.clear();
+  for (const std::string& d : prefixes_) {
+    char real[PATH_MAX];
+    if (realpath(d.c_str(), real) == nullptr) continue;  // not there (yet): nothing to rename
+    std::string r = with_slash(real);
+    if (r != d) aliases_.push_back({std::move(r), d});
+  }
+}
+
+size_t PathFilter::as_named_in_data_dir(const char* path, size_t len, char* out, size_t cap) const {
+  for (const Alias& a : aliases_) {
+    const std::string& r = a.real;
+    size_t rest;  // bytes of `path` after the real prefix
+    std::string_view named = a.named;
+    if (len >= r.size() && std::memcmp(path, r.data(), r.size()) == 0) {
+      rest = len - r.size();
+    } else if (len + 1 == r.size() && std::memcmp(path, r.data(), len) == 0) {
+      rest = 0;  // the directory itself: its name without the '/'
+      named.remove_suffix(1);
+    } else {
+      continue;
+    }
+    if (named.size() + rest + 1 > cap) return 0;
+    std::memcpy(out, named.data(), named.size());
+    std::memcpy(out + named.size(), path + (len - rest), rest);
+    out[named.size() + rest] = '\0';
+    return named.size() + rest;
+  }
+  return 0;
 }
 
 bool PathFilter::under_prefix(const char* path, size_t len) const {

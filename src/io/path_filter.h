@@ -26,10 +26,25 @@ class PathFilter {
 
   const std::vector<std::string>& prefixes() const { return prefixes_; }
 
+  // The working directory (getcwd) and a directory descriptor's name
+  // (/proc/self/fd/N) come from the kernel with symlinks resolved, while
+  // DFTRACER_DATA_DIR may name a directory through a symlink (/data ->
+  // /mnt/fs/data). A resolved `path` under the real path of such a prefix is
+  // written to `out` (cap bytes, NUL-terminated) renamed to the prefix, so a
+  // relative or *at open is filtered and hashed as the program's direct open
+  // of the same file; returns its length, or 0 when no prefix applies or it
+  // does not fit. Not a hot path (relative and *at opens, chdir).
+  size_t as_named_in_data_dir(const char* path, size_t len, char* out, size_t cap) const;
+
  private:
   bool under_prefix(const char* path, size_t len) const;
   bool all_ = true;
   std::vector<std::string> prefixes_;  // each ends in '/'
+  struct Alias {
+    std::string real;   // realpath of a prefix, ending in '/'
+    std::string named;  // the prefix as DFTRACER_DATA_DIR names it, ending in '/'
+  };
+  std::vector<Alias> aliases_;  // only the prefixes whose real path differs
 };
 
 }  // namespace dftracer::io

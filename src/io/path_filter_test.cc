@@ -3,6 +3,12 @@
 #include "path_filter.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <string>
 
 using dftracer::io::PathFilter;
 
@@ -45,4 +51,38 @@ TEST(PathFilter, RelativePrefixesAreTakenFromTheStartDirectory) {
   EXPECT_TRUE(f.wanted("/work/rel/y"));  // a relative prefix
   EXPECT_FALSE(f.wanted("/work/other/x"));
   EXPECT_FALSE(f.wanted("data/x"));  // still relative (another dirfd): unknown, so only under all
+}
+
+// A DFTRACER_DATA_DIR prefix named through a symlink: the kernel's resolved
+// names (getcwd, /proc/self/fd/N) under its real path come back under the
+// prefix's name; other paths are left alone.
+TEST(PathFilter, ResolvedPathsUnderASymlinkedPrefixTakeThePrefixName) {
+  char tmpl[] = "/tmp/dft-path-filter-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string real = root + "/real", link = root + "/data";
+  ASSERT_EQ(mkdir(real.c_str(), 0700), 0);
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  char resolved_root[PATH_MAX];
+  ASSERT_NE(realpath(root.c_str(), resolved_root), nullptr);  // /tmp itself may be a link
+  const std::string real_resolved = std::string(resolved_root) + "/real";
+
+  PathFilter f;
+  f.configure((link + ":/elsewhere").c_str(), "/");
+  char out[4096];
+  auto named = [&](const std::string& p, size_t cap = sizeof out) {
+    size_t n = f.as_named_in_data_dir(p.data(), p.size(), out, cap);
+    return n == 0 ? std::string("<none>") : std::string(out, n);
+  };
+  EXPECT_EQ(named(real_resolved + "/sub/f.bin"), link + "/sub/f.bin");
+  EXPECT_EQ(named(real_resolved), link);               // the directory itself
+  EXPECT_EQ(named(real_resolved + "x/f.bin"), "<none>");  // a sibling whose name starts the same
+  EXPECT_EQ(named("/elsewhere/f.bin"), "<none>");      // a prefix that is no symlink
+  EXPECT_EQ(named(real_resolved + "/f", 4), "<none>");  // does not fit
+  EXPECT_TRUE(f.wanted((link + "/sub/f.bin").c_str()));
+  EXPECT_FALSE(f.wanted((real_resolved + "/sub/f.bin").c_str()));  // only the names it was given
+
+  unlink(link.c_str());
+  rmdir(real.c_str());
+  rmdir(root.c_str());
 }

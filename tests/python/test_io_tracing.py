@@ -102,6 +102,42 @@ os.close(d)
     assert bytes_moved(io, fh[path], READS) == 4000
 
 
+def test_a_data_dir_named_through_a_symlink_traces_relative_and_dir_fd_opens(run_python, trace_dir, tmp_path):
+    """DFTRACER_DATA_DIR=<tmp>/data, a symlink to <tmp>/real: an open relative to a working
+    directory entered through the link (getcwd answers the real path) and an open relative
+    to a directory descriptor (its /proc name is the real path) are traced under the
+    prefix's name, one file with the direct open's fhash."""
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "sub" / "f.bin").write_bytes(b"x" * 1500)
+    data = tmp_path / "data"
+    data.symlink_to(real)
+    run_python(f"""
+import os
+import dftracer
+with open("{data}/sub/f.bin", "rb") as f:                       # direct, through the link
+    assert len(f.read()) == 1500
+d = os.open("{data}", os.O_RDONLY | os.O_DIRECTORY)
+fd = os.open("sub/f.bin", os.O_RDONLY, dir_fd=d)                # *at: /proc names the real dir
+assert len(os.read(fd, 5000)) == 1500
+os.close(fd)
+os.close(d)
+os.chdir("{data}/sub")                                          # getcwd answers the real dir
+with open("f.bin", "rb") as f:
+    assert len(f.read()) == 1500
+""", env=traced_env(trace_dir, data))
+    events = only_file(trace_dir)
+    fh = file_hashes(events)
+    path = str(data / "sub" / "f.bin")
+    assert path in fh, fh
+    # the directory, its subdirectory (chdir) and the file; never the real path's spelling
+    assert set(fh) == {str(data), str(data / "sub"), path}, fh
+    io = io_events(events)
+    opens = [e for e in io if e["name"].startswith("open") and e["args"]["fhash"] == fh[path]]
+    assert len(opens) == 3, opens
+    assert bytes_moved(io, fh[path], READS) == 4500
+
+
 def test_open_read_is_traced_with_fhash_size_and_ret(run_python, trace_dir, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
