@@ -2,7 +2,7 @@
 
 namespace dftracer::io {
 
-bool FileHashes::first_in_session(uint64_t hash, uint64_t session) {
+bool FileHashes::first_in_session_probe(uint64_t hash, uint64_t session) {
   if (hash == 0) hash = 1;  // 0 marks a free slot
   size_t i = static_cast<size_t>(hash) & (kSlots - 1);
   for (size_t probes = 0; probes < kSlots; ++probes, i = (i + 1) & (kSlots - 1)) {

@@ -19,9 +19,19 @@ class FileHashes {
   // True for the first caller with (hash, session) since the session began.
   // When the set is full every call is "first" (an FH record twice is
   // harmless; one missing is not).
-  bool first_in_session(uint64_t hash, uint64_t session);
+  bool first_in_session(uint64_t hash, uint64_t session) {
+    // Inline, the answer of nearly every open: the path's home slot already
+    // holds it for this session.
+    const uint64_t key = hash == 0 ? 1 : hash;  // 0 marks a free slot
+    const Slot& s = slots_[key & (kSlots - 1)];
+    if (s.hash.load(std::memory_order_acquire) == key &&
+        s.session.load(std::memory_order_acquire) == session)
+      return false;
+    return first_in_session_probe(hash, session);
+  }
 
  private:
+  bool first_in_session_probe(uint64_t hash, uint64_t session);
   static constexpr size_t kSlots = size_t{1} << 15;
   struct Slot {
     std::atomic<uint64_t> hash{0};

@@ -18,6 +18,7 @@
 #include "io_runtime.h"
 #include "path_filter.h"
 #include "path_normalize.h"
+#include "path_scan.h"
 #include "working_dir.h"
 
 namespace {
@@ -101,18 +102,24 @@ static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
   return true;
 }
 
+// The path's FH record, the first time a session sees it.
+static __attribute__((noinline, cold)) void write_fh(const char* path) {
+  const int saved = errno;
+  dft_hash_metadata("FH", path);
+  errno = saved;
+}
+
 // The fhash of `path` (len bytes, absolute or relative, already joined and
 // normalised) when the filter wants it, else 0; writes its FH record the
 // first time this session sees it.
-static uint64_t hash_if_wanted(const char* path, size_t len) {
+// Inline in both callers: on the common open, dftio_path_hash makes no call.
+static inline __attribute__((always_inline)) uint64_t hash_if_wanted(const char* path, size_t len) {
   if (!g_filter.wanted(path, len)) return 0;
   uint64_t h = dftracer::hash64(path, len);  // == dft_hash64, inlined (the FH record's value is computed the same way)
   if (h == 0) h = 1;                         // 0 means "untraced" in the descriptor table
-  if (g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE)))) {
-    const int saved = errno;
-    dft_hash_metadata("FH", path);
-    errno = saved;
-  }
+  if (__builtin_expect(
+          g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE))), 0))
+    write_fh(path);
   return h;
 }
 
@@ -154,13 +161,18 @@ static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, c
 // errno: only the two branches that make calls which may set it (the
 // readlink of a directory descriptor, the first sight's FH record) keep it;
 // the rest sets none, and saving it costs a libc call on every open.
+//
+// The common open (an absolute path in normal form) makes no call here:
+// one pass finds the length and any "//", "/." or "/.." (path_scan.h), the
+// filter, the hash and the FH set's lookup are inline.
 extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   if (path == nullptr) return 0;
   dftio_busy = 1;
-  const size_t len = std::strlen(path);
-  const uint64_t h = path[0] == '/' && !dftracer::io::path_needs_normalizing(path, len)
-                         ? hash_if_wanted(path, len)
-                         : hash_joined_or_normalised(dirfd, path, len);
+  bool odd;
+  const size_t len = dftracer::io::scan::path_length_and_oddness(path, &odd);
+  const bool normal = path[0] == '/' && !(len > 1 && path[len - 1] == '/') &&
+                      !(odd && dftracer::io::path_needs_normalizing(path, len));
+  const uint64_t h = normal ? hash_if_wanted(path, len) : hash_joined_or_normalised(dirfd, path, len);
   dftio_busy = 0;
   return h;
 }

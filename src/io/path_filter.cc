@@ -14,38 +14,6 @@ std::string with_slash(std::string s) {
   return s;
 }
 
-// ".pfw" anywhere in the path (our trace files, their indexes). memchr for
-// each '.' (a path has few): glibc's memmem and strstr cost 50-150
-// instructions here, on every traced open.
-bool names_a_trace(const char* path, size_t len) {
-  const char* end = path + len;
-  for (const char* p = path; end - p >= 4;) {
-    p = static_cast<const char*>(std::memchr(p, '.', static_cast<size_t>(end - p) - 3));
-    if (p == nullptr) return false;
-    if (p[1] == 'p' && p[2] == 'f' && p[3] == 'w') return true;
-    ++p;
-  }
-  return false;
-}
-
-bool starts_with(const char* s, size_t len, const std::string& p) {
-  return len >= p.size() && std::memcmp(s, p.data(), p.size()) == 0;
-}
-
-// Never traced: the kernel's pseudo files, devices and our own trace files
-// (the writer's own I/O must never become events).
-bool excluded(const char* path, size_t len) {
-  static const std::string kSystem[] = {"/proc/", "/sys/", "/dev/"};
-  // Their second letters first: most paths leave after one byte compare
-  // instead of three memcmp calls (this runs on every open).
-  const char c = len > 1 ? path[1] : '\0';
-  if (c == 'p' || c == 's' || c == 'd') {
-    for (const std::string& p : kSystem)
-      if (starts_with(path, len, p)) return true;
-  }
-  return names_a_trace(path, len);
-}
-
 }  // namespace
 
 void PathFilter::configure(const char* data_dir, std::string cwd) {
@@ -91,25 +59,6 @@ size_t PathFilter::as_named_in_data_dir(const char* path, size_t len, char* out,
     return named.size() + rest;
   }
   return 0;
-}
-
-bool PathFilter::under_prefix(const char* path, size_t len) const {
-  for (const std::string& p : prefixes_) {
-    // "/data/" matches "/data/x" and the directory "/data" itself.
-    if (starts_with(path, len, p) || (len + 1 == p.size() && std::memcmp(path, p.data(), len) == 0)) return true;
-  }
-  return false;
-}
-
-bool PathFilter::wanted(const char* path, size_t len) const {
-  if (len == 0) return false;
-  if (path[0] == '/') {
-    // The prefix first: a path outside DFTRACER_DATA_DIR (most of a
-    // program's opens when it is set) leaves after one memcmp.
-    if (!all_ && !under_prefix(path, len)) return false;
-    return !excluded(path, len);
-  }
-  return all_ && !names_a_trace(path, len);
 }
 
 }  // namespace dftracer::io

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "path_scan.h"
+
 namespace dftracer::io {
 
 class PathFilter {
@@ -22,7 +24,17 @@ class PathFilter {
   // working directory, or too long to resolve) is traced only under `all`.
   bool wanted(const char* path) const { return wanted(path, std::strlen(path)); }
   // The same, for a path of `len` bytes (the caller hashes it next).
-  bool wanted(const char* path, size_t len) const;
+  // Inline, without libc calls: it runs on every open (path_scan.h).
+  bool wanted(const char* path, size_t len) const {
+    if (len == 0) return false;
+    if (path[0] == '/') {
+      // The prefix first: a path outside DFTRACER_DATA_DIR (most of a
+      // program's opens when it is set) leaves after one compare.
+      if (!all_ && !under_prefix(path, len)) return false;
+      return !excluded(path, len);
+    }
+    return all_ && !scan::contains_pfw(path, len);
+  }
 
   const std::vector<std::string>& prefixes() const { return prefixes_; }
 
@@ -37,7 +49,27 @@ class PathFilter {
   size_t as_named_in_data_dir(const char* path, size_t len, char* out, size_t cap) const;
 
  private:
-  bool under_prefix(const char* path, size_t len) const;
+  bool under_prefix(const char* path, size_t len) const {
+    for (const std::string& p : prefixes_) {
+      // "/data/" matches "/data/x" and the directory "/data" itself.
+      const size_t n = p.size();
+      if (len >= n ? scan::same_bytes(path, p.data(), n) : len + 1 == n && scan::same_bytes(path, p.data(), len))
+        return true;
+    }
+    return false;
+  }
+  // Never traced: the kernel's pseudo files and devices (/proc/, /sys/,
+  // /dev/) and our own trace files (".pfw" anywhere in the name: the
+  // writer's own I/O must never become events).
+  static bool excluded(const char* path, size_t len) {
+    // Their second letters first: most paths leave after one byte compare.
+    const char c = len > 1 ? path[1] : '\0';
+    if ((c == 'p' && len >= 6 && scan::same_bytes(path, "/proc/", 6)) ||
+        (c == 's' && len >= 5 && scan::same_bytes(path, "/sys/", 5)) ||
+        (c == 'd' && len >= 5 && scan::same_bytes(path, "/dev/", 5)))
+      return true;
+    return scan::contains_pfw(path, len);
+  }
   bool all_ = true;
   std::vector<std::string> prefixes_;  // each ends in '/'
   struct Alias {

@@ -1,5 +1,7 @@
 #include "path_normalize.h"
 
+#include "path_scan.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -11,32 +13,18 @@ namespace {
 bool is_dot(const char* c, size_t n) { return n == 1 && c[0] == '.'; }
 bool is_dotdot(const char* c, size_t n) { return n == 2 && c[0] == '.' && c[1] == '.'; }
 
+using scan::load8;
 
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7full;
-
-// 0x80 in each byte of `x` equal to `c`, 0 in the others (exact: no
-// false positives, unlike the shorter haszero trick).
-inline uint64_t bytes_equal(uint64_t x, unsigned char c) {
-  const uint64_t t = x ^ (kOnes * c);
-  return ~(((t & kLow7) + kLow7) | t | kLow7);
-}
-
-inline uint64_t load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+// `here` has a '/' whose next byte (the same byte of `next`, loaded one byte
+// later) is '/' or '.'.
+inline bool pair_at(uint64_t here, uint64_t next) {
+  return (scan::bytes_equal(here, '/') & scan::bytes_equal(next | scan::kOnes, '/')) != 0;
 }
 
 // Whether some '/' is followed by '/' or '.': every path that needs
 // normalising and does not start with '.' or end with '/' has one. Eight
 // bytes at a time (the last word overlapping the one before); never reads
-// past path[len - 1]. '.' (0x2e) and '/' (0x2f) differ in bit 0 only, so
-// one compare of `next | 1` with '/' finds both.
-inline bool slash_then_slash_or_dot(uint64_t here, uint64_t next) {
-  return (bytes_equal(here, '/') & bytes_equal(next | kOnes, '/')) != 0;
-}
-
+// past path[len - 1].
 bool has_slash_then_slash_or_dot(const char* path, size_t len) {
   if (len < 9) {
     for (size_t i = 0; i + 1 < len; ++i)
@@ -46,8 +34,8 @@ bool has_slash_then_slash_or_dot(const char* path, size_t len) {
   // Words at 0, 8, 16, ... while a whole one (and its next byte) fits, then
   // the word ending at the last byte.
   for (size_t i = 0; i + 9 <= len; i += 8)
-    if (slash_then_slash_or_dot(load8(path + i), load8(path + i + 1))) return true;
-  return slash_then_slash_or_dot(load8(path + len - 9), load8(path + len - 8));
+    if (pair_at(load8(path + i), load8(path + i + 1))) return true;
+  return pair_at(load8(path + len - 9), load8(path + len - 8));
 }
 
 }  // namespace
@@ -68,6 +56,14 @@ bool path_needs_normalizing(const char* path, size_t len) {
   }
   return false;
 }
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+size_t scan::path_length_and_oddness(const char* path, bool* odd) {
+  const size_t len = std::strlen(path);
+  *odd = has_slash_then_slash_or_dot(path, len);
+  return len;
+}
+#endif
 
 size_t normalize_path(const char* path, size_t len, char* out, size_t cap) {
   if (cap == 0) return 0;
