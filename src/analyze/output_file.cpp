@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace dftracer::analyze {
 
@@ -62,6 +63,10 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
   const std::string target = resolved(path);
   struct stat st {};
   const bool exists = ::stat(target.c_str(), &st) == 0;
+  if (exists && S_ISFIFO(st.st_mode)) {
+    open_fifo(target);
+    return;
+  }
   if (exists && !S_ISREG(st.st_mode)) {
     file_ = std::fopen(path.c_str(), "wb");
     if (!file_) fail(errno);
@@ -78,6 +83,32 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
   // mkostemp makes it 0600; the output gets the mode an ordinary create would.
   if (::fchmod(fd, exists ? (st.st_mode & 07777) : default_file_mode()) != 0 || !(file_ = ::fdopen(fd, "wb"))) {
     int e = errno;
+    ::close(fd);
+    fail(e);
+  }
+}
+
+// A FIFO: opening it for writing blocks until some process opens it for
+// reading, forever if none does (a stale FIFO, a typo). The reader may well
+// start just after us (`analyze -o p & cat p`), so a reader is waited for,
+// but for at most kFifoReaderWaitMs; then the run fails with a clear error
+// instead of hanging.
+void OutputFile::open_fifo(const std::string& path) {
+  constexpr int kFifoReaderWaitMs = 10000, kPollMs = 20;
+  int fd = -1;
+  for (int waited = 0;; waited += kPollMs) {
+    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd >= 0 || errno != ENXIO) break;  // ENXIO: no reader yet
+    if (waited >= kFifoReaderWaitMs)
+      throw InputError("cannot write " + path + ": no process opened the FIFO for reading within " +
+                       std::to_string(kFifoReaderWaitMs / 1000) + " s");
+    ::usleep(kPollMs * 1000);
+  }
+  if (fd < 0) fail(errno);
+  // Writes block as to any pipe once the reader is there.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || !(file_ = ::fdopen(fd, "wb"))) {
+    const int e = errno;
     ::close(fd);
     fail(e);
   }

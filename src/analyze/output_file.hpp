@@ -28,6 +28,7 @@ void refuse_input_as_output(const std::string& out, const std::vector<std::strin
 // so a failed run never leaves a half-written file that looks like a trace
 // and never clobbers what was at `path`. A device, FIFO or other special
 // file (/dev/stdout, /dev/full) is written in place: it cannot be renamed.
+// A FIFO no process opens for reading within 10 s is an error, not a hang.
 class OutputFile {
  public:
   // Throws InputError "cannot write PATH: <reason>".
@@ -42,6 +43,7 @@ class OutputFile {
 
  private:
   [[noreturn]] void fail(int err);
+  void open_fifo(const std::string& path);
 
   std::string path_;
   std::string temp_;  // empty: written in place

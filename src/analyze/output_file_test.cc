@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "cli_run.hpp"
 #include "merge.hpp"
@@ -156,6 +157,35 @@ TEST(OutputFile, AFailedWriteLeavesNoPartialOutput) {
   mode_t mask = ::umask(0);
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+}
+
+TEST(OutputFile, AFifoIsWrittenOnceAReaderComesAndIsAnErrorWhenNoneDoes) {
+  TempDir d;
+  write_file(d.file("a.pfw"), big_trace(50));
+  const std::string fifo = d.file("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The reader opens the FIFO after the writer started waiting for one
+  // (`analyze -o p & cat p`): the summary arrives whole, exit 0.
+  std::string got;
+  std::thread reader([&] {
+    ::usleep(300 * 1000);
+    got = read_file(fifo);
+  });
+  CliRun r = run_cli(d, "summary -o " + fifo + " " + d.file("a.pfw"));
+  reader.join();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(got, run_cli(d, "summary " + d.file("a.pfw")).out);
+  // No reader ever: one line and exit 2 after the wait, not a hang; the
+  // FIFO is left as it was.
+  r = run_cli(d, "summary -o " + fifo + " " + d.file("a.pfw"));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("cannot write " + fifo + ": no process opened the FIFO for reading within 10 s"),
+            std::string::npos)
+      << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }
 
 }  // namespace
