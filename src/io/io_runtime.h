@@ -100,11 +100,13 @@ static inline uint64_t dftio_untrack(int fd) {
  * session sees it. `dirfd` is AT_FDCWD for a plain path. errno unchanged. */
 DFTIO_HIDDEN uint64_t dftio_path_hash(int dirfd, const char* path);
 
-/* After a chdir/fchdir returning `r`: on success, publishes the new working
- * directory (getcwd) for dftio_path_hash. Returns `r`; errno unchanged. Not
- * a hot path (one getcwd; the first visit of a directory allocates its
- * string, kept for the process's life). */
-DFTIO_HIDDEN int dftio_cwd_changed(int r);
+/* After a chdir(`asked`) or fchdir (`asked` NULL) returning `r`: on
+ * success, publishes the new working directory for dftio_path_hash -- as
+ * the program named it when that names the same directory (a symlink below
+ * DFTRACER_DATA_DIR stays in the name), else getcwd's. Returns `r`; errno
+ * unchanged. Not a hot path (two stat or one getcwd; the first visit of a
+ * directory allocates its string, kept for the process's life). */
+DFTIO_HIDDEN int dftio_cwd_changed(int r, const char* asked);
 
 /* The args of one event; `has` says which of fd, size, ret and offset to write. */
 enum { DFTIO_HAS_FD = 1, DFTIO_HAS_SIZE = 2, DFTIO_HAS_RET = 4, DFTIO_HAS_OFFSET = 8 };

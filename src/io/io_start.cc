@@ -4,6 +4,7 @@
 #define _GNU_SOURCE 1
 #endif
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,13 +43,49 @@ bool env_true(const char* name) {
   return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
+// The directory chdir(`asked`) entered, as the program names it: `asked`
+// joined to the working directory as published and normalised, when that
+// names the directory the kernel moved to (same device and inode; a ".."
+// after a symlink names another one lexically). The kernel's own name
+// (getcwd) has every symlink resolved, so a relative open under
+// <DATA_DIR>/link, a symlink to elsewhere, would not be traced as the direct
+// open of <DATA_DIR>/link/f is.
+bool as_the_program_names_it(const char* asked, char* out, size_t cap) {
+  char joined[4096];
+  const char* p = asked;
+  if (asked[0] != '/') {
+    if (!g_cwd.join(asked, joined, sizeof joined)) return false;
+    p = joined;
+  }
+  const size_t n = dftracer::io::normalize_path(p, std::strlen(p), out, cap);
+  if (n == 0 || out[0] != '/') return false;
+  struct stat named, entered;
+  return stat(out, &named) == 0 && stat(".", &entered) == 0 && named.st_dev == entered.st_dev &&
+         named.st_ino == entered.st_ino;
+}
+
+// The shell's name for the start directory ($PWD, which keeps the symlinks
+// `cd` went through) when it names the working directory, else getcwd's:
+// `cd /data/link && python train.py` then opens "x" as /data/link/x, as the
+// program's absolute paths would name it.
+const char* start_dir_name() {
+  const char* pwd = std::getenv("PWD");
+  return pwd != nullptr && pwd[0] == '/' ? pwd : nullptr;
+}
+
 std::string current_dir() {
   char buf[4096];
+  if (const char* pwd = start_dir_name(); pwd != nullptr && as_the_program_names_it(pwd, buf, sizeof buf))
+    return std::string(buf);
   return getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
 }
 
-void publish_cwd() {
+void publish_cwd(const char* asked = nullptr) {
   char buf[4096];
+  if (asked != nullptr && as_the_program_names_it(asked, buf, sizeof buf)) {
+    g_cwd.publish(buf);
+    return;
+  }
   if (getcwd(buf, sizeof buf) == nullptr) {
     g_cwd.publish(nullptr);  // unknown (does not fit, or gone)
     return;
@@ -70,7 +107,7 @@ extern "C" int dftio_start(void) {
   dftio_busy = 1;  // our own getcwd/getenv/interning are never events
   dftio_resolve_all();
   g_filter.configure(std::getenv("DFTRACER_DATA_DIR"), current_dir());
-  publish_cwd();
+  publish_cwd(start_dir_name());
   dftio_intern_ids();
   dft_intern_cstr("FH");  // dft_hash_metadata's lookup then takes no lock
   dftio_busy = 0;
@@ -177,11 +214,11 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   return h;
 }
 
-extern "C" int dftio_cwd_changed(int r) {
+extern "C" int dftio_cwd_changed(int r, const char* asked) {
   if (r != 0 || !__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) || dftio_busy) return r;
   int saved = errno;
   dftio_busy = 1;
-  publish_cwd();
+  publish_cwd(asked);
   dftio_busy = 0;
   errno = saved;
   return r;

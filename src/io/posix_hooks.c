@@ -216,8 +216,8 @@ static int chdir_call(const char* path) {
 static int fchdir_call(int fd) {
   DFTIO_RUN(fchdir, dftio_fd_traced(fd), int, DFTIO_REAL(fchdir)(fd), DFTIO_FD_RET(fd));
 }
-int DFTIO_HOOK(chdir)(const char* path) { return dftio_cwd_changed(chdir_call(path)); }
-int DFTIO_HOOK(fchdir)(int fd) { return dftio_cwd_changed(fchdir_call(fd)); }
+int DFTIO_HOOK(chdir)(const char* path) { return dftio_cwd_changed(chdir_call(path), path); }
+int DFTIO_HOOK(fchdir)(int fd) { return dftio_cwd_changed(fchdir_call(fd), NULL); }
 
 /* ---------------------------------------------------------------- mapping */
 

@@ -138,6 +138,76 @@ with open("f.bin", "rb") as f:
     assert bytes_moved(io, fh[path], READS) == 4500
 
 
+def test_a_directory_entered_through_a_symlink_below_the_data_dir_keeps_the_programs_name(
+        run_python, trace_dir, tmp_path):
+    """<tmp>/data/link is a symlink to <tmp>/elsewhere, outside DFTRACER_DATA_DIR=<tmp>/data.
+    After os.chdir into the link (absolute, then relative), getcwd answers <tmp>/elsewhere; a
+    relative open there is traced as the program names it, <tmp>/data/link/f.bin, with the
+    direct open's fhash. A chdir("..") out of the link lands physically in <tmp>, not in
+    <tmp>/data as the text says: there the kernel's name is kept, so elsewhere/f.bin (outside
+    DATA_DIR by either name) is not traced."""
+    data = tmp_path / "data"
+    data.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.bin").write_bytes(b"x" * 700)
+    (data / "link").symlink_to(elsewhere)
+    run_python(f"""
+import os
+import dftracer
+def read(p):
+    with open(p, "rb") as f:
+        assert len(f.read()) == 700
+read("{data}/link/f.bin")       # direct: the string is under DATA_DIR
+os.chdir("{data}/link")         # getcwd: {elsewhere}
+read("f.bin")
+os.chdir("..")                  # physically {tmp_path}
+assert os.getcwd() == "{tmp_path}", os.getcwd()
+read("elsewhere/f.bin")         # outside DATA_DIR by any name
+os.chdir("{data}")
+os.chdir("link")                # relative, through the link again
+read("f.bin")
+""", env=traced_env(trace_dir, data))
+    events = only_file(trace_dir)
+    fh = file_hashes(events)
+    path = str(data / "link" / "f.bin")
+    assert path in fh, fh
+    assert str(elsewhere / "f.bin") not in fh and str(tmp_path / "elsewhere" / "f.bin") not in fh, fh
+    io = io_events(events)
+    opens = [e for e in io if e["name"].startswith("open") and e["args"]["fhash"] == fh[path]]
+    assert len(opens) == 3, opens
+    assert bytes_moved(io, fh[path], READS) == 2100
+
+
+def test_a_program_started_in_a_symlinked_directory_names_it_as_the_shell_did(trace_dir, tmp_path):
+    """`cd <tmp>/data/link && python ...` (link -> <tmp>/elsewhere, outside DATA_DIR): the
+    shell's $PWD names the start directory through the link, so a relative open is traced as
+    <tmp>/data/link/f.bin. A $PWD that is not the working directory (stale) is not believed:
+    getcwd's name, outside DATA_DIR, is kept and nothing is traced."""
+    from conftest import run_python_in
+    data = tmp_path / "data"
+    data.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.bin").write_bytes(b"x" * 300)
+    link = data / "link"
+    link.symlink_to(elsewhere)
+    code = """
+import dftracer
+with open("f.bin", "rb") as f:
+    assert len(f.read()) == 300
+"""
+    run_python_in(link, code, env=traced_env(trace_dir, data, PWD=str(link)))
+    fh = file_hashes(only_file(trace_dir))
+    path = str(link / "f.bin")
+    assert path in fh, fh
+    for f in trace_files(trace_dir):
+        os.remove(f)
+    run_python_in(link, code, env=traced_env(trace_dir, data, PWD=str(tmp_path)))
+    events = [e for f in trace_files(trace_dir) for e in read_trace(f)]
+    assert not io_events(events), io_events(events)
+
+
 def test_open_read_is_traced_with_fhash_size_and_ret(run_python, trace_dir, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
