@@ -1,9 +1,9 @@
 // Word-at-a-time reading of a path on the open hooks' path, inline.
 //
 // Why not strlen/memcmp/memchr: on the project's VM a call into libc right
-// after a system call costs far more than its instructions (its PLT slot,
-// its code page and its branches are cold again once the kernel has run: a
-// strlen call measured +40 ns per open, the loop below a few). So the
+// after a system call costs more than its instructions (its PLT slot, its
+// code page and its branches are cold again once the kernel has run: +8 ns
+// for one strlen in a plain C program; docs/performance.md, #14). So the
 // common open (an absolute, normal path) finds its length, whether it needs
 // normalising, its DATA_DIR prefix and whether it names a trace file with
 // these inline loops over 8-byte words and no call at all.
