@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the build, the tests and the demo need. Idempotent: a
 # second run finds everything present and changes nothing.
-#   apt: compiler toolchain pieces and the C/C++ libraries we link
+#   apt: compiler toolchain pieces and the C/C++ libraries we link; chromium
+#        (the report page test) and strace (the I/O test of where the
+#        traced open and close make their system calls)
 #   pip: torch 2.13.0 (the CPU wheel on disk: asked for by exact version so
 #        pip never reaches for a CUDA build), the Python build backend, and
 #        the packages the Python tests and examples use.
@@ -13,6 +15,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   chromium
+  strace
 )
 PIP_PACKAGES=(
   "torch==2.13.0"

@@ -33,6 +33,17 @@ DFT_API int dft_io_install(void);
 /* The mode dft_io_install() left in force (DFT_IO_OFF before it). */
 DFT_API int dft_io_mode(void);
 
+/* Which traced calls on regular files and directories issue their system
+ * call themselves rather than through glibc's wrapper (its cancellation
+ * bookkeeping is most of what a traced open+close costs beyond the call):
+ * DFT_IO_DIRECT_OPEN (open, open64, openat, openat64) and
+ * DFT_IO_DIRECT_CLOSE. 0 before I/O tracing starts, when another library
+ * interposes those calls, once the program has called pthread_cancel, and
+ * in sanitizer builds. src/io/direct_syscall.h gives the rules. */
+#define DFT_IO_DIRECT_OPEN 1
+#define DFT_IO_DIRECT_CLOSE 2
+DFT_API int dft_io_direct_syscalls(void);
+
 #ifdef __cplusplus
 }
 #endif

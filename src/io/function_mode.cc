@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "dftracer/io.h"
+#include "direct_syscall.h"
 #include "got_patch.h"
 #include "io_runtime.h"
 
@@ -20,6 +21,7 @@ extern "C" {
 #define DFTIO_DECLARE_HOOK(fn) void dftio_hook_##fn();
 DFTIO_ALL_CALLS(DFTIO_DECLARE_HOOK)
 #undef DFTIO_DECLARE_HOOK
+void dftio_hook_pthread_cancel();  // direct_syscall.c: not an event
 }
 
 namespace {
@@ -63,6 +65,7 @@ extern "C" int dft_io_install(void) {
   DFTIO_ALL_CALLS(DFTIO_ADD_HOOK)
 #undef DFTIO_ADD_HOOK
   if (g_real_dlopen != nullptr) g_patcher->add("dlopen", reinterpret_cast<void*>(&hook_dlopen));
+  g_patcher->add("pthread_cancel", reinterpret_cast<void*>(&dftio_hook_pthread_cancel));
   patch_everything();
   return g_mode = DFT_IO_FUNCTION;
 }

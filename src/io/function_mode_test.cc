@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -118,6 +119,58 @@ TEST(FunctionMode, ErrnoSurvivesAndOutsideDataDirIsNotTraced) {
   int writes = 0;
   for (const Event& e : all) writes += is_io(e) && e.name == "write";
   EXPECT_EQ(writes, 1);
+}
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define DFTIO_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define DFTIO_TEST_SANITIZED 1
+#endif
+#endif
+
+// The direct system calls of the traced open and close (direct_syscall.h):
+// on once tracing is on (glibc's own open and close), a failure sets errno
+// as glibc's wrapper would, a success leaves it alone, and a pthread_cancel
+// from a patched object turns them off for good. In a child: that last
+// step cannot be undone in this process.
+TEST(FunctionMode, DirectSystemCallsKeepErrnoAndStopAtPthreadCancel) {
+#ifdef DFTIO_TEST_SANITIZED
+  GTEST_SKIP() << "the sanitizer builds keep glibc's wrappers (direct_syscall.h)";
+#endif
+  const int status = dftracer_test::run_in_child([] {
+    Traced t = start("io_fn_direct");
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (dft_io_direct_syscalls() != (DFT_IO_DIRECT_OPEN | DFT_IO_DIRECT_CLOSE)) return 1;
+#endif
+    const std::string p = t.data + "/x.bin";
+    int fd = open(p.c_str(), O_CREAT | O_WRONLY, 0644);  // the path's kind is learned here
+    if (fd < 0 || close(fd) != 0) return 2;
+    errno = 0;
+    if (open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644) != -1 || errno != EEXIST) return 3;
+    errno = 555;
+    fd = open(p.c_str(), O_RDONLY);
+    if (fd < 0 || errno != 555) return 4;
+    if (close(fd) != 0 || errno != 555) return 5;
+    pthread_t th;
+    if (pthread_create(&th, nullptr, [](void*) -> void* { for (;;) pause(); }, nullptr) != 0) return 6;
+    if (pthread_cancel(th) != 0 || pthread_join(th, nullptr) != 0) return 7;
+    if (dft_io_direct_syscalls() != 0) return 8;
+    fd = open(p.c_str(), O_RDONLY);
+    if (fd < 0 || close(fd) != 0) return 9;
+    std::vector<Event> all = finish(t);
+    const std::string h = hashes_under(all, t.dir)[p];
+    int opens = 0, failed = 0, closes = 0;
+    for (const Event& e : all) {
+      if (!is_io(e) || str_arg(e, "fhash") != h) continue;
+      opens += e.name == "open";
+      failed += e.name == "open" && int_arg(e, "ret") == -1;
+      closes += e.name == "close" && int_arg(e, "ret") == 0;
+    }
+    if (opens != 4 || failed != 1 || closes != 3) return 10;
+    return 0;
+  });
+  EXPECT_EQ(status, 0) << "1: not on; 3-5: errno; 8: still on after pthread_cancel; 10: events";
 }
 
 TEST(FunctionMode, LibraryLoadedLaterIsTracedToo) {

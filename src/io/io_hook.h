@@ -23,18 +23,23 @@
 /* The body of a hook: `h` is the fhash (0: untraced, so just the real call);
  * otherwise `expr` (the real call) is timed, `fill` sets the args of `a_`
  * from the result `r_`, and the event is recorded. */
-#define DFTIO_RUN(fn, h, rtype, expr, fill)              \
-  do {                                                   \
-    uint64_t h_ = (h);                                   \
-    if (!h_) return expr;                                \
-    uint64_t t0_ = dft_ticks_inline();                   \
-    rtype r_ = expr;                                     \
-    uint64_t t1_ = dft_ticks_inline();                   \
-    dftio_args a_ = {0, 0, 0, 0, 0, 0};                  \
-    a_.fhash = h_;                                       \
-    fill;                                                \
-    dftio_record(DFTIO_CALL_##fn, t0_, t1_, &a_);        \
-    return r_;                                           \
+#define DFTIO_RUN(fn, h, rtype, expr, fill) DFTIO_RUN_TRACED(fn, h, rtype, expr, expr, fill)
+
+/* The same, where the traced call is made another way (`traced_expr`: the
+ * direct system call of the open and close hooks, direct_syscall.h) and an
+ * untraced one is exactly the real function. */
+#define DFTIO_RUN_TRACED(fn, h, rtype, expr, traced_expr, fill) \
+  do {                                                         \
+    uint64_t h_ = (h);                                         \
+    if (!h_) return expr;                                      \
+    uint64_t t0_ = dft_ticks_inline();                         \
+    rtype r_ = traced_expr;                                    \
+    uint64_t t1_ = dft_ticks_inline();                         \
+    dftio_args a_ = {0, 0, 0, 0, 0, 0};                        \
+    a_.fhash = h_;                                             \
+    fill;                                                      \
+    dftio_record(DFTIO_CALL_##fn, t0_, t1_, &a_);              \
+    return r_;                                                 \
   } while (0)
 
 /* Arg setters for `fill`. */

@@ -70,9 +70,23 @@ static inline uint64_t dftio_fd_traced(int fd) {
   return h != 0 && dftio_recording() ? h : 0;
 }
 
-static inline void dftio_track(int fd, uint64_t h) {
-  if ((unsigned)fd < DFTIO_MAX_FD) __atomic_store_n(&dftio_fd_hash[fd], h, __ATOMIC_RELAXED);
-  else dftio_high_fd_store(fd, h);
+/* Per descriptor below DFTIO_MAX_FD: 1 when it came from an open of a path
+ * known to be a regular file or a directory, so its close may be the direct
+ * system call (direct_syscall.h). Every track writes it, before the hash;
+ * it is read only while the descriptor is traced. */
+DFTIO_HIDDEN extern uint8_t dftio_fd_plain[DFTIO_MAX_FD];
+
+static inline void dftio_track_plain(int fd, uint64_t h, int plain) {
+  if ((unsigned)fd < DFTIO_MAX_FD) {
+    __atomic_store_n(&dftio_fd_plain[fd], (uint8_t)plain, __ATOMIC_RELAXED);
+    __atomic_store_n(&dftio_fd_hash[fd], h, __ATOMIC_RELAXED);
+  } else {
+    dftio_high_fd_store(fd, h);
+  }
+}
+static inline void dftio_track(int fd, uint64_t h) { dftio_track_plain(fd, h, 0); }
+static inline int dftio_fd_is_plain(int fd) {
+  return (unsigned)fd < DFTIO_MAX_FD && __atomic_load_n(&dftio_fd_plain[fd], __ATOMIC_RELAXED);
 }
 
 /* Forgets a descriptor (before the real close: a descriptor number reused by
@@ -99,6 +113,9 @@ static inline uint64_t dftio_untrack(int fd) {
  * /dev), else 0. Writes the path's `FH` metadata record the first time a
  * session sees it. `dirfd` is AT_FDCWD for a plain path. errno unchanged. */
 DFTIO_HIDDEN uint64_t dftio_path_hash(int dirfd, const char* path);
+/* The same, for an open: also sets *kind to what an earlier open in this
+ * session found at the path (enum dftio_path_kind, direct_syscall.h). */
+DFTIO_HIDDEN uint64_t dftio_open_path_hash(int dirfd, const char* path, unsigned* kind);
 
 /* After a chdir(`asked`) or fchdir (`asked` NULL) returning `r`: on
  * success, publishes the new working directory for dftio_path_hash -- as

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "direct_syscall.h"
 #include "file_hashes.h"
 #include "hash.h"
 #include "io_runtime.h"
@@ -106,6 +107,7 @@ extern "C" int dftio_start(void) {
   if (env_true("DFTRACER_DISABLE_IO")) return 0;
   dftio_busy = 1;  // our own getcwd/getenv/interning are never events
   dftio_resolve_all();
+  dftio_allow_direct_calls();
   g_filter.configure(std::getenv("DFTRACER_DATA_DIR"), current_dir());
   publish_cwd(start_dir_name());
   dftio_intern_ids();
@@ -150,13 +152,17 @@ static __attribute__((noinline, cold)) void write_fh(const char* path) {
 // normalised) when the filter wants it, else 0; writes its FH record the
 // first time this session sees it.
 // Inline in both callers: on the common open, dftio_path_hash makes no call.
-static inline __attribute__((always_inline)) uint64_t hash_if_wanted(const char* path, size_t len) {
+static inline unsigned session_now() { return static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE)); }
+
+// ... and sets *kind to what an open in this session found at the path
+// (dftio_path_kind: direct_syscall.h).
+static inline __attribute__((always_inline)) uint64_t hash_if_wanted(const char* path, size_t len, unsigned* kind) {
   if (!g_filter.wanted(path, len)) return 0;
   uint64_t h = dftracer::hash64(path, len);  // == dft_hash64, inlined (the FH record's value is computed the same way)
   if (h == 0) h = 1;                         // 0 means "untraced" in the descriptor table
-  if (__builtin_expect(
-          g_hashes.first_in_session(h, static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE))), 0))
-    write_fh(path);
+  const unsigned seen = g_hashes.see(h, session_now());
+  if (__builtin_expect(seen & dftracer::io::FileHashes::kFirst, 0)) write_fh(path);
+  *kind = seen & dftracer::io::FileHashes::kKindMask;
   return h;
 }
 
@@ -164,7 +170,8 @@ static inline __attribute__((always_inline)) uint64_t hash_if_wanted(const char*
 // that needs normalising: two path buffers on the stack, so out of line --
 // the common call (an absolute, already normal path) keeps a small frame
 // and touches no stack page 8 KiB below its caller's.
-static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, const char* path, size_t len) {
+static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, const char* path, size_t len,
+                                                                     unsigned* kind) {
   char full[4096];  // on the stack: no allocation on a hook
   if (path[0] != '/' && path[0] != '\0') {
     bool joined;
@@ -192,7 +199,7 @@ static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, c
       len = n;
     }
   }
-  return hash_if_wanted(path, len);
+  return hash_if_wanted(path, len, kind);
 }
 
 // errno: only the two branches that make calls which may set it (the
@@ -202,16 +209,32 @@ static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, c
 // The common open (an absolute path in normal form) makes no call here:
 // one pass finds the length and any "//", "/." or "/.." (path_scan.h), the
 // filter, the hash and the FH set's lookup are inline.
-extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
+extern "C" uint64_t dftio_open_path_hash(int dirfd, const char* path, unsigned* kind) {
   if (path == nullptr) return 0;
   dftio_busy = 1;
   bool odd;
   const size_t len = dftracer::io::scan::path_length_and_oddness(path, &odd);
   const bool normal = path[0] == '/' && !(len > 1 && path[len - 1] == '/') &&
                       !(odd && dftracer::io::path_needs_normalizing(path, len));
-  const uint64_t h = normal ? hash_if_wanted(path, len) : hash_joined_or_normalised(dirfd, path, len);
+  const uint64_t h = normal ? hash_if_wanted(path, len, kind) : hash_joined_or_normalised(dirfd, path, len, kind);
   dftio_busy = 0;
   return h;
+}
+
+extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
+  unsigned kind;
+  return dftio_open_path_hash(dirfd, path, &kind);
+}
+
+extern "C" dftio_path_kind dftio_learn_path_kind(uint64_t hash, int fd) {
+  const int saved = errno;
+  struct stat st;
+  // The system call itself: fstat may be one of our hooks (PRELOAD).
+  const bool plain = syscall(SYS_fstat, fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+  errno = saved;
+  const dftio_path_kind kind = plain ? DFTIO_KIND_FILE : DFTIO_KIND_SPECIAL;
+  g_hashes.set_kind(hash, session_now(), kind);
+  return kind;
 }
 
 extern "C" int dftio_cwd_changed(int r, const char* asked) {

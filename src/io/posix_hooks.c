@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "direct_syscall.h"
 #include "io_hook.h"
 #include "mapping_table.h"
 
@@ -32,22 +33,37 @@
 #define DFTIO_OPENED(fd) (DFTIO_FD(fd), DFTIO_RET(fd), ((fd) >= 0 ? dftio_track((fd), h_) : (void)0))
 #define DFTIO_PATH(dirfd, path) (dftio_recording() ? dftio_path_hash((dirfd), (path)) : 0)
 
+/* open, open64, openat, openat64: a path whose kind is known to be a plain
+ * file gets the direct system call (direct_syscall.h); the first successful
+ * open of a path in a session looks at what it opened. */
+#define DFTIO_OPEN_PATH(dirfd, path) (dftio_recording() ? dftio_open_path_hash((dirfd), (path), &kind_) : 0)
+#define DFTIO_OPENED_KNOWN(fd)                                                                         \
+  (DFTIO_FD(fd), DFTIO_RET(fd),                                                                        \
+   ((fd) >= 0 ? dftio_track_plain((fd), h_,                                                             \
+                                 (kind_ == DFTIO_KIND_UNKNOWN ? dftio_learn_path_kind(h_, (fd)) : kind_) == \
+                                     DFTIO_KIND_FILE)                                                  \
+              : (void)0))
+#define DFTIO_OPEN_CALL(fn, dirfd, path, flags, real_call)                                               \
+  unsigned kind_ = DFTIO_KIND_UNKNOWN;                                                                   \
+  DFTIO_RUN_TRACED(fn, DFTIO_OPEN_PATH(dirfd, path), int, real_call,                                     \
+                   DFTIO_DIRECT_OPEN(fn, kind_ == DFTIO_KIND_FILE, dirfd, path, flags, mode, real_call), \
+                   DFTIO_OPENED_KNOWN(r_))
+
 int DFTIO_HOOK(open)(const char* path, int flags, ...) {
   DFTIO_OPEN_MODE(flags, flags)
-  DFTIO_RUN(open, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(open)(path, flags, mode), DFTIO_OPENED(r_));
+  DFTIO_OPEN_CALL(open, AT_FDCWD, path, flags, DFTIO_REAL(open)(path, flags, mode));
 }
 int DFTIO_HOOK(open64)(const char* path, int flags, ...) {
   DFTIO_OPEN_MODE(flags, flags)
-  DFTIO_RUN(open64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(open64)(path, flags, mode), DFTIO_OPENED(r_));
+  DFTIO_OPEN_CALL(open64, AT_FDCWD, path, flags, DFTIO_REAL(open64)(path, flags, mode));
 }
 int DFTIO_HOOK(openat)(int dirfd, const char* path, int flags, ...) {
   DFTIO_OPEN_MODE(flags, flags)
-  DFTIO_RUN(openat, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(openat)(dirfd, path, flags, mode), DFTIO_OPENED(r_));
+  DFTIO_OPEN_CALL(openat, dirfd, path, flags, DFTIO_REAL(openat)(dirfd, path, flags, mode));
 }
 int DFTIO_HOOK(openat64)(int dirfd, const char* path, int flags, ...) {
   DFTIO_OPEN_MODE(flags, flags)
-  DFTIO_RUN(openat64, DFTIO_PATH(dirfd, path), int, DFTIO_REAL(openat64)(dirfd, path, flags, mode),
-            DFTIO_OPENED(r_));
+  DFTIO_OPEN_CALL(openat64, dirfd, path, flags, DFTIO_REAL(openat64)(dirfd, path, flags, mode));
 }
 int DFTIO_HOOK(creat)(const char* path, mode_t mode) {
   DFTIO_RUN(creat, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(creat)(path, mode), DFTIO_OPENED(r_));
@@ -56,9 +72,13 @@ int DFTIO_HOOK(creat64)(const char* path, mode_t mode) {
   DFTIO_RUN(creat64, DFTIO_PATH(AT_FDCWD, path), int, DFTIO_REAL(creat64)(path, mode), DFTIO_OPENED(r_));
 }
 
+/* `plain` is read before the descriptor is forgotten, and only used when it
+ * was traced (then its open wrote the byte). */
 int DFTIO_HOOK(close)(int fd) {
+  const int plain = dftio_fd_is_plain(fd);
   uint64_t h = dftio_untrack(fd);
-  DFTIO_RUN(close, h && dftio_recording() ? h : 0, int, DFTIO_REAL(close)(fd), (DFTIO_FD(fd), DFTIO_RET(r_)));
+  DFTIO_RUN_TRACED(close, h && dftio_recording() ? h : 0, int, DFTIO_REAL(close)(fd),
+                   DFTIO_DIRECT_CLOSE(plain, fd, DFTIO_REAL(close)(fd)), (DFTIO_FD(fd), DFTIO_RET(r_)));
 }
 
 /* ---------------------------------------------------------------- data */

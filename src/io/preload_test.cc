@@ -4,12 +4,17 @@
 // appears once with its size, ret, offset and fhash, inside the program's
 // own region, that errno survives the hooks, and that paths outside
 // DFTRACER_DATA_DIR, DFTRACER_DISABLE_IO=1 and an untraced run record nothing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -349,6 +354,148 @@ TEST(Preload, OwnTraceFileNeverTracedUnderAll) {
     }
   }
   EXPECT_EQ(named, 2u) << "each process's own data file is traced under all";
+}
+
+}  // namespace
+
+namespace {
+
+// The object (file name) of the mapping holding `addr`, from a copy of
+// /proc/<pid>/maps.
+std::string object_at(const std::string& maps, unsigned long addr) {
+  std::istringstream in(maps);
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || addr < lo || addr >= hi) continue;
+    const size_t slash = line.rfind('/');
+    return slash == std::string::npos ? "?" : line.substr(slash + 1);
+  }
+  return "?";
+}
+
+struct TracedSyscall {
+  std::string call;    // "open" (the openat system call) or "close"
+  std::string file;    // basename of the path (a close: of the path its descriptor was opened with)
+  std::string object;  // where the system call instruction is: libc.so.6 or libdftracer_preload.so
+};
+
+// The openat and close system calls on files under `dir`, in order, from
+// `strace -f -i` output (one line per call; a call that blocks shows as
+// "<unfinished ...>" with its address).
+std::vector<TracedSyscall> syscalls_under(const std::string& straced, const std::string& maps, const std::string& dir) {
+  std::vector<TracedSyscall> out;
+  std::map<std::pair<long, long>, std::string> fd_path;  // (pid, fd) -> basename
+  std::istringstream in(straced);
+  std::string line;
+  while (std::getline(in, line)) {
+    long pid = 0;
+    unsigned long ip = 0;
+    char call[16] = {0};
+    int used = 0;
+    if (std::sscanf(line.c_str(), "%ld [%lx] %15[a-z](%n", &pid, &ip, call, &used) != 3) continue;
+    const std::string rest = line.substr(static_cast<size_t>(used));
+    const size_t eq = rest.rfind(") = ");
+    const long ret = eq == std::string::npos ? -1 : std::atol(rest.c_str() + eq + 4);
+    if (std::string(call) == "openat") {
+      const size_t q = rest.find('"'), q2 = rest.find('"', q + 1);
+      if (q == std::string::npos || q2 == std::string::npos) continue;
+      const std::string path = rest.substr(q + 1, q2 - q - 1);
+      if (path.rfind(dir + "/", 0) != 0) continue;
+      const std::string base = path.substr(dir.size() + 1);
+      out.push_back({"open", base, object_at(maps, ip)});
+      if (ret >= 0) fd_path[{pid, ret}] = base;
+    } else if (std::string(call) == "close") {
+      auto it = fd_path.find({pid, std::atol(rest.c_str())});
+      if (it == fd_path.end()) continue;
+      out.push_back({"close", it->second, object_at(maps, ip)});
+      fd_path.erase(it);
+    }
+  }
+  return out;
+}
+
+// The traced open and close of a regular file issue the system call
+// themselves (direct_syscall.h) -- but never for a FIFO, never before the
+// path's kind is known, and never again once the program called
+// pthread_cancel; and a thread blocked in a traced open of a FIFO can still
+// be cancelled. strace -i shows the address of each system call.
+TEST(Preload, DirectSystemCallOnlyOnPlainFilesAndUntilPthreadCancel) {
+  if (access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/strace (scripts/setup.sh installs it)";
+  std::string dir = dftracer_test::temp_dir("io_direct");
+  std::string in = dir + "/in", maps_file = dir + "/maps", strace_file = dir + "/strace", stdout_file = dir + "/stdout";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  std::vector<std::string> args = {"/usr/bin/strace", "-f", "-i", "-qq", "-o", strace_file, "-e", "trace=openat,close",
+                                   "-E", "LD_PRELOAD=" DFTIO_PRELOAD_LIB, "-E", "DFTRACER_ENABLE=1",
+                                   "-E", "DFTRACER_INIT=PRELOAD", "-E", "DFTRACER_DATA_DIR=" + in,
+                                   "-E", "DFTRACER_LOG_FILE=" + dir + "/trace", "-E", "DFTRACER_TIME_RESOLUTION=ns",
+                                   DFTIO_DIRECT_PROGRAM, in, maps_file};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string path_env = "PATH=/usr/bin:/bin";
+  char* envp[] = {path_env.data(), nullptr};
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execve(argv[0], argv.data(), envp);
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  const std::string printed = dftracer_test::read_all(stdout_file);
+  if (printed.find("Operation not permitted") != std::string::npos)
+    GTEST_SKIP() << "strace cannot trace here (ptrace refused): " << printed;
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << printed;
+  EXPECT_NE(printed.find("cancelled 1"), std::string::npos) << "a thread blocked in a traced FIFO open must be cancellable\n"
+                                                            << printed;
+#if (defined(__x86_64__) || defined(__aarch64__))
+  EXPECT_NE(printed.find("direct 3\ncancelled 1\ndirect 0\n"), std::string::npos) << printed;
+  const std::string ours = "libdftracer_preload.so", libc = "libc.so.6";
+#else
+  const std::string ours = "libc.so.6", libc = "libc.so.6";  // no direct calls on this architecture
+#endif
+  const std::vector<TracedSyscall> want = {
+      {"open", "plain.bin", libc},  // first sight: the kind is learned from what it opened
+      {"close", "plain.bin", ours}, {"open", "plain.bin", ours}, {"close", "plain.bin", ours},
+      {"open", "plain.bin", ours},  {"close", "plain.bin", ours}, {"open", "plain.bin", ours},
+      {"close", "plain.bin", ours}, {"open", "plain.bin", ours},  {"close", "plain.bin", ours},  // openat
+      {"open", "fifo", libc},       {"close", "fifo", libc},      {"open", "fifo", libc},
+      {"close", "fifo", libc},      {"open", "fifo", libc},  // the thread that is cancelled while blocked
+      {"open", "plain.bin", libc},  {"close", "plain.bin", libc},  // after pthread_cancel
+  };
+  const std::vector<TracedSyscall> got =
+      syscalls_under(dftracer_test::read_all(strace_file), dftracer_test::read_all(maps_file), in);
+  ASSERT_EQ(got.size(), want.size()) << dftracer_test::read_all(strace_file);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].call, want[i].call) << i;
+    EXPECT_EQ(got[i].file, want[i].file) << i;
+    EXPECT_EQ(got[i].object, want[i].object) << i << ": " << got[i].call << " " << got[i].file;
+  }
+  // Every one of them is still an event, with its descriptor and result.
+  std::vector<std::vector<Event>> files;
+  for (const char* suffix : {".pfw", ".pfw.gz"})
+    for (const std::string& f : dftracer_test::files_in(dir, suffix))
+      files.push_back(dftracer_test::parse_events(dftracer_test::event_lines(dftracer_test::read_all(f))));
+  ASSERT_EQ(files.size(), 1u);
+  const std::map<std::string, std::string> fh = file_hashes(files[0], in);
+  ASSERT_EQ(fh.count(in + "/plain.bin"), 1u);
+  int opens = 0, closes = 0;
+  for (const Event& e : io_events(files[0])) {
+    if (str_arg(e, "fhash") != fh.at(in + "/plain.bin")) continue;
+    if (e.name == "open" || e.name == "openat") {
+      ++opens;
+      EXPECT_GE(int_arg(e, "ret"), 0);
+      EXPECT_EQ(int_arg(e, "ret"), int_arg(e, "fd"));
+    } else if (e.name == "close") {
+      ++closes;
+      EXPECT_EQ(int_arg(e, "ret"), 0);
+    }
+  }
+  EXPECT_EQ(opens, 6);
+  EXPECT_EQ(closes, 6);
 }
 
 }  // namespace
