@@ -69,13 +69,16 @@ static inline int dftio_direct_ok(enum dftio_call call) {
 enum dftio_path_kind {
   DFTIO_KIND_UNKNOWN = 0, /* not looked at yet: the next successful open looks */
   DFTIO_KIND_FILE = 1,    /* regular file or directory: direct calls allowed */
-  DFTIO_KIND_SPECIAL = 2  /* FIFO, device, socket; or no slot to keep the answer in */
+  DFTIO_KIND_SPECIAL = 2, /* FIFO, device, socket */
+  DFTIO_KIND_UNKEPT = 3   /* the FH set is full (FileHashes::kNoRoom): never learned, never direct */
 };
 
-/* After an open of a traced path of unknown kind returned `fd`: looks
- * (fstat, a raw system call: never one of our hooks), records the answer
- * for the path's later opens, and returns it. errno unchanged. Cold. */
-DFTIO_HIDDEN enum dftio_path_kind dftio_learn_path_kind(uint64_t hash, int fd);
+/* After an open of a traced path (`path`, relative to `dirfd`) of unknown
+ * kind returned `fd`: looks (fstat, a raw system call: never one of our
+ * hooks), records the answer for the path's later opens, keeps a
+ * directory's name (dftio_remember_dir), and returns the kind. errno
+ * unchanged. Cold. */
+DFTIO_HIDDEN enum dftio_path_kind dftio_learn_path_kind(uint64_t hash, int fd, int dirfd, const char* path);
 
 #if DFTIO_DIRECT_SYSCALLS
 /* The system call and glibc's errno convention (-4095..-1 is an error). */

@@ -117,7 +117,16 @@ DFTIO_HIDDEN uint64_t dftio_path_hash(int dirfd, const char* path);
  * session found at the path (enum dftio_path_kind, direct_syscall.h). */
 DFTIO_HIDDEN uint64_t dftio_open_path_hash(int dirfd, const char* path, unsigned* kind);
 
-/* After a chdir(`asked`) or fchdir (`asked` NULL) returning `r`: on
+/* After a traced open or opendir of the directory `path` (relative to
+ * `dirfd`) with fhash `hash`: keeps the name it was opened by, so a path
+ * relative to its descriptor, or an fchdir to it, is named as the program
+ * names it (dir_names.h). Once per distinct directory; allocates then.
+ * errno unchanged. */
+DFTIO_HIDDEN void dftio_remember_dir(uint64_t hash, int dirfd, const char* path);
+/* The name kept for the directory `fd` is traced with, or NULL. */
+DFTIO_HIDDEN const char* dftio_dir_name(int fd);
+
+/* After a chdir(`asked`) or fchdir (`asked`: its directory's kept name, or NULL) returning `r`: on
  * success, publishes the new working directory for dftio_path_hash -- as
  * the program named it when that names the same directory (a symlink below
  * DFTRACER_DATA_DIR stays in the name), else getcwd's. Returns `r`; errno

@@ -17,9 +17,14 @@
  *                     (10 bytes); fchdir to IN, writes "y.bin" (20);
  *                     chdir("sub"), writes "./w.bin" (30): relative paths
  *                     all, resolved against the directory of the moment
+ *   dirlink IN OUT    IN/link is a symlink to the directory OUT (outside
+ *                     DFTRACER_DATA_DIR): through a descriptor of
+ *                     opendir(IN/link), openat(d, "a.bin") writes 40 bytes;
+ *                     fchdir(d), then "b.bin" (50 bytes) relative
  */
 #define _GNU_SOURCE 1
 #include <dftracer/dftracer.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -166,6 +171,18 @@ static int change_dirs(const char* in) {
   return 0;
 }
 
+static int through_a_linked_directory(const char* in, const char* out) {
+  char link[4096];
+  path(link, in, "link");
+  if (symlink(out, link) != 0) return 2;
+  DIR* dir = opendir(link);
+  if (dir == NULL) return 2;
+  int fd = openat(dirfd(dir), "a.bin", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, buf, 40) != 40 || close(fd) != 0) return 2;
+  if (fchdir(dirfd(dir)) != 0 || write_relative("b.bin", 50) != 0) return 2;
+  return closedir(dir);
+}
+
 static const char* g_in;
 static int g_rounds;
 
@@ -215,7 +232,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "legacy") == 0) return legacy(argv[2]);
   if (argc >= 4 && strcmp(argv[1], "highfd") == 0) return high_fds(argv[2], argv + 3, argc - 3);
   if (argc >= 3 && strcmp(argv[1], "chdir") == 0) return change_dirs(argv[2]);
-  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN\n",
+  if (argc >= 4 && strcmp(argv[1], "dirlink") == 0) return through_a_linked_directory(argv[2], argv[3]);
+  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN | dirlink IN OUT\n",
           argv[0]);
   return 64;
 }

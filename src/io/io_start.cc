@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "dir_names.h"
 #include "direct_syscall.h"
 #include "file_hashes.h"
 #include "hash.h"
@@ -33,6 +34,13 @@ namespace {
 __attribute__((init_priority(101))) dftracer::io::PathFilter g_filter;
 __attribute__((init_priority(101))) dftracer::io::FileHashes g_hashes;
 __attribute__((init_priority(101))) dftracer::io::WorkingDir g_cwd;
+__attribute__((init_priority(101))) dftracer::io::DirNames g_dirs;
+
+// The fhash a descriptor is traced with (0: not traced), recording or not.
+uint64_t fd_hash(int fd) {
+  return static_cast<unsigned>(fd) < DFTIO_MAX_FD ? __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED)
+                                                  : dftio_high_fd_load(fd);
+}
 
 // DFTRACER_DISABLE_IO as the core reads its booleans: 1/true/yes/on, any case.
 bool env_true(const char* name) {
@@ -125,6 +133,17 @@ extern "C" int dftio_start(void) {
 // directory we can name, or too long); the path stays relative.
 static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
   if (dirfd < 0) return false;
+  const size_t rlen = std::strlen(rel);
+  // The name the program opened the directory by, when a traced open or
+  // opendir of it kept one (dir_names.h): no system call, symlinks as named.
+  if (const char* name = g_dirs.find(fd_hash(dirfd))) {
+    const size_t n = std::strlen(name);
+    if (n + 1 + rlen + 1 > cap) return false;
+    std::memcpy(out, name, n);
+    out[n] = '/';
+    std::memcpy(out + n + 1, rel, rlen + 1);
+    return true;
+  }
   char link[32] = "/proc/self/fd/";
   char digits[12];
   int nd = 0;
@@ -134,7 +153,6 @@ static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
   link[at] = '\0';
   long n = syscall(SYS_readlinkat, AT_FDCWD, link, out, cap - 1);
   if (n <= 0 || out[0] != '/') return false;
-  const size_t rlen = std::strlen(rel);
   if (static_cast<size_t>(n) + 1 + rlen + 1 > cap) return false;
   out[n] = '/';
   std::memcpy(out + n + 1, rel, rlen + 1);
@@ -166,20 +184,18 @@ static inline __attribute__((always_inline)) uint64_t hash_if_wanted(const char*
   return h;
 }
 
-// A relative path (joined to the working directory or to `dirfd`) or one
-// that needs normalising: two path buffers on the stack, so out of line --
-// the common call (an absolute, already normal path) keeps a small frame
-// and touches no stack page 8 KiB below its caller's.
-static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, const char* path, size_t len,
-                                                                     unsigned* kind) {
-  char full[4096];  // on the stack: no allocation on a hook
+// The name `path` is traced under: when relative, joined to the working
+// directory or to `dirfd`'s name (then renamed as DFTRACER_DATA_DIR names
+// it), and normalised. Returns `path` itself, `full` or `normal` (4096
+// bytes each) and sets *len.
+static const char* traced_name(int dirfd, const char* path, size_t* len, char* full, char* normal) {
   if (path[0] != '/' && path[0] != '\0') {
     bool joined;
     if (dirfd == AT_FDCWD) {
-      joined = g_cwd.join(path, full, sizeof full);
+      joined = g_cwd.join(path, full, 4096);
     } else {
       const int saved = errno;
-      joined = join_dirfd(dirfd, path, full, sizeof full);
+      joined = join_dirfd(dirfd, path, full, 4096);
       errno = saved;
       char named[4096];  // /proc's name has symlinks resolved: as DFTRACER_DATA_DIR names it
       if (joined) {
@@ -189,16 +205,26 @@ static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, c
     }
     if (joined) {
       path = full;
-      len = std::strlen(path);
+      *len = std::strlen(path);
     }
   }
-  char normal[4096];  // "/data/x/../y" is "/data/y": one fhash, one DATA_DIR answer (path_normalize.h)
-  if (dftracer::io::path_needs_normalizing(path, len)) {
-    if (size_t n = dftracer::io::normalize_path(path, len, normal, sizeof normal)) {
+  // "/data/x/../y" is "/data/y": one fhash, one DATA_DIR answer (path_normalize.h)
+  if (dftracer::io::path_needs_normalizing(path, *len)) {
+    if (size_t n = dftracer::io::normalize_path(path, *len, normal, 4096)) {
       path = normal;
-      len = n;
+      *len = n;
     }
   }
+  return path;
+}
+
+// A relative path or one that needs normalising: path buffers on the stack,
+// so out of line -- the common call (an absolute, already normal path) keeps
+// a small frame and touches no stack page 8 KiB below its caller's.
+static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, const char* path, size_t len,
+                                                                     unsigned* kind) {
+  char full[4096], normal[4096];  // on the stack: no allocation on a hook
+  path = traced_name(dirfd, path, &len, full, normal);
   return hash_if_wanted(path, len, kind);
 }
 
@@ -226,16 +252,40 @@ extern "C" uint64_t dftio_path_hash(int dirfd, const char* path) {
   return dftio_open_path_hash(dirfd, path, &kind);
 }
 
-extern "C" dftio_path_kind dftio_learn_path_kind(uint64_t hash, int fd) {
+static_assert(dftracer::io::FileHashes::kNoRoom == DFTIO_KIND_UNKEPT && DFTIO_KIND_SPECIAL <= dftracer::io::FileHashes::kKindMask,
+              "the FH set keeps a path's dftio_path_kind in its kind bits");
+
+extern "C" dftio_path_kind dftio_learn_path_kind(uint64_t hash, int fd, int dirfd, const char* path) {
   const int saved = errno;
   struct stat st;
   // The system call itself: fstat may be one of our hooks (PRELOAD).
-  const bool plain = syscall(SYS_fstat, fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+  const bool ok = syscall(SYS_fstat, fd, &st) == 0;
   errno = saved;
+  const bool plain = ok && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
   const dftio_path_kind kind = plain ? DFTIO_KIND_FILE : DFTIO_KIND_SPECIAL;
   g_hashes.set_kind(hash, session_now(), kind);
+  if (ok && S_ISDIR(st.st_mode)) dftio_remember_dir(hash, dirfd, path);
   return kind;
 }
+
+extern "C" void dftio_remember_dir(uint64_t hash, int dirfd, const char* path) {
+  if (path == nullptr || g_dirs.find(hash) != nullptr) return;
+  const int saved = errno;
+  const int was_busy = dftio_busy;
+  dftio_busy = 1;  // the copy allocates
+  char full[4096], normal[4096];
+  size_t len = std::strlen(path);
+  const char* name = traced_name(dirfd, path, &len, full, normal);
+  uint64_t h = dftracer::hash64(name, len);
+  if (h == 0) h = 1;
+  // Named as its open hashed it (not so if another thread changed the working
+  // directory in between): kept.
+  if (h == hash) g_dirs.remember(hash, name);
+  dftio_busy = was_busy;
+  errno = saved;
+}
+
+extern "C" const char* dftio_dir_name(int fd) { return fd < 0 ? nullptr : g_dirs.find(fd_hash(fd)); }
 
 extern "C" int dftio_cwd_changed(int r, const char* asked) {
   if (r != 0 || !__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) || dftio_busy) return r;

@@ -37,17 +37,17 @@
  * file gets the direct system call (direct_syscall.h); the first successful
  * open of a path in a session looks at what it opened. */
 #define DFTIO_OPEN_PATH(dirfd, path) (dftio_recording() ? dftio_open_path_hash((dirfd), (path), &kind_) : 0)
-#define DFTIO_OPENED_KNOWN(fd)                                                                         \
+#define DFTIO_OPENED_KNOWN(fd, dirfd, path)                                                                       \
   (DFTIO_FD(fd), DFTIO_RET(fd),                                                                        \
    ((fd) >= 0 ? dftio_track_plain((fd), h_,                                                             \
-                                 (kind_ == DFTIO_KIND_UNKNOWN ? dftio_learn_path_kind(h_, (fd)) : kind_) == \
+                                 (kind_ == DFTIO_KIND_UNKNOWN ? dftio_learn_path_kind(h_, (fd), dirfd, path) : kind_) == \
                                      DFTIO_KIND_FILE)                                                  \
               : (void)0))
 #define DFTIO_OPEN_CALL(fn, dirfd, path, flags, real_call)                                               \
   unsigned kind_ = DFTIO_KIND_UNKNOWN;                                                                   \
   DFTIO_RUN_TRACED(fn, DFTIO_OPEN_PATH(dirfd, path), int, real_call,                                     \
                    DFTIO_DIRECT_OPEN(fn, kind_ == DFTIO_KIND_FILE, dirfd, path, flags, mode, real_call), \
-                   DFTIO_OPENED_KNOWN(r_))
+                   DFTIO_OPENED_KNOWN(r_, dirfd, path))
 
 int DFTIO_HOOK(open)(const char* path, int flags, ...) {
   DFTIO_OPEN_MODE(flags, flags)
@@ -237,7 +237,8 @@ static int fchdir_call(int fd) {
   DFTIO_RUN(fchdir, dftio_fd_traced(fd), int, DFTIO_REAL(fchdir)(fd), DFTIO_FD_RET(fd));
 }
 int DFTIO_HOOK(chdir)(const char* path) { return dftio_cwd_changed(chdir_call(path), path); }
-int DFTIO_HOOK(fchdir)(int fd) { return dftio_cwd_changed(fchdir_call(fd), NULL); }
+/* fchdir: the directory as its open named it, when one was kept (dir_names.h). */
+int DFTIO_HOOK(fchdir)(int fd) { return dftio_cwd_changed(fchdir_call(fd), dftio_dir_name(fd)); }
 
 /* ---------------------------------------------------------------- mapping */
 
@@ -266,14 +267,15 @@ int DFTIO_HOOK(munmap)(void* addr, size_t len) {
 /* ---------------------------------------------------------------- directories */
 
 /* A directory stream is traced through its descriptor (dirfd). */
-#define DFTIO_DIR_OPENED(d) ((d) != NULL ? (DFTIO_FD(dirfd(d)), dftio_track(dirfd(d), h_)) : (void)0)
+#define DFTIO_DIR_OPENED(d, path) \
+  ((d) != NULL ? (DFTIO_FD(dirfd(d)), dftio_track(dirfd(d), h_), dftio_remember_dir(h_, AT_FDCWD, (path))) : (void)0)
 /* (A helper, not the hook's own nonnull parameter: glibc takes NULL with EINVAL.) */
 static int dir_fd(DIR* d) { return d != NULL ? dirfd(d) : -1; }
 static uint64_t dir_traced(DIR* d) { return dftio_fd_traced(dir_fd(d)); }
 
 DIR* DFTIO_HOOK(opendir)(const char* path) {
   DFTIO_RUN(opendir, DFTIO_PATH(AT_FDCWD, path), DIR*, DFTIO_REAL(opendir)(path),
-            (DFTIO_RET(r_ != NULL ? 0 : -1), DFTIO_DIR_OPENED(r_)));
+            (DFTIO_RET(r_ != NULL ? 0 : -1), DFTIO_DIR_OPENED(r_, path)));
 }
 struct dirent* DFTIO_HOOK(readdir)(DIR* d) {
   DFTIO_RUN(readdir, dir_traced(d), struct dirent*, DFTIO_REAL(readdir)(d),

@@ -306,6 +306,34 @@ TEST(Preload, RelativePathsFollowChdirAndFchdir) {
   EXPECT_EQ(changes, (std::map<std::string, int>{{in + "/sub", 2}, {in, 1}}));
 }
 
+// A directory opened through a symlink below DFTRACER_DATA_DIR (IN/link ->
+// OUT, outside it) keeps the name it was opened by: openat on its
+// descriptor and a relative open after fchdir to it are traced as
+// IN/link/..., where the kernel's names (/proc/self/fd, getcwd) would give
+// OUT/... and nothing would be traced.
+TEST(Preload, ADirectoryDescriptorKeepsTheNameItWasOpenedBy) {
+  std::string dir = dftracer_test::temp_dir("io_dirlink");
+  std::string in = dir + "/in", out = dir + "/out";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(out.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"dirlink", in, out}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 1u);
+  std::map<std::string, std::string> path_of;  // fhash -> path
+  for (const Event& e : r.files[0])
+    if (e.ph == "M" && e.name == "FH") path_of[str_arg(e, "value")] = str_arg(e, "name");
+  std::map<std::string, int64_t> written;
+  std::map<std::string, int> calls;
+  for (const Event& e : io_events(r.files[0])) {
+    if (e.name == "write") written[path_of[str_arg(e, "fhash")]] += int_arg(e, "ret");
+    calls[e.name + " " + path_of[str_arg(e, "fhash")]]++;
+  }
+  EXPECT_EQ(written, (std::map<std::string, int64_t>{{in + "/link/a.bin", 40}, {in + "/link/b.bin", 50}}));
+  EXPECT_EQ(calls["opendir " + in + "/link"], 1);
+  EXPECT_EQ(calls["fchdir " + in + "/link"], 1);
+  EXPECT_EQ(calls["closedir " + in + "/link"], 1);
+}
+
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
 TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_threads");

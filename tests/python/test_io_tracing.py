@@ -47,6 +47,18 @@ def bytes_moved(events, fhash, calls):
                if e["name"] in calls and e["args"].get("fhash") == fhash and e["args"].get("ret", 0) > 0)
 
 
+def data_dir_with_a_link_out(tmp_path, size):
+    """<tmp>/data (the DFTRACER_DATA_DIR) holding `link`, a symlink to <tmp>/elsewhere (outside
+    it), where f.bin holds `size` bytes. Returns (data, elsewhere)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.bin").write_bytes(b"x" * size)
+    (data / "link").symlink_to(elsewhere)
+    return data, elsewhere
+
+
 def test_dot_dot_paths_are_normalised_for_fhash_and_data_dir(run_python, trace_dir, tmp_path):
     """"data/sub/../f.bin", "data//f.bin" and "data/f.bin" name one file: one FH record,
     one fhash; "data/../outside.bin" is not under DFTRACER_DATA_DIR=data."""
@@ -146,12 +158,7 @@ def test_a_directory_entered_through_a_symlink_below_the_data_dir_keeps_the_prog
     direct open's fhash. A chdir("..") out of the link lands physically in <tmp>, not in
     <tmp>/data as the text says: there the kernel's name is kept, so elsewhere/f.bin (outside
     DATA_DIR by either name) is not traced."""
-    data = tmp_path / "data"
-    data.mkdir()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "f.bin").write_bytes(b"x" * 700)
-    (data / "link").symlink_to(elsewhere)
+    data, elsewhere = data_dir_with_a_link_out(tmp_path, 700)
     run_python(f"""
 import os
 import dftracer
@@ -181,6 +188,46 @@ read("f.bin")
     assert bytes_moved(io, fh[path], READS) == 2100
 
 
+def test_a_directory_descriptor_through_a_symlink_below_the_data_dir_keeps_the_programs_name(
+        run_python, trace_dir, tmp_path):
+    """<tmp>/data/link -> <tmp>/elsewhere (outside DFTRACER_DATA_DIR=<tmp>/data), opened as a
+    directory descriptor d. The kernel names d <tmp>/elsewhere (/proc/self/fd/d, and getcwd
+    after fchdir(d)); the hooks keep the name the program opened it by, so
+    os.open("f.bin", dir_fd=d), and open("f.bin") after os.fchdir(d), are traced as
+    <tmp>/data/link/f.bin, with the direct open's fhash. os.fwalk and shutil.rmtree work this
+    way. A second directory descriptor of the same link finds the kept name too."""
+    data, elsewhere = data_dir_with_a_link_out(tmp_path, 500)
+    run_python(f"""
+import os
+import dftracer
+def read_fd(fd):
+    assert len(os.read(fd, 1000)) == 500
+    os.close(fd)
+read_fd(os.open("{data}/link/f.bin", os.O_RDONLY))             # direct
+d = os.open("{data}/link", os.O_RDONLY | os.O_DIRECTORY)
+assert os.readlink(f"/proc/self/fd/{{d}}") == "{elsewhere}"    # the kernel's name
+read_fd(os.open("f.bin", os.O_RDONLY, dir_fd=d))               # openat(d, "f.bin")
+os.fchdir(d)
+assert os.getcwd() == "{elsewhere}", os.getcwd()
+with open("f.bin", "rb") as f:                                  # relative, after fchdir
+    assert len(f.read()) == 500
+os.chdir("/")
+os.close(d)
+d2 = os.open("{data}/link", os.O_RDONLY)                        # again: the kept name
+read_fd(os.open("f.bin", os.O_RDONLY, dir_fd=d2))
+os.close(d2)
+""", env=traced_env(trace_dir, data))
+    events = only_file(trace_dir)
+    fh = file_hashes(events)
+    path = str(data / "link" / "f.bin")
+    assert path in fh, fh
+    assert str(elsewhere / "f.bin") not in fh, fh
+    io = io_events(events)
+    opens = [e for e in io if e["name"].startswith("open") and e["args"]["fhash"] == fh[path]]
+    assert len(opens) == 4, [e for e in io if e["name"].startswith("open")]
+    assert bytes_moved(io, fh[path], READS) == 2000
+
+
 def test_a_program_started_in_a_symlinked_directory_names_it_as_the_shell_did(trace_dir, tmp_path):
     """`cd <tmp>/data/link && python ...` (link -> <tmp>/elsewhere, outside DATA_DIR): the
     shell's $PWD names the start directory through the link, so a relative open is traced as
@@ -188,13 +235,8 @@ def test_a_program_started_in_a_symlinked_directory_names_it_as_the_shell_did(tr
     believing it would trace <tmp>/data/f.bin) is not believed: getcwd's name, outside
     DATA_DIR, is kept and nothing is traced."""
     from conftest import run_python_in
-    data = tmp_path / "data"
-    data.mkdir()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "f.bin").write_bytes(b"x" * 300)
+    data, elsewhere = data_dir_with_a_link_out(tmp_path, 300)
     link = data / "link"
-    link.symlink_to(elsewhere)
     code = """
 import dftracer
 with open("f.bin", "rb") as f:
