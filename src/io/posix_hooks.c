@@ -33,16 +33,15 @@
 #define DFTIO_OPENED(fd) (DFTIO_FD(fd), DFTIO_RET(fd), ((fd) >= 0 ? dftio_track((fd), h_) : (void)0))
 #define DFTIO_PATH(dirfd, path) (dftio_recording() ? dftio_path_hash((dirfd), (path)) : 0)
 
-/* open, open64, openat, openat64: a path whose kind is known to be a plain
- * file gets the direct system call (direct_syscall.h); the first successful
- * open of a path in a session looks at what it opened. */
+/* open, open64, openat, openat64: a path known to be a regular file or a
+ * directory gets the direct system call (direct_syscall.h); the first
+ * successful open of a path in a session looks at what it opened. */
 #define DFTIO_OPEN_PATH(dirfd, path) (dftio_recording() ? dftio_open_path_hash((dirfd), (path), &kind_) : 0)
-#define DFTIO_OPENED_KNOWN(fd, dirfd, path)                                                                       \
-  (DFTIO_FD(fd), DFTIO_RET(fd),                                                                        \
-   ((fd) >= 0 ? dftio_track_plain((fd), h_,                                                             \
-                                 (kind_ == DFTIO_KIND_UNKNOWN ? dftio_learn_path_kind(h_, (fd), dirfd, path) : kind_) == \
-                                     DFTIO_KIND_FILE)                                                  \
-              : (void)0))
+#define DFTIO_KIND_NOW(fd, dirfd, path) \
+  (kind_ == DFTIO_KIND_UNKNOWN ? dftio_learn_path_kind(h_, (fd), (dirfd), (path)) : (enum dftio_path_kind)kind_)
+#define DFTIO_OPENED_KNOWN(fd, dirfd, path) \
+  (DFTIO_FD(fd), DFTIO_RET(fd),             \
+   ((fd) >= 0 ? dftio_track_plain((fd), h_, DFTIO_KIND_NOW(fd, dirfd, path) == DFTIO_KIND_FILE) : (void)0))
 #define DFTIO_OPEN_CALL(fn, dirfd, path, flags, real_call)                                               \
   unsigned kind_ = DFTIO_KIND_UNKNOWN;                                                                   \
   DFTIO_RUN_TRACED(fn, DFTIO_OPEN_PATH(dirfd, path), int, real_call,                                     \
