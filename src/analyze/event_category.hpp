@@ -28,9 +28,14 @@ inline bool contains_nocase(std::string_view s, std::string_view word) {
   return false;
 }
 
+// A POSIX or STDIO call recorded by the I/O capture (src/io), as DFTracer
+// writes its categories.
+inline bool is_io_cat(std::string_view cat) { return cat == "POSIX" || cat == "STDIO"; }
+inline bool is_io_event(const Event& e) { return is_io_cat(e.cat); }
+
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
-  if (e.cat == "POSIX" || e.cat == "STDIO" || e.cat == "dataloader" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
+  if (is_io_event(e) || e.cat == "dataloader" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
       e.name.rfind("DataLoader", 0) == 0)
     return "data";
   if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer")) return "optimizer";

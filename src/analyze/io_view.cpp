@@ -6,6 +6,7 @@
 #include <memory>
 #include <string_view>
 
+#include "event_category.hpp"
 #include "event_decoder.hpp"
 #include "reader_threads.hpp"
 #include "summary.hpp"  // append_json_string
@@ -15,8 +16,6 @@ namespace dftracer::analyze {
 namespace {
 
 constexpr size_t kFhash = 0, kRet = 1, kValue = 2;  // Event::extra_args slots
-
-bool is_io_cat(std::string_view c) { return c == "POSIX" || c == "STDIO"; }
 
 // Data calls, by the symbol names DFTracer and we record.
 int direction(std::string_view name) {
@@ -57,20 +56,30 @@ class IoAggregator : public LineConsumer {
 
 double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
-void table(std::ostream& os, const char* title, const char* key, const std::map<std::string, IoStats>& m) {
+// The `top` rows with the most time (0: all; ties in key order), then one
+// line for the rest, so a run over a million sample files stays readable.
+void table(std::ostream& os, const char* title, const char* key, const std::map<std::string, IoStats>& m, size_t top) {
   std::vector<std::pair<std::string, IoStats>> rows(m.begin(), m.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.time_ns > b.second.time_ns; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.time_ns > b.second.time_ns; });
   char line[512];
   os << title << "\n";
   std::snprintf(line, sizeof line, "  %-48s %9s %12s %12s %12s %8s\n", key, "ops", "read MiB", "write MiB", "time us",
                 "small");
   os << line;
-  for (const auto& [k, s] : rows) {
+  auto row = [&](const std::string& k, const IoStats& s) {
     std::string name = k.size() > 48 ? "..." + k.substr(k.size() - 45) : k;
     std::snprintf(line, sizeof line, "  %-48s %9llu %12.3f %12.3f %12.1f %8llu\n", name.c_str(),
                   static_cast<unsigned long long>(s.ops), mib(s.read_bytes), mib(s.write_bytes), s.time_ns / 1e3,
                   static_cast<unsigned long long>(s.small_reads + s.small_writes));
     os << line;
+  };
+  const size_t shown = top && rows.size() > top ? top : rows.size();
+  for (size_t i = 0; i < shown; ++i) row(rows[i].first, rows[i].second);
+  if (shown < rows.size()) {
+    IoStats rest;
+    for (size_t i = shown; i < rows.size(); ++i) rest.add(rows[i].second);
+    row("(" + std::to_string(rows.size() - shown) + " more " + key + "s)", rest);
   }
   os << "\n";
 }
@@ -230,16 +239,16 @@ std::string io_report_json(const IoView& v, size_t top) {
   return o + ",\"by_file\":" + rows_json(v.by_file, top) + ",\"by_call\":" + rows_json(v.by_call, top) + "}";
 }
 
-void write_io_table(std::ostream& os, const IoView& v) {
+void write_io_table(std::ostream& os, const IoView& v, size_t top) {
   char line[512];
   if (v.total.ops == 0) {
     os << "no POSIX or STDIO events in the input\n";
     return;
   }
   os << summary_line(v) << "\n\n";
-  table(os, "by file", "file", v.by_file);
-  table(os, "by call", "call", v.by_call);
-  table(os, "by process", "pid", v.by_process);
+  table(os, "by file", "file", v.by_file, top);
+  table(os, "by call", "call", v.by_call, top);
+  table(os, "by process", "pid", v.by_process, top);
   double bin_s = v.options.bin_ns / 1e9;
   std::snprintf(line, sizeof line, "bandwidth over time (%.3g s bins)\n  %10s %14s %14s\n", bin_s, "t s", "read MiB/s",
                 "write MiB/s");

@@ -64,8 +64,9 @@ class IoAccumulator {
   std::map<std::string, std::string> paths_;  // fhash -> path
 };
 
-// A text report, or the same as one JSON object.
-void write_io_table(std::ostream& os, const IoView& v);
+// A text report (each table: the `top` rows with the most time, then one
+// line for the rest; 0: every row), or all of it as one JSON object.
+void write_io_table(std::ostream& os, const IoView& v, size_t top = 0);
 void write_io_json(std::ostream& os, const IoView& v);
 
 // The report's I/O section data: {"summary": one line, "by_file" and

@@ -82,6 +82,31 @@ TEST(IoView, NoIoEventsSaysSo) {
   EXPECT_EQ(text.str(), "no POSIX or STDIO events in the input\n");
 }
 
+TEST(IoView, TheTableShowsTheTopRowsThenOneLineForTheRest) {
+  TempDir d;
+  // Three files read for 30, 20 and 10 us: --top 2 shows the first two, then
+  // one line summing the third; 0 shows all three.
+  std::string t = "[\n";
+  const char* names[] = {"/data/a", "/data/b", "/data/c"};
+  const char* hashes[] = {"\"00000000000000aa\"", "\"00000000000000bb\"", "\"00000000000000cc\""};
+  for (int i = 0; i < 3; ++i)
+    t += fh(1, names[i], hashes[i]) + x("read", "POSIX", 1, 1000 + 100 * i, 30 - 10 * i,
+                                        std::string("\"fhash\":") + hashes[i] + ",\"ret\":4096");
+  write_file(d.file("t.pfw"), t + "]\n");
+  IoView v = io_view({d.file("t.pfw")}, IoOptions{}, 1, ReadOptions{});
+  std::ostringstream top2, all;
+  write_io_table(top2, v, 2);
+  write_io_table(all, v, 0);
+  const std::string s = top2.str();
+  EXPECT_LT(s.find("/data/a "), s.find("/data/b ")) << s;
+  EXPECT_EQ(s.find("/data/c "), std::string::npos) << s;
+  EXPECT_NE(s.find("(1 more files)                                           1        0.004        0.000         10.0"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(all.str().find("/data/c "), std::string::npos);
+  EXPECT_EQ(all.str().find("more files"), std::string::npos);
+}
+
 TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
   TempDir d;
   write_file(d.file("io.pfw"), "[\n" + fh(1, "/data/a.bin", "\"00000000000000aa\"") +
@@ -98,6 +123,25 @@ TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
   EXPECT_NE(with.find("\"io\":{\"summary\":\"I/O: 1 calls"), std::string::npos);
   EXPECT_NE(with.find("[\"/data/a.bin\",1,"), std::string::npos);
   EXPECT_EQ(page("none.pfw").find("\"io\":{"), std::string::npos);
+}
+
+TEST(IoView, TheReportsAnswerHasAnIoLineOnlyWithIoEvents) {
+  TempDir d;
+  // A 100 us step holding 30 us of reads of two files; the first file's reads
+  // take longer. One read is small (10 B).
+  write_file(d.file("io.pfw"),
+             "[\n" + fh(1, "/data/a.bin", "\"00000000000000aa\"") + fh(1, "/data/b.bin", "\"00000000000000bb\"") +
+                 x("read", "POSIX", 1, 1010, 20, "\"fhash\":\"00000000000000aa\",\"size\":8192,\"ret\":8192") +
+                 x("read", "POSIX", 1, 1040, 10, "\"fhash\":\"00000000000000bb\",\"size\":10,\"ret\":10") +
+                 x("train_step", "app", 1, 1000, 100, "") + "]\n");
+  write_file(d.file("none.pfw"), "[\n" + x("step", "app", 1, 1000, 5, "") + "]\n");
+  const std::string with = write_report({d.file("io.pfw")}, d.file("io.html"), 20, 1, ReadOptions{}).answer;
+  EXPECT_NE(with.find("\nI/O: 2 POSIX/STDIO calls, 30.000 us (30.0% of the traced time); read 0.008 MiB in 2 calls, "
+                      "wrote 0.000 MiB in 0 (1 under 4096 B); most I/O time: /data/a.bin 20.000 us (1 calls)\n"),
+            std::string::npos)
+      << with;
+  const std::string without = write_report({d.file("none.pfw")}, d.file("none.html"), 20, 1, ReadOptions{}).answer;
+  EXPECT_EQ(without.find("I/O"), std::string::npos) << without;
 }
 
 // The report's I/O section comes from the report's own read of the inputs:

@@ -81,6 +81,8 @@ const char* kUsage =
     "            small-I/O counts\n"
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
     "              --bin-ms N       bandwidth bin width in ms (default 1000)\n"
+    "              --top N          table: the N files, calls and processes with the most time,\n"
+    "                               then one line for the rest (default 20; 0: all; json: all)\n"
     "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
     "  export    every event as a Parquet dataset, hive-partitioned by rank when the traces carry\n"
     "            rank metadata, else by pid (run by Python: pyarrow)\n"
@@ -395,7 +397,7 @@ int main(int argc, char** argv) {
       IoView v = io_view(files, a.io, a.threads, ro);
       std::ostringstream os;
       if (a.format == "json") write_io_json(os, v);
-      else write_io_table(os, v);
+      else write_io_table(os, v, a.top_set ? a.top : 20);
       if (a.out.empty()) write_stdout(os.str());
       else write_output_file(a.out, os.str());
       return finish(v.stats);

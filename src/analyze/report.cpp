@@ -141,9 +141,9 @@ std::string totals_json(const Rollup& m, size_t top) {
 std::string pct(double part, double whole) { return fmt_num(whole > 0 ? 100 * part / whole : 0, 1) + "%"; }
 
 // The answer the page opens on, and `report` prints: the op and the modules
-// with the most self time, compile vs run, and the steps, each one line.
+// with the most self time, compile vs run, I/O (when traced) and the steps, each one line.
 std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& modules,
-                                      const Rollup& categories, const StepReport& st) {
+                                      const Rollup& categories, const StepReport& st, const IoView& io) {
   std::vector<std::string> lines;
   const double traced = s.traced_us;
   auto top_ops = by_self(names, 3);
@@ -171,6 +171,23 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     run += std::string(c > 1 ? ", " : "") + kStepCategories[c] + " " + pct(cat_us(kStepCategories[c]), traced);
   lines.push_back("Compile vs run: compile " + pct(compile, traced) + " (" + human_time(compile) + "), run " +
                   pct(traced - compile, traced) + " (" + run + ")");
+  if (io.total.ops) {  // I/O calls are leaves: their time is their self time
+    const IoStats& t = io.total;
+    const double us = t.time_ns / 1e3;
+    auto mib = [](uint64_t b) { return fmt_num(b / 1048576.0, 3) + " MiB"; };
+    std::string l3 = "I/O: " + std::to_string(t.ops) + " POSIX/STDIO calls, " + human_time(us) + " (" + pct(us, traced) +
+                     " of the traced time); read " + mib(t.read_bytes) + " in " + std::to_string(t.reads) +
+                     " calls, wrote " + mib(t.write_bytes) + " in " + std::to_string(t.writes) + " (" +
+                     std::to_string(t.small_reads + t.small_writes) + " under " + std::to_string(io.options.small_bytes) +
+                     " B)";
+    auto most = io.by_file.end();
+    for (auto it = io.by_file.begin(); it != io.by_file.end(); ++it)
+      if (most == io.by_file.end() || it->second.time_ns > most->second.time_ns) most = it;
+    if (most != io.by_file.end())
+      l3 += "; most I/O time: " + most->first + " " + human_time(most->second.time_ns / 1e3) + " (" +
+            std::to_string(most->second.ops) + " calls)";
+    lines.push_back(l3);
+  }
   if (!st.rows.empty()) {
     std::vector<double> later;
     std::string outliers;
@@ -521,7 +538,11 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   for (size_t k = 0; k < kNumReportKeys; ++k) by_key[k] = rollup(r.groups_, k);
   const StepReport steps = analyze_steps(files, threads, options);  // its own two reads
   const double origin_us = r.first_ts_us_ != INT64_MAX ? static_cast<double>(r.first_ts_us_) : 0;
-  const std::vector<std::string> answer = answer_lines(s, by_key[kName], by_key[kModule], by_key[kCategory], steps);
+  // POSIX/STDIO events (issue #14), aggregated in the same pass (io_view.cpp's
+  // IoAccumulator): a line of the answer, and a section of the page when there are some.
+  const IoView io = r.io_.finish(res.stats);
+  const std::vector<std::string> answer =
+      answer_lines(s, by_key[kName], by_key[kModule], by_key[kCategory], steps, io);
   for (const std::string& l : answer) res.answer += l + "\n";
 
   // The page's data, one member per section, in the order the page shows them.
@@ -538,9 +559,6 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
   data += ",\"roofline\":" + roofline_json(by_key[kName], cal, 40);
   data += ",\"by_phase\":" + totals_json(by_key[kPhase], 0);
-  // POSIX/STDIO events (issue #14), aggregated in the same pass (io_view.cpp's
-  // IoAccumulator); the page shows the section only when there are some.
-  const IoView io = r.io_.finish(res.stats);
   if (io.total.ops) data += ",\"io\":" + io_report_json(io, top_n);
   data += ",\"timeline\":" + timeline_json(r);
   data += ",\"bad_input\":" + bad_input_json(res.stats, s.nesting);

@@ -44,6 +44,11 @@ DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
 
 void StepFinder::add_event(size_t file, const Event& e) {
   if (!e.is_complete() || !e.has_dur || !e.has_ts) return;
+  // An I/O call is never a step, nor bounds one: a DataLoader worker that only
+  // reads, or a loop saving files outside any region, would otherwise have its
+  // most-timed repeated call (fread, write) taken for the step region. I/O
+  // events are still attributed to the steps they fall in (pass 2).
+  if (is_io_event(e)) return;
   const int64_t end = saturating_add(e.ts_ns, e.dur_ns);
   const bool has_step = !e.step.empty();
   const bool main_thread = e.tid_text == e.pid_text;

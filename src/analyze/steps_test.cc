@@ -174,6 +174,35 @@ TEST(Steps, NoStepsWithoutArgOrRepeatedRegion) {
   EXPECT_NE(os.str().find("no steps found"), std::string::npos);
 }
 
+TEST(Steps, IOCallsAreNeverSteps) {
+  // A DataLoader worker (pid 40) that only reads: repeated fread/read calls,
+  // no steps. The main process (pid 30) saves 3 files at top level outside any
+  // region, their writes outlasting the two train_steps: the steps are still
+  // train_step, and a read inside a step is its data time.
+  std::string t = lines({
+      ev("fread", "STDIO", 40, 40, 0, 50),
+      ev("fread", "STDIO", 40, 40, 100, 50),
+      ev("read", "POSIX", 40, 40, 200, 50),
+      ev("read", "POSIX", 40, 40, 300, 50),
+      ev("read", "POSIX", 30, 30, 10, 5),
+      ev("train_step", "app", 30, 30, 0, 20),
+      ev("train_step", "app", 30, 30, 100, 20),
+      ev("write", "POSIX", 30, 30, 200, 300),
+      ev("write", "POSIX", 30, 30, 600, 300),
+      ev("write", "POSIX", 30, 30, 1000, 300),
+  });
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(t, threads, 64);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].pid, "30");
+    EXPECT_EQ(r.processes[0].region, "train_step");
+    ASSERT_EQ(r.rows.size(), 2u);
+    EXPECT_EQ(r.rows[0].by_category_us[kData], 5);
+    EXPECT_EQ(r.rows[0].by_category_us[kOther], 15);
+    EXPECT_EQ(r.outside_us[kData], 200 + 900);
+  }
+}
+
 TEST(Steps, OutlierRule) {
   EXPECT_EQ(step_outliers({100, 100, 1000}), (std::vector<bool>{false, false, true}));
   // First-step compile: flagged against steady steps with some jitter.

@@ -236,8 +236,8 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
     """Per training step, its time split by kind of work, as a pandas DataFrame: the
     rows of `dftracer-analyze summary --by step --format json` (same numbers).
 
-    Steps come from a `step` arg on events, else from the repeated top-level region
-    of each process's main thread (docs/analyzer.md, "Steps"). Columns: pid, step
+    Steps come from the repeated top-level region of each process's main thread (I/O
+    calls never count), else from a `step` arg on events (docs/analyzer.md, "Steps"). Columns: pid, step
     (0-based within the process), label (the arg value or the region name), start_us,
     duration_us, traced_us (all threads' time inside the step), compile_us, forward_us,
     backward_us, optimizer_us, data_us, other_us (self time: they add up to traced_us),
