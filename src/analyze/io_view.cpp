@@ -28,6 +28,13 @@ int direction(std::string_view name) {
   return 0;
 }
 
+// The start of the `width`-wide bin holding t (t may be negative).
+int64_t floor_to(int64_t t, int64_t width) {
+  int64_t q = t / width;
+  if (t % width < 0) --q;
+  return q * width;
+}
+
 int64_t to_int(std::string_view s) {
   if (s.empty() || s.size() > 24) return 0;
   char buf[32];
@@ -159,7 +166,25 @@ void IoAccumulator::add(const Event& ev) {
   view_.by_file[std::string(ev.extra_args[kFhash])].add(s);
   view_.by_call[std::string(ev.name)].add(s);
   view_.by_process[std::string(ev.pid_text)].add(s);
-  if (ev.has_ts && dir != 0) view_.by_bin[ev.ts_ns / opt_.bin_ns * opt_.bin_ns].add(s);
+  if (ev.has_ts && dir != 0) {
+    view_.by_bin[floor_to(ev.ts_ns, opt_.bin_ns)].add(s);
+    fit_bins();
+  }
+}
+
+void IoAccumulator::fit_bins() {
+  if (!opt_.max_bins) return;
+  while (!view_.by_bin.empty() &&
+         static_cast<uint64_t>((view_.by_bin.rbegin()->first - view_.by_bin.begin()->first) / opt_.bin_ns) + 1 >
+             opt_.max_bins)
+    widen_bins(opt_.bin_ns * 2);
+}
+
+void IoAccumulator::widen_bins(int64_t bin_ns) {
+  std::map<int64_t, IoStats> wider;
+  for (const auto& [k, s] : view_.by_bin) wider[floor_to(k, bin_ns)].add(s);
+  view_.by_bin = std::move(wider);
+  opt_.bin_ns = bin_ns;
 }
 
 void IoAccumulator::merge(const IoAccumulator& o) {
@@ -167,7 +192,11 @@ void IoAccumulator::merge(const IoAccumulator& o) {
   for (auto& [k, s] : o.view_.by_file) view_.by_file[k].add(s);
   for (auto& [k, s] : o.view_.by_call) view_.by_call[k].add(s);
   for (auto& [k, s] : o.view_.by_process) view_.by_process[k].add(s);
-  for (auto& [k, s] : o.view_.by_bin) view_.by_bin[k].add(s);
+  // Both widths are bin_ns x 2^k from the same start: the wider one holds
+  // whole bins of the other.
+  if (o.opt_.bin_ns > opt_.bin_ns) widen_bins(o.opt_.bin_ns);
+  for (auto& [k, s] : o.view_.by_bin) view_.by_bin[floor_to(k, opt_.bin_ns)].add(s);
+  fit_bins();
   paths_.insert(o.paths_.begin(), o.paths_.end());
 }
 
@@ -217,15 +246,17 @@ std::string summary_line(const IoView& v) {
 
 std::string rows_json(const std::map<std::string, IoStats>& m, size_t top) {
   std::vector<std::pair<std::string, IoStats>> rows(m.begin(), m.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.time_ns > b.second.time_ns; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.time_ns > b.second.time_ns; });
   if (top && rows.size() > top) rows.resize(top);
   std::string o = "[";
   for (size_t i = 0; i < rows.size(); ++i) {
     o += i ? ",[" : "[";
     append_json_string(o, rows[i].first);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, ",%llu,%.3f]", static_cast<unsigned long long>(rows[i].second.ops),
-                  rows[i].second.time_ns / 1e3);
+    const IoStats& s = rows[i].second;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ",%llu,%.3f,%llu,%llu]", static_cast<unsigned long long>(s.ops), s.time_ns / 1e3,
+                  static_cast<unsigned long long>(s.read_bytes), static_cast<unsigned long long>(s.write_bytes));
     o += buf;
   }
   return o + "]";
@@ -236,7 +267,26 @@ std::string rows_json(const std::map<std::string, IoStats>& m, size_t top) {
 std::string io_report_json(const IoView& v, size_t top) {
   std::string o = "{\"summary\":";
   append_json_string(o, summary_line(v));
-  return o + ",\"by_file\":" + rows_json(v.by_file, top) + ",\"by_call\":" + rows_json(v.by_call, top) + "}";
+  o += ",\"by_file\":" + rows_json(v.by_file, top) + ",\"by_call\":" + rows_json(v.by_call, top) +
+       ",\"by_process\":" + rows_json(v.by_process, top);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ",\"bandwidth\":{\"bin_s\":%.9g,\"bins\":[", v.options.bin_ns / 1e9);
+  o += buf;
+  bool first = true;
+  for (const auto& [bin, s] : v.by_bin) {
+    std::snprintf(buf, sizeof buf, "%s[%.9g,%llu,%llu]", first ? "" : ",", (bin - v.first_bin_ns) / 1e9,
+                  static_cast<unsigned long long>(s.read_bytes), static_cast<unsigned long long>(s.write_bytes));
+    o += buf;
+    first = false;
+  }
+  return o + "]}}";
+}
+
+IoOptions io_report_options() {
+  IoOptions o;
+  o.bin_ns = 1000000;
+  o.max_bins = 120;
+  return o;
 }
 
 void write_io_table(std::ostream& os, const IoView& v, size_t top) {

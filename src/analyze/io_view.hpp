@@ -28,6 +28,13 @@ struct IoStats {
 struct IoOptions {
   uint64_t small_bytes = 4096;  // "small I/O": a data call moving fewer bytes
   int64_t bin_ns = 1000000000;  // bandwidth bins (1 s)
+  // 0: bins stay bin_ns wide. Else bin_ns is where the width starts, and it
+  // doubles whenever the bins from the first to the last holding data would
+  // be more than max_bins, so a run of any length gets a chart of at most
+  // max_bins bars without a second read (the report: 1 ms doubling to fit
+  // 120). Bins stay aligned to multiples of their width since the epoch, so a
+  // wider one is a union of narrower ones.
+  size_t max_bins = 0;
 };
 
 struct IoView {
@@ -35,9 +42,9 @@ struct IoView {
   std::map<std::string, IoStats> by_file;     // path (or "fhash:<hash>" without its FH record)
   std::map<std::string, IoStats> by_call;     // event name
   std::map<std::string, IoStats> by_process;  // pid
-  std::map<int64_t, IoStats> by_bin;          // start of the bin, ns since the first I/O event's bin
-  int64_t first_bin_ns = 0;                   // epoch ns of bin 0
-  IoOptions options;
+  std::map<int64_t, IoStats> by_bin;          // epoch ns of each bin's start (options.bin_ns wide)
+  int64_t first_bin_ns = 0;                   // epoch ns of the first bin
+  IoOptions options;                          // bin_ns: the width reached (see max_bins)
   ReadStats stats;
 };
 
@@ -55,10 +62,13 @@ class IoAccumulator {
   static ArgCapture capture();
   void add(const Event& ev);
   void merge(const IoAccumulator& other);
+  int64_t bin_ns() const { return opt_.bin_ns; }
   // The view, with each fhash named by its FH record; `stats`: the read's.
   IoView finish(const ReadStats& stats) const;
 
  private:
+  void widen_bins(int64_t bin_ns);  // re-keys by_bin to bins bin_ns wide
+  void fit_bins();                  // widens until max_bins span the data
   IoOptions opt_;
   IoView view_;
   std::map<std::string, std::string> paths_;  // fhash -> path
@@ -69,8 +79,14 @@ class IoAccumulator {
 void write_io_table(std::ostream& os, const IoView& v, size_t top = 0);
 void write_io_json(std::ostream& os, const IoView& v);
 
-// The report's I/O section data: {"summary": one line, "by_file" and
-// "by_call": [[name, ops, time_us], ...] (the `top` longest; 0 = all)}.
+// The report's I/O section data: {"summary": one line, "by_file", "by_call"
+// and "by_process": [[name, ops, time_us, read_bytes, write_bytes], ...] (the
+// `top` longest; 0 = all), "bandwidth": {"bin_s", "bins": [[t_s since the
+// first bin, read_bytes, write_bytes], ...]}}.
 std::string io_report_json(const IoView& v, size_t top);
+
+// The options the report aggregates with: bandwidth bins from 1 ms, doubling
+// to fit 120 bars.
+IoOptions io_report_options();
 
 }  // namespace dftracer::analyze

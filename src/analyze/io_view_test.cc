@@ -170,8 +170,45 @@ TEST(IoView, ReportAggregatesIoInItsOwnPass) {
     std::ifstream f(out);
     std::string page((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     std::string want;  // as the page embeds it: '<' escaped inside its <script>
-    for (char c : "\"io\":" + io_report_json(io_view(in, IoOptions{}, threads, ReadOptions{}), 20))
+    for (char c : "\"io\":" + io_report_json(io_view(in, io_report_options(), threads, ReadOptions{}), 20))
       want += c == '<' ? std::string("\\u003c") : std::string(1, c);
     EXPECT_NE(page.find(want), std::string::npos) << "the same numbers as the io command: " << want;
   }
+}
+
+// Bins that widen to fit (the report's): from 1 ms, doubling until the span
+// from the first to the last data bin fits max_bins; the bytes are kept, and
+// reader threads whose pieces reached different widths merge to the same bins.
+TEST(IoView, BinsWidenToFitAndMergeAcrossReaderThreads) {
+  TempDir d;
+  std::string t = "[\n";
+  // 1 KiB reads every 10 ms for 1 s, then a 5 KiB write at 1.5 s.
+  for (int k = 0; k < 100; ++k) t += x("read", "POSIX", 1, 1000000 + 10000L * k, 1, "\"fhash\":\"aa\",\"ret\":1024");
+  t += x("write", "POSIX", 1, 2500000, 1, "\"fhash\":\"aa\",\"ret\":5120") + "]\n";
+  write_file(d.file("t.pfw"), t);
+  IoOptions o;
+  o.bin_ns = 1000000;
+  o.max_bins = 10;
+  ReadOptions small;
+  small.min_piece_bytes = 256;  // several pieces, so the two threads see different spans
+  for (unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    IoView v = io_view({d.file("t.pfw")}, o, threads, small);
+    // 1.5 s of data: 256 ms bins give 6 (ts 1.0 .. 2.5 s since the epoch), 128 ms would give 13.
+    EXPECT_EQ(v.options.bin_ns, 256000000);
+    uint64_t read = 0, write = 0;
+    for (const auto& [bin, s] : v.by_bin) {
+      EXPECT_EQ(bin % v.options.bin_ns, 0);
+      read += s.read_bytes;
+      write += s.write_bytes;
+    }
+    EXPECT_EQ(read, 100u * 1024);
+    EXPECT_EQ(write, 5120u);
+    EXPECT_LE(v.by_bin.size(), 10u);
+    EXPECT_EQ(v.by_bin.at(768000000).read_bytes, 3u * 1024) << "the reads at 1.00, 1.01, 1.02 s";
+  }
+  // Fixed bins (the io command's default) do not widen.
+  IoView fixed = io_view({d.file("t.pfw")}, IoOptions{}, 1, ReadOptions{});
+  EXPECT_EQ(fixed.options.bin_ns, 1000000000);
+  EXPECT_EQ(fixed.by_bin.size(), 2u);
 }

@@ -99,7 +99,7 @@ class ReportConsumer : public LineConsumer {
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
   int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
-  IoAccumulator io_{IoOptions{}};
+  IoAccumulator io_{io_report_options()};
 
  private:
   EventDecoder decoder_;
@@ -318,7 +318,9 @@ svg.chart text{font-size:11px;fill:#333}
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
 <div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
-<h2>I/O time by call</h2><div id="io-by-call"></div></div>
+<h2>I/O time by call</h2><div id="io-by-call"></div>
+<h2>I/O time by process</h2><div id="io-by-process"></div>
+<h2>I/O bandwidth over time (MiB/s, bytes counted at each call's start)</h2><div id="io-bandwidth"></div><div class="legend" id="io-bandwidth-legend"></div></div>
 <h2>Skipped input</h2><p class="note" id="bad-input-line"></p><table id="bad-input"></table>
 <script id="report-data" type="application/json">@DATA@</script>
 <script>
@@ -329,7 +331,9 @@ var NS = "http://www.w3.org/2000/svg";
 var COLORS = ["#4e79a7","#f28e2b","#e15759","#76b7b2","#59a14f","#edc948","#b07aa1","#ff9da7","#9c755f","#bab0ac"];
 function el(name, attrs, parent){ var e=document.createElementNS(NS,name); for(var k in attrs) e.setAttribute(k,attrs[k]); if(parent) parent.appendChild(e); return e; }
 function fmt(us){ if(us>=1e6) return (us/1e6).toFixed(3)+" s"; if(us>=1e3) return (us/1e3).toFixed(3)+" ms"; return us.toFixed(3)+" us"; }
-function bars(target, rows, title){
+// One bar per row [name, count, self_us, total_us]; `tip` (optional) makes
+// a row's tooltip instead.
+function bars(target, rows, title, tip){
   var host=document.getElementById(target);
   if(!rows.length){ host.textContent="No events."; return; }
   var rowH=20, labelW=330, W=1000, H=rows.length*rowH+10, max=0;
@@ -340,7 +344,7 @@ function bars(target, rows, title){
     var label=r[0].length>52?r[0].slice(0,25)+"\u2026"+r[0].slice(-25):r[0];
     el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=label;
     var b=el("rect",{"class":"bar",x:labelW,y:y+2,width:Math.max(w,1),height:rowH-5,fill:COLORS[i%COLORS.length]},svg);
-    el("title",{},b).textContent=r[0]+": "+fmt(r[2])+" self, "+fmt(r[3])+" total, in "+r[1]+" events";
+    el("title",{},b).textContent=tip?tip(r):r[0]+": "+fmt(r[2])+" self, "+fmt(r[3])+" total, in "+r[1]+" events";
     el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+" ("+r[1]+")";
   });
 }
@@ -457,6 +461,34 @@ function stepTimeline(){
   });
   el("text",{x:L,y:H-6},svg).textContent="0 s"; el("text",{x:W-Rm,y:H-6,"text-anchor":"end"},svg).textContent=fmt(tmax);
 }
+// I/O (io_view.hpp): rows [name, calls, time_us, read_bytes, write_bytes];
+// bandwidth: read and write MiB/s per bin, side by side.
+function mib(b){ return (b/1048576).toFixed(3)+" MiB"; }
+function ioTip(r){ return r[0]+": "+fmt(r[2])+" in "+r[1]+" calls; read "+mib(r[3])+", wrote "+mib(r[4]); }
+function ioBandwidth(){
+  var B=D.io.bandwidth, host=document.getElementById("io-bandwidth");
+  if(!B.bins.length){ host.textContent="No read or write calls."; return; }
+  var W=1000,H=220,L=80,Bm=30,T=10,R=20, span=B.bins[B.bins.length-1][0]+B.bin_s, max=0;
+  B.bins.forEach(function(b){ max=Math.max(max,b[1],b[2]); });
+  var rate=function(bytes){ return bytes/1048576/B.bin_s; };
+  var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"I/O bandwidth over time"},host);
+  var sx=function(t){ return L+(W-L-R)*t/span; }, sy=function(v){ return H-Bm-(H-Bm-T)*v/Math.max(rate(max),1e-12); };
+  el("line",{x1:L,y1:H-Bm,x2:W-R,y2:H-Bm,stroke:"#888"},svg); el("line",{x1:L,y1:T,x2:L,y2:H-Bm,stroke:"#888"},svg);
+  el("text",{x:L,y:H-8},svg).textContent="0 s";
+  el("text",{x:W-R,y:H-8,"text-anchor":"end"},svg).textContent=fmt(span*1e6)+" ("+fmt(B.bin_s*1e6)+" bins)";
+  el("text",{x:L+4,y:T+10},svg).textContent=rate(max).toFixed(1)+" MiB/s";
+  B.bins.forEach(function(b){
+    var x=sx(b[0]), w=Math.max((sx(b[0]+B.bin_s)-x)/2,1);
+    [[1,"read"],[2,"write"]].forEach(function(k){
+      if(!b[k[0]]) return;
+      var y=sy(rate(b[k[0]]));
+      var r=el("rect",{"class":"io-"+k[1],x:x+(k[0]-1)*w,y:y,width:w,height:H-Bm-y,fill:COLORS[k[0]-1]},svg);
+      el("title",{},r).textContent=k[1]+" "+rate(b[k[0]]).toFixed(3)+" MiB/s ("+mib(b[k[0]])+") from "+fmt(b[0]*1e6);
+    });
+  });
+  var legend=document.getElementById("io-bandwidth-legend");
+  ["read","write"].forEach(function(n,i){ var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+COLORS[i]+"\"></i>"; s.appendChild(document.createTextNode(n)); legend.appendChild(s); });
+}
 function badInput(){
   var B=D.bad_input; document.getElementById("bad-input-line").textContent=B.line;
   var t=document.getElementById("bad-input");
@@ -475,7 +507,8 @@ stepTimeline();
 timeline("timeline");
 bars("by-phase", D.by_phase, "time by phase");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
-  bars("io-by-file", D.io.by_file, "I/O time by file"); bars("io-by-call", D.io.by_call, "I/O time by call"); }
+  bars("io-by-file", D.io.by_file, "I/O time by file", ioTip); bars("io-by-call", D.io.by_call, "I/O time by call", ioTip);
+  bars("io-by-process", D.io.by_process, "I/O time by process", ioTip); ioBandwidth(); }
 badInput();
 document.body.setAttribute("data-rendered","yes");
 })();

@@ -189,3 +189,45 @@ def test_report_opens_on_the_answer(tmp_path, monkeypatch):
     assert steps.count('class="step-box"') == 3
     bad = dom.split('id="bad-input-line"')[1].split("</table>")[0]
     assert "nothing skipped" in bad and "malformed lines" in bad
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_io_section_renders_every_chart(tmp_path):
+    """POSIX/STDIO events: the page renders to its end (the I/O bars once
+    stopped it), with time by file, call and process, a tooltip naming the
+    bytes, and the bandwidth over time in bins that widened to fit the run:
+    2 s of reads at 1 MiB per 100 ms, then one 3 MiB write."""
+    exe = _analyzer()
+    t0 = 1.7e15
+    evs = [{"id": 0, "name": "FH", "cat": "dftracer", "pid": 7, "tid": 7, "ph": "M",
+            "args": {"name": "/data/train.bin", "value": "00000000000000aa"}},
+           {"id": 1, "name": "FH", "cat": "dftracer", "pid": 7, "tid": 7, "ph": "M",
+            "args": {"name": "/data/ckpt.pt", "value": "00000000000000bb"}}]
+    for k in range(20):
+        evs.append({"id": 2 + k, "name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": t0 + k * 1e5, "dur": 50,
+                    "ph": "X", "args": {"fhash": "00000000000000aa", "fd": 3, "size": 1 << 20, "ret": 1 << 20}})
+    evs.append({"id": 30, "name": "write", "cat": "POSIX", "pid": 8, "tid": 8, "ts": t0 + 2e6, "dur": 400, "ph": "X",
+                "args": {"fhash": "00000000000000bb", "fd": 4, "size": 3 << 20, "ret": 3 << 20}})
+    (tmp_path / "a.pfw").write_text("[\n" + "".join(json.dumps(e) + ",\n" for e in evs))
+    html = tmp_path / "report.html"
+    out = subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True,
+                         text=True).stdout
+    assert ("I/O: 21 POSIX/STDIO calls, 1.400 ms (100.0% of the traced time); read 20.000 MiB in 20 calls, "
+            "wrote 3.000 MiB in 1 (0 under 4096 B); most I/O time: /data/train.bin 1.000 ms (20 calls)") in out, out
+    dom = _rendered_dom(html, tmp_path)
+    assert "undefined" not in dom.split('id="io-section"')[1]
+    by_file = dom.split('id="io-by-file"')[1].split("</svg>")[0]
+    assert by_file.count('class="bar"') == 2
+    assert "/data/train.bin: 1.000 ms in 20 calls; read 20.000 MiB, wrote 0.000 MiB" in by_file
+    assert dom.split('id="io-by-call"')[1].split("</svg>")[0].count('class="bar"') == 2
+    assert dom.split('id="io-by-process"')[1].split("</svg>")[0].count('class="bar"') == 2
+    # 2 s from the first read to the write at 1 ms x 2^k: 32 ms bins are the first to fit 120
+    # (2000 / 16 = 125 bins would not); each 100 ms read lands alone in its bin, so 20 read
+    # bars at 1 MiB / 32 ms = 31.250 MiB/s and one write bar of 3 MiB.
+    bw = dom.split('id="io-bandwidth"')[1].split("</svg>")[0]
+    assert "(32.000 ms bins)" in bw, bw[:400]
+    assert bw.count('class="io-read"') == 20 and bw.count('class="io-write"') == 1
+    assert "read 31.250 MiB/s (1.000 MiB)" in bw
+    assert "write 93.750 MiB/s (3.000 MiB)" in bw
+    bad = dom.split('id="bad-input-line"')[1].split("</table>")[0]
+    assert "malformed lines" in bad  # the script ran past the I/O section
