@@ -17,10 +17,17 @@ echo "demo: building and installing the dftracer Python package"
 
 mkdir -p traces
 rm -f traces/"$MODEL"-*.pfw.gz traces/"$MODEL"-*.pfw.gz.idx
+rm -rf traces/"$MODEL"-data
 echo "demo: tracing examples/python/$MODEL.py"
-DFTRACER_ENABLE=1 DFTRACER_LOG_FILE="traces/$MODEL" "$PY" "examples/python/$MODEL.py"
-TRACE=$(ls -t traces/"$MODEL"-*.pfw.gz | head -n 1)
-echo "demo: trace written to $TRACE"
+# The transformer reads its batches from sample files through a DataLoader
+# with two worker processes: each writes its own trace file (its reads), and
+# the run's files are analysed together. I/O is traced under the data dir.
+EXTRA=()
+if [ "$MODEL" = transformer ]; then EXTRA=(--data-dir "traces/$MODEL-data"); fi
+DFTRACER_ENABLE=1 DFTRACER_LOG_FILE="traces/$MODEL" DFTRACER_DATA_DIR="traces/$MODEL-data" \
+  "$PY" "examples/python/$MODEL.py" "${EXTRA[@]}"
+TRACE=(traces/"$MODEL"-*.pfw.gz)
+echo "demo: trace files written: ${TRACE[*]}"
 
 ANALYZE=$("$PY" -c 'import shutil,sys,os; p=shutil.which("dftracer-analyze") or os.path.join(os.path.dirname(sys.executable),"dftracer-analyze"); print(p)')
 # The answer first, the same lines the HTML report opens on: self time (an
@@ -32,24 +39,30 @@ ANALYZE=$("$PY" -c 'import shutil,sys,os; p=shutil.which("dftracer-analyze") or 
 "$ANALYZE" calibrate traces/ >/dev/null
 echo
 echo "=== the answer (also at the top of traces/$MODEL-report.html) ==="
-"$ANALYZE" report "$TRACE" -o "traces/$MODEL-report.html"
+"$ANALYZE" report "${TRACE[@]}" -o "traces/$MODEL-report.html"
 echo
 echo "=== top ops by self time ==="
-"$ANALYZE" summary "$TRACE" --by name --top 15
+"$ANALYZE" summary "${TRACE[@]}" --by name --top 15
 echo
 echo "=== per step: time split into compile / forward / backward / optimizer / data / other (ms) ==="
-"$ANALYZE" summary "$TRACE" --by step
+"$ANALYZE" summary "${TRACE[@]}" --by step
 echo
 echo "=== compile vs run: self time by kind of work (compile events: cat compile) ==="
-"$ANALYZE" summary "$TRACE" --by category
+"$ANALYZE" summary "${TRACE[@]}" --by category
 echo
 echo "=== self time by phase ==="
-"$ANALYZE" summary "$TRACE" --by phase
+"$ANALYZE" summary "${TRACE[@]}" --by phase
 echo
 echo "=== self time by module (top 10) ==="
-"$ANALYZE" summary "$TRACE" --by module --top 10
+"$ANALYZE" summary "${TRACE[@]}" --by module --top 10
 echo
 echo "=== efficiency: achieved vs this machine's roofline (top 10 ops) ==="
-"$ANALYZE" summary "$TRACE" --efficiency --top 10
+"$ANALYZE" summary "${TRACE[@]}" --efficiency --top 10
+if [ "$MODEL" = transformer ]; then
+  echo
+  echo "=== I/O: the DataLoader workers' reads and the samples written (top 5 per table) ==="
+  "$ANALYZE" io "${TRACE[@]}" --top 5 --bin-ms 100
+fi
 echo
-echo "demo: HTML report: traces/$MODEL-report.html; trace for Perfetto: $TRACE"
+echo "demo: HTML report: traces/$MODEL-report.html; traces for Perfetto: ${TRACE[*]}"
+echo "      (one timeline: dftracer-analyze merge -o traces/$MODEL-merged.json.gz ${TRACE[*]})"
