@@ -343,6 +343,17 @@ DFT_API void dft_warn(const char* message);
 typedef void (*dft_thread_hook)(void);
 DFT_API void dft_set_tracer_thread_hook(dft_thread_hook hook);
 
+/* For the I/O library's sigaction/signal hooks: whether `handler` is the
+ * core's SIGTERM/SIGINT handler (installed where the disposition was the
+ * default, to finalize the trace before the process dies of the signal),
+ * which the hooks report to the program as SIG_DFL. Async-signal-safe. */
+DFT_API int dft_is_tracer_signal_handler(void (*handler)(int));
+/* Whether the core took `sig` (SIGTERM, SIGINT) at start; if so, fills
+ * `action` (a struct sigaction *) with the action it set, which the hooks set
+ * again where the program asks for SIG_DFL. Async-signal-safe. */
+struct sigaction;
+DFT_API int dft_tracer_signal_action(int sig, struct sigaction* action);
+
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);
 DFT_API int64_t dft_tid(void);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "session.h"
 #include "string_table.h"
@@ -34,6 +35,11 @@ void at_exit() { Session::instance().finalize(); }
 // then re-raises the signal with its default action, so the process still
 // dies of it (status and all) a few milliseconds later. If finalize ever
 // hangs, an alarm set by the handler ends the process anyway.
+// The signals the core took (their disposition was the default) and the
+// action it set: the I/O library's hooks report it as SIG_DFL and put it
+// back when the program asks for SIG_DFL.
+unsigned g_taken = 0;
+struct sigaction g_action;
 constexpr unsigned kFinalizeDeadlineSeconds = 10;
 sem_t g_signal_sem;
 std::atomic<int> g_signal{0};  // the signal being handled; 0 none
@@ -49,6 +55,9 @@ void* signal_thread_main(void*) {
   int sig = g_signal.load(std::memory_order_acquire);
   if (sig == 0) return nullptr;
   Session::instance().finalize();  // waits for a finalize already under way, then is a no-op
+  // Given back first: under PRELOAD this signal() is the I/O library's hook,
+  // which would otherwise set our handler again for SIG_DFL.
+  __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
   signal(sig, SIG_DFL);
   // Every signal is blocked in this thread, so the kernel delivers it to
   // another thread, where the default action ends the process.
@@ -137,6 +146,8 @@ void install_process_hooks() {
         sigemptyset(&sa.sa_mask);
         // A second SIGTERM while finalizing kills at once, as the user asked.
         sa.sa_flags = SA_RESETHAND | SA_RESTART;
+        g_action = sa;
+        __atomic_or_fetch(&g_taken, 1u << sig, __ATOMIC_RELEASE);
         sigaction(sig, &sa, nullptr);
       }
     }
@@ -194,3 +205,13 @@ void Session::after_fork_in_child() {
 }
 
 }  // namespace dftracer
+
+// The I/O library's sigaction/signal hooks report this handler as SIG_DFL
+// and set it where the program asks for SIG_DFL (src/io/signal_hooks.c).
+extern "C" int dft_is_tracer_signal_handler(void (*handler)(int)) { return handler == &dftracer::on_signal; }
+
+extern "C" int dft_tracer_signal_action(int sig, struct sigaction* action) {
+  if (sig <= 0 || sig >= 32 || !(__atomic_load_n(&dftracer::g_taken, __ATOMIC_ACQUIRE) & (1u << sig))) return 0;
+  *action = dftracer::g_action;
+  return 1;
+}

@@ -22,6 +22,8 @@ extern "C" {
 DFTIO_ALL_CALLS(DFTIO_DECLARE_HOOK)
 #undef DFTIO_DECLARE_HOOK
 void dftio_hook_pthread_cancel();  // direct_syscall.c: not an event
+void dftio_hook_sigaction();       // signal_hooks.c: not events
+void dftio_hook_signal();
 }
 
 namespace {
@@ -66,6 +68,9 @@ extern "C" int dft_io_install(void) {
 #undef DFTIO_ADD_HOOK
   if (g_real_dlopen != nullptr) g_patcher->add("dlopen", reinterpret_cast<void*>(&hook_dlopen));
   g_patcher->add("pthread_cancel", reinterpret_cast<void*>(&dftio_hook_pthread_cancel));
+  dftio_resolve_signal_calls();
+  g_patcher->add("sigaction", reinterpret_cast<void*>(&dftio_hook_sigaction));
+  g_patcher->add("signal", reinterpret_cast<void*>(&dftio_hook_signal));
   patch_everything();
   return g_mode = DFT_IO_FUNCTION;
 }

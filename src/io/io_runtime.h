@@ -159,6 +159,9 @@ DFTIO_HIDDEN extern struct dftio_real_calls dftio_real;
 /* Looks every real function up (PRELOAD: the next definition after ours;
  * FUNCTION: the one the program would call). Idempotent; not a hot path. */
 DFTIO_HIDDEN void dftio_resolve_all(void);
+/* signal_hooks.c: the real sigaction and signal behind the hooks that report
+ * the core's SIGTERM/SIGINT handler as SIG_DFL. */
+DFTIO_HIDDEN void dftio_resolve_signal_calls(void);
 DFTIO_HIDDEN void* dftio_resolve(enum dftio_call call);
 DFTIO_HIDDEN const char* dftio_call_name(enum dftio_call call);
 /* Interns the event names and arg keys (io_event.cc); before dftio_on. */

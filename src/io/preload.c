@@ -31,6 +31,7 @@ static int init_is_preload(void) {
 __attribute__((constructor)) static void dftio_preload_start(void) {
   dftio_busy = 1; /* the core's own start-up I/O (its trace file, /proc) is never an event */
   dftio_resolve_all();
+  dftio_resolve_signal_calls();
   /* Before the writer starts: its I/O (in a descriptor table of its own,
    * whose numbers are not the program's) must never be traced. */
   dft_set_tracer_thread_hook(&dftio_mark_tracer_thread);
