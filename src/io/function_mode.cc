@@ -24,6 +24,7 @@ DFTIO_ALL_CALLS(DFTIO_DECLARE_HOOK)
 void dftio_hook_pthread_cancel();  // direct_syscall.c: not an event
 void dftio_hook_sigaction();       // signal_hooks.c: not events
 void dftio_hook_signal();
+void dftio_hook_vfork();           // vfork_hook.c: a trampoline, not an event
 }
 
 namespace {
@@ -71,6 +72,10 @@ extern "C" int dft_io_install(void) {
   dftio_resolve_signal_calls();
   g_patcher->add("sigaction", reinterpret_cast<void*>(&dftio_hook_sigaction));
   g_patcher->add("signal", reinterpret_cast<void*>(&dftio_hook_signal));
+#if DFTIO_VFORK_HOOK
+  dftio_real_vfork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_DEFAULT, "vfork"));
+  if (dftio_real_vfork != nullptr) g_patcher->add("vfork", reinterpret_cast<void*>(&dftio_hook_vfork));
+#endif
   patch_everything();
   return g_mode = DFT_IO_FUNCTION;
 }

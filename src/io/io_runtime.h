@@ -55,12 +55,34 @@ DFTIO_HIDDEN extern int dftio_on;
  * dynamic TLS access could itself allocate. */
 DFTIO_HIDDEN extern __thread int dftio_busy __attribute__((tls_model("initial-exec")));
 
+/* dftio_busy's value after a vfork (vfork_hook.c), in the child and in the
+ * parent alike (they share it), until a hook finds out which it is. */
+#define DFTIO_BUSY_VFORK 2
+#if defined(__x86_64__)
+#define DFTIO_VFORK_HOOK 1
+#else
+#define DFTIO_VFORK_HOOK 0
+#endif
+/* After a vfork: 1 (and the mark cleared) in the parent, 0 in the child. */
+DFTIO_HIDDEN int dftio_vfork_over(void);
+#if DFTIO_VFORK_HOOK
+/* The vfork the trampoline jumps to; set before the hook goes in. */
+DFTIO_HIDDEN extern pid_t (*dftio_real_vfork)(void);
+#endif
+
+/* Whether this thread may trace now: not inside the tracer, not a vfork child. */
+static inline int dftio_idle(void) {
+  int b = dftio_busy;
+  if (__builtin_expect(b == 0, 1)) return 1;
+  return b == DFTIO_BUSY_VFORK && dftio_vfork_over();
+}
+
 /* dft_set_tracer_thread_hook's hook: the tracer's own threads (writer,
  * signal thread) are never traced. */
 DFTIO_HIDDEN void dftio_mark_tracer_thread(void);
 
 static inline int dftio_recording(void) {
-  return __atomic_load_n(&dftio_on, __ATOMIC_RELAXED) && dft_enabled_inline() && !dftio_busy;
+  return __atomic_load_n(&dftio_on, __ATOMIC_RELAXED) && dft_enabled_inline() && dftio_idle();
 }
 
 /* fhash of a traced descriptor, or 0 (untraced, or not recording now). */
@@ -95,7 +117,7 @@ static inline int dftio_fd_is_plain(int fd) {
  * descriptor tables of their own (src/core/tracer_thread.h), where a number
  * is not the program's descriptor of that number. */
 static inline uint64_t dftio_untrack(int fd) {
-  if (dftio_busy) return 0;
+  if (!dftio_idle()) return 0;
   if ((unsigned)fd < DFTIO_MAX_FD) {
     /* A load and a plain store, not an exchange: a locked instruction on every
      * close (traced or not) cost more than the rest of the untraced path. Two

@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -225,6 +226,42 @@ static int forked(const char* in) {
   return rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 }
 
+/* Calls that fail, where libc says why: the program gets the same errors as
+ * untraced and nothing crashes (NULL paths, an unreadable iovec array), and a
+ * failed dup2/dup3 onto a traced descriptor leaves it traced. Exit status 0
+ * when every check held, else the number of the first that did not. */
+static volatile uintptr_t g_bad_iov = 8; /* an unreadable address, unknown to the compiler */
+static int failing_calls(const char* in) {
+  char p[4096];
+  path(p, in, "edges.bin");
+  int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, buf, 100) != 100) return 2;
+  errno = 0;
+  if (dup2(9999, fd) != -1 || errno != EBADF) return 3;
+  errno = 0;
+  if (dup3(fd, fd, 0) != -1 || errno != EINVAL) return 4;
+  if (pread(fd, buf, 100, 0) != 100) return 5;
+  errno = 0;
+  if (readv(fd, (const struct iovec*)(uintptr_t)g_bad_iov, 1) != -1 || errno != EFAULT) return 6;
+  const char* volatile none = NULL; /* volatile: no compile-time NULL for the nonnull warnings */
+  struct stat st;
+  errno = 0;
+  if (open(none, O_RDONLY) != -1 || errno != EFAULT) return 7;
+  errno = 0;
+  if (openat(AT_FDCWD, none, O_RDONLY) != -1 || errno != EFAULT) return 8;
+  errno = 0;
+  if (stat(none, &st) != -1 || errno != EFAULT) return 9;
+  errno = 0;
+  if (access(none, R_OK) != -1 || errno != EFAULT) return 10;
+  errno = 0;
+  if (mkdir(none, 0755) != -1 || errno != EFAULT) return 11;
+  errno = 0;
+  if (unlink(none) != -1 || errno != EFAULT) return 12;
+  errno = 0;
+  if (chdir(none) != -1 || errno != EFAULT) return 13;
+  return close(fd) == 0 ? 0 : 14;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "script") == 0) return script(argv[2], argv[3]);
   if (argc >= 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -233,7 +270,10 @@ int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "highfd") == 0) return high_fds(argv[2], argv + 3, argc - 3);
   if (argc >= 3 && strcmp(argv[1], "chdir") == 0) return change_dirs(argv[2]);
   if (argc >= 4 && strcmp(argv[1], "dirlink") == 0) return through_a_linked_directory(argv[2], argv[3]);
-  fprintf(stderr, "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN | dirlink IN OUT\n",
+  if (argc >= 3 && strcmp(argv[1], "failing") == 0) return failing_calls(argv[2]);
+  fprintf(stderr,
+          "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN | dirlink IN OUT"
+          " | failing IN\n",
           argv[0]);
   return 64;
 }

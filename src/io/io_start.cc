@@ -236,6 +236,11 @@ static __attribute__((noinline)) uint64_t hash_joined_or_normalised(int dirfd, c
 // one pass finds the length and any "//", "/." or "/.." (path_scan.h), the
 // filter, the hash and the FH set's lookup are inline.
 extern "C" uint64_t dftio_open_path_hash(int dirfd, const char* path, unsigned* kind) {
+  // glibc declares open, stat, access, ... __nonnull: inlined into such a
+  // hook, this check was dropped as always false, and open(NULL) crashed
+  // here where libc returns EFAULT. The empty asm hides the value's origin
+  // from the compiler (-fno-delete-null-pointer-checks did not, under LTO).
+  __asm__("" : "+r"(path));
   if (path == nullptr) return 0;
   dftio_busy = 1;
   bool odd;
@@ -288,7 +293,7 @@ extern "C" void dftio_remember_dir(uint64_t hash, int dirfd, const char* path) {
 extern "C" const char* dftio_dir_name(int fd) { return fd < 0 ? nullptr : g_dirs.find(fd_hash(fd)); }
 
 extern "C" int dftio_cwd_changed(int r, const char* asked) {
-  if (r != 0 || !__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) || dftio_busy) return r;
+  if (r != 0 || !__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) || !dftio_idle()) return r;
   int saved = errno;
   dftio_busy = 1;
   publish_cwd(asked);

@@ -107,16 +107,20 @@ ssize_t DFTIO_HOOK(pwrite64)(int fd, const void* buf, size_t n, off64_t off) {
             (DFTIO_DATA(fd, n), DFTIO_OFFSET(off)));
 }
 
-static size_t iov_bytes(const struct iovec* iov, int n) {
+/* Bytes asked, read from the iovec array only after the kernel did (`ret`
+ * >= 0): a failed call may have failed because the array is unreadable
+ * (EFAULT) or too long (EINVAL), where reading it would crash the program
+ * that libc answers with an error. A failed call's size is 0. */
+static size_t iov_bytes(const struct iovec* iov, int n, ssize_t ret) {
   size_t total = 0;
-  for (int i = 0; iov != NULL && i < n; ++i) total += iov[i].iov_len;
+  for (int i = 0; ret >= 0 && iov != NULL && i < n; ++i) total += iov[i].iov_len;
   return total;
 }
 ssize_t DFTIO_HOOK(readv)(int fd, const struct iovec* iov, int n) {
-  DFTIO_RUN(readv, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(readv)(fd, iov, n), DFTIO_DATA(fd, iov_bytes(iov, n)));
+  DFTIO_RUN(readv, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(readv)(fd, iov, n), DFTIO_DATA(fd, iov_bytes(iov, n, r_)));
 }
 ssize_t DFTIO_HOOK(writev)(int fd, const struct iovec* iov, int n) {
-  DFTIO_RUN(writev, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(writev)(fd, iov, n), DFTIO_DATA(fd, iov_bytes(iov, n)));
+  DFTIO_RUN(writev, dftio_fd_traced(fd), ssize_t, DFTIO_REAL(writev)(fd, iov, n), DFTIO_DATA(fd, iov_bytes(iov, n, r_)));
 }
 
 #define DFTIO_FD_RET(fd) (DFTIO_FD(fd), DFTIO_RET(r_))
@@ -296,14 +300,20 @@ int DFTIO_HOOK(closedir)(DIR* d) {
 #define DFTIO_DUPED(fd) (DFTIO_FD(fd), DFTIO_RET(r_), (r_ >= 0 ? dftio_track(r_, h_) : (void)0))
 
 int DFTIO_HOOK(dup)(int fd) { DFTIO_RUN(dup, dftio_fd_traced(fd), int, DFTIO_REAL(dup)(fd), DFTIO_DUPED(fd)); }
-int DFTIO_HOOK(dup2)(int fd, int to) {
-  if (fd != to) dftio_untrack(to); /* dup2 closes `to` */
-  DFTIO_RUN(dup2, dftio_fd_traced(fd), int, DFTIO_REAL(dup2)(fd, to), DFTIO_DUPED(fd));
-}
-int DFTIO_HOOK(dup3)(int fd, int to, int flags) {
-  if (fd != to) dftio_untrack(to);
-  DFTIO_RUN(dup3, dftio_fd_traced(fd), int, DFTIO_REAL(dup3)(fd, to, flags), DFTIO_DUPED(fd));
-}
+/* dup2/dup3 close `to` and make it a copy of `fd`, only when they succeed:
+ * a failed one (EBADF, dup3's EINVAL for fd == to) leaves `to` as it was,
+ * traced or not. A copy of an untraced descriptor forgets what `to` was. */
+#define DFTIO_DUP_ONTO(fn, fd, to, call)                          \
+  uint64_t h = dftio_fd_traced(fd);                               \
+  if (!h) {                                                       \
+    int r = call;                                                 \
+    if (r >= 0 && (fd) != (to)) dftio_untrack(to);                \
+    return r;                                                     \
+  }                                                               \
+  DFTIO_RUN(fn, h, int, call, DFTIO_DUPED(fd))
+
+int DFTIO_HOOK(dup2)(int fd, int to) { DFTIO_DUP_ONTO(dup2, fd, to, DFTIO_REAL(dup2)(fd, to)); }
+int DFTIO_HOOK(dup3)(int fd, int to, int flags) { DFTIO_DUP_ONTO(dup3, fd, to, DFTIO_REAL(dup3)(fd, to, flags)); }
 
 /* fcntl's third argument is an int or a pointer; both travel in the same
  * register, so it is read and passed on as a pointer-sized word. */

@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE 1
 #include <ctype.h>
+#include <dlfcn.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,9 @@ __attribute__((constructor)) static void dftio_preload_start(void) {
   dftio_busy = 1; /* the core's own start-up I/O (its trace file, /proc) is never an event */
   dftio_resolve_all();
   dftio_resolve_signal_calls();
+#if DFTIO_VFORK_HOOK
+  __atomic_store_n(&dftio_real_vfork, (pid_t(*)(void))dlsym(RTLD_NEXT, "vfork"), __ATOMIC_RELEASE);
+#endif
   /* Before the writer starts: its I/O (in a descriptor table of its own,
    * whose numbers are not the program's) must never be traced. */
   dft_set_tracer_thread_hook(&dftio_mark_tracer_thread);

@@ -334,6 +334,36 @@ TEST(Preload, ADirectoryDescriptorKeepsTheNameItWasOpenedBy) {
   EXPECT_EQ(calls["closedir " + in + "/link"], 1);
 }
 
+// Failing calls fail as untraced, with the same errno, and crash nothing: a
+// NULL path (glibc's __nonnull once let the compiler drop the hook's check),
+// an unreadable iovec array (read after the failed call); a failed dup2 or
+// dup3 onto a traced descriptor leaves it traced (it was forgotten before the
+// call). The program checks each errno itself (exit status: the first check
+// that did not hold).
+TEST(Preload, FailingCallsFailAsUntracedAndKeepTheDescriptorTraced) {
+  std::string dir = dftracer_test::temp_dir("io_failing");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun untraced = run_program(dir, {"failing", in}, {"LD_PRELOAD="});
+  ASSERT_EQ(untraced.status, 0);
+  ProgramRun r = run_program(dir, {"failing", in}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0) << "exit status: the first check that failed (io_scripted_program.c, failing_calls)";
+  ASSERT_EQ(r.files.size(), 1u);
+  std::map<std::string, std::string> fh = file_hashes(r.files[0], in);
+  const std::string h = fh[in + "/edges.bin"];
+  ASSERT_FALSE(h.empty());
+  std::vector<std::string> calls;
+  for (const Event& e : io_events(r.files[0]))
+    if (str_arg(e, "fhash") == h)
+      calls.push_back(e.name == "open" ? "open" : e.name + " " + std::to_string(int_arg(e, "ret")));
+  // The failed dup3 (its source is the file; dup2's, 9999, is not traced),
+  // then the pread, the failed readv (size 0: the array was not readable) and
+  // the close: the descriptor stayed traced.
+  EXPECT_EQ(calls, (std::vector<std::string>{"open", "write 100", "dup3 -1", "pread 100", "readv -1", "close 0"}));
+  for (const Event& e : io_events(r.files[0]))
+    if (e.name == "readv") EXPECT_EQ(int_arg(e, "size"), 0);
+}
+
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
 TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_threads");
