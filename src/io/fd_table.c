@@ -63,3 +63,19 @@ void dftio_high_fd_store(int fd, uint64_t h) {
   }
   __atomic_store_n(&page[(unsigned)fd & (DFTIO_MAX_FD - 1)], h, __ATOMIC_RELAXED);
 }
+
+void dftio_untrack_range(unsigned first, unsigned last) {
+  if (!dftio_closes_programs_fds() || first > last) return;
+  for (unsigned fd = first; fd <= last && fd < DFTIO_MAX_FD; ++fd)
+    if (__atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED) != 0) __atomic_store_n(&dftio_fd_hash[fd], 0, __ATOMIC_RELAXED);
+  if (last < DFTIO_MAX_FD) return;
+  if (last > (1u << 31) - 1) last = (1u << 31) - 1;
+  for (unsigned p = (first < DFTIO_MAX_FD ? DFTIO_MAX_FD : first) >> PAGE_SHIFT; p <= last >> PAGE_SHIFT; ++p) {
+    uint64_t* page = __atomic_load_n(&g_pages[p], __ATOMIC_ACQUIRE);
+    if (page == NULL) continue;
+    for (unsigned i = 0; i < DFTIO_MAX_FD; ++i) {
+      unsigned fd = (p << PAGE_SHIFT) | i;
+      if (fd >= first && fd <= last && page[i] != 0) __atomic_store_n(&page[i], 0, __ATOMIC_RELAXED);
+    }
+  }
+}

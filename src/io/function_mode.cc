@@ -25,6 +25,8 @@ void dftio_hook_pthread_cancel();  // direct_syscall.c: not an event
 void dftio_hook_sigaction();       // signal_hooks.c: not events
 void dftio_hook_signal();
 void dftio_hook_vfork();           // vfork_hook.c: a trampoline, not an event
+void dftio_hook_close_range();     // close_range_hooks.c: not events
+void dftio_hook_closefrom();
 }
 
 namespace {
@@ -72,6 +74,9 @@ extern "C" int dft_io_install(void) {
   dftio_resolve_signal_calls();
   g_patcher->add("sigaction", reinterpret_cast<void*>(&dftio_hook_sigaction));
   g_patcher->add("signal", reinterpret_cast<void*>(&dftio_hook_signal));
+  dftio_resolve_close_range_calls();
+  g_patcher->add("close_range", reinterpret_cast<void*>(&dftio_hook_close_range));
+  g_patcher->add("closefrom", reinterpret_cast<void*>(&dftio_hook_closefrom));
 #if DFTIO_VFORK_HOOK
   dftio_real_vfork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_DEFAULT, "vfork"));
   if (dftio_real_vfork != nullptr) g_patcher->add("vfork", reinterpret_cast<void*>(&dftio_hook_vfork));

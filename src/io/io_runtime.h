@@ -45,6 +45,8 @@ DFTIO_HIDDEN extern uint64_t dftio_fd_hash[DFTIO_MAX_FD];
 DFTIO_HIDDEN uint64_t dftio_high_fd_load(int fd);
 DFTIO_HIDDEN void dftio_high_fd_store(int fd, uint64_t h);
 DFTIO_HIDDEN uint64_t dftio_high_fd_exchange(int fd);
+/* Forgets every descriptor from `first` to `last` (close_range, closefrom). */
+DFTIO_HIDDEN void dftio_untrack_range(unsigned first, unsigned last);
 
 /* 1 once the hooks are live and I/O tracing is wanted (not DFTRACER_DISABLE_IO). */
 DFTIO_HIDDEN extern int dftio_on;
@@ -55,9 +57,12 @@ DFTIO_HIDDEN extern int dftio_on;
  * dynamic TLS access could itself allocate. */
 DFTIO_HIDDEN extern __thread int dftio_busy __attribute__((tls_model("initial-exec")));
 
-/* dftio_busy's value after a vfork (vfork_hook.c), in the child and in the
- * parent alike (they share it), until a hook finds out which it is. */
+/* dftio_busy's values: 0 idle; 1 inside a hook's own work (hashing a path,
+ * recording); DFTIO_BUSY_VFORK after a vfork (vfork_hook.c), in the child and
+ * in the parent alike (they share it), until a hook finds out which it is;
+ * DFTIO_BUSY_TRACER for good on the tracer's own threads. */
 #define DFTIO_BUSY_VFORK 2
+#define DFTIO_BUSY_TRACER 3
 #if defined(__x86_64__)
 #define DFTIO_VFORK_HOOK 1
 #else
@@ -75,6 +80,17 @@ static inline int dftio_idle(void) {
   int b = dftio_busy;
   if (__builtin_expect(b == 0, 1)) return 1;
   return b == DFTIO_BUSY_VFORK && dftio_vfork_over();
+}
+
+/* Whether a descriptor this thread closes is the program's descriptor of that
+ * number: yes, also from a signal handler that interrupted a hook (busy 1:
+ * the close happens all the same, only its event is lost); not on the
+ * tracer's threads (descriptor tables of their own) nor in a vfork child. */
+static inline int dftio_closes_programs_fds(void) {
+  int b = dftio_busy;
+  if (__builtin_expect(b == 0, 1)) return 1;
+  if (b == DFTIO_BUSY_VFORK) return dftio_vfork_over();
+  return b != DFTIO_BUSY_TRACER;
 }
 
 /* dft_set_tracer_thread_hook's hook: the tracer's own threads (writer,
@@ -117,7 +133,7 @@ static inline int dftio_fd_is_plain(int fd) {
  * descriptor tables of their own (src/core/tracer_thread.h), where a number
  * is not the program's descriptor of that number. */
 static inline uint64_t dftio_untrack(int fd) {
-  if (!dftio_idle()) return 0;
+  if (!dftio_closes_programs_fds()) return 0;
   if ((unsigned)fd < DFTIO_MAX_FD) {
     /* A load and a plain store, not an exchange: a locked instruction on every
      * close (traced or not) cost more than the rest of the untraced path. Two
@@ -184,6 +200,8 @@ DFTIO_HIDDEN void dftio_resolve_all(void);
 /* signal_hooks.c: the real sigaction and signal behind the hooks that report
  * the core's SIGTERM/SIGINT handler as SIG_DFL. */
 DFTIO_HIDDEN void dftio_resolve_signal_calls(void);
+/* close_range_hooks.c: the real close_range and closefrom. */
+DFTIO_HIDDEN void dftio_resolve_close_range_calls(void);
 DFTIO_HIDDEN void* dftio_resolve(enum dftio_call call);
 DFTIO_HIDDEN const char* dftio_call_name(enum dftio_call call);
 /* Interns the event names and arg keys (io_event.cc); before dftio_on. */

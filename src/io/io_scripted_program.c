@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +263,33 @@ static int failing_calls(const char* in) {
   return close(fd) == 0 ? 0 : 14;
 }
 
+/* Descriptors closed by close_range and closefrom are forgotten: the next
+ * file to get the number (outside the data dir, or a pipe) is not recorded
+ * under the closed file's name. close_range(CLOSE_RANGE_CLOEXEC) closes
+ * nothing, and its descriptor stays traced. */
+static int closed_in_bulk(const char* in, const char* out) {
+  char a[4096], b[4096], c[4096], d[4096];
+  path(a, in, "a.bin");
+  path(b, out, "b.bin");
+  path(c, in, "c.bin");
+  path(d, in, "d.bin");
+  int fd = open(a, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, buf, 10) != 10 || close_range((unsigned)fd, (unsigned)fd, 0) != 0) return 2;
+  int fb = open(b, O_CREAT | O_RDWR | O_TRUNC, 0644); /* outside: gets fd's number */
+  if (fb != fd || write(fb, buf, 20) != 20 || close(fb) != 0) return 3;
+  int fc = open(c, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fc < 0 || write(fc, buf, 30) != 30) return 4;
+  closefrom(fc);
+  int p[2];
+  if (pipe(p) != 0 || p[0] != fc || write(p[1], buf, 40) != 40 || read(p[0], buf, 40) != 40) return 5;
+  close(p[0]);
+  close(p[1]);
+  int fd2 = open(d, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fd2 < 0 || close_range((unsigned)fd2, (unsigned)fd2, CLOSE_RANGE_CLOEXEC) != 0) return 6;
+  if (write(fd2, buf, 50) != 50 || close(fd2) != 0) return 7;
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "script") == 0) return script(argv[2], argv[3]);
   if (argc >= 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -271,9 +299,10 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "chdir") == 0) return change_dirs(argv[2]);
   if (argc >= 4 && strcmp(argv[1], "dirlink") == 0) return through_a_linked_directory(argv[2], argv[3]);
   if (argc >= 3 && strcmp(argv[1], "failing") == 0) return failing_calls(argv[2]);
+  if (argc >= 4 && strcmp(argv[1], "closerange") == 0) return closed_in_bulk(argv[2], argv[3]);
   fprintf(stderr,
           "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN | dirlink IN OUT"
-          " | failing IN\n",
+          " | failing IN | closerange IN OUT\n",
           argv[0]);
   return 64;
 }

@@ -107,7 +107,7 @@ void publish_cwd(const char* asked = nullptr) {
 
 }  // namespace
 
-extern "C" void dftio_mark_tracer_thread(void) { dftio_busy = 1; }
+extern "C" void dftio_mark_tracer_thread(void) { dftio_busy = DFTIO_BUSY_TRACER; }
 
 extern "C" int dftio_start(void) {
   dft_set_tracer_thread_hook(&dftio_mark_tracer_thread);

@@ -364,6 +364,31 @@ TEST(Preload, FailingCallsFailAsUntracedAndKeepTheDescriptorTraced) {
     if (e.name == "readv") EXPECT_EQ(int_arg(e, "size"), 0);
 }
 
+// close_range and closefrom forget what they close: the outside file and the
+// pipe that get the numbers next are not recorded as the closed files.
+TEST(Preload, DescriptorsClosedByCloseRangeOrClosefromAreForgotten) {
+  std::string dir = dftracer_test::temp_dir("io_closerange");
+  std::string in = dir + "/in", out = dir + "/out";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(out.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"closerange", in, out}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0) << "exit status: the first check that failed (io_scripted_program.c, closed_in_bulk)";
+  ASSERT_EQ(r.files.size(), 1u);
+  std::map<std::string, std::string> path_of;  // fhash -> path
+  for (auto& [path, hash] : file_hashes(r.files[0], in)) path_of[hash] = path;
+  std::map<std::string, std::vector<std::string>> by_path;  // path -> "call ret"
+  for (const Event& e : io_events(r.files[0])) {
+    auto it = path_of.find(str_arg(e, "fhash"));
+    by_path[it != path_of.end() ? it->second : "?"].push_back(
+        e.name == "open" ? "open" : e.name + " " + std::to_string(int_arg(e, "ret")));
+  }
+  using V = std::vector<std::string>;
+  EXPECT_EQ(by_path[in + "/a.bin"], (V{"open", "write 10"})) << "b.bin's write and close are not a.bin's";
+  EXPECT_EQ(by_path[in + "/c.bin"], (V{"open", "write 30"})) << "the pipe's calls are not c.bin's";
+  EXPECT_EQ(by_path[in + "/d.bin"], (V{"open", "write 50", "close 0"})) << "CLOSE_RANGE_CLOEXEC closes nothing";
+  EXPECT_EQ(by_path.count("?"), 0u);
+}
+
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
 TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_threads");
