@@ -11,18 +11,11 @@
  * must keep its new entry).
  */
 #define _GNU_SOURCE 1
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/close_range.h>
 #include <unistd.h>
 
 #include "io_hook.h"
-
-#ifdef DFTIO_PRELOAD
-#define DFTIO_LOOKUP RTLD_NEXT
-#else
-#define DFTIO_LOOKUP RTLD_DEFAULT
-#endif
 
 typedef int (*close_range_fn)(unsigned, unsigned, int);
 typedef void (*closefrom_fn)(int);
@@ -32,33 +25,23 @@ static closefrom_fn g_closefrom;
 /* At start (the preload constructor, dft_io_install); a call before that
  * resolves itself. */
 void dftio_resolve_close_range_calls(void) {
-  if (__atomic_load_n(&g_close_range, __ATOMIC_ACQUIRE) == NULL)
-    __atomic_store_n(&g_close_range, (close_range_fn)dlsym(DFTIO_LOOKUP, "close_range"), __ATOMIC_RELEASE);
-  if (__atomic_load_n(&g_closefrom, __ATOMIC_ACQUIRE) == NULL)
-    __atomic_store_n(&g_closefrom, (closefrom_fn)dlsym(DFTIO_LOOKUP, "closefrom"), __ATOMIC_RELEASE);
+  dftio_resolve_named((void**)&g_close_range, "close_range");
+  dftio_resolve_named((void**)&g_closefrom, "closefrom");
 }
 
 int DFTIO_HOOK(close_range)(unsigned first, unsigned last, int flags) {
-  close_range_fn fn = __atomic_load_n(&g_close_range, __ATOMIC_ACQUIRE);
+  close_range_fn fn = (close_range_fn)dftio_resolve_named((void**)&g_close_range, "close_range");
   if (fn == NULL) {
-    dftio_resolve_close_range_calls();
-    fn = __atomic_load_n(&g_close_range, __ATOMIC_ACQUIRE);
-    if (fn == NULL) {
-      errno = ENOSYS;
-      return -1;
-    }
+    errno = ENOSYS;
+    return -1;
   }
   if (!(flags & CLOSE_RANGE_CLOEXEC)) dftio_untrack_range(first, last);
   return fn(first, last, flags);
 }
 
 void DFTIO_HOOK(closefrom)(int lowfd) {
-  closefrom_fn fn = __atomic_load_n(&g_closefrom, __ATOMIC_ACQUIRE);
-  if (fn == NULL) {
-    dftio_resolve_close_range_calls();
-    fn = __atomic_load_n(&g_closefrom, __ATOMIC_ACQUIRE);
-    if (fn == NULL) return;
-  }
+  closefrom_fn fn = (closefrom_fn)dftio_resolve_named((void**)&g_closefrom, "closefrom");
+  if (fn == NULL) return;
   if (lowfd >= 0) dftio_untrack_range((unsigned)lowfd, ~0u);
   fn(lowfd);
 }

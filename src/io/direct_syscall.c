@@ -16,12 +16,6 @@ unsigned dftio_direct_calls;
 uint8_t dftio_fd_plain[DFTIO_MAX_FD];
 static int g_cancel_seen;
 
-#ifdef DFTIO_PRELOAD
-#define DFTIO_LOOKUP RTLD_NEXT
-#else
-#define DFTIO_LOOKUP RTLD_DEFAULT
-#endif
-
 void dftio_allow_direct_calls(void) {
 #if DFTIO_DIRECT_SYSCALLS
   /* glibc's own definitions, to compare the resolved real functions with. */
@@ -49,12 +43,8 @@ int DFTIO_HOOK(pthread_cancel)(pthread_t thread) {
   __atomic_store_n(&g_cancel_seen, 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&dftio_direct_calls, 0, __ATOMIC_SEQ_CST);
   static int (*real)(pthread_t);
-  int (*fn)(pthread_t) = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-  if (fn == NULL) {
-    fn = (int (*)(pthread_t))dlsym(DFTIO_LOOKUP, "pthread_cancel");
-    if (fn == NULL) return ESRCH; /* cannot happen with glibc >= 2.34 (it is in libc) */
-    __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
-  }
+  int (*fn)(pthread_t) = (int (*)(pthread_t))dftio_resolve_named((void**)&real, "pthread_cancel");
+  if (fn == NULL) return ESRCH; /* cannot happen with glibc >= 2.34 (it is in libc) */
   return fn(thread);
 }
 

@@ -37,15 +37,16 @@ static const char* const k_names[DFTIO_CALL_COUNT] = {
 
 static void** slot(enum dftio_call call) { return (void**)&dftio_real + call; }
 
-void* dftio_resolve(enum dftio_call call) {
-  void** s = slot(call);
-  void* p = __atomic_load_n(s, __ATOMIC_ACQUIRE);
+void* dftio_resolve_named(void** slot, const char* name) {
+  void* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (p == NULL) {
-    p = dlsym(DFTIO_LOOKUP, k_names[call]);
-    __atomic_store_n(s, p, __ATOMIC_RELEASE);
+    p = dlsym(DFTIO_LOOKUP, name);
+    __atomic_store_n(slot, p, __ATOMIC_RELEASE);
   }
   return p;
 }
+
+void* dftio_resolve(enum dftio_call call) { return dftio_resolve_named(slot(call), k_names[call]); }
 
 void dftio_resolve_all(void) {
   for (int c = 0; c < DFTIO_CALL_COUNT; ++c) dftio_resolve((enum dftio_call)c);

@@ -203,6 +203,10 @@ DFTIO_HIDDEN void dftio_resolve_signal_calls(void);
 /* close_range_hooks.c: the real close_range and closefrom. */
 DFTIO_HIDDEN void dftio_resolve_close_range_calls(void);
 DFTIO_HIDDEN void* dftio_resolve(enum dftio_call call);
+/* The real `name` into *slot, once (for the hooks outside io_calls.h:
+ * pthread_cancel, sigaction, signal, close_range, closefrom); NULL if libc
+ * has none. */
+DFTIO_HIDDEN void* dftio_resolve_named(void** slot, const char* name);
 DFTIO_HIDDEN const char* dftio_call_name(enum dftio_call call);
 /* Interns the event names and arg keys (io_event.cc); before dftio_on. */
 DFTIO_HIDDEN void dftio_intern_ids(void);

@@ -19,17 +19,10 @@
  * Async-signal-safe as the real calls are: a compare after them.
  */
 #define _GNU_SOURCE 1
-#include <dlfcn.h>
 #include <signal.h>
 
 #include "dftracer/dftracer.h"
 #include "io_hook.h"
-
-#ifdef DFTIO_PRELOAD
-#define DFTIO_LOOKUP RTLD_NEXT
-#else
-#define DFTIO_LOOKUP RTLD_DEFAULT
-#endif
 
 typedef int (*sigaction_fn)(int, const struct sigaction*, struct sigaction*);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
@@ -39,19 +32,13 @@ static signal_fn g_signal;
 /* At start (the preload constructor, dft_io_install), so a first call from
  * a signal handler does not run dlsym; a call before that resolves itself. */
 void dftio_resolve_signal_calls(void) {
-  if (__atomic_load_n(&g_sigaction, __ATOMIC_ACQUIRE) == NULL)
-    __atomic_store_n(&g_sigaction, (sigaction_fn)dlsym(DFTIO_LOOKUP, "sigaction"), __ATOMIC_RELEASE);
-  if (__atomic_load_n(&g_signal, __ATOMIC_ACQUIRE) == NULL)
-    __atomic_store_n(&g_signal, (signal_fn)dlsym(DFTIO_LOOKUP, "signal"), __ATOMIC_RELEASE);
+  dftio_resolve_named((void**)&g_sigaction, "sigaction");
+  dftio_resolve_named((void**)&g_signal, "signal");
 }
 
 int DFTIO_HOOK(sigaction)(int sig, const struct sigaction* act, struct sigaction* old) {
-  sigaction_fn fn = __atomic_load_n(&g_sigaction, __ATOMIC_ACQUIRE);
-  if (fn == NULL) {
-    dftio_resolve_signal_calls();
-    fn = __atomic_load_n(&g_sigaction, __ATOMIC_ACQUIRE);
-    if (fn == NULL) return -1; /* no libc sigaction: cannot happen */
-  }
+  sigaction_fn fn = (sigaction_fn)dftio_resolve_named((void**)&g_sigaction, "sigaction");
+  if (fn == NULL) return -1; /* no libc sigaction: cannot happen */
   struct sigaction ours;
   if (act != NULL && act->sa_handler == SIG_DFL && !(act->sa_flags & SA_SIGINFO) && dft_tracer_signal_action(sig, &ours))
     act = &ours;
@@ -65,12 +52,8 @@ int DFTIO_HOOK(sigaction)(int sig, const struct sigaction* act, struct sigaction
 }
 
 sighandler_t DFTIO_HOOK(signal)(int sig, sighandler_t handler) {
-  signal_fn fn = __atomic_load_n(&g_signal, __ATOMIC_ACQUIRE);
-  if (fn == NULL) {
-    dftio_resolve_signal_calls();
-    fn = __atomic_load_n(&g_signal, __ATOMIC_ACQUIRE);
-    if (fn == NULL) return SIG_ERR;
-  }
+  signal_fn fn = (signal_fn)dftio_resolve_named((void**)&g_signal, "signal");
+  if (fn == NULL) return SIG_ERR;
   struct sigaction ours, old;
   if (handler == SIG_DFL && dft_tracer_signal_action(sig, &ours)) {
     if (DFTIO_HOOK(sigaction)(sig, &ours, &old) != 0) return SIG_ERR;
