@@ -311,6 +311,10 @@ DFT_API void dft_custom_metadata_len(const char* key, size_t key_len, const char
  * DFTracer's FH/SH convention: {"name": value, "value": "<hash>"}. Returns
  * the hash (xxh-style 64-bit, stable across processes and hosts). */
 DFT_API uint64_t dft_hash_metadata(const char* kind, const char* value);
+/* The same record with a hash the caller already has: the I/O library names
+ * a descriptor a forked child inherited (its fhash, from the parent) by the
+ * kernel's name for it, which may be spelled differently. */
+DFT_API void dft_hash_metadata_as(const char* kind, const char* value, uint64_t hash);
 
 /* 64-bit hash of a string as used in HH/FH/SH events. */
 DFT_API uint64_t dft_hash64(const char* s, size_t len);

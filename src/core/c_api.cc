@@ -506,8 +506,14 @@ uint64_t dft_hash64(const char* s, size_t len) { return dftracer::hash64(s ? s :
 
 uint64_t dft_hash_metadata(const char* kind, const char* value) {
   if (value == nullptr) value = "";
-  uint64_t h = dftracer::hash64(value, std::strlen(value));
-  if (!Session::instance().enabled() || kind == nullptr) return h;
+  const uint64_t h = dftracer::hash64(value, std::strlen(value));
+  dft_hash_metadata_as(kind, value, h);
+  return h;
+}
+
+void dft_hash_metadata_as(const char* kind, const char* value, uint64_t h) {
+  if (value == nullptr) value = "";
+  if (!Session::instance().enabled() || kind == nullptr) return;
   StringTable& st = StringTable::instance();
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
@@ -518,7 +524,6 @@ uint64_t dft_hash_metadata(const char* kind, const char* value) {
   args[1].type = DFT_ARG_HASH;
   args[1].v.u = h;
   record(RecordKind::kMetadata, 0, st.intern(kind, std::strlen(kind)), cat_dftracer(), 0, 0, args, 2);
-  return h;
 }
 
 namespace {

@@ -290,6 +290,20 @@ static int closed_in_bulk(const char* in, const char* out) {
   return 0;
 }
 
+/* A descriptor opened before a fork, read in the child: the child's own
+ * trace file names it by FH. */
+static int inherited(const char* in) {
+  char p[4096];
+  path(p, in, "inherited.bin");
+  int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, buf, 100) != 100) return 2;
+  pid_t pid = fork();
+  if (pid == 0) exit(pread(fd, buf, 60, 0) == 60 ? 0 : 3); /* exit: atexit finalizes the child's trace */
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return close(fd) != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "script") == 0) return script(argv[2], argv[3]);
   if (argc >= 5 && strcmp(argv[1], "threads") == 0) return threads(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -300,9 +314,10 @@ int main(int argc, char** argv) {
   if (argc >= 4 && strcmp(argv[1], "dirlink") == 0) return through_a_linked_directory(argv[2], argv[3]);
   if (argc >= 3 && strcmp(argv[1], "failing") == 0) return failing_calls(argv[2]);
   if (argc >= 4 && strcmp(argv[1], "closerange") == 0) return closed_in_bulk(argv[2], argv[3]);
+  if (argc >= 3 && strcmp(argv[1], "inherit") == 0) return inherited(argv[2]);
   fprintf(stderr,
           "usage: %s script IN OUT | threads IN N K | fork IN | legacy IN | highfd IN FD... | chdir IN | dirlink IN OUT"
-          " | failing IN | closerange IN OUT\n",
+          " | failing IN | closerange IN OUT | inherit IN\n",
           argv[0]);
   return 64;
 }

@@ -4,11 +4,13 @@
 #define _GNU_SOURCE 1
 #endif
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -109,6 +111,8 @@ void publish_cwd(const char* asked = nullptr) {
 
 extern "C" void dftio_mark_tracer_thread(void) { dftio_busy = DFTIO_BUSY_TRACER; }
 
+static void name_inherited_descriptors();  // fork's child handler, below
+
 extern "C" int dftio_start(void) {
   dft_set_tracer_thread_hook(&dftio_mark_tracer_thread);
   if (__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE)) return 1;
@@ -121,6 +125,11 @@ extern "C" int dftio_start(void) {
   dftio_intern_ids();
   dft_intern_cstr("FH");  // dft_hash_metadata's lookup then takes no lock
   dftio_busy = 0;
+  static bool child_handler = false;  // once per process (a re-init calls this again)
+  if (!child_handler) {
+    child_handler = true;
+    pthread_atfork(nullptr, nullptr, &name_inherited_descriptors);
+  }
   __atomic_store_n(&dftio_on, 1, __ATOMIC_RELEASE);
   return 1;
 }
@@ -171,6 +180,33 @@ static __attribute__((noinline, cold)) void write_fh(const char* path) {
 // first time this session sees it.
 // Inline in both callers: on the common open, dftio_path_hash makes no call.
 static inline unsigned session_now() { return static_cast<unsigned>(__atomic_load_n(&dft_hot.session, __ATOMIC_ACQUIRE)); }
+
+// fork's child handler, after the core's (registered earlier), which has
+// started the child's own trace file: a descriptor the child inherited open
+// carries the parent's fhash, whose FH record is in the parent's file. Each
+// is named here once more, by the kernel's name for it (/proc/self/fd,
+// renamed as DFTRACER_DATA_DIR names it), so the child's file stands alone.
+// One scan of the static table (descriptors from 65,536 up are not named)
+// and a readlink per inherited traced descriptor, per fork.
+static void name_inherited_descriptors() {
+  if (!__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) || !dftio_idle()) return;
+  const int saved = errno;
+  dftio_busy = 1;
+  const unsigned session = session_now();
+  for (int fd = 0; fd < DFTIO_MAX_FD; ++fd) {
+    const uint64_t h = __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED);
+    if (h == 0 || !(g_hashes.see(h, session) & dftracer::io::FileHashes::kFirst)) continue;
+    char link[32], name[4096], named[4096];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const long n = syscall(SYS_readlinkat, AT_FDCWD, link, name, sizeof name - 1);
+    if (n <= 0) continue;
+    name[n] = '\0';
+    const char* shown = g_filter.as_named_in_data_dir(name, static_cast<size_t>(n), named, sizeof named) ? named : name;
+    dft_hash_metadata_as("FH", shown, h);
+  }
+  dftio_busy = 0;
+  errno = saved;
+}
 
 // ... and sets *kind to what an open in this session found at the path
 // (dftio_path_kind: direct_syscall.h).

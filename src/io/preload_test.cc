@@ -389,6 +389,31 @@ TEST(Preload, DescriptorsClosedByCloseRangeOrClosefromAreForgotten) {
   EXPECT_EQ(by_path.count("?"), 0u);
 }
 
+// A descriptor the child inherited open is named in the child's own file:
+// its pread's fhash has an FH record there, naming the file.
+TEST(Preload, AForkedChildNamesTheDescriptorsItInherited) {
+  std::string dir = dftracer_test::temp_dir("io_inherit");
+  std::string in = dir + "/in";
+  ASSERT_EQ(mkdir(in.c_str(), 0755), 0);
+  ProgramRun r = run_program(dir, {"inherit", in}, with(kTraced, {"DFTRACER_DATA_DIR=" + in}));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.files.size(), 2u);
+  int children = 0;
+  for (const std::vector<Event>& file : r.files) {
+    std::vector<Event> preads;
+    for (const Event& e : io_events(file))
+      if (e.name == "pread") preads.push_back(e);
+    if (preads.empty()) continue;  // the parent's file
+    ++children;
+    ASSERT_EQ(preads.size(), 1u);
+    EXPECT_EQ(int_arg(preads[0], "ret"), 60);
+    std::map<std::string, std::string> fh = file_hashes(file, in);
+    ASSERT_EQ(fh.count(in + "/inherited.bin"), 1u) << "the child's file names the inherited descriptor";
+    EXPECT_EQ(fh[in + "/inherited.bin"], str_arg(preads[0], "fhash"));
+  }
+  EXPECT_EQ(children, 1);
+}
+
 // Run by the ThreadSanitizer step too: eight threads doing I/O at once.
 TEST(Preload, EightThreadsEachEventOnceWithItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_threads");
