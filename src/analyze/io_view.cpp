@@ -76,6 +76,8 @@ void table(std::ostream& os, const char* title, const char* key, const std::map<
   os << line;
   auto row = [&](const std::string& k, const IoStats& s) {
     std::string name = k.size() > 48 ? "..." + k.substr(k.size() - 45) : k;
+    for (char& c : name)  // a newline or tab in a file name would break the table's lines
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
     std::snprintf(line, sizeof line, "  %-48s %9llu %12.3f %12.3f %12.1f %8llu\n", name.c_str(),
                   static_cast<unsigned long long>(s.ops), mib(s.read_bytes), mib(s.write_bytes), s.time_ns / 1e3,
                   static_cast<unsigned long long>(s.small_reads + s.small_writes));

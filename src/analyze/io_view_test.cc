@@ -105,6 +105,12 @@ TEST(IoView, TheTableShowsTheTopRowsThenOneLineForTheRest) {
       << s;
   EXPECT_NE(all.str().find("/data/c "), std::string::npos);
   EXPECT_EQ(all.str().find("more files"), std::string::npos);
+  // A control character in a file name (JSON-escaped in the trace) does not break the table's lines.
+  write_file(d.file("n.pfw"), "[\n" + fh(1, "/data/a\\nb", "\"00000000000000aa\"") +
+                                  x("read", "POSIX", 1, 1000, 5, "\"fhash\":\"00000000000000aa\",\"ret\":1") + "]\n");
+  std::ostringstream nl;
+  write_io_table(nl, io_view({d.file("n.pfw")}, IoOptions{}, 1, ReadOptions{}), 0);
+  EXPECT_NE(nl.str().find("  /data/a?b "), std::string::npos) << nl.str();
 }
 
 TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
