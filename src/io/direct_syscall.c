@@ -12,7 +12,6 @@
 #include "dftracer/io.h"
 #include "io_hook.h"
 
-unsigned dftio_direct_calls;
 uint8_t dftio_fd_plain[DFTIO_MAX_FD];
 static int g_cancel_seen;
 

@@ -52,9 +52,9 @@
 extern "C" {
 #endif
 
-/* Bit DFTIO_CALL_x set: the traced `x` may issue its system call itself
- * (the first two conditions above; 0 when DFTIO_DIRECT_SYSCALLS is 0). */
-DFTIO_HIDDEN extern unsigned dftio_direct_calls;
+/* dftio_direct_calls (in dftio_hot, io_runtime.h): bit DFTIO_CALL_x set: the
+ * traced `x` may issue its system call itself (the first two conditions
+ * above; 0 when DFTIO_DIRECT_SYSCALLS is 0). */
 
 /* After dftio_resolve_all: sets the bits of the calls whose real function
  * is glibc's own, unless a pthread_cancel was already seen. */

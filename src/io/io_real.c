@@ -19,9 +19,8 @@
 #include "io_runtime.h"
 
 uint64_t dftio_fd_hash[DFTIO_MAX_FD];
-int dftio_on;
 __thread int dftio_busy __attribute__((tls_model("initial-exec")));
-struct dftio_real_calls dftio_real;
+struct dftio_hot_state dftio_hot __attribute__((aligned(64)));
 
 #ifdef DFTIO_PRELOAD
 #define DFTIO_LOOKUP RTLD_NEXT

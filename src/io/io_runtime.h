@@ -48,8 +48,28 @@ DFTIO_HIDDEN uint64_t dftio_high_fd_exchange(int fd);
 /* Forgets every descriptor from `first` to `last` (close_range, closefrom). */
 DFTIO_HIDDEN void dftio_untrack_range(unsigned first, unsigned last);
 
-/* 1 once the hooks are live and I/O tracing is wanted (not DFTRACER_DISABLE_IO). */
-DFTIO_HIDDEN extern int dftio_on;
+/* The real functions, resolved once (io_real.c). */
+struct dftio_real_calls {
+#define DFTIO_REAL_MEMBER(fn) __typeof__(&fn) fn;
+  DFTIO_ALL_CALLS(DFTIO_REAL_MEMBER)
+#undef DFTIO_REAL_MEMBER
+};
+
+/* The globals every hook reads, in one struct (io_real.c) so that they share
+ * a page and neighbouring cache lines whatever order link-time optimisation
+ * gives variables: once a change let the 512 KiB descriptor table fall
+ * between the switch and the real functions, a traced open+close pair
+ * touched one more page and cache line right after its system call
+ * (docs/performance.md, session 12). */
+struct dftio_hot_state {
+  int on;                       /* 1 once the hooks are live and I/O tracing is wanted (not DFTRACER_DISABLE_IO) */
+  unsigned direct_calls;        /* direct_syscall.h */
+  struct dftio_real_calls real; /* the real functions */
+};
+DFTIO_HIDDEN extern struct dftio_hot_state dftio_hot;
+#define dftio_on (dftio_hot.on)
+#define dftio_direct_calls (dftio_hot.direct_calls)
+#define dftio_real (dftio_hot.real)
 
 /* Set while this thread is inside the tracer (recording, hashing a path):
  * an I/O call made from there (the allocator mapping memory, a warning)
@@ -186,13 +206,6 @@ typedef struct dftio_args {
 /* Records one complete event (cat POSIX or STDIO by the call). errno unchanged. */
 DFTIO_HIDDEN void dftio_record(enum dftio_call call, uint64_t t0, uint64_t t1, const dftio_args* a);
 
-/* The real functions, resolved once (io_real.c). */
-struct dftio_real_calls {
-#define DFTIO_REAL_MEMBER(fn) __typeof__(&fn) fn;
-  DFTIO_ALL_CALLS(DFTIO_REAL_MEMBER)
-#undef DFTIO_REAL_MEMBER
-};
-DFTIO_HIDDEN extern struct dftio_real_calls dftio_real;
 
 /* Looks every real function up (PRELOAD: the next definition after ours;
  * FUNCTION: the one the program would call). Idempotent; not a hot path. */
