@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +133,20 @@ extern "C" int dftio_start(void) {
   return 1;
 }
 
+// The kernel's name for descriptor `fd` (readlink of /proc/self/fd/<fd>,
+// symlinks resolved; a raw system call: readlink may be one of our hooks),
+// not NUL-terminated: its length, or <= 0 when there is none.
+static long kernel_fd_name(int fd, char* out, size_t cap) {
+  char link[32] = "/proc/self/fd/";
+  char digits[12];
+  int nd = 0;
+  for (unsigned v = static_cast<unsigned>(fd); nd == 0 || v != 0; v /= 10) digits[nd++] = static_cast<char>('0' + v % 10);
+  size_t at = std::strlen(link);
+  while (nd > 0) link[at++] = digits[--nd];
+  link[at] = '\0';
+  return syscall(SYS_readlinkat, AT_FDCWD, link, out, cap - 1);
+}
+
 // `rel` joined to the directory descriptor `dirfd` names (not AT_FDCWD):
 // the kernel's name for it, /proc/self/fd/<dirfd>, read with one readlink.
 // A system call, but only on *at calls given a real directory descriptor
@@ -153,14 +166,7 @@ static bool join_dirfd(int dirfd, const char* rel, char* out, size_t cap) {
     std::memcpy(out + n + 1, rel, rlen + 1);
     return true;
   }
-  char link[32] = "/proc/self/fd/";
-  char digits[12];
-  int nd = 0;
-  for (unsigned v = static_cast<unsigned>(dirfd); nd == 0 || v != 0; v /= 10) digits[nd++] = static_cast<char>('0' + v % 10);
-  size_t at = std::strlen(link);
-  while (nd > 0) link[at++] = digits[--nd];
-  link[at] = '\0';
-  long n = syscall(SYS_readlinkat, AT_FDCWD, link, out, cap - 1);
+  long n = kernel_fd_name(dirfd, out, cap);
   if (n <= 0 || out[0] != '/') return false;
   if (static_cast<size_t>(n) + 1 + rlen + 1 > cap) return false;
   out[n] = '/';
@@ -196,9 +202,8 @@ static void name_inherited_descriptors() {
   for (int fd = 0; fd < DFTIO_MAX_FD; ++fd) {
     const uint64_t h = __atomic_load_n(&dftio_fd_hash[fd], __ATOMIC_RELAXED);
     if (h == 0 || !(g_hashes.see(h, session) & dftracer::io::FileHashes::kFirst)) continue;
-    char link[32], name[4096], named[4096];
-    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    const long n = syscall(SYS_readlinkat, AT_FDCWD, link, name, sizeof name - 1);
+    char name[4096], named[4096];
+    const long n = kernel_fd_name(fd, name, sizeof name);
     if (n <= 0) continue;
     name[n] = '\0';
     const char* shown = g_filter.as_named_in_data_dir(name, static_cast<size_t>(n), named, sizeof named) ? named : name;
