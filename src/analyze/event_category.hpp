@@ -3,8 +3,10 @@
 // the ones the capture sources write (docs/analyzer.md, "Categories"):
 //   compile    cat "compile" (Dynamo tracing, AOT autograd, our instrumentation,
 //              backend compile, recompiles)
-//   data       cat "POSIX", "STDIO" or "dataloader", or a name starting with
-//              "enumerate(DataLoader)" or "DataLoader"
+//   data       cat "POSIX", "STDIO", "dataloader" or "data" (dft_ai.data), a name
+//              starting with "enumerate(DataLoader)" or "DataLoader", or a
+//              dataset's item fetch ("__getitem__", "__getitems__", as a region
+//              or a method name's last part)
 //   optimizer  a name starting with "Optimizer." (torch's RecordFunction, e.g.
 //              "Optimizer.step#SGD.step") or containing "optimizer" (a region)
 //   backward   args.phase "backward"
@@ -33,10 +35,19 @@ inline bool contains_nocase(std::string_view s, std::string_view word) {
 inline bool is_io_cat(std::string_view cat) { return cat == "POSIX" || cat == "STDIO"; }
 inline bool is_io_event(const Event& e) { return is_io_cat(e.cat); }
 
+// A Dataset's __getitem__/__getitems__ ("__getitem__", "MyData.__getitem__").
+inline bool is_item_fetch(std::string_view name) {
+  for (std::string_view m : {std::string_view("__getitem__"), std::string_view("__getitems__")})
+    if (name.size() >= m.size() && name.substr(name.size() - m.size()) == m &&
+        (name.size() == m.size() || name[name.size() - m.size() - 1] == '.'))
+      return true;
+  return false;
+}
+
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
-  if (is_io_event(e) || e.cat == "dataloader" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
-      e.name.rfind("DataLoader", 0) == 0)
+  if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
+      e.name.rfind("DataLoader", 0) == 0 || is_item_fetch(e.name))
     return "data";
   if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer")) return "optimizer";
   if (e.phase == "backward") return "backward";

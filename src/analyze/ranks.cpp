@@ -60,14 +60,12 @@ void check_run(RankReport& r) {
 }
 
 // The step of a comm event in its process: the one whose interval holds its
-// start (the latest-starting such), else the one its step arg names; -1: none.
-int64_t step_of(const ProcessSteps* ps, int64_t ts, const std::string& step_arg) {
+// start (the latest-starting such); -1: none. Not its step arg: the arg stays
+// on the calls after the loop (the end-of-job barrier), which are in no step.
+int64_t step_of(const ProcessSteps* ps, int64_t ts) {
   if (!ps) return -1;
   for (size_t i = ps->steps.size(); i-- > 0;)
-    if (ps->steps[i].ts <= ts && ts <= ps->steps[i].end) return static_cast<int64_t>(i);
-  if (!step_arg.empty())
-    for (size_t i = 0; i < ps->steps.size(); ++i)
-      if (ps->steps[i].label == step_arg) return static_cast<int64_t>(i);
+    if (ps->steps[i].ts <= ts && ts < ps->steps[i].end) return static_cast<int64_t>(i);
   return -1;
 }
 
@@ -139,7 +137,7 @@ void match_collectives(RankReport& r, const std::vector<CommEvent>& comms, const
     auto ps = proc_steps.find({e.file, e.pid});
     CollectiveRank x;
     x.process = pi->second;
-    x.step = step_of(ps == proc_steps.end() ? nullptr : ps->second, e.ts_ns, e.step);
+    x.step = step_of(ps == proc_steps.end() ? nullptr : ps->second, e.ts_ns);
     x.arrival_ns = saturating_add(e.ts_ns, p.clock_offset_ns);
     x.dur_ns = e.dur_ns;
     x.end_ns = saturating_add(x.arrival_ns, e.dur_ns);

@@ -46,7 +46,7 @@ std::string region_trace() {
       ev("aten::mm_bw", "op", 10, 10, 50, 30, "\"phase\":\"backward\""),
       ev("Optimizer.step#SGD.step", "cpu_op", 10, 10, 85, 10),
       ev("train_step", "app", 10, 10, 0, 100),
-      ev("read", "POSIX", 10, 10, 150, 10),  // outside, data
+      ev("read", "POSIX", 10, 10, 150, 10),  // between steps 0 and 1: step 0 data
       ev("aten::mm", "op", 10, 10, 210, 50, "\"phase\":\"forward\""),
       ev("train_step", "app", 10, 10, 200, 100),
       ev("aten::mm", "op", 10, 10, 410, 900, "\"phase\":\"forward\""),
@@ -65,34 +65,54 @@ StepReport run(const std::string& text, unsigned threads, uint64_t min_piece = 8
   return analyze_steps({path}, threads, ro);
 }
 
+// A step runs from its region's start to the next one's start: the read
+// between steps 0 and 1 is step 0's data time; the last step ends with its
+// region, so "setup" after it is outside.
 void expect_region_steps(const StepReport& r) {
   ASSERT_EQ(r.processes.size(), 1u);
   EXPECT_EQ(r.processes[0].source, "region");
   EXPECT_EQ(r.processes[0].region, "train_step");
   ASSERT_EQ(r.rows.size(), 3u);
   const StepRow& s0 = r.rows[0];
-  EXPECT_EQ(s0.duration_us, 100);
+  EXPECT_EQ(s0.duration_us, 200);
   EXPECT_EQ(s0.by_category_us[kCompile], 8);
   EXPECT_EQ(s0.by_category_us[kForward], 30);
   EXPECT_EQ(s0.by_category_us[kBackward], 30 + 40);  // the worker thread's op is in the step
   EXPECT_EQ(s0.by_category_us[kOptimizer], 10);
-  EXPECT_EQ(s0.by_category_us[kData], 0);
+  EXPECT_EQ(s0.by_category_us[kData], 10);
   EXPECT_EQ(s0.by_category_us[kOther], 100 - 8 - 30 - 30 - 10);  // the step region's own self time
-  EXPECT_EQ(s0.traced_us, 140);                                    // both threads' time inside the step
+  EXPECT_EQ(s0.traced_us, 150);                                    // both threads' time inside the step
   double sum = 0;
   for (double v : s0.by_category_us) sum += v;
   EXPECT_EQ(sum, s0.traced_us);
-  EXPECT_DOUBLE_EQ(s0.compile_share, 8.0 / 140);
+  // Wall time: the backward of both threads ([20, 60) and [50, 80)) counts
+  // once, and an instant goes to the first category open in it (compile >
+  // optimizer > backward > forward > data > other); the rest is untraced.
+  EXPECT_EQ(s0.wall_us[kCompile], 8);
+  EXPECT_EQ(s0.wall_us[kOptimizer], 10);
+  EXPECT_EQ(s0.wall_us[kBackward], 60);
+  EXPECT_EQ(s0.wall_us[kForward], 10);  // [10, 20): the rest of the forward is under the backward
+  EXPECT_EQ(s0.wall_us[kData], 10);
+  EXPECT_EQ(s0.wall_us[kOther], 12);  // the region's instants with nothing else open
+  EXPECT_EQ(s0.untraced_us, 90);
+  double wall = s0.untraced_us;
+  for (double v : s0.wall_us) wall += v;
+  EXPECT_EQ(wall, s0.duration_us);
+  EXPECT_DOUBLE_EQ(s0.compile_share, 8.0 / 200);
   EXPECT_EQ(r.rows[1].by_category_us[kForward], 50);
   EXPECT_EQ(r.rows[1].by_category_us[kOther], 50);
   EXPECT_EQ(r.rows[1].by_category_us[kCompile], 0);
+  EXPECT_EQ(r.rows[1].untraced_us, 100);
   EXPECT_EQ(r.rows[2].duration_us, 1000);
   EXPECT_FALSE(r.rows[0].outlier);
   EXPECT_FALSE(r.rows[1].outlier);
   EXPECT_TRUE(r.rows[2].outlier);
-  EXPECT_EQ(r.outside_us[kData], 10);
+  EXPECT_EQ(r.outside_us[kData], 0);
   EXPECT_EQ(r.outside_us[kOther], 100);
-  EXPECT_EQ(r.outside_traced_us, 110);
+  EXPECT_EQ(r.outside_traced_us, 100);
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.runs[0].span_us, 1600);
+  EXPECT_EQ(r.runs[0].wall_us[kCompile], 8);
 }
 
 TEST(Steps, RepeatedTopLevelRegionOfTheMainThread) { expect_region_steps(run(region_trace(), 1)); }
@@ -132,12 +152,14 @@ TEST(Steps, FromAStepArgOnAnyThread) {
   ASSERT_EQ(r.rows.size(), 3u);
   EXPECT_EQ(r.rows[0].label, "1");
   EXPECT_EQ(r.rows[2].label, "3");
-  EXPECT_EQ(r.rows[1].duration_us, 80);
+  EXPECT_EQ(r.rows[1].duration_us, 100);  // to step 3's first event
+  EXPECT_EQ(r.rows[2].duration_us, 100);  // no earlier step had a top-level event: the median step
   EXPECT_EQ(r.rows[1].by_category_us[kData], 20);
   EXPECT_EQ(r.rows[1].by_category_us[kForward], 40);
   EXPECT_EQ(r.rows[1].traced_us, 100);
   EXPECT_EQ(r.rows[0].traced_us, 80);
-  // The main thread's region encloses the steps without lying inside one; the other process has no steps.
+  // The main thread's region encloses the steps without lying inside one; the
+  // other process, with no model work beside one with some, is a helper.
   EXPECT_EQ(r.outside_us[kOther], 300 + 10);  // nothing nested in it on thread 7
 }
 
@@ -260,6 +282,143 @@ TEST(Steps, AProcessWithoutATidEqualToItsPidUsesTheThreadThatStartedFirst) {
     EXPECT_EQ(r.rows[0].by_category_us[kForward], 30);
     EXPECT_EQ(r.rows[0].traced_us, 50 + 40);  // the loader's time inside step 0
   }
+}
+
+// An instant step mark, as Dynamo/dft_ai update(step=...) writes it.
+std::string mark(int pid, long long ts, int step) {
+  return "{\"name\":\"step\",\"cat\":\"dftracer\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+         std::to_string(pid) + ",\"ts\":" + std::to_string(1'000'000 + ts) + ",\"ph\":\"i\",\"args\":{\"step\":" +
+         std::to_string(step) + "}}\n";
+}
+
+std::vector<double> durations(const StepReport& r) {
+  std::vector<double> d;
+  for (const StepRow& x : r.rows) d.push_back(x.duration_us);
+  return d;
+}
+
+TEST(Steps, ARegionInsideAnEpochIsTheStepAndEpochsCutIt) {
+  // Two epochs of three train_steps; between the epochs 300 us of evaluation.
+  std::vector<std::string> v;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const long long base = epoch * 1000;
+    for (int i = 0; i < 3; ++i) {
+      const long long ts = base + i * 100;
+      v.push_back(ev("aten::mm", "op", 4, 4, ts + 10, 50, "\"phase\":\"forward\""));
+      v.push_back(ev("train_step", "app", 4, 4, ts, 90));
+    }
+    v.push_back(ev("epoch", "app", 4, 4, base, 300));
+  }
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(lines(v), threads, 64);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].region, "train_step");
+    // To the next step's start, but the last of each epoch ends with its region.
+    EXPECT_EQ(durations(r), (std::vector<double>{100, 100, 90, 100, 100, 90}));
+  }
+}
+
+TEST(Steps, StepMarksStartStepsAndStickyTagsAfterTheLoopAreOutside) {
+  // update(step=i) marks at 0, 100, 200, 300; each step: forward and backward
+  // graph calls (carrying the step tag), untraced optimizer work after them.
+  // After the loop an evaluation still carries step 3's tag, 400 us later.
+  std::vector<std::string> v;
+  v.push_back(ev("dynamo.trace", "compile", 6, 6, 2, 30));  // the first call compiles
+  for (int i = 0; i < 4; ++i) {
+    const long long ts = i * 100 + (i ? 0 : 30);
+    v.push_back(mark(6, i * 100, i));
+    const std::string tag = "\"step\":" + std::to_string(i);
+    v.push_back(ev("graph.forward", "dynamo", 6, 6, ts + 5, 20, "\"phase\":\"forward\"," + tag));
+    v.push_back(ev("graph.backward", "dynamo", 6, 6, ts + 30, 30, "\"phase\":\"backward\"," + tag));
+  }
+  v.push_back(ev("graph.forward", "dynamo", 6, 6, 800, 20, "\"phase\":\"inference\",\"step\":3"));
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(lines(v), threads, 64);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].source, "marks");
+    ASSERT_EQ(r.rows.size(), 4u);
+    EXPECT_EQ(r.rows[1].label, "1");
+    // Steps 0 to 2 reach the next mark; the last takes two top-level events as
+    // the others mostly did, then their usual 40 us of untraced tail.
+    EXPECT_EQ(durations(r), (std::vector<double>{100, 100, 100, 100}));
+    EXPECT_EQ(r.rows[0].wall_us[kCompile], 30);
+    EXPECT_EQ(r.rows[1].wall_us[kBackward], 30);  // backward in the step, not only the forward
+    EXPECT_EQ(r.rows[1].untraced_us, 50);
+    EXPECT_EQ(r.outside_us[kForward], 20);  // the evaluation after the loop
+  }
+}
+
+TEST(Steps, StepArgsWithoutMarksIncludeTheCompileBeforeTheFirstTaggedEvent) {
+  std::vector<std::string> v;
+  v.push_back(ev("setup", "app", 6, 6, 0, 10));
+  v.push_back(ev("dynamo.trace", "compile", 6, 6, 20, 300));
+  v.push_back(ev("backend_compile", "compile", 6, 6, 330, 100));
+  for (int i = 0; i < 3; ++i) {
+    const long long ts = 440 + i * 100;
+    const std::string tag = "\"step\":" + std::to_string(i);
+    v.push_back(ev("graph.forward", "dynamo", 6, 6, ts, 20, "\"phase\":\"forward\"," + tag));
+    v.push_back(ev("graph.backward", "dynamo", 6, 6, ts + 30, 30, "\"phase\":\"backward\"," + tag));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "args.step");
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'020);  // the compile work, not the setup before it
+  EXPECT_EQ(r.rows[0].wall_us[kCompile], 400);
+  EXPECT_EQ(r.rows[0].duration_us, 520);
+  EXPECT_EQ(r.rows[1].duration_us, 100);
+  EXPECT_EQ(r.rows[2].duration_us, 100);  // two top-level events and the usual 40 us tail
+}
+
+TEST(Steps, DataLoaderWorkersHaveNoStepsAndLayersAreNotSteps) {
+  std::vector<std::string> v;
+  // Workers 51 and 52: repeated item fetches (a region) and reads.
+  for (int w = 51; w <= 52; ++w)
+    for (int i = 0; i < 6; ++i) {
+      v.push_back(ev("read", "POSIX", w, w, i * 50 + 5, 10));
+      v.push_back(ev("Squares.__getitem__", "app", w, w, i * 50, 30));
+      v.push_back(ev("helper_region", "app", w, w, i * 50 + 35, 5));
+    }
+  // The main process: inference steps, each with 4 layer regions holding the ops.
+  for (int i = 0; i < 4; ++i) {
+    const long long ts = i * 200;
+    for (int l = 0; l < 4; ++l) {
+      v.push_back(ev("aten::mm", "op", 50, 50, ts + 10 + l * 40, 30, "\"phase\":\"inference\""));
+      v.push_back(ev("Block.forward", "app", 50, 50, ts + 5 + l * 40, 38));
+    }
+    v.push_back(ev("infer", "app", 50, 50, ts, 180));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].pid, "50");
+  EXPECT_EQ(r.processes[0].region, "infer");
+  EXPECT_EQ(r.rows.size(), 4u);
+  ASSERT_EQ(r.without_steps.size(), 2u);
+  EXPECT_EQ(r.without_steps[0].source, "helper");
+}
+
+TEST(Steps, CompileOnWorkerThreadsIsWallTimeNotTheirSum) {
+  // Inductor-style: the main thread waits for 400 us while 2 workers compile
+  // 400 us each: 1200 us of thread time, 400 us of wall time.
+  std::vector<std::string> v;
+  for (int i = 0; i < 2; ++i) {
+    const long long ts = i * 1000;
+    if (i == 0) {
+      v.push_back(ev("async_compile.wait", "compile", 8, 8, 10, 400));
+      v.push_back(ev("compile_file", "compile", 8, 81, 10, 400));
+      v.push_back(ev("compile_file", "compile", 8, 82, 10, 400));
+    }
+    v.push_back(ev("kernel", "dynamo", 8, 8, ts + 450, 100, "\"phase\":\"forward\""));
+    v.push_back(ev("train_step", "app", 8, 8, ts, 600));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].by_category_us[kCompile], 1200);
+  EXPECT_EQ(r.rows[0].wall_us[kCompile], 400);
+  EXPECT_LE(r.rows[0].wall_us[kCompile], r.rows[0].duration_us);
+  EXPECT_DOUBLE_EQ(r.rows[0].compile_share, 400.0 / 1000);
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.runs[0].wall_us[kCompile], 400);
 }
 
 TEST(Steps, JsonAndCsvCarryTheRows) {

@@ -85,7 +85,9 @@ def _train(a, torch, dist, dft_fn, dynamo, dftracer_dynamo_backend, DDP):
     step_fn = ddp
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     x, y = torch.randn(16, 64), torch.randn(16, 4)
+    step_times = []  # each iteration's perf_counter start and end, for the step tests
     for step in range(a.steps):
+        t0 = time.perf_counter()
         dynamo.update(step=step)
         with dft_fn("train", "train_step", step=step):
             if rank == a.sleep_rank and step == a.sleep_step:
@@ -97,11 +99,13 @@ def _train(a, torch, dist, dft_fn, dynamo, dftracer_dynamo_backend, DDP):
             opt.zero_grad()
             loss.backward()
             opt.step()
+        step_times.append([t0, time.perf_counter()])
     out = os.path.dirname(os.environ.get("DFTRACER_LOG_FILE", "./x")) or "."
     info = ddp._get_ddp_logging_data()
     with open(os.path.join(out, f"ddp-rank{rank}.json"), "w") as f:
         json.dump({"bucket_sizes": [int(b) for b in str(info.get("bucket_sizes", "")).split(", ") if b],
-                   "param_bytes": sum(p.numel() * p.element_size() for p in model.parameters())}, f)
+                   "param_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+                   "step_times": step_times}, f)
 
 
 def run_job(trace_dir, nproc, steps=3, compile=False, sleep_rank=-1, sleep_step=-1, sleep_s=0.2,

@@ -1,0 +1,418 @@
+#include "step_finder.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "event_category.hpp"
+#include "steps.hpp"
+#include "trace_time.hpp"
+
+namespace dftracer::analyze {
+
+namespace {
+// Past this many top-level events on one main thread, later ones are not kept
+// (memory bound; a training loop has a few per step).
+constexpr size_t kMaxTopLevel = size_t{1} << 20;
+// The same for each other thread of a process without a tid == pid thread.
+constexpr size_t kMaxTopLevelOther = size_t{1} << 16;
+// Region occurrences kept per thread (16 bytes each).
+constexpr size_t kMaxRegionOccurrences = size_t{1} << 21;
+
+size_t category_index(std::string_view cat) {
+  for (size_t i = 0; i < kNumStepCategories; ++i)
+    if (cat == kStepCategories[i]) return i;
+  return kNumStepCategories - 1;  // "other"
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Cats the capture sources write for ops, graphs, compile work and their own
+// records: never a user's loop region.
+bool tracer_cat(std::string_view cat) {
+  return cat == "dynamo" || cat == "compile" || cat == "aten" || cat == "autograd" || cat == "comm" ||
+         cat == "dftracer" || is_io_cat(cat);
+}
+
+// The model's own work: an op, a graph call, compile or optimizer work.
+bool model_work(const Event& e, std::string_view category) {
+  return !e.phase.empty() || category == "compile" || category == "optimizer" || category == "forward" ||
+         category == "backward" || e.cat == "dynamo" || e.cat == "aten" || e.cat == "autograd";
+}
+
+// A user region that could bound steps: not an op, graph call, compile, I/O,
+// data-loading or optimizer event, nor one of torch's wrappers of a compiled call.
+bool region_candidate(const Event& e, std::string_view category) {
+  if (category != "other" || !e.phase.empty() || tracer_cat(e.cat)) return false;
+  if (e.cat == "torch" && (starts_with(e.name, "CompiledFunction") || starts_with(e.name, "Torch-Compiled Region") ||
+                           starts_with(e.name, "aten::") || starts_with(e.name, "autograd::")))
+    return false;
+  return true;
+}
+
+bool is_step_mark(const Event& e) {
+  return e.ph == "i" && e.name == "step" && e.cat == "dftracer" && !e.step.empty() && e.has_ts;
+}
+
+// Keeps the thread's events that no other of its events contains: the set
+// stays an antichain under containment, so on a well-nested thread the only
+// possible container of a new event is the last one starting at or before
+// it. Equal intervals are both kept (their order is not known across pieces).
+void add_top(StepFinder::TopLevel& top, int64_t ts, int64_t end, std::string_view name, size_t category,
+             size_t cap) {
+  auto first = top.lower_bound(ts);
+  for (auto it = first; it != top.end() && it->first == ts; ++it)
+    if (it->second.end > end) return;  // inside a top-level event starting with it
+  if (first != top.begin() && std::prev(first)->second.end >= end) return;  // inside the last earlier one
+  for (auto it = top.lower_bound(ts); it != top.end() && it->first <= end;) {
+    const bool equal = it->first == ts && it->second.end == end;
+    if (!equal && it->second.end <= end) it = top.erase(it);  // now known not to be top-level
+    else ++it;
+  }
+  if (top.size() < cap) top.emplace(ts, StepFinder::Top{end, std::string(name), category});
+}
+
+void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
+                      size_t top_cap, size_t& capped) {
+  if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
+  if (!candidate) return;
+  if (t.region_count >= kMaxRegionOccurrences) {
+    ++capped;
+    return;
+  }
+  t.regions[std::string(e.name)].push_back({e.ts_ns, end});
+  ++t.region_count;
+}
+
+void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top_cap, size_t& capped) {
+  for (auto& [ts, t] : from.top) add_top(into.top, ts, t.end, t.name, t.category, top_cap);
+  for (auto& [name, occ] : from.regions) {
+    const size_t room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.region_count);
+    const size_t n = std::min(room, occ.size());
+    capped += occ.size() - n;
+    auto& dst = into.regions[name];
+    dst.insert(dst.end(), occ.begin(), occ.begin() + n);
+    into.region_count += n;
+  }
+}
+
+template <typename T>
+T median_of(std::vector<T> v) {
+  if (v.empty()) return T{};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : static_cast<T>((v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+using Span = StepFinder::Span;
+
+// A region's occurrences by start, the ones inside an earlier one of the same
+// name (recursion) dropped.
+std::vector<Span> outermost(std::vector<Span> occ) {
+  std::sort(occ.begin(), occ.end(), [](const Span& a, const Span& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.end > b.end;
+  });
+  std::vector<Span> out;
+  for (const Span& s : occ)
+    if (out.empty() || s.ts >= out.back().end) out.push_back(s);
+  return out;
+}
+
+struct Candidate {
+  std::string name;
+  std::vector<Span> occ;
+  int64_t coverage = 0;
+};
+
+int name_class(std::string_view name) {
+  if (contains_nocase(name, "epoch")) return 2;
+  if (contains_nocase(name, "step") || contains_nocase(name, "iter") || contains_nocase(name, "batch")) return 0;
+  return 1;
+}
+
+// Step starts from marks (exact) or from each arg value's first event.
+struct StepStart {
+  int64_t ts;
+  std::string value;
+};
+
+std::vector<StepStart> starts_from_marks(std::vector<std::pair<int64_t, std::string>> marks) {
+  std::sort(marks.begin(), marks.end());
+  std::vector<StepStart> out;
+  for (auto& [ts, v] : marks)
+    if (out.empty() || out.back().value != v) out.push_back({ts, v});
+  return out;
+}
+
+// Each value's first event; a step's start moves back over the compile work
+// that ran right before it on the main thread (the first call of a new graph
+// compiles before any event carries the step).
+std::vector<StepStart> starts_from_args(const StepFinder::Process& p, const StepFinder::TopLevel& top) {
+  std::vector<StepStart> out;
+  for (const auto& [v, span] : p.by_arg) out.push_back({span.first, v});
+  std::sort(out.begin(), out.end(), [](const StepStart& a, const StepStart& b) { return a.ts < b.ts; });
+  const size_t compile = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t floor = i ? out[i - 1].ts : INT64_MIN;
+    auto it = top.lower_bound(out[i].ts);
+    while (it != top.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first <= floor || prev->second.category != compile || prev->second.end > out[i].ts) break;
+      out[i].ts = prev->first;
+      it = prev;
+    }
+  }
+  return out;
+}
+
+// The candidate whose occurrences hold one step start each, in order (start k
+// after occurrence k-1 ended and before occurrence k ends); the one covering
+// most if several do.
+const Candidate* region_matching(const std::vector<Candidate>& cands, const std::vector<StepStart>& starts) {
+  const Candidate* best = nullptr;
+  for (const Candidate& c : cands) {
+    if (c.occ.size() != starts.size()) continue;
+    bool ok = true;
+    for (size_t k = 0; k < starts.size() && ok; ++k)
+      ok = (k == 0 || starts[k].ts >= c.occ[k - 1].end) && starts[k].ts <= c.occ[k].end;
+    if (ok && (!best || c.coverage > best->coverage)) best = &c;
+  }
+  return best;
+}
+
+const Candidate* region_by_shape(const std::vector<Candidate>& cands) {
+  int64_t most = 0;
+  for (const Candidate& c : cands) most = std::max(most, c.coverage);
+  const Candidate* best = nullptr;
+  for (const Candidate& c : cands) {
+    if (2 * c.coverage < most) continue;
+    if (!best) {
+      best = &c;
+      continue;
+    }
+    const int a = name_class(c.name), b = name_class(best->name);
+    if (a != b ? a < b
+               : c.occ.size() != best->occ.size() ? c.occ.size() < best->occ.size()
+                                                  : c.coverage != best->coverage ? c.coverage > best->coverage
+                                                                                 : c.name < best->name)
+      best = &c;
+  }
+  return best;
+}
+
+// Region-bounded steps: occurrence i reaches occurrence i+1's start unless
+// another repeated region (an epoch) holds i but not i+1, or the gap is far
+// beyond the usual one.
+std::vector<StepInterval> region_steps(const Candidate& step, const std::vector<Candidate>& cands) {
+  const auto& occ = step.occ;
+  std::vector<int64_t> gaps, durs;
+  for (size_t i = 0; i < occ.size(); ++i) {
+    durs.push_back(occ[i].end - occ[i].ts);
+    if (i + 1 < occ.size()) gaps.push_back(std::max<int64_t>(0, occ[i + 1].ts - occ[i].end));
+  }
+  const int64_t gap_med = median_of(gaps), dur_med = median_of(durs);
+  const int64_t long_gap = std::max(4 * gap_med, gap_med + dur_med);
+  auto holder = [](const Candidate& c, const Span& s) -> const Span* {
+    auto it = std::upper_bound(c.occ.begin(), c.occ.end(), s.ts, [](int64_t ts, const Span& o) { return ts < o.ts; });
+    if (it == c.occ.begin()) return nullptr;
+    --it;
+    return it->ts <= s.ts && s.end <= it->end ? &*it : nullptr;
+  };
+  std::vector<StepInterval> out;
+  for (size_t i = 0; i < occ.size(); ++i) {
+    StepInterval s{occ[i].ts, occ[i].end, step.name};
+    if (i + 1 < occ.size()) {
+      bool cut = occ[i + 1].ts - occ[i].end > long_gap;
+      for (const Candidate& c : cands) {
+        if (cut || &c == &step) continue;
+        const Span* h = holder(c, occ[i]);
+        cut = h && h != holder(c, occ[i + 1]);
+      }
+      if (!cut) s.end = std::max(occ[i].end, occ[i + 1].ts);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Mark- or arg-started steps: each reaches the next one's start; the last
+// takes as many top-level events of the main thread as the others had (their
+// median), then their median tail, and stops where a further event starts.
+std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, const StepFinder::TopLevel& top,
+                                        int64_t last_arg_end) {
+  std::vector<StepInterval> out;
+  for (size_t i = 0; i < starts.size(); ++i)
+    out.push_back({starts[i].ts, i + 1 < starts.size() ? starts[i + 1].ts : starts[i].ts, starts[i].value});
+  if (out.empty()) return out;
+  std::vector<size_t> counts;
+  std::vector<int64_t> tails, durs;
+  for (size_t k = 0; k + 1 < out.size(); ++k) {
+    size_t n = 0;
+    int64_t last_end = INT64_MIN;
+    for (auto it = top.lower_bound(out[k].ts); it != top.end() && it->first < out[k].end; ++it, ++n)
+      last_end = std::max(last_end, it->second.end);
+    counts.push_back(n);
+    durs.push_back(out[k].end - out[k].ts);
+    if (n) tails.push_back(std::max<int64_t>(0, out[k].end - last_end));
+  }
+  StepInterval& last = out.back();
+  auto it = top.lower_bound(last.ts);
+  if (counts.empty()) {  // one step: its events' end
+    int64_t end = last_arg_end;
+    for (; it != top.end(); ++it) end = std::max(end, it->second.end);
+    last.end = std::max(last.ts, end);
+    return out;
+  }
+  const size_t want = median_of(counts);
+  int64_t end = last.ts;
+  size_t n = 0;
+  for (; it != top.end() && n < want; ++it, ++n) end = std::max(end, it->second.end);
+  if (want == 0) end = last.ts + median_of(durs);
+  else end = saturating_add(end, median_of(tails));
+  if (it != top.end()) end = std::min(end, std::max(it->first, last.ts));
+  last.end = end;
+  return out;
+}
+}  // namespace
+
+StepFinder::StepFinder() = default;
+
+DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
+  DecodeStatus st = decoder_.decode(line, cap, ev_);
+  if (st == DecodeStatus::Ok) add_event(file_, ev_);
+  return st;
+}
+
+void StepFinder::add_event(size_t file, const Event& e) {
+  const bool mark = is_step_mark(e);
+  if (!mark && (!e.is_complete() || !e.has_dur || !e.has_ts)) return;
+  // Most events belong to the process of the event before: found without a key.
+  if (!last_ || file != last_file_ || e.pid_text != last_pid_) {
+    last_ = &processes_[{file, std::string(e.pid_text)}];
+    last_file_ = file;
+    last_pid_.assign(e.pid_text);
+  }
+  Process& p = *last_;
+  if (mark) {
+    p.marks.emplace_back(e.ts_ns, std::string(e.step));
+    return;
+  }
+  const int64_t end = saturating_add(e.ts_ns, std::max<int64_t>(e.dur_ns, 0));
+  const std::string_view category = event_category(e);
+  const size_t cat = category_index(category);
+  p.wall.add(cat, e.ts_ns, end);
+  if (model_work(e, category)) p.model_work = true;
+  // An I/O call is never a step, nor bounds one: a DataLoader worker that only
+  // reads, or a loop saving files outside any region, would otherwise have its
+  // most-timed repeated call (fread, write) taken for the step region. I/O
+  // events are still attributed to the steps they fall in (pass 2).
+  if (is_io_event(e)) return;
+  if (!e.step.empty()) {
+    auto [it, fresh] = p.by_arg.try_emplace(std::string(e.step), e.ts_ns, end);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, e.ts_ns);
+      it->second.second = std::max(it->second.second, end);
+    }
+  }
+  const bool candidate = region_candidate(e, category);
+  if (e.tid_text == e.pid_text) {
+    add_thread_event(p.main, e, end, cat, candidate, kMaxTopLevel, capped_);
+    p.others.clear();  // not needed once the tid == pid thread is known
+  } else if (p.main.top.empty()) {
+    add_thread_event(p.others[std::string(e.tid_text)], e, end, cat, candidate, kMaxTopLevelOther, capped_);
+  }
+}
+
+const StepFinder::Thread& StepFinder::main_thread(const Process& p) {
+  static const Thread kNone;
+  if (!p.main.top.empty()) return p.main;
+  const Thread* best = &kNone;
+  for (const auto& [tid, t] : p.others)  // by tid: ties go to the smallest
+    if (!t.top.empty() && (best->top.empty() || t.top.begin()->first < best->top.begin()->first)) best = &t;
+  return *best;
+}
+
+void StepFinder::merge(StepFinder& o) {
+  o.last_ = nullptr;
+  last_ = nullptr;
+  capped_ += o.capped_;
+  for (auto& [key, q] : o.processes_) {
+    Process& p = processes_[key];
+    for (auto& [v, s] : q.by_arg) {
+      auto [it, fresh] = p.by_arg.try_emplace(v, s);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, s.first);
+        it->second.second = std::max(it->second.second, s.second);
+      }
+    }
+    p.marks.insert(p.marks.end(), q.marks.begin(), q.marks.end());
+    p.model_work = p.model_work || q.model_work;
+    p.wall.merge(q.wall);
+    merge_thread(p.main, q.main, kMaxTopLevel, capped_);
+    if (!p.main.top.empty()) {
+      p.others.clear();
+    } else {
+      for (auto& [tid, t] : q.others) merge_thread(p.others[tid], t, kMaxTopLevelOther, capped_);
+    }
+  }
+  o.processes_.clear();
+}
+
+StepPlan StepFinder::plan() {
+  StepPlan plan;
+  plan.capped = capped_;
+  bool any_model_work = false;
+  for (const auto& [key, p] : processes_) any_model_work = any_model_work || p.model_work;
+  for (auto& [key, p] : processes_) {
+    ProcessSteps ps;
+    ps.file = key.first;
+    ps.pid = key.second;
+    p.wall.finish();
+    ps.wall = std::move(p.wall);
+    if (any_model_work && !p.model_work) {
+      ps.source = "helper";
+      plan.without_steps.push_back(std::move(ps));
+      continue;
+    }
+    const Thread& main = main_thread(p);
+    std::vector<Candidate> cands;
+    for (const auto& [name, occ] : main.regions) {
+      Candidate c{name, outermost(occ), 0};
+      if (c.occ.size() < 2) continue;
+      for (const Span& s : c.occ) c.coverage = saturating_add(c.coverage, s.end - s.ts);
+      cands.push_back(std::move(c));
+    }
+    std::vector<StepStart> starts;
+    if (!p.marks.empty()) {
+      starts = starts_from_marks(p.marks);
+      ps.source = "marks";
+    } else if (!p.by_arg.empty()) {
+      starts = starts_from_args(p, main.top);
+      ps.source = "args.step";
+    }
+    const Candidate* region = starts.empty() ? region_by_shape(cands) : region_matching(cands, starts);
+    if (region) {
+      ps.steps = region_steps(*region, cands);
+      ps.region = region->name;
+      ps.source = "region";
+      for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
+    } else if (!starts.empty()) {
+      int64_t last_arg_end = INT64_MIN;
+      auto it = p.by_arg.find(starts.back().value);
+      if (it != p.by_arg.end()) last_arg_end = it->second.second;
+      ps.steps = started_steps(starts, main.top, last_arg_end);
+    }
+    ps.steps.erase(std::remove_if(ps.steps.begin(), ps.steps.end(),
+                                  [](const StepInterval& s) { return s.end <= s.ts; }),
+                   ps.steps.end());
+    if (ps.steps.empty()) {
+      ps.source.clear();
+      ps.region.clear();
+      plan.without_steps.push_back(std::move(ps));
+    } else {
+      plan.processes.push_back(std::move(ps));
+    }
+  }
+  return plan;
+}
+
+}  // namespace dftracer::analyze

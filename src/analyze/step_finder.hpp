@@ -1,0 +1,115 @@
+// Finding a run's training (or inference) steps without configuration: the
+// first pass of the step analysis (steps.hpp).
+//
+// A step is one iteration of the loop, from its start to the next
+// iteration's start; work after the last iteration, and between epochs, is
+// outside. What a run gives to find the iterations, per process:
+//   - step marks: the instant events `step` (cat "dftracer", args.step) that
+//     Dynamo.update(step=...) and dft_ai.update(step=...) write when the step
+//     changes; each starts a step;
+//   - the `step` arg on events (pydftracer and DFTracer traces): a value's
+//     first event starts its step (compile work just before it included);
+//   - a repeated region at any depth of the main thread (the user's
+//     `train_step`, inside an `epoch` or not): each occurrence starts a step.
+// Where marks or args exist, a region whose occurrences hold one step start
+// each bounds the steps (exact last step); else the marks or args do, and the
+// last step ends after as many top-level events as the others had, plus their
+// usual tail. Without marks or args, the region is chosen among the user
+// regions (not ops, compile, I/O, data loading or optimizer events) repeated
+// on the main thread and covering at least half as much as the one covering
+// most: a step-like name (step, iter, batch) first, an epoch-like one last,
+// then the fewest occurrences (one per iteration, not per layer).
+// A step reaches the next step's start unless an enclosing region (an epoch)
+// ends between them, or the gap is far longer than the usual gap (evaluation,
+// a checkpoint): then it ends with its region.
+// A process that runs no model work (ops, compile, optimizer) while another
+// process of the input does is a helper (a DataLoader worker): it has no steps.
+//
+// Memory: per process, one entry per step mark or arg value, the main thread's
+// top-level events and the occurrences of its user regions (capped), and the
+// wall-time unions (wall_time.hpp); never the whole trace.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "event_decoder.hpp"
+#include "trace_reader.hpp"
+#include "wall_time.hpp"
+
+namespace dftracer::analyze {
+
+struct StepInterval {
+  int64_t ts = 0, end = 0;
+  std::string label;  // the step mark's or arg's value, else the region's name
+};
+
+// What pass 1 found for one process.
+struct ProcessSteps {
+  size_t file = 0;
+  std::string pid;
+  // "region" (bounded by a repeated region), "marks" (Dynamo/dft_ai update
+  // marks), "args.step" (the step arg's first events); without steps: "" or "helper".
+  std::string source;
+  std::string region;  // the repeated region's name (source "region")
+  std::vector<StepInterval> steps;  // by start
+  ProcessWall wall;    // for the steps' and the run's wall-time split
+};
+
+// Every process of the input: those with steps, and those without.
+struct StepPlan {
+  std::vector<ProcessSteps> processes;  // with steps, ordered by (file, pid)
+  // Without steps, same order; source "helper" for a process with no model
+  // work beside one with some (a DataLoader worker), else "".
+  std::vector<ProcessSteps> without_steps;
+  size_t capped = 0;  // region occurrences not kept (memory cap)
+};
+
+// Pass 1 (one per reader thread; merge, then plan()).
+class StepFinder : public LineConsumer {
+ public:
+  StepFinder();
+  void begin_piece(size_t file_index) override { file_ = file_index; }
+  DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
+  void add_event(size_t file, const Event& e);
+  void merge(StepFinder& other);
+  StepPlan plan();
+
+  struct Span {
+    int64_t ts, end;
+  };
+  struct Top {
+    int64_t end;
+    std::string name;
+    size_t category;
+  };
+  using TopLevel = std::multimap<int64_t, Top>;  // a thread's top-level events by start
+  struct Thread {
+    TopLevel top;
+    std::map<std::string, std::vector<Span>> regions;  // user regions' occurrences, any depth
+    size_t region_count = 0;
+  };
+  struct Process {
+    std::map<std::string, std::pair<int64_t, int64_t>> by_arg;  // step value -> first start, last end
+    std::vector<std::pair<int64_t, std::string>> marks;         // step marks: ts, value
+    Thread main;                                                 // the tid == pid thread's
+    std::map<std::string, Thread> others;  // other threads', while no tid == pid thread is seen
+    bool model_work = false;
+    ProcessWall wall;
+  };
+
+ private:
+  static const Thread& main_thread(const Process& p);
+  EventDecoder decoder_;
+  Event ev_;
+  size_t file_ = 0;
+  size_t capped_ = 0;
+  std::map<std::pair<size_t, std::string>, Process> processes_;
+  Process* last_ = nullptr;  // the process of the last event (map nodes do not move)
+  size_t last_file_ = 0;
+  std::string last_pid_;
+};
+
+}  // namespace dftracer::analyze

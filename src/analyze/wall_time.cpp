@@ -1,0 +1,130 @@
+#include "wall_time.hpp"
+
+#include <algorithm>
+
+namespace dftracer::analyze {
+
+void IntervalUnion::add(int64_t ts, int64_t end) {
+  if (end <= ts) return;  // zero-length events take no wall time
+  v_.emplace_back(ts, end);
+  // Amortized: merge once the unsorted tail is as long as the merged head.
+  if (v_.size() - normalized_ > std::max<size_t>(normalized_, 4096)) normalize();
+}
+
+void IntervalUnion::normalize() {
+  if (normalized_ == v_.size()) return;
+  std::sort(v_.begin(), v_.end());
+  for (;;) {
+    size_t n = 0;
+    for (const auto& s : v_) {
+      if (n && s.first <= v_[n - 1].second + min_gap_) v_[n - 1].second = std::max(v_[n - 1].second, s.second);
+      else v_[n++] = s;
+    }
+    v_.resize(n);
+    if (v_.size() <= kMaxSpans) break;
+    min_gap_ = min_gap_ ? 2 * min_gap_ : 1000;  // from 1 us, doubling
+  }
+  normalized_ = v_.size();
+}
+
+void IntervalUnion::merge(IntervalUnion& o) {
+  min_gap_ = std::max(min_gap_, o.min_gap_);
+  v_.insert(v_.end(), o.v_.begin(), o.v_.end());
+  o.v_.clear();
+  o.normalized_ = 0;
+  normalized_ = 0;
+  normalize();
+}
+
+const std::vector<std::pair<int64_t, int64_t>>& IntervalUnion::spans() {
+  normalize();
+  return v_;
+}
+
+int64_t WallParts::total() const {
+  int64_t t = untraced;
+  for (int64_t v : by_category) t += v;
+  return t;
+}
+
+void ProcessWall::merge(ProcessWall& o) {
+  for (size_t c = 0; c < cats_.size(); ++c) cats_[c].merge(o.cats_[c]);
+  first_ = std::min(first_, o.first_);
+  last_ = std::max(last_, o.last_);
+}
+
+void ProcessWall::finish() {
+  for (auto& c : cats_) {
+    const auto& s = c.spans();
+    if (s.empty()) continue;
+    first_ = std::min(first_, s.front().first);
+    last_ = std::max(last_, s.back().second);
+  }
+}
+
+int64_t ProcessWall::closed_gap_ns() const {
+  int64_t g = 0;
+  for (const auto& c : cats_) g = std::max(g, c.closed_gap_ns());
+  return g;
+}
+
+namespace {
+using Spans = std::vector<std::pair<int64_t, int64_t>>;
+
+// The spans of `s` inside [ts, end), clipped.
+Spans clip(const Spans& s, int64_t ts, int64_t end) {
+  Spans out;
+  auto it = std::upper_bound(s.begin(), s.end(), std::make_pair(ts, INT64_MAX));
+  if (it != s.begin() && std::prev(it)->second > ts) --it;
+  for (; it != s.end() && it->first < end; ++it) out.emplace_back(std::max(it->first, ts), std::min(it->second, end));
+  return out;
+}
+
+// Length of `a` not covered by `claimed`; both sorted and disjoint.
+int64_t uncovered(const Spans& a, const Spans& claimed) {
+  int64_t len = 0;
+  size_t j = 0;
+  for (auto [ts, end] : a) {
+    int64_t at = ts;
+    while (j < claimed.size() && claimed[j].second <= at) ++j;
+    for (size_t k = j; k < claimed.size() && claimed[k].first < end; ++k) {
+      if (claimed[k].first > at) len += claimed[k].first - at;
+      at = std::max(at, claimed[k].second);
+      if (at >= end) break;
+    }
+    if (at < end) len += end - at;
+  }
+  return len;
+}
+
+Spans unite(const Spans& a, const Spans& b) {
+  Spans all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  Spans out;
+  for (const auto& s : all) {
+    if (!out.empty() && s.first <= out.back().second) out.back().second = std::max(out.back().second, s.second);
+    else out.push_back(s);
+  }
+  return out;
+}
+}  // namespace
+
+WallParts ProcessWall::partition(int64_t ts, int64_t end) const {
+  WallParts p;
+  if (end <= ts) return p;
+  Spans claimed;
+  for (size_t c : kWallPriority) {
+    // spans() is const in effect after finish(); the cast avoids a second copy.
+    const Spans& all = const_cast<IntervalUnion&>(cats_[c]).spans();
+    Spans mine = clip(all, ts, end);
+    p.by_category[c] = uncovered(mine, claimed);
+    claimed = unite(claimed, mine);
+  }
+  int64_t covered = 0;
+  for (const auto& s : claimed) covered += s.second - s.first;
+  p.untraced = (end - ts) - covered;
+  return p;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,71 @@
+// Wall time by kind of work. Self time adds up threads: a main thread waiting
+// on compile workers and the workers themselves count twice, so "compile" could
+// read 104 s for 44.5 s of wall clock. Here each process keeps, per category
+// (event_category.hpp), the union over all its threads of the intervals of its
+// events, and any window (a step, the run) is split into the categories by
+// priority: an instant belongs to the first category active in it, in the
+// order compile, optimizer, backward, forward, data, other; the instants where
+// no event of the process is open are "untraced". So the parts of a window add
+// up to its length and none can exceed it.
+//
+// Memory: each category's union is a sorted vector of disjoint spans. Events
+// nested in an event of their own category cost nothing; when a category's
+// disjoint spans pass kMaxSpans (an eager trace of millions of separate ops),
+// gaps up to a growing width are closed and the width is reported.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dftracer::analyze {
+
+// The categories in priority order for the partition, as indexes into
+// kStepCategories (steps.hpp): compile, optimizer, backward, forward, data, other.
+inline constexpr size_t kWallPriority[] = {0, 3, 2, 1, 4, 5};
+
+class IntervalUnion {
+ public:
+  static constexpr size_t kMaxSpans = size_t{1} << 20;
+  void add(int64_t ts, int64_t end);
+  void merge(IntervalUnion& other);
+  // Sorted, disjoint spans (merges what add() buffered).
+  const std::vector<std::pair<int64_t, int64_t>>& spans();
+  // The widest gap closed to bound memory (0: exact).
+  int64_t closed_gap_ns() const { return min_gap_; }
+
+ private:
+  void normalize();
+  std::vector<std::pair<int64_t, int64_t>> v_;
+  size_t normalized_ = 0;  // v_[0, normalized_) is sorted and disjoint
+  int64_t min_gap_ = 0;
+};
+
+// One process's wall time by category.
+struct WallParts {
+  int64_t by_category[6] = {};  // kStepCategories order
+  int64_t untraced = 0;
+  int64_t total() const;
+};
+
+class ProcessWall {
+ public:
+  void add(size_t category, int64_t ts, int64_t end) { cats_[category].add(ts, end); }
+  void merge(ProcessWall& other);
+  // Call once after the last add/merge: the partition reads the unions.
+  void finish();
+  // The window [ts, end) split by priority.
+  WallParts partition(int64_t ts, int64_t end) const;
+  // The first start and the last end of any event (INT64_MAX / INT64_MIN: none).
+  int64_t first() const { return first_; }
+  int64_t last() const { return last_; }
+  int64_t closed_gap_ns() const;
+
+ private:
+  std::array<IntervalUnion, 6> cats_;
+  int64_t first_ = INT64_MAX, last_ = INT64_MIN;
+};
+
+}  // namespace dftracer::analyze
