@@ -255,6 +255,7 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
     if (n) tails.push_back(std::max<int64_t>(0, out[k].end - last_end));
   }
   StepInterval& last = out.back();
+  last.end_estimated = true;
   auto it = top.lower_bound(last.ts);
   if (counts.empty()) {  // one step: its events' end
     int64_t end = last_arg_end;

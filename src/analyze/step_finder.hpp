@@ -44,6 +44,9 @@ namespace dftracer::analyze {
 struct StepInterval {
   int64_t ts = 0, end = 0;
   std::string label;  // the step mark's or arg's value, else the region's name
+  // The last step of marks or args: nothing in the trace says where the
+  // loop's last iteration ended, so its end is estimated (step_finder.cpp).
+  bool end_estimated = false;
 };
 
 // What pass 1 found for one process.

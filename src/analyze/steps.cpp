@@ -209,6 +209,7 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
       row.pid = ps.pid;
       row.step = s;
       row.label = ps.steps[s].label;
+      row.end_estimated = ps.steps[s].end_estimated;
       row.start_us = ns_to_us(ps.steps[s].ts);
       row.duration_us = ns_to_us(saturating_sub(ps.steps[s].end, ps.steps[s].ts));
       int64_t traced = 0;
@@ -301,6 +302,10 @@ void write_steps_table(std::ostream& os, const StepReport& r) {
       while (!line.empty() && line.back() == ' ') line.pop_back();
       os << line << '\n';
     }
+    const StepRow& last = r.rows[row - 1];
+    if (last.end_estimated)
+      os << "step " << last.step << " ends by estimate (no region bounds the steps): after as many top-level "
+         << "events as the other steps had, plus their usual untraced tail\n";
     const StepRow& first = r.rows[row - p.steps.size()];
     os << "first step: compile " << pct(first.compile_share) << " of its wall time (" << ms(first.wall_us[0])
        << " ms)\n";
@@ -370,7 +375,7 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
          ",\"compile_share\":" + json_num(x.compile_share) +
          ",\"outlier\":" + (x.outlier ? "true" : "false") +
          ",\"outlier_kind\":" + (x.outlier ? (x.slow ? "\"slow\"" : "\"fast\"") : "null") +
-         "}";
+         ",\"end_estimated\":" + (x.end_estimated ? "true" : "false") + "}";
   }
   o += "]}\n";
   os << o;

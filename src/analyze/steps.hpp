@@ -47,6 +47,7 @@ struct StepRow {
   double compile_share = 0;  // compile wall time over the duration
   bool outlier = false;
   bool slow = false;  // with outlier: longer than typical ("slow"), else shorter ("fast")
+  bool end_estimated = false;  // StepInterval::end_estimated
 };
 
 // One process's run: from its first event's start to its last event's end.

@@ -3,7 +3,7 @@ with perf_counter, for the step tests (test_step_shapes.py). Run as a script:
 
     python step_shapes.py SHAPE OUT_DIR
 
-traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.json: {"steps": [[start,
+traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.times (JSON): {"steps": [[start,
 end], ...]} in perf_counter seconds, where an iteration runs from its start to
 the next iteration's start (the last one, and the last one of an epoch, to
 the end of its own body).
@@ -129,7 +129,7 @@ def main():
     for i, (t0, t1) in enumerate(spans):
         nxt = spans[i + 1][0] if i + 1 < len(spans) else None
         steps.append([t0, nxt if nxt is not None and nxt - t1 < gap_limit else t1])
-    with open(os.path.join(out_dir, "loop.json"), "w") as f:
+    with open(os.path.join(out_dir, "loop.times"), "w") as f:
         json.dump({"steps": steps}, f)
 
 
