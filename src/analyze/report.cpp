@@ -353,7 +353,7 @@ region's own time: the loop's code outside any graph call or op).</p><div id="no
 DataLoader regions, record_function scopes), compiled graphs' calls and collectives: their own time, outside the ops
 they hold.</p><div id="regions"></div>
 <h2>Module tree (total time; width = a module's total, below it its children)</h2><div id="module-icicle"></div>
-<h2>Roofline: achieved GFLOP/s against FLOPs per byte</h2><p class="note" id="roofline-note"></p><div id="roofline"></div>
+<h2>Roofline: achieved GFLOP/s against FLOPs per byte</h2><p class="note" id="roofline-note"></p><div id="roofline"></div><p class="note" id="roofline-unlabelled"></p>
 <h2>Steps per process over time</h2><div id="step-timeline"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
@@ -477,12 +477,41 @@ function roofline(){
     el("polyline",{"class":"roof",points:pts.map(function(p){ return sx(p[0])+","+sy(p[1]); }).join(" "),fill:"none",stroke:"#c33","stroke-width":2},svg);
     el("text",{x:W-Rm-4,y:sy(R.peak_gflops)-5,"text-anchor":"end"},svg).textContent="peak "+R.peak_gflops.toFixed(1)+" GFLOP/s";
   }
-  var smax=0; R.points.forEach(function(p){ smax=Math.max(smax,p[3]); });
+  var smax=0, dots=[]; R.points.forEach(function(p){ smax=Math.max(smax,p[3]); });
   R.points.forEach(function(p,i){
     var c=el("circle",{"class":"op",cx:sx(p[1]),cy:sy(p[2]),r:3+9*Math.sqrt(smax>0?p[3]/smax:0),fill:COLORS[i%COLORS.length],"fill-opacity":0.7},svg);
     el("title",{},c).textContent=p[0]+": "+p[2].toFixed(2)+" GFLOP/s at "+p[1].toFixed(2)+" FLOP/B, "+fmt(p[3])+" self"+(p[4]!==null?", "+(100*p[4]).toFixed(1)+"% of the "+p[5]+" roof":"");
-    if(i<5) el("text",{x:sx(p[1])+8,y:sy(p[2])-6},svg).textContent=p[0];
+    dots.push({x:sx(p[1]),y:sy(p[2]),r:+c.getAttribute("r"),text:shortOp(p[0])});
   });
+  var missed=placeLabels(svg, dots.slice(0,12), {x:L,y:T,w:W-Rm-L,h:H-B-T});
+  var rest=missed.map(function(d){ return d.text; }), more=Math.max(R.points.length-12,0);
+  document.getElementById("roofline-unlabelled").textContent=rest.length||more?"Not labelled (no room, or past the 12 with the most self time; hover a dot for its name): "+rest.join(", ")+(more?(rest.length?" and ":"")+more+" more":"")+".":"";
+}
+// An op's name without the capture's "function."/"kernel." prefix and ".default" overload.
+function shortOp(n){ return n.replace(/^(function|kernel)\./,"").replace(/\.default$/,""); }
+function boxOf(e){ var b=e.getBBox(); return {x:b.x,y:b.y,w:b.width,h:b.height}; }
+function overlaps(a,b){ return a.x<b.x+b.w && b.x<a.x+a.w && a.y<b.y+b.h && b.y<a.y+a.h; }
+// Labels beside dots ({x,y,r,text}, most important first), each at the first
+// of eight places around its dot that stays inside `area` and overlaps no
+// text already drawn, no other label and no other dot; a label with no free
+// place is left out. Returns the dots left without a label.
+function placeLabels(svg, dots, area){
+  var taken=[].map.call(svg.querySelectorAll("text"), boxOf), missed=[];
+  var circles=[].map.call(svg.querySelectorAll("circle"), boxOf);
+  dots.forEach(function(d){
+    var t=el("text",{"class":"point-label",x:0,y:0},svg); t.textContent=d.text;
+    var b=boxOf(t), g=d.r+2, asc=-b.y, done=false;
+    var spots=[[g,-g],[g,g+asc],[-g-b.w,-g],[-g-b.w,g+asc],[-b.w/2,-g-2],[-b.w/2,g+asc+2],[g+2,asc/2],[-g-2-b.w,asc/2]];
+    for(var k=0;k<spots.length && !done;k++){
+      var r={x:d.x+spots[k][0],y:d.y+spots[k][1]+b.y,w:b.w,h:b.h};
+      if(r.x<area.x || r.y<area.y || r.x+r.w>area.x+area.w || r.y+r.h>area.y+area.h) continue;
+      if(taken.some(function(o){ return overlaps(r,o); })) continue;
+      if(circles.some(function(o){ return overlaps(r,{x:o.x+2,y:o.y+2,w:o.w-4,h:o.h-4}); })) continue;
+      t.setAttribute("x",d.x+spots[k][0]); t.setAttribute("y",d.y+spots[k][1]); taken.push(r); done=true;
+    }
+    if(!done){ svg.removeChild(t); missed.push(d); }
+  });
+  return missed;
 }
 // Steps per process over time: one row per process, one box per step (an
 // outlier outlined, ! slow, ? fast), on the time axis of the event timeline.
@@ -508,7 +537,7 @@ function ioTip(r){ return r[0]+": "+fmt(r[2])+" in "+r[1]+" calls; read "+mib(r[
 function ioBandwidth(){
   var B=D.io.bandwidth, host=document.getElementById("io-bandwidth");
   if(!B.bins.length){ host.textContent="No read or write calls."; return; }
-  var W=1000,H=220,L=80,Bm=30,T=10,R=20, span=B.bins[B.bins.length-1][0]+B.bin_s, max=0;
+  var W=1000,H=220,L=90,Bm=30,T=10,R=20, span=B.bins[B.bins.length-1][0]+B.bin_s, max=0;
   B.bins.forEach(function(b){ max=Math.max(max,b[1],b[2]); });
   var rate=function(bytes){ return bytes/1048576/B.bin_s; };
   var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"I/O bandwidth over time"},host);
@@ -516,7 +545,9 @@ function ioBandwidth(){
   el("line",{x1:L,y1:H-Bm,x2:W-R,y2:H-Bm,stroke:"#888"},svg); el("line",{x1:L,y1:T,x2:L,y2:H-Bm,stroke:"#888"},svg);
   el("text",{x:L,y:H-8},svg).textContent="0 s";
   el("text",{x:W-R,y:H-8,"text-anchor":"end"},svg).textContent=fmt(span*1e6)+" ("+fmt(B.bin_s*1e6)+" bins)";
-  el("text",{x:L+4,y:T+10},svg).textContent=rate(max).toFixed(1)+" MiB/s";
+  // The scale's top left of the axis, where no bar is drawn (inside the plot the tallest bar hid it).
+  el("line",{x1:L-3,y1:T,x2:L,y2:T,stroke:"#888"},svg);
+  el("text",{"class":"axis-max",x:L-5,y:T+4,"text-anchor":"end"},svg).textContent=rate(max).toFixed(1)+" MiB/s";
   B.bins.forEach(function(b){
     var x=sx(b[0]), w=Math.max((sx(b[0]+B.bin_s)-x)/2,1);
     [[1,"read"],[2,"write"]].forEach(function(k){
