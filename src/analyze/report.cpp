@@ -658,7 +658,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"total_us\":" + json_num(s.total_us) + ",\"traced_us\":" + json_num(s.traced_us);
   data += ",\"answer\":" + string_array_json(answer);
   data += ",\"top_ops\":" + totals_json(ops, top_n);
-  data += ",\"by_module\":" + totals_json(modules, 30);
+  data += ",\"by_module\":" + totals_json(modules, top_n);
   data += ",\"no_module\":" + totals_json(no_module, 0);
   data += ",\"compile_phases\":" + totals_json(names_of_kind(r.groups_, {"compile"}), top_n);
   data += ",\"regions\":" + totals_json(names_of_kind(r.groups_, {"region", "graph", "comm"}), top_n);
