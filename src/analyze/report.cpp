@@ -170,7 +170,7 @@ std::string pct(double part, double whole) { return fmt_num(whole > 0 ? 100 * pa
 // The answer's first line: the model's hottest ops (`ops`: op and kernel events only).
 std::string ops_line(const Rollup& ops, double traced) {
   auto top = by_self(ops, 3);
-  if (top.empty()) return "Hottest ops: no op or kernel event (only regions, compile or I/O events).";
+  if (top.empty()) return "Hottest ops: no op or kernel event (the regions and compile charts show the rest).";
   std::string l = "Hottest ops by self time: ";
   for (size_t i = 0; i < top.size(); ++i) {
     const double self = ns_to_us(top[i]->second.self_ns);
