@@ -66,7 +66,7 @@ const char* kUsage =
     "            compile vs run, per step), then the module tree, the roofline, steps per process over\n"
     "            time and the skipped input; prints the answer's lines\n"
     "              -o FILE        output .html (required)\n"
-    "              --top N        ops in the top-ops chart (default 20)\n"
+    "              --top N        rows of the ops, modules, compile and regions charts (default 20)\n"
     "              --calibration FILE  peaks for the roofline (as for summary --efficiency)\n"
     "  calibrate [DIR]  measures this machine's peaks (float32 matmul GFLOP/s, memory triad GB/s; about\n"
     "            two seconds) for --efficiency and the roofline; writes DIR/dftracer-calibration.json,\n"

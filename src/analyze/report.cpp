@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "calibration.hpp"
 #include "efficiency.hpp"
@@ -15,6 +17,7 @@
 #include "text_format.hpp"
 #include "module_tree.hpp"
 #include "output_file.hpp"
+#include "report_groups.hpp"
 #include "report_ranks.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
@@ -57,10 +60,10 @@ struct Timeline {
 };
 
 // Every section comes from the summary model (self time, summary.hpp)
-// grouped by name, module, phase and category (event_category.hpp) at once,
-// rolled up per key afterwards.
-const char* kReportKeys = "name,module,phase,category";
-enum ReportKey : size_t { kName = 0, kModule = 1, kPhase = 2, kCategory = 3, kNumReportKeys = 4 };
+// grouped by name, module, phase, category (event_category.hpp) and cat at
+// once, rolled up per key afterwards (the cat gives an event's kind, report_groups.hpp).
+const char* kReportKeys = "name,module,phase,category,cat";
+enum ReportKey : size_t { kName = 0, kModule = 1, kPhase = 2, kCategory = 3, kCat = 4, kNumReportKeys = 5 };
 
 class ReportConsumer : public LineConsumer {
  public:
@@ -114,6 +117,30 @@ Rollup rollup(const SummaryAggregator& agg, size_t key) {
   return m;
 }
 
+bool is_no_module(std::string_view m) { return m.empty() || m == "(none)"; }  // summary's key without args.module
+
+// The names of the events whose kind (report_groups.hpp) is one of `kinds`.
+Rollup names_of_kind(const SummaryAggregator& agg, std::initializer_list<std::string_view> kinds) {
+  Rollup m;
+  for (const auto& [k, g] : agg.groups()) {
+    const std::vector<std::string> v = split_group_key(k);
+    if (std::find(kinds.begin(), kinds.end(), event_kind(v[kCat], v[kName])) != kinds.end()) m[v[kName]].merge(g);
+  }
+  return m;
+}
+
+// The modules (events with args.module), and the time of the events without
+// one split by what it is (no_module_label).
+std::pair<Rollup, Rollup> modules_and_no_module(const SummaryAggregator& agg) {
+  std::pair<Rollup, Rollup> r;
+  for (const auto& [k, g] : agg.groups()) {
+    const std::vector<std::string> v = split_group_key(k);
+    if (!is_no_module(v[kModule])) r.first[v[kModule]].merge(g);
+    else r.second[no_module_label(v[kCategory], event_kind(v[kCat], v[kName]))].merge(g);
+  }
+  return r;
+}
+
 // Labels of a rollup by self time, descending (ties by label), at most `top` (0 = all).
 std::vector<const Rollup::value_type*> by_self(const Rollup& m, size_t top) {
   std::vector<const Rollup::value_type*> v;
@@ -140,21 +167,27 @@ std::string totals_json(const Rollup& m, size_t top) {
 
 std::string pct(double part, double whole) { return fmt_num(whole > 0 ? 100 * part / whole : 0, 1) + "%"; }
 
+// The answer's first line: the model's hottest ops (`ops`: op and kernel events only).
+std::string ops_line(const Rollup& ops, double traced) {
+  auto top = by_self(ops, 3);
+  if (top.empty()) return "Hottest ops: no op or kernel event (the regions and compile charts show the rest).";
+  std::string l = "Hottest ops by self time: ";
+  for (size_t i = 0; i < top.size(); ++i) {
+    const double self = ns_to_us(top[i]->second.self_ns);
+    l += (i ? ", " : "") + top[i]->first + " " + pct(self, traced) + (i ? "" : " of the traced time") + " (" +
+         human_time(self) + ", " + std::to_string(top[i]->second.count) + " events)";
+  }
+  return l;
+}
+
 // The answer the page opens on, and `report` prints: the op and the modules
 // with the most self time, compile vs run, I/O (when traced) and the steps, each one line.
 std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& modules,
                                       const Rollup& categories, const StepReport& st, const IoView& io) {
   std::vector<std::string> lines;
   const double traced = s.traced_us;
-  auto top_ops = by_self(names, 3);
-  if (top_ops.empty()) return {"No complete events were read."};
-  std::string l = "Most self time: ";
-  for (size_t i = 0; i < top_ops.size(); ++i) {
-    const double self = ns_to_us(top_ops[i]->second.self_ns);
-    l += (i ? ", " : "") + top_ops[i]->first + " " + pct(self, traced) + (i ? "" : " of the traced time") + " (" +
-         human_time(self) + ", " + std::to_string(top_ops[i]->second.count) + " events)";
-  }
-  lines.push_back(l);
+  if (!s.complete_events) return {"No complete events were read."};
+  lines.push_back(ops_line(names, traced));
   std::string m;
   for (auto* kv : by_self(modules, 4)) {
     if (kv->first.empty() || kv->first == "(none)") continue;  // summary's key for events without a module
@@ -199,8 +232,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     std::string l2 = "Steps: " + std::to_string(st.rows.size()) + "; the first " + human_time(st.rows[0].duration_us) +
                      ", compile " + pct(st.rows[0].compile_share, 1.0) + " of its traced time";
     if (!later.empty()) {
-      std::nth_element(later.begin(), later.begin() + later.size() / 2, later.end());
-      l2 += "; the others " + human_time(later[later.size() / 2]) + " (median)";
+      l2 += "; the others " + human_time(median(later)) + " (median)";
     }
     lines.push_back(l2 + (outliers.empty() ? "; no outlier" : "; outliers: " + outliers));
   } else {
@@ -306,14 +338,22 @@ svg.chart text{font-size:11px;fill:#333}
 <h1>Trace report</h1>
 <section id="answer"><h2>Where the time went</h2><ul id="answer-lines"></ul>
 <p class="note" id="overview"></p>
-<h3>Top operations by self time</h3><div id="top-ops"></div>
+<h3>Top model ops and kernels by self time</h3><div id="top-ops"></div>
 <h3>Top modules by self time</h3><div id="by-module"></div>
+<h3>Self time outside any module, by what it is</h3><p class="note">Events without args.module, first rule that
+matches: compile (cat compile), data loading (I/O, DataLoader), optimizer, graph calls between their ops (a compiled
+graph's call outside its ops), outside any module (ops of no nn.Module), communication (cat comm), between graphs (a
+region's own time: the loop's code outside any graph call or op).</p><div id="no-module"></div>
 <h3>Compile vs run: self time by kind of work</h3><div id="by-category"></div>
 <div id="steps-section" hidden><h3>Per step: compile / forward / backward / optimizer / data / other (self time)</h3>
 <p class="note" id="steps-summary"></p><div id="by-step"></div><div class="legend" id="steps-legend"></div></div>
 </section>
+<h2>Compile work (cat compile) by self time</h2><div id="compile-phases"></div>
+<h2>User regions and other events by self time</h2><p class="note">Regions (pydftracer's dft_fn/dft_ai, app and
+DataLoader regions, record_function scopes), compiled graphs' calls and collectives: their own time, outside the ops
+they hold.</p><div id="regions"></div>
 <h2>Module tree (total time; width = a module's total, below it its children)</h2><div id="module-icicle"></div>
-<h2>Roofline: achieved GFLOP/s against FLOPs per byte</h2><p class="note" id="roofline-note"></p><div id="roofline"></div>
+<h2>Roofline: achieved GFLOP/s against FLOPs per byte</h2><p class="note" id="roofline-note"></p><div id="roofline"></div><p class="note" id="roofline-unlabelled"></p>
 <h2>Steps per process over time</h2><div id="step-timeline"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
@@ -437,12 +477,41 @@ function roofline(){
     el("polyline",{"class":"roof",points:pts.map(function(p){ return sx(p[0])+","+sy(p[1]); }).join(" "),fill:"none",stroke:"#c33","stroke-width":2},svg);
     el("text",{x:W-Rm-4,y:sy(R.peak_gflops)-5,"text-anchor":"end"},svg).textContent="peak "+R.peak_gflops.toFixed(1)+" GFLOP/s";
   }
-  var smax=0; R.points.forEach(function(p){ smax=Math.max(smax,p[3]); });
+  var smax=0, dots=[]; R.points.forEach(function(p){ smax=Math.max(smax,p[3]); });
   R.points.forEach(function(p,i){
     var c=el("circle",{"class":"op",cx:sx(p[1]),cy:sy(p[2]),r:3+9*Math.sqrt(smax>0?p[3]/smax:0),fill:COLORS[i%COLORS.length],"fill-opacity":0.7},svg);
     el("title",{},c).textContent=p[0]+": "+p[2].toFixed(2)+" GFLOP/s at "+p[1].toFixed(2)+" FLOP/B, "+fmt(p[3])+" self"+(p[4]!==null?", "+(100*p[4]).toFixed(1)+"% of the "+p[5]+" roof":"");
-    if(i<5) el("text",{x:sx(p[1])+8,y:sy(p[2])-6},svg).textContent=p[0];
+    dots.push({x:sx(p[1]),y:sy(p[2]),r:+c.getAttribute("r"),text:shortOp(p[0])});
   });
+  var missed=placeLabels(svg, dots.slice(0,12), {x:L,y:T,w:W-Rm-L,h:H-B-T});
+  var rest=missed.map(function(d){ return d.text; }), more=Math.max(R.points.length-12,0);
+  document.getElementById("roofline-unlabelled").textContent=rest.length||more?"Not labelled (no room, or past the 12 with the most self time; hover a dot for its name): "+rest.join(", ")+(more?(rest.length?" and ":"")+more+" more":"")+".":"";
+}
+// An op's name without the capture's "function."/"kernel." prefix and ".default" overload.
+function shortOp(n){ return n.replace(/^(function|kernel)\./,"").replace(/\.default$/,""); }
+function boxOf(e){ var b=e.getBBox(); return {x:b.x,y:b.y,w:b.width,h:b.height}; }
+function overlaps(a,b){ return a.x<b.x+b.w && b.x<a.x+a.w && a.y<b.y+b.h && b.y<a.y+a.h; }
+// Labels beside dots ({x,y,r,text}, most important first), each at the first
+// of eight places around its dot that stays inside `area` and overlaps no
+// text already drawn, no other label and no other dot; a label with no free
+// place is left out. Returns the dots left without a label.
+function placeLabels(svg, dots, area){
+  var taken=[].map.call(svg.querySelectorAll("text"), boxOf), missed=[];
+  var circles=[].map.call(svg.querySelectorAll("circle"), boxOf);
+  dots.forEach(function(d){
+    var t=el("text",{"class":"point-label",x:0,y:0},svg); t.textContent=d.text;
+    var b=boxOf(t), g=d.r+2, asc=-b.y, done=false;
+    var spots=[[g,-g],[g,g+asc],[-g-b.w,-g],[-g-b.w,g+asc],[-b.w/2,-g-2],[-b.w/2,g+asc+2],[g+2,asc/2],[-g-2-b.w,asc/2]];
+    for(var k=0;k<spots.length && !done;k++){
+      var r={x:d.x+spots[k][0],y:d.y+spots[k][1]+b.y,w:b.w,h:b.h};
+      if(r.x<area.x || r.y<area.y || r.x+r.w>area.x+area.w || r.y+r.h>area.y+area.h) continue;
+      if(taken.some(function(o){ return overlaps(r,o); })) continue;
+      if(circles.some(function(o){ return overlaps(r,{x:o.x+2,y:o.y+2,w:o.w-4,h:o.h-4}); })) continue;
+      t.setAttribute("x",d.x+spots[k][0]); t.setAttribute("y",d.y+spots[k][1]); taken.push(r); done=true;
+    }
+    if(!done){ svg.removeChild(t); missed.push(d); }
+  });
+  return missed;
 }
 // Steps per process over time: one row per process, one box per step (an
 // outlier outlined, ! slow, ? fast), on the time axis of the event timeline.
@@ -468,7 +537,7 @@ function ioTip(r){ return r[0]+": "+fmt(r[2])+" in "+r[1]+" calls; read "+mib(r[
 function ioBandwidth(){
   var B=D.io.bandwidth, host=document.getElementById("io-bandwidth");
   if(!B.bins.length){ host.textContent="No read or write calls."; return; }
-  var W=1000,H=220,L=80,Bm=30,T=10,R=20, span=B.bins[B.bins.length-1][0]+B.bin_s, max=0;
+  var W=1000,H=220,L=90,Bm=30,T=10,R=20, span=B.bins[B.bins.length-1][0]+B.bin_s, max=0;
   B.bins.forEach(function(b){ max=Math.max(max,b[1],b[2]); });
   var rate=function(bytes){ return bytes/1048576/B.bin_s; };
   var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"I/O bandwidth over time"},host);
@@ -476,7 +545,9 @@ function ioBandwidth(){
   el("line",{x1:L,y1:H-Bm,x2:W-R,y2:H-Bm,stroke:"#888"},svg); el("line",{x1:L,y1:T,x2:L,y2:H-Bm,stroke:"#888"},svg);
   el("text",{x:L,y:H-8},svg).textContent="0 s";
   el("text",{x:W-R,y:H-8,"text-anchor":"end"},svg).textContent=fmt(span*1e6)+" ("+fmt(B.bin_s*1e6)+" bins)";
-  el("text",{x:L+4,y:T+10},svg).textContent=rate(max).toFixed(1)+" MiB/s";
+  // The scale's top left of the axis, where no bar is drawn (inside the plot the tallest bar hid it).
+  el("line",{x1:L-3,y1:T,x2:L,y2:T,stroke:"#888"},svg);
+  el("text",{"class":"axis-max",x:L-5,y:T+4,"text-anchor":"end"},svg).textContent=rate(max).toFixed(1)+" MiB/s";
   B.bins.forEach(function(b){
     var x=sx(b[0]), w=Math.max((sx(b[0]+B.bin_s)-x)/2,1);
     [[1,"read"],[2,"write"]].forEach(function(k){
@@ -497,11 +568,14 @@ function badInput(){
 var ul=document.getElementById("answer-lines");
 D.answer.forEach(function(l){ var li=document.createElement("li"); li.textContent=l; ul.appendChild(li); });
 document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.traced_us)+" traced (the threads' time inside any event: the self times add up to it), "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
-bars("top-ops", D.top_ops, "top operations");
+bars("top-ops", D.top_ops, "top model ops and kernels");
 bars("by-module", D.by_module, "time by module");
+bars("no-module", D.no_module, "time outside any module");
 bars("by-category", D.by_category, "compile vs run");
 stepBars();
 icicle("module-icicle", D.module_tree);
+bars("compile-phases", D.compile_phases, "compile work");
+bars("regions", D.regions, "user regions and other events");
 roofline();
 stepTimeline();
 timeline("timeline");
@@ -574,16 +648,20 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   // POSIX/STDIO events (issue #14), aggregated in the same pass (io_view.cpp's
   // IoAccumulator): a line of the answer, and a section of the page when there are some.
   const IoView io = r.io_.finish(res.stats);
-  const std::vector<std::string> answer =
-      answer_lines(s, by_key[kName], by_key[kModule], by_key[kCategory], steps, io);
+  const Rollup ops = names_of_kind(r.groups_, {"op"});  // the model's own work leads
+  const auto [modules, no_module] = modules_and_no_module(r.groups_);
+  const std::vector<std::string> answer = answer_lines(s, ops, modules, by_key[kCategory], steps, io);
   for (const std::string& l : answer) res.answer += l + "\n";
 
   // The page's data, one member per section, in the order the page shows them.
   std::string data = "{\"files\":" + std::to_string(files.size()) + ",\"events\":" + std::to_string(s.complete_events);
   data += ",\"total_us\":" + json_num(s.total_us) + ",\"traced_us\":" + json_num(s.traced_us);
   data += ",\"answer\":" + string_array_json(answer);
-  data += ",\"top_ops\":" + totals_json(by_key[kName], top_n);
-  data += ",\"by_module\":" + totals_json(by_key[kModule], 30);
+  data += ",\"top_ops\":" + totals_json(ops, top_n);
+  data += ",\"by_module\":" + totals_json(modules, top_n);
+  data += ",\"no_module\":" + totals_json(no_module, 0);
+  data += ",\"compile_phases\":" + totals_json(names_of_kind(r.groups_, {"compile"}), top_n);
+  data += ",\"regions\":" + totals_json(names_of_kind(r.groups_, {"region", "graph", "comm"}), top_n);
   data += ",\"by_category\":" + totals_json(by_key[kCategory], 0);
   data += ",\"steps\":" + steps_report_json(steps, origin_us);
   std::ostringstream tree_json;  // the module icicle from the same groups

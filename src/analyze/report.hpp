@@ -1,7 +1,8 @@
 // `report`: one self-contained HTML page (no network access: its script and
 // styles are inline) with charts drawn as SVG by that script. It opens on the
-// answer (the ops and modules with the most self time, compile vs run, the
-// per-step split), then the module icicle, the roofline (efficiency.hpp),
+// answer (the model's ops and modules with the most self time, the time
+// outside any module by what it is, compile vs run, the per-step split), then
+// compile work and user regions, the module icicle, the roofline (efficiency.hpp),
 // steps and events per process over time, the phases, I/O, and the input
 // that was skipped. Each section is one member of the page's data, built by
 // its own function in report.cpp, and one function of the page's script.

@@ -4,6 +4,7 @@ and `merge` output is strict JSON for Python's own parser.
 The command is found through $DFTRACER_ANALYZE_BIN, beside this interpreter or on
 PATH (the wheel installs it), or in a CMake build directory of this checkout.
 """
+import html as html_lib
 import json
 import os
 import re
@@ -100,8 +101,10 @@ def test_report_bars_show_self_time(tmp_path):
     dom = _rendered_dom(html, tmp_path)
     top_ops = dom.split('id="top-ops"')[1].split("</svg>")[0]
     labels = re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', top_ops)
-    assert labels == ["function.mm", "train_step"]
-    assert "600.000 us self, 600.000 us total" in top_ops and "400.000 us self, 1.000 ms total" in top_ops
+    assert labels == ["function.mm"]  # the region has its own chart
+    assert "600.000 us self, 600.000 us total" in top_ops
+    regions = dom.split('id="regions"')[1].split("</svg>")[0]
+    assert "train_step: 400.000 us self, 1.000 ms total" in regions
     assert "1.000 ms traced" in dom
 
 
@@ -161,11 +164,11 @@ def test_report_opens_on_the_answer(tmp_path, monkeypatch):
     html = tmp_path / "report.html"
     out = subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True,
                          text=True).stdout
-    assert out.startswith("Most self time: mm 37.5% of the traced time (750.000 us, 3 events)"), out
+    assert out.startswith("Hottest ops by self time: mm 37.5% of the traced time (750.000 us, 3 events)"), out
     dom = _rendered_dom(html, tmp_path)
     answer = re.findall(r"<li>([^<]*)</li>", dom.split('id="answer-lines"')[1].split("</ul>")[0])
     assert answer == out.splitlines()
-    assert answer[0].startswith("Most self time: mm 37.5%")
+    assert answer[0].startswith("Hottest ops by self time: mm 37.5%")
     assert answer[1] == "Top modules by self time: model.fc 67.5%"
     assert answer[2].startswith("Compile vs run: compile 25.0% (500.000 us), run 75.0%"), answer[2]
     assert answer[3].startswith("Steps: 3; the first 1.000 ms, compile 50.0% of its traced time"), answer[3]
@@ -174,7 +177,7 @@ def test_report_opens_on_the_answer(tmp_path, monkeypatch):
              'id="module-icicle"', 'id="roofline"', 'id="step-timeline"', 'id="timeline"', 'id="bad-input"']
     at = [dom.index(marker) for marker in order]
     assert at == sorted(at), list(zip(order, at))
-    assert dom.index("Most self time") < dom.index('id="module-icicle"')
+    assert dom.index("Hottest ops") < dom.index('id="module-icicle"')
     top_ops = dom.split('id="top-ops"')[1].split("</svg>")[0]
     assert re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', top_ops)[0] == "mm"
     compile_bar = dom.split('id="by-category"')[1].split("</svg>")[0]
@@ -231,3 +234,151 @@ def test_report_io_section_renders_every_chart(tmp_path):
     assert "write 93.750 MiB/s (3.000 MiB)" in bw
     bad = dom.split('id="bad-input-line"')[1].split("</table>")[0]
     assert "malformed lines" in bad  # the script ran past the I/O section
+
+
+def _model_trace(path):
+    """One process: a 5 ms compile, then three 3 ms train_step regions, each holding a
+    graph.forward call (1 ms: function.mm.default of model.fc 600 us, function.add.Tensor
+    of no module 100 us), optimizer.step (850 us), DataLoader.next (400 us, a 100 us read
+    in it). Self time per step: mm 600, add 100, the graph call 300, optimizer.step 850,
+    the DataLoader region 300 and its read 100, train_step 750."""
+    evs = [{"name": "dynamo.trace", "cat": "compile", "pid": 1, "tid": 1, "ts": 0, "dur": 5000, "ph": "X"}]
+    for s in (10000, 20000, 30000):
+        evs += [
+            {"name": "function.mm.default", "cat": "dynamo", "ts": s + 150, "dur": 600,
+             "args": {"phase": "forward", "module": "model.fc"}},
+            {"name": "function.add.Tensor", "cat": "dynamo", "ts": s + 800, "dur": 100, "args": {"phase": "forward"}},
+            {"name": "graph.forward", "cat": "dynamo", "ts": s + 100, "dur": 1000, "args": {"phase": "forward"}},
+            {"name": "optimizer.step", "cat": "app", "ts": s + 1200, "dur": 850},
+            {"name": "read", "cat": "POSIX", "ts": s + 2200, "dur": 100, "args": {"size": 4096, "ret": 4096}},
+            {"name": "DataLoader.next", "cat": "dataloader", "ts": s + 2100, "dur": 400},
+            {"name": "train_step", "cat": "app", "ts": s, "dur": 3000},
+        ]
+    for e in evs:
+        e.update(pid=1, tid=1, ph="X")
+    path.write_text("".join(json.dumps(e) + "\n" for e in evs))
+
+
+def _labels(dom, chart):
+    svg = dom.split(f'id="{chart}"')[1].split("</svg>")[0]
+    return re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', svg), svg
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_leads_with_the_models_ops_and_splits_time_without_a_module(tmp_path):
+    """The compile phase (5 ms) and the regions (2.55 and 2.25 ms) have more self time than
+    the hottest op (mm, 1.8 ms): the answer and the first chart still name the ops;
+    compile work and regions get their own charts; the time of events without a module
+    is split by what it is, each part its own bar."""
+    exe = _analyzer()
+    _model_trace(tmp_path / "a.pfw")
+    html = tmp_path / "report.html"
+    out = subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True,
+                         text=True).stdout
+    first = out.splitlines()[0]
+    assert first.startswith("Hottest ops by self time: function.mm.default "), out
+    assert "function.add.Tensor" in first and "dynamo.trace" not in first and "train_step" not in first, first
+    assert out.splitlines()[1] == "Top modules by self time: model.fc 12.9%", out  # 1.8 of 14 ms
+    dom = _rendered_dom(html, tmp_path)
+    ops, _ = _labels(dom, "top-ops")
+    assert ops == ["function.mm.default", "function.add.Tensor"]
+    modules, _ = _labels(dom, "by-module")
+    assert modules == ["model.fc"]
+    compile_work, _ = _labels(dom, "compile-phases")
+    assert compile_work == ["dynamo.trace"]
+    regions, _ = _labels(dom, "regions")
+    assert regions == ["optimizer.step", "train_step", "DataLoader.next", "graph.forward"]  # ties by name
+    parts, svg = _labels(dom, "no-module")
+    assert parts == ["(no module: compile)", "(no module: optimizer)", "(no module: between graphs)",
+                     "(no module: data loading)", "(no module: graph calls, between their ops)",
+                     "(no module: outside any module)"], parts
+    for label, self_time in [("compile", "5.000 ms"), ("optimizer", "2.550 ms"), ("between graphs", "2.250 ms"),
+                             ("data loading", "1.200 ms"), ("graph calls, between their ops", "900.000 us"),
+                             ("outside any module", "300.000 us")]:
+        assert f"(no module: {label}): {self_time} self" in svg, (label, svg)
+    assert "(none)" not in svg
+    # The order: the model's work, then compile, then the regions.
+    at = [dom.index(f'id="{c}"') for c in ("top-ops", "by-module", "no-module", "compile-phases", "regions")]
+    assert at == sorted(at)
+
+
+def test_report_steps_median_is_the_mean_of_the_two_middle_steps(tmp_path):
+    """Steps of 1000, 556 and 57 us back to back: the steps after the first have a
+    median of 306.5 us (the mean of the two), not the upper one (556 us)."""
+    exe = _analyzer()
+    evs = []
+    for start, dur in ((0, 1000), (1000, 556), (1556, 57)):
+        evs.append({"name": "mm", "cat": "op", "pid": 1, "tid": 1, "ts": start, "dur": dur // 2, "ph": "X",
+                    "args": {"phase": "forward"}})
+        evs.append({"name": "train_step", "cat": "app", "pid": 1, "tid": 1, "ts": start, "dur": dur, "ph": "X"})
+    (tmp_path / "a.pfw").write_text("".join(json.dumps(e) + "\n" for e in evs))
+    out = subprocess.run([exe, "report", "-o", str(tmp_path / "r.html"), str(tmp_path / "a.pfw")], check=True,
+                         capture_output=True, text=True).stdout
+    steps = [line for line in out.splitlines() if line.startswith("Steps:")]
+    assert steps and "the others 306.500 us (median)" in steps[0], out
+
+
+# Appended to the page: the boxes (getBoundingClientRect) of the charts' texts,
+# dots and bars, as JSON in a <pre> the DOM dump keeps.
+_BOXES = """<script>
+(function(){
+  function boxes(sel){ return [].map.call(document.querySelectorAll(sel), function(e){
+    var r=e.getBoundingClientRect(); return [e.textContent, r.left, r.top, r.right, r.bottom, e.getAttribute("class")]; }); }
+  var pre=document.createElement("pre"); pre.id="boxes";
+  pre.textContent=JSON.stringify({roof_text: boxes("#roofline svg text"), roof_dots: boxes("#roofline circle"),
+                                  io_text: boxes("#io-bandwidth svg text"), io_bars: boxes("#io-bandwidth rect")});
+  document.body.appendChild(pre);
+})();
+</script></body>"""
+
+
+def _overlap(a, b, slack=0.5):
+    return a[1] + slack < b[3] and b[1] + slack < a[3] and a[2] + slack < b[4] and b[2] + slack < a[4]
+
+
+def _chart_boxes(tmp_path, evs):
+    """The report of `evs` rendered in headless Chromium, with _BOXES's boxes."""
+    exe = _analyzer()
+    (tmp_path / "a.pfw").write_text("".join(json.dumps(e) + "\n" for e in evs))
+    html = tmp_path / "report.html"
+    subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True)
+    page = tmp_path / "boxes.html"
+    page.write_text(html.read_text().replace("</body>", _BOXES))
+    dom = _rendered_dom(page, tmp_path)
+    return json.loads(html_lib.unescape(dom.split('<pre id="boxes">')[1].split("</pre>")[0])), dom
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_roofline_labels_do_not_overlap(tmp_path):
+    """30 ops at nearly the same FLOP/B and GFLOP/s: the roofline's labels overlap no
+    other text and no other dot; the ops left without one are listed under it."""
+    evs = [{"name": f"function.op{k:02d}.default", "cat": "dynamo", "pid": 1, "tid": 1, "ts": 1000 * k,
+            "dur": 300 + 10 * k, "ph": "X",
+            "args": {"phase": "forward", "module": "m", "flops": 1000000 + 30000 * k, "bytes": 100000}}
+           for k in range(30)]
+    boxes, dom = _chart_boxes(tmp_path, evs)
+    texts = boxes["roof_text"]
+    labels = [t for t in texts if re.match(r"(function\.)?op\d\d", t[0])]
+    assert labels, texts  # the ops with the most self time are labelled
+    for i, a in enumerate(texts):
+        for b in texts[i + 1:]:
+            assert not _overlap(a, b), (a, b)
+    for a in labels:
+        for d in boxes["roof_dots"]:
+            assert not _overlap(a, [d[0], d[1] + 2, d[2] + 2, d[3] - 2, d[4] - 2]), (a, d)
+    note = dom.split('id="roofline-unlabelled"')[1].split("</p>")[0]
+    assert "Not labelled" in note and "18 more" in note, note
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_io_bandwidth_scale_is_clear_of_the_bars(tmp_path):
+    """The tallest I/O bandwidth bar is the first: the chart's top value stays
+    readable, clear of every bar."""
+    evs = [{"name": "read", "cat": "POSIX", "pid": 1, "tid": 1, "ts": k * 1e5, "dur": 50, "ph": "X",
+            "args": {"size": (64 if k == 0 else 1) << 20, "ret": (64 if k == 0 else 1) << 20}} for k in range(12)]
+    boxes, _ = _chart_boxes(tmp_path, evs)
+    top = [t for t in boxes["io_text"] if t[0].endswith("MiB/s")]
+    assert len(top) == 1, boxes["io_text"]
+    assert boxes["io_bars"]
+    for b in boxes["io_bars"]:
+        assert not _overlap(top[0], b), (top[0], b)
