@@ -9,7 +9,8 @@
  *             when DFTRACER_ENABLE=1): patches the GOTs of the loaded objects and of
  *             every object dlopen'ed later.
  * DFTRACER_DISABLE_IO=1 turns both off; DFTRACER_DATA_DIR (colon-separated
- * prefixes, or `all`; unset = all) limits which paths are traced.
+ * prefixes, or `all`; unset = all) limits which paths are traced;
+ * dft_io_set_data_dir() changes them later.
  */
 #ifndef DFTRACER_IO_H_
 #define DFTRACER_IO_H_
@@ -29,6 +30,20 @@ extern "C" {
  * DFT_IO_FUNCTION, DFT_IO_PRELOAD (the preload library is loaded: it
  * already traces, nothing is patched) or DFT_IO_OFF. Idempotent. */
 DFT_API int dft_io_install(void);
+
+/* Replaces the directories whose I/O is traced, as DFTRACER_DATA_DIR
+ * names them (colon-separated; relative ones from the working directory;
+ * NULL, "" or an `all` among them = every path), in whichever library
+ * traces (FUNCTION or PRELOAD), while hooks run. Call it after
+ * dft_io_install(): that reads DFTRACER_DATA_DIR when it first starts.
+ * initialize_log(logfile, data_dir) calls it. */
+DFT_API void dft_io_set_data_dir(const char* dirs);
+
+/* Pauses (paused != 0) or resumes the tracing of the calling thread's I/O;
+ * returns 1 when it was paused before. The Python package pauses its own
+ * lazy imports (dftracer.python.dynamo and what it imports): they are not
+ * the program's I/O. Other threads go on being traced. */
+DFT_API int dft_io_pause_thread(int paused);
 
 /* The mode dft_io_install() left in force (DFT_IO_OFF before it). */
 DFT_API int dft_io_mode(void);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string_view>
+#include <unordered_set>
 
 #include "event_category.hpp"
 #include "event_decoder.hpp"
@@ -93,7 +94,7 @@ void table(std::ostream& os, const char* title, const char* key, const std::map<
   os << "\n";
 }
 
-void json_stats(std::string& out, const IoStats& s) {
+void json_stats(std::string& out, const IoStats& s, const char* kind = nullptr) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "{\"ops\":%llu,\"reads\":%llu,\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
@@ -103,9 +104,16 @@ void json_stats(std::string& out, const IoStats& s) {
                 static_cast<unsigned long long>(s.write_bytes), static_cast<unsigned long long>(s.small_reads),
                 static_cast<unsigned long long>(s.small_writes), s.time_ns / 1e3);
   out += buf;
+  if (kind != nullptr) {
+    out.back() = ',';
+    out += "\"kind\":\"";
+    out += kind;
+    out += "\"}";
+  }
 }
 
-void json_map(std::string& out, const char* name, const std::map<std::string, IoStats>& m) {
+void json_map(std::string& out, const char* name, const std::map<std::string, IoStats>& m,
+              const std::map<std::string, IoFileKind>* kinds = nullptr) {
   out += ",\"";
   out += name;
   out += "\":{";
@@ -115,9 +123,114 @@ void json_map(std::string& out, const char* name, const std::map<std::string, Io
     first = false;
     append_json_string(out, k);
     out += ':';
-    json_stats(out, s);
+    const auto kind = kinds != nullptr ? kinds->find(k) : std::map<std::string, IoFileKind>::const_iterator();
+    json_stats(out, s, kinds != nullptr && kind != kinds->end() ? io_kind_name(kind->second) : nullptr);
   }
   out += '}';
+}
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// A shared library: "x.so" or a versioned "x.so.1.2" (digits and dots after).
+bool is_shared_library(std::string_view name) {
+  if (ends_with(name, ".so")) return true;
+  const size_t at = name.rfind(".so.");
+  if (at == std::string_view::npos) return false;
+  for (char c : name.substr(at + 4))
+    if (c != '.' && (c < '0' || c > '9')) return false;
+  return true;
+}
+
+size_t python_prefix_len(std::string_view path);
+
+// Each directory above `path` ("/a/b/c" -> "/a/b", "/a", ...; never "/").
+template <typename Fn>
+void for_each_parent(std::string_view path, Fn fn) {
+  for (size_t at = path.rfind('/'); at != std::string_view::npos && at > 0; at = path.rfind('/', at - 1))
+    fn(path.substr(0, at));
+}
+
+}  // namespace
+
+const char* io_kind_name(IoFileKind k) { return k == IoFileKind::Runtime ? "runtime" : "data"; }
+
+IoFileKind io_file_kind(std::string_view path) {
+  if (path.empty() || path[0] != '/') return IoFileKind::Data;  // no path to judge by
+  static const std::string_view kRuntimePrefixes[] = {"/proc/", "/sys/", "/dev/", "/etc/ld.so.", "/usr/lib/locale/",
+                                                      "/usr/share/locale/"};
+  for (std::string_view p : kRuntimePrefixes)
+    if (path.substr(0, p.size()) == p || path == p.substr(0, p.size() - 1)) return IoFileKind::Runtime;
+  static const std::string_view kRuntimeParts[] = {"/__pycache__", "/site-packages", "/dist-packages", ".dist-info",
+                                                   ".egg-info",    "/lib-dynload",   ".pfw",           "/torchinductor_",
+                                                   "/.triton/"};
+  for (std::string_view part : kRuntimeParts)
+    if (path.find(part) != std::string_view::npos) return IoFileKind::Runtime;
+  const std::string_view name = path.substr(path.rfind('/') + 1);
+  static const std::string_view kRuntimeSuffixes[] = {".py", ".pyc", ".pyo", ".pth"};
+  for (std::string_view tail : kRuntimeSuffixes)
+    if (ends_with(name, tail)) return IoFileKind::Runtime;
+  // ".../lib/python3.11/..." (the standard library and its site-packages),
+  // ".../bin/python3" (the interpreter itself).
+  if (is_shared_library(name) || python_prefix_len(path) != std::string_view::npos) return IoFileKind::Runtime;
+  return IoFileKind::Data;
+}
+
+namespace {
+
+// v.file_kind and the per-kind totals, from the named by_file rows.
+// The length of the Python installation's directory a path lies in ("/opt/py"
+// of "/opt/py/lib/python3.11/..." or of "/opt/py/bin/python3"; 0 for
+// "/lib/python3/..."), or npos when it names none.
+size_t python_prefix_len(std::string_view path) {
+  for (size_t at = path.find("/lib/python"); at != std::string_view::npos; at = path.find("/lib/python", at + 1)) {
+    std::string_view rest = path.substr(at + 11);
+    if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') return at;
+  }
+  const size_t bin = path.rfind("/bin/python");
+  if (bin != std::string_view::npos && path.find('/', bin + 5) == std::string_view::npos) return bin;
+  return std::string_view::npos;
+}
+
+bool under(std::string_view path, std::string_view dir) {
+  return path.size() >= dir.size() && path.substr(0, dir.size()) == dir &&
+         (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+// v.file_kind and the per-kind totals, from the named by_file rows.
+void classify_files(IoView& v) {
+  std::unordered_set<std::string_view> prefixes;  // Python installations (not "/" itself)
+  for (const auto& [path, s] : v.by_file)
+    if (size_t n = python_prefix_len(path); n != std::string_view::npos && n > 0) prefixes.insert(path.substr(0, n));
+  std::unordered_set<std::string_view> above_runtime, above_data;
+  for (const auto& [path, s] : v.by_file) {
+    IoFileKind k = io_file_kind(path);
+    // Anything in a Python installation (its bin/, its build's Modules/Setup).
+    for_each_parent(path, [&](std::string_view d) {
+      if (prefixes.count(d)) k = IoFileKind::Runtime;
+    });
+    if (prefixes.count(path)) k = IoFileKind::Runtime;
+    v.file_kind[path] = k;
+    if (k == IoFileKind::Runtime) for_each_parent(path, [&](std::string_view d) { above_runtime.insert(d); });
+  }
+  // Data files proper: not themselves a directory leading to runtime files.
+  for (const auto& [path, k] : v.file_kind)
+    if (k == IoFileKind::Data && !above_runtime.count(path))
+      for_each_parent(path, [&](std::string_view d) { above_data.insert(d); });
+  for (auto& [path, k] : v.file_kind) {
+    // A directory on the way to runtime files only (the import system's
+    // stat of the installation's parents: /home, /home/u/.venvs).
+    if (k == IoFileKind::Data && above_runtime.count(path) && !above_data.count(path)) k = IoFileKind::Runtime;
+    const IoStats& s = v.by_file[path];
+    if (k == IoFileKind::Runtime) {
+      v.runtime.add(s);
+      ++v.runtime_files;
+    } else {
+      v.data.add(s);
+      ++v.data_files;
+    }
+  }
 }
 
 }  // namespace
@@ -213,6 +326,7 @@ IoView IoAccumulator::finish(const ReadStats& stats) const {
     named[it != paths_.end() ? it->second : (hash.empty() ? std::string("(no fhash)") : "fhash:" + hash)].add(s);
   }
   v.by_file = std::move(named);
+  classify_files(v);
   if (!v.by_bin.empty()) v.first_bin_ns = v.by_bin.begin()->first;
   return v;
 }
@@ -233,16 +347,27 @@ IoView io_view(const std::vector<std::string>& files, const IoOptions& options, 
 
 namespace {
 
+// by_file's data files.
+std::map<std::string, IoStats> data_files(const IoView& v) {
+  std::map<std::string, IoStats> out;
+  for (const auto& [path, s] : v.by_file) {
+    auto k = v.file_kind.find(path);
+    if (k == v.file_kind.end() || k->second == IoFileKind::Data) out.emplace(path, s);
+  }
+  return out;
+}
+
 std::string summary_line(const IoView& v) {
-  const IoStats& t = v.total;
-  char line[512];
+  const IoStats& t = v.data;
+  char line[640];
   std::snprintf(line, sizeof line,
-                "I/O: %llu calls, %.1f us; %llu reads %.3f MiB, %llu writes %.3f MiB; small (< %llu B): %llu reads, "
-                "%llu writes",
+                "Data I/O: %llu calls, %.1f us; %llu reads %.3f MiB, %llu writes %.3f MiB; small (< %llu B): %llu reads, "
+                "%llu writes (all I/O, the runtime's too: %llu calls, %.1f us)",
                 static_cast<unsigned long long>(t.ops), t.time_ns / 1e3, static_cast<unsigned long long>(t.reads),
                 mib(t.read_bytes), static_cast<unsigned long long>(t.writes), mib(t.write_bytes),
                 static_cast<unsigned long long>(v.options.small_bytes), static_cast<unsigned long long>(t.small_reads),
-                static_cast<unsigned long long>(t.small_writes));
+                static_cast<unsigned long long>(t.small_writes), static_cast<unsigned long long>(v.total.ops),
+                v.total.time_ns / 1e3);
   return line;
 }
 
@@ -269,7 +394,9 @@ std::string rows_json(const std::map<std::string, IoStats>& m, size_t top) {
 std::string io_report_json(const IoView& v, size_t top) {
   std::string o = "{\"summary\":";
   append_json_string(o, summary_line(v));
-  o += ",\"by_file\":" + rows_json(v.by_file, top) + ",\"by_call\":" + rows_json(v.by_call, top) +
+  o += ",\"runtime\":";
+  append_json_string(o, runtime_line(v));
+  o += ",\"by_file\":" + rows_json(data_files(v), top) + ",\"by_call\":" + rows_json(v.by_call, top) +
        ",\"by_process\":" + rows_json(v.by_process, top);
   char buf[96];
   std::snprintf(buf, sizeof buf, ",\"bandwidth\":{\"bin_s\":%.9g,\"bins\":[", v.options.bin_ns / 1e9);
@@ -282,6 +409,14 @@ std::string io_report_json(const IoView& v, size_t top) {
     first = false;
   }
   return o + "]}}";
+}
+
+std::string runtime_line(const IoView& v) {
+  if (!v.runtime_files) return "";
+  char line[256];
+  std::snprintf(line, sizeof line, "Python imports and libraries (runtime I/O): %llu calls, %.1f us over %zu files",
+                static_cast<unsigned long long>(v.runtime.ops), v.runtime.time_ns / 1e3, v.runtime_files);
+  return line;
 }
 
 IoOptions io_report_options() {
@@ -298,7 +433,11 @@ void write_io_table(std::ostream& os, const IoView& v, size_t top) {
     return;
   }
   os << summary_line(v) << "\n\n";
-  table(os, "by file", "file", v.by_file, top);
+  if (v.data_files)
+    table(os, "by data file", "file", data_files(v), top);
+  else
+    os << "by data file\n  (none: every traced file is the runtime's)\n\n";
+  if (const std::string r = runtime_line(v); !r.empty()) os << r << "\n\n";
   table(os, "by call", "call", v.by_call, top);
   table(os, "by process", "pid", v.by_process, top);
   double bin_s = v.options.bin_ns / 1e9;
@@ -316,7 +455,12 @@ void write_io_json(std::ostream& os, const IoView& v) {
   std::string out = "{\"total\":";
   json_stats(out, v.total);
   out += ",\"small_bytes\":" + std::to_string(v.options.small_bytes);
-  json_map(out, "by_file", v.by_file);
+  json_map(out, "by_file", v.by_file, &v.file_kind);
+  out += ",\"by_kind\":{\"data\":";
+  json_stats(out, v.data);
+  out += ",\"runtime\":";
+  json_stats(out, v.runtime);
+  out += '}';
   json_map(out, "by_call", v.by_call);
   json_map(out, "by_process", v.by_process);
   out += ",\"bandwidth\":{\"bin_s\":" + std::to_string(v.options.bin_ns / 1e9) + ",\"bins\":[";

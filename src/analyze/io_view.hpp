@@ -9,6 +9,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "event_decoder.hpp"
@@ -25,6 +26,20 @@ struct IoStats {
   void add(const IoStats& o);
 };
 
+// Whose I/O a file's calls are, by its path alone (io_file_kind): the
+// program's data (datasets, checkpoints, its outputs), or the runtime's own
+// (Python's imports, shared libraries, the kernel's pseudo files, the trace
+// files themselves). docs/analyzer.md gives the rule.
+enum class IoFileKind { Data, Runtime };
+const char* io_kind_name(IoFileKind k);  // "data" / "runtime"
+// The rule on one path: runtime when it is under /proc, /sys or /dev, names a
+// trace file (.pfw), is Python's (.py/.pyc/.pth files, __pycache__,
+// site-packages, dist-packages, .dist-info, .egg-info, lib/pythonX.Y,
+// lib-dynload), a shared library (.so, .so.N), the dynamic linker's cache,
+// the interpreter itself (bin/python*) or a locale file; else data (a name
+// without a path, "fhash:..." or "(no fhash)", is data: nothing says otherwise).
+IoFileKind io_file_kind(std::string_view path);
+
 struct IoOptions {
   uint64_t small_bytes = 4096;  // "small I/O": a data call moving fewer bytes
   int64_t bin_ns = 1000000000;  // bandwidth bins (1 s)
@@ -40,6 +55,12 @@ struct IoOptions {
 struct IoView {
   IoStats total;
   std::map<std::string, IoStats> by_file;     // path (or "fhash:<hash>" without its FH record)
+  // Each by_file key's kind: io_file_kind, and also runtime for a directory
+  // that only leads to runtime files (the interpreter's prefix, /usr/lib,
+  // stat'ed by the import system), never one above a data file.
+  std::map<std::string, IoFileKind> file_kind;
+  IoStats data, runtime;  // total, split by file kind
+  size_t data_files = 0, runtime_files = 0;
   std::map<std::string, IoStats> by_call;     // event name
   std::map<std::string, IoStats> by_process;  // pid
   std::map<int64_t, IoStats> by_bin;          // epoch ns of each bin's start (options.bin_ns wide)
@@ -75,11 +96,19 @@ class IoAccumulator {
 };
 
 // A text report (each table: the `top` rows with the most time, then one
-// line for the rest; 0: every row), or all of it as one JSON object.
+// line for the rest; 0: every row), or all of it as one JSON object. The
+// table's "by file" lists the data files; the runtime's are one line below
+// it (runtime_line). The JSON's by_file holds every file, each with its
+// "kind", and "by_kind" the two totals.
 void write_io_table(std::ostream& os, const IoView& v, size_t top = 0);
 void write_io_json(std::ostream& os, const IoView& v);
 
-// The report's I/O section data: {"summary": one line, "by_file", "by_call"
+// "Python imports and libraries (runtime): N calls, T us over F files", or
+// "" when the trace holds none.
+std::string runtime_line(const IoView& v);
+
+// The report's I/O section data: {"summary": one line, "runtime":
+// runtime_line, "by_file" (data files only), "by_call"
 // and "by_process": [[name, ops, time_us, read_bytes, write_bytes], ...] (the
 // `top` longest; 0 = all), "bandwidth": {"bin_s", "bins": [[t_s since the
 // first bin, read_bytes, write_bytes], ...]}}.

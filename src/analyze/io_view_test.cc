@@ -126,7 +126,7 @@ TEST(IoView, ReportShowsTheIoSectionOnlyWithIoEvents) {
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   };
   std::string with = page("io.pfw");
-  EXPECT_NE(with.find("\"io\":{\"summary\":\"I/O: 1 calls"), std::string::npos);
+  EXPECT_NE(with.find("\"io\":{\"summary\":\"Data I/O: 1 calls"), std::string::npos);
   EXPECT_NE(with.find("[\"/data/a.bin\",1,"), std::string::npos);
   EXPECT_EQ(page("none.pfw").find("\"io\":{"), std::string::npos);
 }
@@ -142,8 +142,8 @@ TEST(IoView, TheReportsAnswerHasAnIoLineOnlyWithIoEvents) {
                  x("train_step", "app", 1, 1000, 100, "") + "]\n");
   write_file(d.file("none.pfw"), "[\n" + x("step", "app", 1, 1000, 5, "") + "]\n");
   const std::string with = write_report({d.file("io.pfw")}, d.file("io.html"), 20, 1, ReadOptions{}).answer;
-  EXPECT_NE(with.find("\nI/O: 2 POSIX/STDIO calls, 30.000 us (30.0% of the traced time); read 0.008 MiB in 2 calls, "
-                      "wrote 0.000 MiB in 0 (1 under 4096 B); most I/O time: /data/a.bin 20.000 us (1 calls)\n"),
+  EXPECT_NE(with.find("\nI/O: data 2 POSIX/STDIO calls, 30.000 us (30.0% of the traced time); read 0.008 MiB in 2 calls, "
+                      "wrote 0.000 MiB in 0 (1 under 4096 B); most data I/O time: /data/a.bin 20.000 us (1 calls)\n"),
             std::string::npos)
       << with;
   const std::string without = write_report({d.file("none.pfw")}, d.file("none.html"), 20, 1, ReadOptions{}).answer;
@@ -217,4 +217,80 @@ TEST(IoView, BinsWidenToFitAndMergeAcrossReaderThreads) {
   IoView fixed = io_view({d.file("t.pfw")}, IoOptions{}, 1, ReadOptions{});
   EXPECT_EQ(fixed.options.bin_ns, 1000000000);
   EXPECT_EQ(fixed.by_bin.size(), 2u);
+}
+
+TEST(IoView, TheRuntimesFilesAreToldFromTheData) {
+  for (const char* p : {"/usr/lib/python3.11/json/decoder.py", "/opt/py/lib/python3.11/__pycache__/os.cpython-311.pyc",
+                        "/home/u/.venv/lib/python3.11/site-packages/torch/_compile.py",
+                        "/home/u/.venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",
+                        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30", "/usr/lib/python3/dist-packages/x/y.txt",
+                        "/opt/py/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so",
+                        "/opt/py/bin/python3.11", "/proc/self/maps", "/sys/devices/system/cpu/online", "/dev/shm/x",
+                        "/out/traces/run-app-12.pfw.gz", "/etc/ld.so.cache", "/tmp/torchinductor_u/ab/cab.py",
+                        "/home/u/.venv/lib/python3.11/site-packages/numpy-2.0.dist-info/METADATA"})
+    EXPECT_EQ(io_file_kind(p), IoFileKind::Runtime) << p;
+  for (const char* p : {"/data/train/000.bin", "/scratch/ckpt/model.pt", "/home/u/data/labels.csv", "/tmp/x.so.bak",
+                        "/home/u/bin/python_data/x", "relative/x.bin", "fhash:00000000000000aa", "(no fhash)"})
+    EXPECT_EQ(io_file_kind(p), IoFileKind::Data) << p;
+}
+
+// A run whose imports made many more calls, and took more time, than the
+// reads of its dataset: the table's first file is the dataset's, the
+// imports (and the directories the import system stat'ed on the way to
+// them) are one runtime line, and the JSON gives each file its kind.
+TEST(IoView, TheDataFilesLeadAndTheImportsAreOneLine) {
+  TempDir d;
+  std::string t = "[\n" + fh(1, "/data/train.bin", "\"00000000000000aa\"") +
+                  fh(1, "/opt/py/lib/python3.11/site-packages/torch/_compile.py", "\"00000000000000bb\"") +
+                  fh(1, "/opt/py/lib/python3.11/site-packages/torch/lib/libtorch.so", "\"00000000000000cc\"") +
+                  fh(1, "/opt/py", "\"00000000000000dd\"") + fh(1, "/opt", "\"00000000000000ee\"");
+  long ts = 1000;
+  for (int i = 0; i < 40; ++i) {
+    t += x("stat64", "POSIX", 1, ts += 100, 50, "\"fhash\":\"00000000000000bb\"");
+    t += x("read", "POSIX", 1, ts += 100, 40, "\"fhash\":\"00000000000000cc\",\"size\":4096,\"ret\":4096");
+    t += x("stat64", "POSIX", 1, ts += 100, 5, "\"fhash\":\"00000000000000dd\"");
+    t += x("stat64", "POSIX", 1, ts += 100, 5, "\"fhash\":\"00000000000000ee\"");
+  }
+  for (int i = 0; i < 4; ++i) t += x("read", "POSIX", 1, ts += 100, 30, "\"fhash\":\"00000000000000aa\",\"size\":65536,\"ret\":65536");
+  t += x("train_step", "app", 1, 1000, static_cast<int>(ts), "");
+  write_file(d.file("run.pfw"), t + "]\n");
+  IoView v = io_view({d.file("run.pfw")}, IoOptions{}, 1, ReadOptions{});
+  EXPECT_EQ(v.data_files, 1u);
+  EXPECT_EQ(v.runtime_files, 4u);
+  EXPECT_EQ(v.data.ops, 4u);
+  EXPECT_EQ(v.runtime.ops, 160u);
+  EXPECT_EQ(v.file_kind.at("/opt"), IoFileKind::Runtime) << "a directory only above the installation";
+
+  std::ostringstream table;
+  write_io_table(table, v, 5);
+  const std::string out = table.str();
+  const size_t by_file = out.find("by data file\n");
+  ASSERT_NE(by_file, std::string::npos) << out;
+  std::istringstream rows(out.substr(by_file));
+  std::string title, header, first;
+  std::getline(rows, title);
+  std::getline(rows, header);
+  std::getline(rows, first);
+  EXPECT_EQ(first.find("  /data/train.bin "), 0u) << out;
+  EXPECT_EQ(out.find("_compile.py"), std::string::npos) << "the runtime's files are not rows: " << out;
+  EXPECT_NE(out.find("Python imports and libraries (runtime I/O): 160 calls, 4000.0 us over 4 files"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("Data I/O: 4 calls, 120.0 us;"), 0u) << out;
+
+  std::ostringstream json;
+  write_io_json(json, v);
+  EXPECT_NE(json.str().find("\"/data/train.bin\":{\"ops\":4,"), std::string::npos);
+  EXPECT_NE(json.str().find("\"time_us\":120.000,\"kind\":\"data\"}"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"kind\":\"runtime\"}"), std::string::npos);
+  EXPECT_NE(json.str().find("\"by_kind\":{\"data\":{\"ops\":4,"), std::string::npos);
+
+  const std::string answer = write_report({d.file("run.pfw")}, d.file("r.html"), 20, 1, ReadOptions{}).answer;
+  EXPECT_NE(answer.find("most data I/O time: /data/train.bin 120.000 us (4 calls); Python imports and libraries: 160 "
+                        "calls, 4.000 ms"),
+            std::string::npos)
+      << answer;
+  std::ifstream page(d.file("r.html"));
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("\"by_file\":[[\"/data/train.bin\",4,"), std::string::npos);
+  EXPECT_EQ(html.find("[\"/opt/py/lib/python3.11/site-packages/torch/_compile.py\""), std::string::npos);
 }

@@ -205,20 +205,27 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
   lines.push_back("Compile vs run: compile " + pct(compile, traced) + " (" + human_time(compile) + "), run " +
                   pct(traced - compile, traced) + " (" + run + ")");
   if (io.total.ops) {  // I/O calls are leaves: their time is their self time
-    const IoStats& t = io.total;
+    // The program's data I/O first; the runtime's own (imports, shared
+    // libraries, the trace itself: io_view.hpp's io_file_kind) in one clause.
+    const IoStats& t = io.data;
     const double us = t.time_ns / 1e3;
     auto mib = [](uint64_t b) { return fmt_num(b / 1048576.0, 3) + " MiB"; };
-    std::string l3 = "I/O: " + std::to_string(t.ops) + " POSIX/STDIO calls, " + human_time(us) + " (" + pct(us, traced) +
-                     " of the traced time); read " + mib(t.read_bytes) + " in " + std::to_string(t.reads) +
-                     " calls, wrote " + mib(t.write_bytes) + " in " + std::to_string(t.writes) + " (" +
-                     std::to_string(t.small_reads + t.small_writes) + " under " + std::to_string(io.options.small_bytes) +
-                     " B)";
+    std::string l3 = "I/O: data " + std::to_string(t.ops) + " POSIX/STDIO calls, " + human_time(us) + " (" +
+                     pct(us, traced) + " of the traced time); read " + mib(t.read_bytes) + " in " +
+                     std::to_string(t.reads) + " calls, wrote " + mib(t.write_bytes) + " in " + std::to_string(t.writes) +
+                     " (" + std::to_string(t.small_reads + t.small_writes) + " under " +
+                     std::to_string(io.options.small_bytes) + " B)";
     auto most = io.by_file.end();
     for (auto it = io.by_file.begin(); it != io.by_file.end(); ++it)
-      if (most == io.by_file.end() || it->second.time_ns > most->second.time_ns) most = it;
+      if (io.file_kind.at(it->first) == IoFileKind::Data &&
+          (most == io.by_file.end() || it->second.time_ns > most->second.time_ns))
+        most = it;
     if (most != io.by_file.end())
-      l3 += "; most I/O time: " + most->first + " " + human_time(most->second.time_ns / 1e3) + " (" +
+      l3 += "; most data I/O time: " + most->first + " " + human_time(most->second.time_ns / 1e3) + " (" +
             std::to_string(most->second.ops) + " calls)";
+    if (io.runtime.ops)
+      l3 += "; Python imports and libraries: " + std::to_string(io.runtime.ops) + " calls, " +
+            human_time(io.runtime.time_ns / 1e3);
     lines.push_back(l3);
   }
   if (!st.rows.empty()) {
@@ -357,7 +364,8 @@ they hold.</p><div id="regions"></div>
 <h2>Steps per process over time</h2><div id="step-timeline"></div>
 <h2>Events per process over time</h2><div id="timeline"></div><div class="legend" id="timeline-legend"></div>
 <h2>Forward / backward / inference (self time)</h2><div id="by-phase"></div>
-<div id="io-section" hidden><h2>I/O time by file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
+<div id="io-section" hidden><h2>I/O time by data file</h2><p class="note" id="io-summary"></p><div id="io-by-file"></div>
+<p class="note" id="io-runtime"></p>
 <h2>I/O time by call</h2><div id="io-by-call"></div>
 <h2>I/O time by process</h2><div id="io-by-process"></div>
 <h2>I/O bandwidth over time (MiB/s, bytes counted at each call's start)</h2><div id="io-bandwidth"></div><div class="legend" id="io-bandwidth-legend"></div></div>
@@ -581,7 +589,9 @@ stepTimeline();
 timeline("timeline");
 bars("by-phase", D.by_phase, "time by phase");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
-  bars("io-by-file", D.io.by_file, "I/O time by file", ioTip); bars("io-by-call", D.io.by_call, "I/O time by call", ioTip);
+  document.getElementById("io-runtime").textContent=D.io.runtime;
+  if(D.io.by_file.length) bars("io-by-file", D.io.by_file, "I/O time by data file", ioTip);
+  else document.getElementById("io-by-file").textContent="No data files: every traced file is the runtime's."; bars("io-by-call", D.io.by_call, "I/O time by call", ioTip);
   bars("io-by-process", D.io.by_process, "I/O time by process", ioTip); ioBandwidth(); }
 badInput();
 document.body.setAttribute("data-rendered","yes");

@@ -85,6 +85,22 @@ extern "C" int dft_io_install(void) {
   return g_mode = DFT_IO_FUNCTION;
 }
 
+// Under LD_PRELOAD the preload library's state is the one its hooks read:
+// its entry point of that name, else this library's.
+template <typename Fn>
+Fn* in_tracing_library(const char* preload_name, Fn* own) {
+  if (void* p = dlsym(RTLD_DEFAULT, preload_name)) return reinterpret_cast<Fn*>(p);
+  return own;
+}
+
+extern "C" void dft_io_set_data_dir(const char* dirs) {
+  in_tracing_library("dft_io_preload_set_data_dir", &dftio_set_data_dir)(dirs);
+}
+
+extern "C" int dft_io_pause_thread(int paused) {
+  return in_tracing_library("dft_io_preload_pause_thread", &dftio_pause_thread)(paused);
+}
+
 extern "C" int dft_io_mode(void) {
   std::lock_guard<std::mutex> lock(g_patch_mu);
   return g_mode;

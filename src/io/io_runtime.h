@@ -233,6 +233,15 @@ DFTIO_HIDDEN void dftio_intern_ids(void);
  * DFTRACER_DISABLE_IO). Returns 1 when on. Not a hot path. */
 DFTIO_HIDDEN int dftio_start(void);
 
+/* Replaces the directories whose I/O is traced (DFTRACER_DATA_DIR's syntax;
+ * NULL or "" = every path), hooks running or not. Not a hot path. */
+DFTIO_HIDDEN void dftio_set_data_dir(const char* dirs);
+
+/* Pauses (paused != 0) or resumes this thread's I/O tracing; returns 1 when
+ * it was paused. Only between a thread's hooks (never from the tracer's
+ * own threads, where it does nothing). */
+DFTIO_HIDDEN int dftio_pause_thread(int paused);
+
 #ifdef __cplusplus
 }
 #endif

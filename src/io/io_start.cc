@@ -133,6 +133,24 @@ extern "C" int dftio_start(void) {
   return 1;
 }
 
+extern "C" void dftio_set_data_dir(const char* dirs) {
+  const int saved = errno;
+  const int was_busy = dftio_busy;
+  dftio_busy = 1;  // realpath's and getcwd's own calls are never events
+  g_filter.configure(dirs, current_dir());
+  // The working directory may now sit under a prefix named through a symlink.
+  publish_cwd(start_dir_name());
+  dftio_busy = was_busy;
+  errno = saved;
+}
+
+extern "C" int dftio_pause_thread(int paused) {
+  const int was = dftio_busy;
+  if (was == DFTIO_BUSY_TRACER || was == DFTIO_BUSY_VFORK) return 0;
+  dftio_busy = paused ? 1 : 0;
+  return was != 0;
+}
+
 // The kernel's name for descriptor `fd` (readlink of /proc/self/fd/<fd>,
 // symlinks resolved; a raw system call: readlink may be one of our hooks),
 // not NUL-terminated: its length, or <= 0 when there is none.

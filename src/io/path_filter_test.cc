@@ -86,3 +86,20 @@ TEST(PathFilter, ResolvedPathsUnderASymlinkedPrefixTakeThePrefixName) {
   rmdir(real.c_str());
   rmdir(root.c_str());
 }
+
+// initialize_log's data_dir reconfigures a filter already in use: the new
+// prefixes apply at once, and "all" comes back with a later configure.
+TEST(PathFilter, ReconfiguringReplacesTheDirectories) {
+  PathFilter f;
+  EXPECT_TRUE(f.wanted("/usr/lib/python3/x.py"));  // never configured: every path
+  f.configure(nullptr, "/");
+  EXPECT_TRUE(f.wanted("/usr/lib/python3/x.py"));
+  f.configure("/data", "/");
+  EXPECT_FALSE(f.wanted("/usr/lib/python3/x.py"));
+  EXPECT_TRUE(f.wanted("/data/x.bin"));
+  f.configure("/data:/other", "/");
+  EXPECT_TRUE(f.wanted("/other/y"));
+  f.configure("all", "/");
+  EXPECT_TRUE(f.wanted("/usr/lib/python3/x.py"));
+  EXPECT_FALSE(f.wanted("/dev/null"));
+}

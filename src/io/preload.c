@@ -20,6 +20,11 @@
 /* Found with dlsym by dft_io_install: FUNCTION mode stands aside. */
 __attribute__((visibility("default"))) int dft_io_preload_loaded = 1;
 
+/* Found with dlsym by dft_io_set_data_dir and dft_io_pause_thread: this
+ * library's filter and thread marks are the ones its hooks read. */
+__attribute__((visibility("default"))) void dft_io_preload_set_data_dir(const char* dirs) { dftio_set_data_dir(dirs); }
+__attribute__((visibility("default"))) int dft_io_preload_pause_thread(int paused) { return dftio_pause_thread(paused); }
+
 static int init_is_preload(void) {
   const char* v = getenv("DFTRACER_INIT");
   if (v == NULL) return 0;

@@ -53,6 +53,8 @@ def as_table(df, key):
 
 def assert_same(py, doc):
     assert py["total"] == doc["total"]
+    assert py["by_kind"] == doc["by_kind"]
+    assert dict(zip(py["by_file"]["file"], py["by_file"]["kind"])) == {k: v.pop("kind") for k, v in doc["by_file"].items()}
     assert py["small_bytes"] == doc["small_bytes"]
     for table, key in (("by_file", "file"), ("by_call", "call"), ("by_process", "pid")):
         assert as_table(py[table], key) == doc[table], table
@@ -103,5 +105,40 @@ def test_io_of_a_trace_without_io_is_empty(tmp_path):
     p.write_text('[\n{"id":0,"name":"op","cat":"cpu_op","pid":1,"tid":1,"ts":10,"dur":5,"ph":"X"}\n')
     py = da.io(str(p))
     assert py["total"]["ops"] == 0
-    assert py["by_file"].empty and list(py["by_file"].columns) == ["file", *da.IO_COLUMNS]
+    assert py["by_file"].empty and list(py["by_file"].columns) == ["file", *da.IO_COLUMNS, "kind"]
     assert py["bandwidth"].empty
+
+
+def test_the_dataset_file_leads_the_imports(tmp_path):
+    """A trace whose imports made many more calls and took longer than the dataset's
+    reads: `io`'s table names the dataset first and sums the imports in one line;
+    `io --format json` and dftracer.analyze.io() give each file its kind."""
+    site = "/opt/py/lib/python3.11/site-packages/torch"
+    names = {"00000000000000aa": "/data/train.bin", "00000000000000bb": site + "/_compile.py",
+             "00000000000000cc": site + "/__pycache__/_compile.cpython-311.pyc"}
+    evs = [{"name": "FH", "cat": "dftracer", "pid": 1, "tid": 1, "ph": "M", "args": {"name": p, "value": h}}
+           for h, p in names.items()]
+    ts = 1.7e15
+    for i in range(300):
+        ts += 100
+        evs.append({"name": "stat64" if i % 2 else "read", "cat": "POSIX", "pid": 1, "tid": 1, "ts": ts, "dur": 40,
+                    "ph": "X", "args": {"fhash": "00000000000000bb" if i % 3 else "00000000000000cc", "ret": 10}})
+    for i in range(5):
+        ts += 100
+        evs.append({"name": "read", "cat": "POSIX", "pid": 1, "tid": 1, "ts": ts, "dur": 50, "ph": "X",
+                    "args": {"fhash": "00000000000000aa", "size": 1 << 20, "ret": 1 << 20}})
+    trace = tmp_path / "run.pfw"
+    trace.write_text("[\n" + "".join(json.dumps(e) + ",\n" for e in evs))
+    out = subprocess.run([analyzer(), "io", str(trace)], check=True, capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    header = next(i for i, l in enumerate(lines) if l.strip().startswith("file "))
+    assert lines[header + 1].split()[0] == "/data/train.bin", out
+    assert "_compile" not in out, out
+    assert "Python imports and libraries (runtime I/O): 300 calls, 12000.0 us over 2 files" in out, out
+    doc = cli_json(str(trace))
+    assert doc["by_file"]["/data/train.bin"]["kind"] == "data"
+    assert {doc["by_file"][p]["kind"] for p in names.values() if p != "/data/train.bin"} == {"runtime"}
+    py = da.io(str(trace))
+    kinds = dict(zip(py["by_file"]["file"], py["by_file"]["kind"]))
+    assert kinds["/data/train.bin"] == "data" and kinds[site + "/_compile.py"] == "runtime"
+    assert py["by_kind"]["runtime"]["ops"] == 300 and py["by_kind"]["data"]["ops"] == 5

@@ -215,8 +215,8 @@ def test_report_io_section_renders_every_chart(tmp_path):
     html = tmp_path / "report.html"
     out = subprocess.run([exe, "report", "-o", str(html), str(tmp_path / "a.pfw")], check=True, capture_output=True,
                          text=True).stdout
-    assert ("I/O: 21 POSIX/STDIO calls, 1.400 ms (100.0% of the traced time); read 20.000 MiB in 20 calls, "
-            "wrote 3.000 MiB in 1 (0 under 4096 B); most I/O time: /data/train.bin 1.000 ms (20 calls)") in out, out
+    assert ("I/O: data 21 POSIX/STDIO calls, 1.400 ms (100.0% of the traced time); read 20.000 MiB in 20 calls, "
+            "wrote 3.000 MiB in 1 (0 under 4096 B); most data I/O time: /data/train.bin 1.000 ms (20 calls)") in out, out
     dom = _rendered_dom(html, tmp_path)
     assert "undefined" not in dom.split('id="io-section"')[1]
     by_file = dom.split('id="io-by-file"')[1].split("</svg>")[0]

@@ -66,6 +66,6 @@ def test_transformer_example_traces_compute_and_the_workers_reads(tmp_path):
                             capture_output=True, text=True, check=True).stdout
     lines = report.splitlines()
     io = [l for l in lines if l.startswith("I/O: ")]
-    assert io and " POSIX/STDIO calls, " in io[0] and "most I/O time: " + str(data) in io[0], report
+    assert io and " POSIX/STDIO calls, " in io[0] and "most data I/O time: " + str(data) in io[0], report
     steps = [l for l in lines if l.startswith("Steps: ")]
     assert steps and steps[0].startswith("Steps: 2; "), report  # the main process's; workers have none

@@ -414,7 +414,11 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
         calls that moved fewer than `small_bytes`; time_us: summed durations).
     "by_file" (key column "file": the path its FH record names, else "fhash:<hash>"),
     "by_call" ("call": the event name), "by_process" ("pid"): one row per key with
-        IO_COLUMNS, longest time_us first (the command's table order).
+        IO_COLUMNS, longest time_us first. by_file has a "kind" column too: "data"
+        (the program's files) or "runtime" (Python's imports, shared libraries,
+        /proc, trace files: docs/analyzer.md); the command's table lists the data
+        files and sums the runtime's in one line.
+    "by_kind": {"data": {...}, "runtime": {...}}, IO_COLUMNS summed by kind.
     "bandwidth": one row per `bin_ms` bin holding data calls: t_s (seconds since the
         first bin), read_bytes, write_bytes, read_mib_s, write_mib_s.
     "small_bytes", "bin_s": the options used; "stats": what was read and skipped.
@@ -426,10 +430,11 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     text, stats = _module().io_json(_path_list(paths), _threads(threads), _int_option("small_bytes", small_bytes),
                                     _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib))
     doc = json.loads(text)
-    out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"]}
+    out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"],
+           "by_kind": doc["by_kind"]}
     for table, key in (("by_file", "file"), ("by_call", "call"), ("by_process", "pid")):
         rows = [{key: k, **v} for k, v in doc[table].items()]
-        df = pd.DataFrame(rows, columns=[key, *IO_COLUMNS])
+        df = pd.DataFrame(rows, columns=[key, *IO_COLUMNS] + (["kind"] if table == "by_file" else []))
         out[table] = df.sort_values("time_us", ascending=False, kind="stable").reset_index(drop=True)
     bins = pd.DataFrame(doc["bandwidth"]["bins"], columns=["t_s", "read_bytes", "write_bytes"])
     mib_s = 1024.0 * 1024.0 * out["bin_s"]

@@ -48,7 +48,12 @@ _DYNAMO_NAMES = ("dynamo", "Dynamo", "dftracer_dynamo_backend", "dftracer_induct
 
 def _dynamo_attr(name):
     try:
-        mod = importlib.import_module(__name__ + ".dynamo")
+        # The capture's import of torch._dynamo (sympy, ...: tens of
+        # thousands of calls) is dftracer's own I/O, not the program's.
+        from .io_tracing import paused
+
+        with paused():
+            mod = importlib.import_module(__name__ + ".dynamo")
     except ImportError as e:
         raise AttributeError(f"dftracer.python.{name} needs the torch.compile capture "
                              f"(dftracer.python.dynamo) and torch: {e}") from e

@@ -90,6 +90,14 @@ def export_env(prefix, data_dir):
     os.environ.update(values)
 
 
+def user_env(name):
+    """The variable as the user's environment has it: its value before
+    export_env replaced it, while ours is in force."""
+    if _saved_env is not None and name in _saved_env:
+        return _saved_env[name]
+    return os.environ.get(name)
+
+
 def restore_env():
     """Undoes export_env (called by finalize)."""
     global _saved_env

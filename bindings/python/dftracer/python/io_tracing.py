@@ -4,7 +4,8 @@ When this process starts tracing, the POSIX and STDIO calls of every loaded
 library (and of every library loaded later) are pointed at the hooks of
 ``libdftracer_io.so`` (shipped in ``dftracer/lib``), which record them as
 ``POSIX`` / ``STDIO`` events into the same trace. ``DFTRACER_DISABLE_IO=1``
-turns it off; ``DFTRACER_DATA_DIR`` picks the paths; under
+turns it off; ``DFTRACER_DATA_DIR`` picks the paths (and
+``initialize_log``'s ``data_dir``, through ``set_data_dir``); under
 ``DFTRACER_INIT=PRELOAD`` with ``LD_PRELOAD=libdftracer_preload.so`` the
 preload library already traces and nothing is patched.
 """
@@ -35,6 +36,32 @@ def install():
             diagnostics.warn(f"I/O tracing is off: cannot load {path}: {e}")
             return "off"
     return MODES.get(_lib.dft_io_install(), "off")
+
+
+def set_data_dir(dirs):
+    """Traces from now on only the I/O under `dirs` (DFTRACER_DATA_DIR's
+    syntax; None = every path), in whichever library traces. A no-op while
+    I/O tracing is off (install() then reads DFTRACER_DATA_DIR)."""
+    if _lib is None or mode() == "off":
+        return
+    fn = _lib.dft_io_set_data_dir
+    fn.argtypes = [ctypes.c_char_p]
+    fn.restype = None
+    fn(None if dirs is None else os.fsencode(dirs))
+
+
+class paused:
+    """`with paused():` -- this thread's I/O inside the block is not traced
+    (the package's own lazy imports: not the program's I/O)."""
+
+    def __enter__(self):
+        self._was = _lib.dft_io_pause_thread(1) if _lib is not None else 0
+        return self
+
+    def __exit__(self, *exc):
+        if _lib is not None:
+            _lib.dft_io_pause_thread(self._was)
+        return False
 
 
 def mode():

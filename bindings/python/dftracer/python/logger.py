@@ -48,6 +48,27 @@ def _prefix_of(logfile):
     return os.path.abspath(p)
 
 
+def _split_dirs(value):
+    return [d for d in (value or "").split(":") if d.strip()]
+
+
+def data_dirs_in_force(data_dir):
+    """The directories whose I/O is traced after initialize_log(..., data_dir):
+    `data_dir`'s and DFTRACER_DATA_DIR's together (pydftracer traces the
+    union of both), "all" when either says all, None (every path) when
+    neither names any. Both use DFTRACER_DATA_DIR's syntax (':' between
+    directories)."""
+    # The argument's relative directories are the caller's: made absolute
+    # here, so children started elsewhere trace the same ones.
+    given = [d if d.strip() == "all" else os.path.abspath(d) for d in _split_dirs(data_dir)]
+    dirs = given + _split_dirs(_process.user_env("DFTRACER_DATA_DIR"))
+    if not dirs:
+        return None
+    if any(d.strip() == "all" for d in dirs):
+        return "all"
+    return ":".join(dict.fromkeys(dirs))
+
+
 def _merge_typed_args(args, int_args, float_args, string_args):
     """pydftracer's int_args/float_args/string_args (values may be its
     TagValue tuples (tag_type, value)) merged into one dict."""
@@ -107,7 +128,11 @@ class dftracer:
         it traces when DFTRACER_ENABLE is unset too (a DFTRACER_ENABLE set to
         anything but "1" still keeps tracing off); `enable=False` starts
         nothing (tracing DFTRACER_ENABLE=1 started on import goes on). `logfile` (or `log_file=`) may be None: DFTRACER_LOG_FILE,
-        then "./dftracer". `data_dir` is recorded as DFTRACER_DATA_DIR.
+        then "./dftracer". `data_dir` (':'-separated directories, or "all")
+        limits I/O tracing to the files under it from this call on, together
+        with DFTRACER_DATA_DIR's directories when that is set too (as
+        pydftracer; data_dirs_in_force); children inherit the union as
+        DFTRACER_DATA_DIR. Without either, every path's I/O is traced.
         `process_id` names no file and replaces no pid (pydftracer 2.x); it
         is recorded as the `start` event's `p_idx`. Returns the logger.
         """
@@ -121,8 +146,7 @@ class dftracer:
         if not isinstance(process_id, int) or isinstance(process_id, bool):
             raise TypeError(f"dftracer: process_id must be an int, got {type(process_id).__name__}")
         prefix = _prefix_of(logfile) if logfile else None
-        if data_dir is not None:
-            data_dir = os.fspath(data_dir)
+        data_dir = data_dirs_in_force(os.fspath(data_dir) if data_dir is not None else None)
 
         if _core.enabled():
             current = _core.trace_path()
@@ -160,6 +184,11 @@ class dftracer:
             prefix = _core.trace_prefix()
         _process.export_env(prefix, data_dir)
         _process.tracing_started(from_env=False)
+        # I/O tracing may have started on import (DFTRACER_ENABLE=1) with
+        # DFTRACER_DATA_DIR alone, or in an earlier session with other dirs.
+        from . import io_tracing
+
+        io_tracing.set_data_dir(data_dir)
 
     @staticmethod
     def get_time():
