@@ -306,16 +306,28 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     return df
 
 
-def calibrate(directory=None, *, output=None, threads=None):
-    """Measures this machine's peaks (a float32 matmul and a memory triad on every
-    CPU, about two seconds) as `dftracer-analyze calibrate` does, and writes them to
-    `output`, else `directory`/dftracer-calibration.json, else
-    $XDG_CACHE_HOME/dftracer/calibration.json. Returns the written values as a dict
-    (peak_gflops, peak_gbps, threads, host, ...)."""
+def calibrate(directory=None, *, output=None, threads=None, force=False, torch=True):
+    """Measures this machine's peaks as `dftracer-analyze calibrate` does (our float32
+    matmul and memory triad, and torch's mm, conv2d, copy and add timed in this
+    interpreter's Python, sys.executable, unless `torch` is False or $DFTRACER_PYTHON
+    names another; at 1 thread and at `threads`, default every CPU; a few seconds), and
+    writes them to `output`, else `directory`/dftracer-calibration.json, else
+    $XDG_CACHE_HOME/dftracer/calibration.json. On a loaded machine it raises OSError
+    unless `force` (then the file is marked "loaded"). Returns the written values as a
+    dict (peak_gflops, peak_gbps, peak_gflops_kernel, threads, host, figures, ...)."""
     import json
+    import sys
 
-    return json.loads(_module().calibrate(os.fspath(directory) if directory else "",
-                                          os.fspath(output) if output else "", _threads(threads)))
+    set_python = torch and not os.environ.get("DFTRACER_PYTHON") and sys.executable
+    if set_python:
+        os.environ["DFTRACER_PYTHON"] = sys.executable
+    try:
+        return json.loads(_module().calibrate(os.fspath(directory) if directory else "",
+                                              os.fspath(output) if output else "", _threads(threads),
+                                              force=bool(force), torch=bool(torch)))
+    finally:
+        if set_python:
+            del os.environ["DFTRACER_PYTHON"]
 
 
 def _top(top):
