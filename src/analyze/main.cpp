@@ -389,6 +389,9 @@ int main(int argc, char** argv) {
       if (a.efficiency) {
         Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration);
         emit(a, efficiency_text(e, a.format));
+        if (a.format != "table" && above_peak_rows(e))  // the table says it in its last lines
+          std::fprintf(stderr, "dftracer-analyze: %zu of the groups: %s\n", above_peak_rows(e),
+                       above_peak_line(e.calibration).c_str());
         return finish(e.stats);
       }
       Summary s = summarize(files, keys, a.top, a.threads, ro, sort);

@@ -282,8 +282,10 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     Columns: the group key(s), count, self_us, flops, bytes (sums of the events'
     args.flops / args.bytes), gflops and gbps (achieved over those events' time), ai
     (FLOPs per byte), attainable_gflops (min(peak GFLOP/s, ai x peak GB/s)), peak_frac
-    (achieved over attainable; bytes over peak GB/s for groups without FLOPs), bound
-    ("compute" or "memory"). The peaks come from `calibration` (a file), else
+    (achieved over attainable; bytes over peak GB/s for groups without FLOPs),
+    above_peak (peak_frac > 1: the calibration is too low, not the run above peak; a
+    warning says so and df.attrs["above_peak"] holds the line), bound ("compute" or
+    "memory"). The peaks come from `calibration` (a file), else
     dftracer-calibration.json beside an input, else the user's cache dir (see
     calibrate()); without one, attainable_gflops and peak_frac are NaN.
     df.attrs: "calibration" (peaks, host, path, or None), "group_by", "skipped", "stats".
@@ -303,6 +305,10 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     df.attrs.update(doc)
     df.attrs["stats"] = dict(stats)
     _warn_skipped(stats)
+    if doc.get("above_peak"):
+        import warnings
+
+        warnings.warn(f"{int(df['above_peak'].sum())} of the groups: {doc['above_peak']}", stacklevel=2)
     return df
 
 
