@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <simdjson.h>
@@ -66,7 +68,8 @@ double now_s() {
 }
 
 // Runs `argv` with stdout and stderr into one pipe; returns what it wrote
-// and its wait status (-1: could not start; -2: killed at the deadline).
+// and its wait status (-1: could not start, the text says why; -2: killed
+// at the deadline).
 std::string run_captured(const std::vector<std::string>& argv, double timeout_s, int& status) {
   status = -1;
   int fds[2];
@@ -74,19 +77,18 @@ std::string run_captured(const std::vector<std::string>& argv, double timeout_s,
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  // posix_spawn, not fork: da.calibrate runs this inside a threaded Python.
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    return "";
-  }
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::execvp(args[0], args.data());
-    const char msg[] = "cannot run the interpreter\n";
-    (void)!::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
+    return std::strerror(rc);
   }
   ::close(fds[1]);
   std::string out;

@@ -84,6 +84,9 @@ def test_without_torch_our_kernels_alone_and_why(tmp_path):
     assert cal["figures"] and all(f["kernel"].startswith("dftracer") for f in cal["figures"]), cal["figures"]
     assert cal["peak_gflops"] > 0 and cal["peak_gbps"] > 0
     assert "torch not measured" in r.stdout and "cannot import torch" in r.stdout, r.stdout
+    # An interpreter that is not there: the same, naming it.
+    r, cal = _calibrate(tmp_path, "--force", "--threads", "1", env={"DFTRACER_PYTHON": str(tmp_path / "no-python")})
+    assert cal["torch"] is None and str(tmp_path / "no-python") in cal["torch_note"], cal["torch_note"]
     # --no-torch: our kernels only, and the file says it was asked for.
     r, cal = _calibrate(tmp_path, "--force", "--no-torch", "--threads", "1")
     assert cal["torch"] is None and "--no-torch" in cal["torch_note"]
