@@ -76,9 +76,14 @@ std::string peaks_line(const Efficiency& e) {
   if (!e.calibration.valid())
     return "no calibration found (beside the trace, or in " + default_calibration_path() +
            "): run 'dftracer-analyze calibrate' for the fraction of peak";
-  return "peaks: " + fmt_num(e.calibration.peak_gflops, 1) + " GFLOP/s, " + fmt_num(e.calibration.peak_gbps, 1) +
-         " GB/s (" + std::to_string(e.calibration.threads) + " threads, measured on " + e.calibration.host +
-         (e.calibration.load.loaded ? " while it was loaded" : "") + ", from " + e.calibration.path + ")";
+  const Calibration& c = e.calibration;
+  auto from = [](const std::string& kernel) { return kernel.empty() ? std::string() : " (" + kernel + ")"; };
+  std::string where;
+  if (c.threads) where += std::to_string(c.threads) + " threads, ";
+  if (!c.host.empty()) where += "measured on " + c.host + (c.load.loaded ? " while it was loaded" : "") + ", ";
+  else if (c.load.loaded) where += "measured while the machine was loaded, ";
+  return "peaks: " + fmt_num(c.peak_gflops, 1) + " GFLOP/s" + from(c.gflops_kernel) + ", " + fmt_num(c.peak_gbps, 1) +
+         " GB/s" + from(c.gbps_kernel) + " (" + where + "from " + c.path + ")";
 }
 
 std::string sci(double v) {
