@@ -29,6 +29,7 @@ EfficiencyFigures efficiency_figures(double flops, int64_t flops_ns, double byte
   } else if (has_bytes) {
     f.peak_frac = f.gbps / peak->peak_gbps;
   }
+  f.above_peak = f.peak_frac > 1;
   return f;
 }
 
@@ -65,15 +66,24 @@ Efficiency efficiency(const std::vector<std::string>& files, const std::vector<G
   return e;
 }
 
+size_t above_peak_rows(const Efficiency& e) {
+  return std::count_if(e.rows.begin(), e.rows.end(), [](const EfficiencyRow& r) { return r.f.above_peak; });
+}
+
 namespace {
 
 std::string peaks_line(const Efficiency& e) {
   if (!e.calibration.valid())
     return "no calibration found (beside the trace, or in " + default_calibration_path() +
            "): run 'dftracer-analyze calibrate' for the fraction of peak";
-  return "peaks: " + fmt_num(e.calibration.peak_gflops, 1) + " GFLOP/s, " + fmt_num(e.calibration.peak_gbps, 1) +
-         " GB/s (" + std::to_string(e.calibration.threads) + " threads, measured on " + e.calibration.host +
-         ", from " + e.calibration.path + ")";
+  const Calibration& c = e.calibration;
+  auto from = [](const std::string& kernel) { return kernel.empty() ? std::string() : " (" + kernel + ")"; };
+  std::string where;
+  if (c.threads) where += std::to_string(c.threads) + " threads, ";
+  if (!c.host.empty()) where += "measured on " + c.host + (c.load.loaded ? " while it was loaded" : "") + ", ";
+  else if (c.load.loaded) where += "measured while the machine was loaded, ";
+  return "peaks: " + fmt_num(c.peak_gflops, 1) + " GFLOP/s" + from(c.gflops_kernel) + ", " + fmt_num(c.peak_gbps, 1) +
+         " GB/s" + from(c.gbps_kernel) + " (" + where + "from " + c.path + ")";
 }
 
 std::string sci(double v) {
@@ -98,11 +108,15 @@ void write_efficiency_table(std::ostream& os, const Efficiency& e) {
     c.insert(c.end(), {std::to_string(r.count), human_time(r.self_us), sci(r.flops), sci(r.bytes),
                        fmt_num(r.f.gflops, 2), fmt_num(r.f.gbps, 2), fmt_num(r.f.ai, 2),
                        fmt_num(r.f.attainable_gflops, 1),
-                       std::isnan(r.f.peak_frac) ? "" : fmt_num(100 * r.f.peak_frac, 1) + "%", r.f.bound});
+                       std::isnan(r.f.peak_frac) ? ""
+                                                 : fmt_num(100 * r.f.peak_frac, 1) + (r.f.above_peak ? "%!" : "%"),
+                       r.f.bound});
     cells.push_back(std::move(c));
   }
   write_aligned(os, cells, e.keys.size());
   os << e.rows.size() << " groups with FLOPs or bytes; " << peaks_line(e) << '\n';
+  if (size_t n = above_peak_rows(e))
+    os << n << (n == 1 ? " group" : " groups") << ' ' << above_peak_line(e.calibration) << '\n';
 }
 
 void write_efficiency_json(std::ostream& os, const Efficiency& e) {
@@ -118,7 +132,7 @@ void write_efficiency_json(std::ostream& os, const Efficiency& e) {
     append_json_string(o, e.calibration.host);
     o += ",\"path\":";
     append_json_string(o, e.calibration.path);
-    o += "}";
+    o += std::string(",\"loaded\":") + (e.calibration.load.loaded ? "true" : "false") + "}";
   } else {
     o += "null";
   }
@@ -131,11 +145,14 @@ void write_efficiency_json(std::ostream& os, const Efficiency& e) {
          ",\"flops\":" + json_num(r.flops) + ",\"bytes\":" + json_num(r.bytes) + ",\"gflops\":" + json_num(r.f.gflops) +
          ",\"gbps\":" + json_num(r.f.gbps) + ",\"ai\":" + json_num(r.f.ai) +
          ",\"attainable_gflops\":" + json_num(r.f.attainable_gflops) + ",\"peak_frac\":" + json_num(r.f.peak_frac) +
-         ",\"bound\":";
+         ",\"above_peak\":" + (r.f.above_peak ? "true" : "false") + ",\"bound\":";
     append_json_string(o, r.f.bound);
     o += "}";
   }
-  o += "],\"skipped\":" + skipped_json(e.stats) + "}\n";
+  o += "],\"above_peak\":";
+  if (above_peak_rows(e)) append_json_string(o, above_peak_line(e.calibration));
+  else o += "null";
+  o += ",\"skipped\":" + skipped_json(e.stats) + "}\n";
   os << o;
 }
 
@@ -149,7 +166,7 @@ void write_efficiency_csv(std::ostream& os, const Efficiency& e) {
     for (const std::string& k : r.key) o += csv_field(k) + ",";
     o += std::to_string(r.count) + "," + num(r.self_us) + "," + num(r.flops) + "," + num(r.bytes) + "," +
          num(r.f.gflops) + "," + num(r.f.gbps) + "," + num(r.f.ai) + "," + num(r.f.attainable_gflops) + "," +
-         num(r.f.peak_frac) + "," + r.f.bound + "\n";
+         num(r.f.peak_frac) + "," + (r.f.above_peak ? "true" : "false") + "," + r.f.bound + "\n";
   }
   os << o;
 }

@@ -27,6 +27,9 @@ struct EfficiencyFigures {
   double ai = kNaN;                   // FLOPs per byte
   double attainable_gflops = kNaN;    // the roofline at `ai` (NaN without a calibration)
   double peak_frac = kNaN;            // achieved over attainable
+  // peak_frac above 1: the run beat the roof, so the calibration is too low
+  // (never shown as a plain figure: flagged with above_peak_line()).
+  bool above_peak = false;
   const char* bound = "";             // "compute" or "memory": which roof limits it
 };
 
@@ -51,8 +54,9 @@ struct Efficiency {
   ReadStats stats;
 };
 
-inline constexpr const char* kEfficiencyColumns[] = {"count", "self_us", "flops", "bytes", "gflops", "gbps",
-                                                     "ai", "attainable_gflops", "peak_frac", "bound"};
+inline constexpr const char* kEfficiencyColumns[] = {
+    "count", "self_us", "flops", "bytes", "gflops", "gbps", "ai", "attainable_gflops", "peak_frac", "above_peak",
+    "bound"};
 
 // The rows of an aggregator whose nesting is resolved (the report reuses its
 // own); top_n 0 = all.
@@ -61,6 +65,9 @@ std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t 
 // Reads `files` and the calibration found for them (find_calibration).
 Efficiency efficiency(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
                       unsigned threads, const ReadOptions& options, const std::string& calibration_path);
+
+// Rows whose fraction of the roof is above 1 (EfficiencyFigures::above_peak).
+size_t above_peak_rows(const Efficiency& e);
 
 // `summary --efficiency`: the output text in `format` (table, json, csv).
 std::string efficiency_text(const Efficiency& e, const std::string& format);

@@ -140,7 +140,8 @@ TEST(Efficiency, CalibrationBesideTheTraceWinsOverTheCacheAndABadOneIsOneLine) {
 TEST(Efficiency, CalibrateThenSummaryEfficiencyOnTheCommandLine) {
   TempDir d;
   write_file(d.file("t.pfw"), efficiency_trace());
-  CliRun c = run_cli(d, "calibrate " + d.path().string());
+  // --force: a shared test machine is often loaded; --no-torch: our kernels are enough here.
+  CliRun c = run_cli(d, "calibrate --force --no-torch " + d.path().string());
   ASSERT_EQ(c.status, 0) << c.err;
   EXPECT_NE(c.out.find("GFLOP/s"), std::string::npos) << c.out;
   Calibration cal = read_calibration(d.file(kCalibrationFileName));
@@ -161,6 +162,83 @@ TEST(Efficiency, CalibrateThenSummaryEfficiencyOnTheCommandLine) {
   EXPECT_NE(bad.err.find("nope.json"), std::string::npos) << bad.err;
   CliRun wrong = run_cli(d, "summary --by step --efficiency " + d.file("t.pfw"));
   EXPECT_EQ(wrong.status, 2);
+}
+
+// A group above its roof is flagged in every format, never a plain figure:
+// mm runs at 200 GFLOP/s against a 100 GFLOP/s roof.
+TEST(Efficiency, AboveThePeakIsFlaggedAsACalibrationProblem) {
+  TempDir d;
+  write_file(d.file("t.pfw"), efficiency_trace());
+  write_calibration(d.file(kCalibrationFileName), peaks(100, 100));
+  Efficiency e = efficiency({d.file("t.pfw")}, parse_group_keys("name"), 0, 1, {}, "");
+  EXPECT_TRUE(row(e, "mm").f.above_peak);
+  EXPECT_DOUBLE_EQ(row(e, "mm").f.peak_frac, 2);
+  EXPECT_FALSE(row(e, "add").f.above_peak);  // 2 of 8.33 GFLOP/s
+  EXPECT_EQ(above_peak_rows(e), 1u);
+  const std::string table = efficiency_text(e, "table");
+  EXPECT_NE(table.find("200.0%!"), std::string::npos) << table;
+  EXPECT_EQ(table.find("200.0% "), std::string::npos) << table;
+  EXPECT_NE(table.find("1 group ! above 100 % of the peak"), std::string::npos) << table;
+  EXPECT_NE(table.find("calibration is too low"), std::string::npos) << table;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(efficiency_text(e, "json"));
+  EXPECT_TRUE(bool(doc["rows"].at(0)["above_peak"]));
+  EXPECT_FALSE(bool(doc["rows"].at(1)["above_peak"]));
+  EXPECT_NE(std::string_view(doc["above_peak"]).find("re-run 'dftracer-analyze calibrate'"), std::string::npos);
+  const std::string csv = efficiency_text(e, "csv");
+  EXPECT_NE(csv.find(",above_peak,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",true,compute"), std::string::npos) << csv;
+}
+
+// The peaks are the best figure at any thread count: a 1-thread figure
+// above every N-thread one raises the peak (and says so), torch's kernels
+// win where they are faster, and the kernel that gave each peak is named.
+TEST(Calibration, PeaksAreTheBestFigureAndNeverBelowTheOneThreadOne) {
+  Calibration c;
+  c.threads = 2;
+  c.figures = {{"ours", 1, 100, 0}, {"ours", 2, 80, 0}, {"torch.mm", 1, 150, 0}, {"torch.mm", 2, 140, 0},
+               {"triad", 1, 0, 10}, {"triad", 2, 0, 14}};
+  take_peaks(c);
+  EXPECT_DOUBLE_EQ(c.peak_gflops, 150);
+  EXPECT_EQ(c.gflops_kernel, "torch.mm, 1 thread");
+  EXPECT_DOUBLE_EQ(c.gflops_1thread, 150);
+  EXPECT_DOUBLE_EQ(c.peak_gbps, 14);
+  EXPECT_EQ(c.gbps_kernel, "triad, 2 threads");
+  EXPECT_DOUBLE_EQ(c.gbps_1thread, 10);
+  EXPECT_NE(c.note.find("GFLOP/s peak is a 1-thread figure"), std::string::npos) << c.note;
+  c.figures.push_back({"torch.mm", 2, 0.5, 0});
+  c.figures.push_back({"torch.mm 2048", 2, 290, 0});
+  take_peaks(c);
+  EXPECT_DOUBLE_EQ(c.peak_gflops, 290);
+  EXPECT_EQ(c.gflops_kernel, "torch.mm 2048, 2 threads");
+  EXPECT_TRUE(c.note.empty()) << c.note;
+  // The file keeps them.
+  TempDir d;
+  c.path = d.file("c.json");
+  write_calibration(c.path, c);
+  Calibration back = read_calibration(c.path);
+  EXPECT_DOUBLE_EQ(back.peak_gflops, 290);
+  EXPECT_EQ(back.gflops_kernel, "torch.mm 2048, 2 threads");
+}
+
+// The load reader on a fake /proc/loadavg: runnable tasks beyond the CPUs
+// calibrate leaves free make the machine loaded; the reader itself is not
+// counted.
+TEST(Calibration, LoadAboveTheFreeCoresIsSeen) {
+  TempDir d;
+  write_file(d.file("busy"), "9.50 3.00 2.00 65/400 12345\n");
+  write_file(d.file("quiet"), "0.50 0.40 0.30 1/400 12345\n");
+  ::setenv("DFTRACER_LOADAVG", d.file("busy").c_str(), 1);
+  LoadCheck busy = check_load(1, 2);
+  ::setenv("DFTRACER_LOADAVG", d.file("quiet").c_str(), 1);
+  LoadCheck quiet = check_load(1, 2);
+  ::unsetenv("DFTRACER_LOADAVG");
+  EXPECT_TRUE(busy.loaded);
+  EXPECT_DOUBLE_EQ(busy.other_runnable, 64);
+  EXPECT_DOUBLE_EQ(busy.load1, 9.5);
+  EXPECT_NE(busy.line().find("64.0 other runnable tasks"), std::string::npos) << busy.line();
+  EXPECT_FALSE(quiet.loaded);
+  EXPECT_DOUBLE_EQ(quiet.other_runnable, 0);
 }
 
 }  // namespace

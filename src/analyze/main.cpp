@@ -68,9 +68,15 @@ const char* kUsage =
     "              -o FILE        output .html (required)\n"
     "              --top N        rows of the ops, modules, compile and regions charts (default 20)\n"
     "              --calibration FILE  peaks for the roofline (as for summary --efficiency)\n"
-    "  calibrate [DIR]  measures this machine's peaks (float32 matmul GFLOP/s, memory triad GB/s; about\n"
-    "            two seconds) for --efficiency and the roofline; writes DIR/dftracer-calibration.json,\n"
-    "            or -o FILE, or by default the user's cache dir ($XDG_CACHE_HOME/dftracer/calibration.json)\n"
+    "  calibrate [DIR]  measures this machine's peaks for --efficiency and the roofline: the best\n"
+    "            float32 GFLOP/s and memory GB/s of our kernels and, when a Python with torch is found\n"
+    "            ($DFTRACER_PYTHON, the python3 beside this command, python3 on PATH), of torch's mm,\n"
+    "            conv2d, copy and add, at 1 thread and at --threads (default: every CPU); a few\n"
+    "            seconds; writes DIR/dftracer-calibration.json, or -o FILE, or by default the user's\n"
+    "            cache dir ($XDG_CACHE_HOME/dftracer/calibration.json)\n"
+    "              --force        on a loaded machine (more runnable tasks than the CPUs it leaves\n"
+    "                             free): write the peaks marked \"loaded\" instead of refusing\n"
+    "              --no-torch     our kernels only\n"
     "            --by rank: per rank (torchrun): count, self, total, time in collectives, waiting\n"
     "  ranks     across ranks: step x rank table, per step the straggler rank, every collective matched\n"
     "            across ranks by (group, name, seq): who arrived last, the others' wait and transfer\n"
@@ -148,6 +154,7 @@ struct Args {
   bool tree = false;
   bool efficiency = false;
   std::string calibration;
+  bool force = false, torch = true;  // calibrate
   uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
   uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
   IoOptions io;
@@ -211,6 +218,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--tree") a.tree = true;
     else if (s == "--efficiency") a.efficiency = true;
     else if (s == "--calibration") a.calibration = value();
+    else if (s == "--force" && a.command == "calibrate") a.force = true;
+    else if (s == "--no-torch" && a.command == "calibrate") a.torch = false;
     else if (s == "--table") a.table = value();
     else if (s == "--small-bytes") a.io.small_bytes = parse_bounded(s, value(), 0, 1LL << 40);
     else if (s == "--bin-ms") a.io.bin_ns = parse_bounded(s, value(), 1, 1LL << 32) * 1000000;
@@ -357,7 +366,7 @@ int main(int argc, char** argv) {
   try {
     if (a.command == "diff") return run_diff(a, keys, ro);
     if (a.command == "calibrate") {
-      write_stdout(calibrate_command(a.paths, a.out, a.threads));
+      write_stdout(calibrate_command(a.paths, a.out, a.threads, a.force, a.torch));
       return 0;
     }
     std::vector<std::string> files = expand_inputs(a.paths);
@@ -380,6 +389,9 @@ int main(int argc, char** argv) {
       if (a.efficiency) {
         Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration);
         emit(a, efficiency_text(e, a.format));
+        if (a.format != "table" && above_peak_rows(e))  // the table says it in its last lines
+          std::fprintf(stderr, "dftracer-analyze: %zu of the groups: %s\n", above_peak_rows(e),
+                       above_peak_line(e.calibration).c_str());
         return finish(e.stats);
       }
       Summary s = summarize(files, keys, a.top, a.threads, ro, sort);

@@ -23,8 +23,8 @@ bool wants_python(int argc, char** argv) {
   return false;
 }
 
-// $DFTRACER_PYTHON; else the python3 beside this executable (a venv's bin/,
-// where pip installed both); else python3 from PATH.
+}  // namespace
+
 std::string python_executable() {
   if (const char* p = std::getenv("DFTRACER_PYTHON"); p && *p) return p;
   char self[PATH_MAX];
@@ -37,8 +37,6 @@ std::string python_executable() {
   }
   return "python3";
 }
-
-}  // namespace
 
 int run_python_command(int argc, char** argv) {
   if (!wants_python(argc, argv)) return -1;

@@ -281,14 +281,15 @@ std::string steps_report_json(const StepReport& st, double origin_us) {
 }
 
 // The roofline: the peaks (null without a calibration) and one point per op
-// that declared both FLOPs and bytes: [name, ai, gflops, self_us, peak_frac, bound].
+// that declared both FLOPs and bytes: [name, ai, gflops, self_us, peak_frac, bound, above_peak];
+// "above_peak": the line saying the calibration is too low when a point is above its roof.
 std::string roofline_json(const Rollup& names, const Calibration& cal, size_t top) {
   const Calibration* peak = cal.valid() ? &cal : nullptr;
   std::string o = "{\"peak_gflops\":" + json_num(peak ? cal.peak_gflops : kNaN) +
                   ",\"peak_gbps\":" + json_num(peak ? cal.peak_gbps : kNaN) + ",\"calibration\":";
   append_json_string(o, peak ? cal.path : default_calibration_path());
   o += ",\"points\":[";
-  size_t n = 0, without_bytes = 0;
+  size_t n = 0, without_bytes = 0, above = 0;
   for (auto* kv : by_self(names, 0)) {
     const GroupStats& g = kv->second;
     if (!(g.flops > 0)) continue;  // views and the like declare 0 FLOPs
@@ -303,9 +304,13 @@ std::string roofline_json(const Rollup& names, const Calibration& cal, size_t to
     o += "," + json_num(f.ai) + "," + json_num(f.gflops) + "," + json_num(ns_to_us(g.self_ns)) + "," +
          json_num(f.peak_frac) + ",";
     append_json_string(o, f.bound);
-    o += "]";
+    o += f.above_peak ? ",true]" : ",false]";
+    above += f.above_peak;
   }
-  return o + "],\"without_bytes\":" + std::to_string(without_bytes) + "}";
+  o += "],\"without_bytes\":" + std::to_string(without_bytes) + ",\"above_peak\":";
+  if (above) append_json_string(o, std::to_string(above) + " op(s) " + above_peak_line(cal));
+  else o += "null";
+  return o + "}";
 }
 
 // What was left out of the input, and what the nesting had to estimate.
@@ -465,7 +470,7 @@ function roofline(){
   var R=D.roofline, host=document.getElementById("roofline"), note=document.getElementById("roofline-note");
   var have=R.peak_gflops!==null && R.peak_gbps!==null;
   note.textContent=(have?"Peaks "+R.peak_gflops.toFixed(1)+" GFLOP/s and "+R.peak_gbps.toFixed(1)+" GB/s, measured by 'dftracer-analyze calibrate' ("+R.calibration+").":"No calibration found: run 'dftracer-analyze calibrate' (it writes "+R.calibration+") for the roofs.")+
-    (R.without_bytes?" "+R.without_bytes+" op(s) with FLOPs but no bytes are not drawn.":"");
+    (R.without_bytes?" "+R.without_bytes+" op(s) with FLOPs but no bytes are not drawn.":"")+(R.above_peak?" "+R.above_peak:"");
   if(!R.points.length){ host.textContent="No op declared both FLOPs and bytes."; return; }
   var W=1000,H=360,L=70,B=40,T=10,Rm=20, xs=[], ys=[];
   R.points.forEach(function(p){ xs.push(p[1]); ys.push(p[2]); });
@@ -488,8 +493,8 @@ function roofline(){
   var smax=0, dots=[]; R.points.forEach(function(p){ smax=Math.max(smax,p[3]); });
   R.points.forEach(function(p,i){
     var c=el("circle",{"class":"op",cx:sx(p[1]),cy:sy(p[2]),r:3+9*Math.sqrt(smax>0?p[3]/smax:0),fill:COLORS[i%COLORS.length],"fill-opacity":0.7},svg);
-    el("title",{},c).textContent=p[0]+": "+p[2].toFixed(2)+" GFLOP/s at "+p[1].toFixed(2)+" FLOP/B, "+fmt(p[3])+" self"+(p[4]!==null?", "+(100*p[4]).toFixed(1)+"% of the "+p[5]+" roof":"");
-    dots.push({x:sx(p[1]),y:sy(p[2]),r:+c.getAttribute("r"),text:shortOp(p[0])});
+    el("title",{},c).textContent=p[0]+": "+p[2].toFixed(2)+" GFLOP/s at "+p[1].toFixed(2)+" FLOP/B, "+fmt(p[3])+" self"+(p[4]!==null?", "+(100*p[4]).toFixed(1)+(p[6]?"%! (above":"% of")+" the "+p[5]+" roof"+(p[6]?": the calibration is too low)":""):"");
+    dots.push({x:sx(p[1]),y:sy(p[2]),r:+c.getAttribute("r"),text:shortOp(p[0])+(p[6]?" (!)":"")});
   });
   var missed=placeLabels(svg, dots.slice(0,12), {x:L,y:T,w:W-Rm-L,h:H-B-T});
   var rest=missed.map(function(d){ return d.text; }), more=Math.max(R.points.length-12,0);

@@ -402,16 +402,17 @@ nb::tuple py_efficiency(const std::vector<std::string>& paths, const std::string
 }
 
 // `dftracer-analyze calibrate`: measures, writes, returns the JSON written.
-std::string py_calibrate(const std::string& directory, const std::string& output, long long threads) {
+std::string py_calibrate(const std::string& directory, const std::string& output, long long threads, bool force,
+                         bool torch) {
   unsigned nthreads = thread_count(threads);
   std::string path;
   {
     nb::gil_scoped_release unlocked;
     std::vector<std::string> dirs;
     if (!directory.empty()) dirs.push_back(directory);
-    calibrate_command(dirs, output, nthreads);
+    calibrate_command(dirs, output, nthreads, force, torch);
     path = !output.empty() ? output
-           : !directory.empty() ? directory + "/" + kCalibrationFileName
+           : !directory.empty() ? directory + (directory.back() == '/' ? "" : "/") + kCalibrationFileName
                                 : default_calibration_path();
   }
   return calibration_json(read_calibration(path));
@@ -512,6 +513,7 @@ NB_MODULE(_analyze, m) {
         nb::arg("max_document_mib") = document_mib,
         "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
   m.def("calibrate", &py_calibrate, nb::arg("directory") = "", nb::arg("output") = "", nb::arg("threads") = 0,
+        nb::arg("force") = false, nb::arg("torch") = true,
         "Measures this machine's peaks and writes them (as `dftracer-analyze calibrate`); returns the JSON.");
   m.def("ranks_json", &py_ranks, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("with_steps") = true,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,

@@ -282,8 +282,10 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     Columns: the group key(s), count, self_us, flops, bytes (sums of the events'
     args.flops / args.bytes), gflops and gbps (achieved over those events' time), ai
     (FLOPs per byte), attainable_gflops (min(peak GFLOP/s, ai x peak GB/s)), peak_frac
-    (achieved over attainable; bytes over peak GB/s for groups without FLOPs), bound
-    ("compute" or "memory"). The peaks come from `calibration` (a file), else
+    (achieved over attainable; bytes over peak GB/s for groups without FLOPs),
+    above_peak (peak_frac > 1: the calibration is too low, not the run above peak; a
+    warning says so and df.attrs["above_peak"] holds the line), bound ("compute" or
+    "memory"). The peaks come from `calibration` (a file), else
     dftracer-calibration.json beside an input, else the user's cache dir (see
     calibrate()); without one, attainable_gflops and peak_frac are NaN.
     df.attrs: "calibration" (peaks, host, path, or None), "group_by", "skipped", "stats".
@@ -303,19 +305,35 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     df.attrs.update(doc)
     df.attrs["stats"] = dict(stats)
     _warn_skipped(stats)
+    if doc.get("above_peak"):
+        import warnings
+
+        warnings.warn(f"{int(df['above_peak'].sum())} of the groups: {doc['above_peak']}", stacklevel=2)
     return df
 
 
-def calibrate(directory=None, *, output=None, threads=None):
-    """Measures this machine's peaks (a float32 matmul and a memory triad on every
-    CPU, about two seconds) as `dftracer-analyze calibrate` does, and writes them to
-    `output`, else `directory`/dftracer-calibration.json, else
-    $XDG_CACHE_HOME/dftracer/calibration.json. Returns the written values as a dict
-    (peak_gflops, peak_gbps, threads, host, ...)."""
+def calibrate(directory=None, *, output=None, threads=None, force=False, torch=True):
+    """Measures this machine's peaks as `dftracer-analyze calibrate` does (our float32
+    matmul and memory triad, and torch's mm, conv2d, copy and add timed in this
+    interpreter's Python, sys.executable, unless `torch` is False or $DFTRACER_PYTHON
+    names another; at 1 thread and at `threads`, default every CPU; a few seconds), and
+    writes them to `output`, else `directory`/dftracer-calibration.json, else
+    $XDG_CACHE_HOME/dftracer/calibration.json. On a loaded machine it raises OSError
+    unless `force` (then the file is marked "loaded"). Returns the written values as a
+    dict (peak_gflops, peak_gbps, peak_gflops_kernel, threads, host, figures, ...)."""
     import json
+    import sys
 
-    return json.loads(_module().calibrate(os.fspath(directory) if directory else "",
-                                          os.fspath(output) if output else "", _threads(threads)))
+    set_python = torch and not os.environ.get("DFTRACER_PYTHON") and sys.executable
+    if set_python:
+        os.environ["DFTRACER_PYTHON"] = sys.executable
+    try:
+        return json.loads(_module().calibrate(os.fspath(directory) if directory else "",
+                                              os.fspath(output) if output else "", _threads(threads),
+                                              force=bool(force), torch=bool(torch)))
+    finally:
+        if set_python:
+            del os.environ["DFTRACER_PYTHON"]
 
 
 def _top(top):
