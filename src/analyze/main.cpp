@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calibration.hpp"
+#include "category_wall.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
 #include "io_view.hpp"
@@ -386,6 +387,14 @@ int main(int argc, char** argv) {
         return finish(r.stats);
       }
       if (a.tree) return run_module_tree(a, files, ro);
+      if (a.by == "category" && !a.efficiency) {  // compile vs run: wall time (category_wall.hpp)
+        const StepReport steps = analyze_steps(files, a.threads, ro);
+        Summary s = summarize(files, keys, 0, a.threads, ro, sort);
+        std::ostringstream os;
+        write_category_wall(os, steps, s, a.format);
+        emit(a, os.str());
+        return finish(s.stats);
+      }
       if (a.efficiency) {
         Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration);
         emit(a, efficiency_text(e, a.format));

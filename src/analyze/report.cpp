@@ -194,16 +194,25 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     m += (m.empty() ? "" : ", ") + kv->first + " " + pct(ns_to_us(kv->second.self_ns), traced);
   }
   lines.push_back(m.empty() ? "Top modules: no event names an nn.Module (args.module)." : "Top modules by self time: " + m);
-  auto cat_us = [&](const char* c) {
+  // Compile vs run in wall time (wall_time.hpp): worker threads compiling
+  // while the main thread waits count once; their thread time is beside it.
+  const RunWall w = model_run_wall(st);
+  auto thread_us = [&](const char* c) {
     auto it = categories.find(c);
     return it == categories.end() ? 0.0 : ns_to_us(it->second.self_ns);
   };
-  const double compile = cat_us("compile");
   std::string run;
   for (size_t c = 1; c < kNumStepCategories; ++c)
-    run += std::string(c > 1 ? ", " : "") + kStepCategories[c] + " " + pct(cat_us(kStepCategories[c]), traced);
-  lines.push_back("Compile vs run: compile " + pct(compile, traced) + " (" + human_time(compile) + "), run " +
-                  pct(traced - compile, traced) + " (" + run + ")");
+    run += std::string(c > 1 ? ", " : "") + kStepCategories[c] + " " + pct(w.wall_us[c], w.span_us);
+  run += ", untraced " + pct(w.untraced_us, w.span_us);
+  std::string l = "Compile vs run (wall time" + (w.processes > 1 ? ", " + std::to_string(w.processes) +
+                                                                       " processes added" : std::string()) +
+                  "): compile " + pct(w.wall_us[0], w.span_us) + " (" + human_time(w.wall_us[0]) + " of " +
+                  human_time(w.span_us) + "), run " + pct(w.span_us - w.wall_us[0], w.span_us) + " (" + run + ")";
+  const double compile_threads = thread_us("compile");
+  if (compile_threads > 1.05 * w.wall_us[0])
+    l += "; compile thread time " + human_time(compile_threads) + " (threads added)";
+  lines.push_back(l);
   if (io.total.ops) {  // I/O calls are leaves: their time is their self time
     // The program's data I/O first; the runtime's own (imports, shared
     // libraries, the trace itself: io_view.hpp's io_file_kind) in one clause.
@@ -237,7 +246,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
                                  std::to_string(x.step) + (st.processes.size() > 1 ? " of pid " + x.pid : "");
     }
     std::string l2 = "Steps: " + std::to_string(st.rows.size()) + "; the first " + human_time(st.rows[0].duration_us) +
-                     ", compile " + pct(st.rows[0].compile_share, 1.0) + " of its traced time";
+                     ", compile " + pct(st.rows[0].compile_share, 1.0) + " of its wall time";
     if (!later.empty()) {
       l2 += "; the others " + human_time(median(later)) + " (median)";
     }
@@ -249,6 +258,22 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
   return lines;
 }
 
+// The run's wall time by category, as totals_json's rows: [label, 0, wall_us, wall_us].
+std::string wall_json(const RunWall& w) {
+  std::vector<std::pair<std::string, double>> parts;
+  for (size_t c = 0; c < kNumStepCategories; ++c) parts.emplace_back(kStepCategories[c], w.wall_us[c]);
+  parts.emplace_back("untraced", w.untraced_us);
+  std::stable_sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::string o = "[";
+  for (const auto& [label, us] : parts) {
+    if (o.size() > 1) o += ',';
+    o += '[';
+    append_json_string(o, label);
+    o += ",0," + json_num(us) + "," + json_num(us) + "]";
+  }
+  return o + "]";
+}
+
 std::string string_array_json(const std::vector<std::string>& v) {
   std::string o = "[";
   for (size_t i = 0; i < v.size(); ++i) {
@@ -258,20 +283,22 @@ std::string string_array_json(const std::vector<std::string>& v) {
   return o + "]";
 }
 
-// {"rows": [[label, traced_us, compile_us..other_us, outlier, start_us, duration_us, pid, slow]],
-//  "categories", "rule", "first_compile_share"}; start relative to `origin_us`.
+// {"rows": [[label, duration_us, compile_us..other_us, untraced_us (wall time), outlier, start_us,
+//  duration_us, pid, slow]], "categories" (with "untraced"), "rule", "first_compile_share"};
+// start relative to `origin_us`.
 std::string steps_report_json(const StepReport& st, double origin_us) {
   std::string o = "{\"categories\":[";
   for (size_t c = 0; c < kNumStepCategories; ++c) o += std::string(c ? ",\"" : "\"") + kStepCategories[c] + "\"";
-  o += "],\"rule\":";
+  o += ",\"untraced\"],\"rule\":";
   append_json_string(o, kStepOutlierRule);
   o += ",\"first_compile_share\":" + json_num(st.rows.empty() ? 0 : st.rows[0].compile_share) + ",\"rows\":[";
   for (size_t i = 0; i < st.rows.size(); ++i) {
     const StepRow& x = st.rows[i];
     o += i ? ",[" : "[";
     append_json_string(o, (st.processes.size() > 1 ? "pid " + x.pid + " " : "") + "step " + std::to_string(x.step));
-    o += "," + json_num(x.traced_us);
-    for (double v : x.by_category_us) o += "," + json_num(v);
+    o += "," + json_num(x.duration_us);
+    for (double v : x.wall_us) o += "," + json_num(v);
+    o += "," + json_num(x.untraced_us);
     o += x.outlier ? ",true," : ",false,";
     o += json_num(x.start_us - origin_us) + "," + json_num(x.duration_us) + ",";
     append_json_string(o, x.pid);
@@ -356,8 +383,11 @@ svg.chart text{font-size:11px;fill:#333}
 matches: compile (cat compile), data loading (I/O, DataLoader), optimizer, graph calls between their ops (a compiled
 graph's call outside its ops), outside any module (ops of no nn.Module), communication (cat comm), between graphs (a
 region's own time: the loop's code outside any graph call or op).</p><div id="no-module"></div>
-<h3>Compile vs run: self time by kind of work</h3><div id="by-category"></div>
-<div id="steps-section" hidden><h3>Per step: compile / forward / backward / optimizer / data / other (self time)</h3>
+<h3>Compile vs run: wall time by kind of work</h3><p class="note">The processes that run the model, from first to last
+event: each instant goes to the first kind of work any of their threads was doing (compile, optimizer, backward, forward,
+data, other), untraced when none; worker threads compiling while the main thread waits count once.</p>
+<div id="by-category"></div>
+<div id="steps-section" hidden><h3>Per step: compile / forward / backward / optimizer / data / other / untraced (wall time)</h3>
 <p class="note" id="steps-summary"></p><div id="by-step"></div><div class="legend" id="steps-legend"></div></div>
 </section>
 <h2>Compile work (cat compile) by self time</h2><div id="compile-phases"></div>
@@ -398,7 +428,7 @@ function bars(target, rows, title, tip){
     el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=label;
     var b=el("rect",{"class":"bar",x:labelW,y:y+2,width:Math.max(w,1),height:rowH-5,fill:COLORS[i%COLORS.length]},svg);
     el("title",{},b).textContent=tip?tip(r):r[0]+": "+fmt(r[2])+" self, "+fmt(r[3])+" total, in "+r[1]+" events";
-    el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+" ("+r[1]+")";
+    el("text",{x:labelW+Math.max(w,1)+5,y:y+14},svg).textContent=fmt(r[2])+(r[1]>0?" ("+r[1]+")":"");
   });
 }
 function icicle(target, tree){
@@ -443,23 +473,25 @@ function timeline(target){
     var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+c+"\"></i>"; s.appendChild(document.createTextNode(p.label)); legend.appendChild(s);
   });
 }
-// Steps (steps.hpp): one stacked bar per step, its traced time split by category.
+// Steps (steps.hpp): one stacked bar per step, its wall time split by category.
+// A row: [label, duration, the categories..., outlier, start, duration, pid, slow].
 function stepBars(){
   var S=D.steps; if(!S || !S.rows.length) return;
+  var k=2+S.categories.length;
   document.getElementById("steps-section").hidden=false;
-  document.getElementById("steps-summary").textContent=S.rows.length+" steps; first step: compile "+(100*S.first_compile_share).toFixed(1)+"% of its traced time. Outliers (! slow, ? fast): "+S.rule+".";
+  document.getElementById("steps-summary").textContent=S.rows.length+" steps; first step: compile "+(100*S.first_compile_share).toFixed(1)+"% of its wall time. Outliers (! slow, ? fast): "+S.rule+".";
   var rowH=20, labelW=160, W=1000, H=S.rows.length*rowH+10, max=0;
   S.rows.forEach(function(r){ if(r[1]>max) max=r[1]; });
   var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"time per step"},document.getElementById("by-step"));
   S.rows.forEach(function(r,i){
     var y=5+i*rowH, x=labelW;
-    el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=(r[8]?(r[12]?"! ":"? "):"")+r[0];
+    el("text",{x:labelW-6,y:y+14,"text-anchor":"end"},svg).textContent=(r[k]?(r[k+4]?"! ":"? "):"")+r[0];
     for(var c=0;c<S.categories.length;c++){
       var w=max>0?(W-labelW-130)*r[2+c]/max:0; if(w<=0) continue;
       var b=el("rect",{"class":"step-part",x:x,y:y+2,width:w,height:rowH-5,fill:COLORS[c]},svg);
       el("title",{},b).textContent=r[0]+": "+S.categories[c]+" "+fmt(r[2+c]); x+=w;
     }
-    el("text",{x:x+5,y:y+14},svg).textContent=fmt(r[1])+" traced";
+    el("text",{x:x+5,y:y+14},svg).textContent=fmt(r[1]);
   });
   var legend=document.getElementById("steps-legend");
   S.categories.forEach(function(c,i){ var s=document.createElement("span"); s.innerHTML="<i style=\"background:"+COLORS[i]+"\"></i>"; s.appendChild(document.createTextNode(c)); legend.appendChild(s); });
@@ -531,15 +563,16 @@ function placeLabels(svg, dots, area){
 function stepTimeline(){
   var S=D.steps, host=document.getElementById("step-timeline");
   if(!S || !S.rows.length){ host.textContent="No steps found."; return; }
-  var pids=[], tmax=0; S.rows.forEach(function(r){ if(pids.indexOf(r[11])<0) pids.push(r[11]); tmax=Math.max(tmax,r[9]+r[10]); });
+  var k=2+S.categories.length;  // outlier, start, duration, pid, slow
+  var pids=[], tmax=0; S.rows.forEach(function(r){ if(pids.indexOf(r[k+3])<0) pids.push(r[k+3]); tmax=Math.max(tmax,r[k+1]+r[k+2]); });
   var L=110,W=1000,Rm=20,rowH=26,H=pids.length*rowH+30;
   var svg=el("svg",{"class":"chart","width":W,"height":H,"role":"img","aria-label":"steps per process"},host);
   var sx=function(t){ return L+(W-L-Rm)*t/Math.max(tmax,1); };
   pids.forEach(function(p,i){ el("text",{x:L-6,y:8+i*rowH+15,"text-anchor":"end"},svg).textContent="pid "+p; });
   S.rows.forEach(function(r,i){
-    var y=8+pids.indexOf(r[11])*rowH, x=sx(r[9]), w=Math.max(sx(r[9]+r[10])-x,1);
-    var b=el("rect",{"class":"step-box",x:x,y:y,width:w,height:rowH-6,fill:COLORS[i%COLORS.length],"fill-opacity":0.6,stroke:r[8]?"#c00":"none","stroke-width":2},svg);
-    el("title",{},b).textContent=(r[8]?(r[12]?"slow outlier ":"fast outlier "):"")+r[0]+": "+fmt(r[10])+" from "+fmt(r[9]);
+    var y=8+pids.indexOf(r[k+3])*rowH, x=sx(r[k+1]), w=Math.max(sx(r[k+1]+r[k+2])-x,1);
+    var b=el("rect",{"class":"step-box",x:x,y:y,width:w,height:rowH-6,fill:COLORS[i%COLORS.length],"fill-opacity":0.6,stroke:r[k]?"#c00":"none","stroke-width":2},svg);
+    el("title",{},b).textContent=(r[k]?(r[k+4]?"slow outlier ":"fast outlier "):"")+r[0]+": "+fmt(r[k+2])+" from "+fmt(r[k+1]);
   });
   el("text",{x:L,y:H-6},svg).textContent="0 s"; el("text",{x:W-Rm,y:H-6,"text-anchor":"end"},svg).textContent=fmt(tmax);
 }
@@ -584,7 +617,7 @@ document.getElementById("overview").textContent=D.events+" complete events, "+fm
 bars("top-ops", D.top_ops, "top model ops and kernels");
 bars("by-module", D.by_module, "time by module");
 bars("no-module", D.no_module, "time outside any module");
-bars("by-category", D.by_category, "compile vs run");
+bars("by-category", D.by_category, "compile vs run", function(r){ return r[0]+": "+fmt(r[2])+" of wall time"; });
 stepBars();
 icicle("module-icicle", D.module_tree);
 bars("compile-phases", D.compile_phases, "compile work");
@@ -677,7 +710,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"no_module\":" + totals_json(no_module, 0);
   data += ",\"compile_phases\":" + totals_json(names_of_kind(r.groups_, {"compile"}), top_n);
   data += ",\"regions\":" + totals_json(names_of_kind(r.groups_, {"region", "graph", "comm"}), top_n);
-  data += ",\"by_category\":" + totals_json(by_key[kCategory], 0);
+  data += ",\"by_category\":" + wall_json(model_run_wall(steps));
   data += ",\"steps\":" + steps_report_json(steps, origin_us);
   std::ostringstream tree_json;  // the module icicle from the same groups
   write_module_tree_json(tree_json, build_module_tree(r.groups_, kModule));

@@ -367,6 +367,7 @@ StepPlan StepFinder::plan() {
     ProcessSteps ps;
     ps.file = key.first;
     ps.pid = key.second;
+    ps.model_work = p.model_work;
     p.wall.finish();
     ps.wall = std::move(p.wall);
     if (any_model_work && !p.model_work) {

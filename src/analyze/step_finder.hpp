@@ -57,6 +57,7 @@ struct ProcessSteps {
   // marks), "args.step" (the step arg's first events); without steps: "" or "helper".
   std::string source;
   std::string region;  // the repeated region's name (source "region")
+  bool model_work = false;  // ops, compile or optimizer events (a helper has none)
   std::vector<StepInterval> steps;  // by start
   ProcessWall wall;    // for the steps' and the run's wall-time split
 };

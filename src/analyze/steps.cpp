@@ -248,6 +248,18 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
   return r;
 }
 
+RunWall model_run_wall(const StepReport& r) {
+  RunWall w;
+  for (const ProcessRun& p : r.runs) {
+    if (p.source == "helper") continue;
+    ++w.processes;
+    w.span_us += p.span_us;
+    w.untraced_us += p.untraced_us;
+    for (size_t c = 0; c < kNumStepCategories; ++c) w.wall_us[c] += p.wall_us[c];
+  }
+  return w;
+}
+
 // ---------------------------------------------------------------- outputs
 
 namespace {
@@ -344,7 +356,8 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
       append_json_string(o, p.source);
       o += ",\"region\":";
       append_json_string(o, p.region);
-      o += ",\"steps\":" + std::to_string(p.steps.size()) + "}";
+      o += ",\"steps\":" + std::to_string(p.steps.size()) +
+           ",\"model_work\":" + (p.model_work ? "true" : "false") + "}";
     }
   o += "],\"runs\":[";
   for (size_t i = 0; i < r.runs.size(); ++i) {

@@ -71,6 +71,15 @@ struct StepReport {
   size_t capped_regions = 0;  // region occurrences the finder did not keep (memory cap)
 };
 
+// The wall time of the processes that run the model (every process but the
+// helpers), summed: compile vs run over the run, never more than its span.
+struct RunWall {
+  size_t processes = 0;
+  double span_us = 0, untraced_us = 0;
+  double wall_us[kNumStepCategories] = {};
+};
+RunWall model_run_wall(const StepReport& r);
+
 // The outlier rule, for the outputs and the docs.
 inline constexpr const char* kStepOutlierRule =
     "duration more than max(3 * MAD, 0.5 * median) above (slow) or below (fast) the median of its process's "

@@ -55,7 +55,8 @@ def category(e):
     name, cat, phase = e["name"], e.get("cat", ""), (e.get("args") or {}).get("phase")
     if cat == "compile":
         return "compile"
-    if cat in ("POSIX", "STDIO", "dataloader") or name.startswith(("enumerate(DataLoader)", "DataLoader")):
+    if (cat in ("POSIX", "STDIO", "dataloader", "data") or name.startswith(("enumerate(DataLoader)", "DataLoader"))
+            or name.split(".")[-1] in ("__getitem__", "__getitems__")):
         return "data"
     if name.startswith("Optimizer.") or "optimizer" in name.lower():
         return "optimizer"
@@ -118,14 +119,22 @@ def test_three_compiled_steps(loop_trace):
     assert compile_us[0] > 0 and compile_us[1] == 0 and compile_us[2] > 0, compile_us
     assert doc["first_step_compile_share"] == rows[0]["compile_share"] > 0
     for r in rows:
-        assert sum(r[f"{c}_us"] for c in CATEGORIES) == pytest.approx(r["traced_us"], abs=1e-6)
+        assert sum(r[f"{c}_thread_us"] for c in CATEGORIES) == pytest.approx(r["traced_us"], abs=1e-6)
+        # wall time: the categories and the untraced rest are the step, none more than it
+        wall = sum(r[f"{c}_us"] for c in CATEGORIES) + r["untraced_us"]
+        assert wall == pytest.approx(r["duration_us"], abs=0.01)
+        assert all(0 <= r[f"{c}_us"] <= r["duration_us"] for c in CATEGORIES)
         assert r["forward_us"] > 0 and r["backward_us"] > 0 and r["optimizer_us"] > 0
 
-    # The split matches the events: a reference self-time computation per step.
+    # A step runs from its region's start to the next one's; the last to its region's end.
     events = [e for e in read_trace(path) if e.get("ph") == "X"]
     regions = sorted((e for e in events if e["name"] == "train_step"), key=lambda e: e["ts_ns"])
     assert len(regions) == 3
-    spans = [(e["ts_ns"], e["ts_ns"] + e["dur_ns"], e) for e in regions]
+    ends = [nxt["ts_ns"] for nxt in regions[1:]] + [regions[-1]["ts_ns"] + regions[-1]["dur_ns"]]
+    spans = [(e["ts_ns"], end, e) for e, end in zip(regions, ends)]
+    for r, (ts, end, _) in zip(rows, spans):
+        assert r["duration_us"] == pytest.approx((end - ts) / 1000)
+    # The thread-time split matches the events: a reference self-time computation per step.
     want = reference_split(events, spans)
     # Exact, unless the self-time model folded a thread's backlog (the lazy
     # imports of the first compile write thousands of I/O events inside step 0,
@@ -135,13 +144,12 @@ def test_three_compiled_steps(loop_trace):
     for r, w in zip(rows, want):
         for c in CATEGORIES:
             tol = 2 + (0.01 * r["traced_us"] if approx else 0)
-            assert r[f"{c}_us"] == pytest.approx(w[c] / 1000, abs=tol), (r["step"], c)
+            assert r[f"{c}_thread_us"] == pytest.approx(w[c] / 1000, abs=tol), (r["step"], c)
     # Steps plus outside are the summary's self time per category, exactly (one model).
     by_cat = da.summary(path, by="category").set_index("category")["self_us"]
     for c in CATEGORIES:
-        got = sum(r[f"{c}_us"] for r in rows) + doc["outside"][f"{c}_us"]
+        got = sum(r[f"{c}_thread_us"] for r in rows) + doc["outside"][f"{c}_us"]
         assert got == pytest.approx(by_cat.get(c, 0.0), abs=1e-3), c
-        assert r["duration_us"] == pytest.approx((spans[r["step"]][1] - spans[r["step"]][0]) / 1000)
 
     # The same numbers from the Python API and the CSV.
     df = da.steps(path)

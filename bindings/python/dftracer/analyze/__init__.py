@@ -236,16 +236,22 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
     """Per training step, its time split by kind of work, as a pandas DataFrame: the
     rows of `dftracer-analyze summary --by step --format json` (same numbers).
 
-    Steps come from the repeated top-level region of each process's main thread (I/O
-    calls never count), else from a `step` arg on events (docs/analyzer.md, "Steps"). Columns: pid, step
-    (0-based within the process), label (the arg value or the region name), start_us,
-    duration_us, traced_us (all threads' time inside the step), compile_us, forward_us,
-    backward_us, optimizer_us, data_us, other_us (self time: they add up to traced_us),
-    compile_share (compile_us / traced_us), outlier (bool), outlier_kind ("slow", "fast" or
-    None).
+    A step is one iteration of the loop, from its start to the next one's start
+    (docs/analyzer.md, "Steps"): found from the step marks Dynamo/dft_ai update(step=...)
+    write, the `step` arg, or a repeated user region at any depth of the main thread.
+    Columns: pid, step (0-based within the process), label (the step value or the region
+    name), start_us, duration_us; compile_us, forward_us, backward_us, optimizer_us,
+    data_us, other_us, untraced_us (wall time: the duration split by what any thread of
+    the process was doing, by priority; they add up to duration_us); traced_us and
+    compile_thread_us .. other_thread_us (thread time: self time added over threads);
+    compile_share (compile_us / duration_us), outlier (bool), outlier_kind ("slow",
+    "fast" or None), end_estimated (the last step of marks or args, whose end no region
+    gives).
 
-    df.attrs: "processes" (pid, source, region, steps), "outside" (self time of events
-    in no step, by category), "first_step_compile_share", "outlier_rule", "nesting",
+    df.attrs: "processes" (pid, source -- "region", "marks", "args.step", "" or "helper"
+    for a data-loader worker -- region, steps, model_work), "runs" (per process: span_us
+    and its wall time by category), "outside" (thread time of events in no step, by
+    category), "first_step_compile_share", "outlier_rule", "nesting", "capped_regions",
     "stats" (what was read and skipped).
     client: as for summary(); whole files are read on the workers (a process's steps
     need all of its events).
@@ -262,8 +268,10 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
         doc = json.loads(text)
     else:
         doc, stats = _dask().steps(client, _module(), files(paths), limits)
-    columns = ["pid", "step", "label", "start_us", "duration_us", "traced_us", "compile_us", "forward_us",
-               "backward_us", "optimizer_us", "data_us", "other_us", "compile_share", "outlier", "outlier_kind"]
+    cats = ("compile", "forward", "backward", "optimizer", "data", "other")
+    columns = (["pid", "step", "label", "start_us", "duration_us"] + [f"{c}_us" for c in cats] +
+               ["untraced_us", "traced_us"] + [f"{c}_thread_us" for c in cats] +
+               ["compile_share", "outlier", "outlier_kind", "end_estimated"])
     df = pd.DataFrame(doc.pop("steps"), columns=columns)
     df["outlier"] = df["outlier"].astype(bool)
     kind = df["outlier_kind"].astype(object)

@@ -222,7 +222,9 @@ def steps(client, ext, files, limits):
             doc = part
         else:
             doc["processes"] += part["processes"]
+            doc["runs"] += part["runs"]
             doc["steps"] += part["steps"]
+            doc["capped_regions"] += part["capped_regions"]
             for k, v in part["outside"].items():
                 doc["outside"][k] += v
             for k, v in part["nesting"].items():
@@ -234,7 +236,24 @@ def steps(client, ext, files, limits):
             stats[k] = stats.get(k, 0) + v if not isinstance(v, str) else v
     problems = [r[2]["problems"] for r in results if r[2].get("problems")]
     stats["problems"] = "; ".join(problems)
+    _drop_helper_steps(doc)
     return doc, stats
+
+
+def _drop_helper_steps(doc):
+    """A process without model work beside one with it is a helper (a
+    DataLoader worker) and has no steps, as steps.cpp decides for one read:
+    a file read alone on a worker cannot see the other processes."""
+    if not doc or not any(p["model_work"] for p in doc["processes"]):
+        return
+    helpers = {p["pid"] for p in doc["processes"] if not p["model_work"]}
+    for p in doc["processes"]:
+        if p["pid"] in helpers:
+            p["source"], p["region"], p["steps"] = "helper", "", 0
+    for r in doc["runs"]:
+        if r["pid"] in helpers:
+            r["source"] = "helper"
+    doc["steps"] = [r for r in doc["steps"] if r["pid"] not in helpers]
 
 
 def events(client, ext, files, raw_args, ph, limits, meta, piece_bytes=None):
