@@ -252,7 +252,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     }
     lines.push_back(l2 + (outliers.empty() ? "; no outlier" : "; outliers: " + outliers));
   } else {
-    lines.push_back("Steps: none found (no repeated top-level region on a main thread, no step arg).");
+    lines.push_back("Steps: none found (no step mark or step arg, and no user region repeats on a main thread).");
   }
   lines.push_back(std::to_string(s.complete_events) + " complete events, " + human_time(traced) + " traced.");
   return lines;

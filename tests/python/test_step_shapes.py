@@ -15,6 +15,7 @@ pytest.importorskip("torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from analyzer_cli import analyzer  # noqa: E402
+from trace_reader import read_all  # noqa: E402
 
 
 def run_shape(shape, out_dir):
@@ -68,6 +69,14 @@ def test_steps_are_the_loop_iterations(tmp_path, shape, source):
     if shape in ("compile_update", "dynamo_forward"):
         # the backward is in the steps, not only the forward calls
         assert all(r["backward_us"] > 0 for r in doc["steps"])
+        # one step mark per change of the value (update(step=) twice in a row: one mark),
+        # and the eager optimizer's steps are events of their own
+        events = read_all(str(tmp_path))
+        marks = [e for e in events if e.get("ph") == "i" and e["name"] == "step" and e.get("cat") == "dftracer"]
+        assert [m["args"]["step"] for m in marks] == list(range(len(loop)))
+        opt = [e for e in events if e.get("ph") == "X" and e["name"] == "Optimizer.step#SGD.step"]
+        assert len(opt) == len(loop)
+        assert all(r["optimizer_us"] > 0 for r in doc["steps"])
     if shape == "dataloader":
         helpers = [p for p in doc["processes"] if p["source"] == "helper"]
         assert len(helpers) >= 2 and all(p["steps"] == 0 for p in helpers)
