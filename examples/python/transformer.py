@@ -19,7 +19,9 @@ I/O is traced under the data directory only: the script sets
 DFTRACER_DATA_DIR to it unless the variable is set already.
 """
 import argparse
+import json
 import os
+import time
 import shutil
 import tempfile
 
@@ -86,6 +88,7 @@ def main():
     p.add_argument("--data-dir", default=None, help="where the sample files are written and read (default: a temporary dir)")
     p.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     p.add_argument("--trace-prefix", default=None, help="trace file prefix (starts tracing without DFTRACER_ENABLE)")
+    p.add_argument("--times", default=None, help="write the iterations' perf_counter spans here (JSON)")
     a = p.parse_args()
 
     data_dir = a.data_dir or tempfile.mkdtemp(prefix="dftracer-example-data-")
@@ -106,7 +109,9 @@ def main():
     batches = iter(loader)
 
     model.train()
+    spans = []  # each iteration's perf_counter start and end: the loop's own clock
     for step in range(a.steps):
+        t0 = time.perf_counter()
         dynamo.update(epoch=0, step=step)
         with dft_fn("app", name="train_step"):
             with dft_fn("dataloader", name="DataLoader.next"):  # waiting for the workers' reads
@@ -116,7 +121,11 @@ def main():
             loss.backward()
             with dft_fn("app", name="optimizer.step"):
                 opt.step()
+        spans.append([t0, time.perf_counter()])
         print(f"step {step} loss {loss.item():.4f}")
+    if a.times:
+        with open(a.times, "w") as f:
+            json.dump({"steps": spans}, f)
 
     model.eval()
     with dft_fn("dataloader", name="DataLoader.next"):

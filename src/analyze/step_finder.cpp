@@ -79,7 +79,9 @@ void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t
     ++capped;
     return;
   }
-  t.regions[std::string(e.name)].push_back({e.ts_ns, end});
+  auto it = t.regions.find(e.name);  // no allocation for a name seen before
+  if (it == t.regions.end()) it = t.regions.emplace(std::string(e.name), std::vector<StepFinder::Span>{}).first;
+  it->second.push_back({e.ts_ns, end});
   ++t.region_count;
 }
 

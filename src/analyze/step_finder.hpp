@@ -92,7 +92,7 @@ class StepFinder : public LineConsumer {
   using TopLevel = std::multimap<int64_t, Top>;  // a thread's top-level events by start
   struct Thread {
     TopLevel top;
-    std::map<std::string, std::vector<Span>> regions;  // user regions' occurrences, any depth
+    std::map<std::string, std::vector<Span>, std::less<>> regions;  // user regions' occurrences, any depth
     size_t region_count = 0;
   };
   struct Process {
