@@ -140,9 +140,10 @@ TEST(Efficiency, CalibrationBesideTheTraceWinsOverTheCacheAndABadOneIsOneLine) {
 TEST(Efficiency, CalibrateThenSummaryEfficiencyOnTheCommandLine) {
   TempDir d;
   write_file(d.file("t.pfw"), efficiency_trace());
-  CliRun c = run_cli(d, "calibrate " + d.path().string());
+  CliRun c = run_cli(d, "calibrate " + d.path().string() + "/");  // a trailing slash: one slash in the path
   ASSERT_EQ(c.status, 0) << c.err;
   EXPECT_NE(c.out.find("GFLOP/s"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("\nwrote " + d.file(kCalibrationFileName) + "\n"), std::string::npos) << c.out;
   Calibration cal = read_calibration(d.file(kCalibrationFileName));
   EXPECT_GT(cal.peak_gflops, 0.5);  // any CPU of this century
   EXPECT_GT(cal.peak_gbps, 0.5);
