@@ -236,6 +236,15 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
+// expand_inputs, and one line on stderr naming our own outputs it left out.
+std::vector<std::string> expand_inputs_noting(const std::vector<std::string>& paths, const char* side = "") {
+  std::vector<LeftOutInput> left_out;
+  std::vector<std::string> files = expand_inputs(paths, &left_out);
+  const std::string line = left_out_line(left_out);
+  if (!line.empty()) std::fprintf(stderr, "dftracer-analyze: %s%s\n", side, line.c_str());
+  return files;
+}
+
 // The one line about skipped input, and the exit status it implies.
 int finish(const ReadStats& st) {
   std::string line = st.problems_line();
@@ -258,7 +267,7 @@ void emit(const Args& a, const std::string& text) {
 int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions& ro) {
   std::vector<std::string> sides[2];
   for (int i = 0; i < 2; ++i) {
-    sides[i] = expand_inputs({a.paths[i]});
+    sides[i] = expand_inputs_noting({a.paths[i]}, i ? "B: " : "A: ");
     if (sides[i].empty())
       throw InputError(std::string(i ? "B" : "A") + ": no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under '" +
                        a.paths[i] + "'");
@@ -360,7 +369,7 @@ int main(int argc, char** argv) {
       write_stdout(calibrate_command(a.paths, a.out, a.threads));
       return 0;
     }
-    std::vector<std::string> files = expand_inputs(a.paths);
+    std::vector<std::string> files = expand_inputs_noting(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     resolve_window_or_exit(a, files, &ro);
     if (a.command == "ranks" || by_rank) return run_ranks(a, files, ro);
