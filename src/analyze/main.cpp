@@ -319,6 +319,10 @@ int run_ranks(const Args& a, const std::vector<std::string>& files, const ReadOp
   if (!a.out.empty()) refuse_input_as_output(a.out, files);
   RankReport r = analyze_ranks(files, a.threads, ro, !summary);
   std::ostringstream os;
+  if (!summary && a.format != "csv" && write_no_ranks(os, r, a.format)) {  // one line, not empty tables
+    emit(a, os.str());
+    return finish(r.stats);
+  }
   if (summary && a.format == "json") write_rank_summary_json(os, r);
   else if (summary && a.format == "csv") write_rank_summary_csv(os, r);
   else if (summary) write_rank_summary_table(os, r);
