@@ -165,11 +165,13 @@ WindowBound parse_window(const std::string& opt, const char* v) {
 }
 
 // Sets the reader's window for `files`; a window that resolves empty is a usage error.
-void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files, ReadOptions* ro) {
+// `side`: "A: " or "B: " for diff, whose runs each have their own window.
+void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files, ReadOptions* ro,
+                            const char* side = "") {
   try {
     resolve_window(a.from, a.to, files, a.threads, ro);
   } catch (const std::invalid_argument& e) {
-    usage_error(e.what());
+    usage_error(side + std::string(e.what()));
   }
 }
 
@@ -278,9 +280,12 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
   }
   // A relative window is each run's own: "+10s" is the first ten seconds of A and of B.
   ReadOptions ro_side[2] = {ro, ro};
-  for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i]);
+  for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i], i ? "B: " : "A: ");
   Diff d = diff_summaries(summarize(sides[0], keys, 0, a.threads, ro_side[0]),
                           summarize(sides[1], keys, 0, a.threads, ro_side[1]), a.top);
+  // The noise estimate: each run's step-to-step spread (two more reads per run).
+  mark_noise(d, step_spread(analyze_steps(sides[0], a.threads, ro_side[0])),
+             step_spread(analyze_steps(sides[1], a.threads, ro_side[1])));
   std::ostringstream os;
   if (a.format == "json") write_diff_json(os, d);
   else if (a.format == "csv") write_diff_csv(os, d);
