@@ -11,14 +11,24 @@ PY=${PYTHON:-python3}
 MODEL=${1:-transformer}
 case "$MODEL" in transformer|cnn) ;; *) echo "usage: $0 [transformer|cnn]" >&2; exit 2 ;; esac
 
+echo "demo: [1/4] checking the system and Python packages (scripts/setup.sh)"
 scripts/setup.sh
-echo "demo: building and installing the dftracer Python package"
-"$PY" -m pip install -q --no-build-isolation --no-deps .
+echo "demo: [2/4] building and installing the dftracer Python package (C++ build: a few minutes)"
+# pip -v streams the build; only its step counter is shown, every 10 %
+# (scripts/build_progress.awk), and the log's end only when the build fails.
+BUILD_LOG=$(mktemp)
+trap 'rm -f "$BUILD_LOG"' EXIT
+if ! "$PY" -m pip install -v --no-build-isolation --no-deps . 2>&1 | tee "$BUILD_LOG" |
+    awk -f scripts/build_progress.awk; then
+  echo "demo: the build failed; its last lines:" >&2
+  tail -n 40 "$BUILD_LOG" >&2
+  exit 1
+fi
 
 mkdir -p traces
 rm -f traces/"$MODEL"-*.pfw.gz traces/"$MODEL"-*.pfw.gz.idx
 rm -rf traces/"$MODEL"-data
-echo "demo: tracing examples/python/$MODEL.py"
+echo "demo: [3/4] tracing examples/python/$MODEL.py"
 # The transformer reads its batches from sample files through a DataLoader
 # with two worker processes: each writes its own trace file (its reads), and
 # the run's files are analysed together. I/O is traced under the data dir.
@@ -37,6 +47,7 @@ ANALYZE=$("$PY" -c 'import shutil,sys,os; p=shutil.which("dftracer-analyze") or 
 # The machine's peaks (a few seconds) for the efficiency table and the
 # report's roofline, beside the trace. On a loaded machine calibrate refuses
 # (its peaks would be low); the demo then takes them anyway, marked "loaded".
+echo "demo: [4/4] analysing (calibrating this machine's peaks first: a few seconds)"
 "$ANALYZE" calibrate traces/ >/dev/null || "$ANALYZE" calibrate --force traces/ >/dev/null
 echo
 echo "=== the answer (also at the top of traces/$MODEL-report.html) ==="

@@ -33,6 +33,12 @@ std::string dir_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// DIR/NAME, with one slash whatever DIR ends with ("traces/" gives traces/NAME).
+std::string join_path(std::string dir, const char* name) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir == "/" ? dir + name : dir + "/" + name;
+}
+
 // mkdir -p for the cache directory; errors surface when the file is written.
 void make_dirs(const std::string& dir) {
   for (size_t i = 1; i <= dir.size(); ++i) {
@@ -256,7 +262,7 @@ std::string find_calibration(const std::vector<std::string>& inputs, const std::
     return explicit_path;
   }
   for (const std::string& in : inputs) {
-    const std::string beside = dir_of(in) + "/" + kCalibrationFileName;
+    const std::string beside = join_path(dir_of(in), kCalibrationFileName);
     if (is_file(beside)) return beside;
   }
   const std::string cached = default_calibration_path();
@@ -271,7 +277,7 @@ std::string calibrate_command(const std::vector<std::string>& dirs, const std::s
     struct stat st {};
     if (::stat(dirs[0].c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw InputError("calibrate: not a directory: " + dirs[0]);
-    path = dirs[0] + (dirs[0].back() == '/' ? "" : "/") + kCalibrationFileName;
+    path = join_path(dirs[0], kCalibrationFileName);
   }
   if (path.empty()) path = default_calibration_path();
   Calibration c = measure_calibration(threads, force, with_torch);

@@ -66,6 +66,39 @@ Diff diff_traces(const std::vector<std::string>& files_a, const std::vector<std:
   return diff_summaries(a, b, top_n);
 }
 
+StepSpread step_spread(const StepReport& r) {
+  StepSpread sp;
+  std::vector<double> d;
+  for (const StepRow& row : r.rows) {
+    if (row.outlier) ++sp.outliers;
+    else d.push_back(row.duration_us);
+  }
+  sp.steps = d.size();
+  if (d.empty()) return sp;
+  std::sort(d.begin(), d.end());
+  const size_t n = d.size();
+  sp.median_us = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+  if (n < 2) return sp;
+  double mean = 0;
+  for (double x : d) mean += x;
+  mean /= static_cast<double>(n);
+  double ss = 0;
+  for (double x : d) ss += (x - mean) * (x - mean);
+  if (mean > 0) sp.spread_pct = std::sqrt(ss / static_cast<double>(n - 1)) / mean * 100.0;
+  return sp;
+}
+
+void mark_noise(Diff& d, const StepSpread& a, const StepSpread& b) {
+  d.spread_a = a;
+  d.spread_b = b;
+  d.noise_pct = std::isnan(a.spread_pct) || std::isnan(b.spread_pct) ? std::nan("")
+                                                                       : std::max(a.spread_pct, b.spread_pct);
+  for (DiffRow& r : d.rows) {
+    const double pct = delta_pct(r.self_a_us, r.self_b_us);
+    r.within_noise = r.count_a > 0 && r.count_b > 0 && !std::isnan(pct) && std::fabs(pct) <= d.noise_pct;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Output
 
@@ -80,6 +113,15 @@ std::string signed_pct(double pct) {
 
 std::string signed_count(int64_t n) { return (n > 0 ? "+" : "") + std::to_string(n); }
 
+// "A: 6 steps, median 776.0 ms, spread ±2.1%" (or why there is no spread).
+std::string spread_text(const char* side, const StepSpread& sp) {
+  std::string s = std::string(side) + ": " + std::to_string(sp.steps) + (sp.steps == 1 ? " step" : " steps");
+  if (sp.outliers) s += " (" + std::to_string(sp.outliers) + " outlier" + (sp.outliers == 1 ? "" : "s") + " left out)";
+  if (sp.steps) s += ", median " + human_time(sp.median_us);
+  if (!std::isnan(sp.spread_pct)) s += ", spread ±" + fmt_num(sp.spread_pct, 1) + "%";
+  return s;
+}
+
 }  // namespace
 
 void write_diff_table(std::ostream& os, const Diff& d) {
@@ -87,6 +129,9 @@ void write_diff_table(std::ostream& os, const Diff& d) {
   os << "A: " << human_time(d.traced_a_us) << " traced (" << d.events_a << " events), B: "
      << human_time(d.traced_b_us) << " traced (" << d.events_b << " events), delta "
      << signed_time(delta) << " (" << signed_pct(delta_pct(d.traced_a_us, d.traced_b_us)) << ")\n";
+  os << spread_text("A", d.spread_a) << "; " << spread_text("B", d.spread_b) << "; ";
+  if (std::isnan(d.noise_pct)) os << "no noise estimate (a run with fewer than 2 steps): no delta marked\n";
+  else os << "deltas within ±" << fmt_num(d.noise_pct, 1) << "% are marked ~ (noise)\n";
   std::vector<std::string> header;
   for (const GroupKey& k : d.keys) header.push_back(group_key_name(k));
   for (const char* h : {"count A", "count B", "self A", "self B", "self delta", "self %", "total A", "total B",
@@ -101,7 +146,8 @@ void write_diff_table(std::ostream& os, const Diff& d) {
     c.push_back(human_time(r.self_b_us));
     c.push_back(signed_time(r.self_delta_us()));
     // Where A had the group but B not, "-100.0%"; where only B has it, "new".
-    c.push_back(r.count_a == 0 ? "new" : signed_pct(delta_pct(r.self_a_us, r.self_b_us)));
+    c.push_back((r.count_a == 0 ? "new" : signed_pct(delta_pct(r.self_a_us, r.self_b_us))) +
+                (r.within_noise ? " ~" : ""));
     c.push_back(human_time(r.total_a_us));
     c.push_back(human_time(r.total_b_us));
     c.push_back(signed_time(r.total_delta_us()));
@@ -116,6 +162,12 @@ void write_diff_table(std::ostream& os, const Diff& d) {
 namespace {
 
 // The numbers of a row after its key(s), in kDiffColumns order.
+// ,"steps":N,"step_outliers":K,"step_median_us":X,"step_spread_pct":Y (null: under 2 steps).
+std::string spread_json(const StepSpread& sp) {
+  return ",\"steps\":" + std::to_string(sp.steps) + ",\"step_outliers\":" + std::to_string(sp.outliers) +
+         ",\"step_median_us\":" + json_num(sp.median_us) + ",\"step_spread_pct\":" + json_num(sp.spread_pct);
+}
+
 std::vector<std::string> row_numbers(const DiffRow& r) {
   std::vector<std::string> out{std::to_string(r.count_a), std::to_string(r.count_b), std::to_string(r.count_delta())};
   for (double v : r.times()) out.push_back(json_num(v));
@@ -132,9 +184,12 @@ void write_diff_json(std::ostream& os, const Diff& d) {
   }
   o += "],\"groups\":" + std::to_string(d.groups);
   o += ",\"a\":{\"traced_us\":" + json_num(d.traced_a_us) + ",\"total_us\":" + json_num(d.total_a_us) +
-       ",\"complete_events\":" + std::to_string(d.events_a) + ",\"skipped\":" + skipped_json(d.stats_a) + "}";
+       ",\"complete_events\":" + std::to_string(d.events_a) + ",\"skipped\":" + skipped_json(d.stats_a) +
+       spread_json(d.spread_a) + "}";
   o += ",\"b\":{\"traced_us\":" + json_num(d.traced_b_us) + ",\"total_us\":" + json_num(d.total_b_us) +
-       ",\"complete_events\":" + std::to_string(d.events_b) + ",\"skipped\":" + skipped_json(d.stats_b) + "}";
+       ",\"complete_events\":" + std::to_string(d.events_b) + ",\"skipped\":" + skipped_json(d.stats_b) +
+       spread_json(d.spread_b) + "}";
+  o += ",\"noise_pct\":" + json_num(d.noise_pct);
   o += ",\"traced_delta_us\":" + json_num(d.traced_b_us - d.traced_a_us) +
        ",\"traced_delta_pct\":" + json_num(delta_pct(d.traced_a_us, d.traced_b_us));
   o += ",\"rows\":[";
@@ -144,7 +199,7 @@ void write_diff_json(std::ostream& os, const Diff& d) {
     append_key_members(o, d.keys, r.key);
     std::vector<std::string> nums = row_numbers(r);
     for (size_t c = 0; c < nums.size(); ++c) o += std::string(c ? "," : "") + "\"" + kDiffColumns[c] + "\":" + nums[c];
-    o += "}";
+    o += std::string(",\"within_noise\":") + (r.within_noise ? "true" : "false") + "}";
   }
   o += "]}\n";
   os << o;

@@ -1,15 +1,19 @@
 // `diff A B`: two runs compared group by group (issue #12). Each side is
 // summarized exactly as `summary` does (self_time.hpp's self times), then the
 // groups are joined by key: a group found on one side only has zeros on the
-// other. Rows are sorted by impact, the absolute change of self time.
+// other. Rows are sorted by impact, the absolute change of self time. The
+// command also reads each run's steps (steps.hpp) for a noise estimate: a row
+// whose change is within the runs' step-to-step spread is marked (mark_noise).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "steps.hpp"
 #include "summary.hpp"
 
 namespace dftracer::analyze {
@@ -24,6 +28,7 @@ inline constexpr size_t kDiffFirstTime = 3;  // count_a, count_b, count_delta co
 
 struct DiffRow {
   std::vector<std::string> key;
+  bool within_noise = false;  // |self delta %| within Diff::noise_pct (mark_noise)
   uint64_t count_a = 0, count_b = 0;
   double self_a_us = 0, self_b_us = 0, total_a_us = 0, total_b_us = 0;
   int64_t count_delta() const { return static_cast<int64_t>(count_b) - static_cast<int64_t>(count_a); }
@@ -32,6 +37,18 @@ struct DiffRow {
   // The time columns, kDiffColumns[kDiffFirstTime...] in order.
   std::array<double, 8> times() const;
 };
+
+// A run's step-to-step spread, diff's noise estimate: the durations of the
+// steps the steps model finds (steps.hpp), every process's, its outlier steps
+// (the compile step, a stall) left out.
+struct StepSpread {
+  size_t steps = 0;        // steps used
+  size_t outliers = 0;     // steps left out
+  double median_us = 0;    // of the steps used
+  double spread_pct = std::numeric_limits<double>::quiet_NaN();  // their coefficient of variation
+                                                                 // (sample sd / mean), %; NaN under 2 steps
+};
+StepSpread step_spread(const StepReport& r);
 
 // delta / a in percent; NaN when a is 0 (a group new in B).
 double delta_pct(double a, double b);
@@ -44,7 +61,17 @@ struct Diff {
   double traced_a_us = 0, traced_b_us = 0, total_a_us = 0, total_b_us = 0;
   uint64_t events_a = 0, events_b = 0;  // complete events
   ReadStats stats_a, stats_b;
+  // The noise estimate (mark_noise): each run's step spread; the larger one,
+  // NaN when either run has fewer than two steps (then no row is marked).
+  StepSpread spread_a, spread_b;
+  double noise_pct = std::numeric_limits<double>::quiet_NaN();
 };
+
+// Sets the spreads and noise_pct = max(a.spread_pct, b.spread_pct), and marks
+// each row whose self time changed by no more than that, in either direction
+// (a group found in one run only is never noise): a change the runs' own
+// step-to-step variation could make.
+void mark_noise(Diff& d, const StepSpread& a, const StepSpread& b);
 
 // Joins two whole summaries (built with top_n 0) on their keys; keeps the
 // `top_n` rows of most impact (0: all).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <simdjson.h>
 
 #include "cli_run.hpp"
@@ -118,6 +119,73 @@ TEST(Diff, CliJsonCsvTableAndErrors) {
     EXPECT_NE(r.err.find("dftracer-analyze: "), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << args;
   }
+}
+
+
+// Four steps (args.step) of fwd > mm, add, back to back; fwd lasts 100, 110,
+// 90, 100 us: a step spread (sample sd / mean) of 8.165 %.
+std::string stepped_run(double mm_us, double add_us) {
+  std::vector<std::string> evs;
+  const double fwd[] = {100, 110, 90, 100};
+  int id = 0;
+  double t = 0;
+  for (int k = 0; k < 4; t += fwd[k], ++k) {
+    const std::string step = "\"step\":" + std::to_string(k);
+    evs.push_back(op_event(++id, "fwd", t, fwd[k], "forward", "", -1, -1, 4242, 4242, step));
+    evs.push_back(op_event(++id, "mm", t + 10, mm_us, "forward", "m", -1, -1, 4242, 4242, step));
+    evs.push_back(op_event(++id, "add", t + 40, add_us, "forward", "m", -1, -1, 4242, 4242, step));
+  }
+  return pfw_text(evs);
+}
+
+// Each run's step spread is shown, and a row whose self time changed by no
+// more than it is marked as noise: mm +5 % within +-8.2 %, add +100 % not.
+TEST(Diff, DeltasWithinTheRunsStepSpreadAreMarkedAsNoise) {
+  TempDir d;
+  write_file(d.file("a.pfw"), stepped_run(10, 10));
+  write_file(d.file("b.pfw"), stepped_run(10.5, 20));
+  StepReport sa = analyze_steps({d.file("a.pfw")}, 2);
+  StepSpread a = step_spread(sa);
+  EXPECT_EQ(a.steps, 4u);
+  EXPECT_EQ(a.median_us, 100);
+  EXPECT_NEAR(a.spread_pct, 8.165, 1e-3);
+  Diff r = diff_traces({d.file("a.pfw")}, {d.file("b.pfw")}, parse_group_keys("name"), 0, 1);
+  mark_noise(r, a, step_spread(analyze_steps({d.file("b.pfw")}, 2)));
+  EXPECT_NEAR(r.noise_pct, 8.165, 1e-3);
+  for (const DiffRow& row : r.rows) {
+    SCOPED_TRACE(row.key[0]);
+    EXPECT_EQ(row.within_noise, row.key[0] == "mm");  // fwd's self: -12 %, add +100 %
+  }
+
+  CliRun t = run_cli(d, "diff " + d.file("a.pfw") + " " + d.file("b.pfw"));
+  ASSERT_EQ(t.status, 0) << t.err;
+  std::istringstream lines(t.out);
+  std::string line;
+  std::getline(lines, line);
+  std::getline(lines, line);
+  EXPECT_EQ(line,
+            "A: 4 steps, median 100.000 us, spread ±8.2%; B: 4 steps, median 100.000 us, spread ±8.2%; "
+            "deltas within ±8.2% are marked ~ (noise)");
+  EXPECT_NE(t.out.find("+5.0% ~"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("+100.0% "), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("+100.0% ~"), std::string::npos) << t.out;
+  CliRun j = run_cli(d, "diff --format json " + d.file("a.pfw") + " " + d.file("b.pfw"));
+  ASSERT_EQ(j.status, 0) << j.err;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc = p.parse(j.out);
+  EXPECT_NEAR(double(doc["noise_pct"]), 8.165, 1e-3);
+  EXPECT_EQ(uint64_t(doc["a"]["steps"]), 4u);
+  for (simdjson::dom::element row : doc["rows"].get_array())
+    EXPECT_EQ(bool(row["within_noise"]), std::string_view(row["name"]) == "mm");
+
+  // Identical runs: every delta is 0, within any spread.
+  CliRun same = run_cli(d, "diff " + d.file("a.pfw") + " " + d.file("a.pfw"));
+  EXPECT_NE(same.out.find("0.0% ~"), std::string::npos) << same.out;
+  // Without steps there is no estimate, and nothing is marked.
+  write_file(d.file("c.pfw"), run_a());
+  CliRun none = run_cli(d, "diff " + d.file("c.pfw") + " " + d.file("c.pfw"));
+  EXPECT_NE(none.out.find("A: 0 steps; B: 0 steps; no noise estimate"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find(" ~"), std::string::npos) << none.out;
 }
 
 }  // namespace

@@ -140,10 +140,12 @@ TEST(Efficiency, CalibrationBesideTheTraceWinsOverTheCacheAndABadOneIsOneLine) {
 TEST(Efficiency, CalibrateThenSummaryEfficiencyOnTheCommandLine) {
   TempDir d;
   write_file(d.file("t.pfw"), efficiency_trace());
-  // --force: a shared test machine is often loaded; --no-torch: our kernels are enough here.
-  CliRun c = run_cli(d, "calibrate --force --no-torch " + d.path().string());
+  // --force: a shared test machine is often loaded; --no-torch: our kernels are enough here;
+  // a trailing slash: one slash in the path.
+  CliRun c = run_cli(d, "calibrate --force --no-torch " + d.path().string() + "/");
   ASSERT_EQ(c.status, 0) << c.err;
   EXPECT_NE(c.out.find("GFLOP/s"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("\nwrote " + d.file(kCalibrationFileName) + "\n"), std::string::npos) << c.out;
   Calibration cal = read_calibration(d.file(kCalibrationFileName));
   EXPECT_GT(cal.peak_gflops, 0.5);  // any CPU of this century
   EXPECT_GT(cal.peak_gbps, 0.5);

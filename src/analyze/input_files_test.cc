@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <simdjson.h>
+
+#include "calibration.hpp"
 #include "cli_run.hpp"
 #include "merge.hpp"
 
@@ -143,6 +146,90 @@ TEST(InputFiles, FilesAreMappedOnlyWhileTheirPiecesAreRead) {
   EXPECT_EQ(MapCounter::events.load(), 2u * nfiles);
   EXPECT_LE(MapCounter::max_maps.load(), 2u) << "maps held at once";
   EXPECT_EQ(maps_under(d.path().string()), 0u) << "maps left after reading";
+}
+
+
+// Our own outputs in a trace directory: merge's file and the calibration are
+// left out of a directory or a glob, with one line on stderr saying so (they
+// used to be read: "skipped 1 event with wrongly typed fields", every event
+// twice), and read when named.
+TEST(InputFiles, OwnOutputsAreLeftOutOfDirectoriesAndGlobsButReadWhenNamed) {
+  TempDir d;
+  const std::string dir = d.path().string();
+  std::vector<std::string> evs;
+  for (int i = 0; i < 20; ++i) evs.push_back(op_event(i, "e" + std::to_string(i % 4), 1795280406425524.0 + i * 1000, 10));
+  write_file(d.file("t.pfw"), pfw_text(evs));
+  Calibration cal;
+  cal.peak_gflops = 10;
+  cal.peak_gbps = 5;
+  cal.threads = 1;
+  write_calibration(d.file(kCalibrationFileName), cal);  // as `calibrate DIR` writes it
+
+  CliRun m = run_cli(d, "merge -o " + d.file("m.json.gz") + " " + dir + "/");
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.err.find("dftracer-analyze: left out the analyzer's own output: " + dir + "/" + kCalibrationFileName +
+                       " (calibration file)\n"),
+            std::string::npos)
+      << m.err;
+  EXPECT_EQ(m.err.find("skipped"), std::string::npos) << m.err;
+
+  std::vector<LeftOutInput> left;
+  EXPECT_EQ(expand_inputs({dir}, &left), std::vector<std::string>{d.file("t.pfw")});
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].path, d.file(kCalibrationFileName));
+  EXPECT_STREQ(left[0].what, "calibration file");
+  EXPECT_EQ(left[1].path, d.file("m.json.gz"));
+  EXPECT_STREQ(left[1].what, "merge output");
+  left.clear();
+  EXPECT_EQ(expand_inputs({d.file("*.*")}, &left), std::vector<std::string>{d.file("t.pfw")});  // a glob too
+  EXPECT_EQ(left.size(), 2u);
+  // Named, a file is read, and not said to be left out even when its directory is named too.
+  left.clear();
+  EXPECT_EQ(expand_inputs({dir, d.file("m.json.gz")}, &left),
+            (std::vector<std::string>{d.file("t.pfw"), d.file("m.json.gz")}));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_STREQ(left[0].what, "calibration file");
+
+  auto summary_json = [&](const std::string& args, CliRun* run) {
+    *run = run_cli(d, "summary --format json " + args);
+    EXPECT_EQ(run->status, 0) << run->err;
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    EXPECT_EQ(p.parse(simdjson::padded_string(run->out)).get(doc), simdjson::SUCCESS) << run->out;
+    return std::make_pair(uint64_t(doc["complete_events"]), double(doc["span_us"]));
+  };
+  CliRun s;
+  auto whole = summary_json(dir, &s);
+  EXPECT_EQ(whole.first, 20u);  // not 40: the merged copy is not read again
+  EXPECT_DOUBLE_EQ(whole.second, 19010);
+  EXPECT_EQ(s.err,
+            "dftracer-analyze: left out the analyzer's own outputs: " + d.file(kCalibrationFileName) +
+                " (calibration file), " + d.file("m.json.gz") + " (merge output; name it to read it)\n");
+  // The merged file named: its own events, on its inputs' clock (not a 57-year span).
+  auto merged = summary_json(d.file("m.json.gz"), &s);
+  EXPECT_EQ(merged.first, 20u);
+  EXPECT_DOUBLE_EQ(merged.second, 19010);
+  EXPECT_TRUE(s.err.empty()) << s.err;
+}
+
+TEST(InputFiles, OwnOutputsAreKnownByTheirFirstBytesOnly) {
+  EXPECT_STREQ(own_output_kind("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dftracer_merge\":1,\"ts_base_us\":5},"
+                               "\"traceEvents\":["),
+               "merge output");
+  // merge's opening before it carried the marker.
+  EXPECT_STREQ(own_output_kind("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ts_base_us\":1795280406000000},"
+                               "\"traceEvents\":[\n{"),
+               "merge output");
+  EXPECT_STREQ(own_output_kind("\xEF\xBB\xBF {\"dftracer_calibration\":1,\"peak_gflops\":2"), "calibration file");
+  for (const char* trace : {"[\n{\"id\":0,\"name\":\"start\"", "{\"schemaVersion\": 1,\n\"traceEvents\": [",
+                            "{\"traceEvents\":[{\"name\":\"dftracer_merge\",\"ph\":\"M\"}]}", "", "garbage"}) {
+    SCOPED_TRACE(trace);
+    EXPECT_EQ(own_output_kind(trace), nullptr);
+  }
+  EXPECT_EQ(merged_ts_base_us("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dftracer_merge\":1,\"ts_base_us\":"
+                              "1795280406000000},\"traceEvents\":["),
+            1795280406000000);
+  EXPECT_EQ(merged_ts_base_us("{\"traceEvents\":[{\"otherData\":{\"ts_base_us\":5}}]}"), 0);
 }
 
 }  // namespace

@@ -173,11 +173,13 @@ WindowBound parse_window(const std::string& opt, const char* v) {
 }
 
 // Sets the reader's window for `files`; a window that resolves empty is a usage error.
-void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files, ReadOptions* ro) {
+// `side`: "A: " or "B: " for diff, whose runs each have their own window.
+void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files, ReadOptions* ro,
+                            const char* side = "") {
   try {
     resolve_window(a.from, a.to, files, a.threads, ro);
   } catch (const std::invalid_argument& e) {
-    usage_error(e.what());
+    usage_error(side + std::string(e.what()));
   }
 }
 
@@ -246,6 +248,15 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
+// expand_inputs, and one line on stderr naming our own outputs it left out.
+std::vector<std::string> expand_inputs_noting(const std::vector<std::string>& paths, const char* side = "") {
+  std::vector<LeftOutInput> left_out;
+  std::vector<std::string> files = expand_inputs(paths, &left_out);
+  const std::string line = left_out_line(left_out);
+  if (!line.empty()) std::fprintf(stderr, "dftracer-analyze: %s%s\n", side, line.c_str());
+  return files;
+}
+
 // The one line about skipped input, and the exit status it implies.
 int finish(const ReadStats& st) {
   std::string line = st.problems_line();
@@ -268,7 +279,7 @@ void emit(const Args& a, const std::string& text) {
 int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions& ro) {
   std::vector<std::string> sides[2];
   for (int i = 0; i < 2; ++i) {
-    sides[i] = expand_inputs({a.paths[i]});
+    sides[i] = expand_inputs_noting({a.paths[i]}, i ? "B: " : "A: ");
     if (sides[i].empty())
       throw InputError(std::string(i ? "B" : "A") + ": no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under '" +
                        a.paths[i] + "'");
@@ -279,9 +290,12 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
   }
   // A relative window is each run's own: "+10s" is the first ten seconds of A and of B.
   ReadOptions ro_side[2] = {ro, ro};
-  for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i]);
+  for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i], i ? "B: " : "A: ");
   Diff d = diff_summaries(summarize(sides[0], keys, 0, a.threads, ro_side[0]),
                           summarize(sides[1], keys, 0, a.threads, ro_side[1]), a.top);
+  // The noise estimate: each run's step-to-step spread (two more reads per run).
+  mark_noise(d, step_spread(analyze_steps(sides[0], a.threads, ro_side[0])),
+             step_spread(analyze_steps(sides[1], a.threads, ro_side[1])));
   std::ostringstream os;
   if (a.format == "json") write_diff_json(os, d);
   else if (a.format == "csv") write_diff_csv(os, d);
@@ -320,6 +334,10 @@ int run_ranks(const Args& a, const std::vector<std::string>& files, const ReadOp
   if (!a.out.empty()) refuse_input_as_output(a.out, files);
   RankReport r = analyze_ranks(files, a.threads, ro, !summary);
   std::ostringstream os;
+  if (!summary && a.format != "csv" && write_no_ranks(os, r, a.format)) {  // one line, not empty tables
+    emit(a, os.str());
+    return finish(r.stats);
+  }
   if (summary && a.format == "json") write_rank_summary_json(os, r);
   else if (summary && a.format == "csv") write_rank_summary_csv(os, r);
   else if (summary) write_rank_summary_table(os, r);
@@ -370,7 +388,7 @@ int main(int argc, char** argv) {
       write_stdout(calibrate_command(a.paths, a.out, a.threads, a.force, a.torch));
       return 0;
     }
-    std::vector<std::string> files = expand_inputs(a.paths);
+    std::vector<std::string> files = expand_inputs_noting(a.paths);
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     resolve_window_or_exit(a, files, &ro);
     if (a.command == "ranks" || by_rank) return run_ranks(a, files, ro);

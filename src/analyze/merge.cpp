@@ -125,95 +125,6 @@ inline std::string_view trim_token(std::string_view s) {
   return s;
 }
 
-// "123" -> 123 when the whole string is a JSON number by JSON's grammar:
-// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. DFTracer v1 quotes its
-// numbers; anything else ("007", "1.", "-.5", "0x1f") stays a string, or
-// the merged file would not be JSON.
-bool numeric_string(std::string_view s) {
-  size_t i = 0, n = s.size();
-  auto digits = [&] {
-    size_t start = i;
-    while (i < n && s[i] >= '0' && s[i] <= '9') ++i;
-    return i - start;
-  };
-  if (i < n && s[i] == '-') ++i;
-  if (i < n && s[i] == '0') ++i;
-  else if (digits() == 0) return false;
-  if (i < n && s[i] == '.') {
-    ++i;
-    if (digits() == 0) return false;
-  }
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < n && (s[i] == '+' || s[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  return i == n;
-}
-
-// Writes `text` (a JSON number, microseconds) minus `base_ns` to `out`,
-// exactly: sign, integer part and up to 18 fraction digits are taken apart
-// and the subtraction is done in 128-bit integers scaled by the fraction's
-// digits, so a negative or fractional value rebases exactly too (a negative
-// fraction used to be added, not subtracted); a base that is not whole
-// microseconds (a rank's clock offset) gives at least three decimals. The exponent form (1.7e15),
-// which cannot be split that way, goes through a double -- precise to well
-// under a microsecond at these magnitudes -- instead of being left unrebased.
-bool rebase_ts(std::string_view text, int64_t base_ns, std::string* out) {
-  size_t i = 0;
-  const bool neg = !text.empty() && text[0] == '-';
-  if (neg) ++i;
-  const size_t int_start = i;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  const size_t int_end = i;
-  size_t frac_start = i, frac_end = i;
-  if (i < text.size() && text[i] == '.') {
-    frac_start = ++i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    frac_end = i;
-  }
-  const bool plain = int_end > int_start && int_end - int_start <= 18 && frac_end - frac_start <= 18 &&
-                     i == text.size() && (frac_start == int_end || frac_end > frac_start);
-  if (!plain) {
-    if (!numeric_string(text)) return false;
-    double d = 0;
-    auto r = std::from_chars(text.data(), text.data() + text.size(), d);
-    if (r.ec != std::errc()) return false;
-    char buf[64];
-    int n = std::snprintf(buf, sizeof buf, "%.3f", d - static_cast<double>(base_ns) / 1e3);
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
-    out->assign(buf, static_cast<size_t>(n));
-    return true;
-  }
-  size_t k = frac_end - frac_start;
-  __int128 scale = 1;
-  for (size_t d = 0; d < k; ++d) scale *= 10;
-  int64_t whole = 0, frac = 0;
-  std::from_chars(text.data() + int_start, text.data() + int_end, whole);
-  if (k) std::from_chars(text.data() + frac_start, text.data() + frac_end, frac);
-  for (; k < 3 && base_ns % 1000 != 0; ++k) {  // nanoseconds need three decimals
-    scale *= 10;
-    frac *= 10;
-  }
-  __int128 v = static_cast<__int128>(whole) * scale + frac;
-  if (neg) v = -v;
-  v -= static_cast<__int128>(base_ns) * scale / 1000;  // scale >= 1000 unless base_ns is whole us
-  const bool vneg = v < 0;
-  unsigned __int128 a = vneg ? static_cast<unsigned __int128>(-v) : static_cast<unsigned __int128>(v);
-  const unsigned __int128 uscale = static_cast<unsigned __int128>(scale);
-  std::string frac_digits(k, '0');
-  unsigned __int128 f = a % uscale;
-  for (size_t d = k; d-- > 0; f /= 10) frac_digits[d] = static_cast<char>('0' + static_cast<int>(f % 10));
-  unsigned __int128 w = a / uscale;  // < 2^64: |whole| < 10^18 and |base_us| < 2^63
-  out->assign(vneg ? "-" : "");
-  out->append(std::to_string(static_cast<uint64_t>(w)));
-  if (k) {
-    out->push_back('.');
-    out->append(frac_digits);
-  }
-  return true;
-}
-
 class MergeConsumer : public LineConsumer {
  public:
   MergeConsumer(OutputSink& out, int64_t ts_base_us, const MergeRankPlan& ranks)
@@ -353,6 +264,7 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
     gzclose(g);
     if (n <= 0) continue;
     std::string_view text(buf.data(), static_cast<size_t>(n));
+    const int64_t merged_base = merged_ts_base_us(text.substr(0, kOwnOutputHeadBytes));  // a merge output's ts count from it
     for (size_t p = text.find("\"ts\":"); p != std::string_view::npos; p = text.find("\"ts\":", p + 5)) {
       size_t i = p + 5;
       while (i < text.size() && (text[i] == ' ' || text[i] == '"')) ++i;
@@ -369,6 +281,7 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
         if (r.ec != std::errc() || !(d > 0 && d < 9e18)) continue;
         v = static_cast<int64_t>(d);
       }
+      v += merged_base;
       if (v > 0 && (best < 0 || v < best)) best = v;
     }
   }
@@ -391,7 +304,9 @@ MergeResult merge_traces(const std::vector<std::string>& files, const std::strin
   const MergeRankPlan ranks = plan_rank_merge(scan_ranks(files, threads, options));
   res.rank_note = ranks.note;
   OutputSink out(out_path);
-  out.raw("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ts_base_us\":" + std::to_string(res.ts_base_us) +
+  // dftracer_merge first: expand_inputs knows the file as ours from its first bytes (own_output_kind).
+  out.raw("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"dftracer_merge\":1,\"ts_base_us\":" +
+          std::to_string(res.ts_base_us) +
           ranks.other_data + "},\"traceEvents\":[");
   std::vector<std::unique_ptr<MergeConsumer>> cons;
   std::vector<LineConsumer*> ptrs;

@@ -15,6 +15,11 @@
 // (an hour before the earliest first event, whole seconds), written as
 // "otherData":{"ts_base_us":...}; the digits after the point are kept exactly.
 // `epoch_ts` keeps the input's epoch timestamps instead.
+//
+// The output opens with {"displayTimeUnit":"ms","otherData":{"dftracer_merge":1,
+// so the analyzer knows it as its own (own_output_kind, trace_reader.hpp): a
+// directory or glob leaves it out; read by name, its ts_base_us is added back
+// to every ts, so it reads on the clock of the traces it was merged from.
 #pragma once
 
 #include <string>

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "merge.hpp"
+#include "summary.hpp"
 #include "trace_files.hpp"
+#include "trace_window.hpp"
 
 namespace dftracer::analyze::testing {
 namespace {
@@ -129,15 +131,19 @@ TEST(Merge, OnlyJsonNumbersAreUnquotedAndFileNamesStayUtf8) {
 }
 
 // Viewers parse ts into doubles (0.25 us apart at epoch microseconds), so the
+// outer > inner (a sub-microsecond end apart at epoch scale), then late; inner's ts quoted (DFTracer v1).
+std::string nested_epoch_trace() {
+  return "[\n"
+         R"({"id":1,"name":"outer","cat":"c","pid":7,"tid":7,"ts":1795280406425524.831,"dur":2.573,"ph":"X"},)" "\n"
+         R"({"id":2,"name":"inner","cat":"c","pid":7,"tid":7,"ts":"1795280406425527.134","dur":0.07,"ph":"X"},)" "\n"
+         R"({"id":3,"name":"late","cat":"c","pid":7,"tid":7,"ts":1795280406425600,"dur":1,"ph":"X"})" "\n]\n";
+}
+
 // merge re-bases every ts on one whole-second base, keeping the fraction
 // digits exactly; --epoch-ts keeps the input's values.
 TEST(Merge, TimestampsAreRebasedExactlyUnlessEpochIsAsked) {
   TempDir d;
-  write_file(d.file("a.pfw"),
-             "[\n"
-             R"({"id":1,"name":"outer","cat":"c","pid":7,"tid":7,"ts":1795280406425524.831,"dur":2.573,"ph":"X"},)" "\n"
-             R"({"id":2,"name":"inner","cat":"c","pid":7,"tid":7,"ts":"1795280406425527.134","dur":0.07,"ph":"X"},)" "\n"
-             R"({"id":3,"name":"late","cat":"c","pid":7,"tid":7,"ts":1795280406425600,"dur":1,"ph":"X"})" "\n]\n");
+  write_file(d.file("a.pfw"), nested_epoch_trace());
   EXPECT_EQ(earliest_leading_ts_us({d.file("a.pfw")}), 1795280406425524);
   MergeResult r = merge_traces({d.file("a.pfw")}, d.file("m.json"), 1);
   const int64_t base = (1795280406 - 3600) * int64_t{1000000};
@@ -190,6 +196,52 @@ TEST(Merge, UnwritableOutputIsAnError) {
   TempDir d;
   write_file(d.file("a.pfw"), pfw_text({op_event(1, "x", 1, 1)}));
   EXPECT_THROW(merge_traces({d.file("a.pfw")}, d.file("no/such/dir/out.json"), 1), InputError);
+}
+
+
+// A merged file read by name is on the clock of the traces it came from (its
+// otherData.ts_base_us added back to every ts): the same times, span and
+// window as its inputs, whole or cut short. It used to be read as epoch
+// microseconds, an hour after 1970, and mixed with its inputs gave a 57-year span.
+TEST(Merge, MergedFileReadByNameIsOnItsInputsClock) {
+  TempDir d;
+  write_file(d.file("a.pfw"), nested_epoch_trace());
+  write_file(d.file("b.pfw"),
+             "[\n" R"({"id":1,"name":"other","cat":"c","pid":8,"tid":8,"ts":1795280407000000.5,"dur":3,"ph":"X"})" "\n]\n");
+  const std::vector<std::string> inputs{d.file("a.pfw"), d.file("b.pfw")};
+  MergeResult r = merge_traces(inputs, d.file("m.json.gz"), 2);
+  ASSERT_NE(r.ts_base_us, 0);
+  const std::string text = gunzip(read_file(d.file("m.json.gz")));
+  EXPECT_STREQ(own_output_kind(text.substr(0, 64)), "merge output");  // known from its first bytes
+  EXPECT_EQ(merged_ts_base_us(text.substr(0, kOwnOutputHeadBytes)), r.ts_base_us);
+  write_file(d.file("m.json"), text);
+  write_file(d.file("cut.json"), text.substr(0, text.find("\"late\"")));  // cut short: salvaged event by event
+
+  const TraceTimeRange want = trace_time_range(inputs, 2);
+  for (const char* merged : {"m.json.gz", "m.json", "cut.json"}) {
+    SCOPED_TRACE(merged);
+    const TraceTimeRange got = trace_time_range({d.file(merged)}, 2);
+    EXPECT_EQ(got.first_ns, want.first_ns);  // 1795280406425524831, exactly
+    if (std::string(merged) != "cut.json") EXPECT_EQ(got.last_end_ns, want.last_end_ns);
+    EXPECT_EQ(earliest_leading_ts_us({d.file(merged)}), 1795280406425524);  // merging it again: the same base
+  }
+  Summary a = summarize(inputs, parse_group_keys("name"), 0, 2);
+  Summary m = summarize({d.file("m.json.gz")}, parse_group_keys("name"), 0, 2);
+  EXPECT_EQ(m.span_us, a.span_us);
+  EXPECT_EQ(m.complete_events, a.complete_events);
+  ASSERT_EQ(m.rows.size(), a.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(m.rows[i].key, a.rows[i].key);
+    EXPECT_EQ(m.rows[i].self_us, a.rows[i].self_us) << a.rows[i].key[0];
+  }
+  // An epoch window picks the same events from the merged file as from its inputs.
+  ReadOptions ro;
+  ro.from_ns = 1795280406425527000;
+  ro.to_ns = 1795280406425601000;
+  Summary aw = summarize(inputs, parse_group_keys("name"), 0, 2, ro);
+  Summary mw = summarize({d.file("m.json")}, parse_group_keys("name"), 0, 2, ro);
+  EXPECT_EQ(aw.complete_events, 2u);
+  EXPECT_EQ(mw.complete_events, aw.complete_events);
 }
 
 }  // namespace

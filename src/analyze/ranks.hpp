@@ -140,5 +140,10 @@ void write_ranks_json(std::ostream& os, const RankReport& r);
 void write_ranks_json(std::ostream& os, const RankReport& r, const std::vector<std::string>& tables);
 void write_ranks_csv(std::ostream& os, const RankReport& r, const std::string& table);
 void write_ranks_text(std::ostream& os, const RankReport& r, size_t top);
+// `ranks` on traces without rank metadata (no torchrun): instead of empty
+// tables, one line ("no ranks: ...; 3 processes") or one JSON object
+// {"ranks":0,"processes":3,"note":...,"events":...,"skipped":...}. False
+// (nothing written) when some process has a rank.
+bool write_no_ranks(std::ostream& os, const RankReport& r, const std::string& format);
 
 }  // namespace dftracer::analyze

@@ -289,6 +289,22 @@ void write_ranks_csv(std::ostream& os, const RankReport& r, const std::string& t
   table_csv(os, table_named(r, table));
 }
 
+bool write_no_ranks(std::ostream& os, const RankReport& r, const std::string& format) {
+  for (const RankProcess& p : r.processes)
+    if (p.rank >= 0) return false;
+  const std::string note =
+      "no ranks: these traces carry no rank metadata (not a torchrun/torch.distributed job); " +
+      std::to_string(r.processes.size()) + (r.processes.size() == 1 ? " process" : " processes");
+  if (format == "json") {
+    std::string o = "{\"ranks\":0,\"processes\":" + std::to_string(r.processes.size()) + ",\"note\":";
+    append_json_string(o, note);
+    os << o << ",\"events\":" << r.stats.events << ",\"skipped\":" << skipped_json(r.stats) << "}\n";
+  } else {
+    os << note << "\n";
+  }
+  return true;
+}
+
 void write_ranks_text(std::ostream& os, const RankReport& r, size_t top) {
   run_text(os, r);
   // Step x rank: each rank's step duration, the straggler starred.

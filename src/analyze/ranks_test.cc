@@ -203,5 +203,25 @@ TEST(Ranks, CliNamesMissingRankOnStderr) {
   EXPECT_NE(r.err.find("missing rank(s) 2 of world size 3"), std::string::npos) << r.err;
 }
 
+
+// A run without torchrun: one line saying there are no ranks (and how many
+// processes), exit 0, not "0 ranks ...; one rank: no clock alignment needed"
+// above empty tables; JSON: one object saying so.
+TEST(Ranks, CliWithoutRankMetadataSaysSoInOneLine) {
+  TempDir d;
+  write_file(d.file("a.pfw"), pfw_text({op_event(1, "mm", 1000, 10, "forward", "m", -1, -1, 11, 11)}));
+  write_file(d.file("b.pfw"), pfw_text({op_event(1, "mm", 1000, 10, "forward", "m", -1, -1, 12, 12),
+                                        op_event(2, "mm", 2000, 10, "forward", "m", -1, -1, 13, 13)}));
+  const std::string in = d.file("a.pfw") + " " + d.file("b.pfw");
+  CliRun text = run_cli(d, "ranks " + in);
+  EXPECT_EQ(text.status, 0) << text.err;
+  EXPECT_EQ(text.out,
+            "no ranks: these traces carry no rank metadata (not a torchrun/torch.distributed job); 3 processes\n");
+  CliRun json = run_cli(d, "ranks --format json " + in);
+  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.out.rfind("{\"ranks\":0,\"processes\":3,\"note\":\"no ranks: ", 0), 0u) << json.out;
+  EXPECT_NE(json.out.find("\"events\":3,"), std::string::npos) << json.out;
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

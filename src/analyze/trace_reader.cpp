@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <zlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -83,6 +86,98 @@ const char* unsupported_cpu_reason() {
 }
 
 // ---------------------------------------------------------------------------
+// Timestamp text
+
+// "123" -> 123 when the whole string is a JSON number by JSON's grammar:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. DFTracer v1 quotes its
+// numbers; anything else ("007", "1.", "-.5", "0x1f") stays a string, or
+// the merged file would not be JSON.
+bool numeric_string(std::string_view s) {
+  size_t i = 0, n = s.size();
+  auto digits = [&] {
+    size_t start = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < n && s[i] == '-') ++i;
+  if (i < n && s[i] == '0') ++i;
+  else if (digits() == 0) return false;
+  if (i < n && s[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == n;
+}
+
+// Writes `text` (a JSON number, microseconds) minus `base_ns` to `out`,
+// exactly: sign, integer part and up to 18 fraction digits are taken apart
+// and the subtraction is done in 128-bit integers scaled by the fraction's
+// digits, so a negative or fractional value rebases exactly too (a negative
+// fraction used to be added, not subtracted); a base that is not whole
+// microseconds (a rank's clock offset) gives at least three decimals. The exponent form (1.7e15),
+// which cannot be split that way, goes through a double -- precise to well
+// under a microsecond at these magnitudes -- instead of being left unrebased.
+bool rebase_ts(std::string_view text, int64_t base_ns, std::string* out) {
+  size_t i = 0;
+  const bool neg = !text.empty() && text[0] == '-';
+  if (neg) ++i;
+  const size_t int_start = i;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  const size_t int_end = i;
+  size_t frac_start = i, frac_end = i;
+  if (i < text.size() && text[i] == '.') {
+    frac_start = ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    frac_end = i;
+  }
+  const bool plain = int_end > int_start && int_end - int_start <= 18 && frac_end - frac_start <= 18 &&
+                     i == text.size() && (frac_start == int_end || frac_end > frac_start);
+  if (!plain) {
+    if (!numeric_string(text)) return false;
+    double d = 0;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), d);
+    if (r.ec != std::errc()) return false;
+    char buf[64];
+    int n = std::snprintf(buf, sizeof buf, "%.3f", d - static_cast<double>(base_ns) / 1e3);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
+    out->assign(buf, static_cast<size_t>(n));
+    return true;
+  }
+  size_t k = frac_end - frac_start;
+  __int128 scale = 1;
+  for (size_t d = 0; d < k; ++d) scale *= 10;
+  int64_t whole = 0, frac = 0;
+  std::from_chars(text.data() + int_start, text.data() + int_end, whole);
+  if (k) std::from_chars(text.data() + frac_start, text.data() + frac_end, frac);
+  for (; k < 3 && base_ns % 1000 != 0; ++k) {  // nanoseconds need three decimals
+    scale *= 10;
+    frac *= 10;
+  }
+  __int128 v = static_cast<__int128>(whole) * scale + frac;
+  if (neg) v = -v;
+  v -= static_cast<__int128>(base_ns) * scale / 1000;  // scale >= 1000 unless base_ns is whole us
+  const bool vneg = v < 0;
+  unsigned __int128 a = vneg ? static_cast<unsigned __int128>(-v) : static_cast<unsigned __int128>(v);
+  const unsigned __int128 uscale = static_cast<unsigned __int128>(scale);
+  std::string frac_digits(k, '0');
+  unsigned __int128 f = a % uscale;
+  for (size_t d = k; d-- > 0; f /= 10) frac_digits[d] = static_cast<char>('0' + static_cast<int>(f % 10));
+  unsigned __int128 w = a / uscale;  // < 2^64: |whole| < 10^18 and |base_us| < 2^63
+  out->assign(vneg ? "-" : "");
+  out->append(std::to_string(static_cast<uint64_t>(w)));
+  if (k) {
+    out->push_back('.');
+    out->append(frac_digits);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
 // Input expansion
 
 namespace {
@@ -100,9 +195,99 @@ void add_file(const std::string& p, std::vector<std::string>& out) {
   out.push_back(p);
 }
 
+// The first `n` bytes of a file, inflated when it is gzip ("" when it cannot
+// be read; O_NONBLOCK and the fstat: a path swapped for a FIFO never blocks).
+std::string file_head(const std::string& path, size_t n) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return {};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return {};
+  }
+  std::string head(n, '\0');
+  gzFile g = gzdopen(fd, "rb");  // reads a plain file as it is
+  if (g == nullptr) {
+    ::close(fd);
+    return {};
+  }
+  gzbuffer(g, 8192);
+  int got = gzread(g, head.data(), static_cast<unsigned>(n));
+  gzclose(g);
+  head.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return head;
+}
+
+// A file found by listing: kept, or left out as one of our own outputs.
+void add_listed(const std::string& p, std::vector<std::string>& out, std::vector<LeftOutInput>* left_out) {
+  if (const char* kind = own_output_kind(file_head(p, kOwnOutputHeadBytes))) {
+    if (left_out) left_out->push_back({p, kind});
+    return;
+  }
+  add_file(p, out);
+}
+
+// `head` without a BOM and leading blanks.
+std::string_view trim_head(std::string_view head) {
+  if (head.size() >= 3 && head.compare(0, 3, "\xEF\xBB\xBF") == 0) head.remove_prefix(3);
+  while (!head.empty() && std::isspace(static_cast<unsigned char>(head.front()))) head.remove_prefix(1);
+  return head;
+}
+
+// The part of a Chrome trace object's head before its event array.
+std::string_view before_events(std::string_view head) {
+  head = trim_head(head);
+  if (head.empty() || head.front() != '{') return {};
+  return head.substr(0, head.find("\"traceEvents\""));
+}
+
+constexpr std::string_view kMergeMarker = "\"dftracer_merge\":";
+// merge's opening before it wrote kMergeMarker: still one of ours.
+constexpr std::string_view kOldMergeOpening = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ts_base_us\":";
+constexpr std::string_view kCalibrationOpening = "{\"dftracer_calibration\":";
+
 }  // namespace
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
+const char* own_output_kind(std::string_view head) {
+  std::string_view h = trim_head(head);
+  if (h.substr(0, kCalibrationOpening.size()) == kCalibrationOpening) return "calibration file";
+  if (h.substr(0, kOldMergeOpening.size()) == kOldMergeOpening ||
+      before_events(h).find(kMergeMarker) != std::string_view::npos)
+    return "merge output";
+  return nullptr;
+}
+
+int64_t merged_ts_base_us(std::string_view head) {
+  std::string_view h = before_events(head);
+  size_t other = h.find("\"otherData\"");
+  if (other == std::string_view::npos) return 0;
+  constexpr std::string_view key = "\"ts_base_us\":";
+  size_t k = h.find(key, other);
+  if (k == std::string_view::npos) return 0;
+  size_t b = k + key.size(), e = b;
+  while (e < h.size() && (std::isdigit(static_cast<unsigned char>(h[e])) || (e == b && h[e] == '-'))) ++e;
+  int64_t v = 0;
+  if (std::from_chars(h.data() + b, h.data() + e, v).ec != std::errc()) return 0;
+  // Whole microseconds within +-100 years of the epoch: anything else is not a base merge wrote.
+  return v > -(int64_t{3155760000} * 1000000) && v < int64_t{3155760000} * 1000000 ? v : 0;
+}
+
+std::string left_out_line(const std::vector<LeftOutInput>& left_out) {
+  if (left_out.empty()) return {};
+  std::string s = "left out the analyzer's own output";
+  s += left_out.size() == 1 ? ": " : "s: ";
+  for (size_t i = 0; i < left_out.size(); ++i) {
+    if (i == 3) {
+      s += ", and " + std::to_string(left_out.size() - 3) + " more";
+      break;
+    }
+    const bool merged = std::strcmp(left_out[i].what, "merge output") == 0;
+    s += (i ? ", " : "") + left_out[i].path + " (" + left_out[i].what + (merged ? "; name it to read it)" : ")");
+  }
+  return s;
+}
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, std::vector<LeftOutInput>* left_out) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -116,7 +301,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
       }
       if (ec) throw InputError("cannot list directory " + p + ": " + ec.message());
       std::sort(found.begin(), found.end());
-      for (auto& f : found) add_file(f, out);
+      for (auto& f : found) add_listed(f, out, left_out);
     } else if (!ec && fs::exists(st)) {
       if (!fs::is_regular_file(st)) throw InputError("not a regular file: " + p);
       add_file(p, out);
@@ -129,7 +314,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
       }
       for (size_t i = 0; i < g.gl_pathc; ++i) {
         std::string m = g.gl_pathv[i];
-        if (fs::is_regular_file(m, ec)) add_file(m, out);
+        if (fs::is_regular_file(m, ec)) add_listed(m, out, left_out);
       }
       ::globfree(&g);
     } else {
@@ -143,6 +328,12 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
   seen.reserve(out.size());
   for (auto& f : out) {
     if (seen.insert(fs::weakly_canonical(f).string()).second) unique.push_back(f);
+  }
+  if (left_out) {  // listed twice, or also named (then read): said once, or not at all
+    std::vector<LeftOutInput> said;
+    for (auto& l : *left_out)
+      if (seen.insert(fs::weakly_canonical(l.path).string()).second) said.push_back(l);
+    *left_out = std::move(said);
   }
   return unique;
 }
@@ -433,6 +624,44 @@ void for_each_complete_object(std::string_view text, F&& f) {
   }
 }
 
+// `ev` (one JSON object's text) with `base_us` added to its top-level "ts"
+// (a merge output's events, back on the clock of the traces merged); as it
+// is when it has no numeric top-level ts.
+std::string shift_top_level_ts(std::string_view ev, int64_t base_us) {
+  auto blank = [&](size_t i) { return i < ev.size() && std::isspace(static_cast<unsigned char>(ev[i])); };
+  size_t depth = 0, key = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const char c = ev[i];
+    if (!in_string) {
+      if (c == '"') in_string = true, key = i;
+      else if (c == '{' || c == '[') ++depth;
+      else if (c == '}' || c == ']') --depth;
+      continue;
+    }
+    if (c == '\\') {
+      ++i;
+      continue;
+    }
+    if (c != '"') continue;
+    in_string = false;
+    if (depth != 1 || ev.substr(key, i + 1 - key) != "\"ts\"") continue;
+    size_t b = i + 1;
+    while (blank(b)) ++b;
+    if (b >= ev.size() || ev[b] != ':') continue;  // a value "ts", not the key
+    ++b;
+    while (blank(b)) ++b;
+    size_t e = b;
+    while (e < ev.size() && (std::isdigit(static_cast<unsigned char>(ev[e])) || ev[e] == '.' || ev[e] == '-' ||
+                             ev[e] == '+' || ev[e] == 'e' || ev[e] == 'E'))
+      ++e;
+    std::string ts;
+    if (e == b || !rebase_ts(ev.substr(b, e - b), -base_us * 1000, &ts)) break;
+    return std::string(ev.substr(0, b)) + ts + std::string(ev.substr(e));
+  }
+  return std::string(ev);
+}
+
 // First inflated bytes of a gzip file, for layout detection.
 std::string gz_head(const FileState& f) {
   std::string out;
@@ -692,6 +921,8 @@ void Worker::run_document(const FileState& f, size_t file_index) {
   }
   stats.json_bytes += text.size();
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // a BOM
+  // A merge output's ts count from its otherData.ts_base_us: read on the epoch clock again.
+  const int64_t base_us = merged_ts_base_us(std::string_view(text).substr(0, kOwnOutputHeadBytes));
 
   simdjson::dom::parser parser;
   simdjson::padded_string padded(text);
@@ -710,15 +941,21 @@ void Worker::run_document(const FileState& f, size_t file_index) {
     // object of its array, wherever the lines break (a one-line array cut
     // short used to give nothing).
     text.resize(text.size() + kLinePadding);
+    std::string shifted;
     for_each_complete_object(std::string_view(text.data(), text.size() - kLinePadding),
                              [&](size_t begin, size_t end) {
-                               sink.line(text.data() + begin, end - begin, text.size() - begin);
+                               if (base_us == 0) return sink.line(text.data() + begin, end - begin, text.size() - begin);
+                               shifted = shift_top_level_ts(std::string_view(text.data() + begin, end - begin), base_us);
+                               const size_t n = shifted.size();
+                               shifted.resize(n + kLinePadding);
+                               sink.line(shifted.data(), n, shifted.size());
                              });
     return;
   }
   std::string line;
   for (simdjson::dom::element e : events) {
     line = simdjson::minify(e);
+    if (base_us != 0) line = shift_top_level_ts(line, base_us);
     size_t n = line.size();
     line.resize(n + kLinePadding);
     sink.line(line.data(), n, line.size());

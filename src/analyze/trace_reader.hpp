@@ -84,10 +84,39 @@ struct ReadOptions {
 // false when it has none. The window test of every reader of lines.
 bool line_ts(std::string_view line, int64_t& ns);
 
+// The analyzer's own outputs that share a trace's suffix, known by their
+// first bytes: `merge`'s file opens with {"displayTimeUnit":"ms","otherData":
+// {"dftracer_merge":1,... (before that marker: {"displayTimeUnit":"ms",
+// "otherData":{"ts_base_us":...), `calibrate`'s with {"dftracer_calibration":.
+// nullptr for anything else. `head`: the file's first bytes (inflated).
+const char* own_output_kind(std::string_view head);
+// How many of a file's first (inflated) bytes own_output_kind needs at most.
+inline constexpr size_t kOwnOutputHeadBytes = 4096;
+// otherData.ts_base_us of a merge output, from its first bytes (0 when the
+// head names none): merge subtracted it from every ts, the reader adds it back.
+int64_t merged_ts_base_us(std::string_view head);
+// `text` (a JSON number of microseconds) minus `base_ns`, exactly (see merge.hpp);
+// false when `text` is not a JSON number.
+bool rebase_ts(std::string_view text, int64_t base_ns, std::string* out);
+// True when `s` is a whole JSON number by JSON's grammar ("007", "1." are not).
+bool numeric_string(std::string_view s);
+
+// A file that directory or glob expansion left out: one of the analyzer's own outputs.
+struct LeftOutInput {
+  std::string path;
+  const char* what;  // own_output_kind's answer
+};
+// "left out ... (a merge output); name a file to read it" ("" when none).
+std::string left_out_line(const std::vector<LeftOutInput>& left_out);
+
 // Files, directories (recursively: *.pfw, *.pfw.gz, *.json, *.json.gz) and glob
 // patterns, sorted and de-duplicated. Throws InputError for a path that does not
-// exist, a glob that matches nothing, or an unreadable file.
-std::vector<std::string> expand_inputs(const std::vector<std::string>& paths);
+// exist, a glob that matches nothing, or an unreadable file. A directory or a
+// glob leaves out the analyzer's own outputs (own_output_kind: a merged trace
+// would count every event twice, the calibration file is no trace) and names
+// them in `left_out`; a file named itself is always read.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths,
+                                       std::vector<LeftOutInput>* left_out = nullptr);
 
 // Reads `files` with up to one thread per consumer (no more threads than work
 // pieces). Throws InputError when a file vanished or became unreadable after

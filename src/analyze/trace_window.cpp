@@ -7,6 +7,7 @@
 
 #include "event_decoder.hpp"
 #include "mapped_file.hpp"
+#include "text_format.hpp"
 #include "trace_index.hpp"
 #include "trace_time.hpp"
 
@@ -93,11 +94,34 @@ class RangeConsumer : public LineConsumer {
   Event e_;
 };
 
+// "--from must be before --to: --from +10s (10.000 s from the trace start) is
+// after --to -5s (6.000 s): ...": where each bound falls in the trace, in
+// seconds from its start when the inputs' range is known.
+std::string empty_window_message(const WindowBound& from, const WindowBound& to, const TraceTimeRange& range,
+                                 const ReadOptions& window) {
+  auto since_start = [&](int64_t ns) {
+    return human_time((static_cast<double>(ns) - static_cast<double>(range.first_ns)) / 1e3);
+  };
+  auto bound = [&](const char* opt, const WindowBound& b, int64_t ns, const char* after) {
+    if (b.anchor == WindowBound::Anchor::none) return std::string(opt[2] == 'f' ? "the trace start" : "the trace end");
+    std::string t = std::string(opt) + " " + b.text;
+    if (range.any) t += " (" + since_start(ns) + after + ")";
+    return t;
+  };
+  std::string s = "--from must be before --to: " + bound("--from", from, window.from_ns, " from the trace start");
+  s += window.from_ns > window.to_ns ? " is after " : " is the same time as ";
+  s += bound("--to", to, window.to_ns, "");
+  s += ": the window is empty";
+  if (range.any) s += "; the trace spans " + since_start(range.last_end_ns);
+  return s;
+}
+
 }  // namespace
 
 WindowBound parse_window_bound(std::string_view text) {
   WindowBound b;
   if (text.empty()) return b;
+  b.text = std::string(text);
   if (parse_relative(text, &b)) return b;
   if (us_text_to_ns(text, b.ns)) {
     b.anchor = WindowBound::Anchor::epoch;
@@ -147,13 +171,7 @@ void resolve_window(const WindowBound& from, const WindowBound& to, const TraceT
   };
   options->from_ns = at(from, INT64_MIN);
   options->to_ns = at(to, INT64_MAX);
-  if (options->from_ns >= options->to_ns)
-    throw std::invalid_argument(
-        "--from must be before --to (the window resolves to [" + std::to_string(options->from_ns) + ", " +
-        std::to_string(options->to_ns) + ") ns" +
-        (range.any ? "; the trace runs from " + std::to_string(range.first_ns) + " to " +
-                         std::to_string(range.last_end_ns) + " ns)"
-                   : ")"));
+  if (options->from_ns >= options->to_ns) throw std::invalid_argument(empty_window_message(from, to, range, *options));
 }
 
 void resolve_window(const WindowBound& from, const WindowBound& to, const std::vector<std::string>& files,

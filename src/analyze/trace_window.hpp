@@ -24,6 +24,7 @@ struct WindowBound {
   enum class Anchor { none, epoch, start, end };
   Anchor anchor = Anchor::none;
   int64_t ns = 0;  // epoch: the time; start: the offset after it; end: the offset before it
+  std::string text;  // as given ("+10s"), for messages
   bool relative() const { return anchor == Anchor::start || anchor == Anchor::end; }
 };
 
@@ -46,7 +47,10 @@ TraceTimeRange trace_time_range(const std::vector<std::string>& files, unsigned 
 
 // Sets options->from_ns / to_ns from the two bounds, reading the inputs'
 // time range only when one is relative. A window that ends up empty or
-// reversed throws std::invalid_argument ("--from must be before --to ...").
+// reversed throws std::invalid_argument ("--from must be before --to: --from
+// +10s (10.000 s from the trace start) is after --to -5s (6.000 s): the window
+// is empty; the trace spans 11.000 s": the bounds as given, and where they
+// fall in seconds from the trace's start, never as raw epoch nanoseconds).
 // With no timed event in the inputs a relative bound is left open.
 void resolve_window(const WindowBound& from, const WindowBound& to, const std::vector<std::string>& files,
                     unsigned threads, ReadOptions* options);

@@ -57,7 +57,12 @@ ReadOptions read_options(long long max_line_mib, long long max_document_mib) {
 }
 
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths) {
-  std::vector<std::string> files = expand_inputs(paths);
+  std::vector<LeftOutInput> left_out;
+  std::vector<std::string> files = expand_inputs(paths, &left_out);
+  if (!left_out.empty()) {  // one line on Python's stderr, as the command says it
+    nb::gil_scoped_acquire gil;  // some callers have released it
+    nb::module_::import_("sys").attr("stderr").attr("write")("dftracer.analyze: " + left_out_line(left_out) + "\n");
+  }
   if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
   return files;
 }

@@ -14,8 +14,9 @@ same writers as `summary` without --dask. Errors are one line, exit 2.
 import argparse
 import os
 import sys
+import warnings
 
-from . import _limits, _module, files, to_parquet
+from . import SkippedInputWarning, _limits, _module, files, to_parquet
 from . import distributed
 
 
@@ -86,7 +87,17 @@ def _export(a, client):
         raise ValueError(f"export --format must be parquet, not {a.format!r}")
     if not a.out:
         raise ValueError("export needs -o DIR")
-    r = to_parquet(a.paths, a.out, client=client, max_line_mib=a.max_line_mib, max_document_mib=a.max_document_mib)
+    # The API warns about skipped input (SkippedInputWarning); a command says it in
+    # one line on stderr, as the C++ commands do, not as a warning with a source line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedInputWarning)
+        r = to_parquet(a.paths, a.out, client=client, max_line_mib=a.max_line_mib,
+                       max_document_mib=a.max_document_mib)
+    for w in caught:
+        if issubclass(w.category, SkippedInputWarning):
+            sys.stderr.write(f"dftracer-analyze: {str(w.message).removeprefix('dftracer.analyze: ')}\n")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     sys.stderr.write(f"dftracer-analyze: wrote {r['rows']} events of {r['files']} files to {a.out} "
                      f"(partitioned by {r['partitioning']})\n")
     return 0 if r["rows"] else 1
