@@ -95,11 +95,16 @@ def _check_matched(ranks, names):
 def test_fsdp2_collectives_matched_across_ranks(fsdp2_job):
     ranks, _ = fsdp2_job
     doc = _check_matched(ranks, ("all_gather_single", "reduce_scatter_single"))
-    # Each collective lands in its training step, and each rank's steps spend time in them.
+    # Each collective of the training lands in its step, and each rank's steps spend
+    # time in them; the end-of-job barrier is after the loop, in no step (-1).
     t = doc["steps"]
-    steps = [dict(zip(t["columns"], row)) for row in t["rows"]]
+    steps = [dict(zip(t["columns"], row)) for row in t["rows"] if row[t["columns"].index("step")] >= 0]
     assert sorted((s["step"], s["rank"]) for s in steps) == [(s, r) for s in (0, 1, 2) for r in (0, 1)], steps
     assert all(s["comm_us"] > 0 for s in steps), steps
+    t = doc["collectives"]
+    colls = [dict(zip(t["columns"], row)) for row in t["rows"]]
+    assert all(c["step"] >= 0 for c in colls if c["name"] != "barrier"), colls
+    assert all(c["step"] == -1 for c in colls if c["name"] == "barrier"), colls
 
 
 def test_fsdp1_cpu_all_gather_and_reduce_scatter(tmp_path_factory):
