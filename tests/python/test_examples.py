@@ -78,8 +78,8 @@ def test_transformer_example_traces_compute_and_the_workers_reads(tmp_path):
 
 def assert_steps_are_the_loops(doc, times_file):
     """Each step as long as the loop's iteration (start to the next start; the
-    last to its end) within 1 % or 1 ms, an estimated last end within the
-    steady steps' spread; compile at most the step that compiled."""
+    last to its end) within 1 % or 1 ms, an estimated last end within 10 % or 2 ms;
+    compile at most the step that compiled."""
     with open(times_file) as f:
         spans = json.load(f)["steps"]
     loop = [b[0] - a[0] for a, b in zip(spans, spans[1:])] + [spans[-1][1] - spans[-1][0]]
@@ -88,9 +88,8 @@ def assert_steps_are_the_loops(doc, times_file):
     for i, (r, want) in enumerate(zip(rows, loop)):
         got = r["duration_us"] / 1e6
         assert r["compile_us"] <= r["duration_us"]
-        if r["end_estimated"]:
-            steady = sorted(loop[1:-1])
-            assert steady[0] - 0.005 <= got <= 1.5 * steady[-1] + 0.005, (got, steady)
+        if r["end_estimated"]:  # the last step of marks: the others' shape, compared more loosely
+            assert abs(got - want) <= max(0.1 * want, 0.002), (i, got, want)
         else:
             assert abs(got - want) <= max(0.01 * want, 0.001), (i, got, want)
     assert rows[0]["compile_us"] > 0.5 * rows[0]["duration_us"]

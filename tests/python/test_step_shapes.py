@@ -42,11 +42,10 @@ def assert_steps_match_the_loop(doc, loop_s):
     for i, (g, want) in enumerate(zip(got, loop_s)):
         if rows[i]["end_estimated"]:
             # Marks without a region: nothing in the trace ends the last
-            # iteration; its end is the others' usual shape, so it is compared
-            # with the spread of the steady steps, not the exact clock.
+            # iteration; its end is the others' usual shape (their top-level
+            # events and untraced tail), so it is compared more loosely.
             assert i == len(rows) - 1
-            steady = sorted(loop_s[1:-1])
-            assert steady[0] - 0.002 <= g <= 1.5 * steady[-1] + 0.002, (g, steady)
+            assert abs(g - want) <= max(0.1 * want, 0.002), f"last step {g:.6f} s, the loop measured {want:.6f} s"
             continue
         assert abs(g - want) <= max(0.01 * want, 0.001), f"step {i}: {g:.6f} s, the loop measured {want:.6f} s"
     for r in rows:
@@ -71,7 +70,7 @@ def test_steps_are_the_loop_iterations(tmp_path, shape, source):
         assert all(r["backward_us"] > 0 for r in doc["steps"])
         # one step mark per change of the value (update(step=) twice in a row: one mark),
         # and the eager optimizer's steps are events of their own
-        events = read_all(str(tmp_path))
+        events = [e for evs in read_all(str(tmp_path)).values() for e in evs]
         marks = [e for e in events if e.get("ph") == "i" and e["name"] == "step" and e.get("cat") == "dftracer"]
         assert [m["args"]["step"] for m in marks] == list(range(len(loop)))
         opt = [e for e in events if e.get("ph") == "X" and e["name"] == "Optimizer.step#SGD.step"]
