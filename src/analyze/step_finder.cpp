@@ -192,10 +192,12 @@ const Candidate* region_by_shape(const std::vector<Candidate>& cands) {
       continue;
     }
     const int a = name_class(c.name), b = name_class(best->name);
+    // Among step-like names the one covering most (train_step over eval_step);
+    // among others the fewest occurrences (the step over its layers).
+    const bool fewer = a != 0 && c.occ.size() != best->occ.size();
     if (a != b ? a < b
-               : c.occ.size() != best->occ.size() ? c.occ.size() < best->occ.size()
-                                                  : c.coverage != best->coverage ? c.coverage > best->coverage
-                                                                                 : c.name < best->name)
+               : fewer ? c.occ.size() < best->occ.size()
+                       : c.coverage != best->coverage ? c.coverage > best->coverage : c.name < best->name)
       best = &c;
   }
   return best;

@@ -17,8 +17,9 @@
 // usual tail. Without marks or args, the region is chosen among the user
 // regions (not ops, compile, I/O, data loading or optimizer events) repeated
 // on the main thread and covering at least half as much as the one covering
-// most: a step-like name (step, iter, batch) first, an epoch-like one last,
-// then the fewest occurrences (one per iteration, not per layer).
+// most: a step-like name (step, iter, batch) first, the one covering most
+// among those; an epoch-like name last; among the others the fewest
+// occurrences (one per iteration, not per layer).
 // A step reaches the next step's start unless an enclosing region (an epoch)
 // ends between them, or the gap is far longer than the usual gap (evaluation,
 // a checkpoint): then it ends with its region.

@@ -397,6 +397,24 @@ TEST(Steps, DataLoaderWorkersHaveNoStepsAndLayersAreNotSteps) {
   EXPECT_EQ(r.without_steps[0].source, "helper");
 }
 
+TEST(Steps, TheTrainingLoopWinsOverAShorterEvaluationLoop) {
+  // 6 train_steps of 100 us, then 10 eval_steps of 60 us (more of them, but
+  // less time): the training loop's steps.
+  std::vector<std::string> v;
+  for (int i = 0; i < 6; ++i) {
+    v.push_back(ev("aten::mm", "op", 9, 9, i * 100 + 5, 80, "\"phase\":\"forward\""));
+    v.push_back(ev("train_step", "app", 9, 9, i * 100, 100));
+  }
+  for (int i = 0; i < 10; ++i) {
+    v.push_back(ev("aten::mm", "op", 9, 9, 1000 + i * 60 + 5, 50, "\"phase\":\"inference\""));
+    v.push_back(ev("eval_step", "app", 9, 9, 1000 + i * 60, 60));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].region, "train_step");
+  EXPECT_EQ(r.rows.size(), 6u);
+}
+
 TEST(Steps, CompileOnWorkerThreadsIsWallTimeNotTheirSum) {
   // Inductor-style: the main thread waits for 400 us while 2 workers compile
   // 400 us each: 1200 us of thread time, 400 us of wall time.
