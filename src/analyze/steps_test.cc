@@ -398,7 +398,7 @@ TEST(Steps, DataLoaderWorkersHaveNoStepsAndLayersAreNotSteps) {
 }
 
 TEST(Steps, TheTrainingLoopWinsOverAShorterEvaluationLoop) {
-  // 6 train_steps of 100 us, then 10 eval_steps of 60 us (more of them, but
+  // 6 train_steps of 100 us, then 10 eval_steps of 50 us (more of them, but
   // less time): the training loop's steps.
   std::vector<std::string> v;
   for (int i = 0; i < 6; ++i) {
@@ -406,8 +406,8 @@ TEST(Steps, TheTrainingLoopWinsOverAShorterEvaluationLoop) {
     v.push_back(ev("train_step", "app", 9, 9, i * 100, 100));
   }
   for (int i = 0; i < 10; ++i) {
-    v.push_back(ev("aten::mm", "op", 9, 9, 1000 + i * 60 + 5, 50, "\"phase\":\"inference\""));
-    v.push_back(ev("eval_step", "app", 9, 9, 1000 + i * 60, 60));
+    v.push_back(ev("aten::mm", "op", 9, 9, 1000 + i * 60 + 5, 40, "\"phase\":\"inference\""));
+    v.push_back(ev("eval_step", "app", 9, 9, 1000 + i * 60, 50));
   }
   StepReport r = run(lines(v), 1);
   ASSERT_EQ(r.processes.size(), 1u);
