@@ -398,21 +398,21 @@ TEST(Steps, DataLoaderWorkersHaveNoStepsAndLayersAreNotSteps) {
 }
 
 TEST(Steps, TheTrainingLoopWinsOverAShorterEvaluationLoop) {
-  // 6 train_steps of 100 us, then 10 eval_steps of 50 us (more of them, but
+  // 10 train_steps of 100 us, then 6 eval_steps of 90 us (fewer of them, and
   // less time): the training loop's steps.
   std::vector<std::string> v;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 10; ++i) {
     v.push_back(ev("aten::mm", "op", 9, 9, i * 100 + 5, 80, "\"phase\":\"forward\""));
     v.push_back(ev("train_step", "app", 9, 9, i * 100, 100));
   }
-  for (int i = 0; i < 10; ++i) {
-    v.push_back(ev("aten::mm", "op", 9, 9, 1000 + i * 60 + 5, 40, "\"phase\":\"inference\""));
-    v.push_back(ev("eval_step", "app", 9, 9, 1000 + i * 60, 50));
+  for (int i = 0; i < 6; ++i) {
+    v.push_back(ev("aten::mm", "op", 9, 9, 2000 + i * 100 + 5, 80, "\"phase\":\"inference\""));
+    v.push_back(ev("eval_step", "app", 9, 9, 2000 + i * 100, 90));
   }
   StepReport r = run(lines(v), 1);
   ASSERT_EQ(r.processes.size(), 1u);
   EXPECT_EQ(r.processes[0].region, "train_step");
-  EXPECT_EQ(r.rows.size(), 6u);
+  EXPECT_EQ(r.rows.size(), 10u);
 }
 
 TEST(Steps, CompileOnWorkerThreadsIsWallTimeNotTheirSum) {
