@@ -56,10 +56,10 @@ echo
 echo "=== top ops by self time ==="
 "$ANALYZE" summary "${TRACE[@]}" --by name --top 15
 echo
-echo "=== per step: time split into compile / forward / backward / optimizer / data / other (ms) ==="
+echo "=== per step: wall time split into compile / forward / backward / optimizer / data / other / untraced (ms) ==="
 "$ANALYZE" summary "${TRACE[@]}" --by step
 echo
-echo "=== compile vs run: self time by kind of work (compile events: cat compile) ==="
+echo "=== compile vs run: wall time by kind of work, thread time beside it ==="
 "$ANALYZE" summary "${TRACE[@]}" --by category
 echo
 echo "=== self time by phase ==="
