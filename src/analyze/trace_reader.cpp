@@ -88,10 +88,6 @@ const char* unsupported_cpu_reason() {
 // ---------------------------------------------------------------------------
 // Timestamp text
 
-// "123" -> 123 when the whole string is a JSON number by JSON's grammar:
-// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. DFTracer v1 quotes its
-// numbers; anything else ("007", "1.", "-.5", "0x1f") stays a string, or
-// the merged file would not be JSON.
 namespace {
 
 // Calls replace(key, depth, value, out) for each key of `ev` (one JSON
@@ -160,6 +156,10 @@ std::string ns_times_to_us(std::string_view line) {
   });
 }
 
+// "123" -> 123 when the whole string is a JSON number by JSON's grammar:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. DFTracer v1 quotes its
+// numbers; anything else ("007", "1.", "-.5", "0x1f") stays a string, or
+// the merged file would not be JSON.
 bool numeric_string(std::string_view s) {
   size_t i = 0, n = s.size();
   auto digits = [&] {
