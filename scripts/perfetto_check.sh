@@ -215,7 +215,7 @@ def expectations(merged, raw=False):
         with open(merged, encoding="utf-8") as f:
             doc = json.load(f)  # strict JSON, or this raises
         evs = doc["traceEvents"]
-    slices = collections.Counter(e["name"] for e in evs if e.get("ph") == "X")
+    slices = collections.Counter(e["name"] for e in evs if e.get("ph") in ("X", "i", "I"))  # instants: 0-length slices
     procs = {e["pid"]: e["args"]["name"] for e in evs if e.get("ph") == "M" and e.get("name") == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs
                if e.get("ph") == "M" and e.get("name") == "thread_name"}
@@ -401,7 +401,7 @@ def main():
                       threads=got["threads"])
         for name, n in sorted(want_slices.items()):
             if got["slices"].get(name, 0) != n:
-                problems.append(f"{name}: {n} complete events in the file, {got['slices'].get(name, 0)} slices in the UI")
+                problems.append(f"{name}: {n} complete or instant events in the file, {got['slices'].get(name, 0)} slices in the UI")
         for name, v in got["errors"].items():
             problems.append(f"import error {name} = {v}")
         ui_procs = {p: n for p, n in got["processes"]}

@@ -7,6 +7,12 @@
 #   pip: torch 2.13.0 (the CPU wheel on disk: asked for by exact version so
 #        pip never reaches for a CUDA build), the Python build backend, and
 #        the packages the Python tests and examples use.
+#   ref venv: .venv-ref in the repository root (git-ignored), holding the
+#        reference DFTracer tools at pinned versions -- pydftracer, dftracer
+#        and dftracer-utils -- that the interop tests run side by side with
+#        ours. They import as `dftracer` too, so they never go into the
+#        project's Python. A stamp file naming the pins makes a re-run a no-op;
+#        DFTRACER_REFERENCE_VENV puts the venv elsewhere.
 set -euo pipefail
 
 APT_PACKAGES=(
@@ -46,4 +52,14 @@ if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.
   "$PY" -m pip install -q "torch==2.13.0"
 fi
 "$PY" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+
+REF_VENV=${DFTRACER_REFERENCE_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-ref}
+REF_PACKAGES=("pydftracer==2.0.6" "dftracer==2.2.0" "dftracer-utils==0.0.14")
+REF_STAMP="$REF_VENV/.dftracer-reference"
+if [ "$(cat "$REF_STAMP" 2>/dev/null)" != "${REF_PACKAGES[*]}" ] || [ ! -x "$REF_VENV/bin/dftracer_view" ]; then
+  echo "setup: reference DFTracer tools into $REF_VENV: ${REF_PACKAGES[*]}"
+  [ -x "$REF_VENV/bin/python" ] || "$PY" -m venv "$REF_VENV"
+  "$REF_VENV/bin/python" -m pip install -q --disable-pip-version-check "${REF_PACKAGES[@]}"
+  echo "${REF_PACKAGES[*]}" > "$REF_STAMP"
+fi
 echo "setup: done"

@@ -11,7 +11,8 @@
 #      UndefinedBehaviorSanitizer and runs the fork-while-recording and
 #      SIGTERM-during-thread-churn tests at a small scale (TSan cannot run
 #      the fork test);
-#   5. installs the Python package and runs pytest.
+#   5. installs the Python package and runs pytest (the interop tests run
+#      DFTracer's own tools from the reference venv setup.sh made).
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,4 +56,5 @@ step "Python package"
 
 step "pytest"
 cd "$ROOT/tests/python"
-"$PY" -m pytest -q -p no:cacheprovider .
+# -rs: each test that skips says why, on one line, under the summary.
+"$PY" -m pytest -q -rs -p no:cacheprovider .

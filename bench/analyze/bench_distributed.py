@@ -40,7 +40,7 @@ import time
 
 import dftracer.analyze as da  # noqa: E402
 
-REFERENCE_VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
+REFERENCE_VENV = (os.environ.get("DFTRACER_REFERENCE_VENV") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv-ref"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
 import synthetic_traces  # noqa: E402

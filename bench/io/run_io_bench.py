@@ -3,7 +3,7 @@
 DFTracer's own preload library (the PyPI `dftracer` wheel), in one run.
 
     python3 bench/io/run_io_bench.py --build build [--rounds 5] [--calls 200000]
-        [--dftracer-preload /work/venv-pydft/lib/python3.11/site-packages/dftracer/lib64/libdftracer_preload.so]
+        [--dftracer-preload .venv-ref/lib/python3.11/site-packages/dftracer/lib64/libdftracer_preload.so]
 
 Configurations run interleaved, round after round, each a fresh process
 reading the same page-cached 1 MiB file under a traced DFTRACER_DATA_DIR;
@@ -29,7 +29,8 @@ import tempfile
 
 
 def find_dftracer_preload():
-    hits = glob.glob("/work/venv-pydft/lib/python3*/site-packages/dftracer/lib*/libdftracer_preload.so")
+    hits = glob.glob(os.path.join((os.environ.get("DFTRACER_REFERENCE_VENV") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv-ref")), "lib", "python3*", "site-packages", "dftracer", "lib*",
+                                  "libdftracer_preload.so"))
     return hits[0] if hits else None
 
 
@@ -75,7 +76,7 @@ def main():
                             dict(traced, DFTRACER_INIT="PRELOAD", LD_PRELOAD=a.dftracer_preload,
                                  DFTRACER_LOG_FILE=traces + "/d")))
         else:
-            print("DFTracer's preload library not found (pip install dftracer in /work/venv-pydft): its row is left out")
+            print("DFTracer's preload library not found (scripts/setup.sh installs it in .venv-ref): its row is left out")
         results = {name: [] for name, _, _ in configs}
         for _ in range(a.rounds):
             for name, mode, env in configs:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dft_ai cost per event, ours beside pydftracer's, in one run (#13).
 
-    python bench/python/bench_ai.py [--side-python /work/venv-pydft/bin/python]
+    python bench/python/bench_ai.py [--side-python .venv-ref/bin/python]
 
 Cases: ``with ai.compute.forward:`` (context manager) and a call of a
 function decorated ``@ai.compute.forward`` (decorator), each with tracing on
@@ -151,7 +151,7 @@ def spread(processes, placements):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--side-python", default="/work/venv-pydft/bin/python",
+    ap.add_argument("--side-python", default=os.path.join((os.environ.get("DFTRACER_REFERENCE_VENV") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv-ref")), "bin", "python"),
                     help="interpreter with pydftracer + dftracer from PyPI")
     ap.add_argument("--worker", choices=("on", "off"))
     ap.add_argument("--trace-dir")

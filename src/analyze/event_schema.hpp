@@ -41,7 +41,9 @@
   X(dur, "dur", Time, Col)
 
 // Well-known keys of "args": what the capture sources write and the summaries
-// group or divide by.
+// group or divide by. The agg_ ones are a DFTracer 2.x aggregated row's
+// ("ph":3): how many events it stands for and their durations (one event: "dur";
+// more: "dur_sum", "dur_min", "dur_max"), in the file's time unit.
 #define DFT_ARG_FIELDS(X)             \
   X(phase, "phase", Text, Col)        \
   X(module, "module", Text, Col)      \
@@ -53,7 +55,12 @@
   X(source, "source", Text, Col)      \
   X(shapes, "shapes", Json, Col)      \
   X(dtype, "dtype", Text, Col)        \
-  X(meta_name, "name", Text, NoCol)
+  X(meta_name, "name", Text, NoCol)   \
+  X(agg_count, "dft_cnt", Number, NoCol) \
+  X(agg_dur, "dur", Number, NoCol)     \
+  X(agg_sum, "dur_sum", Number, NoCol) \
+  X(agg_min, "dur_min", Number, NoCol) \
+  X(agg_max, "dur_max", Number, NoCol)
 
 namespace dftracer::analyze {
 

@@ -31,10 +31,11 @@ class LogHistogram {
   LogHistogram(LogHistogram&&) = default;
   LogHistogram& operator=(LogHistogram&&) = default;
 
-  void add(double v) {
-    ++count_;
+  // `v`, `n` times (an aggregated trace row stands for several events).
+  void add(double v, uint64_t n = 1) {
+    count_ += n;
     if (!(v > 0)) {  // zero (and, defensively, NaN/negative) durations
-      ++zeros_;
+      zeros_ += n;
       return;
     }
     uint64_t bits;
@@ -50,7 +51,7 @@ class LogHistogram {
     }
     auto& oct = octaves_[exp - kMinExp];
     if (!oct) oct = std::make_unique<Octave>(Octave{});
-    ++(*oct)[sub];
+    (*oct)[sub] += n;
   }
 
   void merge(const LogHistogram& o) {

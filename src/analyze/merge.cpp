@@ -21,6 +21,7 @@
 #include "merge_ranks.hpp"
 #include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
+#include "trace_phase.hpp"
 
 namespace dftracer::analyze {
 namespace ondemand = simdjson::ondemand;
@@ -189,6 +190,16 @@ class MergeConsumer : public LineConsumer {
       else if (key == "tid") tid = std::string(text);
       else if (key == "name" && t == ondemand::json_type::string) name = std::string(text.substr(1, text.size() - 2));
       else if (key == "ph" && t == ondemand::json_type::string) ph = std::string(text.substr(1, text.size() - 2));
+      else if (key == "ph" && t == ondemand::json_type::number) {
+        // DFTracer 2.x's numeric ph, in Chrome's letters: an aggregated row
+        // (3: a count and durations in args over an interval from ts) becomes
+        // an instant there, its args kept; an unknown number stays unread.
+        uint64_t n = 0;
+        if (!v.get_uint64().get(n)) ph = n == 3 ? "i" : std::string(phase_letter(n));
+        if (ph.empty()) return DecodeStatus::BadField;
+        ph_text_ = "\"" + ph + "\"";
+        text = ph_text_;
+      }
       if (!first) o += ',';
       first = false;
       append_json_string(o, key);
@@ -226,7 +237,7 @@ class MergeConsumer : public LineConsumer {
   OutputSink& out_;
   int64_t ts_base_us_, base_ns_ = 0;
   const MergeRankPlan& ranks_;
-  std::string ts_text_;
+  std::string ts_text_, ph_text_;
   simdjson::dom::parser dom_;
   ondemand::parser od_;
   std::string scratch_;
@@ -265,12 +276,13 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
     if (n <= 0) continue;
     std::string_view text(buf.data(), static_cast<size_t>(n));
     const int64_t merged_base = merged_ts_base_us(text.substr(0, kOwnOutputHeadBytes));  // a merge output's ts count from it
+    const int64_t per_us = declares_ns_times(text) ? 1000 : 1;  // a DFTracer file of nanoseconds
     for (size_t p = text.find("\"ts\":"); p != std::string_view::npos; p = text.find("\"ts\":", p + 5)) {
       size_t i = p + 5;
       while (i < text.size() && (text[i] == ' ' || text[i] == '"')) ++i;
       size_t j = i;
       while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
-      if (j == i || j - i > 18) continue;
+      if (j == i || j - i > (per_us == 1 ? 18 : 19)) continue;
       int64_t v = 0;
       std::from_chars(text.data() + i, text.data() + j, v);
       size_t k = j;  // the exponent form: 1.795e15 is not 1
@@ -281,7 +293,7 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
         if (r.ec != std::errc() || !(d > 0 && d < 9e18)) continue;
         v = static_cast<int64_t>(d);
       }
-      v += merged_base;
+      v = v / per_us + merged_base;
       if (v > 0 && (best < 0 || v < best)) best = v;
     }
   }

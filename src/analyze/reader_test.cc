@@ -17,6 +17,22 @@ std::vector<std::string> make_events(int n, std::multiset<std::string>* names) {
   return evs;
 }
 
+// DFTracer's DFTRACER_TIME_METRIC=NS files: whole nanoseconds become exact
+// microseconds (top-level ts/dur, an aggregated row's args durations), nothing else.
+TEST(Reader, NanosecondTimesBecomeExactMicroseconds) {
+  EXPECT_EQ(ns_times_to_us(R"({"name":"ts","ts":1795769288973953123,"dur":535,"ph":1,"args":{"dur":1000,"x":7}})"),
+            R"({"name":"ts","ts":1795769288973953.123,"dur":0.535,"ph":1,"args":{"dur":1.000,"x":7}})");
+  EXPECT_EQ(ns_times_to_us(R"({"ph":3,"ts":5,"args":{"dur_sum":12345,"dur_min":0,"dur_max":7,"dft_cnt":3}})"),
+            R"({"ph":3,"ts":0.005,"args":{"dur_sum":12.345,"dur_min":0.000,"dur_max":0.007,"dft_cnt":3}})");
+  // Not whole non-negative numbers, strings, deeper objects: kept as they are.
+  const std::string kept = R"({"ts":"12","dur":-4,"id":9,"args":{"cfg":{"dur":5}},"x":1.5})";
+  EXPECT_EQ(ns_times_to_us(kept), kept);
+  EXPECT_TRUE(declares_ns_times(
+      "{\"name\":\"HH\"}\n{\"name\":\"CM\",\"ph\":4,\"args\":{\"name\":\"time_metric\",\"value\":\"NS\"}}\n"));
+  EXPECT_FALSE(declares_ns_times("{\"name\":\"CM\",\"ph\":4,\"args\":{\"name\":\"time_metric\",\"value\":\"US\"}}\n"));
+  EXPECT_FALSE(declares_ns_times("{\"name\":\"CM\",\"args\":{\"name\":\"model\",\"value\":\"NS\"}}\n"));
+}
+
 TEST(Reader, PlainFileSplitAcrossThreadsReadsEveryEventOnce) {
   TempDir d;
   std::multiset<std::string> want;

@@ -163,6 +163,21 @@ void GroupStats::add(const Event& e) {
   }
 }
 
+void GroupStats::add_aggregated(uint64_t n, int64_t total, int64_t lo, int64_t hi) {
+  count += n;
+  total_ns = saturating_add(total_ns, total);
+  min_ns = std::min(min_ns, lo);
+  max_ns = std::max(max_ns, hi);
+  // The quantiles see the smallest, the largest, and the mean for the rest.
+  if (n == 1) {
+    hist.add(static_cast<double>(total) * 1e-3);
+    return;
+  }
+  hist.add(static_cast<double>(lo) * 1e-3);
+  hist.add(static_cast<double>(hi) * 1e-3);
+  if (n > 2) hist.add(static_cast<double>(std::max<int64_t>(total - lo - hi, 0)) * 1e-3 / static_cast<double>(n - 2), n - 2);
+}
+
 void GroupStats::merge(const GroupStats& o) {
   count += o.count;
   total_ns = saturating_add(total_ns, o.total_ns);
@@ -190,10 +205,54 @@ void SummaryAggregator::add_event(const Event& e) {
     return;
   }
   if (!e.is_complete() || !e.has_dur) {
-    ++other_;
+    if (!add_aggregated(e)) ++other_;
     return;
   }
   ++complete_;
+  Group& group = group_of(e);
+  GroupStats& g = group.second;
+  g.add(e);
+  if (e.has_ts) {
+    first_ts_ns_ = std::min(first_ts_ns_, e.ts_ns);
+    last_end_ns_ = std::max(last_end_ns_, saturating_add(e.ts_ns, e.dur_ns));
+    nesting_.add(e.pid_text, e.tid_text, e.ts_ns, e.dur_ns, &g.self_ns, &group.first);
+  } else {
+    g.self_ns = saturating_add(g.self_ns, std::max<int64_t>(e.dur_ns, 0));  // no start: cannot nest
+  }
+}
+
+bool SummaryAggregator::add_aggregated(const Event& e) {
+  // A DFTracer aggregated row (numeric ph 3): dft_cnt events of the interval
+  // starting at ts, with their durations in args. They count as that many
+  // complete events; their self time is their duration (no start or end to
+  // nest them by), and the span reaches their interval's start.
+  // `merge` writes one as an instant ("i") with its args: read back the same.
+  if ((e.ph != "A" && e.ph != "i") || !e.has_agg_count || !(e.agg_count >= 1 && e.agg_count < 1e15)) return false;
+  const auto n = static_cast<uint64_t>(e.agg_count);
+  auto ns = [](double us) { return static_cast<int64_t>(std::llround(std::clamp(us, 0.0, 9e15) * 1000)); };
+  int64_t total, lo, hi;
+  if (e.has_agg_sum) {
+    total = ns(e.agg_sum);
+    lo = e.has_agg_min ? ns(e.agg_min) : total / static_cast<int64_t>(n);
+    hi = e.has_agg_max ? ns(e.agg_max) : total / static_cast<int64_t>(n);
+  } else if (e.has_agg_dur) {
+    total = ns(e.agg_dur * e.agg_count);
+    lo = hi = ns(e.agg_dur);
+  } else {
+    return false;
+  }
+  complete_ += n;
+  GroupStats& g = group_of(e).second;
+  g.add_aggregated(n, total, lo, hi);
+  g.self_ns = saturating_add(g.self_ns, total);
+  if (e.has_ts) {
+    first_ts_ns_ = std::min(first_ts_ns_, e.ts_ns);
+    last_end_ns_ = std::max(last_end_ns_, e.ts_ns);
+  }
+  return true;
+}
+
+SummaryAggregator::Group& SummaryAggregator::group_of(const Event& e) {
   std::string_view key;
   if (keys_.size() == 1) {  // the common case: no composite key to build
     std::string_view v = key_value(keys_[0], e, 0);
@@ -208,16 +267,7 @@ void SummaryAggregator::add_event(const Event& e) {
     }
     key = key_;
   }
-  Group& group = group_for(key);
-  GroupStats& g = group.second;
-  g.add(e);
-  if (e.has_ts) {
-    first_ts_ns_ = std::min(first_ts_ns_, e.ts_ns);
-    last_end_ns_ = std::max(last_end_ns_, saturating_add(e.ts_ns, e.dur_ns));
-    nesting_.add(e.pid_text, e.tid_text, e.ts_ns, e.dur_ns, &g.self_ns, &group.first);
-  } else {
-    g.self_ns = saturating_add(g.self_ns, std::max<int64_t>(e.dur_ns, 0));  // no start: cannot nest
-  }
+  return group_for(key);
 }
 
 SummaryAggregator::Group& SummaryAggregator::group_for(std::string_view key) {

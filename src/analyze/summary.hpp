@@ -52,6 +52,8 @@ struct GroupStats {
   uint64_t with_flops = 0, with_bytes = 0;
 
   void add(const Event& e);
+  // `n` events summed up by one aggregated row: their total, min and max.
+  void add_aggregated(uint64_t n, int64_t total_ns, int64_t min_ns, int64_t max_ns);
   void merge(const GroupStats& o);
 };
 
@@ -97,6 +99,8 @@ class SummaryAggregator : public LineConsumer {
   SelfTimeTracker nesting_;
   using Group = std::unordered_map<std::string, GroupStats>::value_type;  // its key: stable, named by self times
   Group& group_for(std::string_view key);
+  Group& group_of(const Event& e);     // by the group keys' values
+  bool add_aggregated(const Event& e);  // false: not an aggregated row it can read
 
   std::unordered_map<std::string, GroupStats> groups_;
   std::string key_;

@@ -208,5 +208,37 @@ TEST(Summary, AnyArgsKeyIsAGroupKey) {
   EXPECT_EQ(r->count, 2u);
 }
 
+// DFTracer 2.x aggregated rows (numeric ph 3), in microseconds and in a
+// file that declares nanoseconds: counted as the events they stand for.
+TEST(Summary, AggregatedRowsCountAsTheirEvents) {
+  TempDir dir;
+  const std::string rows =
+      "{\"name\":\"step\",\"cat\":\"C\",\"ts\":1000000,\"ph\":3,\"pid\":1,\"tid\":1,\"args\":{\"dur\":5,\"dft_cnt\":1}}\n"
+      "{\"name\":\"step\",\"cat\":\"C\",\"ts\":2000000,\"ph\":3,\"pid\":1,\"tid\":1,"
+      "\"args\":{\"dur_max\":40,\"dur_min\":10,\"dur_sum\":80,\"dft_cnt\":4}}\n"
+      "{\"id\":1,\"name\":\"step\",\"cat\":\"C\",\"ts\":2500000,\"dur\":7,\"ph\":1,\"pid\":1,\"tid\":1}\n";
+  write_file(dir.file("us.pfw"), rows);
+  std::string ns = "{\"name\":\"CM\",\"cat\":\"dftracer\",\"pid\":1,\"tid\":1,\"ph\":4,"
+                   "\"args\":{\"name\":\"time_metric\",\"value\":\"NS\"}}\n";
+  std::string scaled = rows;  // every time x1000: the same events in nanoseconds
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"ts\":1000000,", "\"ts\":1000000000,"}, {"\"ts\":2000000,", "\"ts\":2000000000,"},
+           {"\"ts\":2500000,", "\"ts\":2500000000,"}, {"\"dur\":5,", "\"dur\":5000,"},
+           {"\"dur_max\":40,", "\"dur_max\":40000,"}, {"\"dur_min\":10,", "\"dur_min\":10000,"},
+           {"\"dur_sum\":80,", "\"dur_sum\":80000,"}, {"\"dur\":7,", "\"dur\":7000,"}})
+    scaled.replace(scaled.find(from), from.size(), to);
+  write_file(dir.file("ns.pfw"), ns + scaled);
+  for (const char* name : {"us.pfw", "ns.pfw"}) {
+    Summary s = summarize({dir.file(name)}, parse_group_keys("name"), 0, 1);
+    SCOPED_TRACE(name);
+    EXPECT_EQ(s.complete_events, 6u);
+    ASSERT_EQ(s.rows.size(), 1u);
+    EXPECT_EQ(s.rows[0].count, 6u);
+    EXPECT_DOUBLE_EQ(s.rows[0].total_us, 92.0);
+    EXPECT_DOUBLE_EQ(s.rows[0].min_us, 5.0);
+    EXPECT_DOUBLE_EQ(s.rows[0].max_us, 40.0);
+  }
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

@@ -88,6 +88,74 @@ const char* unsupported_cpu_reason() {
 // ---------------------------------------------------------------------------
 // Timestamp text
 
+namespace {
+
+// Calls replace(key, depth, value, out) for each key of `ev` (one JSON
+// object's text) whose value is a bare number (depth 1: a top-level key, 2:
+// one in an object under it); a true answer (with the new text in *out)
+// replaces that value. Returns `ev` with the replacements.
+template <typename F>
+std::string rewrite_numbers(std::string_view ev, F&& replace) {
+  auto blank = [&](size_t i) { return i < ev.size() && std::isspace(static_cast<unsigned char>(ev[i])); };
+  std::string result, value;
+  size_t copied = 0, depth = 0, key = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const char c = ev[i];
+    if (!in_string) {
+      if (c == '"') in_string = true, key = i;
+      else if (c == '{' || c == '[') ++depth;
+      else if (c == '}' || c == ']') --depth;
+      continue;
+    }
+    if (c == '\\') {
+      ++i;
+      continue;
+    }
+    if (c != '"') continue;
+    in_string = false;
+    size_t b = i + 1;
+    while (blank(b)) ++b;
+    if (b >= ev.size() || ev[b] != ':') continue;  // a string value, not a key
+    ++b;
+    while (blank(b)) ++b;
+    size_t e = b;
+    while (e < ev.size() && (std::isdigit(static_cast<unsigned char>(ev[e])) || ev[e] == '.' || ev[e] == '-' ||
+                             ev[e] == '+' || ev[e] == 'e' || ev[e] == 'E'))
+      ++e;
+    if (e == b || !replace(ev.substr(key + 1, i - key - 1), depth, ev.substr(b, e - b), &value)) continue;
+    result.append(ev.substr(copied, b - copied)).append(value);
+    copied = e;
+    i = e - 1;
+  }
+  return result.append(ev.substr(copied));
+}
+
+}  // namespace
+
+bool declares_ns_times(std::string_view head) {
+  constexpr std::string_view key = "\"name\":\"time_metric\"";
+  for (size_t k = head.find(key); k != std::string_view::npos; k = head.find(key, k + key.size())) {
+    size_t eol = head.find('\n', k);
+    std::string_view rest = head.substr(k, eol == std::string_view::npos ? std::string_view::npos : eol - k);
+    if (rest.find("\"value\":\"NS\"") != std::string_view::npos) return true;
+    if (rest.find("\"value\":") != std::string_view::npos) return false;  // US (or another unit): microseconds
+  }
+  return false;
+}
+
+std::string ns_times_to_us(std::string_view line) {
+  return rewrite_numbers(line, [](std::string_view key, size_t depth, std::string_view v, std::string* out) {
+    const bool time = depth == 1 ? key == "ts" || key == "dur"
+                                 : depth == 2 && (key == "dur" || key == "dur_sum" || key == "dur_min" || key == "dur_max");
+    if (!time || v.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    std::string digits(v.size() < 4 ? 4 - v.size() : 0, '0');
+    digits.append(v);
+    out->assign(digits, 0, digits.size() - 3).append(".").append(digits, digits.size() - 3, 3);
+    return true;
+  });
+}
+
 // "123" -> 123 when the whole string is a JSON number by JSON's grammar:
 // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. DFTracer v1 quotes its
 // numbers; anything else ("007", "1.", "-.5", "0x1f") stays a string, or
@@ -368,6 +436,8 @@ struct LineSink {
   std::vector<char> scratch;
   int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;  // ReadOptions' window
   bool windowed = false;
+  bool ns_times = false;  // the file's times are nanoseconds (declares_ns_times): read as microseconds
+  std::string us_line;
 
   void line(const char* p, size_t len, size_t readable_after) {
     if (len > max_line) {
@@ -379,6 +449,14 @@ struct LineSink {
     if (s.empty()) {
       // Only framing or whitespace, unless it held something non-blank.
       return;
+    }
+    if (ns_times) {
+      us_line = ns_times_to_us(s);
+      const size_t n = us_line.size();
+      us_line.resize(n + kLinePadding);
+      p = us_line.data();
+      s = std::string_view(p, n);
+      readable_after = us_line.size();
     }
     if (windowed) {
       int64_t ts;
@@ -505,6 +583,7 @@ struct FileState {
   size_t units_left = 0;
   bool gz = false;
   Layout layout = Layout::Lines;
+  bool ns_times = false;  // declares_ns_times
   std::vector<GzipIndexEntry> index;
 };
 
@@ -628,38 +707,9 @@ void for_each_complete_object(std::string_view text, F&& f) {
 // (a merge output's events, back on the clock of the traces merged); as it
 // is when it has no numeric top-level ts.
 std::string shift_top_level_ts(std::string_view ev, int64_t base_us) {
-  auto blank = [&](size_t i) { return i < ev.size() && std::isspace(static_cast<unsigned char>(ev[i])); };
-  size_t depth = 0, key = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const char c = ev[i];
-    if (!in_string) {
-      if (c == '"') in_string = true, key = i;
-      else if (c == '{' || c == '[') ++depth;
-      else if (c == '}' || c == ']') --depth;
-      continue;
-    }
-    if (c == '\\') {
-      ++i;
-      continue;
-    }
-    if (c != '"') continue;
-    in_string = false;
-    if (depth != 1 || ev.substr(key, i + 1 - key) != "\"ts\"") continue;
-    size_t b = i + 1;
-    while (blank(b)) ++b;
-    if (b >= ev.size() || ev[b] != ':') continue;  // a value "ts", not the key
-    ++b;
-    while (blank(b)) ++b;
-    size_t e = b;
-    while (e < ev.size() && (std::isdigit(static_cast<unsigned char>(ev[e])) || ev[e] == '.' || ev[e] == '-' ||
-                             ev[e] == '+' || ev[e] == 'e' || ev[e] == 'E'))
-      ++e;
-    std::string ts;
-    if (e == b || !rebase_ts(ev.substr(b, e - b), -base_us * 1000, &ts)) break;
-    return std::string(ev.substr(0, b)) + ts + std::string(ev.substr(e));
-  }
-  return std::string(ev);
+  return rewrite_numbers(ev, [&](std::string_view key, size_t depth, std::string_view v, std::string* out) {
+    return depth == 1 && key == "ts" && rebase_ts(v, -base_us * 1000, out);
+  });
 }
 
 // First inflated bytes of a gzip file, for layout detection.
@@ -1018,6 +1068,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
       head = std::string_view(f.map->chars(), std::min<size_t>(size, 64u << 10));
     }
     f.layout = detect_layout(head);
+    f.ns_times = declares_ns_times(head);
     if (f.layout == Layout::Document) {
       units.push_back(Unit{i, 0, size, true});
       continue;
@@ -1101,6 +1152,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
           }
         }
         w.consumer->begin_piece(u.file);
+        w.sink.ns_times = f.ns_times;
         if (f.layout == Layout::Document) w.run_document(f, u.file);
         else if (f.gz) w.run_gz(f, u);
         else w.run_plain(f, u);
@@ -1135,6 +1187,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
       continue;
     }
     w0.consumer->begin_piece(file);
+    w0.sink.ns_times = f.ns_times;
     std::string acc;
     const Unit* prev = nullptr;
     for (; k < units.size() && units[k].file == file; ++k) {

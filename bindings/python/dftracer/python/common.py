@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
 
 from .entities import EntityID, EntityRelation, EntityRole, EntityStore
 from .env import *  # noqa: F401,F403
-from .logger import dftracer
+from .logger import dftracer, time_unit
 from .region import dft_fn
 from .tags import TagDType, TagType, TagValue
 
@@ -17,15 +17,13 @@ TagValueTuple = Tuple[int, Union[int, float, str]]
 
 # Units of each DFTRACER_TIME_METRIC value per second (pydftracer's table).
 _TIME_METRIC_UNITS_PER_SECOND = {"NS": 1e9, "US": 1e6, "MS": 1e3, "SEC": 1.0}
-_DEFAULT_TIME_METRIC = "US"
 
 
 def get_time_scale():
     """Units per second of get_time() under DFTRACER_TIME_METRIC (default
     microseconds): an integration with its own epoch clock scales its
     timestamps by this before log_event()."""
-    metric = dftracer.get_instance().get_config("DFTRACER_TIME_METRIC").upper()
-    return _TIME_METRIC_UNITS_PER_SECOND.get(metric, _TIME_METRIC_UNITS_PER_SECOND[_DEFAULT_TIME_METRIC])
+    return _TIME_METRIC_UNITS_PER_SECOND[time_unit()]
 
 
 class ProfilerProtocol(Protocol):

@@ -7,7 +7,9 @@ library (and of every library loaded later) are pointed at the hooks of
 turns it off; ``DFTRACER_DATA_DIR`` picks the paths (and
 ``initialize_log``'s ``data_dir``, through ``set_data_dir``); under
 ``DFTRACER_INIT=PRELOAD`` with ``LD_PRELOAD=libdftracer_preload.so`` the
-preload library already traces and nothing is patched.
+preload library already traces and nothing is patched. ``DFTRACER_INIT=PRELOAD``
+without that library loaded traces no I/O, as in DFTracer (its I/O is the
+preload library's job), and says so once on stderr.
 """
 import ctypes
 import os
@@ -17,6 +19,7 @@ from . import diagnostics
 MODES = {0: "off", 1: "function", 2: "preload"}
 
 _lib = None
+_preload_missing_told = False
 
 
 def library_dir():
@@ -27,7 +30,15 @@ def library_dir():
 def install():
     """Starts I/O tracing in this process if tracing is on; returns the mode
     now in force ("off", "function" or "preload"). Never raises."""
-    global _lib
+    global _lib, _preload_missing_told
+    if _lib is None and os.environ.get("DFTRACER_INIT", "").strip().upper() == "PRELOAD" \
+            and not hasattr(ctypes.CDLL(None), "dft_io_preload_loaded"):
+        if not _preload_missing_told:
+            _preload_missing_told = True
+            diagnostics.warn("DFTRACER_INIT=PRELOAD but libdftracer_preload.so is not in LD_PRELOAD: no I/O is "
+                             f"traced (LD_PRELOAD={os.path.join(library_dir(), 'libdftracer_preload.so')}, "
+                             "or DFTRACER_INIT=FUNCTION to trace it in-process)")
+        return "off"
     if _lib is None:
         path = os.path.join(library_dir(), "libdftracer_io.so")
         try:

@@ -1,7 +1,11 @@
 """pydftracer's `dftracer` logger class and module-level helpers.
 
 One logger per process: every `dftracer` instance talks to the same core.
-Times are microseconds since the Unix epoch, as in pydftracer.
+Times (get_time(), log_event's start_time and duration) are in
+DFTRACER_TIME_METRIC's unit since the Unix epoch, as in pydftracer:
+microseconds by default, nanoseconds under NS (MS, SEC: milliseconds,
+seconds). The file itself is always microseconds -- with nanosecond decimals
+under NS -- and says so in a `time_metric` metadata event (time_unit()).
 """
 import os
 
@@ -11,11 +15,34 @@ from .diagnostics import warn
 from .env import TRACING_FORBIDDEN
 from .tags import unwrap
 
-__all__ = ["dftracer", "initialize", "finalize", "get_time", "trace_path"]
+__all__ = ["dftracer", "initialize", "finalize", "get_time", "trace_path", "time_unit"]
 
 _TRACE_SUFFIXES = (".pfw.gz", ".pfw")
 _enabled = _core.enabled
 _now_us = _core.now_us
+_now_ns = _core.now_ns
+
+# Nanoseconds per unit of each DFTRACER_TIME_METRIC value (pydftracer's
+# get_time_scale table: NS 1e9, US 1e6, MS 1e3, SEC 1 per second).
+_NS_PER_UNIT = {"NS": 1, "US": 1000, "MS": 1_000_000, "SEC": 1_000_000_000}
+
+
+def time_unit():
+    """The unit of get_time() and log_event's times: DFTRACER_TIME_METRIC
+    (NS, US, MS or SEC; anything else, or unset: US)."""
+    metric = os.environ.get("DFTRACER_TIME_METRIC", "").strip().upper()
+    return metric if metric in _NS_PER_UNIT else "US"
+
+
+def _to_ns(value, what):
+    """`value` (a time in time_unit()) as whole nanoseconds for the core."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"dftracer: {what} must be a number, got {type(value).__name__}")
+    per = _NS_PER_UNIT[time_unit()]
+    ns = value * per if isinstance(value, int) else round(value * per)
+    if not 0 <= ns < 2 ** 63:
+        raise ValueError(f"dftracer: {what} out of range")
+    return int(ns)
 
 # What pydftracer 2.0.6 (over dftracer 2.2.0) answers get_config(key) with
 # when the variable is not set.
@@ -109,6 +136,7 @@ class dftracer:
         self.trace_file = None  # path of the last file this process traced to
         self.dbg_logging = None  # pydftracer's debug logger; diagnostics go through dft_warn here
         self.start_time = 0  # get_time() when tracing started (pydftracer)
+        self.time_unit_note = None  # the file the time_metric metadata went into
         self._used_marks = set()
         dftracer.__instance = self
 
@@ -177,7 +205,13 @@ class dftracer:
     def _started(self, path, prefix, data_dir):
         self.logger = _core
         self.trace_file = path
-        self.start_time = _now_us()
+        self.start_time = self.get_time()
+        if time_unit() != "US" and self.time_unit_note != path:
+            # As DFTracer's own files: a reader learns the unit of ts and dur
+            # from the file. Ours are microseconds whatever the metric, which
+            # a reader that saw DFTRACER_TIME_METRIC=NS set would not guess.
+            _core.custom_metadata("time_metric", "US")
+            self.time_unit_note = path
         if prefix is None and path:
             # The core's own prefix: the file name cannot be taken apart
             # (an app name may contain '-').
@@ -192,9 +226,13 @@ class dftracer:
 
     @staticmethod
     def get_time():
-        """Microseconds since the Unix epoch on the trace's clock; 0 while
-        tracing is off (pydftracer)."""
-        return _now_us() if _enabled() else 0
+        """Time since the Unix epoch on the trace's clock in time_unit()
+        (microseconds unless DFTRACER_TIME_METRIC says otherwise), an int;
+        0 while tracing is off (pydftracer)."""
+        if not _enabled():
+            return 0
+        unit = time_unit()
+        return _now_us() if unit == "US" else _now_ns() // _NS_PER_UNIT[unit]
 
     def get_config(self, key):
         """pydftracer's get_config: "" while tracing is off; otherwise the
@@ -255,8 +293,8 @@ class dftracer:
     def log_event(self, name, cat, start_time, duration, int_args=None, float_args=None,
                   string_args=None, relations=None, *, args=None):
         """Records a complete event, with pydftracer's signature. `start_time`
-        and `duration` are microseconds (int or float), as returned by
-        get_time(). int_args/float_args/string_args values may be plain or
+        and `duration` are in time_unit() (int or float), as returned by
+        get_time(): microseconds unless DFTRACER_TIME_METRIC says otherwise. int_args/float_args/string_args values may be plain or
         pydftracer's TagValue(...).value() tuples; `args=` (ours) takes any
         values: bool/int/float/str are written typed, anything else as
         str(value). `relations` ({EntityRelation: [entity ids]}) become args
@@ -268,7 +306,10 @@ class dftracer:
         if relations:
             args = dict(args) if args else {}
             args.update(entities.relation_args(relations))
-        _core.log_event(name, cat, start_time, duration, args)
+        if time_unit() == "US":
+            _core.log_event(name, cat, start_time, duration, args)
+        else:
+            _core.log_event_ns(name, cat, _to_ns(start_time, "start_time"), _to_ns(duration, "duration"), args)
 
     def log_metadata_event(self, key, value):
         """Records a metadata event as pydftracer does: named "CM", args
