@@ -358,6 +358,18 @@ DFT_API int dft_is_tracer_signal_handler(void (*handler)(int));
 struct sigaction;
 DFT_API int dft_tracer_signal_action(int sig, struct sigaction* action);
 
+/* For the I/O library's _exit/_Exit and exec* hooks: the process image ends
+ * without exit(), so atexit never finalizes. dft_finalize_before_exit
+ * finalizes and returns when the file is complete (or after a deadline); it
+ * may be called from a signal handler (the work is done on the core's signal
+ * thread where there is one). dft_suspend_for_exec finalizes before an exec;
+ * dft_resume_after_failed_exec starts tracing again, with the same settings,
+ * if the exec returned. Both remove a file in which nothing was recorded
+ * (a forked child that only exec'd). Never from a vfork child. */
+DFT_API void dft_finalize_before_exit(void);
+DFT_API void dft_suspend_for_exec(void);
+DFT_API void dft_resume_after_failed_exec(void);
+
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);
 DFT_API int64_t dft_tid(void);

@@ -160,6 +160,7 @@ void Writer::drain(ThreadBuffer* tb) {
         break;
       }
       fmt_->event(r, tb->tid, &out_);
+      ++records_;
       tb->roff += size;
       if (out_.size() >= kEmitBytes) emit();
     }
