@@ -19,22 +19,25 @@ from test_io_signals import preload_library
 from trace_reader import read_finalized, trace_files
 
 
-def run_both(argv, tmp_path, mode="preload", extra_env=None, input_text=None):
-    """Runs argv in tmp_path/<mode>/data untraced and traced; returns
-    {label: (CompletedProcess, data dir, trace dir)}."""
+def run_both(argv, tmp_path, mode="preload", extra_env=None, input_text=None, prepare=None, timeout=120):
+    """Runs argv in tmp_path/<mode>/data untraced and traced (`prepare(data)`
+    first fills the data dir); returns {label: (CompletedProcess, data dir,
+    trace dir)}."""
     out = {}
     for label in ("untraced", mode):
         root = tmp_path / label
         data, traces = root / "data", root / "traces"
         data.mkdir(parents=True)
         traces.mkdir()
+        if prepare is not None:
+            prepare(data)
         env = _clean_env()
         env.update(extra_env or {})
         if label != "untraced":
             env.update(DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=str(traces / "t"), DFTRACER_DATA_DIR=str(data))
             if mode == "preload":
                 env.update(DFTRACER_INIT="PRELOAD", LD_PRELOAD=preload_library())
-        p = subprocess.run(argv, cwd=str(data), env=env, capture_output=True, text=True, timeout=120,
+        p = subprocess.run(argv, cwd=str(data), env=env, capture_output=True, text=True, timeout=timeout,
                            input=input_text)
         out[label] = (p, data, traces)
     return out
@@ -128,3 +131,50 @@ def test_forked_children_that_exec_leave_no_stub(tmp_path):
     opened = {fh.get(e["args"].get("fhash")) for ev in traces.values() for e in io_events(ev)
               if e["name"].startswith("open")}
     assert {str(tdata / f"f{i}") for i in range(12)} <= opened, sorted(n for n in opened if n)
+
+
+PERSISTENT_WORKERS = r"""
+import os, sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Files(Dataset):
+    def __init__(self):
+        self.paths = sorted(n for n in os.listdir(".") if n.startswith("sample"))
+    def __len__(self):
+        return len(self.paths)
+    def __getitem__(self, i):
+        with open(self.paths[i], "rb") as f:
+            return torch.tensor(len(f.read()))
+
+if __name__ == "__main__":
+    loader = DataLoader(Files(), batch_size=2, num_workers=2, persistent_workers=True)
+    for epoch in range(2):
+        print(epoch, sum(int(b.sum()) for b in loader), flush=True)
+    # Exit with the workers alive: the parent SIGTERMs them and torch's
+    # handler ends each with _exit(0).
+"""
+
+
+@pytest.mark.parametrize("mode", ["function", "preload"])
+def test_persistent_dataloader_workers_keep_their_reads(tmp_path, mode):
+    pytest.importorskip("torch")
+    code = PERSISTENT_WORKERS if mode == "preload" else "import dftracer.python\n" + PERSISTENT_WORKERS
+    script = tmp_path / "loader.py"
+    script.write_text(code)
+
+    def samples(data):
+        for i in range(16):
+            (data / f"sample{i}.bin").write_bytes(b"s" * (100 + i))
+
+    runs = run_both([sys.executable, str(script)], tmp_path, mode, prepare=samples, timeout=300)
+    assert_same_behaviour(runs, mode)
+    traces = finalized_traces(runs[mode][2])
+    workers = {n: ev for n, ev in traces.items() if io_events(ev, "read") or io_events(ev, "fread")}
+    fh = {e["args"]["value"]: e["args"]["name"] for ev in traces.values() for e in ev if e["name"] == "FH"}
+    opened = [fh.get(e["args"].get("fhash")) for ev in workers.values() for e in io_events(ev)
+              if e["name"].startswith("open")]
+    samples = [o for o in opened if o and os.path.basename(o).startswith("sample")]
+    # Two epochs of 16 samples, read by the two workers (each its own file).
+    assert len(workers) == 2, sorted(traces)
+    assert len(samples) == 32, len(samples)
