@@ -369,6 +369,13 @@ DFT_API int dft_tracer_signal_action(int sig, struct sigaction* action);
 DFT_API void dft_finalize_before_exit(void);
 DFT_API void dft_suspend_for_exec(void);
 DFT_API void dft_resume_after_failed_exec(void);
+/* For the I/O library's setuid/setgid/setgroups/unshare/setns hooks: glibc
+ * applies a credential change to every thread (and aborts when one of the
+ * tracer's own refuses), and a new user namespace needs a single-threaded
+ * process. Finalizes the trace (a file with nothing recorded is removed),
+ * gives SIGTERM/SIGINT their default action back and ends the tracer's
+ * threads: the process runs on as untraced. Never from a vfork child. */
+DFT_API void dft_stop_tracing_threads(void);
 
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);

@@ -48,6 +48,8 @@ std::atomic<int> g_signal{0};  // the signal being handled; 0 none
 // finalize as for a signal, with this in place of the signal's number, and
 // posts g_done_sem when the file is complete.
 constexpr int kExitRequest = 1000;
+constexpr int kStopRequest = 1001;  // end the signal thread, nothing else (stop_tracing_threads)
+pthread_t g_signal_thread_id;
 sem_t g_done_sem;
 std::atomic<bool> g_signal_thread{false};  // this process has a signal thread (and its semaphores)
 
@@ -60,7 +62,7 @@ void* signal_thread_main(void*) {
     if (errno != EINTR) return nullptr;  // no semaphore: never finalize without a signal
   }
   int sig = g_signal.load(std::memory_order_acquire);
-  if (sig == 0) return nullptr;
+  if (sig == 0 || sig == kStopRequest) return nullptr;
   if (sig == kExitRequest) {
     Session::instance().finalize_before_image_ends();
     sem_post(&g_done_sem);
@@ -86,15 +88,11 @@ void start_signal_thread() {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t t;
-  if (pthread_create(&t, &attr, &signal_thread_main, nullptr) != 0)
+  // Joinable: stop_tracing_threads() waits until it is gone.
+  if (pthread_create(&g_signal_thread_id, nullptr, &signal_thread_main, nullptr) != 0)
     log_warn("cannot start the signal thread; SIGTERM/SIGINT will not finalize the trace");
   else
     g_signal_thread.store(true, std::memory_order_release);
-  pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
@@ -170,6 +168,32 @@ void finalize_before_exit() {
   errno = saved;
 }
 
+// Before a change of credentials or namespaces (the I/O library's hooks):
+// glibc applies setuid & co. to every thread and aborts when one of ours
+// refuses, and a user namespace wants a single-threaded process. So the
+// trace is finalized (removed if empty), the signals the core took get their
+// default action back, and the signal thread ends; from here the process
+// runs as untraced.
+void stop_tracing_threads() {
+  Session::instance().finalize_before_image_ends();
+  for (int sig : {SIGTERM, SIGINT}) {
+    if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
+    struct sigaction now;
+    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler == &on_signal) signal(sig, SIG_DFL);
+  }
+  g_handlers_installed = false;  // a later fork starts none either
+  if (!g_signal_thread.exchange(false, std::memory_order_acq_rel)) {
+    wait_until_tracer_threads_gone();  // the writer's
+    return;
+  }
+  int none = 0;
+  if (g_signal.compare_exchange_strong(none, kStopRequest, std::memory_order_acq_rel)) sem_post(&g_signal_sem);
+  // A signal being handled ends the process; an _exit being finalized
+  // returns soon after.
+  pthread_join(g_signal_thread_id, nullptr);
+  wait_until_tracer_threads_gone();
+}
+
 void install_process_hooks() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -221,6 +245,7 @@ void Session::after_fork_in_child() {
   // The parent's signal thread was not copied: the child gets its own (a
   // signal the parent was handling is the parent's, not the child's).
   g_signal_thread.store(false, std::memory_order_relaxed);
+  forget_tracer_threads();
   if (g_handlers_installed) {
     g_signal.store(0, std::memory_order_relaxed);
     start_signal_thread();
@@ -252,6 +277,7 @@ void Session::after_fork_in_child() {
 // The I/O library's sigaction/signal hooks report this handler as SIG_DFL
 // and set it where the program asks for SIG_DFL (src/io/signal_hooks.c).
 extern "C" void dft_finalize_before_exit(void) { dftracer::finalize_before_exit(); }
+extern "C" void dft_stop_tracing_threads(void) { dftracer::stop_tracing_threads(); }
 extern "C" void dft_suspend_for_exec(void) { dftracer::Session::instance().suspend_for_exec(); }
 extern "C" void dft_resume_after_failed_exec(void) { dftracer::Session::instance().resume_after_failed_exec(); }
 

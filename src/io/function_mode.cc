@@ -38,6 +38,11 @@ void dftio_hook_execveat();
 void dftio_hook_execl();
 void dftio_hook_execlp();
 void dftio_hook_execle();
+#define DFTIO_CRED_CALLS(X) \
+  X(setuid) X(setgid) X(seteuid) X(setegid) X(setreuid) X(setregid) X(setresuid) X(setresgid) X(setgroups) X(setns) X(unshare)
+#define DFTIO_DECLARE_CRED_HOOK(fn) void dftio_hook_##fn();  // cred_hooks.c: not events
+DFTIO_CRED_CALLS(DFTIO_DECLARE_CRED_HOOK)
+#undef DFTIO_DECLARE_CRED_HOOK
 }
 
 namespace {
@@ -100,6 +105,9 @@ extern "C" int dft_io_install(void) {
   g_patcher->add("execl", reinterpret_cast<void*>(&dftio_hook_execl));
   g_patcher->add("execlp", reinterpret_cast<void*>(&dftio_hook_execlp));
   g_patcher->add("execle", reinterpret_cast<void*>(&dftio_hook_execle));
+#define DFTIO_ADD_CRED_HOOK(fn) g_patcher->add(#fn, reinterpret_cast<void*>(&dftio_hook_##fn));
+  DFTIO_CRED_CALLS(DFTIO_ADD_CRED_HOOK)
+#undef DFTIO_ADD_CRED_HOOK
 #if DFTIO_VFORK_HOOK
   dftio_real_vfork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_DEFAULT, "vfork"));
   if (dftio_real_vfork != nullptr) g_patcher->add("vfork", reinterpret_cast<void*>(&dftio_hook_vfork));

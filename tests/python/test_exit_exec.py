@@ -9,8 +9,11 @@ Every case runs real programs untraced and traced (PRELOAD; Python also in
 FUNCTION mode) and compares stdout, stderr, exit status and the files they
 wrote, then reads every trace file back as finalized."""
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -19,16 +22,17 @@ from test_io_signals import preload_library
 from trace_reader import read_finalized, trace_files
 
 
-def run_both(argv, tmp_path, mode="preload", extra_env=None, input_text=None, prepare=None, timeout=120):
+def run_both(argv, tmp_path, mode="preload", extra_env=None, input_text=None, prepare=None, timeout=120,
+             traces_in=None):
     """Runs argv in tmp_path/<mode>/data untraced and traced (`prepare(data)`
-    first fills the data dir); returns {label: (CompletedProcess, data dir,
-    trace dir)}."""
+    first fills the data dir), tracing to <traces_in or tmp_path>/<mode>/traces;
+    returns {label: (CompletedProcess, data dir, trace dir)}."""
     out = {}
     for label in ("untraced", mode):
         root = tmp_path / label
-        data, traces = root / "data", root / "traces"
+        data, traces = root / "data", (traces_in or tmp_path) / label / "traces"
         data.mkdir(parents=True)
-        traces.mkdir()
+        traces.mkdir(parents=True, exist_ok=True)
         if prepare is not None:
             prepare(data)
         env = _clean_env()
@@ -178,3 +182,45 @@ def test_persistent_dataloader_workers_keep_their_reads(tmp_path, mode):
     # Two epochs of 16 samples, read by the two workers (each its own file).
     assert len(workers) == 2, sorted(traces)
     assert len(samples) == 32, len(samples)
+
+
+# A process that changes its credentials or namespaces runs on untraced
+# (src/io/cred_hooks.c): glibc applies setresgid to every thread and aborted
+# setpriv (SIGABRT) when the tracer's threads refused, and a new user
+# namespace needs a single-threaded process (unshare failed with EINVAL).
+CREDENTIAL_CHANGES = {
+    "setpriv": ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "id"],
+    "unshare": ["unshare", "-U", "-r", "id", "-u"],
+}
+
+
+@pytest.mark.parametrize("io", ["io", "no-io"])
+@pytest.mark.parametrize("tool", sorted(CREDENTIAL_CHANGES))
+def test_credential_and_namespace_changes_run_as_untraced(tmp_path, tool, io):
+    argv = CREDENTIAL_CHANGES[tool]
+    if subprocess.run(["which", argv[0]], capture_output=True).returncode != 0:
+        pytest.skip(f"{argv[0]} is not installed")
+    probe = subprocess.run(argv, capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{argv[0]} needs privileges this machine lacks: {probe.stderr.strip()}")
+
+    # `id` runs as nobody after setpriv and writes its own trace: in a
+    # directory every user can reach (pytest's tmp_path is root's alone).
+    shared = tempfile.mkdtemp(prefix="dft-cred-", dir="/tmp")
+    try:
+        os.chmod(shared, 0o1777)
+        for label in ("untraced", "preload"):
+            os.makedirs(os.path.join(shared, label, "traces"), mode=0o1777)
+            os.chmod(os.path.join(shared, label, "traces"), 0o1777)
+        runs = run_both(argv, tmp_path, extra_env={"DFTRACER_DISABLE_IO": "1"} if io == "no-io" else {},
+                        traces_in=pathlib.Path(shared))
+        check_credential_change(runs)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def check_credential_change(runs):
+    assert_same_behaviour(runs, "preload")
+    traces = finalized_traces(runs["preload"][2])
+    # The changing process's file had nothing in it (removed); the exec'd `id` writes its own.
+    assert [n for n in traces if n.startswith("t-id-")], sorted(traces)
