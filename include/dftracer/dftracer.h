@@ -338,6 +338,13 @@ DFT_API void dft_set_process_name(const char* name);
  * the Python package, so the tracer's warnings all look alike. Never on a
  * hot path. */
 DFT_API void dft_warn(const char* message);
+/* The program put a file on descriptor 2 on purpose (dup2/dup3 onto 2, or
+ * dup returning 2; the I/O library's hooks call this): the tracer's messages
+ * go there from now on. They go to descriptor 2 only while it names the
+ * file it named when tracing started or at the last such call, and are
+ * dropped otherwise: a program that closed 0-2 and opened its data files
+ * gets them as 0-2, and a warning must never land in them. errno unchanged. */
+DFT_API void dft_stderr_replaced(void);
 
 /* For the I/O library: `hook` runs first thing on each thread the tracer
  * starts for itself (the writer, the signal thread), so the I/O hooks can

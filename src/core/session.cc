@@ -86,6 +86,7 @@ Session& Session::instance() {
 int Session::init_from_env() {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (enabled_.load(std::memory_order_relaxed)) return 1;
+  note_program_stderr();  // the settings' warnings go to the stderr of this moment (diagnostics.h)
   Config cfg = Config::from_env();
   if (!cfg.enable) return 0;
   std::string error;
@@ -99,6 +100,7 @@ int Session::init_from_env() {
 int Session::init(const char* log_file, const char* data_dir, int64_t process_id) {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (enabled_.load(std::memory_order_relaxed)) return 0;
+  note_program_stderr();
   Config cfg = Config::from_env();
   if (log_file != nullptr && *log_file != '\0') cfg.log_file = log_file;
   if (data_dir != nullptr) cfg.data_dir = data_dir;
