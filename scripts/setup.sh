@@ -22,6 +22,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   chromium
   strace
+  util-linux dash findutils
 )
 PIP_PACKAGES=(
   "torch==2.13.0"

@@ -338,6 +338,13 @@ DFT_API void dft_set_process_name(const char* name);
  * the Python package, so the tracer's warnings all look alike. Never on a
  * hot path. */
 DFT_API void dft_warn(const char* message);
+/* The program put a file on descriptor 2 on purpose (dup2/dup3 onto 2, or
+ * dup returning 2; the I/O library's hooks call this): the tracer's messages
+ * go there from now on. They go to descriptor 2 only while it names the
+ * file it named when tracing started or at the last such call, and are
+ * dropped otherwise: a program that closed 0-2 and opened its data files
+ * gets them as 0-2, and a warning must never land in them. errno unchanged. */
+DFT_API void dft_stderr_replaced(void);
 
 /* For the I/O library: `hook` runs first thing on each thread the tracer
  * starts for itself (the writer, the signal thread), so the I/O hooks can
@@ -357,6 +364,25 @@ DFT_API int dft_is_tracer_signal_handler(void (*handler)(int));
  * again where the program asks for SIG_DFL. Async-signal-safe. */
 struct sigaction;
 DFT_API int dft_tracer_signal_action(int sig, struct sigaction* action);
+
+/* For the I/O library's _exit/_Exit and exec* hooks: the process image ends
+ * without exit(), so atexit never finalizes. dft_finalize_before_exit
+ * finalizes and returns when the file is complete (or after a deadline); it
+ * may be called from a signal handler (the work is done on the core's signal
+ * thread where there is one). dft_suspend_for_exec finalizes before an exec;
+ * dft_resume_after_failed_exec starts tracing again, with the same settings,
+ * if the exec returned. Both remove a file in which nothing was recorded
+ * (a forked child that only exec'd). Never from a vfork child. */
+DFT_API void dft_finalize_before_exit(void);
+DFT_API void dft_suspend_for_exec(void);
+DFT_API void dft_resume_after_failed_exec(void);
+/* For the I/O library's setuid/setgid/setgroups/unshare/setns hooks: glibc
+ * applies a credential change to every thread (and aborts when one of the
+ * tracer's own refuses), and a new user namespace needs a single-threaded
+ * process. Finalizes the trace (a file with nothing recorded is removed),
+ * gives SIGTERM/SIGINT their default action back and ends the tracer's
+ * threads: the process runs on as untraced. Never from a vfork child. */
+DFT_API void dft_stop_tracing_threads(void);
 
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);

@@ -11,7 +11,8 @@ namespace dftracer::analyze::testing {
 
 // One rank's trace file, in the #16 contract (docs/analyzer.md, "Ranks").
 struct RankFile {
-  int rank = 0, pid = 0, world = 2;
+  int rank = 0, pid = 0;
+  long long world = 2;
   std::string host = "node-a";
   bool offset = true;
   long long offset_ns = 0, uncertainty_ns = 0;

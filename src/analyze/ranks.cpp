@@ -47,7 +47,29 @@ void sort_processes(std::vector<RankProcess>& ps) {
 // the clock alignment.
 void check_run(RankReport& r) {
   std::set<int64_t> seen;
-  for (const RankProcess& p : r.processes) {
+  for (RankProcess& p : r.processes) {
+    auto ignore = [&](const char* key, int64_t v) {
+      const bool size = std::string(key) == "world_size";
+      r.ignored_values.push_back(std::string(key) + " " + std::to_string(v) + " in " + r.files[p.file] +
+                                 " ignored (" +
+                                 (size ? "more than " + std::to_string(kMaxWorldSize) + " ranks" : "more than a day") +
+                                 ")");
+    };
+    if (p.world_size > kMaxWorldSize) {
+      ignore("world_size", p.world_size);
+      p.world_size = -1;
+    }
+    // Taken as absent: the rank's clock counts as unaligned (offset 0).
+    if (p.has_offset && (p.clock_offset_ns > kMaxClockOffsetNs || p.clock_offset_ns < -kMaxClockOffsetNs)) {
+      ignore("clock_offset_ns", p.clock_offset_ns);
+      p.has_offset = false;
+      p.clock_offset_ns = 0;
+    }
+    if (p.has_uncertainty && p.uncertainty_ns > kMaxClockOffsetNs) {
+      ignore("clock_offset_uncertainty_ns", p.uncertainty_ns);
+      p.has_uncertainty = false;
+      p.uncertainty_ns = 0;
+    }
     r.world_size = std::max(r.world_size, p.world_size);
     if (p.rank < 0) continue;
     seen.insert(p.rank);

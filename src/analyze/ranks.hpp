@@ -95,13 +95,21 @@ struct StepStraggler {
   double max_duration_us = 0, min_duration_us = 0;  // the step's duration on its slowest and fastest rank
 };
 
+constexpr int64_t kMaxWorldSize = int64_t{1} << 20;
+constexpr int64_t kMaxClockOffsetNs = int64_t{86400} * 1000000000;  // one day
+
 struct RankReport {
   std::vector<std::string> files;      // the inputs, indexed by RankProcess::file
   std::vector<RankProcess> processes;  // by rank (unknown ranks last, by file)
   std::vector<Collective> collectives;  // by step, group, seq
   std::vector<StepRankRow> step_rows;   // by step, then rank
   std::vector<StepStraggler> steps;
-  int64_t world_size = -1;              // the largest world_size any file states
+  int64_t world_size = -1;              // the largest plausible world_size any file states
+  // Values no run can have, ignored (one line each in rank_problems_line):
+  // a world_size above kMaxWorldSize (10^12 drove the missing-ranks list to
+  // 16.8 GB), a clock offset or uncertainty beyond kMaxClockOffsetNs (+-9e18
+  // overflowed every aligned timestamp). "<key> <value> in <file> ignored (<why>)".
+  std::vector<std::string> ignored_values;
   std::vector<int64_t> missing_ranks;   // below world_size, no file
   std::vector<int64_t> incomplete_ranks;  // a file without its `end` event (cut short)
   std::vector<int64_t> offsets_unknown;   // ranks without clock_offset_ns (taken as 0)

@@ -254,6 +254,7 @@ std::string rank_problems_line(const RankReport& r) {
   if (r.partial_collectives)
     s += (s.empty() ? "" : "; ") + std::to_string(r.partial_collectives) +
          " collective(s) seen on fewer ranks than their group size";
+  for (const std::string& v : r.ignored_values) s += (s.empty() ? "" : "; ") + v;
   return s;
 }
 

@@ -159,6 +159,32 @@ TEST(Ranks, MissingRankIsReportedAndItsCollectivesArePartial) {
   EXPECT_NE(rank_problems_line(r).find("missing rank(s) 2 of world size 4"), std::string::npos);
 }
 
+// Sizes and offsets no run can have: a world_size of 10^12 in a 2 KB file
+// drove the missing-ranks list to 16.8 GB, an offset of 9e18 ns overflowed
+// every aligned timestamp. Each is ignored, in one line naming its file.
+TEST(Ranks, ImplausibleWorldSizeAndClockOffsetAreIgnoredNamingTheFile) {
+  TempDir d;
+  auto fs = two_ranks();
+  fs[0].world = 2'000'000;  // above kMaxWorldSize (the old code listed 2 million missing ranks)
+  fs[1].offset_ns = 9'000'000'000'000'000'000;
+  fs[1].uncertainty_ns = 9'000'000'000'000'000'000;
+  auto paths = write_ranks(d, fs);
+  RankReport r = analyze_ranks(paths, 2);
+  EXPECT_EQ(r.world_size, 2);
+  EXPECT_TRUE(r.missing_ranks.empty());
+  EXPECT_EQ(r.offsets_unknown, (std::vector<int64_t>{1}));
+  EXPECT_EQ(r.max_uncertainty_ns, 0);
+  const std::string line = rank_problems_line(r);
+  EXPECT_NE(line.find("world_size 2000000 in " + paths[0] + " ignored"), std::string::npos) << line;
+  EXPECT_NE(line.find("clock_offset_ns 9000000000000000000 in " + paths[1]), std::string::npos) << line;
+  for (const std::string& cmd : std::vector<std::string>{"summary --by rank", "merge -o " + d.file("m.json")}) {
+    CliRun c = run_cli(d, cmd + " " + paths[0] + " " + paths[1]);
+    ASSERT_EQ(c.status, 0) << cmd << ": " << c.err;
+    EXPECT_NE(c.err.find("clock_offset_ns 9000000000000000000 in " + paths[1]), std::string::npos) << cmd << c.err;
+    EXPECT_LT(c.err.size(), 2000u) << cmd;
+  }
+}
+
 TEST(Ranks, FileCutShortIsAnIncompleteRank) {
   TempDir d;
   auto fs = two_ranks();

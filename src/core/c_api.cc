@@ -560,5 +560,6 @@ int64_t dft_pid(void) {
 int64_t dft_tid(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }
 
 void dft_warn(const char* message) { dftracer::log_warn(message ? message : ""); }
+void dft_stderr_replaced(void) { dftracer::note_program_stderr(); }
 
 }  // extern "C"

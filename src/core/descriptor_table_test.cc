@@ -244,10 +244,26 @@ TEST(DescriptorTable, ProgramClosingItsStdoutPipeGivesItsReaderEofAtOnce) {
   EXPECT_EQ(status, 0);
 }
 
+// 32 threads on a pool of 16 chunks: the writer warns once about drops.
+static void record_until_the_writer_warns() {
+  std::atomic<int> holding{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 32; ++t)
+    ts.emplace_back([&] {
+      emit("e", 0);  // takes a chunk, if one is left
+      holding.fetch_add(1);
+      while (holding.load() < 32) std::this_thread::yield();
+      for (int i = 1; i < 50; ++i) emit("e", i);
+    });
+  for (auto& t : ts) t.join();
+}
+
 TEST(DescriptorTable, WriterWarningsReachTheProgramsStderrOfTheMoment) {
   SKIP_WITHOUT_PRIVATE_TABLES();
   // The writer's one warning about dropped events, after the program moved
-  // its stderr to a file: the warning is in that file.
+  // its stderr to a file (dup2, which the I/O hooks report as
+  // dft_stderr_replaced; this program has no hooks, so it says so itself):
+  // the warning is in that file.
   std::string dir = temp_dir("fdtable");
   const std::string log = dir + "/stderr.txt";
   int status = in_child([&] {
@@ -256,20 +272,42 @@ TEST(DescriptorTable, WriterWarningsReachTheProgramsStderrOfTheMoment) {
     if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) return 10;
     int f = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (f < 0 || dup2(f, 2) != 2) return 11;
+    dft_stderr_replaced();
     close(f);
-    std::atomic<int> holding{0};
-    std::vector<std::thread> ts;
-    for (int t = 0; t < 32; ++t)
-      ts.emplace_back([&] {
-        emit("e", 0);  // takes a chunk, if one is left
-        holding.fetch_add(1);
-        while (holding.load() < 32) std::this_thread::yield();
-        for (int i = 1; i < 50; ++i) emit("e", i);
-      });
-    for (auto& t : ts) t.join();
+    record_until_the_writer_warns();
     dft_finalize();
     return 0;
   });
   ASSERT_EQ(status, 0);
   EXPECT_NE(read_bytes(log).find("dropping events"), std::string::npos) << read_bytes(log);
+}
+
+TEST(DescriptorTable, WarningsNeverLandInADataFileThatTookDescriptorTwo) {
+  // A program that closed 0-2 and then opened its data files gets them as
+  // 0-2: the tracer's warnings (the writer's, and one from the program's own
+  // thread) must not be written into them. Both with the writer in a table
+  // of its own and sharing the program's.
+  for (const char* private_fds : {"1", "0"}) {
+    std::string dir = temp_dir("fdtable");
+    int status = in_child([&] {
+      setenv("DFTRACER_PRIVATE_FDS", private_fds, 1);
+      setenv("DFTRACER_BUFFER_SIZE", "64K", 1);
+      setenv("DFTRACER_CHUNK_SIZE", "4K", 1);
+      if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) return 10;
+      for (int fd = 0; fd <= 2; ++fd) close(fd);
+      for (int i = 0; i <= 2; ++i) {
+        int fd = open((dir + "/data" + std::to_string(i) + ".txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd != i) return 11 + i;
+        if (write(fd, "data\n", 5) != 5) return 14;
+      }
+      record_until_the_writer_warns();
+      dft_warn("a warning from the program's thread");
+      dft_finalize();
+      return 0;
+    });
+    ASSERT_EQ(status, 0) << "DFTRACER_PRIVATE_FDS=" << private_fds;
+    for (int i = 0; i <= 2; ++i)
+      EXPECT_EQ(read_bytes(dir + "/data" + std::to_string(i) + ".txt"), "data\n")
+          << "DFTRACER_PRIVATE_FDS=" << private_fds << ", data" << i;
+  }
 }

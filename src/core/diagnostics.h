@@ -12,6 +12,13 @@ namespace dftracer {
 // "info", "debug", "off"); returns false for an unknown name.
 bool set_log_level(const std::string& level);
 
+// Messages go to descriptor 2 only while it names the file it named when
+// tracing started, or the one the program last put there on purpose (the
+// I/O hooks' dup2/dup3/dup onto 2, dft_stderr_replaced); otherwise they are
+// dropped, never written into a data file that took the number 2. This
+// records what descriptor 2 names now (errno unchanged).
+void note_program_stderr();
+
 void log_warn(const std::string& msg);
 void log_info(const std::string& msg);
 void log_debug(const std::string& msg);

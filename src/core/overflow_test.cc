@@ -16,14 +16,20 @@ using namespace dftracer_test;
 
 namespace {
 
+// A small pool under the drop policy and a slow writer (gzip level 9), so
+// that recording outruns the writer and the pool overflows.
+struct SlowWriterOnASmallPool {
+  ScopedEnv p{"DFTRACER_OVERFLOW", "drop"};
+  ScopedEnv b{"DFTRACER_BUFFER_SIZE", "128K"};
+  ScopedEnv c{"DFTRACER_CHUNK_SIZE", "8K"};
+  ScopedEnv l{"DFTRACER_COMPRESSION_LEVEL", "9"};
+};
+
 }  // namespace
 
 TEST(Overflow, DropPolicyCountsEveryDroppedEventExactly) {
   std::string dir = temp_dir("drop");
-  ScopedEnv p("DFTRACER_OVERFLOW", "drop");
-  ScopedEnv b("DFTRACER_BUFFER_SIZE", "128K");
-  ScopedEnv c("DFTRACER_CHUNK_SIZE", "8K");
-  ScopedEnv l("DFTRACER_COMPRESSION_LEVEL", "9");  // a slow writer, so the pool overflows
+  SlowWriterOnASmallPool pool;
   ASSERT_EQ(dft_init_opt_in((dir + "/d").c_str(), nullptr, -1), 0);
   std::string path = dft_trace_path();
   const int threads = 4;
@@ -115,6 +121,26 @@ TEST(Overflow, MoreThreadsThanChunksWarnsOnceNamingTheBufferSize) {
   for (auto& e : parse_events(event_lines(read_all(path))))
     if (e.name == "end") end_dropped = int_arg(e, "dropped");
   EXPECT_EQ(static_cast<uint64_t>(end_dropped), st.events_dropped);
+}
+
+// One thread outrunning the writer on a pool with room for many threads'
+// chunks: the advice used to be "at least 2 x threads x chunk size", a size
+// below the one already set (393,216 with DFTRACER_BUFFER_SIZE=1M).
+TEST(Overflow, AWriterFallingBehindIsAdvisedAPoolLargerThanTheOneSet) {
+  std::string dir = temp_dir("behind");
+  SlowWriterOnASmallPool pool;
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(dft_init_opt_in((dir + "/b").c_str(), nullptr, -1), 0);
+  const dft_id name = dft_intern_cstr("burst"), cat = dft_intern_cstr("t");
+  for (uint64_t i = 0; i < scaled(2000000); ++i) dft_complete_ns(name, cat, i, 1, nullptr, 0);
+  dft_finalize();
+  std::string err = testing::internal::GetCapturedStderr();
+  dft_stats st;
+  dft_get_stats(&st);
+  ASSERT_GT(st.events_dropped, 0u) << "the pool never overflowed; the test proves nothing";
+  const size_t at = err.find("DFTRACER_BUFFER_SIZE above 131072 (262144, say)");
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find("at least 2 x threads"), std::string::npos) << err;
 }
 
 TEST(Overflow, MemoryStaysUnderThePoolCapWhileFiftyMillionEventsStream) {

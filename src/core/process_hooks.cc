@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -43,6 +44,14 @@ struct sigaction g_action;
 constexpr unsigned kFinalizeDeadlineSeconds = 10;
 sem_t g_signal_sem;
 std::atomic<int> g_signal{0};  // the signal being handled; 0 none
+// _exit/_Exit (finalize_before_exit): the signal thread is asked to
+// finalize as for a signal, with this in place of the signal's number, and
+// posts g_done_sem when the file is complete.
+constexpr int kExitRequest = 1000;
+constexpr int kStopRequest = 1001;  // end the signal thread, nothing else (stop_tracing_threads)
+pthread_t g_signal_thread_id;
+sem_t g_done_sem;
+std::atomic<bool> g_signal_thread{false};  // this process has a signal thread (and its semaphores)
 
 void* signal_thread_main(void*) {
   pthread_setname_np(pthread_self(), "dftracer-signal");
@@ -53,8 +62,14 @@ void* signal_thread_main(void*) {
     if (errno != EINTR) return nullptr;  // no semaphore: never finalize without a signal
   }
   int sig = g_signal.load(std::memory_order_acquire);
-  if (sig == 0) return nullptr;
+  if (sig == 0 || sig == kStopRequest) return nullptr;
+  if (sig == kExitRequest) {
+    Session::instance().finalize_before_image_ends();
+    sem_post(&g_done_sem);
+    return nullptr;
+  }
   Session::instance().finalize();  // waits for a finalize already under way, then is a no-op
+  sem_post(&g_done_sem);  // an _exit waiting for a finalize goes on (and loses to the signal)
   // Given back first: under PRELOAD this signal() is the I/O library's hook,
   // which would otherwise set our handler again for SIG_DFL.
   __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
@@ -68,16 +83,16 @@ void* signal_thread_main(void*) {
 // Started once per process (and again in a forked child, which has no copy
 // of it). Signals are blocked in it, so it never runs a handler itself.
 void start_signal_thread() {
-  if (sem_init(&g_signal_sem, 0, 0) != 0) return;
+  g_signal_thread.store(false, std::memory_order_relaxed);
+  if (sem_init(&g_signal_sem, 0, 0) != 0 || sem_init(&g_done_sem, 0, 0) != 0) return;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t t;
-  if (pthread_create(&t, &attr, &signal_thread_main, nullptr) != 0) log_warn("cannot start the signal thread; SIGTERM/SIGINT will not finalize the trace");
-  pthread_attr_destroy(&attr);
+  // Joinable: stop_tracing_threads() waits until it is gone.
+  if (pthread_create(&g_signal_thread_id, nullptr, &signal_thread_main, nullptr) != 0)
+    log_warn("cannot start the signal thread; SIGTERM/SIGINT will not finalize the trace");
+  else
+    g_signal_thread.store(true, std::memory_order_release);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
@@ -127,6 +142,57 @@ void fork_child() {
 }
 
 }  // namespace
+
+// _exit may be called from a signal handler (torch's DataLoader workers end
+// so on their parent's SIGTERM), where finalizing on this thread could wait
+// forever for a lock the interrupted code holds (process_hooks.cc's signal
+// handler says why): the signal thread finalizes while this thread waits,
+// at most kFinalizeDeadlineSeconds. Only sem_post, sem_timedwait and
+// clock_gettime here. Without a signal thread (none was needed), on this
+// thread.
+void finalize_before_exit() {
+  if (!Session::instance().enabled()) return;
+  if (!g_signal_thread.load(std::memory_order_acquire)) {
+    Session::instance().finalize_before_image_ends();
+    return;
+  }
+  int saved = errno;
+  int none = 0;
+  if (g_signal.compare_exchange_strong(none, kExitRequest, std::memory_order_acq_rel)) sem_post(&g_signal_sem);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += kFinalizeDeadlineSeconds;
+  while (sem_timedwait(&g_done_sem, &deadline) != 0 && errno == EINTR) {
+  }
+  sem_post(&g_done_sem);  // another thread's _exit goes on too
+  errno = saved;
+}
+
+// Before a change of credentials or namespaces (the I/O library's hooks):
+// glibc applies setuid & co. to every thread and aborts when one of ours
+// refuses, and a user namespace wants a single-threaded process. So the
+// trace is finalized (removed if empty), the signals the core took get their
+// default action back, and the signal thread ends; from here the process
+// runs as untraced.
+void stop_tracing_threads() {
+  Session::instance().finalize_before_image_ends();
+  for (int sig : {SIGTERM, SIGINT}) {
+    if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
+    struct sigaction now;
+    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler == &on_signal) signal(sig, SIG_DFL);
+  }
+  g_handlers_installed = false;  // a later fork starts none either
+  if (!g_signal_thread.exchange(false, std::memory_order_acq_rel)) {
+    wait_until_tracer_threads_gone();  // the writer's
+    return;
+  }
+  int none = 0;
+  if (g_signal.compare_exchange_strong(none, kStopRequest, std::memory_order_acq_rel)) sem_post(&g_signal_sem);
+  // A signal being handled ends the process; an _exit being finalized
+  // returns soon after.
+  pthread_join(g_signal_thread_id, nullptr);
+  wait_until_tracer_threads_gone();
+}
 
 void install_process_hooks() {
   static std::once_flag once;
@@ -178,6 +244,8 @@ void Session::after_fork_in_parent() {
 void Session::after_fork_in_child() {
   // The parent's signal thread was not copied: the child gets its own (a
   // signal the parent was handling is the parent's, not the child's).
+  g_signal_thread.store(false, std::memory_order_relaxed);
+  forget_tracer_threads();
   if (g_handlers_installed) {
     g_signal.store(0, std::memory_order_relaxed);
     start_signal_thread();
@@ -208,6 +276,11 @@ void Session::after_fork_in_child() {
 
 // The I/O library's sigaction/signal hooks report this handler as SIG_DFL
 // and set it where the program asks for SIG_DFL (src/io/signal_hooks.c).
+extern "C" void dft_finalize_before_exit(void) { dftracer::finalize_before_exit(); }
+extern "C" void dft_stop_tracing_threads(void) { dftracer::stop_tracing_threads(); }
+extern "C" void dft_suspend_for_exec(void) { dftracer::Session::instance().suspend_for_exec(); }
+extern "C" void dft_resume_after_failed_exec(void) { dftracer::Session::instance().resume_after_failed_exec(); }
+
 extern "C" int dft_is_tracer_signal_handler(void (*handler)(int)) { return handler == &dftracer::on_signal; }
 
 extern "C" int dft_tracer_signal_action(int sig, struct sigaction* action) {

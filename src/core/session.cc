@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -85,6 +86,7 @@ Session& Session::instance() {
 int Session::init_from_env() {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (enabled_.load(std::memory_order_relaxed)) return 1;
+  note_program_stderr();  // the settings' warnings go to the stderr of this moment (diagnostics.h)
   Config cfg = Config::from_env();
   if (!cfg.enable) return 0;
   std::string error;
@@ -98,6 +100,7 @@ int Session::init_from_env() {
 int Session::init(const char* log_file, const char* data_dir, int64_t process_id) {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (enabled_.load(std::memory_order_relaxed)) return 0;
+  note_program_stderr();
   Config cfg = Config::from_env();
   if (log_file != nullptr && *log_file != '\0') cfg.log_file = log_file;
   if (data_dir != nullptr) cfg.data_dir = data_dir;
@@ -179,15 +182,46 @@ int Session::relocate(const char* log_file, std::string* error) {
 
 void Session::finalize() {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
-  finalize_locked();
+  finalize_locked(false);
 }
 
-void Session::finalize_locked() {
+void Session::finalize_before_image_ends() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  finalize_locked(true);
+}
+
+void Session::suspend_for_exec() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!enabled_.load(std::memory_order_relaxed)) return;
+  finalize_locked(true);
+  suspended_for_exec_ = true;
+}
+
+void Session::resume_after_failed_exec() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!suspended_for_exec_) return;
+  suspended_for_exec_ = false;
+  if (enabled_.load(std::memory_order_relaxed)) return;
+  std::string error;
+  if (start_session(config_, -1, &error) != 0) log_warn(error + "; tracing is off after a failed exec");
+}
+
+void Session::finalize_locked(bool discard_if_empty) {
   if (!enabled_.load(std::memory_order_relaxed)) return;
   set_enabled(false);
   finalized_once_.store(true, std::memory_order_relaxed);
   __atomic_store_n(&dft_hot.finalized, 1, __ATOMIC_RELAXED);
-  if (writer_) writer_->stop(current_tid());
+  if (writer_) {
+    writer_->stop(current_tid());
+    if (discard_if_empty && writer_->recorded_nothing()) {
+      // By name: the writer thread, which held the file's descriptors, has
+      // closed them. unlinkat past the I/O hooks (tracing is off anyway).
+      syscall(SYS_unlinkat, AT_FDCWD, path_.c_str(), 0);
+      if (path_.size() > 3 && path_.compare(path_.size() - 3, 3, ".gz") == 0)
+        syscall(SYS_unlinkat, AT_FDCWD, (path_ + ".idx").c_str(), 0);
+      log_debug("removed " + path_ + ": nothing was recorded before the process image ended");
+    }
+  }
   registry_.end_session(&pool_);
 }
 

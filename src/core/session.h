@@ -42,6 +42,15 @@ class Session {
   // (one-line *error, nothing changed) otherwise or when tracing is off.
   int relocate(const char* log_file, std::string* error);
   void finalize();
+  // Before the process image ends without exit() (_exit, _Exit, exec*):
+  // finalizes as finalize() does, and then removes the file if no thread
+  // recorded anything into it (a forked child that only exec'd leaves no
+  // stub: the exec'd image, if traced, writes its own file).
+  void finalize_before_image_ends();
+  // exec*: finalize_before_image_ends(), remembering to start again with
+  // the same settings if the exec fails (resume_after_failed_exec).
+  void suspend_for_exec();
+  void resume_after_failed_exec();
   void flush();
   const char* trace_path() const;
   const char* trace_prefix() const;  // the <prefix> of trace_path()
@@ -105,12 +114,13 @@ class Session {
   ThreadBuffer* attach_thread();
   bool refill(ThreadBuffer* tb, uint32_t bytes);
   int start_session(const Config& cfg, int64_t process_id, std::string* error);
-  void finalize_locked();
+  void finalize_locked(bool discard_if_empty);
 
   std::mutex lifecycle_mu_;  // init / finalize / fork
   void set_enabled(bool on);  // enabled_ and its public mirror dft_hot.enabled
   std::atomic<bool> enabled_{false};
   std::atomic<bool> finalized_once_{false};
+  bool suspended_for_exec_ = false;  // guarded by lifecycle_mu_
   std::atomic<uint64_t> session_{0};
   std::atomic<uint64_t> after_finalize_{0};
   Config config_;

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,13 +55,50 @@ void close_span(unsigned first, unsigned last) {
   for (unsigned fd = first; fd <= last && fd < limit; ++fd) syscall(SYS_close, fd);
 }
 
+// The kernel ids of the tracer's threads started in this process (0: free
+// slot), for wait_until_tracer_threads_gone.
+constexpr int kTracerThreadSlots = 16;
+std::atomic<int> g_tracer_tids[kTracerThreadSlots];
+
+void note_tracer_thread() {
+  const int pid = getpid(), tid = static_cast<int>(syscall(SYS_gettid));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& slot : g_tracer_tids) {
+      int old = slot.load(std::memory_order_acquire);
+      // First pass: a free slot; second: one whose thread is gone (a past
+      // session's writer).
+      if (pass == 0 ? old != 0 : syscall(SYS_tgkill, pid, old, 0) == 0) continue;
+      if (slot.compare_exchange_strong(old, tid, std::memory_order_acq_rel)) return;
+    }
+  }
+}
+
 }  // namespace
+
+void wait_until_tracer_threads_gone() {
+  const int pid = getpid();
+  for (auto& slot : g_tracer_tids) {
+    int tid = slot.exchange(0, std::memory_order_acq_rel);
+    if (tid == 0) continue;
+    // pthread_join returns when the thread has left its code; the kernel
+    // takes it out of the thread group a moment later. At most 200 ms.
+    for (int i = 0; i < 4000 && syscall(SYS_tgkill, pid, tid, 0) == 0; ++i) {
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
 
 void close_descriptor_raw(int fd) {
   if (fd >= 0) syscall(SYS_close, fd);
 }
 
+void forget_tracer_threads() {
+  for (auto& slot : g_tracer_tids) slot.store(0, std::memory_order_relaxed);
+}
+
 bool become_tracer_thread(const std::vector<int>& keep) {
+  note_tracer_thread();
   if (dft_thread_hook hook = g_thread_hook.load(std::memory_order_acquire)) hook();
   if (!private_tables_wanted()) return false;
   if (unshare(CLONE_FILES) != 0) {

@@ -40,6 +40,14 @@ bool become_tracer_thread(const std::vector<int>& keep);
 // True on a tracer thread that has a descriptor table of its own.
 bool in_private_table();
 
+// Once every thread of the tracer's has been joined: returns when the kernel
+// has taken them all out of the process (pthread_join returns a moment
+// before; a new user namespace wants the process single-threaded), at most
+// 200 ms a thread. In a forked child, forget_tracer_threads() first: the
+// parent's threads were never the child's.
+void wait_until_tracer_threads_gone();
+void forget_tracer_threads();
+
 // On such a thread: a descriptor of this thread's table for the program's
 // stderr as it is now (pidfd_getfd(2), else /proc/<pid>/fd/2), to write one
 // message to and close; -1 when it cannot be had (the message is dropped).

@@ -160,6 +160,7 @@ void Writer::drain(ThreadBuffer* tb) {
         break;
       }
       fmt_->event(r, tb->tid, &out_);
+      ++records_;
       tb->roff += size;
       if (out_.size() >= kEmitBytes) emit();
     }
@@ -194,11 +195,19 @@ void Writer::warn_first_drops() {
   warned_drops_ = true;
   const size_t cap = pool_.cap_bytes(), chunk = pool_.chunk_bytes();
   const size_t threads = scratch_.size();
+  const size_t per_threads = 2 * threads * chunk;
+  // With room for every thread's chunk twice over, the pool filled with
+  // sealed chunks the writer had not yet written: the advice is a larger
+  // pool than the one set, never one below it.
+  const std::string advice =
+      per_threads > cap ? "set DFTRACER_BUFFER_SIZE to at least 2 x threads x chunk size (" +
+                              std::to_string(per_threads) + " here)"
+                        : "the writer fell behind the recording threads; set DFTRACER_BUFFER_SIZE above " +
+                              std::to_string(cap) + " (" + std::to_string(2 * cap) + ", say)";
   log_warn("recording threads are dropping events (counted as \"dropped\" in the trace's end event): the buffer pool "
            "is full. DFTRACER_BUFFER_SIZE=" + std::to_string(cap) + " bytes holds " + std::to_string(cap / chunk) +
            " chunks of DFTRACER_CHUNK_SIZE=" + std::to_string(chunk) + " and each of the " + std::to_string(threads) +
-           " recording threads holds at least one; set DFTRACER_BUFFER_SIZE to at least 2 x threads x chunk size (" +
-           std::to_string(2 * threads * chunk) + " here)" +
+           " recording threads holds at least one; " + advice +
            (pool_.policy() == ChunkPool::Policy::kDrop ? " or DFTRACER_OVERFLOW=block" : ""));
 }
 

@@ -40,6 +40,9 @@ class Writer {
   // writes and its close happen on the writer thread (it alone holds the
   // descriptors, tracer_thread.h); here only if that thread never started.
   void stop(int64_t tid);
+  // After stop(): whether no thread recorded anything this session (nor
+  // lost anything): the file holds only what the writer wrote of itself.
+  bool recorded_nothing() const { return records_ == 0 && dropped_.load(std::memory_order_relaxed) == 0; }
   // A chunk was sealed: wake up now. Takes the writer's mutex so the wakeup
   // cannot fall between the writer's check and its wait (once per chunk,
   // never per event).
@@ -98,6 +101,7 @@ class Writer {
   uint64_t emitted_lines_ = 0;  // fmt_->lines() at the last emit
   uint64_t lost_lines_ = 0;  // formatted but not written (I/O failure)
   std::vector<ThreadBuffer*> scratch_;
+  uint64_t records_ = 0;  // writer only: records read from the threads' buffers
   bool warned_drops_ = false;  // writer only
 
   pthread_t thread_{};  // a plain handle, so a forked child can forget it

@@ -27,6 +27,22 @@ void dftio_hook_signal();
 void dftio_hook_vfork();           // vfork_hook.c: a trampoline, not an event
 void dftio_hook_close_range();     // close_range_hooks.c: not events
 void dftio_hook_closefrom();
+void dftio_hook__exit();           // exit_hooks.c: not events
+void dftio_hook__Exit();
+void dftio_hook_execve();
+void dftio_hook_execvpe();
+void dftio_hook_execv();
+void dftio_hook_execvp();
+void dftio_hook_fexecve();
+void dftio_hook_execveat();
+void dftio_hook_execl();
+void dftio_hook_execlp();
+void dftio_hook_execle();
+#define DFTIO_CRED_CALLS(X) \
+  X(setuid) X(setgid) X(seteuid) X(setegid) X(setreuid) X(setregid) X(setresuid) X(setresgid) X(setgroups) X(setns) X(unshare)
+#define DFTIO_DECLARE_CRED_HOOK(fn) void dftio_hook_##fn();  // cred_hooks.c: not events
+DFTIO_CRED_CALLS(DFTIO_DECLARE_CRED_HOOK)
+#undef DFTIO_DECLARE_CRED_HOOK
 }
 
 namespace {
@@ -77,6 +93,21 @@ extern "C" int dft_io_install(void) {
   dftio_resolve_close_range_calls();
   g_patcher->add("close_range", reinterpret_cast<void*>(&dftio_hook_close_range));
   g_patcher->add("closefrom", reinterpret_cast<void*>(&dftio_hook_closefrom));
+  dftio_resolve_exit_calls();
+  g_patcher->add("_exit", reinterpret_cast<void*>(&dftio_hook__exit));
+  g_patcher->add("_Exit", reinterpret_cast<void*>(&dftio_hook__Exit));
+  g_patcher->add("execve", reinterpret_cast<void*>(&dftio_hook_execve));
+  g_patcher->add("execvpe", reinterpret_cast<void*>(&dftio_hook_execvpe));
+  g_patcher->add("execv", reinterpret_cast<void*>(&dftio_hook_execv));
+  g_patcher->add("execvp", reinterpret_cast<void*>(&dftio_hook_execvp));
+  g_patcher->add("fexecve", reinterpret_cast<void*>(&dftio_hook_fexecve));
+  g_patcher->add("execveat", reinterpret_cast<void*>(&dftio_hook_execveat));
+  g_patcher->add("execl", reinterpret_cast<void*>(&dftio_hook_execl));
+  g_patcher->add("execlp", reinterpret_cast<void*>(&dftio_hook_execlp));
+  g_patcher->add("execle", reinterpret_cast<void*>(&dftio_hook_execle));
+#define DFTIO_ADD_CRED_HOOK(fn) g_patcher->add(#fn, reinterpret_cast<void*>(&dftio_hook_##fn));
+  DFTIO_CRED_CALLS(DFTIO_ADD_CRED_HOOK)
+#undef DFTIO_ADD_CRED_HOOK
 #if DFTIO_VFORK_HOOK
   dftio_real_vfork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_DEFAULT, "vfork"));
   if (dftio_real_vfork != nullptr) g_patcher->add("vfork", reinterpret_cast<void*>(&dftio_hook_vfork));

@@ -215,6 +215,9 @@ DFTIO_HIDDEN void dftio_resolve_all(void);
 DFTIO_HIDDEN void dftio_resolve_signal_calls(void);
 /* close_range_hooks.c: the real close_range and closefrom. */
 DFTIO_HIDDEN void dftio_resolve_close_range_calls(void);
+/* exit_hooks.c: the real _exit, _Exit and exec* behind the hooks that
+ * finalize the trace before the process image ends. */
+DFTIO_HIDDEN void dftio_resolve_exit_calls(void);
 DFTIO_HIDDEN void* dftio_resolve(enum dftio_call call);
 /* The real `name` into *slot, once (for the hooks outside io_calls.h:
  * pthread_cancel, sigaction, signal, close_range, closefrom); NULL if libc

@@ -299,7 +299,14 @@ int DFTIO_HOOK(closedir)(DIR* d) {
 /* A duplicate carries the original's fhash. */
 #define DFTIO_DUPED(fd) (DFTIO_FD(fd), DFTIO_RET(r_), (r_ >= 0 ? dftio_track(r_, h_) : (void)0))
 
-int DFTIO_HOOK(dup)(int fd) { DFTIO_RUN(dup, dftio_fd_traced(fd), int, DFTIO_REAL(dup)(fd), DFTIO_DUPED(fd)); }
+static int dup_call(int fd) { DFTIO_RUN(dup, dftio_fd_traced(fd), int, DFTIO_REAL(dup)(fd), DFTIO_DUPED(fd)); }
+/* A copy made onto descriptor 2 is the program's new stderr: the tracer's
+ * messages may go there (dft_stderr_replaced). Not in a vfork child. */
+static inline int stderr_check(int r) {
+  if (__builtin_expect(r == 2, 0) && dftio_closes_programs_fds()) dft_stderr_replaced();
+  return r;
+}
+int DFTIO_HOOK(dup)(int fd) { return stderr_check(dup_call(fd)); }
 /* dup2/dup3 close `to` and make it a copy of `fd`, only when they succeed:
  * a failed one (EBADF, dup3's EINVAL for fd == to) leaves `to` as it was,
  * traced or not. A copy of an untraced descriptor forgets what `to` was. */
@@ -312,8 +319,10 @@ int DFTIO_HOOK(dup)(int fd) { DFTIO_RUN(dup, dftio_fd_traced(fd), int, DFTIO_REA
   }                                                               \
   DFTIO_RUN(fn, h, int, call, DFTIO_DUPED(fd))
 
-int DFTIO_HOOK(dup2)(int fd, int to) { DFTIO_DUP_ONTO(dup2, fd, to, DFTIO_REAL(dup2)(fd, to)); }
-int DFTIO_HOOK(dup3)(int fd, int to, int flags) { DFTIO_DUP_ONTO(dup3, fd, to, DFTIO_REAL(dup3)(fd, to, flags)); }
+static int dup2_call(int fd, int to) { DFTIO_DUP_ONTO(dup2, fd, to, DFTIO_REAL(dup2)(fd, to)); }
+static int dup3_call(int fd, int to, int flags) { DFTIO_DUP_ONTO(dup3, fd, to, DFTIO_REAL(dup3)(fd, to, flags)); }
+int DFTIO_HOOK(dup2)(int fd, int to) { return stderr_check(dup2_call(fd, to)); }
+int DFTIO_HOOK(dup3)(int fd, int to, int flags) { return stderr_check(dup3_call(fd, to, flags)); }
 
 /* fcntl's third argument is an int or a pointer; both travel in the same
  * register, so it is read and passed on as a pointer-sized word. */

@@ -40,6 +40,7 @@ __attribute__((constructor)) static void dftio_preload_start(void) {
   dftio_resolve_all();
   dftio_resolve_signal_calls();
   dftio_resolve_close_range_calls();
+  dftio_resolve_exit_calls();
 #if DFTIO_VFORK_HOOK
   __atomic_store_n(&dftio_real_vfork, (pid_t(*)(void))dlsym(RTLD_NEXT, "vfork"), __ATOMIC_RELEASE);
 #endif

@@ -1,0 +1,63 @@
+/*
+ * setuid & co., setgroups, unshare and setns, not events: a process that
+ * changes its credentials or namespaces runs on as untraced. glibc applies
+ * a credential change to every thread of the process and aborts when one
+ * refuses (setpriv restores a capability on its own thread only, so the
+ * tracer's threads refused: SIGABRT), and a new user namespace needs a
+ * single-threaded process (`unshare -U` failed with EINVAL). So before the
+ * real call the core finalizes the trace and ends its threads
+ * (dft_stop_tracing_threads); the call then finds the process as it would
+ * be untraced. An exec'd program, if traced, writes its own file.
+ *
+ * Passed straight through in a vfork child and on the tracer's own threads
+ * (their unshare(CLONE_FILES) is the core's own), and for an unshare that
+ * needs no single thread (no CLONE_NEWUSER, CLONE_THREAD, CLONE_SIGHAND or
+ * CLONE_VM).
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "dftracer/dftracer.h"
+#include "io_hook.h"
+
+static void before_process_change(void) {
+  if (dftio_closes_programs_fds()) dft_stop_tracing_threads();
+}
+
+/* The hook of `name`: stop the tracer's threads, then the real call. */
+#define DFTIO_CRED_HOOK(name, params, args)                                   \
+  int DFTIO_HOOK(name) params {                                               \
+    static int(*real_) params;                                                \
+    int(*fn_) params = (int(*) params)dftio_resolve_named((void**)&real_, #name); \
+    if (fn_ == NULL) {                                                        \
+      errno = ENOSYS;                                                         \
+      return -1;                                                              \
+    }                                                                         \
+    before_process_change();                                                  \
+    return fn_ args;                                                          \
+  }
+
+DFTIO_CRED_HOOK(setuid, (uid_t uid), (uid))
+DFTIO_CRED_HOOK(setgid, (gid_t gid), (gid))
+DFTIO_CRED_HOOK(seteuid, (uid_t uid), (uid))
+DFTIO_CRED_HOOK(setegid, (gid_t gid), (gid))
+DFTIO_CRED_HOOK(setreuid, (uid_t r, uid_t e), (r, e))
+DFTIO_CRED_HOOK(setregid, (gid_t r, gid_t e), (r, e))
+DFTIO_CRED_HOOK(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
+DFTIO_CRED_HOOK(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+DFTIO_CRED_HOOK(setgroups, (size_t n, const gid_t* list), (n, list))
+DFTIO_CRED_HOOK(setns, (int fd, int nstype), (fd, nstype))
+
+int DFTIO_HOOK(unshare)(int flags) {
+  static int (*real)(int);
+  int (*fn)(int) = (int (*)(int))dftio_resolve_named((void**)&real, "unshare");
+  if (fn == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) before_process_change();
+  return fn(flags);
+}
