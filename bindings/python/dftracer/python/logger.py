@@ -6,7 +6,7 @@ Times are microseconds since the Unix epoch, as in pydftracer.
 import os
 
 from .. import _core
-from . import _process, entities
+from . import _process, diagnostics, entities
 from .diagnostics import warn
 from .env import TRACING_FORBIDDEN
 from .tags import unwrap
@@ -280,6 +280,8 @@ class dftracer:
     def finalize(self):
         """Writes everything and closes the trace file. Safe to call twice;
         events logged after it are counted and dropped, never written."""
+        if _core.enabled():
+            diagnostics.run_before_finalize()
         _core.finalize()
         _process.restore_env()
         self.logger = None
