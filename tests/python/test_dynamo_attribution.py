@@ -261,6 +261,26 @@ def test_model_without_graph_is_named_once(run_python):
     assert "LSTM" in lines[0] and "DFTRACER_TRACE_EAGER=1" in lines[0] and "Linear" not in lines[0]
 
 
+def test_compiled_ddp_without_graph_is_named(run_python, tmp_path):
+    """torch.compile(DDP(nn.Sequential(...))) compiles no graph under torch
+    2.13 (one gloo rank here): the line names DistributedDataParallel."""
+    r = run_python(f"""
+        import torch, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        dist.init_process_group("gloo", init_method="file://{tmp_path}/store", rank=0, world_size=1)
+        from dftracer.python import dftracer, dftracer_dynamo_backend
+        log = dftracer.initialize_log(None, None, -1)
+        m = DDP(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)))
+        c = torch.compile(m, backend=dftracer_dynamo_backend)
+        for _ in range(2):
+            c(torch.randn(4, 8)).sum().backward()
+        log.finalize()
+        dist.destroy_process_group()
+    """)
+    lines = [ln for ln in r.stderr.splitlines() if "captured no graph" in ln]
+    assert len(lines) == 1 and "DistributedDataParallel" in lines[0], r.stderr
+
+
 def test_other_backend_is_named_once(run_python):
     """torch.compile with a backend that is not dftracer's (here "eager";
     "inductor" the same) while tracing, in a process that loaded dftracer's

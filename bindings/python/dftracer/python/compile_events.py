@@ -199,7 +199,9 @@ _named: set[int] = set()  # models at_finalize named
 
 
 def _foreign_backend() -> None:
-    if "foreign" not in _said:
+    from .eager import eager_enabled  # trace_eager records such graphs' ATen ops / kernels
+
+    if "foreign" not in _said and not eager_enabled():
         _said.add("foreign")
         warn("a torch.compile graph was compiled by a backend other than dftracer's (e.g. backend=\"inductor\"): "
              "nothing of it is traced; compile with backend=dftracer_inductor_backend or "
@@ -211,6 +213,10 @@ def at_finalize() -> None:
     tracing (Dynamo ran it eagerly: an nn.LSTM, torch.compile(DDP(...))):
     none of its ops is in the trace. Once per model."""
     try:
+        from .eager import eager_enabled
+
+        if eager_enabled():  # their ops are recorded as eager ops
+            return
         for key, (name, graphs) in list(_graphs.items()):
             if graphs == 0 and key not in _named:
                 _named.add(key)
