@@ -8,7 +8,8 @@
 //              dataset's item fetch ("__getitem__", "__getitems__", as a region
 //              or a method name's last part)
 //   optimizer  a name starting with "Optimizer." (torch's RecordFunction, e.g.
-//              "Optimizer.step#SGD.step") or containing "optimizer" (a region)
+//              "Optimizer.step#SGD.step") or containing "optimizer" (a region),
+//              or args.phase "optimizer" (a compiled optimizer step's ops)
 //   backward   args.phase "backward"
 //   forward    args.phase "forward" or "inference"
 //   other      anything else (regions, eager ops outside a phase)
@@ -49,7 +50,8 @@ inline std::string_view event_category(const Event& e) {
   if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
       e.name.rfind("DataLoader", 0) == 0 || is_item_fetch(e.name))
     return "data";
-  if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer")) return "optimizer";
+  if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer") || e.phase == "optimizer")
+    return "optimizer";
   if (e.phase == "backward") return "backward";
   if (e.phase == "forward" || e.phase == "inference") return "forward";
   return "other";

@@ -346,7 +346,8 @@ std::string ev_line(int id, const std::string& name, const std::string& cat, int
 
 TEST(SelfTimeTrace, CompileVersusRunByCategory) {
   // One step [0,1000) written as it ends: a compile region with a recompile
-  // inside it, forward and backward ops, an optimizer step, a data read.
+  // inside it, forward and backward ops, an optimizer step, a data read;
+  // after it a compiled optimizer step's op.
   TempDir dir;
   write_file(dir.file("t.pfw"),
              pfw_text({ev_line(1, "recompile", "compile", 50, 100, "\"reason\":\"shape\""),
@@ -356,17 +357,19 @@ TEST(SelfTimeTrace, CompileVersusRunByCategory) {
                        ev_line(5, "function.mm_backward", "op", 450, 150, "\"phase\":\"backward\""),
                        ev_line(6, "Optimizer.step#SGD.step", "torch", 600, 100),
                        ev_line(7, "read", "POSIX", 700, 40), ev_line(8, "enumerate(DataLoader)#x", "torch", 740, 60),
-                       ev_line(9, "train_step", "region", 0, 1000)}));
+                       ev_line(9, "train_step", "region", 0, 1000),
+                       // a compiled optimizer step's op (torch.compile(opt.step)): its phase says so
+                       ev_line(10, "function._foreach_mul_.Scalar", "dynamo", 1000, 30, "\"phase\":\"optimizer\"")}));
   Summary s = summarize({dir.file("t.pfw")}, parse_group_keys("category"), 0, 1);
   std::map<std::string, double> self;
   for (const SummaryRow& r : s.rows) self[r.key[0]] = r.self_us;
   EXPECT_EQ(self, (std::map<std::string, double>{{"compile", 300},
                                                  {"forward", 150},
                                                  {"backward", 150},
-                                                 {"optimizer", 100},
+                                                 {"optimizer", 130},
                                                  {"data", 100},
                                                  {"other", 200}}));
-  EXPECT_DOUBLE_EQ(s.traced_us, 1000.0);
+  EXPECT_DOUBLE_EQ(s.traced_us, 1030.0);
   EXPECT_EQ(s.keys[0].label, "category");
 }
 

@@ -51,6 +51,10 @@ def _after_mp_fork(_obj):
 
 def _finalize_at_exit():
     try:
+        if _core.enabled():
+            from . import diagnostics
+
+            diagnostics.run_before_finalize()
         _core.finalize()  # a no-op when tracing is off or already finalized
     except Exception:  # never turn an exit into a traceback
         pass

@@ -36,7 +36,7 @@ import json
 import threading
 from typing import Any, Iterator
 
-from . import torch_compat
+from . import diagnostics, torch_compat
 from .diagnostics import warn
 from .dynamo_graph_call import _active_tags
 from .dynamo_hooks import _core
@@ -57,12 +57,19 @@ _OUTER = "dynamo"  # torch's outermost phase of a frame compile: a recompile's s
 class _Phases(threading.local):
     def __init__(self) -> None:
         self.stack: list[tuple[str, int, str, dict]] = []  # (torch name, start ticks, compile id, tags)
+        self.model: int | None = None  # id of the model whose frame is compiling (see _graphs)
+        self.ours = False  # a dftracer backend compiled the graph of the backend_compile in progress
         self.frame: tuple[int, int, dict] | None = None  # the last entire_frame_compile: t0, t1, tags
         # the user's function when the frame compiling is torch's inlining wrapper
         self.inlined: tuple[str, str, int] | None = None
 
 
 _phases = _Phases()
+# Models (torch.compile(module), Dynamo.compile(module)) whose frames were
+# compiled while tracing: id -> [class name, graphs compiled]. At finalize a
+# model with none is named (nothing of it is traced).
+_graphs: dict[int, list] = {}
+_BACKEND = "backend_compile"  # torch's phase around one backend call (call_user_compiler)
 _installed = False
 _install_lock = threading.Lock()
 _warned = False
@@ -76,6 +83,8 @@ def install() -> None:
     with _install_lock:
         if not _installed:
             _installed = torch_compat.wrap_compile_phases(_on_start, _on_end)
+            if _installed:
+                diagnostics.before_finalize(at_finalize)
 
 
 def _failed(e: BaseException) -> None:
@@ -103,6 +112,11 @@ def _on_start(phase: str) -> None:
         if _core.enabled():
             if phase == _FRAME:
                 _phases.inlined = torch_compat.inlined_user_function()
+                _phases.model = _note_model()
+            elif phase == _BACKEND:
+                _phases.ours = False
+                if _phases.model in _graphs:
+                    _graphs[_phases.model][1] += 1
             _phases.stack.append((phase, _core.ticks(), torch_compat.current_compile_id(), _tags()))
     except Exception as e:
         _failed(e)
@@ -120,6 +134,8 @@ def _on_end(phase: str) -> None:
         _, t0, compile_id, tags = stack[i]
         del stack[i:]  # as torch does: phases left open inside it are dropped
         args = {"compile_id": compile_id, **tags}
+        if phase == _BACKEND and not _phases.ours:
+            _foreign_backend()
         if phase == _FRAME:
             _phases.frame = (t0, t1, args)
         elif phase == _OUTER:
@@ -161,3 +177,50 @@ def instrumented(graph: int, phase: str) -> Iterator[None]:
                 _record("dftracer.instrument", t0, _core.ticks(), args)
             except Exception as e:
                 _failed(e)
+
+
+def ours() -> None:
+    """Called by dftracer's backends: the graph being compiled is traced."""
+    _phases.ours = True
+
+
+def _note_model() -> int | None:
+    from . import dynamo_modules
+
+    model = dynamo_modules.compiled_model()
+    if model is None:
+        return None
+    _graphs.setdefault(id(model), [type(model).__name__, 0])
+    return id(model)
+
+
+_said: set[str] = set()
+_named: set[int] = set()  # models at_finalize named
+
+
+def _foreign_backend() -> None:
+    from .eager import eager_enabled  # trace_eager records such graphs' ATen ops / kernels
+
+    if "foreign" not in _said and not eager_enabled():
+        _said.add("foreign")
+        warn("a torch.compile graph was compiled by a backend other than dftracer's (e.g. backend=\"inductor\"): "
+             "nothing of it is traced; compile with backend=dftracer_inductor_backend or "
+             "dftracer_dynamo_backend (dftracer.python) to trace its kernels or ops")
+
+
+def at_finalize() -> None:
+    """Names each compiled model for which torch captured no graph while
+    tracing (Dynamo ran it eagerly: an nn.LSTM, torch.compile(DDP(...))):
+    none of its ops is in the trace. Once per model."""
+    try:
+        from .eager import eager_enabled
+
+        if eager_enabled():  # their ops are recorded as eager ops
+            return
+        for key, (name, graphs) in list(_graphs.items()):
+            if graphs == 0 and key not in _named:
+                _named.add(key)
+                warn(f"torch.compile captured no graph for {name}: Dynamo ran it eagerly, so none of its ops "
+                     f"is traced; DFTRACER_TRACE_EAGER=1 traces them as eager ops")
+    except Exception as e:  # noqa: BLE001 - finalize must go on
+        _failed(e)

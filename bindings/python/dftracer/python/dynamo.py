@@ -34,7 +34,7 @@ from typing import Any, Callable
 import torch
 
 from .. import _core as _api
-from . import current_step, dynamo_backend, dynamo_graph_call, optimizer_events, torch_compat
+from . import compile_events, current_step, dynamo_backend, dynamo_graph_call, dynamo_modules, dynamo_nodes, optimizer_events, torch_compat
 from .ai_common import DFTracerAI
 from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
 from .dynamo_hooks import INFERENCE
@@ -112,11 +112,13 @@ def _make_no_aot_backend(default_tags: Callable[[], int]) -> Callable:
     and the caller's grad mode."""
 
     def dftracer_dynamo_backend_no_aot(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
+        compile_events.ours()  # a dftracer backend: no "other backend" note
         if not tracing_enabled() or torch_compat.boxed_nop is None:
             return gm.forward
         try:
             _methods_as_functions(gm)
-            info = dynamo_backend.instrument(gm, INFERENCE, dynamo_backend.new_graph_id())
+            with dynamo_nodes.module_scope(dynamo_modules.resolve_safely(gm)):
+                info = dynamo_backend.instrument(gm, INFERENCE, dynamo_backend.new_graph_id())
             gm.recompile()
         except Exception as e:  # e.g. the C++ side's graph slots are used up
             dynamo_backend._warn_once("instrument", f"a graph compiled by Dynamo.compile(autograd=False) "
@@ -320,6 +322,7 @@ class Dynamo(DFTracerAI):
         if not self._enable:
             return fn
         if isinstance(fn, torch.nn.Module):
+            dynamo_modules.add_root(fn)  # module paths are paths of fn's named_modules()
             fn.forward = self.compile(fn.forward, autograd, fullgraph=fullgraph, dynamic=dynamic, name=name,
                                       backend=backend, mode=mode, options=options, **tags)
             return fn

@@ -15,6 +15,7 @@ The pieces, one job each:
   dynamo_graphs       GraphInfo and the table of instrumented graphs
   dynamo_metadata     per-Dynamo-graph metadata events (graph breaks ...)
   dynamo_nodes        static args of one op node (module, shapes, flops ...)
+  dynamo_modules      module paths resolved against the compiled model
   compile_events      torch.compile's phases as cat "compile" events
   torch_compat        every private torch name the package uses
 
@@ -34,7 +35,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, dynamo_pairing, torch_compat
+from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_pairing, torch_compat
 from .diagnostics import warn
 from .dynamo_graph_call import _active_tags, _entry  # noqa: F401  (imported from here by dynamo.py, tests)
 from .dynamo_graph_pass import instrument, op_nodes  # noqa: F401
@@ -52,7 +53,8 @@ def _make_compiler(phase: int, graph_id_box: list) -> Callable:
     def compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
         t0 = time.perf_counter()
         try:
-            with compile_events.instrumented(graph_id_box[0], _PHASE_NAMES[phase]):
+            with compile_events.instrumented(graph_id_box[0], _PHASE_NAMES[phase]), \
+                    dynamo_nodes.module_scope(graph_id_box[1]):
                 info = instrument(gm, phase, graph_id_box[0])
         except Exception as e:  # e.g. the C++ side's 65536 graph slots are used up
             _warn_once("instrument", f"a graph compiled by dftracer_dynamo_backend runs uninstrumented: {e}")
@@ -73,6 +75,7 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
     compile_events.install()  # torch's compile phases as cat "compile" events
 
     def dftracer_dynamo_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
+        compile_events.ours()  # a dftracer backend: no "other backend" note
         if torch_compat.aot_autograd is None or torch_compat.boxed_nop is None:
             return gm.forward  # torch_compat warned: Dynamo's graph runs as is, untraced
         if not tracing_enabled():
@@ -80,8 +83,8 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
         graph_id = new_graph_id()
         t0 = time.perf_counter()
         record_graph_metadata(gm, graph_id)
+        box = [graph_id, dynamo_modules.resolve_safely(gm)]
         compile_stats["instrument_s"] += time.perf_counter() - t0
-        box = [graph_id]
         # aot_eager's partitioner, seen through dynamo_pairing (aot_autograd's
         # default one if torch_compat could not find it).
         partition = {"partition_fn": dynamo_pairing.partition} if torch_compat.min_cut_rematerialization_partition else {}

@@ -41,11 +41,14 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     flows, flow_groups = dynamo_pairing.flow_groups(phase, entries, fw_info)
 
     phase_name = dynamo_nodes.PHASES[phase]
+    # An optimizer step's graph (every op node of it: torch.compile(opt.step))
+    # is named and categorized as such; the C++ phase stays the graph's.
+    graph_phase = "optimizer" if entries and all(e.optimizer for e in entries) else phase_name
     graph_fragment = json.dumps(
-        {"phase": phase_name, "graph": graph_id, "ops": len(ops)}, separators=(",", ":")
+        {"phase": graph_phase, "graph": graph_id, "ops": len(ops)}, separators=(",", ":")
     )[1:-1]
     slot = _core.dynamo_register_graph(
-        f"graph.{phase_name}",
+        f"graph.{graph_phase}",
         graph_fragment,
         phase,
         [e.name for e in entries],

@@ -18,12 +18,14 @@ flash-attention entries, so they get the same registered formulas.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import operator
 import os
 import re
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.utils import flop_counter
@@ -107,11 +109,17 @@ _INDEX_RE = re.compile(r"\[['\"]?([^\]'\"]*)['\"]?\]")
 _GETATTR_RE = re.compile(r"getattr\(([^(),]*), ['\"]([^'\"]*)['\"]\)")
 
 
+_WRAPPER_ARG_RE = re.compile(r"^[LG]\[['\"](?:args|kwargs)['\"]\]\[[^\]]*\]")
+
+
 def clean_module_path(fqn: str) -> str:
     """Dynamo's module source (``L['self'].encoder.layer[0].attention``) as a
     plain dotted path (``encoder.layer.0.attention``). A root other than
-    ``self`` keeps its name (``L['model'].fc`` -> ``model.fc``)."""
-    s = fqn
+    ``self`` keeps its name (``L['model'].fc`` -> ``model.fc``); a ``*args``
+    wrapper's module argument is the root (``L['args'][0].model`` ->
+    ``model``). Used only where a module cannot be found by identity
+    (dynamo_modules)."""
+    s = _WRAPPER_ARG_RE.sub("L['self']", fqn)
     for _ in range(8):  # nested getattr(getattr(...), '0')
         s2 = _GETATTR_RE.sub(r"\1.\2", s)
         if s2 == s:
@@ -127,16 +135,71 @@ def clean_module_path(fqn: str) -> str:
     return s.lstrip(".")
 
 
+class _ModuleScope(threading.local):
+    """The module paths of the Dynamo graph whose ATen graphs are being
+    described on this thread (dynamo_modules.resolve); None: none known."""
+
+    paths = None
+
+
+_module_scope = _ModuleScope()
+
+
+@contextlib.contextmanager
+def module_scope(paths: Any) -> Iterator[None]:
+    """Describes nodes with `paths` (a dynamo_modules.ModulePaths) in force."""
+    prev, _module_scope.paths = _module_scope.paths, paths
+    try:
+        yield
+    finally:
+        _module_scope.paths = prev
+
+
 def module_path(meta: dict) -> str | None:
     """Innermost nn.Module path of a node, or None when it has no module stack.
-    Backward nodes carry their forward node's stack as ``fwd_nn_module_stack``."""
+    Backward nodes carry their forward node's stack as ``fwd_nn_module_stack``.
+    The path is the module's path in the compiled model (dynamo_modules)
+    when known, else Dynamo's source for it, cleaned."""
     stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
     if not stack:
         return None
-    fqn = list(stack.values())[-1]
+    key, fqn = list(stack.items())[-1]
+    scope = _module_scope.paths
+    if scope is not None:
+        path = scope.paths.get(key)
+        if path is not None:
+            return path
     if isinstance(fqn, tuple):
         fqn = fqn[0]
     return clean_module_path(str(fqn))
+
+
+_OPTIM_DIR = os.sep + os.path.join("torch", "optim") + os.sep
+
+
+def optimizer_frame() -> bool:
+    """True while describing the graphs of a frame that is an optimizer's
+    method (``torch.compile(opt.step)``)."""
+    scope = _module_scope.paths
+    return scope is not None and scope.optimizer
+
+
+def is_optimizer_node(meta: dict) -> bool:
+    """True for a node of an optimizer step: the compiled frame is an
+    optimizer's method (``torch.compile(opt.step)``), or the node's innermost
+    source frame is torch.optim's code (``_single_tensor_adam``,
+    ``_multi_tensor_adamw``, ... inlined into a larger compiled region)."""
+    if optimizer_frame():
+        return True
+    frames = _FRAME_RE.findall(meta.get("stack_trace") or "")
+    return bool(frames) and _OPTIM_DIR in frames[-1][0]
+
+
+def frame_module_path() -> str | None:
+    """Path of the compiled frame's own module: the module of nodes outside
+    any submodule (a child frame compiled on its own after a graph break)."""
+    scope = _module_scope.paths
+    return scope.frame if scope is not None else None
 
 
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
@@ -202,12 +265,13 @@ class OpEntry:
     flops: int
     bytes: int
     seq_nr: int
+    optimizer: bool = False  # an optimizer step's node: phase "optimizer" in the trace
 
     def fragment(self, phase: str, graph: int) -> str:
         """The node's static args as JSON members, the order the trace shows."""
         return json.dumps(
             {
-                "phase": phase,
+                "phase": "optimizer" if self.optimizer else phase,
                 "graph": graph,
                 "node": self.index,
                 "module": self.module or "",
@@ -232,6 +296,8 @@ def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int]
     module = module_path(meta)
     if module is None and seq_nr >= 0:
         module = module_of_seq(seq_nr)
+    if module is None:
+        module = frame_module_path()
 
     args = tree_map(_val, node.args)
     kwargs = tree_map(_val, node.kwargs)
@@ -271,4 +337,5 @@ def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int]
         flops=node_flops(node.target, args, kwargs, out),
         bytes=nbytes,
         seq_nr=seq_nr,
+        optimizer=is_optimizer_node(meta),
     )

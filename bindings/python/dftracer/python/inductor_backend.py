@@ -29,7 +29,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, inductor_kernels, torch_compat
+from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, inductor_kernels, torch_compat
 from .diagnostics import warn
 from .dynamo_graphs import new_graph_id
 from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, tracing_enabled
@@ -72,16 +72,16 @@ def _phase(kwargs: dict) -> int:
     return INFERENCE if kwargs.get("is_inference") else FORWARD
 
 
-def _make_inner(compile_fx_inner: Callable, graph_id: int) -> Callable:
+def _make_inner(compile_fx_inner: Callable, graph_id: int, modules: Any = None) -> Callable:
     """compile_fx_inner, then the kernel marks on what it returns."""
 
     def dftracer_compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
         out = compile_fx_inner(gm, example_inputs, **kwargs)
-        if not tracing_enabled():
-            return out
+        if not tracing_enabled() or not any(n.op == "call_function" for n in gm.graph.nodes):
+            return out  # tracing off, or a graph with no op (Inductor runs its forward as is): nothing to trace
         phase = _phase(kwargs)
         try:
-            with compile_events.instrumented(graph_id, PHASES[phase]):
+            with compile_events.instrumented(graph_id, PHASES[phase]), dynamo_nodes.module_scope(modules):
                 info = inductor_kernels.instrument(out, gm, phase, graph_id)
             out.current_callable = dynamo_graph_call.wrap(info, out.current_callable)
         except Exception as e:  # never fail the user's compile: run it unmarked
@@ -100,6 +100,7 @@ def make_inductor_backend(default_tags: Callable[[], int], mode: str | None = No
     patches = {**torch_compat.inductor_mode_options(mode), **(options or {})}
 
     def dftracer_inductor_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any):
+        compile_events.ours()  # a dftracer backend: no "other backend" note
         compilers = torch_compat.inductor_compilers()
         if compilers is None:
             return gm.forward  # torch_compat warned: Dynamo's graph runs eagerly
@@ -115,8 +116,9 @@ def make_inductor_backend(default_tags: Callable[[], int], mode: str | None = No
             return compile_fx(gm, example_inputs, config_patches=patches or None)
         graph_id = new_graph_id()
         record_graph_metadata(gm, graph_id)
+        modules = dynamo_modules.resolve_safely(gm)
         with torch_compat.no_autograd_cache():
-            compiled = compile_fx(gm, example_inputs, inner_compile=_make_inner(compile_fx_inner, graph_id),
+            compiled = compile_fx(gm, example_inputs, inner_compile=_make_inner(compile_fx_inner, graph_id, modules),
                                   config_patches={**patches, **_PROVENANCE})
         inner = torch_compat.unwrap_disabled(compiled)
         return torch.compiler.disable(dynamo_graph_call.enter(inner, default_tags),

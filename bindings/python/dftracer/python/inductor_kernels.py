@@ -293,7 +293,8 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int) ->
     fw_info = dynamo_pairing.find_forward(ops)[0] if phase == BACKWARD else None
     if fw_info is not None:
         graph_id = fw_info.graph
-    phase_name = dynamo_nodes.PHASES[phase]
+    # A compiled optimizer step's kernels (torch.compile(opt.step)) are optimizer work.
+    phase_name = "optimizer" if dynamo_nodes.optimizer_frame() else dynamo_nodes.PHASES[phase]
     names = [f"kernel.{e.name}" for e in entries]
     op_entries = [dynamo_nodes.OpEntry(i, names[i], e.modules[0] if e.modules else None, "", [], "", e.flops,
                                        e.bytes, e.seq_nr) for i, e in enumerate(entries)]

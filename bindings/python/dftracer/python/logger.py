@@ -10,7 +10,7 @@ under NS -- and says so in a `time_metric` metadata event (time_unit()).
 import os
 
 from .. import _core
-from . import _process, entities
+from . import _process, diagnostics, entities
 from .diagnostics import warn
 from .env import TRACING_FORBIDDEN
 from .tags import unwrap
@@ -321,6 +321,8 @@ class dftracer:
     def finalize(self):
         """Writes everything and closes the trace file. Safe to call twice;
         events logged after it are counted and dropped, never written."""
+        if _core.enabled():
+            diagnostics.run_before_finalize()
         _core.finalize()
         _process.restore_env()
         self.logger = None

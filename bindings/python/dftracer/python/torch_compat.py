@@ -13,6 +13,7 @@ Users of this module:
                                        root_frame_code, graph_break_counts
   dynamo_nodes                         OpOverload, HigherOrderOperator,
                                        size_hint
+  dynamo_modules                       frame_locals, compiled_module_of
   eager                                compile_callback_handler
   compile_events                       wrap_compile_phases (torch's phase
                                        timers), frame_compile_metrics
@@ -41,6 +42,8 @@ __all__ = [
     "HigherOrderOperator",
     "compile_callback_handler",
     "compile_reason",
+    "compiled_module_of",
+    "frame_locals",
     "frame_compile_metrics",
     "current_compile_id",
     "graph_break_counts",
@@ -220,6 +223,37 @@ def root_frame_code() -> Any:
         degraded("torch._dynamo's current frame (InstructionTranslator, ContinueExecutionCache)", e,
                  "graphs are counted per frame by the resume function's name")
         return None
+
+
+def frame_locals() -> dict:
+    """Locals of the frame Dynamo is compiling now (its
+    InstructionTranslator's ``f_locals``), {} when unknown. Missing: module
+    paths are resolved from the Python stack only."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        return dict(tx.f_locals) if tx is not None else {}
+    except Exception as e:
+        degraded("torch._dynamo's current frame locals (InstructionTranslator.f_locals)", e,
+                 "module paths are resolved from the Python stack only")
+        return {}
+
+
+def compiled_module_of(obj: Any) -> Any:
+    """The module ``torch.compile(module)`` compiled when ``obj`` is the
+    OptimizedModule it returned (its ``_orig_mod``), else None. Missing:
+    module paths are resolved against the outermost module on the stack."""
+    try:
+        from torch._dynamo.eval_frame import OptimizedModule
+    except Exception as e:
+        degraded("torch._dynamo.eval_frame.OptimizedModule", e,
+                 "module paths are resolved against the outermost module on the stack")
+        return None
+    if not isinstance(obj, OptimizedModule):
+        return None
+    orig = getattr(obj, "_orig_mod", None)
+    return orig if isinstance(orig, torch.nn.Module) else None
 
 
 def graph_break_counts() -> dict:
