@@ -345,6 +345,9 @@ DFT_API void dft_warn(const char* message);
  * dropped otherwise: a program that closed 0-2 and opened its data files
  * gets them as 0-2, and a warning must never land in them. errno unchanged. */
 DFT_API void dft_stderr_replaced(void);
+/* 1 when descriptor 2 names the program's verified stderr (above), so a
+ * warning written now reaches it; 0 when it would be dropped. errno unchanged. */
+DFT_API int dft_stderr_verified(void);
 
 /* For the I/O library: `hook` runs first thing on each thread the tracer
  * starts for itself (the writer, the signal thread), so the I/O hooks can

@@ -561,5 +561,6 @@ int64_t dft_tid(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }
 
 void dft_warn(const char* message) { dftracer::log_warn(message ? message : ""); }
 void dft_stderr_replaced(void) { dftracer::note_program_stderr(); }
+int dft_stderr_verified(void) { return dftracer::program_stderr_verified() ? 1 : 0; }
 
 }  // extern "C"

@@ -106,6 +106,14 @@ void note_program_stderr() {
   errno = saved;
 }
 
+bool program_stderr_verified() {
+  if (in_private_table()) return false;
+  const int saved = errno;
+  const bool ok = verified_stderr(2);
+  errno = saved;
+  return ok;
+}
+
 bool set_log_level(const std::string& level) {
   std::string l;
   for (char c : level) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

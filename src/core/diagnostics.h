@@ -18,6 +18,8 @@ bool set_log_level(const std::string& level);
 // dropped, never written into a data file that took the number 2. This
 // records what descriptor 2 names now (errno unchanged).
 void note_program_stderr();
+// Whether descriptor 2 of the calling thread names that verified stderr.
+bool program_stderr_verified();
 
 void log_warn(const std::string& msg);
 void log_info(const std::string& msg);

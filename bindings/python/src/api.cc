@@ -320,6 +320,8 @@ void register_api(nb::module_& m) {
   m.def("warn", [](const std::string& msg) { dft_warn(msg.c_str()); },
         "The tracer's diagnostics channel (dft_warn): one stderr line, "
         "\"[dftracer] warning: <msg>\", subject to DFTRACER_LOG_LEVEL.");
+  m.def("stderr_verified", []() { return dft_stderr_verified() != 0; },
+        "Whether descriptor 2 names the program's verified stderr (dft_stderr_verified).");
   m.def("pid", []() { return dft_pid(); }, "Process id as written in events.");
   m.def("tid", []() { return dft_tid(); }, "Thread id as written in events.");
 }

@@ -5,6 +5,7 @@
 DFTRACER_LOG_LEVEL), so a user sees one format whichever part of the tracer
 speaks. Never raises: a warning must not break the traced program.
 """
+import os
 import sys
 
 __all__ = ["warn", "before_finalize", "run_before_finalize"]
@@ -13,10 +14,21 @@ _before_finalize = []
 
 
 def warn(msg: str) -> None:
-    """Writes one warning line: "[dftracer] warning: <msg>"."""
+    """Writes one warning line: "[dftracer] warning: <msg>".
+
+    The core drops a message while descriptor 2 is not the program's verified
+    stderr (a program that closed 0-2 got its data files there). A Python
+    program that routed sys.stderr elsewhere on purpose (pytest's capture, a
+    notebook, a logging redirect) chose where its stderr goes: the line goes
+    to that object then, at the level DFTRACER_LOG_LEVEL allows."""
     try:
         from .. import _core
 
+        if sys.stderr is not None and sys.stderr is not sys.__stderr__ and not _core.stderr_verified():
+            level = os.environ.get("DFTRACER_LOG_LEVEL", "warn").strip().lower()
+            if level not in ("error", "err", "critical", "off"):
+                print(f"[dftracer] warning: {msg}", file=sys.stderr)
+            return
         _core.warn(str(msg))
     except Exception:  # the extension failed to load: still say it
         try:
