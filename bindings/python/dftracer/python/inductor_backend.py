@@ -76,13 +76,31 @@ def _make_inner(compile_fx_inner: Callable, graph_id: int) -> Callable:
     """compile_fx_inner, then the kernel marks on what it returns."""
 
     def dftracer_compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
-        out = compile_fx_inner(gm, example_inputs, **kwargs)
         if not tracing_enabled():
-            return out
+            return compile_fx_inner(gm, example_inputs, **kwargs)
         phase = _phase(kwargs)
         try:
+            digest = inductor_kernels.graph_digest(gm, phase)
+        except Exception:
+            digest = None
+        with torch_compat.own_kernel_provenance() as provenance:
+            out = compile_fx_inner(gm, example_inputs, **kwargs)
+        try:
             with compile_events.instrumented(graph_id, PHASES[phase]):
-                info = inductor_kernels.instrument(out, gm, phase, graph_id)
+                if digest is None:
+                    raise RuntimeError("the ATen graph could not be read before compiling")
+                src, _runner, key = torch_compat.compiled_graph_parts(out)
+                sites = inductor_kernels.kernel_sites(src)
+                entries = inductor_kernels.kernel_table(sites, gm, phase, key, digest, provenance)
+                if entries is None:
+                    # An FX graph cache hit without a table made for this
+                    # graph: lower it again (cache off) for its provenance.
+                    with torch_compat.own_kernel_provenance() as provenance, torch_compat.lowering_again():
+                        out = compile_fx_inner(gm, example_inputs, **kwargs)
+                    sites = inductor_kernels.kernel_sites(torch_compat.compiled_graph_parts(out)[0])
+                    entries = (inductor_kernels.kernel_table(sites, gm, phase, key, digest, provenance)
+                               or inductor_kernels.comment_table(sites))
+                info = inductor_kernels.instrument(out, gm, phase, graph_id, sites, entries)
             out.current_callable = dynamo_graph_call.wrap(info, out.current_callable)
         except Exception as e:  # never fail the user's compile: run it unmarked
             _warn_once(f"instrument:{type(e).__name__}",
