@@ -32,14 +32,14 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch.fx
 
-from . import dynamo_nodes, dynamo_pairing, torch_compat
+from . import dynamo_nodes, dynamo_pairing, dynamo_sizes, torch_compat
 from .diagnostics import warn
-from .dynamo_graphs import GraphInfo, add_graph
+from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
 
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)\s*$")
@@ -70,6 +70,21 @@ class KernelEntry:
     bytes: int
     seq_nr: int
     inserted: bool = False  # no source node: Inductor's own (a layout copy), attributed to the next kernel
+    # Dynamic sizes: flops / bytes as text of expressions in the graph's
+    # input-named size symbols (dynamo_sizes); None when static.
+    flops_sym: str | None = None
+    bytes_sym: str | None = None
+
+    @property
+    def sym(self) -> bool:
+        return self.flops_sym is not None or self.bytes_sym is not None
+
+    def at(self, env: dict) -> "KernelEntry":
+        """This entry at the sizes `env` (input-named symbol -> value)."""
+        if not self.sym:
+            return self
+        return replace(self, flops=dynamo_sizes.evaluate(self.flops_sym or self.flops, env, self.flops),
+                       bytes=dynamo_sizes.evaluate(self.bytes_sym or self.bytes, env, self.bytes))
 
     def fragment(self, index: int, phase: str, graph: int) -> str:
         return json.dumps({
@@ -227,7 +242,7 @@ def _table_path(key: str, digest: str) -> str | None:
 
 
 def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int,
-                             provenance: dict) -> tuple[list[KernelEntry], bool]:
+                             provenance: dict, sizes: dynamo_sizes.GraphSizes | None) -> tuple[list[KernelEntry], bool]:
     """The table from this compile's provenance, and whether provenance and
     wrapper agree (every marked kernel listed, every listed node in gm)."""
     nodes = {n.name: n for n in gm.graph.nodes if n.op == "call_function"}
@@ -244,7 +259,7 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
                 complete = False
                 continue
             if name not in described:
-                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get)
+                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes)
             ops.append((name, described[name]))
         site_ops.append(ops)
     # A node can be listed by two kernels (a convolution by the layout copy
@@ -262,8 +277,13 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
         aten = list(dict.fromkeys(o.name.removeprefix("function.") for _, o in ops)) or s.aten
         seqs = [o.seq_nr for _, o in ops if o.seq_nr >= 0]
         flops = sum(o.flops for name, o in ops if flops_site[name] == i)
-        entries.append(KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
-                                   min(seqs) if seqs else -1))
+        entry = KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
+                            min(seqs) if seqs else -1)
+        if any(o.sym for _, o in ops):
+            entry.flops_sym = dynamo_sizes.as_text(sum(o.sym[0] if o.sym else o.flops
+                                                       for name, o in ops if flops_site[name] == i))
+            entry.bytes_sym = dynamo_sizes.as_text(sum(o.sym[1] if o.sym else o.bytes for _, o in ops))
+        entries.append(entry)
     return _attribute_inserted(entries), complete
 
 
@@ -324,7 +344,7 @@ def comment_table(sites: list[KernelSite]) -> list[KernelEntry]:
 
 
 def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, key: str, digest: str,
-                 provenance: dict) -> list[KernelEntry] | None:
+                 provenance: dict, sizes: dynamo_sizes.GraphSizes | None = None) -> list[KernelEntry] | None:
     """Static args per call site. From `provenance`, the entries this
     compile_fx_inner call's lowering wrote, when there are some (then saved
     under the FX graph cache key and `digest`, if provenance and wrapper
@@ -335,7 +355,7 @@ def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, 
         return []
     path = _table_path(key, digest)
     if provenance and any(s.handle for s in sites):
-        entries, complete = _entries_from_provenance(sites, gm, phase, provenance)
+        entries, complete = _entries_from_provenance(sites, gm, phase, provenance, sizes)
         if complete and path is not None:
             _save_table(path, key, digest, sites, entries)
         return entries
@@ -344,7 +364,7 @@ def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, 
 
 # ----------------------------------------------------------------- instrument
 def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int, sites: list[KernelSite],
-               entries: list[KernelEntry]) -> GraphInfo:
+               entries: list[KernelEntry], sizes: dynamo_sizes.GraphSizes | None = None) -> GraphInfo:
     """Registers the kernel table `entries` (kernel_table's for `sites`, the
     kernel_sites of out's wrapper) of Inductor's compiled graph `out` and rewrites
     its call() to mark each kernel call. Returns its GraphInfo; the caller
@@ -368,15 +388,22 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int, si
     # op events. Inductor's partitioner is its own, so a forward graph does
     # not know which seq_nrs its backward keeps: each forward seq_nr starts one.
     flows, flow_groups = dynamo_pairing.flow_groups(phase, op_entries, fw_info)
-    slot = _core.dynamo_register_graph(
-        f"graph.{phase_name}",
-        json.dumps({"phase": phase_name, "graph": graph_id, "ops": len(entries), "compiler": "inductor"},
-                   separators=(",", ":"))[1:-1],
-        phase, names, [e.fragment(i, phase_name, graph_id) for i, e in enumerate(entries)],
-        flows, len(flow_groups), fw_info.slot if fw_info is not None else -1)
+    graph_fragment = json.dumps({"phase": phase_name, "graph": graph_id, "ops": len(entries), "compiler": "inductor"},
+                                separators=(",", ":"))[1:-1]
+
+    def register(fragments: list, pair_slot: int) -> int:
+        return _core.dynamo_register_graph(f"graph.{phase_name}", graph_fragment, phase, names, fragments, flows,
+                                           len(flow_groups), pair_slot)
+
+    def fragments_at(env: dict) -> list:
+        return [e.at(env).fragment(i, phase_name, graph_id) for i, e in enumerate(entries)]
+
+    slot = register([e.fragment(i, phase_name, graph_id) for i, e in enumerate(entries)],
+                    fw_info.slot if fw_info is not None else -1)
     key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
     info = GraphInfo(graph_id, phase, slot, names, op_entries, flow_groups, key_name, key_index)
     add_graph(info, fw_info)
+    make_sized(info, sizes, entries, fragments_at, register)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
     code = _rewritten_call(src, call_fn.__code__.co_filename, sites)
