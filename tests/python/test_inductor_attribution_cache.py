@@ -42,11 +42,15 @@ SCRIPT = """
     torch.manual_seed(0)
     models = {{"tanh": Tanh(), "relu": Relu()}}
     x = torch.randn(2, 4, 8)
+    results = []  # per compiled call: loss and gradient sums (a graph lowered again computes the same)
     for name in {order!r}:
         if name == "reset":
             torch._dynamo.reset()
             continue
-        Dynamo(name, backend="inductor").compile(models[name])(x).sum().backward()
+        loss = Dynamo(name, backend="inductor").compile(models[name])(x).sum()
+        loss.backward()
+        results.append([loss.item()] + [p.grad.sum().item() for p in models[name].parameters()])
+        models[name].zero_grad()
     log.finalize()
     events = [e for p in trace_reader.trace_files({tmp!r}, {glob!r}) for e in trace_reader.read_trace(p)]
     graphs = {{}}
@@ -55,6 +59,7 @@ SCRIPT = """
             a = e["args"]
             graphs.setdefault(a["graph"], []).append(
                 [e["name"], a["phase"], a["module"], a["aten"], a["flops"], a["bytes"]])
+    print(json.dumps(results))
     print(json.dumps([graphs[g] for g in sorted(graphs)]))
 """
 
@@ -64,22 +69,23 @@ def run(run_python, tmp_path, name, order):
                          order=order)
     r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"),
                               "TORCHINDUCTOR_COMPILE_THREADS": "1"}, timeout=600)
-    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
+    lines = r.stdout.strip().splitlines()
+    return json.loads(lines[-1]), json.loads(lines[-2]), r.stderr
 
 
 def test_cache_shared_by_processes_keeps_each_graph_its_table(run_python, tmp_path):
     """Four processes, one cache directory: fresh; cache hit; another model
     first, then the first from the cache; the first alone again. Each run of
     the first model has the first process's kernel table."""
-    (fresh,), _ = run(run_python, tmp_path, "p1", ["tanh"])
+    (fresh,), (values,), _ = run(run_python, tmp_path, "p1", ["tanh"])
     assert any(k[2] == "a1" for k in fresh) and any(k[4] > 0 for k in fresh)
-    (hit,), _ = run(run_python, tmp_path, "p2", ["tanh"])
-    assert hit == fresh
-    (other, third), _ = run(run_python, tmp_path, "p3", ["relu", "tanh"])
-    assert third == fresh
+    (hit,), (hit_values,), _ = run(run_python, tmp_path, "p2", ["tanh"])
+    assert hit == fresh and hit_values == values
+    (other, third), (_, third_values), _ = run(run_python, tmp_path, "p3", ["relu", "tanh"])
+    assert third == fresh and third_values == values  # lowered again there (other seq_nrs): same results
     assert {k[2] for k in other} <= {"b1", ""}
-    (fourth,), _ = run(run_python, tmp_path, "p4", ["tanh"])
-    assert fourth == fresh
+    (fourth,), (fourth_values,), _ = run(run_python, tmp_path, "p4", ["tanh"])
+    assert fourth == fresh and fourth_values == values
 
 
 def test_recompile_after_dynamo_reset_keeps_the_table(run_python, tmp_path):
@@ -87,7 +93,8 @@ def test_recompile_after_dynamo_reset_keeps_the_table(run_python, tmp_path):
     lazy backward compile): its kernels have the ATen ops, FLOPs and bytes of
     the first compile (not the other backward's stale provenance read
     against this graph's nodes)."""
-    (first, second), _ = run(run_python, tmp_path, "r", ["tanh", "reset", "tanh"])
+    (first, second), (v1, v2), _ = run(run_python, tmp_path, "r", ["tanh", "reset", "tanh"])
+    assert v1 == v2
     assert [[k[0], k[1], k[3], k[4], k[5]] for k in second] == [[k[0], k[1], k[3], k[4], k[5]] for k in first]
 
 
@@ -95,7 +102,7 @@ def test_table_that_does_not_match_is_rebuilt_with_one_warning(run_python, tmp_p
     """A saved table whose kernel list differs from the wrapper's is
     ignored: one warning line names it, and the graph's table is rebuilt
     (the same as the first process's) and saved again."""
-    (fresh,), _ = run(run_python, tmp_path, "p1", ["tanh"])
+    (fresh,), _, _ = run(run_python, tmp_path, "p1", ["tanh"])
     tables = sorted(glob.glob(str(tmp_path / "cache" / "dftracer" / "*.json")))
     assert len(tables) == 2  # forward and backward
     with open(tables[0]) as f:
@@ -103,7 +110,7 @@ def test_table_that_does_not_match_is_rebuilt_with_one_warning(run_python, tmp_p
     data["kernels"] = data["kernels"][::-1]
     with open(tables[0], "w") as f:
         json.dump(data, f)
-    (again,), err = run(run_python, tmp_path, "p2", ["tanh"])
+    (again,), _, err = run(run_python, tmp_path, "p2", ["tanh"])
     assert again == fresh
     lines = [ln for ln in err.splitlines() if "does not match" in ln]
     assert len(lines) == 1 and tables[0] in lines[0], err
