@@ -139,7 +139,12 @@ void end_call(uint64_t key) {
   dft_arg a[2];
   const uint32_t n = fill_args(a, t->fragment, f.ctx);
   dft_complete_ticks(t->event_name, g_event_ids.cat, f.begin_ticks, now, a, n);
-  if (t->phase == kForward) t->pending.push(PendingCall{f.flow_base, key, f.tags});
+  if (t->phase == kForward) {
+    // A size variant's calls wait in the pending list of the graph it is a
+    // variant of, where that graph's backward looks for them.
+    GraphTable* owner = t->pair_slot >= 0 ? table_at(t->pair_slot) : t;
+    (owner != nullptr ? owner : t)->pending.push(PendingCall{f.flow_base, key, f.tags});
+  }
 }
 
 void record_region(dft_id name, uint64_t begin_ticks, dft_id fragment, int grad, dft_id tags) {

@@ -43,7 +43,10 @@ struct GraphTable {
   dft_id fragment = 0;    // static args of the graph-call event
   int phase = kInference;
   uint32_t n_flow_groups = 0;
-  int32_t pair_slot = -1;  // backward: slot of its forward graph
+  // Backward: slot of its forward graph. Forward: -1, or, for a size variant
+  // (the same graph's table with args evaluated at other dynamic sizes), the
+  // slot of the graph it varies: its calls wait in that graph's pending list.
+  int32_t pair_slot = -1;
   std::vector<NodeEntry> nodes;
   // Forward graphs only: calls waiting for their backward (pending_calls.h).
   PendingCalls pending;

@@ -194,3 +194,19 @@ TEST(Pairing, PastTheCapTheOldestForwardIsForgotten) {
   expect_paired(c[n - 1], c[n]);
   expect_paired(c[1], c[n + 1]);
 }
+
+TEST(Pairing, BackwardFindsTheCallsOfItsForwardsSizeVariants) {
+  // A size variant of the forward (its table at other dynamic sizes) leaves
+  // its calls where the backward, paired with the base forward, looks.
+  Session s;
+  GraphPair g;
+  const int variant = register_graph(simple_graph(kForward, 3, 1, {0, -1, 1}, 2, g.fw));
+  run_call(variant, 3, 1, intern_fragment("\"call\":1"), 0, 0xD1);
+  g.forward(2, 0xD2);
+  g.backward(0xD1);
+  g.backward(0xD2);
+  const auto c = calls_in(s.finish());
+  ASSERT_EQ(c.size(), 4u);
+  expect_paired(c[0], c[2]);
+  expect_paired(c[1], c[3]);
+}

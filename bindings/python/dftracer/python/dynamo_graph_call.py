@@ -41,6 +41,8 @@ _active_tags = _ActiveTags()
 def wrap(info: GraphInfo, compiled: Callable) -> Callable:
     """`compiled` (boxed) with the graph-call hooks of `info` around it."""
     begin, end, slot = _core.dynamo_begin, _core.dynamo_end, info.slot
+    # A dynamic-shape graph: the slot of its table at this call's sizes.
+    pick = info.sized.pick if info.sized is not None else None
     key = info.key_index
     Tensor = torch.Tensor
     if info.phase == BACKWARD:
@@ -50,7 +52,8 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
             # Tags come from the paired forward call (C++ side); grad mode
             # is the backward's own (on only under create_graph=True).
             k = args[key] if key >= 0 else None
-            begin(slot, is_grad_enabled(), 0, k.data_ptr() if type(k) is Tensor else 0)
+            begin(slot if pick is None else pick(args), is_grad_enabled(), 0,
+                  k.data_ptr() if type(k) is Tensor else 0)
             try:
                 return compiled(args)
             finally:
@@ -60,7 +63,7 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
         entry = _entry
 
         def run(args):
-            begin(slot, entry.grad, entry.tags)
+            begin(slot if pick is None else pick(args), entry.grad, entry.tags)
             k = 0
             try:
                 outs = compiled(args)
@@ -75,7 +78,7 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
         entry = _entry
 
         def run(args):
-            begin(slot, entry.grad, entry.tags)
+            begin(slot if pick is None else pick(args), entry.grad, entry.tags)
             try:
                 return compiled(args)
             finally:

@@ -20,8 +20,8 @@ import json
 import torch
 import torch.fx
 
-from . import dynamo_nodes, dynamo_pairing
-from .dynamo_graphs import GraphInfo, add_graph
+from . import dynamo_nodes, dynamo_pairing, dynamo_sizes
+from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
 
 
@@ -37,7 +37,8 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     if fw_info is not None:
         graph_id = fw_info.graph  # forward and backward share the Dynamo graph id
 
-    entries = [dynamo_nodes.describe_node(n, i, module_of_seq.get) for i, n in enumerate(ops)]
+    sizes = dynamo_sizes.GraphSizes(gm)
+    entries = [dynamo_nodes.describe_node(n, i, module_of_seq.get, sizes) for i, n in enumerate(ops)]
     flows, flow_groups = dynamo_pairing.flow_groups(phase, entries, fw_info)
 
     phase_name = dynamo_nodes.PHASES[phase]
@@ -47,19 +48,17 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     graph_fragment = json.dumps(
         {"phase": graph_phase, "graph": graph_id, "ops": len(ops)}, separators=(",", ":")
     )[1:-1]
-    slot = _core.dynamo_register_graph(
-        f"graph.{graph_phase}",
-        graph_fragment,
-        phase,
-        [e.name for e in entries],
-        [e.fragment(phase_name, graph_id) for e in entries],
-        flows,
-        len(flow_groups),
-        fw_info.slot if fw_info is not None else -1,
-    )
+
+    def register(fragments: list, pair_slot: int) -> int:
+        return _core.dynamo_register_graph(f"graph.{graph_phase}", graph_fragment, phase, [e.name for e in entries],
+                                           fragments, flows, len(flow_groups), pair_slot)
+
+    slot = register([e.fragment(phase_name, graph_id) for e in entries], fw_info.slot if fw_info is not None else -1)
     key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
     info = GraphInfo(graph_id, phase, slot, [e.name for e in entries], entries, flow_groups, key_name, key_index)
     add_graph(info, fw_info)
+    make_sized(info, sizes, entries, lambda env: [e.at(env).fragment(phase_name, graph_id) for e in entries],
+               register)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
 

@@ -30,7 +30,7 @@ class GraphInfo:
     """One instrumented graph, for tests and for pairing backward to forward."""
 
     __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups", "key_name", "key_index", "serial",
-                 "forward", "__weakref__")
+                 "forward", "sized", "__weakref__")
 
     def __init__(self, graph, phase, slot, op_names, entries, flow_groups, key_name=None, key_index=-1):
         self.graph = graph
@@ -45,6 +45,7 @@ class GraphInfo:
         self.key_index = key_index
         self.serial = -1  # position in compile order, set by add_graph
         self.forward = None  # backward: its forward's GraphInfo, kept registered while this one lives
+        self.sized = None  # dynamic sizes: dynamo_sizes.SizedSlots (the slot of each call's sizes)
 
     def __repr__(self) -> str:
         return f"GraphInfo(graph={self.graph}, phase={dynamo_nodes.PHASES[self.phase]}, ops={len(self.op_names)})"
@@ -84,6 +85,28 @@ def add_graph(info: GraphInfo, forward: GraphInfo | None = None) -> None:
         info.serial = _count[0]
         _count[0] += 1
         _graphs[info.serial] = info
+
+
+def make_sized(info: GraphInfo, sizes, entries: list, fragments_at, register) -> None:
+    """Gives a dynamic-shape graph (``sizes``: its dynamo_sizes.GraphSizes)
+    its per-size tables: ``register(fragments, pair_slot)`` registers one,
+    ``fragments_at(env)`` are its entries' fragments at sizes ``env``. A
+    variant's slot is freed with the graph's."""
+    from . import dynamo_sizes
+    from .dynamo_hooks import FORWARD
+
+    if not sizes or not any(getattr(e, "sym", None) for e in entries):
+        return
+    pair = info.slot if info.phase == FORWARD else (info.forward.slot if info.forward is not None else -1)
+    ref = weakref.ref(info)
+
+    def on_new_slot(slot: int) -> None:
+        owner = ref()
+        if owner is not None:
+            weakref.finalize(owner, _free_slot, slot).atexit = False
+
+    info.sized = dynamo_sizes.SizedSlots(sizes, info.slot, lambda env: register(fragments_at(env), pair),
+                                         on_new_slot)
 
 
 def _free_slot(slot: int) -> None:

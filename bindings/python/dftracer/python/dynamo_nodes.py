@@ -24,13 +24,14 @@ import operator
 import os
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
 import torch
 from torch.utils import flop_counter
 from torch.utils._pytree import tree_flatten, tree_map
 
+from . import dynamo_sizes
 from .torch_compat import HigherOrderOperator, OpOverload, size_hint
 
 aten = torch.ops.aten
@@ -266,6 +267,19 @@ class OpEntry:
     bytes: int
     seq_nr: int
     optimizer: bool = False  # an optimizer step's node: phase "optimizer" in the trace
+    # Dynamic sizes: (flops, bytes, shapes) as expressions in the graph's
+    # input-named size symbols (dynamo_sizes); None when all are static.
+    sym: tuple | None = None
+
+    def at(self, env: dict) -> "OpEntry":
+        """This entry at the sizes `env` (input-named symbol -> value)."""
+        if self.sym is None:
+            return self
+        flops, nbytes, shapes = self.sym
+        return replace(self, flops=dynamo_sizes.evaluate(flops, env, self.flops),
+                       bytes=dynamo_sizes.evaluate(nbytes, env, self.bytes),
+                       shapes=[[dynamo_sizes.evaluate(d, env, d0) for d, d0 in zip(sh, sh0)]
+                               for sh, sh0 in zip(shapes, self.shapes)])
 
     def fragment(self, phase: str, graph: int) -> str:
         """The node's static args as JSON members, the order the trace shows."""
@@ -286,10 +300,36 @@ class OpEntry:
         )[1:-1]
 
 
-def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int], str | None]) -> OpEntry:
+def _symbolic(node: torch.fx.Node, args: Any, kwargs: Any, out: Any, in_tensors: list, out_tensors: list,
+              sizes: "dynamo_sizes.GraphSizes") -> tuple | None:
+    """(flops, bytes, shapes) of a node in the graph's input-named size
+    symbols, or None when none depends on a size symbol."""
+    shapes = [[sizes.expr(s) for s in t.shape] for t in in_tensors]
+    flops = 0
+    with sizes.guarded():
+        formula = _FLOP_FORMULAS.get(node.target.overloadpacket) if isinstance(node.target, OpOverload) else None
+        if formula is not None:
+            try:
+                flops = sizes.expr(formula(*args, **kwargs, out_val=out))
+            except Exception:
+                flops = 0
+        nbytes = 0
+        if not _is_view(node.target):
+            for t in in_tensors + out_tensors:
+                nbytes = nbytes + sizes.expr(t.numel()) * t.element_size()
+    nbytes = sizes.expr(nbytes)
+    if all(isinstance(v, int) for v in [flops, nbytes] + [d for sh in shapes for d in sh]):
+        return None
+    return flops, nbytes, shapes
+
+
+def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int], str | None],
+                  sizes: "dynamo_sizes.GraphSizes | None" = None) -> OpEntry:
     """Builds the static entry of op node ``node`` (``index``: its position
     among the op nodes). ``module_of_seq`` maps a seq_nr to a forward node's
-    module, for backward nodes whose meta lacks a module stack."""
+    module, for backward nodes whose meta lacks a module stack. ``sizes``
+    (a dynamic-shape graph's): the entry also keeps its FLOPs, bytes and
+    shapes as expressions of the input sizes (``OpEntry.at``)."""
     meta = node.meta
     seq = meta.get("seq_nr")
     seq_nr = int(seq) if isinstance(seq, int) else -1
@@ -318,10 +358,10 @@ def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int]
         if out_t:
             dtypes.append(str(out_t[0].dtype).replace("torch.", ""))
 
+    out_tensors = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
     if _is_view(node.target):
         nbytes = 0
     else:
-        out_tensors = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
         try:
             nbytes = sum(_tensor_bytes(t) for t in in_tensors) + sum(_tensor_bytes(t) for t in out_tensors)
         except Exception:  # unbacked sizes: unknown, not a crash
@@ -338,4 +378,5 @@ def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int]
         bytes=nbytes,
         seq_nr=seq_nr,
         optimizer=is_optimizer_node(meta),
+        sym=_symbolic(node, args, kwargs, out, in_tensors, out_tensors, sizes) if sizes else None,
     )

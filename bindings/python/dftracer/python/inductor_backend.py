@@ -29,7 +29,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, inductor_kernels, torch_compat
+from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_sizes, inductor_kernels, torch_compat
 from .diagnostics import warn
 from .dynamo_graphs import new_graph_id
 from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, tracing_enabled
@@ -76,13 +76,34 @@ def _make_inner(compile_fx_inner: Callable, graph_id: int, modules: Any = None) 
     """compile_fx_inner, then the kernel marks on what it returns."""
 
     def dftracer_compile_fx_inner(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
-        out = compile_fx_inner(gm, example_inputs, **kwargs)
         if not tracing_enabled() or not any(n.op == "call_function" for n in gm.graph.nodes):
-            return out  # tracing off, or a graph with no op (Inductor runs its forward as is): nothing to trace
+            # tracing off, or a graph with no op (Inductor runs its forward as is): nothing to trace
+            return compile_fx_inner(gm, example_inputs, **kwargs)
         phase = _phase(kwargs)
+        try:  # read before compile_fx_inner's post-grad passes rewrite gm
+            with dynamo_nodes.module_scope(modules):  # the paths the digest covers: the user's model's
+                digest = inductor_kernels.graph_digest(gm, phase)
+            sizes = dynamo_sizes.GraphSizes(gm)
+        except Exception:
+            digest = sizes = None
+        with torch_compat.own_kernel_provenance() as provenance:
+            out = compile_fx_inner(gm, example_inputs, **kwargs)
         try:
             with compile_events.instrumented(graph_id, PHASES[phase]), dynamo_nodes.module_scope(modules):
-                info = inductor_kernels.instrument(out, gm, phase, graph_id)
+                if digest is None:
+                    raise RuntimeError("the ATen graph could not be read before compiling")
+                src, _runner, key = torch_compat.compiled_graph_parts(out)
+                sites = inductor_kernels.kernel_sites(src)
+                entries = inductor_kernels.kernel_table(sites, gm, phase, key, digest, provenance, sizes)
+                if entries is None:
+                    # An FX graph cache hit without a table made for this
+                    # graph: lower it again (cache off) for its provenance.
+                    with torch_compat.own_kernel_provenance() as provenance, torch_compat.lowering_again():
+                        out = compile_fx_inner(gm, example_inputs, **kwargs)
+                    sites = inductor_kernels.kernel_sites(torch_compat.compiled_graph_parts(out)[0])
+                    entries = (inductor_kernels.kernel_table(sites, gm, phase, key, digest, provenance, sizes)
+                               or inductor_kernels.comment_table(sites))
+                info = inductor_kernels.instrument(out, gm, phase, graph_id, sites, entries, sizes)
             out.current_callable = dynamo_graph_call.wrap(info, out.current_callable)
         except Exception as e:  # never fail the user's compile: run it unmarked
             _warn_once(f"instrument:{type(e).__name__}",

@@ -13,26 +13,33 @@ the call as for aot_eager graphs. The kernels Inductor generated are
 untouched, so outputs are plain Inductor's.
 
 Attribution (static, per kernel, computed once): Inductor's provenance
-tracking names the post-grad FX nodes each kernel came from; each node's
-module path, ATen op, FLOPs and bytes come from ``dynamo_nodes`` as for op
-events. The table is saved beside Inductor's cache under the FX graph cache
-key, so a cache hit in another process (no provenance: nothing was lowered)
-is attributed the same.
+tracking names the post-grad FX nodes each kernel came from (only the
+entries written while this graph was lowered count: Inductor's table is
+process-wide); each node's module path, ATen op, FLOPs and bytes come from
+``dynamo_nodes`` as for op events. The table is saved beside Inductor's
+cache, keyed by the FX graph cache key (the kernels) and a digest of the
+ATen graph's nodes, modules and seq_nrs (what the kernels are attributed
+to), with the kernel list it was made for; a cache hit (nothing lowered, no
+provenance) loads the table of its key and digest if that lists the same
+kernels. Without one (a table that differs is reported, once), the graph is
+lowered again with the FX cache off and its table made from that compile.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch.fx
 
-from . import dynamo_nodes, dynamo_pairing, torch_compat
-from .dynamo_graphs import GraphInfo, add_graph
+from . import dynamo_nodes, dynamo_pairing, dynamo_sizes, torch_compat
+from .diagnostics import warn
+from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
 
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)\s*$")
@@ -63,6 +70,21 @@ class KernelEntry:
     bytes: int
     seq_nr: int
     inserted: bool = False  # no source node: Inductor's own (a layout copy), attributed to the next kernel
+    # Dynamic sizes: flops / bytes as text of expressions in the graph's
+    # input-named size symbols (dynamo_sizes); None when static.
+    flops_sym: str | None = None
+    bytes_sym: str | None = None
+
+    @property
+    def sym(self) -> bool:
+        return self.flops_sym is not None or self.bytes_sym is not None
+
+    def at(self, env: dict) -> "KernelEntry":
+        """This entry at the sizes `env` (input-named symbol -> value)."""
+        if not self.sym:
+            return self
+        return replace(self, flops=dynamo_sizes.evaluate(self.flops_sym or self.flops, env, self.flops),
+                       bytes=dynamo_sizes.evaluate(self.bytes_sym or self.bytes, env, self.bytes))
 
     def fragment(self, index: int, phase: str, graph: int) -> str:
         return json.dumps({
@@ -191,28 +213,53 @@ def _rewritten_call(src: str, filename: str, sites: list[KernelSite]) -> Any:
 
 
 # ------------------------------------------------------------- attribution
-def _table_path(key: str) -> str | None:
+TABLE_VERSION = 2
+
+
+def graph_digest(gm: torch.fx.GraphModule, phase: int) -> str:
+    """What decides a kernel table besides Inductor's FX graph cache key (the
+    kernels): the ATen graph's op nodes with the module path and seq_nr each
+    is attributed. Two models of one structure share FX cache entries, and
+    a process's seq_nrs depend on what it ran before; neither is in the FX
+    key. Taken before compile_fx_inner, whose post-grad passes rewrite gm."""
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+    module_of_seq = dynamo_pairing.find_forward(ops)[1] if phase == BACKWARD else {}
+    h = hashlib.sha256(dynamo_nodes.PHASES[phase].encode())
+    for n in ops:
+        seq = n.meta.get("seq_nr")
+        module = dynamo_nodes.module_path(n.meta)
+        if module is None and isinstance(seq, int):
+            module = module_of_seq.get(seq)
+        h.update(f"\n{n.name} {n.target} {module} {seq}".encode())
+    return h.hexdigest()[:24]
+
+
+def _table_path(key: str, digest: str) -> str | None:
     base = torch_compat.inductor_cache_dir()
     if not key or base is None:
         return None
-    return os.path.join(base, "dftracer", f"{key}.json")
+    return os.path.join(base, "dftracer", f"{key}.{digest}.json")
 
 
-def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int) -> list[KernelEntry]:
-    provenance = torch_compat.kernel_post_grad_nodes()
+def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int,
+                             provenance: dict, sizes: dynamo_sizes.GraphSizes | None) -> tuple[list[KernelEntry], bool]:
+    """The table from this compile's provenance, and whether provenance and
+    wrapper agree (every marked kernel listed, every listed node in gm)."""
     nodes = {n.name: n for n in gm.graph.nodes if n.op == "call_function"}
     fw_info, module_of_seq = (dynamo_pairing.find_forward(list(nodes.values())) if phase == BACKWARD
                               else (None, {}))
     described: dict[str, dynamo_nodes.OpEntry] = {}
     site_ops = []
+    complete = all(s.handle in provenance for s in sites if s.handle)
     for s in sites:
         ops = []
         for name in provenance.get(s.handle, []):
             n = nodes.get(name)
             if n is None:
+                complete = False
                 continue
             if name not in described:
-                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get)
+                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes)
             ops.append((name, described[name]))
         site_ops.append(ops)
     # A node can be listed by two kernels (a convolution by the layout copy
@@ -230,9 +277,14 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
         aten = list(dict.fromkeys(o.name.removeprefix("function.") for _, o in ops)) or s.aten
         seqs = [o.seq_nr for _, o in ops if o.seq_nr >= 0]
         flops = sum(o.flops for name, o in ops if flops_site[name] == i)
-        entries.append(KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
-                                   min(seqs) if seqs else -1))
-    return _attribute_inserted(entries)
+        entry = KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
+                            min(seqs) if seqs else -1)
+        if any(o.sym for _, o in ops):
+            entry.flops_sym = dynamo_sizes.as_text(sum(o.sym[0] if o.sym else o.flops
+                                                       for name, o in ops if flops_site[name] == i))
+            entry.bytes_sym = dynamo_sizes.as_text(sum(o.sym[1] if o.sym else o.bytes for _, o in ops))
+        entries.append(entry)
+    return _attribute_inserted(entries), complete
 
 
 def _attribute_inserted(entries: list[KernelEntry]) -> list[KernelEntry]:
@@ -249,46 +301,80 @@ def _attribute_inserted(entries: list[KernelEntry]) -> list[KernelEntry]:
     return entries
 
 
-def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, key: str) -> list[KernelEntry]:
-    """Static args per call site: from Inductor's provenance when this
-    process lowered the graph (then saved under the FX graph cache key), else
-    from the table saved by the process that did (a cache hit), else the
-    kernel's own comment."""
-    path = _table_path(key)
-    if any(s.handle for s in sites) and torch_compat.kernel_post_grad_nodes():
-        entries = _entries_from_provenance(sites, gm, phase)
-        if path is not None and any(e.modules for e in entries):
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "w") as f:
-                    json.dump([e.__dict__ for e in entries], f)
-                os.replace(tmp, path)  # readers never see a partial table
-            except OSError:
-                pass  # only the next process's attribution is lost
-        return entries
-    if path is not None:
-        try:
-            with open(path) as f:
-                saved = [KernelEntry(**d) for d in json.load(f)]
-            if [e.name for e in saved] == [s.name for s in sites]:
-                return saved
-        except (OSError, ValueError, TypeError):
-            pass
+def _site_ids(sites: list[KernelSite]) -> list:
+    return [[s.name, s.kind] for s in sites]
+
+
+def _save_table(path: str, key: str, digest: str, sites: list[KernelSite], entries: list[KernelEntry]) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"version": TABLE_VERSION, "key": key, "digest": digest, "kernels": _site_ids(sites),
+                       "entries": [e.__dict__ for e in entries]}, f)
+        os.replace(tmp, path)  # readers never see a partial table
+    except OSError:
+        pass  # only the next process's attribution is lost
+
+
+def _load_table(path: str, key: str, digest: str, sites: list[KernelSite]) -> list[KernelEntry] | None:
+    """The saved table when it was made for this key, graph and these
+    kernels; None otherwise (one warning when a table is there but differs)."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError:
+        return None
+    except ValueError:
+        data = None
+    try:
+        if (data["version"] == TABLE_VERSION and data["key"] == key and data["digest"] == digest
+                and data["kernels"] == _site_ids(sites)):
+            return [KernelEntry(**d) for d in data["entries"]]
+    except (KeyError, TypeError):
+        pass
+    warn(f"the kernel attribution table {path} does not match the kernels of this Inductor graph: "
+         "ignored, rebuilt from a fresh compile")
+    return None
+
+
+def comment_table(sites: list[KernelSite]) -> list[KernelEntry]:
+    """Attribution from the wrapper's own comments (ATen ops only)."""
     return [KernelEntry(s.name, s.kind, [], s.aten, 0, 0, -1) for s in sites]
 
 
+def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, key: str, digest: str,
+                 provenance: dict, sizes: dynamo_sizes.GraphSizes | None = None) -> list[KernelEntry] | None:
+    """Static args per call site. From `provenance`, the entries this
+    compile_fx_inner call's lowering wrote, when there are some (then saved
+    under the FX graph cache key and `digest`, if provenance and wrapper
+    agree); else (a cache hit: nothing was lowered) the table saved for that
+    key, digest and these kernels; else None: the caller recompiles the graph
+    with the FX cache off and calls again with that compile's provenance."""
+    if not sites:
+        return []
+    path = _table_path(key, digest)
+    if provenance and any(s.handle for s in sites):
+        entries, complete = _entries_from_provenance(sites, gm, phase, provenance, sizes)
+        if complete and path is not None:
+            _save_table(path, key, digest, sites, entries)
+        return entries
+    return _load_table(path, key, digest, sites) if path is not None else None
+
+
 # ----------------------------------------------------------------- instrument
-def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo:
-    """Registers the kernel table of Inductor's compiled graph `out` and
-    rewrites its call() to mark each kernel call. Returns its GraphInfo; the
-    caller brackets ``out.current_callable`` with dynamo_graph_call.wrap."""
-    src, runner, key = torch_compat.compiled_graph_parts(out)
+def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int, sites: list[KernelSite],
+               entries: list[KernelEntry], sizes: dynamo_sizes.GraphSizes | None = None) -> GraphInfo:
+    """Registers the kernel table `entries` (kernel_table's for `sites`, the
+    kernel_sites of out's wrapper) of Inductor's compiled graph `out` and rewrites
+    its call() to mark each kernel call. Returns its GraphInfo; the caller
+    brackets ``out.current_callable`` with dynamo_graph_call.wrap."""
+    src, runner, _key = torch_compat.compiled_graph_parts(out)
     call_fn = type(runner).call
     if MARK in call_fn.__globals__:
         raise RuntimeError("this compiled module is already instrumented (same code compiled twice)")
-    sites = kernel_sites(src)
-    entries = kernel_table(sites, gm, phase, key)
+    if len(entries) != len(sites):
+        raise ValueError(f"kernel table has {len(entries)} entries for {len(sites)} kernel calls")
     ops = [n for n in gm.graph.nodes if n.op == "call_function"]
     fw_info = dynamo_pairing.find_forward(ops)[0] if phase == BACKWARD else None
     if fw_info is not None:
@@ -303,15 +389,22 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int) ->
     # op events. Inductor's partitioner is its own, so a forward graph does
     # not know which seq_nrs its backward keeps: each forward seq_nr starts one.
     flows, flow_groups = dynamo_pairing.flow_groups(phase, op_entries, fw_info)
-    slot = _core.dynamo_register_graph(
-        f"graph.{phase_name}",
-        json.dumps({"phase": phase_name, "graph": graph_id, "ops": len(entries), "compiler": "inductor"},
-                   separators=(",", ":"))[1:-1],
-        phase, names, [e.fragment(i, phase_name, graph_id) for i, e in enumerate(entries)],
-        flows, len(flow_groups), fw_info.slot if fw_info is not None else -1)
+    graph_fragment = json.dumps({"phase": phase_name, "graph": graph_id, "ops": len(entries), "compiler": "inductor"},
+                                separators=(",", ":"))[1:-1]
+
+    def register(fragments: list, pair_slot: int) -> int:
+        return _core.dynamo_register_graph(f"graph.{phase_name}", graph_fragment, phase, names, fragments, flows,
+                                           len(flow_groups), pair_slot)
+
+    def fragments_at(env: dict) -> list:
+        return [e.at(env).fragment(i, phase_name, graph_id) for i, e in enumerate(entries)]
+
+    slot = register([e.fragment(i, phase_name, graph_id) for i, e in enumerate(entries)],
+                    fw_info.slot if fw_info is not None else -1)
     key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
     info = GraphInfo(graph_id, phase, slot, names, op_entries, flow_groups, key_name, key_index)
     add_graph(info, fw_info)
+    make_sized(info, sizes, entries, fragments_at, register)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
     code = _rewritten_call(src, call_fn.__code__.co_filename, sites)

@@ -23,10 +23,11 @@ Users of this module:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -423,8 +424,6 @@ def no_autograd_cache() -> Any:
     Inductor's compiled graphs without calling the inner compiler, so they
     would run unhooked. (The FX graph cache stays on: a hit there still goes
     through the inner compiler.) Missing: a null context."""
-    import contextlib
-
     try:
         return torch._functorch.config.patch(enable_autograd_cache=False)
     except Exception as e:
@@ -433,17 +432,58 @@ def no_autograd_cache() -> Any:
         return contextlib.nullcontext()
 
 
-def kernel_post_grad_nodes() -> dict:
-    """Inductor's provenance table of the compile in progress:
-    {"<kernel>:<handle>": [post-grad node names]}; {} when unknown."""
+@contextlib.contextmanager
+def own_kernel_provenance() -> Iterator[dict]:
+    """Around one compile_fx_inner call: yields a dict that, on exit, holds
+    the provenance entries ({"<kernel>:<handle>": [post-grad node names]})
+    that this call's lowering wrote, and only those. Inductor keeps one
+    process-wide table that it resets per compile_fx but not for the lazy
+    backward compile, so read directly it mixes other graphs' kernels in (a
+    cache hit lowers nothing and would read them). The entries are merged
+    back into Inductor's table afterwards. Missing: yields {} (no module
+    attribution for kernels)."""
     try:
         import torch._inductor.debug as inductor_debug
 
-        return dict(inductor_debug._inductor_triton_kernel_to_post_grad_node_info)
+        saved = inductor_debug._inductor_triton_kernel_to_post_grad_node_info
+        inductor_debug._inductor_triton_kernel_to_post_grad_node_info = {}
     except Exception as e:
         degraded("torch._inductor.debug._inductor_triton_kernel_to_post_grad_node_info", e,
                  "Inductor kernel events have no module attribution")
-        return {}
+        yield {}
+        return
+    own: dict = {}
+    try:
+        yield own
+    finally:
+        own.update(inductor_debug._inductor_triton_kernel_to_post_grad_node_info)
+        saved.update(own)
+        inductor_debug._inductor_triton_kernel_to_post_grad_node_info = saved
+
+
+@contextlib.contextmanager
+def lowering_again() -> Iterator[None]:
+    """A context where compile_fx_inner, already run once for this graph (an
+    FX graph cache hit), lowers it again: the FX graph cache off (local and
+    remote), and the output strides the first call handed to the tracing
+    context taken back (the second call hands the same ones; they are put
+    back when it fails). Missing: raises, and the caller keeps the first
+    compile."""
+    from torch._guards import TracingContext
+    from torch._inductor import config
+
+    context = TracingContext.try_get()
+    strides = getattr(context, "output_strides", None)
+    saved = list(strides) if strides is not None else None
+    if strides is not None:
+        strides.clear()
+    try:
+        with config.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+            yield
+    except BaseException:
+        if strides is not None:
+            strides[:] = saved
+        raise
 
 
 def compiled_graph_parts(out: Any) -> tuple[str, Any, str]:
