@@ -121,8 +121,8 @@ def main():
             loss.backward()
             with dft_fn("app", name="optimizer.step"):
                 opt.step()
+        spans.append([t0, time.perf_counter()])  # the region's end: the step's, for the last step
         print(f"step {step} loss {loss.item():.4f}")
-        spans.append([t0, time.perf_counter()])  # the iteration's end: after all of its body
     if a.times:
         with open(a.times, "w") as f:
             json.dump({"steps": spans}, f)
