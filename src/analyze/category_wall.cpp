@@ -67,19 +67,7 @@ void write_category_wall(std::ostream& os, const StepReport& steps, const Summar
     cells.push_back({x.category, fixed(x.wall_us / 1e3, 3), fixed(100 * share(x.wall_us), 1) + "%",
                      x.category == "untraced" ? "" : fixed(x.thread_us / 1e3, 3),
                      x.category == "untraced" ? "" : std::to_string(x.count)});
-  std::vector<size_t> width(cells[0].size(), 0);
-  for (auto& c : cells)
-    for (size_t i = 0; i < c.size(); ++i) width[i] = std::max(width[i], c[i].size());
-  for (auto& c : cells) {
-    std::string line;
-    for (size_t i = 0; i < c.size(); ++i) {
-      if (i) line += "  ";
-      const std::string pad(width[i] - c[i].size(), ' ');
-      line += i == 0 ? c[i] + pad : pad + c[i];
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    os << line << '\n';
-  }
+  write_aligned(os, cells, 1);
   os << "run " << fixed(w.span_us / 1e3, 3) << " ms; " << rule << "\n";
 }
 

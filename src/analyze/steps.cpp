@@ -301,19 +301,7 @@ void write_steps_table(std::ostream& os, const StepReport& r) {
       c.push_back(x.outlier ? (x.slow ? "slow" : "fast") : "");
       cells.push_back(std::move(c));
     }
-    std::vector<size_t> width(cells[0].size(), 0);
-    for (auto& c : cells)
-      for (size_t i = 0; i < c.size(); ++i) width[i] = std::max(width[i], c[i].size());
-    for (auto& c : cells) {
-      std::string line;
-      for (size_t i = 0; i < c.size(); ++i) {
-        if (i) line += "  ";
-        const std::string pad(width[i] - c[i].size(), ' ');
-        line += i < 2 ? c[i] + pad : pad + c[i];
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      os << line << '\n';
-    }
+    write_aligned(os, cells, 2);
     const StepRow& last = r.rows[row - 1];
     if (last.end_estimated)
       os << "step " << last.step << " ends by estimate (no region bounds the steps): after as many top-level "
