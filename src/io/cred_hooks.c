@@ -7,7 +7,11 @@
  * single-threaded process (`unshare -U` failed with EINVAL). So before the
  * real call the core finalizes the trace and ends its threads
  * (dft_stop_tracing_threads); the call then finds the process as it would
- * be untraced. An exec'd program, if traced, writes its own file.
+ * be untraced. Our preload library also leaves LD_PRELOAD: the programs it
+ * execs run untraced too, and under the new credentials the dynamic loader
+ * may not be allowed to read the library (a uid that cannot enter the
+ * installation's directory: ld.so then writes an error into the program's
+ * stderr).
  *
  * Passed straight through in a vfork child and on the tracer's own threads
  * (their unshare(CLONE_FILES) is the core's own), and for an unshare that
@@ -18,13 +22,41 @@
 #include <errno.h>
 #include <grp.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "dftracer/dftracer.h"
 #include "io_hook.h"
 
+/* LD_PRELOAD without the entries naming our preload library (entries are
+ * separated by ':' or blanks, as ld.so reads them); unset when none is left. */
+static void drop_our_preload(void) {
+  const char* cur = getenv("LD_PRELOAD");
+  if (cur == NULL || strstr(cur, "libdftracer_preload") == NULL) return;
+  size_t n = strlen(cur);
+  char* kept = (char*)malloc(n + 1);
+  if (kept == NULL) return;
+  size_t k = 0;
+  for (const char* p = cur; *p;) {
+    size_t len = strcspn(p, ": \t");
+    if (len > 0 && !(memmem(p, len, "libdftracer_preload", 19) != NULL)) {
+      if (k) kept[k++] = ':';
+      memcpy(kept + k, p, len);
+      k += len;
+    }
+    p += len;
+    if (*p) ++p;
+  }
+  kept[k] = 0;
+  if (k) setenv("LD_PRELOAD", kept, 1);
+  else unsetenv("LD_PRELOAD");
+  free(kept);
+}
+
 static void before_process_change(void) {
   if (dftio_closes_programs_fds()) dft_stop_tracing_threads();
+  drop_our_preload();
 }
 
 /* The hook of `name`: stop the tracer's threads, then the real call. */
