@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 
+#include "median.hpp"
 #include "text_format.hpp"
 
 namespace dftracer::analyze {
@@ -75,9 +76,8 @@ StepSpread step_spread(const StepReport& r) {
   }
   sp.steps = d.size();
   if (d.empty()) return sp;
-  std::sort(d.begin(), d.end());
   const size_t n = d.size();
-  sp.median_us = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+  sp.median_us = median_of(d);
   if (n < 2) return sp;
   double mean = 0;
   for (double x : d) mean += x;

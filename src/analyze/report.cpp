@@ -15,6 +15,7 @@
 #include "event_decoder.hpp"
 #include "io_view.hpp"
 #include "text_format.hpp"
+#include "median.hpp"
 #include "module_tree.hpp"
 #include "output_file.hpp"
 #include "report_groups.hpp"
@@ -248,7 +249,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     std::string l2 = "Steps: " + std::to_string(st.rows.size()) + "; the first " + human_time(st.rows[0].duration_us) +
                      ", compile " + pct(st.rows[0].compile_share, 1.0) + " of its wall time";
     if (!later.empty()) {
-      l2 += "; the others " + human_time(median(later)) + " (median)";
+      l2 += "; the others " + human_time(median_of(later)) + " (median)";
     }
     lines.push_back(l2 + (outliers.empty() ? "; no outlier" : "; outliers: " + outliers));
   } else {

@@ -60,15 +60,5 @@ inline std::string no_module_label(std::string_view category, std::string_view k
   return "(no module: " + std::string(what) + ")";
 }
 
-// The median: the middle value, or the mean of the two middle values for an
-// even count; 0 for none.
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t n = v.size(), mid = n / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double upper = v[mid];
-  if (n % 2) return upper;
-  return (*std::max_element(v.begin(), v.begin() + mid) + upper) / 2;
-}
 
 }  // namespace dftracer::analyze

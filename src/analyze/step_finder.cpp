@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "event_category.hpp"
+#include "median.hpp"
 #include "steps.hpp"
 #include "trace_time.hpp"
 
@@ -95,14 +96,6 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
     dst.insert(dst.end(), occ.begin(), occ.begin() + n);
     into.region_count += n;
   }
-}
-
-template <typename T>
-T median_of(std::vector<T> v) {
-  if (v.empty()) return T{};
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : static_cast<T>((v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
 using Span = StepFinder::Span;

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "event_category.hpp"
+#include "median.hpp"
 #include "summary.hpp"
 #include "text_format.hpp"
 #include "trace_time.hpp"
@@ -138,11 +139,6 @@ class StepAttributor : public LineConsumer {
   std::string cached_pid_;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 }  // namespace
 

@@ -36,11 +36,6 @@ void IntervalUnion::merge(IntervalUnion& o) {
   normalize();
 }
 
-const std::vector<std::pair<int64_t, int64_t>>& IntervalUnion::spans() {
-  normalize();
-  return v_;
-}
-
 int64_t WallParts::total() const {
   int64_t t = untraced;
   for (int64_t v : by_category) t += v;
@@ -55,6 +50,7 @@ void ProcessWall::merge(ProcessWall& o) {
 
 void ProcessWall::finish() {
   for (auto& c : cats_) {
+    c.normalize();
     const auto& s = c.spans();
     if (s.empty()) continue;
     first_ = std::min(first_, s.front().first);
@@ -115,9 +111,7 @@ WallParts ProcessWall::partition(int64_t ts, int64_t end) const {
   if (end <= ts) return p;
   Spans claimed;
   for (size_t c : kWallPriority) {
-    // spans() is const in effect after finish(); the cast avoids a second copy.
-    const Spans& all = const_cast<IntervalUnion&>(cats_[c]).spans();
-    Spans mine = clip(all, ts, end);
+    Spans mine = clip(cats_[c].spans(), ts, end);  // normalized by finish()
     p.by_category[c] = uncovered(mine, claimed);
     claimed = unite(claimed, mine);
   }

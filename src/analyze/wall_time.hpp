@@ -31,13 +31,13 @@ class IntervalUnion {
   static constexpr size_t kMaxSpans = size_t{1} << 20;
   void add(int64_t ts, int64_t end);
   void merge(IntervalUnion& other);
-  // Sorted, disjoint spans (merges what add() buffered).
-  const std::vector<std::pair<int64_t, int64_t>>& spans();
+  // Merges what add() buffered: spans() is then sorted and disjoint.
+  void normalize();
+  const std::vector<std::pair<int64_t, int64_t>>& spans() const { return v_; }
   // The widest gap closed to bound memory (0: exact).
   int64_t closed_gap_ns() const { return min_gap_; }
 
  private:
-  void normalize();
   std::vector<std::pair<int64_t, int64_t>> v_;
   size_t normalized_ = 0;  // v_[0, normalized_) is sorted and disjoint
   int64_t min_gap_ = 0;
