@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #17's benchmark, one run: per-name summaries of 100, 1,000 and 10,000
+"""The index and Dask benchmark, one run: per-name summaries of 100, 1,000 and 10,000
 trace files, side by side:
 
   local      dftracer.analyze.summary(use_index=False): this machine's C++ reader, all cores

@@ -6,7 +6,7 @@ wall and CPU, in one run with alternating order.
 
   python3 bench/analyze/bench_index.py --build build [--files 1000] [--events 1000] [--rounds 3]
 
-Target (issue #17): the index-only summary of 1,000 finalized files under 1 s.
+Target: the index-only summary of 1,000 finalized files under 1 s.
 Not a test: run it by hand and quote the machine's load with the figures.
 """
 import argparse

@@ -7,7 +7,7 @@ generated trace, in one run, interleaved round by round.
       [--events 10000000] [--rounds 3] [--dir DIR]
 
 Prints wall time, CPU time and peak RSS of each (median of the rounds) and the
-overhead. Not a test: run it by hand; the target is at most +15 % (issue #12).
+overhead. Not a test: run it by hand; the target is at most +15 %.
 """
 import argparse
 import os

@@ -1,4 +1,4 @@
-"""Per-collective tracing cost (issue #16): a 2-rank gloo all_reduce loop on
+"""Per-collective tracing cost: a 2-rank gloo all_reduce loop on
 CPU, small and large tensors, untraced vs ours vs torch.profiler, in one run.
 
     python bench/comm/bench_comm.py [--small-iters 2000] [--large-iters 20] [--rounds 3]

@@ -1,4 +1,4 @@
-"""Inductor kernel tracing overhead, side by side, in one run (issue #15).
+"""Inductor kernel tracing overhead, side by side, in one run.
 
     python bench/dynamo/bench_inductor.py [--models full|small] [--modes inference,train]
                                           [--rounds 7] [--iters 2] [--extra]

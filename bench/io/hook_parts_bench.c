@@ -1,5 +1,5 @@
 /*
- * Where a traced read()'s added cost goes (#14): the parts of a hook timed
+ * Where a traced read()'s added cost goes: the parts of a hook timed
  * one by one, in one process with tracing on, thread CPU ns per iteration.
  *
  *   hook_parts_bench FILE N ROUNDS      (DFTRACER_ENABLE=1; run_io_bench.py

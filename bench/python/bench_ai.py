@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dft_ai cost per event, ours beside pydftracer's, in one run (#13).
+"""dft_ai cost per event, ours beside pydftracer's, in one run.
 
     python bench/python/bench_ai.py [--side-python .venv-ref/bin/python]
 
@@ -12,7 +12,7 @@ from PyPI; it imports as `dftracer` too, hence the separate venv). Figures
 are ns per event: the best of several runs of a loop minus the matching floor
 (empty loop / call of an undecorated function) measured interleaved with it;
 wall time from perf_counter_ns, CPU time from thread_time_ns beside it.
-Target (#13): ours traced <= 150 ns and <= 1/10 of pydftracer's.
+Target: ours traced <= 150 ns and <= 1/10 of pydftracer's.
 
     python bench/python/bench_ai.py --processes 12
 

@@ -323,7 +323,7 @@ DFT_API uint64_t dft_hash64(const char* s, size_t len);
 DFT_API void dft_set_thread_name(const char* name);
 
 /* A metadata event named by its key whose value is a JSON number:
- * {"name": key, "value": 3} (the rank keys of issue #16: "rank",
+ * {"name": key, "value": 3} (the rank keys: "rank",
  * "world_size", "clock_offset_ns", ...). */
 DFT_API void dft_metadata_i64(const char* key, int64_t value);
 

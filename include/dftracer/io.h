@@ -1,5 +1,5 @@
 /*
- * dftracer I/O tracing (issue #14): POSIX and STDIO calls as complete events
+ * dftracer I/O tracing: POSIX and STDIO calls as complete events
  * (cat "POSIX" / "STDIO", named after the call, args fhash, fd, size, ret,
  * offset; an "FH" metadata record names each path once per file).
  *

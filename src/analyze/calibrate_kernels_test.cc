@@ -1,6 +1,6 @@
 // calibrate's kernels against a wall clock that lies: a trial's elapsed
 // time must never be read below what its threads' CPU time allows, or a
-// 2-core machine reports a TFLOP/s "peak" (issue #12).
+// 2-core machine reports a TFLOP/s "peak".
 #include "calibrate_kernels.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// `diff A B`: two runs compared group by group (issue #12). Each side is
+// `diff A B`: two runs compared group by group. Each side is
 // summarized exactly as `summary` does (self_time.hpp's self times), then the
 // groups are joined by key: a group found on one side only has zeros on the
 // other. Rows are sorted by impact, the absolute change of self time. The

@@ -1,4 +1,4 @@
-// The I/O view (issue #14): what the POSIX and STDIO events of a run say --
+// The I/O view: what the POSIX and STDIO events of a run say --
 // bytes and time by file, by call and by process, read/write bandwidth over
 // time, and how many data calls moved less than a small-I/O threshold.
 // `dftracer-analyze io`. Reads DFTracer's args (fhash, size, ret) and its FH

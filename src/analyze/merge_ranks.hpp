@@ -1,4 +1,4 @@
-// What `merge` does for the ranks of a torchrun job (issue #16), planned from
+// What `merge` does for the ranks of a torchrun job, planned from
 // one metadata scan (ranks.hpp) before anything is written: each file's clock
 // offset to rank 0 (added to its `ts`), pids that two hosts or two ranks share
 // given distinct output pids, one `process_name` "rank R (pid P)" and a

@@ -1,5 +1,5 @@
 // `summary --by module --tree`: self and total time per nn.Module path as a
-// tree (issue #12). Events are grouped by args.module exactly as `summary
+// tree. Events are grouped by args.module exactly as `summary
 // --by module` does (self times from self_time.hpp); a path's node hangs under
 // the node of its dotted prefix (`encoder.layer.0.attention` under
 // `encoder.layer.0` under `encoder.layer` under `encoder`), prefixes no event

@@ -127,7 +127,7 @@ CliRun run_cli_with_small_fsize(const TempDir& d, const std::string& args, int b
   return r;
 }
 
-// Issue #11: a merge (or report, summary -o) that fails midway leaves no
+// A merge (or report, summary -o) that fails midway leaves no
 // half-written file claiming to be a trace, and what was at the output's
 // name before is kept; no temporary file is left behind either.
 TEST(OutputFile, AFailedWriteLeavesNoPartialOutput) {

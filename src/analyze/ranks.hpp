@@ -1,4 +1,4 @@
-// Cross-rank analysis (issue #16): the ranks of a torchrun job, their time
+// Cross-rank analysis: the ranks of a torchrun job, their time
 // (self/total per rank from the self-time model), each collective matched
 // across ranks, who arrived last and how long the others waited, per step.
 //

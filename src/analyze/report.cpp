@@ -694,7 +694,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   for (size_t k = 0; k < kNumReportKeys; ++k) by_key[k] = rollup(r.groups_, k);
   const StepReport steps = analyze_steps(files, threads, options);  // its own two reads
   const double origin_us = r.first_ts_us_ != INT64_MAX ? static_cast<double>(r.first_ts_us_) : 0;
-  // POSIX/STDIO events (issue #14), aggregated in the same pass (io_view.cpp's
+  // POSIX/STDIO events, aggregated in the same pass (io_view.cpp's
   // IoAccumulator): a line of the answer, and a section of the page when there are some.
   const IoView io = r.io_.finish(res.stats);
   const Rollup ops = names_of_kind(r.groups_, {"op"});  // the model's own work leads

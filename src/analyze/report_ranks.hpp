@@ -1,4 +1,4 @@
-// The report's section for a torchrun job (issue #16): a rank x step heat map
+// The report's section for a torchrun job: a rank x step heat map
 // of step time (wait time in each cell's tooltip and colour toggle) and the
 // straggler table, from the cross-rank analysis (ranks.hpp). Its own HTML and
 // script, added to the page before </body>, so report.cpp needs one call.

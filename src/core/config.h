@@ -57,7 +57,7 @@ struct Config {
   // microseconds into doubles cannot hold (see docs/configuration.md).
   bool whole_micros = true;
   // torchrun's coordinates of this process; -1 where the variable is unset
-  // (or not a non-negative integer: one warning). Issue #16.
+  // (or not a non-negative integer: one warning).
   int64_t rank = -1;
   int64_t local_rank = -1;
   int64_t world_size = -1;

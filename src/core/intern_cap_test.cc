@@ -1,4 +1,4 @@
-// The intern table is bounded (issue #11 item 6): a program that names every
+// The intern table is bounded: a program that names every
 // event differently must not grow the tracer's memory without bound. Past
 // DFTRACER_INTERN_CAP, names recorded through dft_complete_*_named are copied
 // into their records; the trace reads back the same either way.

@@ -62,7 +62,7 @@ void JsonLinesFormatter::preamble(OutBuffer* out) {
     metadata("SH", info_.main_tid, info_.exe, hex16(exe_hash), out);
     metadata("FH", info_.main_tid, info_.cwd, hex16(cwd_hash), out);
   }
-  // Issue #16: a process started by torchrun says which rank it is, in the
+  // A process started by torchrun says which rank it is, in the
   // first chunk, so even a rank killed at once is identified.
   if (c.rank >= 0) {
     metadata_int("rank", info_.main_tid, c.rank, out);

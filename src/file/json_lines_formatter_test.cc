@@ -129,7 +129,7 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-// Issue #16: a process started with torchrun's variables says which rank it
+// A process started with torchrun's variables says which rank it
 // is in its first chunk: the rank keys as JSON numbers, the host, and the
 // process name "rank R (pid P)" in place of "<app> (<pid>)".
 TEST(JsonLinesFormatter, RankFromTheEnvironmentInThePreamble) {
@@ -260,7 +260,7 @@ TEST(JsonLinesFormatter, EveryRecordKindAndArgTypeWithExactFraming) {
   EXPECT_NE(lines[6].find(",\"init\":\"FUNCTION\",\"data_dir\":\"/data\",\"compression\":1,\"clock\":\""),
             std::string::npos)
       << lines[6];
-  EXPECT_NE(lines[6].find(",\"clock_anchor_ns\":"), std::string::npos) << lines[6];  // the clock anchor (#16)
+  EXPECT_NE(lines[6].find(",\"clock_anchor_ns\":"), std::string::npos) << lines[6];  // the clock anchor
 
   // Flow events: no event index; "id" is the flow id.
   EXPECT_EQ(lines[12].rfind("{\"name\":\"flow\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"id\":99,\"ts\":", 0), 0u)

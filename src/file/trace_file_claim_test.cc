@@ -30,7 +30,7 @@ TEST(TraceFileName, PrefixAppPidAndAlternatives) {
   EXPECT_EQ(trace_file_name("runs/x", "my-app", 42, true), "runs/x-my-app-42.pfw.gz");
   EXPECT_EQ(trace_file_name("runs/x", "my-app", 42, false), "runs/x-my-app-42.pfw");
   EXPECT_EQ(trace_file_name("runs/x", "my-app", 42, true, 3), "runs/x-my-app-42-3.pfw.gz");
-  // RANK set at start (issue #16): the rank before the pid.
+  // RANK set at start: the rank before the pid.
   EXPECT_EQ(trace_file_name("runs/x", "my-app", 42, true, 0, 7), "runs/x-my-app-rank7-42.pfw.gz");
   EXPECT_EQ(trace_file_name("runs/", "app", 42, false, 2, 0), "runs/dftracer-app-rank0-42-2.pfw");
 }

@@ -19,7 +19,7 @@ namespace dftracer {
 // "runs/dftracer-<app>-<pid>.pfw.gz", never "runs/-<app>-<pid>.pfw.gz" (a
 // hidden-looking name that starts with '-' and that shell tools take for an
 // option). `n` > 0 appends "-<n>" after the pid. `rank` >= 0 (RANK in the
-// environment at start, issue #16) puts "rank<R>" before the pid:
+// environment at start) puts "rank<R>" before the pid:
 // "<prefix>-<app>-rank<R>-<pid>.pfw.gz", so a job's files sort by rank and
 // a glob such as "*-rank3-*" finds one rank's.
 std::string trace_file_name(const std::string& prefix, const std::string& app, int64_t pid, bool compress,

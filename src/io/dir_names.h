@@ -1,4 +1,4 @@
-// The names traced directories were opened by (issue #14). A descriptor
+// The names traced directories were opened by. A descriptor
 // keeps only its path's fhash (io_runtime.h), so for a path relative to a
 // directory descriptor (openat(d, "f"), fchdir(d)) the hooks would have to
 // ask the kernel for the directory's name (/proc/self/fd/<d>, getcwd), and

@@ -60,7 +60,7 @@ struct dftio_real_calls {
  * gives variables: once a change let the 512 KiB descriptor table fall
  * between the switch and the real functions, a traced open+close pair
  * touched one more page and cache line right after its system call
- * (docs/performance.md, session 12). */
+ * (docs/performance.md, "I/O capture"). */
 struct dftio_hot_state {
   int on;                       /* 1 once the hooks are live and I/O tracing is wanted (not DFTRACER_DISABLE_IO) */
   unsigned direct_calls;        /* direct_syscall.h */

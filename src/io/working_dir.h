@@ -1,5 +1,5 @@
 // The working directory the hooks resolve relative paths against, followed
-// across chdir/fchdir (issue #14). A hook reads it with no lock: the
+// across chdir/fchdir. A hook reads it with no lock: the
 // current directory is a pointer to an immutable string, published with a
 // release store and read with an acquire load. A string is never freed (a
 // reader may still be copying it); instead every directory ever published

@@ -1,4 +1,4 @@
-"""A small FSDP training job for the many-ranks tests (issue #16), run under
+"""A small FSDP training job for the many-ranks tests, run under
 torchrun with gloo on CPU, traced from the environment (DFTRACER_ENABLE=1).
 
 As a script (one rank of the job):

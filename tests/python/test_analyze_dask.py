@@ -1,4 +1,4 @@
-"""dftracer.analyze on Dask and Parquet export (issue #17): a LocalCluster of 2
+"""dftracer.analyze on Dask and Parquet export: a LocalCluster of 2
 worker processes reads 1,000 small trace files plus one large multi-member
 .pfw.gz (split into gzip member ranges, threads nesting across them) and must
 give exactly the single-machine reader's numbers for every grouping; the

@@ -1,5 +1,5 @@
 """`dftracer.analyze.io()`: the I/O view of `dftracer-analyze io` as pandas
-DataFrames, from the same C++ (issue #14). A real traced program (FUNCTION
+DataFrames, from the same C++. A real traced program (FUNCTION
 mode) writes and reads files; the Python result and the command's JSON must
 hold the same numbers, and the bytes must be the files' sizes."""
 import json

@@ -1,5 +1,5 @@
 """dftracer.analyze never destroys an input, never kills the interpreter on a
-write error, and takes `threads` by one rule in every function (issue #11)."""
+write error, and takes `threads` by one rule in every function."""
 import json
 import os
 import subprocess

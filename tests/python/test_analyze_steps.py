@@ -1,4 +1,4 @@
-"""Steps end to end (issue #12): a compiled 3-step training loop traced with our
+"""Steps end to end: a compiled 3-step training loop traced with our
 capture backend; `dftracer-analyze summary --by step` finds the 3 steps (from the
 repeated top-level `train_step` region, named by the `step` arg Dynamo.update
 puts on events where there is one), compile time only in step 0 and in step 2 (a new batch size

@@ -1,4 +1,4 @@
-"""One validity rule for every command (issue #11, item 15): a line is an
+"""One validity rule for every command: a line is an
 event only when it is a valid JSON object, whichever command reads it.
 
 simdjson On-Demand does not validate the fields it skips, so `summary`,

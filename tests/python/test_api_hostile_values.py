@@ -1,4 +1,4 @@
-"""Hostile values through the pydftracer API (issue #11, item 10): each one
+"""Hostile values through the pydftracer API: each one
 gets a clear one-line error or is written whole and escaped -- never a C++
 message, silent truncation, garbage in the file or a key written twice.
 

@@ -1,4 +1,4 @@
-"""Compile time in the trace (issue #12): torch.compile's phases under the
+"""Compile time in the trace: torch.compile's phases under the
 capture backend and Dynamo.compile are cat "compile" events on the compiling
 thread, nested phase in phase, in the step that compiled and in no other."""
 import json

@@ -137,7 +137,7 @@ def test_graph_slots_used_up_compiles_uninstrumented(run_python, tmp_path):
 
 
 def test_dead_graphs_free_their_slots(run_python, tmp_path):
-    """Issue #11 item 8: recompiles and torch._dynamo.reset() free the C++
+    """Recompiles and torch._dynamo.reset() free the C++
     slots of the graphs they drop. With all but 4 of the 65536 slots held,
     ten compile/reset rounds (forward + backward graph each) all run
     instrumented: every round's ops are in the trace, no warning."""

@@ -1,4 +1,4 @@
-"""Issue #16: FSDP's all-gathers and reduce-scatters as `comm` events, on a
+"""FSDP's all-gathers and reduce-scatters as `comm` events, on a
 real torchrun job (2 ranks, gloo, CPU) traced from the environment, the
 files read back as JSON and matched across ranks by dftracer-analyze.
 

@@ -1,4 +1,4 @@
-"""Inductor's kernels in the trace (issue #15): dftracer_inductor_backend
+"""Inductor's kernels in the trace: dftracer_inductor_backend
 runs Inductor's own kernels (outputs and grads equal plain Inductor's) and
 records one event per kernel call, attributed to modules, ATen ops and
 FLOPs; a second process that hits the FX graph cache records the same."""

@@ -1,4 +1,4 @@
-"""Bounded intern table (issue #11, item 6): `log_event` with a new name on
+"""Bounded intern table: `log_event` with a new name on
 every call keeps the process's memory bounded. Past DFTRACER_INTERN_CAP the
 names are copied into each record; the trace holds every event with its own
 name, and the stats count the inline names.

@@ -1,4 +1,4 @@
-"""Bounded intern table (issue #11, item 6) through every Python entry point
+"""Bounded intern table through every Python entry point
 that names an event or an arg: dft_fn regions and decorators, dft_ai nodes,
 loop and generator wrappers, instants, and the keys of args dicts. A program
 that makes a new name (or a new arg key) on every call keeps its memory

@@ -1,4 +1,4 @@
-"""I/O tracing in FUNCTION mode (issue #14): `import dftracer` with
+"""I/O tracing in FUNCTION mode: `import dftracer` with
 DFTRACER_ENABLE=1 patches the process's POSIX/STDIO calls, and the trace
 holds them as POSIX/STDIO events with fhash/size/ret/fd, each path named
 once by an FH record. Every test runs a real program and reads its trace

@@ -178,7 +178,7 @@ def test_children_inherit_the_prefix_when_the_app_name_has_a_hyphen(tmp_path, tr
 
 
 def test_pool_terminate_leaves_every_worker_trace_finished(run_python, trace_dir):
-    """Issue #11 item 5: `with Pool(...)` ends with terminate(), which SIGTERMs
+    """`With Pool(...)` ends with terminate(), which SIGTERMs
     the workers, some of them while they are already finalizing; each one's
     trace must still be finished (its `end` event and the closing `]`), the
     SIGTERM waiting for the finalize in progress. Three rounds of 4 workers."""

@@ -1,5 +1,5 @@
 """pydftracer's dft_ai taxonomy (dftracer.python.ai) and the rest of its API
-surface (#13): each test runs a script in a fresh interpreter with
+surface: each test runs a script in a fresh interpreter with
 DFTRACER_ENABLE=1, reads the trace back and checks pydftracer's event names,
 categories and args (as pydftracer 2.0.6 writes them; see docs/python.md)."""
 import inspect

@@ -1,6 +1,6 @@
 """`dynamo`/`Dynamo` as pydftracer's DFTracerAI nodes, `compile(f,
 autograd=False)`, and the pydftracer guide's Dynamo examples run unchanged
-(../shared/seeds/001_04b1444f70f8ecf2.txt) (#13)."""
+(../shared/seeds/001_04b1444f70f8ecf2.txt)."""
 import glob
 import os
 

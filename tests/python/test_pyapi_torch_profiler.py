@@ -1,4 +1,4 @@
-"""dftracer.python.torch.trace_handler (#13): torch.profiler's events in our
+"""dftracer.python.torch.trace_handler: torch.profiler's events in our
 trace, cat PP, on our clock -- each profiler op lands inside the region that
 was open when it ran."""
 from trace_reader import complete_events, read_trace, trace_files

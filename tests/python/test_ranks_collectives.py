@@ -1,4 +1,4 @@
-"""Issue #16, capture side, without torchrun: two processes that call
+"""Ranks, capture side, without torchrun: two processes that call
 init_process_group themselves (tcp://, explicit rank, no RANK in the
 environment), so the rank is learnt after tracing started; every traced
 torch.distributed function gloo runs on CPU; a user's DDP comm hook

@@ -1,4 +1,4 @@
-"""Issue #16, capture side: real torchrun jobs (gloo, CPU) traced from the
+"""Ranks, capture side: real torchrun jobs (gloo, CPU) traced from the
 environment, their files read back as JSON.
 
 - 2 ranks, DDP, the capture backend, 3 steps: one file per rank, named by

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Argument-vector fuzzer for dftracer-analyze's output paths and options
-(issue #11): a deterministic, seeded driver (not libFuzzer: the CLI ends with
+"""Argument-vector fuzzer for dftracer-analyze's output paths and options:
+a deterministic, seeded driver (not libFuzzer: the CLI ends with
 exit() and is cheapest to run as the real binary) that builds hostile
 command lines from a fixed vocabulary and runs each one for real.
 

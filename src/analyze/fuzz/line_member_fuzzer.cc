@@ -2,7 +2,7 @@
 // The first byte picks what the rest is (its low 3 bits): 0 -> one line for
 // EventDecoder; 1 -> a .pfw file; 2 -> a .pfw.gz file; 3 -> a .pfw.gz with a
 // .idx built from its second half; 4 -> a .pfw.gz whose .idx is a symlink to
-// /dev/zero; 5 -> one whose .idx is a FIFO (issue #11: a reader that opened
+// /dev/zero; 5 -> one whose .idx is a FIFO (a reader that opened
 // either used to grow without bound or hang). Bit 3 set: tiny size limits
 // (256-byte lines, 4 KiB documents), so the bomb paths -- a line or a whole
 // JSON document over the limit, a gzip member inflating past it -- run at

@@ -25,7 +25,7 @@ std::string error_of(F f) {
   return "<no exception>";
 }
 
-// Issue #11 item 8: a dead graph's slot is freed and reused, so recompiles
+// A dead graph's slot is freed and reused, so recompiles
 // and torch._dynamo.reset() never use up the registry; a freed slot records
 // nothing until a new graph takes it, and then records that graph's ops.
 TEST(Registry, UnregisteredSlotsAreReused) {

@@ -43,7 +43,7 @@ uint8_t classify_name(const char* name, size_t n) {
   if (s == "CompiledFunction" || s == "CompiledFunctionBackward") flags |= kCompiledScope;
   // Inductor's generated C++ kernels, with cpp.enable_kernel_profile on,
   // open "graph_<n>_cpp_<fused name>" around each call: recorded even inside
-  // a compiled graph (issue #15), as they are that graph's work, not an op
+  // a compiled graph, as they are that graph's work, not an op
   // already traced by the capture backend.
   if (s.substr(0, 6) == "graph_") {
     size_t i = 6;

@@ -1,4 +1,4 @@
-"""dftracer.analyze.ranks(): the cross-rank view of a torchrun job (issue #16) as
+"""dftracer.analyze.ranks(): the cross-rank view of a torchrun job as
 pandas DataFrames, parsed from the JSON text `dftracer-analyze ranks --format json`
 prints, so the numbers are the command's own."""
 import json

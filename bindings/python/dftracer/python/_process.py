@@ -121,7 +121,7 @@ def tracing_started(from_env):
     from . import ranks
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.
-    ranks.install()  # torch.distributed ranks, clocks and collectives, issue #16
+    ranks.install()  # torch.distributed ranks, clocks and collectives
     from . import io_tracing
 
-    io_tracing.install()  # POSIX/STDIO events (FUNCTION mode), issue #14
+    io_tracing.install()  # POSIX/STDIO events (FUNCTION mode)

@@ -1,5 +1,5 @@
 """Each rank's clock offset to rank 0, measured once the default process
-group exists (issue #16), written as metadata ``clock_offset_ns`` (add it to
+group exists, written as metadata ``clock_offset_ns`` (add it to
 this file's timestamps to get rank 0's clock; rank 0 writes 0) and
 ``clock_offset_uncertainty_ns`` (half the tightest round trip used).
 

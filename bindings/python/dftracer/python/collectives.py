@@ -1,5 +1,5 @@
-"""torch.distributed collectives and point-to-point calls as `comm` events
-(issue #16).
+"""torch.distributed collectives and point-to-point calls as `comm`
+events.
 
 Each public function in COLLECTIVES is replaced, in
 ``torch.distributed.distributed_c10d`` and in ``torch.distributed``, by a

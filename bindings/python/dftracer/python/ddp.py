@@ -1,5 +1,5 @@
-"""DDP's bucketed gradient all-reduces as `comm` events with `ddp_bucket`
-(issue #16).
+"""DDP's bucketed gradient all-reduces as `comm` events with
+`ddp_bucket`.
 
 DDP's Reducer all-reduces each gradient bucket from C++, past the Python
 functions collectives.py wraps. What DDP offers to see them is its comm hook: so

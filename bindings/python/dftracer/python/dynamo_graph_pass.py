@@ -8,7 +8,7 @@ inference) in place, before a compiler turns it into code.
 
 The pass knows nothing about the compiler that runs next: the capture
 backend hands the graph to aot_eager's ``boxed_nop``; another compiler (for
-example Inductor, issue #15) can take the same instrumented graph, as long
+example Inductor) can take the same instrumented graph, as long
 as its code calls the hooks in graph order and the call is bracketed by
 ``dynamo_graph_call.wrap`` (``dynamo_begin``/``dynamo_end``).
 """

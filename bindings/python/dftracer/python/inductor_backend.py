@@ -1,5 +1,5 @@
 """The Inductor capture backend: torch.compile as users run it, traced kernel
-by kernel (issue #15).
+by kernel.
 
 ``make_inductor_backend(default_tags, mode, options)`` returns a Dynamo
 backend that compiles with Inductor's own ``compile_fx`` (AOT autograd,

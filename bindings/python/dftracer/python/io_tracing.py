@@ -1,4 +1,4 @@
-"""FUNCTION-mode I/O tracing (issue #14).
+"""FUNCTION-mode I/O tracing.
 
 When this process starts tracing, the POSIX and STDIO calls of every loaded
 library (and of every library loaded later) are pointed at the hooks of

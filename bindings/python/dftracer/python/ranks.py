@@ -1,4 +1,4 @@
-"""Ranks of a torch.distributed job (issue #16): who this process is, its
+"""Ranks of a torch.distributed job: who this process is, its
 clock against rank 0's, and its collectives.
 
 When tracing starts, ``install()`` hooks torch.distributed -- at once if it
