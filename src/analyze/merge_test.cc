@@ -88,7 +88,7 @@ TEST(Merge, ManyFilesIntoOneStrictJsonTrace) {
 
 TEST(Merge, DftracerSamplesMergeToStrictJson) {
   std::string dir = DFTRACER_SAMPLES_DIR;
-  if (!fs::exists(dir)) GTEST_SKIP();
+  ASSERT_TRUE(fs::exists(dir)) << dir;
   TempDir d;
   MergeResult r = merge_traces(expand_inputs({dir}), d.file("m.json"), 2);
   Parsed p = parse_merged(read_file(d.file("m.json")));

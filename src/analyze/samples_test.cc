@@ -15,7 +15,7 @@
 #include "trace_files.hpp"
 
 #ifndef DFTRACER_SAMPLES_DIR
-#error "DFTRACER_SAMPLES_DIR must point at shared/data/dftracer-samples"
+#error "DFTRACER_SAMPLES_DIR must point at tests/data/dftracer-samples"
 #endif
 #ifndef DFTRACER_TEST_DATA_DIR
 #error "DFTRACER_TEST_DATA_DIR must point at tests/data"
@@ -34,7 +34,7 @@ std::map<std::string, std::pair<uint64_t, double>> by_cat(const Summary& s) {
 
 TEST(Samples, DftracerV2PreloadTrace) {
   std::string f = sample("cm1-DEFAULT-3537780-preload.pfw.gz");
-  if (!fs::exists(f)) GTEST_SKIP() << "sample not present: " << f;
+  ASSERT_TRUE(fs::exists(f)) << "sample not present: " << f;
   for (unsigned threads : {1u, 2u}) {
     Summary s = summarize({f}, parse_group_keys("cat"), 0, threads);
     auto m = by_cat(s);
@@ -70,7 +70,7 @@ TEST(Samples, Dftracer22NumericPhaseTrace) {
 
 TEST(Samples, DftracerV1QuotedNumbers) {
   std::string f = sample("test-2023.pfw.gz");
-  if (!fs::exists(f)) GTEST_SKIP() << "sample not present: " << f;
+  ASSERT_TRUE(fs::exists(f)) << "sample not present: " << f;
   Summary s = summarize({f}, parse_group_keys("cat"), 0, 2);
   auto m = by_cat(s);
   ASSERT_EQ(m.size(), 1u);

@@ -385,7 +385,7 @@ TEST(WriteTimeIndex, SamplesReplayedThroughTheWriterSummarizeTheSameFromTheIndex
     std::string p = std::string(DFTRACER_SAMPLES_DIR) + "/" + s;
     if (::access(p.c_str(), R_OK) == 0) samples.push_back(p);
   }
-  if (samples.size() < 3) std::fprintf(stderr, "note: DFTracer's samples not found under %s\n", DFTRACER_SAMPLES_DIR);
+  ASSERT_EQ(samples.size(), 3u) << "DFTracer's samples not found under " << DFTRACER_SAMPLES_DIR;
   setenv("DFTRACER_TIME_RESOLUTION", "ns", 1);
   for (const std::string& sample : samples) {
     SCOPED_TRACE(sample);

@@ -373,16 +373,13 @@ def test_truncated_gzip_keeps_what_came_before(real_trace, tmp_path):
 # DFTracer's own sample traces
 
 def _samples_dir():
-    d = os.environ.get("DFTRACER_SAMPLES_DIR") or os.path.join(ROOT, "..", "shared", "data", "dftracer-samples")
-    return d if os.path.isdir(d) else None
+    return os.environ.get("DFTRACER_SAMPLES_DIR") or os.path.join(ROOT, "tests", "data", "dftracer-samples")
 
 
 def test_summary_of_dftracer_v2_sample():
     # Expected numbers from src/analyze/samples_test.cc (obtained with json + gzip).
-    d = _samples_dir()
-    f = d and os.path.join(d, "cm1-DEFAULT-3537780-preload.pfw.gz")
-    if not f or not os.path.exists(f):
-        pytest.skip("DFTracer samples not present (set DFTRACER_SAMPLES_DIR)")
+    f = os.path.join(_samples_dir(), "cm1-DEFAULT-3537780-preload.pfw.gz")
+    assert os.path.exists(f), f
     df = da.summary(f, by="cat").set_index("cat")
     assert df.loc["POSIX", "count"] == 6985 and df.loc["POSIX", "total_us"] == 1351271.0
     assert df.loc["STDIO", "count"] == 1095 and df.loc["STDIO", "total_us"] == 93153.0
