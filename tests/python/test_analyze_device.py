@@ -164,3 +164,18 @@ def test_bad_by_and_no_device_events(tmp_path):
     p = run_device(str(cpu_only))
     assert p.returncode == 0
     assert "no device events (cat kernel, gpu_memcpy, gpu_memset) in the input" in p.stderr
+
+
+def test_python_api_gives_the_commands_numbers():
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None or not hasattr(da, "device"):
+        pytest.skip("dftracer.analyze without the device view (installed package predates it)")
+    path = os.path.join(DATA, "nccl_data.json.gz")
+    got = da.device(path)
+    cli = device_json("nccl_data.json.gz")
+    assert got["totals"]["device_events"] == cli["device_events"] == 3774
+    assert got["totals"]["linked"] == cli["linked"]
+    import pandas as pd
+    for table in ("op", "kernel", "module", "category", "stream", "step"):
+        pd.testing.assert_frame_equal(got[table], pd.DataFrame(cli[table]), obj=table)  # null -> NaN alike
+    assert list(got["step"]["bound"]) == [s["bound"] for s in cli["step"]]
