@@ -128,6 +128,18 @@ TEST(DeviceTimeline, LinksLaunchOpModuleStep) {
   EXPECT_EQ(copy.step, -1);
 }
 
+TEST(DeviceTimeline, OpByTheLaunchCallsExternalId) {
+  DeviceTimeline t;
+  t.events.push_back(cpu(TimelineRole::cpu_op, "aten::mm", 0, 100, "1", 42));
+  t.events.push_back(cpu(TimelineRole::cpu_op, "aten::other", 200, 100, "1", 43));
+  t.events.push_back(launch(250, 5, 7, 42));  // outside aten::mm, but its External id names it
+  t.events.push_back(device(TimelineRole::kernel, "gemm", 300, 10, 7));
+  link_timeline(t);
+  ASSERT_EQ(t.links.size(), 1u);
+  EXPECT_EQ(t.events[t.links[0].op].name, "aten::mm");
+  EXPECT_TRUE(t.links[0].op_by_external_id);
+}
+
 TEST(DeviceTimeline, CpuSelfTimeAndModules) {
   const DeviceTimeline t = sample_timeline();
   auto self_of = [&](const std::string& name) {

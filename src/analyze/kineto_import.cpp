@@ -158,8 +158,11 @@ void link_timeline(DeviceTimeline& t) {
       auto it = by_correlation.find(key(e.file, e.correlation));
       if (it != by_correlation.end()) l.launch = it->second;
     }
-    if (e.external_id >= 0) {
-      auto it = by_external.find(key(e.file, e.external_id));
+    // The External id of the device event, else that of its launch call
+    // (a kernel whose external correlation record came late carries none).
+    for (int64_t ext : {e.external_id, l.launch != kNoEvent ? ev[l.launch].external_id : int64_t(-1)}) {
+      if (ext < 0 || l.op != kNoEvent) continue;
+      auto it = by_external.find(key(e.file, ext));
       if (it != by_external.end()) {
         l.op = it->second;
         l.op_by_external_id = true;
