@@ -202,12 +202,21 @@ extern "C" int dftracer_cuda_start(const char* path) {
     clock.add_sample(gpu, real + (monotonic_ns() - mono));
   }
   s->converter = std::make_unique<ActivityConverter>(std::move(clock));
-  g_state = s.release();
-  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
-    return -1;
+  g_state = s.get();
+  bool ok = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
   for (CUpti_ActivityKind k : kKinds)
-    if (!check(cuptiActivityEnable(k), "cuptiActivityEnable")) return -1;
-  return 0;
+    if (ok) ok = check(cuptiActivityEnable(k), "cuptiActivityEnable");
+  if (ok) {
+    s.release();  // g_state owns it
+    return 0;
+  }
+  // Undone, so a later start can try again; no buffer was handed out.
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  g_state = nullptr;
+  std::fclose(s->out);
+  std::remove(path);
+  g_error += " (is there a CUDA driver and a GPU?)";
+  return -1;
 }
 
 extern "C" void dftracer_cuda_push(uint64_t external_id) {
