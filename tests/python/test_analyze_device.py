@@ -1,8 +1,8 @@
 """`dftracer-analyze device` end to end on real Kineto traces of GPU jobs
 (tests/data/kineto, from HTA's test data): every figure the command prints is
 recomputed here from the raw JSON, by a plainly written linker (correlation,
-External id, innermost cpu_op, ProfilerStep ranges, interval union), and the
-two must agree to the nanosecond."""
+External id, innermost cpu_op, `## module ##` ranges, ProfilerStep ranges,
+interval union), and the two must agree to the nanosecond."""
 import csv
 import gzip
 import io
@@ -55,7 +55,21 @@ def reference(evs):
             cpu_ops[(e["pid"], e["tid"])].append(e)
     steps = [e for e in evs if e.get("cat") in ("user_annotation", "cpu_op")
              and str(e["name"]).startswith("ProfilerStep#")]
-    per_op, per_cat, per_step = defaultdict(int), defaultdict(int), defaultdict(int)
+    modules = defaultdict(list)  # pid -> `## NAME ##` ranges
+    for e in evs:
+        n = str(e["name"])
+        if e.get("cat") == "user_annotation" and len(n) > 6 and n.startswith("## ") and n.endswith(" ##"):
+            modules[e["pid"]].append(e)
+
+    def module_of(call):
+        """The shortest `## NAME ##` range holding the call on its thread, else around its start on any thread."""
+        same = [m for m in modules[call["pid"]] if m["tid"] == call["tid"]
+                and m["t0"] <= call["t0"] and call["t1"] <= m["t1"]]
+        other = [m for m in modules[call["pid"]] if m["t0"] <= call["t0"] <= m["t1"]]
+        best = min(same or other, key=lambda m: m["t1"] - m["t0"], default=None)
+        return best["name"][3:-3] if best else "(none)"
+
+    per_op, per_cat, per_step, per_module = defaultdict(int), defaultdict(int), defaultdict(int), defaultdict(int)
     intervals = []
     for k in (e for e in evs if e.get("cat") in DEVICE_CATS):
         dur = k["t1"] - k["t0"]
@@ -73,6 +87,7 @@ def reference(evs):
             op = min(around, key=lambda o: (o["t1"] - o["t0"], -o["args"].get("External id", -1))) if around else None
         per_op[op["name"] if op else "(none)"] += dur
         where = launch or op
+        per_module[module_of(where) if where is not None else "(none)"] += dur
         if where is not None:
             for s in steps:
                 if s["t0"] <= where["t0"] < s["t1"]:
@@ -88,7 +103,7 @@ def reference(evs):
     for s in steps:
         busy[int(s["name"].split("#")[1])] = sum(max(0, min(b, s["t1"]) - max(a, s["t0"])) for a, b in merged)
     span = {int(s["name"].split("#")[1]): s["t1"] - s["t0"] for s in steps}
-    return per_op, per_cat, per_step, busy, span, sum(b - a for a, b in merged)
+    return per_op, per_cat, per_step, per_module, busy, span, sum(b - a for a, b in merged)
 
 
 def us(ns):
@@ -99,7 +114,7 @@ def us(ns):
                                   "mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
 def test_device_time_matches_an_independent_computation(name):
     evs = load(name)
-    per_op, per_cat, per_step, busy, span, busy_total = reference(evs)
+    per_op, per_cat, per_step, per_module, busy, span, busy_total = reference(evs)
     got = device_json(name)
     n_device = sum(1 for e in evs if e.get("cat") in DEVICE_CATS)
     assert got["device_events"] == n_device
@@ -107,6 +122,8 @@ def test_device_time_matches_an_independent_computation(name):
     assert got["busy_us"] == pytest.approx(us(busy_total), abs=1e-3)
     assert {r["key"]: r["device_us"] for r in got["op"] if r["events"]} == pytest.approx(
         {k: us(v) for k, v in per_op.items()}, abs=1e-3)
+    assert {r["key"]: r["device_us"] for r in got["module"] if r["events"]} == pytest.approx(
+        {k: us(v) for k, v in per_module.items()}, abs=1e-3)
     assert {r["key"]: r["device_us"] for r in got["category"]} == pytest.approx(
         {k: us(v) for k, v in per_cat.items()}, abs=1e-3)
     steps = {s["step"]: s for s in got["step"]}
