@@ -196,3 +196,24 @@ def test_python_api_gives_the_commands_numbers():
     for table in ("op", "kernel", "module", "category", "stream", "step"):
         pd.testing.assert_frame_equal(got[table], pd.DataFrame(cli[table]), obj=table)  # null -> NaN alike
     assert list(got["step"]["bound"]) == [s["bound"] for s in cli["step"]]
+
+
+def test_modules_from_python_function_events(tmp_path):
+    """A real torch.profiler export with with_stack=True (CPU here): its `nn.Module: NAME`
+    events are module ranges, and the CPU time inside each is attributed to it."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        model(torch.randn(8, 64))
+    path = str(tmp_path / "stack.json")
+    prof.export_chrome_trace(path)
+    got = json.loads(run_device("--format", "json", path).stdout)
+    cpu = {r["key"]: r["cpu_us"] for r in got["module"]}
+    assert {"Sequential_0", "Linear_0", "ReLU_0"} <= set(cpu)
+    with open(path) as f:
+        evs = json.load(f)["traceEvents"]
+    span = {e["name"][len("nn.Module: "):]: float(e["dur"]) for e in evs
+            if e.get("cat") == "python_function" and str(e["name"]).startswith("nn.Module: ")}
+    for name in ("Linear_0", "ReLU_0"):
+        assert 0 < cpu[name] <= span[name] + 1e-3  # the self time of what ran inside, no more
