@@ -217,3 +217,17 @@ def test_modules_from_python_function_events(tmp_path):
             if e.get("cat") == "python_function" and str(e["name"]).startswith("nn.Module: ")}
     for name in ("Linear_0", "ReLU_0"):
         assert 0 < cpu[name] <= span[name] + 1e-3  # the self time of what ran inside, no more
+
+
+def test_several_files_link_within_each_file():
+    """Correlation and External ids repeat across files (ranks): each file links on its own."""
+    names = ["nccl_data.json.gz", "sampled_rank-0.json.gz", "alexnet_trace.json.gz"]
+    each = [device_json(n) for n in names]
+    p = run_device("--format", "json", *[os.path.join(DATA, n) for n in names])
+    assert p.returncode == 0, p.stderr
+    both = json.loads(p.stdout)
+    for key in ("launch", "op", "op_by_external_id", "module", "step"):
+        assert both["linked"][key] == sum(e["linked"][key] for e in each), key
+    assert both["device_us"] == pytest.approx(sum(e["device_us"] for e in each), abs=1e-3)
+    assert both["busy_us"] == pytest.approx(sum(e["busy_us"] for e in each), abs=1e-3)
+    assert len(both["step"]) == sum(len(e["step"]) for e in each)
