@@ -231,3 +231,34 @@ def test_several_files_link_within_each_file():
     assert both["device_us"] == pytest.approx(sum(e["device_us"] for e in each), abs=1e-3)
     assert both["busy_us"] == pytest.approx(sum(e["busy_us"] for e in each), abs=1e-3)
     assert len(both["step"]) == sum(len(e["step"]) for e in each)
+
+
+def test_report_has_a_device_section(tmp_path):
+    """`report` on a GPU trace: an answer line and a page section with the device figures
+    (rendered in headless Chromium where it is installed); none without device events."""
+    import re
+    import shutil
+    cli = device_json("nccl_data.json.gz")
+    html = tmp_path / "r.html"
+    p = subprocess.run([analyzer(), "report", "--no-progress", "-o", str(html), os.path.join(DATA, "nccl_data.json.gz")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("GPU: "))
+    assert line.startswith("GPU: 3774 device events, 165.186 ms of device time; steps: 0 GPU-bound, 3 CPU-bound")
+    idle = 100 * sum(s["gpu_idle_us"] for s in cli["step"]) / sum(s["span_us"] for s in cli["step"])
+    assert line.endswith(f"GPU idle {idle:.1f}% of their time")
+    page = html.read_text()
+    data = json.loads(re.search(r"var D=(\{.*?\});\n", page).group(1))
+    assert data["linked"] == cli["linked"] and data["step"] == cli["step"]
+    if shutil.which("chromium"):
+        from test_analyze_report import _rendered_dom
+        dom = _rendered_dom(html, tmp_path)
+        assert 'data-device-rendered="yes"' in dom
+        assert dom.count("cpu-bound</td>") == 3
+    cpu_only = tmp_path / "cpu.json"
+    cpu_only.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]}))
+    p = subprocess.run([analyzer(), "report", "--no-progress", "-o", str(tmp_path / "c.html"), str(cpu_only)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "GPU: " not in p.stdout
+    assert "device-section" not in (tmp_path / "c.html").read_text()
