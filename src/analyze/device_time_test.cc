@@ -224,10 +224,12 @@ TEST(DeviceTimeline, ReadsKinetoDocument) {
  {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":5,"tid":5,"ts":1002,"dur":5,"args":{"External id":2,"cbid":211,"correlation":77}},
  {"ph":"X","cat":"kernel","name":"add_kernel","pid":0,"tid":7,"ts":1010.125,"dur":3.5,"args":{"External id":2,"device":0,"stream":7,"correlation":77}},
  {"ph":"s","id":77,"pid":5,"tid":5,"ts":1002,"cat":"ac2g","name":"ac2g"},
+ {"ph":"X","cat":"kernel","name":"a CPU-side kernel scope","pid":5,"tid":5,"ts":1030,"dur":2,"args":{"phase":"forward"}},
  {"ph":"X","cat":"Trace","name":"PyTorch Profiler (0)","pid":"Spans","tid":"PyTorch Profiler","ts":900,"dur":500}
 ]})J");
   const DeviceTimeline t = read_device_timeline({path}, 1, {});
-  ASSERT_EQ(t.events.size(), 4u);  // the Trace span and the flow are not timeline events
+  // Not timeline events: the Trace span, the flow, a cat "kernel" event with no device or correlation.
+  ASSERT_EQ(t.events.size(), 4u);
   ASSERT_EQ(t.links.size(), 1u);
   const DeviceLink& l = t.links[0];
   const TimelineEvent& k = t.events[l.event];

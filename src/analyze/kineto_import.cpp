@@ -230,6 +230,9 @@ class TimelineCollector : public LineConsumer {
     e.external_id = arg_int(ev_.extra_args[1]);
     e.device = arg_int(ev_.extra_args[2]);
     e.stream = arg_int(ev_.extra_args[3]);
+    // GPU work carries its device or correlation id; a cat "kernel" region
+    // without either (other tools' CPU-side kernel scopes) is not device time.
+    if (is_device_role(role) && e.device < 0 && e.correlation < 0) return st;
     events.push_back(std::move(e));
     return st;
   }

@@ -733,7 +733,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   std::string page = kPage;
   page.replace(page.find("@DATA@"), 6, safe);
   page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
-  page = with_device_section(std::move(page), files, threads, options, &res.answer);  // GPU events: device time
+  // GPU events (cat kernel, gpu_memcpy, gpu_memset): device time, from one more read only then.
+  if (by_key[kCat].count("kernel") || by_key[kCat].count("gpu_memcpy") || by_key[kCat].count("gpu_memset"))
+    page = with_device_section(std::move(page), files, threads, options, &res.answer);
   write_output_file(out_path, page);
   return res;
 }
