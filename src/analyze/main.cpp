@@ -12,6 +12,7 @@
 
 #include "calibration.hpp"
 #include "category_wall.hpp"
+#include "device_time.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
 #include "io_view.hpp"
@@ -91,6 +92,12 @@ const char* kUsage =
     "              --top N          table: the N files, calls and processes with the most time,\n"
     "                               then one line for the rest (default 20; 0: all; json: all)\n"
     "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
+    "  device    device time from torch.profiler/Kineto traces (kernel, gpu_memcpy, gpu_memset events):\n"
+    "            each linked to its launch call (correlation), CPU op (External id), module and\n"
+    "            ProfilerStep; device time beside CPU time, launch delay, GPU idle time per step,\n"
+    "            each step GPU-bound or CPU-bound\n"
+    "              --by T         op (default), kernel, module, category, stream or step\n"
+    "              --top N        table: the first N rows;  --format table|json|csv;  -o FILE\n"
     "  export    every event as a Parquet dataset, hive-partitioned by rank when the traces carry\n"
     "            rank metadata, else by pid (run by Python: pyarrow)\n"
     "              --format parquet -o DIR   DIR must not exist or be empty;  --dask SCHEDULER\n"
@@ -192,7 +199,7 @@ Args parse_args(int argc, char** argv) {
     std::exit(0);
   }
   if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io" &&
-      a.command != "diff" && a.command != "calibrate" && a.command != "ranks")
+      a.command != "diff" && a.command != "calibrate" && a.command != "ranks" && a.command != "device")
     usage_error("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
@@ -350,6 +357,23 @@ int run_ranks(const Args& a, const std::vector<std::string>& files, const ReadOp
   return finish(r.stats);
 }
 
+// `device` (device_time.hpp): --by picks the table; json writes them all.
+int run_device(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
+  const std::string by = a.by == "name" ? "op" : a.by;
+  if (std::find(std::begin(kDeviceTables), std::end(kDeviceTables), by) == std::end(kDeviceTables))
+    usage_error("device: --by must be op, kernel, module, category, stream or step, not '" + by + "'");
+  if (!a.out.empty()) refuse_input_as_output(a.out, files);
+  const DeviceReport r = device_report(read_device_timeline(files, a.threads, ro));
+  std::ostringstream os;
+  if (a.format == "json") write_device_json(os, r);
+  else if (a.format == "csv") write_device_csv(os, r, by);
+  else write_device_table(os, r, by, a.top_set ? a.top : 0);
+  emit(a, os.str());
+  if (r.stats.events > 0 && r.device_events == 0)
+    std::fprintf(stderr, "dftracer-analyze: no device events (cat kernel, gpu_memcpy, gpu_memset) in the input\n");
+  return finish(r.stats);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -392,6 +416,7 @@ int main(int argc, char** argv) {
     if (files.empty()) throw InputError("no trace file (*.pfw, *.pfw.gz, *.json, *.json.gz) under the given paths");
     resolve_window_or_exit(a, files, &ro);
     if (a.command == "ranks" || by_rank) return run_ranks(a, files, ro);
+    if (a.command == "device") return run_device(a, files, ro);
     if (a.command == "summary") {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
       if (by_step) {

@@ -19,6 +19,7 @@
 #include "module_tree.hpp"
 #include "output_file.hpp"
 #include "report_groups.hpp"
+#include "report_device.hpp"
 #include "report_ranks.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
@@ -732,6 +733,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   std::string page = kPage;
   page.replace(page.find("@DATA@"), 6, safe);
   page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
+  // GPU events (cat kernel, gpu_memcpy, gpu_memset): device time, from one more read only then.
+  if (by_key[kCat].count("kernel") || by_key[kCat].count("gpu_memcpy") || by_key[kCat].count("gpu_memset"))
+    page = with_device_section(std::move(page), files, threads, options, &res.answer);
   write_output_file(out_path, page);
   return res;
 }

@@ -16,6 +16,7 @@
 #include "event_batches.hpp"
 #include "calibration.hpp"
 #include "module_helpers.hpp"
+#include "device_time.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
 #include "io_view.hpp"
@@ -455,6 +456,17 @@ nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long l
                         });
 }
 
+// Device time from Kineto traces as the CLI's JSON text (`device --format json`), plus the read stats.
+nb::tuple py_device(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
+                    long long max_document_mib) {
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
+                          DeviceReport r = device_report(read_device_timeline(files, n, ro));
+                          write_device_json(os, r);
+                          return r.stats;
+                        });
+}
+
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
 // `summary --by rank --format json` without steps), plus the read stats.
 nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, bool with_steps, long long max_line_mib,
@@ -511,6 +523,9 @@ NB_MODULE(_analyze, m) {
   m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
         nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "The I/O view (`dftracer-analyze io --format json`) as JSON text, and the read stats.");
+  m.def("device_json", &py_device, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib,
+        "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");
   m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,

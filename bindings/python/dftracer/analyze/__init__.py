@@ -43,7 +43,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _IMPORT_ERROR = e
 
 __all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
-           "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
+           "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "device", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
            "to_parquet", "local_cluster"]
 
 # The column lists come from the extension, which generates them from the
@@ -467,6 +467,31 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     bins["read_mib_s"] = bins["read_bytes"] / mib_s
     bins["write_mib_s"] = bins["write_bytes"] / mib_s
     out["bandwidth"] = bins
+    out["stats"] = dict(stats)
+    _warn_skipped(stats)
+    return out
+
+
+def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+    """Device time of torch.profiler / Kineto traces, as `dftracer-analyze device`: a dict
+    of pandas DataFrames, the same numbers as `device --format json`, from the same C++.
+
+    "op", "kernel", "module", "category", "stream": one row per key with events,
+    device_us, max_us, cpu_us, launch_delay_mean_us, most device time first;
+    "step": one row per ProfilerStep (step, file, pid, span_us, gpu_busy_us,
+    gpu_idle_us, idle_share, device_us, events, launch_delay_mean_us, bound);
+    "totals": device_events, device_us, busy_us, launch_delay_mean_us, linked;
+    "stats": what was read and skipped. docs/analyzer.md "Device time" defines each figure.
+    """
+    import json
+
+    import pandas as pd
+
+    text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
+    doc = json.loads(text)
+    out = {t: pd.DataFrame(doc.pop(t)) for t in ("op", "kernel", "module", "category", "stream", "step")}
+    doc.pop("skipped", None)
+    out["totals"] = doc
     out["stats"] = dict(stats)
     _warn_skipped(stats)
     return out

@@ -1,0 +1,343 @@
+"""The GPU checks of scripts/gpu_check.sh (which builds what they need first).
+
+Each check runs in its own Python process (CUPTI is process-wide: our capture
+and torch.profiler's Kineto never share one), traces with the CUDA capture
+source (libdftracer_cuda.so, loaded with ctypes) beside dftracer's own
+tracing, reads the result back with `dftracer-analyze device --format json`
+and prints one JSON line: {"check", "ok", "detail", ...}. The driver prints
+the pass/fail table. NOT YET RUN ON A GPU: written without one.
+
+    python3 scripts/gpu_check.py --lib build-gpu/src/capture/cuda/libdftracer_cuda.so \
+        --analyze build-gpu/src/analyze/dftracer-analyze --out /tmp/gpu_check [--only NAME]
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "vs_kineto", "overhead"]
+
+
+# ----------------------------------------------------------------- helpers (child side)
+
+class CudaCapture:
+    """libdftracer_cuda.so: start(path) ... stop()."""
+
+    def __init__(self, lib):
+        self.lib = ctypes.CDLL(lib)
+        self.lib.dftracer_cuda_start.argtypes = [ctypes.c_char_p]
+        self.lib.dftracer_cuda_stop.restype = ctypes.c_int64
+        self.lib.dftracer_cuda_error.restype = ctypes.c_char_p
+        self.lib.dftracer_cuda_dropped.restype = ctypes.c_uint64
+
+    def start(self, path):
+        if self.lib.dftracer_cuda_start(path.encode()) != 0:
+            raise RuntimeError("dftracer_cuda_start: " + self.lib.dftracer_cuda_error().decode())
+
+    def stop(self):
+        n = self.lib.dftracer_cuda_stop()
+        if n < 0:
+            raise RuntimeError("dftracer_cuda_stop: " + self.lib.dftracer_cuda_error().decode())
+        return n, self.lib.dftracer_cuda_dropped()
+
+
+def device_report(analyze, paths, by="op"):
+    p = subprocess.run([analyze, "device", "--no-progress", "--format", "json", *paths],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"dftracer-analyze device: exit {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def mlp(torch, width=1024):
+    return torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width),
+                               torch.nn.GELU(), torch.nn.Linear(width, 10)).cuda()
+
+
+def train_steps(torch, model, steps, batch=64, width=1024):
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(batch, width, device="cuda")
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        model(x).float().pow(2).mean().backward()
+        opt.step()
+    torch.cuda.synchronize()
+
+
+def traced(args, name, body):
+    """Runs body(torch) with dftracer tracing into out/name and the CUDA capture on; returns the report."""
+    out = os.path.join(args.out, name)
+    os.makedirs(out, exist_ok=True)
+    import torch
+    from dftracer.python import dftracer
+    log = dftracer.initialize_log(os.path.join(out, "run"), None, -1)
+    cap = CudaCapture(args.lib)
+    cap.start(os.path.join(out, f"gpu-{os.getpid()}.pfw"))
+    body(torch)
+    torch.cuda.synchronize()
+    events, dropped = cap.stop()
+    log.finalize()
+    rep = device_report(args.analyze, [out])
+    rep["_captured"] = events
+    rep["_dropped"] = dropped
+    return rep
+
+
+def linked_result(rep, extra_ok=True, extra=""):
+    n = rep["device_events"]
+    launch = rep["linked"]["launch"]
+    ok = n > 0 and launch == n and rep["_dropped"] == 0 and extra_ok
+    detail = f"{n} device events, {launch} linked to their launch, {rep['_dropped']} dropped"
+    return ok, detail + (f"; {extra}" if extra else "")
+
+
+# ----------------------------------------------------------------- checks (child side)
+
+def check_gpu(args):
+    import torch
+    if not torch.cuda.is_available():
+        return False, "torch.cuda.is_available() is False"
+    return True, f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}"
+
+
+def check_eager(args):
+    from dftracer.python import trace_eager
+
+    def body(torch):
+        with trace_eager():
+            train_steps(torch, mlp(torch), 3)
+    rep = traced(args, "eager", body)
+    ops = [r["key"] for r in rep["op"] if r["events"]]
+    return linked_result(rep, extra=f"kernels of {len(ops)} ops")
+
+
+def compiled_steps(torch, backend, steps=3):
+    compiled = torch.compile(mlp(torch), backend=backend)
+    x = torch.randn(64, 1024, device="cuda")
+    for _ in range(steps):
+        compiled(x).sum().backward()
+
+
+def check_capture_backend(args):
+    from dftracer.python import dftracer_dynamo_backend
+    return linked_result(traced(args, "capture_backend", lambda torch: compiled_steps(torch, dftracer_dynamo_backend)))
+
+
+def check_inductor(args):
+    from dftracer.python import dftracer_inductor_backend
+    rep = traced(args, "inductor", lambda torch: compiled_steps(torch, dftracer_inductor_backend))
+    triton = [r for r in rep["kernel"] if r["key"].startswith("triton_")]
+    return linked_result(rep, bool(triton), f"{len(triton)} Triton kernels")
+
+
+def check_copy(args):
+    nbytes = 64 << 20
+
+    def body(torch):
+        h = torch.empty(nbytes // 4, dtype=torch.float32).pin_memory()
+        d = h.to("cuda", non_blocking=True)
+        d.add_(1)
+        d.cpu()
+    rep = traced(args, "copy", body)
+    copies = {r["key"]: r for r in rep["kernel"] if r["key"].startswith("Memcpy")}
+    ok = "Memcpy HtoD" in copies and "Memcpy DtoH" in copies
+    return linked_result(rep, ok, "copies: " + ", ".join(sorted(copies)))
+
+
+def check_nccl(args):
+    def body(torch):
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29531")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+        t = torch.ones(1 << 20, device="cuda")
+        for _ in range(3):
+            dist.all_reduce(t)
+        torch.cuda.synchronize()
+        dist.destroy_process_group()
+    rep = traced(args, "nccl", body)
+    coll = [r for r in rep["category"] if r["key"] == "collective" and r["events"]]
+    return linked_result(rep, bool(coll), f"{coll[0]['events'] if coll else 0} NCCL kernels")
+
+
+def kernel_times(rep):
+    return {r["key"]: (r["events"], r["device_us"]) for r in rep["kernel"]}
+
+
+def check_vs_kineto(args):
+    """Per kernel, our device time against torch.profiler's for the same run in another process."""
+    ours = json.loads(run_child(args, "_kineto_ours", timeout=180)["detail"])
+    theirs = json.loads(run_child(args, "_kineto_theirs", timeout=180)["detail"])
+    worst, worst_kernel, compared = 0.0, "", 0
+    for k, (n, us) in theirs.items():
+        if k not in ours or n < 10 or us / n < 20:  # kernels of at least 20 us, seen 10 times
+            continue
+        on, ous = ours[k]
+        rel = abs(ous / on - us / n) / (us / n)
+        compared += 1
+        if rel >= worst:
+            worst, worst_kernel = rel, f"{k[:48]}: {ous / on:.1f} vs {us / n:.1f} us"
+    ok = compared > 0 and worst <= 0.05
+    return ok, f"{compared} kernels compared, worst mean difference {100 * worst:.1f}% (target 5%): {worst_kernel}"
+
+
+def _kineto_workload(torch):
+    torch.manual_seed(0)
+    a = torch.randn(4096, 4096, device="cuda")
+    b = torch.randn(4096, 4096, device="cuda")
+    for _ in range(30):
+        c = a @ b
+        a = torch.nn.functional.gelu(c) * 0.5
+    torch.cuda.synchronize()
+
+
+def check__kineto_ours(args):
+    rep = traced(args, "vs_kineto_ours", _kineto_workload)
+    return True, json.dumps(kernel_times(rep))
+
+
+def check__kineto_theirs(args):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    out = os.path.join(args.out, "vs_kineto_theirs")
+    os.makedirs(out, exist_ok=True)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        _kineto_workload(torch)
+    path = os.path.join(out, "kineto.json")
+    prof.export_chrome_trace(path)
+    return True, json.dumps(kernel_times(device_report(args.analyze, [path])))
+
+
+def gpt2_model(torch):
+    """GPT-2 small (124M) from a config: transformers' when importable, else the same shape in plain torch."""
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+        return GPT2LMHeadModel(GPT2Config()).cuda(), True
+    except ImportError:
+        layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True, activation="gelu")
+
+        class Gpt(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(50257, 768)
+                self.pos = torch.nn.Embedding(1024, 768)
+                self.body = torch.nn.TransformerEncoder(layer, 12)
+                self.head = torch.nn.Linear(768, 50257, bias=False)
+
+            def forward(self, ids):
+                t = ids.shape[1]
+                mask = torch.nn.Transformer.generate_square_subsequent_mask(t, device=ids.device)
+                h = self.emb(ids) + self.pos(torch.arange(t, device=ids.device))
+                return self.head(self.body(h, mask=mask, is_causal=True))
+        return Gpt().cuda(), False
+
+
+def _gpt2_steps(torch, mode, steps=20, warmup=5):
+    model, hf = gpt2_model(torch)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        out = model(ids)
+        logits = out.logits if hf else out
+        logits.float().mean().backward()
+        opt.step()
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / steps
+
+
+def check__overhead_untraced(args):
+    import torch
+    return True, json.dumps(_gpt2_steps(torch, "untraced"))
+
+
+def check__overhead_traced(args):
+    from dftracer.python import trace_eager
+    result = {}
+
+    def body(torch):
+        with trace_eager():
+            result["s"] = _gpt2_steps(torch, "traced")
+    traced(args, "overhead_traced", body)
+    return True, json.dumps(result["s"])
+
+
+def check__overhead_profiler(args):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        s = _gpt2_steps(torch, "profiler")
+    return True, json.dumps(s)
+
+
+def check_overhead(args):
+    t = {m: json.loads(run_child(args, f"_overhead_{m}", timeout=200)["detail"])
+         for m in ("untraced", "traced", "profiler")}
+    traced_x = t["traced"] / t["untraced"]
+    prof_x = t["profiler"] / t["untraced"]
+    ok = traced_x <= 1.03 and t["traced"] < t["profiler"]
+    return ok, (f"GPT-2 small training step: untraced {1e3 * t['untraced']:.1f} ms, traced {traced_x:.3f}x, "
+                f"torch.profiler {prof_x:.3f}x (target: traced <= 1.03x and below torch.profiler)")
+
+
+# ----------------------------------------------------------------- driver side
+
+def run_child(args, name, timeout):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--lib", args.lib, "--analyze", args.analyze,
+           "--out", args.out]
+    env = dict(os.environ, DFTRACER_ENABLE="1")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"check": name, "ok": False, "detail": f"timed out after {timeout} s"}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{\"check\"")]
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise_detail = f"exit {p.returncode}: {tail[:200]}"
+        return {"check": name, "ok": False, "detail": raise_detail}
+    return json.loads(lines[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--analyze", required=True)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--child")
+    args = ap.parse_args()
+    args.out = args.out or tempfile.mkdtemp(prefix="gpu_check-")
+    os.makedirs(args.out, exist_ok=True)
+    if args.child:
+        try:
+            ok, detail = globals()["check_" + args.child](args)
+        except Exception as e:  # noqa: BLE001 - reported as the check's failure
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        print(json.dumps({"check": args.child, "ok": bool(ok), "detail": detail}), flush=True)
+        return 0
+    results = []
+    for name in args.only or CHECKS:
+        t0 = time.time()
+        r = run_child(args, name, timeout=420 if name in ("overhead", "vs_kineto") else 180)
+        r["seconds"] = time.time() - t0
+        results.append(r)
+        print(json.dumps(r), flush=True)
+        if name == "gpu" and not r["ok"]:
+            break  # nothing else can run
+    json.dump(results, open(os.path.join(args.out, "results.json"), "w"), indent=1)
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

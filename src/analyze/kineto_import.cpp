@@ -1,0 +1,268 @@
+#include "kineto_import.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+
+#include "reader_threads.hpp"
+
+namespace dftracer::analyze {
+
+bool timeline_role(std::string_view cat, TimelineRole* role) {
+  static const std::pair<std::string_view, TimelineRole> kRoles[] = {
+      {"cpu_op", TimelineRole::cpu_op},     {"user_annotation", TimelineRole::annotation},
+      {"python_function", TimelineRole::python}, {"cuda_runtime", TimelineRole::launch},
+      {"cuda_driver", TimelineRole::launch}, {"kernel", TimelineRole::kernel},
+      {"gpu_memcpy", TimelineRole::memcpy}, {"gpu_memset", TimelineRole::memset},
+  };
+  for (const auto& [c, r] : kRoles) {
+    if (c == cat) {
+      *role = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string module_of(TimelineRole role, std::string_view name) {
+  if (role == TimelineRole::python) {
+    constexpr std::string_view kPrefix = "nn.Module: ";
+    if (name.substr(0, kPrefix.size()) == kPrefix && name.size() > kPrefix.size())
+      return std::string(name.substr(kPrefix.size()));
+  } else if (role == TimelineRole::annotation) {
+    if (name.size() > 6 && name.substr(0, 3) == "## " && name.substr(name.size() - 3) == " ##")
+      return std::string(name.substr(3, name.size() - 6));
+  }
+  return {};
+}
+
+int64_t profiler_step_of(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  std::string_view digits = name.substr(kPrefix.size());
+  int64_t n = -1;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty()) return -1;
+  return n;
+}
+
+namespace {
+
+bool is_cpu_role(TimelineRole r) { return !is_device_role(r); }
+
+// Parent of each event on its own thread (proper nesting; a partial overlap is
+// no nesting). `idx`: the thread's events sorted by (ts, longer first).
+void nest(const std::vector<TimelineEvent>& ev, const std::vector<size_t>& idx, std::vector<size_t>& parent) {
+  std::vector<size_t> stack;
+  for (size_t i : idx) {
+    while (!stack.empty() && (ev[stack.back()].end() < ev[i].end() || ev[stack.back()].end() <= ev[i].ts))
+      stack.pop_back();
+    parent[i] = stack.empty() ? kNoEvent : stack.back();
+    stack.push_back(i);
+  }
+}
+
+// By file and start, the longer first; two ranges of the same start and
+// length: the smaller External id first, which is the enclosing op (an op is
+// numbered when it starts, before the ops it calls).
+bool before(const TimelineEvent& a, const TimelineEvent& b) {
+  return std::make_tuple(a.file, a.ts, -a.dur, a.external_id) < std::make_tuple(b.file, b.ts, -b.dur, b.external_id);
+}
+
+// Module ranges of one process, all threads, nested among themselves: the
+// innermost one around a time on any thread (the autograd thread's ops run
+// inside the main thread's `## backward ##`).
+struct ProcessModules {
+  std::vector<size_t> ranges;  // sorted by (ts, longer first)
+  // `parent`: each range's enclosing range among `ranges` (nest()).
+  size_t around(const std::vector<TimelineEvent>& ev, const std::vector<size_t>& parent, int64_t t) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), t,
+                               [&](int64_t v, size_t i) { return v < ev[i].ts; });
+    if (it == ranges.begin()) return kNoEvent;
+    size_t i = *(it - 1);
+    while (i != kNoEvent && ev[i].end() < t) i = parent[i];
+    return i;
+  }
+};
+
+}  // namespace
+
+void link_timeline(DeviceTimeline& t) {
+  auto& ev = t.events;
+  std::stable_sort(ev.begin(), ev.end(), before);
+  const size_t n = ev.size();
+  t.cpu_self.assign(n, 0);
+  t.cpu_module.assign(n, std::string());
+  t.links.clear();
+  t.steps.clear();
+
+  // Threads and processes of the CPU side.
+  using ThreadKey = std::tuple<uint32_t, std::string, std::string>;
+  std::map<ThreadKey, std::vector<size_t>> threads;
+  std::map<std::pair<uint32_t, std::string>, ProcessModules> modules;
+  std::unordered_map<uint64_t, size_t> by_correlation, by_external;  // key: file << 40 | id
+  auto key = [](uint32_t file, int64_t id) { return (uint64_t(file) << 40) ^ uint64_t(id); };
+  std::vector<std::string> own_module(n);
+  for (size_t i = 0; i < n; ++i) {
+    const TimelineEvent& e = ev[i];
+    if (!is_cpu_role(e.role)) continue;
+    threads[{e.file, e.pid, e.tid}].push_back(i);
+    own_module[i] = module_of(e.role, e.name);
+    if (!own_module[i].empty()) modules[{e.file, e.pid}].ranges.push_back(i);
+    if (e.role == TimelineRole::launch && e.correlation >= 0) by_correlation.emplace(key(e.file, e.correlation), i);
+    if ((e.role == TimelineRole::cpu_op || e.role == TimelineRole::annotation) && e.external_id >= 0)
+      by_external.emplace(key(e.file, e.external_id), i);
+    const int64_t step = profiler_step_of(e.name);
+    if (step >= 0 && (e.role == TimelineRole::annotation || e.role == TimelineRole::cpu_op))
+      t.steps.push_back({e.file, e.pid, step, e.ts, e.end()});
+  }
+  std::vector<size_t> parent(n, kNoEvent);
+  for (auto& [k, idx] : threads) nest(ev, idx, parent);
+  std::vector<size_t> module_parent(n, kNoEvent);
+  for (auto& [k, pm] : modules) nest(ev, pm.ranges, module_parent);
+
+  // CPU self time (duration minus direct children) and module, in sorted
+  // order: a parent comes before its children.
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_cpu_role(ev[i].role)) continue;
+    t.cpu_self[i] += ev[i].dur;
+    if (parent[i] != kNoEvent) t.cpu_self[parent[i]] -= ev[i].dur;
+    if (!own_module[i].empty()) t.cpu_module[i] = own_module[i];
+    else if (parent[i] != kNoEvent) t.cpu_module[i] = t.cpu_module[parent[i]];
+  }
+  // Events with no module on their own thread: the process's module around them.
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_cpu_role(ev[i].role) || !t.cpu_module[i].empty()) continue;
+    auto it = modules.find({ev[i].file, ev[i].pid});
+    if (it == modules.end()) continue;
+    size_t m = it->second.around(ev, module_parent, ev[i].ts);
+    if (m != kNoEvent) t.cpu_module[i] = own_module[m];
+  }
+
+  auto step_at = [&](uint32_t file, const std::string* pid, int64_t ts) -> int64_t {
+    for (const StepRange& s : t.steps) {
+      if (s.file == file && (!pid || s.pid == *pid) && s.ts <= ts && ts < s.end) return s.step;
+    }
+    return -1;
+  };
+
+  for (size_t i = 0; i < n; ++i) {
+    const TimelineEvent& e = ev[i];
+    if (!is_device_role(e.role)) continue;
+    DeviceLink l;
+    l.event = i;
+    if (e.correlation >= 0) {
+      auto it = by_correlation.find(key(e.file, e.correlation));
+      if (it != by_correlation.end()) l.launch = it->second;
+    }
+    // The External id of the device event, else that of its launch call
+    // (a kernel whose external correlation record came late carries none).
+    for (int64_t ext : {e.external_id, l.launch != kNoEvent ? ev[l.launch].external_id : int64_t(-1)}) {
+      if (ext < 0 || l.op != kNoEvent) continue;
+      auto it = by_external.find(key(e.file, ext));
+      if (it != by_external.end()) {
+        l.op = it->second;
+        l.op_by_external_id = true;
+      }
+    }
+    if (l.op == kNoEvent && l.launch != kNoEvent) {  // the innermost cpu_op around the launch
+      for (size_t p = parent[l.launch]; p != kNoEvent; p = parent[p]) {
+        if (ev[p].role == TimelineRole::cpu_op) {
+          l.op = p;
+          break;
+        }
+      }
+    }
+    // The module: that of the launch call (it runs inside the op), else the op's.
+    const size_t where = l.launch != kNoEvent ? l.launch : l.op;
+    if (where != kNoEvent) {
+      l.module = t.cpu_module[where];
+      if (l.module.empty() && l.op != kNoEvent) l.module = t.cpu_module[l.op];
+      l.step = step_at(e.file, &ev[where].pid, ev[where].ts);
+      // Some exports write the step range under another pid than the ops.
+      if (l.step < 0) l.step = step_at(e.file, nullptr, ev[where].ts);
+    } else {
+      l.step = step_at(e.file, nullptr, e.ts);
+    }
+    t.links.push_back(std::move(l));
+  }
+}
+
+namespace {
+
+int64_t arg_int(std::string_view v) {
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  int64_t x = -1;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size()) return -1;
+  return x;
+}
+
+class TimelineCollector : public LineConsumer {
+ public:
+  TimelineCollector() {
+    ArgCapture c;
+    c.keys[0] = "correlation";
+    c.keys[1] = "External id";
+    c.keys[2] = "device";
+    c.keys[3] = "stream";
+    c.size = 4;
+    decoder_.capture_args(c);
+  }
+  void begin_piece(size_t file_index) override { file_ = static_cast<uint32_t>(file_index); }
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    DecodeStatus st = decoder_.decode(line, cap, ev_);
+    if (st != DecodeStatus::Ok || !ev_.is_complete() || !ev_.has_ts || !ev_.has_dur) return st;
+    TimelineRole role;
+    if (!timeline_role(ev_.cat, &role)) return st;
+    TimelineEvent e;
+    e.file = file_;
+    e.role = role;
+    e.name = std::string(ev_.name);
+    e.pid = std::string(ev_.pid_text);
+    e.tid = std::string(ev_.tid_text);
+    e.ts = ev_.ts_ns;
+    e.dur = std::max<int64_t>(ev_.dur_ns, 0);
+    e.correlation = arg_int(ev_.extra_args[0]);
+    e.external_id = arg_int(ev_.extra_args[1]);
+    e.device = arg_int(ev_.extra_args[2]);
+    e.stream = arg_int(ev_.extra_args[3]);
+    // GPU work carries its device or correlation id; a cat "kernel" region
+    // without either (other tools' CPU-side kernel scopes) is not device time.
+    if (is_device_role(role) && e.device < 0 && e.correlation < 0) return st;
+    events.push_back(std::move(e));
+    return st;
+  }
+  std::vector<TimelineEvent> events;
+
+ private:
+  EventDecoder decoder_;
+  Event ev_;
+  uint32_t file_ = 0;
+};
+
+}  // namespace
+
+DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
+                                    const ReadOptions& options) {
+  threads = useful_threads(files, threads, options);
+  std::vector<std::unique_ptr<TimelineCollector>> cs;
+  std::vector<LineConsumer*> consumers;
+  for (unsigned i = 0; i < threads; ++i) {
+    cs.push_back(std::make_unique<TimelineCollector>());
+    consumers.push_back(cs.back().get());
+  }
+  DeviceTimeline t;
+  t.stats = read_traces(files, consumers, options);
+  for (auto& c : cs) {
+    for (auto& e : c->events) t.events.push_back(std::move(e));
+    c->events.clear();
+  }
+  link_timeline(t);
+  return t;
+}
+
+}  // namespace dftracer::analyze

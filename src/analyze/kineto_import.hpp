@@ -1,0 +1,94 @@
+// Device timelines from torch.profiler / Kineto Chrome traces: the GPU events
+// (cat `kernel`, `gpu_memcpy`, `gpu_memset`), the CUDA runtime and driver
+// calls that launched them (`cuda_runtime`, `cuda_driver`), the CPU ops and
+// annotations (`cpu_op`, `user_annotation`, `python_function`), read into
+// memory and linked:
+//   device event -> launch call   by args `correlation` (same file)
+//   device event -> CPU op        by args `External id` (same file), else the
+//                                 innermost `cpu_op` around the launch call
+//   device event -> module        the innermost module range around the op
+//                                 (or launch) on its thread, else on another
+//                                 thread of the same process
+//   device event -> step          the `ProfilerStep#N` range around the launch
+// A module range is a `python_function` event named `nn.Module: NAME`
+// (with_stack=True) or a `user_annotation` named `## NAME ##`
+// (record_function("## NAME ##"), HTA's convention).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze {
+
+enum class TimelineRole : uint8_t {
+  cpu_op,       // cat cpu_op
+  annotation,   // cat user_annotation (record_function), ProfilerStep#N included
+  python,       // cat python_function
+  launch,       // cat cuda_runtime or cuda_driver
+  kernel,       // cat kernel
+  memcpy,       // cat gpu_memcpy
+  memset,       // cat gpu_memset
+};
+
+// The role of a complete event's `cat`; false for any other category.
+bool timeline_role(std::string_view cat, TimelineRole* role);
+inline bool is_device_role(TimelineRole r) {
+  return r == TimelineRole::kernel || r == TimelineRole::memcpy || r == TimelineRole::memset;
+}
+
+struct TimelineEvent {
+  uint32_t file = 0;
+  TimelineRole role = TimelineRole::cpu_op;
+  std::string name, pid, tid;
+  int64_t ts = 0, dur = 0;  // ns
+  int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
+  int64_t end() const { return ts + dur; }
+};
+
+// The module a range names ("" when it is none): `nn.Module: NAME` of a
+// python_function event, `## NAME ##` of an annotation.
+std::string module_of(TimelineRole role, std::string_view name);
+// N of an annotation or op named `ProfilerStep#N`; -1 otherwise.
+int64_t profiler_step_of(std::string_view name);
+
+inline constexpr size_t kNoEvent = SIZE_MAX;
+
+// How one device event was attributed.
+struct DeviceLink {
+  size_t event = kNoEvent;   // the device event
+  size_t launch = kNoEvent;  // its runtime/driver call
+  size_t op = kNoEvent;      // its CPU op (or annotation, when External id names one)
+  bool op_by_external_id = false;
+  std::string module;        // "" when no module range encloses it
+  int64_t step = -1;         // ProfilerStep number; -1 outside every step
+};
+
+struct StepRange {
+  uint32_t file = 0;
+  std::string pid;
+  int64_t step = -1;
+  int64_t ts = 0, end = 0;
+};
+
+struct DeviceTimeline {
+  std::vector<TimelineEvent> events;
+  std::vector<DeviceLink> links;   // one per device event, in (file, ts) order
+  std::vector<int64_t> cpu_self;   // per event: CPU self time (ns), 0 for device events
+  std::vector<std::string> cpu_module;  // per event: the module a CPU event runs in ("" none)
+  std::vector<StepRange> steps;    // sorted by (file, ts)
+  ReadStats stats;
+};
+
+// Links `events` (any order; they are sorted in place by file, ts): fills
+// links, cpu_self, cpu_module and steps.
+void link_timeline(DeviceTimeline& t);
+
+// Reads the timeline events of `files` and links them.
+DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
+                                    const ReadOptions& options);
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,261 @@
+#include "cupti_source.h"
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "device_activity.h"
+
+namespace dftracer::cuda {
+namespace {
+
+// The common prefixes of the record versions CUPTI writes: every later
+// version (Kernel5..13, Memcpy2..7, Memset2..5) only appends fields, so the
+// oldest struct that has what we read reads them all.
+using KernelRecord = CUpti_ActivityKernel4;
+using MemcpyRecord = CUpti_ActivityMemcpy;
+using MemsetRecord = CUpti_ActivityMemset;
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130500
+static_assert(offsetof(KernelRecord, start) == offsetof(CUpti_ActivityKernel13, start));
+static_assert(offsetof(KernelRecord, correlationId) == offsetof(CUpti_ActivityKernel13, correlationId));
+static_assert(offsetof(KernelRecord, name) == offsetof(CUpti_ActivityKernel13, name));
+static_assert(offsetof(MemcpyRecord, correlationId) == offsetof(CUpti_ActivityMemcpy7, correlationId));
+static_assert(offsetof(MemsetRecord, correlationId) == offsetof(CUpti_ActivityMemset5, correlationId));
+#endif
+
+constexpr size_t kBufferBytes = 4u << 20;
+constexpr size_t kBuffers = 16;  // 64 MiB, allocated at start
+constexpr size_t kAlign = 8;
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+uint64_t CUPTIAPI trace_clock() { return monotonic_ns(); }
+
+struct State {
+  std::unique_ptr<uint8_t[]> pool;
+  std::atomic<bool> in_use[kBuffers];
+  std::mutex mu;  // the converter and the file: taken on CUPTI's completion thread only
+  std::unique_ptr<ActivityConverter> converter;
+  FILE* out = nullptr;
+  std::string text;
+  int64_t written = 0;
+  uint64_t dropped = 0;
+};
+
+State* g_state = nullptr;
+std::string g_error;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;
+  *buffer = nullptr;
+  *size = 0;
+  State* s = g_state;
+  if (!s) return;
+  for (size_t i = 0; i < kBuffers; ++i) {
+    bool expected = false;
+    if (s->in_use[i].compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+      *buffer = s->pool.get() + i * kBufferBytes;
+      *size = kBufferBytes;
+      return;
+    }
+  }
+  // None free: CUPTI drops the records (cuptiActivityGetNumDroppedRecords).
+}
+
+void release(State* s, uint8_t* buffer) {
+  const size_t i = static_cast<size_t>(buffer - s->pool.get()) / kBufferBytes;
+  if (i < kBuffers) s->in_use[i].store(false, std::memory_order_release);
+}
+
+const char* api_name(CUpti_CallbackDomain domain, uint32_t cbid) {
+  const char* name = nullptr;
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) return "cuda_api";
+  return name;
+}
+
+// The fields every device record has, under the same names.
+template <typename Record>
+void device_fields(const CUpti_Activity* rec, ActivityKind kind, ActivityRecord* r) {
+  const auto* d = reinterpret_cast<const Record*>(rec);
+  r->kind = kind;
+  r->start = d->start;
+  r->end = d->end;
+  r->device_id = d->deviceId;
+  r->context_id = d->contextId;
+  r->stream_id = d->streamId;
+  r->correlation_id = d->correlationId;
+}
+
+void convert(State* s, const CUpti_Activity* rec) {
+  ActivityRecord r;
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      device_fields<KernelRecord>(rec, ActivityKind::kernel, &r);
+      r.name = reinterpret_cast<const KernelRecord*>(rec)->name;
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      device_fields<MemcpyRecord>(rec, ActivityKind::memcpy, &r);
+      r.bytes = reinterpret_cast<const MemcpyRecord*>(rec)->bytes;
+      r.copy_kind = reinterpret_cast<const MemcpyRecord*>(rec)->copyKind;
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      device_fields<MemsetRecord>(rec, ActivityKind::memset, &r);
+      r.bytes = reinterpret_cast<const MemsetRecord*>(rec)->bytes;
+      break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+      const bool runtime = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      r.kind = runtime ? ActivityKind::runtime : ActivityKind::driver;
+      r.start = a->start;
+      r.end = a->end;
+      r.process_id = a->processId;
+      r.thread_id = a->threadId;
+      r.correlation_id = a->correlationId;
+      r.cbid = a->cbid;
+      r.name = api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
+      if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+        s->converter->add(ExternalCorrelation{e->correlationId, e->externalId});
+      return;
+    }
+    default:
+      return;
+  }
+  s->converter->add(r, &s->text);
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  State* s = g_state;
+  if (!s) return;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) convert(s, rec);
+    if (s->out && !s->text.empty()) {
+      std::fwrite(s->text.data(), 1, s->text.size(), s->out);
+      s->text.clear();
+    }
+  }
+  release(s, buffer);
+}
+
+bool check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return true;
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  g_error = std::string(what) + ": " + (msg ? msg : "CUPTI error");
+  return false;
+}
+
+const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                     CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                     CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET};
+
+}  // namespace
+}  // namespace dftracer::cuda
+
+using namespace dftracer::cuda;
+
+extern "C" int dftracer_cuda_start(const char* path) {
+  g_error.clear();
+  if (g_state) {
+    g_error = "dftracer_cuda_start: already started";
+    return -1;
+  }
+  auto s = std::make_unique<State>();
+  s->pool.reset(new (std::align_val_t(kAlign)) uint8_t[kBuffers * kBufferBytes]);
+  for (auto& b : s->in_use) b.store(false);
+  s->out = std::fopen(path, "w");
+  if (!s->out) {
+    g_error = std::string("cannot write ") + path;
+    return -1;
+  }
+  std::fputs("[\n", s->out);
+  // GPU timestamps on CLOCK_MONOTONIC, then the trace's epoch offset
+  // (realtime - monotonic), as the core's clock does.
+  ClockMap clock;
+  timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  const uint64_t mono = monotonic_ns();
+  const uint64_t real = uint64_t(rt.tv_sec) * 1000000000ull + uint64_t(rt.tv_nsec);
+  if (cuptiActivityRegisterTimestampCallback(trace_clock) == CUPTI_SUCCESS) {
+    clock.add_sample(mono, real);
+  } else {  // older CUPTI: its own clock, tied to ours by one reading of each
+    uint64_t gpu = 0;
+    cuptiGetTimestamp(&gpu);
+    clock.add_sample(gpu, real + (monotonic_ns() - mono));
+  }
+  s->converter = std::make_unique<ActivityConverter>(std::move(clock));
+  g_state = s.get();
+  bool ok = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
+  for (CUpti_ActivityKind k : kKinds)
+    if (ok) ok = check(cuptiActivityEnable(k), "cuptiActivityEnable");
+  if (ok) {
+    s.release();  // g_state owns it
+    return 0;
+  }
+  // Undone, so a later start can try again; no buffer was handed out.
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  g_state = nullptr;
+  std::fclose(s->out);
+  std::remove(path);
+  g_error += " (is there a CUDA driver and a GPU?)";
+  return -1;
+}
+
+extern "C" void dftracer_cuda_push(uint64_t external_id) {
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, external_id);
+}
+
+extern "C" void dftracer_cuda_pop(void) {
+  uint64_t last = 0;
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}
+
+extern "C" void dftracer_cuda_flush(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+
+extern "C" int64_t dftracer_cuda_stop(void) {
+  State* s = g_state;
+  if (!s) {
+    g_error = "dftracer_cuda_stop: not started";
+    return -1;
+  }
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  size_t dropped = 0;
+  cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
+  int64_t events = 0;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    events = static_cast<int64_t>(s->converter->events());
+    if (s->out) {
+      std::fclose(s->out);  // left without "]": the analyzer reads unfinished arrays
+      s->out = nullptr;
+    }
+  }
+  s->dropped = dropped;
+  // The state stays (one capture per process): CUPTI may still call
+  // buffer_completed for a buffer it held; it then finds no file and only
+  // releases the buffer.
+  return events;
+}
+
+extern "C" const char* dftracer_cuda_error(void) { return g_error.c_str(); }
+
+extern "C" uint64_t dftracer_cuda_dropped(void) { return g_state ? g_state->dropped : 0; }

@@ -1,0 +1,204 @@
+#include "device_activity.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "json_escape.h"
+
+namespace dftracer::cuda {
+
+int64_t ClockMap::to_trace_ns(uint64_t gpu_ns) const {
+  if (samples_.empty()) return static_cast<int64_t>(gpu_ns);
+  // Relative to the first sample: epoch nanoseconds do not fit a double's
+  // 53 bits of mantissa with room for the products.
+  const auto [g0, t0] = samples_.front();
+  long double mx = 0, my = 0;
+  for (const auto& [g, t] : samples_) {
+    mx += static_cast<long double>(static_cast<int64_t>(g - g0));
+    my += static_cast<long double>(static_cast<int64_t>(t - t0));
+  }
+  mx /= samples_.size();
+  my /= samples_.size();
+  long double sxy = 0, sxx = 0;
+  for (const auto& [g, t] : samples_) {
+    const long double dx = static_cast<int64_t>(g - g0) - mx, dy = static_cast<int64_t>(t - t0) - my;
+    sxy += dx * dy;
+    sxx += dx * dx;
+  }
+  const long double slope = sxx > 0 ? sxy / sxx : 1.0L;
+  const long double x = static_cast<long double>(static_cast<int64_t>(gpu_ns - g0));
+  return static_cast<int64_t>(t0) + static_cast<int64_t>(std::llround(my + slope * (x - mx)));
+}
+
+const char* memcpy_kind_name(uint8_t copy_kind) {
+  switch (copy_kind) {  // CUpti_ActivityMemcpyKind
+    case 1: return "Memcpy HtoD";
+    case 2: return "Memcpy DtoH";
+    case 3: return "Memcpy HtoA";
+    case 4: return "Memcpy AtoH";
+    case 5: return "Memcpy AtoA";
+    case 6: return "Memcpy AtoD";
+    case 7: return "Memcpy DtoA";
+    case 8: return "Memcpy DtoD";
+    case 9: return "Memcpy HtoH";
+    case 10: return "Memcpy PtoP";
+    default: return "Memcpy";
+  }
+}
+
+bool is_launch_api(const char* name) {
+  if (!name) return false;
+  for (const char* part : {"Launch", "Memcpy", "Memset", "Synchronize"})
+    if (std::strstr(name, part)) return true;
+  return false;
+}
+
+void ActivityConverter::add(const ExternalCorrelation& c) {
+  auto [it, fresh] = external_.insert_or_assign(c.correlation_id, c.external_id);
+  (void)it;
+  if (!fresh) return;
+  order_.push_back(c.correlation_id);
+  while (order_.size() > max_pending_) {
+    external_.erase(order_.front());
+    order_.pop_front();
+    ++dropped_;
+  }
+}
+
+bool ActivityConverter::external_id(uint32_t correlation, uint64_t* id) const {
+  auto it = external_.find(correlation);
+  if (it == external_.end()) return false;
+  *id = it->second;
+  return true;
+}
+
+namespace {
+
+// Trace time as microseconds with three decimals, exact.
+void append_us(int64_t ns, std::string* out) {
+  char buf[32];
+  const bool neg = ns < 0;
+  const uint64_t a = neg ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  std::snprintf(buf, sizeof buf, "%s%llu.%03llu", neg ? "-" : "", static_cast<unsigned long long>(a / 1000),
+                static_cast<unsigned long long>(a % 1000));
+  *out += buf;
+}
+
+void append_str(const char* s, std::string* out) {
+  *out += '"';
+  if (s) dftracer::json_escape_append(s, std::strlen(s), out);
+  *out += '"';
+}
+
+void append_u(uint64_t v, std::string* out) { *out += std::to_string(v); }
+
+const char* category(ActivityKind k) {
+  switch (k) {
+    case ActivityKind::kernel: return "kernel";
+    case ActivityKind::memcpy: return "gpu_memcpy";
+    case ActivityKind::memset: return "gpu_memset";
+    case ActivityKind::runtime: return "cuda_runtime";
+    case ActivityKind::driver: return "cuda_driver";
+  }
+  return "";
+}
+
+bool on_device(ActivityKind k) {
+  return k == ActivityKind::kernel || k == ActivityKind::memcpy || k == ActivityKind::memset;
+}
+
+void metadata(const char* what, uint64_t pid, uint64_t tid, const std::string& name, std::string* out) {
+  *out += "{\"name\":\"";
+  *out += what;
+  *out += "\",\"ph\":\"M\",\"pid\":";
+  append_u(pid, out);
+  *out += ",\"tid\":";
+  append_u(tid, out);
+  *out += ",\"args\":{\"name\":";
+  append_str(name.c_str(), out);
+  *out += "}}\n";
+}
+
+}  // namespace
+
+void ActivityConverter::track_names(const ActivityRecord& r, std::string* out) {
+  if (devices_.insert(r.device_id).second)
+    metadata("process_name", r.device_id, 0, "GPU " + std::to_string(r.device_id), out);
+  if (streams_.insert({r.device_id, r.stream_id}).second)
+    metadata("thread_name", r.device_id, r.stream_id, "stream " + std::to_string(r.stream_id), out);
+}
+
+void ActivityConverter::add(const ActivityRecord& r, std::string* out) {
+  const bool device = on_device(r.kind);
+  if (!device && !is_launch_api(r.name)) {
+    ++skipped_api_;
+    return;
+  }
+  if (device) track_names(r, out);
+  const int64_t ts = clock_.to_trace_ns(r.start);
+  const int64_t end = clock_.to_trace_ns(r.end);
+  const uint64_t pid = device ? r.device_id : r.process_id;
+  const uint64_t tid = device ? r.stream_id : r.thread_id;
+  const char* name = r.name;
+  if (r.kind == ActivityKind::memcpy) name = memcpy_kind_name(r.copy_kind);
+  else if (r.kind == ActivityKind::memset) name = "Memset";
+
+  *out += "{\"name\":";
+  append_str(name, out);
+  *out += ",\"cat\":\"";
+  *out += category(r.kind);
+  *out += "\",\"ph\":\"X\",\"pid\":";
+  append_u(pid, out);
+  *out += ",\"tid\":";
+  append_u(tid, out);
+  *out += ",\"ts\":";
+  append_us(ts, out);
+  *out += ",\"dur\":";
+  append_us(end > ts ? end - ts : 0, out);
+  *out += ",\"args\":{";
+  if (device) {
+    *out += "\"device\":";
+    append_u(r.device_id, out);
+    *out += ",\"context\":";
+    append_u(r.context_id, out);
+    *out += ",\"stream\":";
+    append_u(r.stream_id, out);
+    *out += ',';
+  } else {
+    *out += "\"cbid\":";
+    append_u(r.cbid, out);
+    *out += ',';
+  }
+  *out += "\"correlation\":";
+  append_u(r.correlation_id, out);
+  uint64_t ext = 0;
+  if (external_id(r.correlation_id, &ext)) {
+    *out += ",\"External id\":";
+    append_u(ext, out);
+  } else if (device) {
+    ++without_external_;
+  }
+  if (r.kind == ActivityKind::memcpy || r.kind == ActivityKind::memset) {
+    *out += ",\"bytes\":";
+    append_u(r.bytes, out);
+  }
+  *out += "}}\n";
+  ++events_;
+
+  // The flow arrow: starts at the launch call, ends at the device work, both
+  // keyed by the correlation id (the two records may come in any order).
+  *out += "{\"ph\":\"";
+  *out += device ? "f" : "s";
+  *out += "\",\"id\":";
+  append_u(r.correlation_id, out);
+  *out += ",\"pid\":";
+  append_u(pid, out);
+  *out += ",\"tid\":";
+  append_u(tid, out);
+  *out += ",\"ts\":";
+  append_us(ts, out);
+  *out += device ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}\n" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}\n";
+}
+
+}  // namespace dftracer::cuda
