@@ -68,6 +68,7 @@ bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const Member
     if (res != LIBDEFLATE_INSUFFICIENT_SPACE) return false;  // zlib settles bad or cut-short members
     if (w.out.size() >= kMaxWhole) {
       w.skip = kSkipAfterTooLarge;
+      std::vector<char>().swap(w.out);  // zlib's window takes over: no 32 MiB kept idle
       return false;
     }
     w.out.resize(w.out.size() * 2);

@@ -83,6 +83,78 @@ TEST(Reader, PlainFileCutShortWhileReadEndsWithoutACrash) {
   EXPECT_LT(t.lines, 80000u);  // what the first buffer held, not the whole file
 }
 
+// Counts the events it decodes (no names kept: the trace below is large).
+class EventCounter : public LineConsumer {
+ public:
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    DecodeStatus st = dec_.decode(line, cap, ev_);
+    if (st == DecodeStatus::Ok) ++events;
+    return st;
+  }
+  uint64_t events = 0;
+
+ private:
+  EventDecoder dec_;
+  Event ev_;
+};
+
+// A member too large for one whole-member buffer (libdeflate's, 32 MiB) is
+// inflated as a stream, and so are a few after it; every line still comes
+// once. Written a piece at a time: the test process stays small (the memory
+// tests measure the CLI children it forks).
+TEST(Reader, GzipMemberOverTheWholeMemberBufferAndSmallOnesAfter) {
+  TempDir d;
+  std::FILE* f = std::fopen(d.file("a.pfw.gz").c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const int kBig = 150000, kSmall = 20, kPerSmall = 1000;
+  std::string lines;
+  size_t big_bytes = 0;
+  z_stream zs{};
+  deflateInit2(&zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::vector<char> out(1 << 20);
+  auto feed = [&](const std::string& text, int flush) {
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    zs.avail_in = static_cast<uInt>(text.size());
+    do {
+      zs.next_out = reinterpret_cast<Bytef*>(out.data());
+      zs.avail_out = static_cast<uInt>(out.size());
+      deflate(&zs, flush);
+      std::fwrite(out.data(), 1, out.size() - zs.avail_out, f);
+    } while (zs.avail_out == 0);
+  };
+  for (int i = 0; i < kBig; ++i) {
+    lines += op_event(i, "function.op", 1.7e15 + i * 10.0, 3.5) + "\n";
+    if (lines.size() > (1u << 20) || i + 1 == kBig) {
+      big_bytes += lines.size();
+      feed(lines, i + 1 == kBig ? Z_FINISH : Z_NO_FLUSH);
+      lines.clear();
+    }
+  }
+  deflateEnd(&zs);
+  std::fclose(f);
+  ASSERT_GT(big_bytes, size_t{33} << 20);
+  std::string small;
+  for (int m = 0; m < kSmall; ++m) {
+    std::string chunk;
+    for (int k = 0; k < kPerSmall; ++k) chunk += op_event(k, "function.small", 1.8e15 + k * 10.0, 1.5) + "\n";
+    small += gzip_member(chunk);
+  }
+  std::ofstream(d.file("a.pfw.gz"), std::ios::binary | std::ios::app) << small;
+  for (unsigned threads : {1u, 2u}) {
+    std::vector<EventCounter> cs(threads);
+    std::vector<LineConsumer*> ptrs;
+    for (auto& c : cs) ptrs.push_back(&c);
+    ReadOptions opt;
+    opt.min_piece_bytes = 1;
+    ReadStats st = read_traces({d.file("a.pfw.gz")}, ptrs, opt);
+    uint64_t n = 0;
+    for (auto& c : cs) n += c.events;
+    EXPECT_EQ(n, uint64_t{kBig} + kSmall * kPerSmall) << threads << " threads";
+    EXPECT_EQ(st.events, n);
+    EXPECT_FALSE(st.any_problem()) << st.problems_line();
+  }
+}
+
 TEST(Reader, UnfinalizedFileKeepsAllEvents) {
   TempDir d;
   std::multiset<std::string> want;
