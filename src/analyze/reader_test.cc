@@ -104,34 +104,21 @@ class EventCounter : public LineConsumer {
 // tests measure the CLI children it forks).
 TEST(Reader, GzipMemberOverTheWholeMemberBufferAndSmallOnesAfter) {
   TempDir d;
-  std::FILE* f = std::fopen(d.file("a.pfw.gz").c_str(), "wb");
-  ASSERT_NE(f, nullptr);
   const int kBig = 150000, kSmall = 20, kPerSmall = 1000;
   std::string lines;
   size_t big_bytes = 0;
-  z_stream zs{};
-  deflateInit2(&zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::vector<char> out(1 << 20);
-  auto feed = [&](const std::string& text, int flush) {
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-    zs.avail_in = static_cast<uInt>(text.size());
-    do {
-      zs.next_out = reinterpret_cast<Bytef*>(out.data());
-      zs.avail_out = static_cast<uInt>(out.size());
-      deflate(&zs, flush);
-      std::fwrite(out.data(), 1, out.size() - zs.avail_out, f);
-    } while (zs.avail_out == 0);
-  };
-  for (int i = 0; i < kBig; ++i) {
-    lines += op_event(i, "function.op", 1.7e15 + i * 10.0, 3.5) + "\n";
-    if (lines.size() > (1u << 20) || i + 1 == kBig) {
-      big_bytes += lines.size();
-      feed(lines, i + 1 == kBig ? Z_FINISH : Z_NO_FLUSH);
-      lines.clear();
+  {
+    GzipStreamWriter w(d.file("a.pfw.gz"), 1);
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < kBig; ++i) {
+      lines += op_event(i, "function.op", 1.7e15 + i * 10.0, 3.5) + "\n";
+      if (lines.size() > (1u << 20) || i + 1 == kBig) {
+        big_bytes += lines.size();
+        w.feed(lines, i + 1 == kBig ? Z_FINISH : Z_NO_FLUSH);
+        lines.clear();
+      }
     }
   }
-  deflateEnd(&zs);
-  std::fclose(f);
   ASSERT_GT(big_bytes, size_t{33} << 20);
   std::string small;
   for (int m = 0; m < kSmall; ++m) {
