@@ -26,7 +26,15 @@ using P = const char*;
 
 inline bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_delim(char c) { return is_ws(c) || c == ',' || c == '}' || c == ']'; }
+// One table lookup: after every number and literal of a line.
+struct DelimTable {
+  bool v[256] = {};
+  constexpr DelimTable() {
+    for (unsigned char c : {' ', '\t', '\n', '\r', ',', '}', ']'}) v[c] = true;
+  }
+};
+inline constexpr DelimTable kDelim{};
+inline bool is_delim(char c) { return kDelim.v[static_cast<unsigned char>(c)]; }
 
 inline P skip_ws(P p, P e) {
   while (p < e && is_ws(*p)) ++p;
@@ -127,6 +135,20 @@ inline uint64_t parse_digits(P p, size_t n) {
 // is a digit when its high nibble is 3 and adding 6 keeps it so. A carry out
 // of a non-digit byte only disturbs the bytes after it, past the answer.
 inline P digits_end(P p, P e) {
+#if defined(__AVX2__)
+  // 32 bytes a time: one compare finds the end of any number a trace holds.
+  // Loads reach at most 31 bytes past the line end (the padding).
+  const __m256i zero = _mm256_set1_epi8('0'), nine = _mm256_set1_epi8(9);
+  for (; p < e; p += 32) {
+    __m256i d = _mm256_sub_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), zero);
+    uint32_t nd = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(d, nine), d)));
+    if (nd) {
+      P r = p + __builtin_ctz(nd);
+      return r < e ? r : e;
+    }
+  }
+  return e;
+#else
   for (; p < e; p += 8) {
     uint64_t w;
     std::memcpy(&w, p, 8);
@@ -138,6 +160,7 @@ inline P digits_end(P p, P e) {
     }
   }
   return e;
+#endif
 }
 
 // Where a number's parts lie.
@@ -147,12 +170,55 @@ struct NumberParts {
   bool integral() const { return frac_begin == frac_end && !exp; }
 };
 
+#if defined(__AVX2__)
+// Bit i: p[i] is an ASCII digit. Reads 32 bytes from p (< the line end): the
+// padding covers them.
+inline uint32_t digit_bits(P p) {
+  const __m256i zero = _mm256_set1_epi8('0'), nine = _mm256_set1_epi8(9);
+  __m256i d = _mm256_sub_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), zero);
+  return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(d, nine), d)));
+}
+
+// The usual number of a trace -- digits, maybe a fraction, no exponent, all in
+// 32 bytes -- from one load's digit bits (p at its first digit). Returns
+// nullptr with `settled` false for any other shape (read by the full scan),
+// or with `settled` true for a number the grammar rejects.
+inline P short_number(P p, P e, NumberParts& n, bool& settled) {
+  settled = false;
+  const uint64_t m = digit_bits(p);
+  const size_t il = *p == '0' ? 1 : static_cast<size_t>(__builtin_ctzll(~m));
+  if (il >= 31 || p + il > e) return nullptr;
+  P q = p + il;
+  n.int_end = n.frac_begin = n.frac_end = q;
+  if (q < e && *q == '.') {
+    const size_t fl = static_cast<size_t>(__builtin_ctzll(~(m >> (il + 1))));
+    if (il + 1 + fl >= 32 || q + 1 + fl > e) return nullptr;
+    settled = true;
+    if (fl == 0) return nullptr;
+    n.frac_begin = q + 1;
+    q = n.frac_end = q + 1 + fl;
+  }
+  if (q < e && (*q | 0x20) == 'e') {
+    settled = false;
+    return nullptr;
+  }
+  settled = true;
+  n.exp = false;
+  return q == e || is_delim(*q) ? q : nullptr;
+}
+#endif
+
 // A number by the JSON grammar, ending at a delimiter or the line end.
 inline P number(P p, P e, NumberParts& n) {
   n.neg = p < e && *p == '-';
   p += n.neg;
   if (!(p < e && is_digit(*p))) return nullptr;
   n.int_begin = p;
+#if defined(__AVX2__)
+  bool settled;
+  P q = short_number(p, e, n, settled);
+  if (settled) return q;
+#endif
   // "0" stands alone: a digit after it fails the delimiter test.
   p = *p == '0' ? p + 1 : digits_end(p + 1, e);
   n.int_end = n.frac_begin = n.frac_end = p;

@@ -9,10 +9,75 @@
 #include <cstring>
 #include <sstream>
 
+#if defined(DFTRACER_HAVE_LIBDEFLATE)
+#include <libdeflate.h>
+#endif
+
 namespace dftracer::analyze {
 
 namespace {
 constexpr size_t kWindow = 1 << 20;  // inflate output piece
+#if defined(DFTRACER_HAVE_LIBDEFLATE)
+// libdeflate inflates a member whole into one buffer, up to this size; a
+// larger member (and every one that is not a clean, complete member) goes
+// through zlib's stream, which keeps the memory bounded and says exactly
+// where a truncated or corrupt member stops.
+constexpr size_t kMaxWhole = 32u << 20;
+// After a member too large for the buffer, the next ones go to zlib directly.
+constexpr int kSkipAfterTooLarge = 8;
+
+// One decompressor and output buffer per reading thread (each worker owns
+// its MemberInflater and runs on one thread), freed when the thread ends.
+struct WholeInflater {
+  libdeflate_decompressor* d = nullptr;
+  std::vector<char> out;
+  int skip = 0;
+  ~WholeInflater() {
+    if (d) libdeflate_free_decompressor(d);
+  }
+};
+thread_local WholeInflater t_whole;
+#endif
+
+// The whole member at once with libdeflate (when built with it), if it is
+// complete and valid and fits kMaxWhole: true with `r` filled; false: the
+// caller inflates it with zlib's stream.
+bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const MemberInflater::Sink& sink,
+                   MemberResult& r) {
+#if defined(DFTRACER_HAVE_LIBDEFLATE)
+  // libdeflate is about three times zlib's speed on trace text (measured
+  // 2.6 vs 0.8 GB/s of output on one core): it decides the .gz throughput.
+  WholeInflater& w = t_whole;
+  if (w.skip > 0) {
+    --w.skip;
+    return false;
+  }
+  if (!w.d) w.d = libdeflate_alloc_decompressor();
+  if (!w.d) return false;
+  if (w.out.empty()) w.out.resize(kWindow * 2);
+  for (;;) {
+    size_t in_used = 0, out_used = 0;
+    libdeflate_result res =
+        libdeflate_gzip_decompress_ex(w.d, data + offset, size - offset, w.out.data(), w.out.size(), &in_used, &out_used);
+    if (res == LIBDEFLATE_SUCCESS) {
+      r.produced = out_used;
+      r.next_offset = offset + in_used;
+      r.end = out_used == 0 || sink(w.out.data(), out_used) ? MemberEnd::Complete : MemberEnd::Corrupt;
+      return true;
+    }
+    if (res != LIBDEFLATE_INSUFFICIENT_SPACE) return false;  // zlib settles bad or cut-short members
+    if (w.out.size() >= kMaxWhole) {
+      w.skip = kSkipAfterTooLarge;
+      std::vector<char>().swap(w.out);  // zlib's window takes over: no 32 MiB kept idle
+      return false;
+    }
+    w.out.resize(w.out.size() * 2);
+  }
+#else
+  (void)data, (void)size, (void)offset, (void)sink, (void)r;
+  return false;
+#endif
+}
 
 }  // namespace
 
@@ -40,6 +105,9 @@ MemberInflater::~MemberInflater() {
 
 MemberResult MemberInflater::inflate_member(const uint8_t* data, size_t size, size_t offset, const Sink& sink) {
   MemberResult r;
+  r.next_offset = offset;
+  if (inflate_whole(data, size, offset, sink, r)) return r;
+  r = MemberResult{};
   r.next_offset = offset;
   if (!init_) {
     if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) return r;

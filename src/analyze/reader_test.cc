@@ -1,6 +1,7 @@
 // The reader hands every event to exactly one consumer, whatever the layout
 // (ours, DFTracer's, Chrome JSON), compression, gzip member layout and split.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "trace_files.hpp"
 
@@ -44,6 +45,100 @@ TEST(Reader, PlainFileSplitAcrossThreadsReadsEveryEventOnce) {
     EXPECT_EQ(c.stats.events, 2000u);
     EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
     EXPECT_EQ(c.stats.json_bytes, text.size());
+  }
+}
+
+// Truncates the file on its first line, as another process might.
+class Truncator : public LineConsumer {
+ public:
+  explicit Truncator(std::string path) : path_(std::move(path)) {}
+  DecodeStatus consume(std::string_view, size_t) override {
+    ++lines;
+    if (!done_) done_ = ::truncate(path_.c_str(), 4096) == 0;
+    return DecodeStatus::Ok;
+  }
+  uint64_t lines = 0;
+
+ private:
+  std::string path_;
+  bool done_ = false;
+};
+
+// The plain reader copies with pread(): reading a mapping of the file instead
+// (measured ~10% less CPU) would die of SIGBUS on the pages cut off here.
+TEST(Reader, PlainFileCutShortWhileReadEndsWithoutACrash) {
+  TempDir d;
+  std::string text = pfw_text(make_events(80000, nullptr));
+  ASSERT_GT(text.size(), 17u << 20);  // over two 8 MiB buffers of one piece
+  write_file(d.file("a.pfw"), text);
+  Truncator t(d.file("a.pfw"));
+  ReadOptions opt;
+  opt.min_piece_bytes = uint64_t{1} << 40;  // one piece
+  try {
+    read_traces({d.file("a.pfw")}, {&t}, opt);
+  } catch (const InputError& e) {
+    SUCCEED() << e.what();  // a clear error is as good as a short read
+  }
+  EXPECT_GE(t.lines, 1u);
+  EXPECT_LT(t.lines, 80000u);  // what the first buffer held, not the whole file
+}
+
+// Counts the events it decodes (no names kept: the trace below is large).
+class EventCounter : public LineConsumer {
+ public:
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    DecodeStatus st = dec_.decode(line, cap, ev_);
+    if (st == DecodeStatus::Ok) ++events;
+    return st;
+  }
+  uint64_t events = 0;
+
+ private:
+  EventDecoder dec_;
+  Event ev_;
+};
+
+// A member too large for one whole-member buffer (libdeflate's, 32 MiB) is
+// inflated as a stream, and so are a few after it; every line still comes
+// once. Written a piece at a time: the test process stays small (the memory
+// tests measure the CLI children it forks).
+TEST(Reader, GzipMemberOverTheWholeMemberBufferAndSmallOnesAfter) {
+  TempDir d;
+  const int kBig = 150000, kSmall = 20, kPerSmall = 1000;
+  std::string lines;
+  size_t big_bytes = 0;
+  {
+    GzipStreamWriter w(d.file("a.pfw.gz"), 1);
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < kBig; ++i) {
+      lines += op_event(i, "function.op", 1.7e15 + i * 10.0, 3.5) + "\n";
+      if (lines.size() > (1u << 20) || i + 1 == kBig) {
+        big_bytes += lines.size();
+        w.feed(lines, i + 1 == kBig ? Z_FINISH : Z_NO_FLUSH);
+        lines.clear();
+      }
+    }
+  }
+  ASSERT_GT(big_bytes, size_t{33} << 20);
+  std::string small;
+  for (int m = 0; m < kSmall; ++m) {
+    std::string chunk;
+    for (int k = 0; k < kPerSmall; ++k) chunk += op_event(k, "function.small", 1.8e15 + k * 10.0, 1.5) + "\n";
+    small += gzip_member(chunk);
+  }
+  std::ofstream(d.file("a.pfw.gz"), std::ios::binary | std::ios::app) << small;
+  for (unsigned threads : {1u, 2u}) {
+    std::vector<EventCounter> cs(threads);
+    std::vector<LineConsumer*> ptrs;
+    for (auto& c : cs) ptrs.push_back(&c);
+    ReadOptions opt;
+    opt.min_piece_bytes = 1;
+    ReadStats st = read_traces({d.file("a.pfw.gz")}, ptrs, opt);
+    uint64_t n = 0;
+    for (auto& c : cs) n += c.events;
+    EXPECT_EQ(n, uint64_t{kBig} + kSmall * kPerSmall) << threads << " threads";
+    EXPECT_EQ(st.events, n);
+    EXPECT_FALSE(st.any_problem()) << st.problems_line();
   }
 }
 

@@ -20,6 +20,41 @@ bool contains_clearly(int64_t o_ts, int64_t o_end, int64_t ts, int64_t end) {
 
 }  // namespace
 
+std::vector<SelfTimeTracker::Run*> SelfTimeTracker::runs_that_meet(const std::vector<Run*>& runs) {
+  // Each run's span over its unparented events and possible parents; a run
+  // whose closed span touches no other run's holds no event another run's
+  // could enclose or be enclosed by, so leaving it out changes no result.
+  struct Span {
+    int64_t lo, hi;
+    size_t index;
+  };
+  std::vector<Span> spans;
+  spans.reserve(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run* r = runs[i];
+    Span s{INT64_MAX, INT64_MIN, i};
+    for (const Open& o : r->leftover) s.lo = std::min(s.lo, o.ts), s.hi = std::max(s.hi, o.end);
+    for (const Candidate& c : r->candidates) s.lo = std::min(s.lo, c.ts), s.hi = std::max(s.hi, c.end);
+    if (s.lo <= s.hi) spans.push_back(s);
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  // Connected groups of touching spans; groups of one are left out. The
+  // runs kept stay in their given order (it breaks ties in resolve()).
+  std::vector<bool> keep(runs.size(), false);
+  for (size_t i = 0; i < spans.size();) {
+    size_t j = i + 1;
+    int64_t hi = spans[i].hi;
+    while (j < spans.size() && spans[j].lo <= hi) hi = std::max(hi, spans[j++].hi);
+    if (j - i > 1)
+      for (size_t k = i; k < j; ++k) keep[spans[k].index] = true;
+    i = j;
+  }
+  std::vector<Run*> out;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (keep[i]) out.push_back(runs[i]);
+  return out;
+}
+
 void SelfTimeTracker::begin_piece(size_t file_index) {
   finish();
   file_ = file_index;
@@ -236,8 +271,11 @@ void SelfTimeTracker::resolve(const std::function<int64_t*(const std::string&)>&
     Candidate* parent;  // a possible parent, or null (a folded block)
     size_t run;
   };
-  for (auto& [thread, runs] : by_thread) {
-    if (runs.size() < 2) continue;  // one run: nothing to join
+  for (auto& [thread, all_runs] : by_thread) {
+    // Only runs whose spans meet another's can join: pieces of a file read
+    // in time order usually do not, and then there is nothing to sort.
+    const std::vector<Run*> runs = runs_that_meet(all_runs);
+    if (runs.size() < 2) continue;  // nothing to join
     std::vector<Item> items;
     for (size_t k = 0; k < runs.size(); ++k) {
       Run& r = *runs[k];

@@ -114,6 +114,8 @@ class SelfTimeTracker {
     int64_t min_end = INT64_MAX;  // earliest end of the run's events so far
   };
 
+  // The runs of one thread that may join another: those whose spans meet.
+  static std::vector<Run*> runs_that_meet(const std::vector<Run*>& runs);
   void push(ThreadState& t, int64_t ts, int64_t end, int64_t dur, int64_t* acc, const std::string* key);
   void finalize(Open& o, std::vector<Candidate>& candidates);
   void fold(ThreadState& t);

@@ -157,6 +157,33 @@ TEST(SelfTime, RunsReadOnDifferentTrackersAreJoined) {
   EXPECT_EQ(self["step"], 70);
 }
 
+TEST(SelfTime, RunsApartInTimeAreLeftOutOfTheJoinButTouchingOnesJoin) {
+  // Five pieces of one thread: [0,100) holds a parent, [10,40) its children,
+  // [500,600) stands apart, [1000,1010) ends where [1010,1100) (its parent,
+  // from 1000) begins -- spans that touch still join -- and the runs come in
+  // no time order.
+  Groups self;
+  SelfTimeTracker t;
+  t.begin_piece(0);
+  add_to(t, self, "far", 500, 100);
+  t.begin_piece(0);
+  add_to(t, self, "op", 10, 10);
+  add_to(t, self, "op", 30, 10);
+  t.begin_piece(0);
+  add_to(t, self, "late", 1000, 10);
+  t.begin_piece(0);
+  add_to(t, self, "step", 0, 100);
+  t.begin_piece(0);
+  add_to(t, self, "outer", 1000, 100);
+  t.finish();
+  t.resolve([&](const std::string& k) { return &self[k]; });
+  EXPECT_EQ(self["op"], 20);
+  EXPECT_EQ(self["step"], 80);
+  EXPECT_EQ(self["far"], 100);
+  EXPECT_EQ(self["late"], 10);
+  EXPECT_EQ(self["outer"], 90);
+}
+
 TEST(SelfTime, ManyTopLevelEventsStayBoundedAndExact) {
   // More unparented events than the stack keeps, then one parent of them all:
   // folded into blocks, still exact because the parent covers every block.

@@ -73,30 +73,14 @@ TEST(SizeLimits, DocumentOverTheLimitIsSkippedAndCounted) {
 }
 
 // One gzip member: "[", e0, a line of `long_bytes` bytes, e1, compressed as a
-// stream so that this process never holds the line (a child's peak RSS, as
-// getrusage reports it, includes its parent's peak from before the exec).
+// stream so that this process never holds the line.
 void write_bomb_gz(const std::string& path, size_t long_bytes) {
-  z_stream zs{};
-  deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  std::vector<char> out(1 << 16);
-  auto feed = [&](const std::string& s, int flush) {
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
-    zs.avail_in = static_cast<uInt>(s.size());
-    do {
-      zs.next_out = reinterpret_cast<Bytef*>(out.data());
-      zs.avail_out = static_cast<uInt>(out.size());
-      deflate(&zs, flush);
-      std::fwrite(out.data(), 1, out.size() - zs.avail_out, f);
-    } while (zs.avail_out == 0);
-  };
-  feed("[\n" + op_event(0, "e0", 1, 1) + ",\n{\"name\":\"big\",\"args\":{\"pad\":\"", Z_NO_FLUSH);
+  GzipStreamWriter w(path, 9);
+  ASSERT_TRUE(w.ok());
+  w.feed("[\n" + op_event(0, "e0", 1, 1) + ",\n{\"name\":\"big\",\"args\":{\"pad\":\"", Z_NO_FLUSH);
   const std::string pad(1 << 20, 'a');
-  for (size_t done = 0; done < long_bytes; done += pad.size()) feed(pad, Z_NO_FLUSH);
-  feed("\"}},\n" + op_event(1, "e1", 2, 1) + ",\n", Z_FINISH);
-  deflateEnd(&zs);
-  std::fclose(f);
+  for (size_t done = 0; done < long_bytes; done += pad.size()) w.feed(pad, Z_NO_FLUSH);
+  w.feed("\"}},\n" + op_event(1, "e1", 2, 1) + ",\n", Z_FINISH);
 }
 
 // A gzip bomb: 256 MiB of one line in a member of a few hundred KB. Memory

@@ -67,6 +67,37 @@ inline std::string gzip_member(const std::string& text) {
   return out;
 }
 
+// One gzip member written to a file as a stream, a piece at a time, so that
+// the test process never holds its text (a child's peak RSS, as getrusage
+// reports it, includes its parent's peak from before the exec).
+class GzipStreamWriter {
+ public:
+  GzipStreamWriter(const std::string& path, int level) : f_(std::fopen(path.c_str(), "wb")), out_(1 << 16) {
+    deflateInit2(&zs_, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  }
+  ~GzipStreamWriter() {
+    deflateEnd(&zs_);
+    if (f_) std::fclose(f_);
+  }
+  bool ok() const { return f_ != nullptr; }
+  // Z_NO_FLUSH for more to come, Z_FINISH for the member's last piece.
+  void feed(const std::string& s, int flush) {
+    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
+    zs_.avail_in = static_cast<uInt>(s.size());
+    do {
+      zs_.next_out = reinterpret_cast<Bytef*>(out_.data());
+      zs_.avail_out = static_cast<uInt>(out_.size());
+      deflate(&zs_, flush);
+      std::fwrite(out_.data(), 1, out_.size() - zs_.avail_out, f_);
+    } while (zs_.avail_out == 0);
+  }
+
+ private:
+  std::FILE* f_;
+  z_stream zs_{};
+  std::vector<char> out_;
+};
+
 // An op event line like the capture backend writes (without the trailing ",\n").
 // `more_args`: further args members, e.g. "\"step\":3" (no leading comma).
 inline std::string op_event(int id, const std::string& name, double ts, double dur, const std::string& phase = "forward",
