@@ -1,0 +1,84 @@
+"""SIGTERM while a region is open: torchrun terminates the surviving ranks
+while one is blocked in a collective, and the open `train_step` is the main
+evidence of where it was. At the signal the tracer writes the main thread's
+open regions and traced calls, from their start to the signal, marked
+"cut": true, then finalizes and the process dies of the signal as before.
+Regions already closed are written once, as usual; another thread's open
+regions are not cut."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from trace_reader import read_finalized, trace_files
+
+PROGRAM = """
+import os, sys, threading, time
+from dftracer.python import dft_fn
+
+train = dft_fn("train")
+
+@train.log
+def train_step(step):
+    with dft_fn("comm", "all_reduce"):
+        # Blocked, the GIL released, as in a collective that never returns.
+        os.read(r, 1)
+
+def other_thread():
+    with dft_fn("worker", "other_open"):
+        os.read(r2, 1)
+
+r, w = os.pipe()
+r2, w2 = os.pipe()
+threading.Thread(target=other_thread, daemon=True).start()
+with dft_fn("train", "epoch"):
+    for step in range(3):
+        if step < 2:
+            with dft_fn("train", "finished_step"):
+                pass
+            continue
+        print("ready", flush=True)
+        train_step(step)
+"""
+
+
+def test_sigterm_writes_the_main_threads_open_regions_as_cut(tmp_path):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    env.update(DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=str(traces / "t"), DFTRACER_FLUSH_INTERVAL_MS="60000")
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(PROGRAM))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        # The main thread is past "ready" and into the blocking read soon.
+        import time
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM, err
+    assert err == ""
+    files = trace_files(str(traces))
+    assert len(files) == 1, files
+    events = read_finalized(files[0])
+    complete = [e for e in events if e.get("ph") == "X"]
+    cut = {e["name"]: e for e in complete if e.get("args", {}).get("cut") is True}
+    assert set(cut) == {"epoch", "train_step", "all_reduce"}, sorted(cut)
+    assert cut["epoch"]["cat"] == cut["train_step"]["cat"] == "train" and cut["all_reduce"]["cat"] == "comm"
+    for e in cut.values():
+        assert e["tid"] == proc.pid, e  # the main thread's, not the signal thread's
+    # Nested as they were open: epoch holds train_step holds all_reduce, all
+    # ending at the signal.
+    ends = {n: e["ts"] + e["dur"] for n, e in cut.items()}
+    assert cut["epoch"]["ts"] <= cut["train_step"]["ts"] <= cut["all_reduce"]["ts"]
+    assert max(ends.values()) - min(ends.values()) < 10_000, ends
+    assert cut["all_reduce"]["dur"] >= 400_000  # blocked ~0.5 s before the signal
+    finished = [e for e in complete if e["name"] == "finished_step"]
+    assert len(finished) == 2 and not any("cut" in e.get("args", {}) for e in finished)
+    assert not any(e["name"] == "other_open" for e in complete)
