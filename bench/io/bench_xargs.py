@@ -5,6 +5,7 @@ DFTracer's own (the PyPI `dftracer` wheel), in one run.
 
     python3 bench/io/bench_xargs.py --build build [--rounds 5] [--jobs 200]
         [--dftracer-preload .venv-ref/lib/python3.11/site-packages/dftracer/lib64/libdftracer_preload.so]
+        [--previous OTHER_BUILD/src/io/libdftracer_preload.so]
 
 Every job is a fork+exec of `sh` whose redirection and `cat` are traced I/O
 (under DFTRACER_DATA_DIR):
@@ -67,6 +68,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--dftracer-preload", default=find_dftracer_preload())
+    ap.add_argument("--previous", help="another build's libdftracer_preload.so, as an extra row")
     a = ap.parse_args()
     ours = os.path.abspath(os.path.join(a.build, "src/io/libdftracer_preload.so"))
     if not os.path.exists(ours):
@@ -74,6 +76,8 @@ def main():
     traced = {"DFTRACER_ENABLE": "1", "DFTRACER_INIT": "PRELOAD", "DFTRACER_DATA_DIR": "@WORK@/d",
               "DFTRACER_LOG_FILE": "@WORK@/t/x"}
     configs = [("untraced", {}), ("ours PRELOAD", dict(traced, LD_PRELOAD=ours))]
+    if a.previous:
+        configs.append(("ours, --previous", dict(traced, LD_PRELOAD=os.path.abspath(a.previous))))
     if a.dftracer_preload:
         configs.append(("DFTracer PRELOAD", dict(traced, LD_PRELOAD=os.path.abspath(a.dftracer_preload))))
     else:
