@@ -294,7 +294,8 @@ typedef void (*dft_signal_hook)(int sig);
 DFT_API void dft_set_signal_hook(dft_signal_hook hook);
 /* From a dft_signal_hook: a complete event from `start_ticks` to now, written
  * as the main thread's (the thread that started tracing: its tid), with the
- * arg "cut": true after `args`. */
+ * arg "cut": true after `args`. Nothing when `start_ticks` is before the
+ * trace began (a forked child's copy of a region its parent had open). */
 DFT_API void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const dft_arg* args, uint32_t nargs);
 
 /* Records an instant ("ph":"i") event at now. */

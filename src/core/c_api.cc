@@ -457,6 +457,9 @@ void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg
 }
 
 void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const dft_arg* args, uint32_t nargs) {
+  // Opened before this trace began: in a forked child, its copy of a region
+  // the parent had open at the fork (the parent's trace has it).
+  if (start_ticks < Session::instance().start_ticks()) return;
   if (!Session::instance().write_as_main_thread()) return;
   if (args == nullptr || nargs > DFT_MAX_ARGS - 1) nargs = args == nullptr ? 0 : DFT_MAX_ARGS - 1;
   std::vector<dft_arg> all(args, args + nargs);

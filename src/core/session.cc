@@ -144,6 +144,7 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   StringTable::instance().reset_inline_count();
   pid_ = info.pid;
   main_tid_ = info.main_tid;
+  start_ticks_.store(Clock::instance().ticks(), std::memory_order_relaxed);
   path_ = path;
   app_ = info.app;
   pool_.configure(cfg.buffer_size, cfg.chunk_size,

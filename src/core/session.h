@@ -99,6 +99,7 @@ class Session {
   // The calling thread's events are written as the main thread's from here
   // on (dft_record_cut). False when tracing is off.
   bool write_as_main_thread();
+  uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
 
   // Thread exit (from a thread_local destructor).
   void on_thread_exit(ThreadBuffer* tb);
@@ -130,6 +131,7 @@ class Session {
   Config config_;
   int64_t pid_ = 0;
   int64_t main_tid_ = 0;  // the thread that started the session
+  std::atomic<uint64_t> start_ticks_{0};  // Clock ticks when the session started
   std::string path_;
   std::string app_;  // the <app> of path_
 

@@ -82,3 +82,51 @@ def test_sigterm_writes_the_main_threads_open_regions_as_cut(tmp_path):
     finished = [e for e in complete if e["name"] == "finished_step"]
     assert len(finished) == 2 and not any("cut" in e.get("args", {}) for e in finished)
     assert not any(e["name"] == "other_open" for e in complete)
+
+
+FORKED = """
+import os, signal, sys
+from dftracer.python import dft_fn
+
+r, w = os.pipe()
+with dft_fn("train", "epoch"):
+    pid = os.fork()
+    if pid == 0:
+        with dft_fn("train", "child_step"):
+            print("ready", flush=True)
+            os.read(r, 1)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_forked_child_cuts_only_its_own_regions(tmp_path):
+    # The child inherits a copy of the parent's open `epoch`: its trace gets
+    # only the region it opened itself.
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    env.update(DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=str(traces / "t"), DFTRACER_FLUSH_INTERVAL_MS="60000")
+    script = tmp_path / "forked.py"
+    script.write_text(textwrap.dedent(FORKED))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            child = int(f.read().split()[0])
+        os.kill(child, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and err == "", err
+    by_pid = {}
+    for path in trace_files(str(traces)):
+        events = read_finalized(path)
+        by_pid[int(path.rsplit("-", 1)[1].split(".")[0])] = events
+    assert set(by_pid) == {proc.pid, child}, sorted(by_pid)
+    cut = [e["name"] for e in by_pid[child] if e.get("ph") == "X" and e.get("args", {}).get("cut") is True]
+    assert cut == ["child_step"], cut
+    parent = [e for e in by_pid[proc.pid] if e.get("ph") == "X" and e.get("cat") == "train"]
+    assert [e["name"] for e in parent] == ["epoch"] and "cut" not in parent[0].get("args", {}), parent
