@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 from trace_reader import read_finalized, trace_files
 
@@ -43,20 +44,28 @@ with dft_fn("train", "epoch"):
 """
 
 
-def test_sigterm_writes_the_main_threads_open_regions_as_cut(tmp_path):
+def start(tmp_path, program):
+    """Starts `program` traced to tmp_path/traces (no timed flush: only the
+    finalize writes); returns (process, trace dir) once it printed "ready"."""
     traces = tmp_path / "traces"
     traces.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env.update(DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=str(traces / "t"), DFTRACER_FLUSH_INTERVAL_MS="60000")
     script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(PROGRAM))
+    script.write_text(textwrap.dedent(program))
     proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if line != "ready":
+        proc.kill()
+        raise AssertionError(proc.stderr.read())
+    return proc, traces
+
+
+def test_sigterm_writes_the_main_threads_open_regions_as_cut(tmp_path):
+    proc, traces = start(tmp_path, PROGRAM)
     try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        # The main thread is past "ready" and into the blocking read soon.
-        import time
-        time.sleep(0.5)
+        time.sleep(0.5)  # the main thread is past "ready" and into the blocking read
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -103,16 +112,8 @@ with dft_fn("train", "epoch"):
 def test_a_forked_child_cuts_only_its_own_regions(tmp_path):
     # The child inherits a copy of the parent's open `epoch`: its trace gets
     # only the region it opened itself.
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
-    env.update(DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=str(traces / "t"), DFTRACER_FLUSH_INTERVAL_MS="60000")
-    script = tmp_path / "forked.py"
-    script.write_text(textwrap.dedent(FORKED))
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc, traces = start(tmp_path, FORKED)
     try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
             child = int(f.read().split()[0])
         os.kill(child, signal.SIGTERM)
