@@ -10,7 +10,8 @@
 #   4. builds the fork and SIGTERM suites with AddressSanitizer +
 #      UndefinedBehaviorSanitizer and runs the fork-while-recording and
 #      SIGTERM-during-thread-churn tests at a small scale (TSan cannot run
-#      the fork test);
+#      the fork test), and the _exit/exec/credential hooks on a real program
+#      under the instrumented preload library;
 #   5. installs the Python package and runs pytest (the interop tests run
 #      DFTracer's own tools from the reference venv setup.sh made).
 # Exits non-zero on the first failure.
@@ -42,14 +43,14 @@ DFTRACER_TEST_SCALE=0.02 TSAN_OPTIONS="halt_on_error=1" \
   ctest --test-dir build-tsan -j "$JOBS" --output-on-failure \
   -R '^(core\.(Recording|Lifecycle|Overflow|Stats)|core\.Crash\.SigtermDuringThreadChurn|dynamo\.Concurrent|io\.(FunctionMode|FileHashes|WorkingDir))'
 
-step "AddressSanitizer + UBSan: fork while recording, SIGTERM during thread churn, our threads' descriptor tables"
+step "AddressSanitizer + UBSan: fork while recording, SIGTERM during thread churn, our threads' descriptor tables, _exit/exec/credential hooks"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_SANITIZE=address \
   -DDFTRACER_BUILD_TESTS=ON -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
-cmake --build build-asan -j "$JOBS" --target core_process_test core_descriptor_table_test file_output_test
+cmake --build build-asan -j "$JOBS" --target core_process_test core_descriptor_table_test file_output_test io_image_end_test
 DFTRACER_TEST_SCALE=0.1 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   ctest --test-dir build-asan -j "$JOBS" --output-on-failure \
-  -R '^(core\.(Fork\.ForkWhileRecordingAndWritingNeverCrashesTheChild|Crash\.(SigtermDuringThreadChurnNeverHangs|SigtermRightAfterForkFinalizesTheChild)|DescriptorTable\..*)|file\.TraceSink\..*)$'
+  -R '^(core\.(Fork\.ForkWhileRecordingAndWritingNeverCrashesTheChild|Crash\.(SigtermDuringThreadChurnNeverHangs|SigtermRightAfterForkFinalizesTheChild)|DescriptorTable\..*)|file\.TraceSink\..*|io\.ImageEnd\..*)$'
 
 step "Python package"
 "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"

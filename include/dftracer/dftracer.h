@@ -282,6 +282,22 @@ DFT_API uint64_t dft_region_begin(void);
 DFT_API void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks,
                             const dft_arg* args, uint32_t nargs);
 
+/* SIGTERM/SIGINT taken by the core (their disposition was the default): the
+ * tracer's signal thread calls `hook(sig)` before it finalizes the trace and
+ * the signal ends the process, so an API that keeps regions open -- a
+ * `train_step` blocked in a collective when torchrun terminates the ranks --
+ * can write them with dft_record_cut. The hook runs on that thread, not in a
+ * signal handler, while the program's threads run or wait as they were: it
+ * must take no lock the program may hold (Python's GIL among them). NULL
+ * removes it. */
+typedef void (*dft_signal_hook)(int sig);
+DFT_API void dft_set_signal_hook(dft_signal_hook hook);
+/* From a dft_signal_hook: a complete event from `start_ticks` to now, written
+ * as the main thread's (the thread that started tracing: its tid), with the
+ * arg "cut": true after `args`. Nothing when `start_ticks` is before the
+ * trace began (a forked child's copy of a region its parent had open). */
+DFT_API void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const dft_arg* args, uint32_t nargs);
+
 /* Records an instant ("ph":"i") event at now. */
 DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs);
 /* The same with the name given as bytes, bounded like dft_complete_ticks_named. */

@@ -79,6 +79,12 @@ ThreadBuffer* BufferRegistry::attach(ThreadBuffer* tb, uint64_t session) {
   return tb;
 }
 
+void BufferRegistry::write_as(ThreadBuffer* tb, int64_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tb->tid = tid;
+  tb->named = true;
+}
+
 void BufferRegistry::begin_session(std::atomic<uint64_t>* session) {
   std::lock_guard<std::mutex> lock(mu_);
   current_session_ = session->fetch_add(1, std::memory_order_relaxed) + 1;

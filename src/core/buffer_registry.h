@@ -23,6 +23,9 @@ class BufferRegistry {
   // emptied, keeping its chunk) or, when tb is null, a free or new one
   // named after the thread. Arranges for on_thread_exit at thread exit.
   ThreadBuffer* attach(ThreadBuffer* tb, uint64_t session);
+  // The buffer's events are written with `tid` (another thread's), and no
+  // thread_name line of its own (dft_record_cut, on the signal thread).
+  void write_as(ThreadBuffer* tb, int64_t tid);
 
   // A new session: bumps `*session` (so every live thread re-attaches on
   // its next record) and has the writer start every chain afresh. Both under

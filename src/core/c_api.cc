@@ -456,6 +456,23 @@ void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg
   record(RecordKind::kComplete, 0, name, cat, begin_ticks, Clock::instance().ticks(), args, nargs);
 }
 
+void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const dft_arg* args, uint32_t nargs) {
+  // Opened before this trace began: in a forked child, its copy of a region
+  // the parent had open at the fork (the parent's trace has it).
+  if (start_ticks < Session::instance().start_ticks()) return;
+  if (!Session::instance().write_as_main_thread()) return;
+  if (args == nullptr || nargs > DFT_MAX_ARGS - 1) nargs = args == nullptr ? 0 : DFT_MAX_ARGS - 1;
+  std::vector<dft_arg> all(args, args + nargs);
+  dft_arg cut;
+  std::memset(&cut, 0, sizeof cut);
+  cut.key = dft_intern("cut", 3);
+  cut.type = DFT_ARG_BOOL;
+  cut.v.i = 1;
+  all.push_back(cut);
+  record(RecordKind::kComplete, 0, name, cat, start_ticks, Clock::instance().ticks(), all.data(),
+         static_cast<uint32_t>(all.size()));
+}
+
 void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs) {
   uint64_t t = Clock::instance().ticks();
   record(RecordKind::kInstant, 0, name, cat, t, t, args, nargs);

@@ -46,24 +46,38 @@ Clock::Clock() {
   use_tsc_ = has_invariant_tsc() && getenv("DFTRACER_NO_TSC") == nullptr;
   __atomic_store_n(&dft_hot.tsc, use_tsc_ ? 1 : 0, __ATOMIC_RELEASE);  // dft_ticks_inline() may now read the TSC
   if (!use_tsc_) return;  // ticks are monotonic ns: nothing to calibrate
-  Sources src;
-  calibration_.start(src);
-  // A first estimate over ~2 ms (longer if its end sample keeps being
-  // interrupted, up to ~20 ms); recalibrate() refines it as the run goes.
+  // Only the anchor here: the rate is measured when the first tick is
+  // converted (ensure_rate), by when the baseline has grown on its own. A
+  // short-lived process no longer spends ~2 ms of CPU at start measuring it.
+  calibration_.start(Sources{});
+}
+
+void Clock::ensure_rate() const {
+  if (rate_ready_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(rate_mu_);
+  if (rate_ready_.load(std::memory_order_relaxed)) return;
+  // The rate from the anchor to now, over at least kFirstBaselineNs (longer
+  // if its end sample keeps being interrupted, up to ~20 ms). Every tick
+  // converted with it was taken before this sample, so the conversion
+  // interpolates: its error stays at the brackets' error, whatever the
+  // baseline.
   uint64_t begin = calibration_.anchor().mono_ns;
   for (;;) {
     uint64_t now = monotonic_ns();
-    if (now - begin < 2000000) continue;
-    if (calibration_.update(calibration_.sample(src)) || now - begin > 20000000) break;
+    if (now - begin < kFirstBaselineNs) continue;
+    if (calibration_.update(calibration_.sample(Sources{})) || now - begin > 20000000) break;
   }
   ns_per_tick_.store(calibration_.ns_per_tick(), std::memory_order_relaxed);
+  rate_ready_.store(true, std::memory_order_release);
 }
 
 void Clock::recalibrate() {
   if (!use_tsc_) return;
+  ensure_rate();
   ClockSample s = calibration_.sample(Sources{});
-  // Below 50 ms of baseline the start-up estimate is as good as this one.
-  if (s.mono_ns - calibration_.anchor().mono_ns < 50000000) return;
+  // Each cycle: the ticks it converts were all taken before this sample,
+  // so they are interpolated between the anchor and it, never
+  // extrapolated from an older, shorter baseline.
   // Only the writer thread calls this, so calibration_ has one writer;
   // recording threads never read it (they only take ticks).
   if (calibration_.update(s)) ns_per_tick_.store(calibration_.ns_per_tick(), std::memory_order_relaxed);
@@ -71,6 +85,7 @@ void Clock::recalibrate() {
 
 uint64_t Clock::to_ns(uint64_t t) const {
   if (!use_tsc_) return t + epoch_offset_ns_;
+  ensure_rate();
   return calibration_.to_mono_ns(t, ns_per_tick_.load(std::memory_order_relaxed)) + epoch_offset_ns_;
 }
 

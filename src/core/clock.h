@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+#include <mutex>
 
 #include "tsc_calibration.h"
 
@@ -68,10 +69,19 @@ class Clock {
     uint64_t mono_ns() const { return monotonic_ns(); }
   };
 
+  // The first rate, measured once, on the first conversion (or the
+  // writer's first recalibrate), whichever thread gets there first.
+  void ensure_rate() const;
+  static constexpr uint64_t kFirstBaselineNs = 200000;
   bool use_tsc_ = false;
   uint64_t epoch_offset_ns_ = 0;  // realtime - monotonic at start
-  TscCalibration calibration_;    // anchor fixed in the constructor; rate via ns_per_tick_
-  std::atomic<double> ns_per_tick_{1.0};
+  // Anchor fixed in the constructor; rate via ns_per_tick_. Written by
+  // ensure_rate (once, under rate_mu_), then by the writer's recalibrate
+  // only.
+  mutable TscCalibration calibration_;
+  mutable std::atomic<double> ns_per_tick_{1.0};
+  mutable std::atomic<bool> rate_ready_{false};
+  mutable std::mutex rate_mu_;
 };
 
 }  // namespace dftracer

@@ -1,7 +1,5 @@
 #include "diagnostics.h"
 
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cctype>
 #include <cstdio>
 #include <mutex>
 
@@ -44,50 +43,41 @@ bool verified_stderr(int fd) {
          ino == g_stderr_ino.load(std::memory_order_relaxed);
 }
 
+// Levels, most verbose first; a message is written when its level is at
+// least the one set (kOff: nothing).
+enum Level : int { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+constexpr const char* kLevelNames[] = {"trace", "debug", "info", "warning", "error", "critical", "off"};
+std::atomic<int> g_level{kWarn};
+std::mutex g_write_mu;  // one message at a time, whole
+
 // stderr, as the program's threads see it. The tracer's own threads keep a
 // descriptor table of their own (tracer_thread.h) whose 0-2 are /dev/null:
 // their messages go through a descriptor for the program's stderr of the
-// moment, taken for the one write.
-class ProgramStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t text;
-    formatter_->format(msg, text);
-    if (!in_private_table()) {
-      if (!verified_stderr(2)) return;
-      std::fwrite(text.data(), 1, text.size(), stderr);
-      std::fflush(stderr);
-      return;
-    }
-    int fd = program_stderr();
-    if (fd < 0) return;
-    if (!verified_stderr(fd)) {
-      syscall(SYS_close, fd);
-      return;
-    }
-    for (size_t off = 0; off < text.size();) {
-      ssize_t n = syscall(SYS_write, fd, text.data() + off, text.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
+// moment, taken for the one write. A plain writer, not a logging library:
+// every traced process loads this library, and two more shared libraries
+// (spdlog, fmt) cost a short-lived process about 0.3 ms of CPU to load.
+void write_message(Level level, const std::string& msg) {
+  if (level < g_level.load(std::memory_order_relaxed)) return;
+  const std::string text = std::string("[dftracer] ") + kLevelNames[level] + ": " + msg + "\n";
+  std::lock_guard<std::mutex> lock(g_write_mu);
+  if (!in_private_table()) {
+    if (!verified_stderr(2)) return;
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+    return;
+  }
+  int fd = program_stderr();
+  if (fd < 0) return;
+  if (!verified_stderr(fd)) {
     syscall(SYS_close, fd);
+    return;
   }
-  void flush_() override {
-    if (!in_private_table()) std::fflush(stderr);
+  for (size_t off = 0; off < text.size();) {
+    ssize_t n = syscall(SYS_write, fd, text.data() + off, text.size() - off);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
   }
-};
-
-spdlog::logger& logger() {
-  // Never destroyed: warnings may come from exit handlers after static
-  // destructors ran. Not registered globally, so an application's own use
-  // of spdlog is unaffected.
-  static spdlog::logger* l = [] {
-    auto* lg = new spdlog::logger("dftracer", std::make_shared<ProgramStderrSink>());
-    lg->set_pattern("[dftracer] %l: %v");
-    lg->set_level(spdlog::level::warn);
-    return lg;
-  }();
-  return *l;
+  syscall(SYS_close, fd);
 }
 
 }  // namespace
@@ -117,16 +107,19 @@ bool program_stderr_verified() {
 bool set_log_level(const std::string& level) {
   std::string l;
   for (char c : level) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "warning") l = "warn";
+  if (l == "warn") l = "warning";
   if (l == "err") l = "error";
-  auto lv = spdlog::level::from_str(l);
-  if (lv == spdlog::level::off && l != "off") return false;
-  logger().set_level(lv);
-  return true;
+  for (int i = kTrace; i <= kOff; ++i) {
+    if (l == kLevelNames[i]) {
+      g_level.store(i, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
 }
 
-void log_warn(const std::string& msg) { logger().warn(msg); }
-void log_info(const std::string& msg) { logger().info(msg); }
-void log_debug(const std::string& msg) { logger().debug(msg); }
+void log_warn(const std::string& msg) { write_message(kWarn, msg); }
+void log_info(const std::string& msg) { write_message(kInfo, msg); }
+void log_debug(const std::string& msg) { write_message(kDebug, msg); }
 
 }  // namespace dftracer

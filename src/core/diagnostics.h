@@ -1,5 +1,6 @@
 // The tracer's own diagnostics (warnings about bad settings, I/O failures).
-// spdlog to stderr with a "[dftracer]" prefix, level from DFTRACER_LOG_LEVEL.
+// One line each to stderr with a "[dftracer] <level>: " prefix, level from
+// DFTRACER_LOG_LEVEL.
 // Never used on the recording hot path.
 #ifndef DFTRACER_SRC_CORE_DIAGNOSTICS_H_
 #define DFTRACER_SRC_CORE_DIAGNOSTICS_H_
@@ -9,7 +10,8 @@
 namespace dftracer {
 
 // Sets the level from a DFTRACER_LOG_LEVEL-style name ("error", "warn",
-// "info", "debug", "off"); returns false for an unknown name.
+// "info", "debug", "trace", "critical", "off"; "warning", "err" too);
+// returns false for an unknown name.
 bool set_log_level(const std::string& level);
 
 // Messages go to descriptor 2 only while it names the file it named when

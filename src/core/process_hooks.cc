@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "dftracer/dftracer.h"
@@ -52,6 +54,7 @@ constexpr int kStopRequest = 1001;  // end the signal thread, nothing else (stop
 pthread_t g_signal_thread_id;
 sem_t g_done_sem;
 std::atomic<bool> g_signal_thread{false};  // this process has a signal thread (and its semaphores)
+std::atomic<dft_signal_hook> g_signal_hook{nullptr};  // dft_set_signal_hook
 
 void* signal_thread_main(void*) {
   pthread_setname_np(pthread_self(), "dftracer-signal");
@@ -68,6 +71,7 @@ void* signal_thread_main(void*) {
     sem_post(&g_done_sem);
     return nullptr;
   }
+  if (dft_signal_hook hook = g_signal_hook.load(std::memory_order_acquire)) hook(sig);
   Session::instance().finalize();  // waits for a finalize already under way, then is a no-op
   sem_post(&g_done_sem);  // an _exit waiting for a finalize goes on (and loses to the signal)
   // Given back first: under PRELOAD this signal() is the I/O library's hook,
@@ -107,6 +111,22 @@ void on_signal(int sig) {
 }
 
 bool g_handlers_installed = false;
+
+// One word shared by this process and every process forked from it (an
+// anonymous shared mapping survives fork, not exec): set by the first of
+// them that says a forked child cannot trace. Under `ulimit -n 5` every
+// child of a forking program fails to create its file the same way; the
+// user needs to read it once, not once a child.
+std::atomic<int>* g_tree_said = nullptr;
+
+void map_tree_flags() {
+  void* p = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED) g_tree_said = new (p) std::atomic<int>(0);
+}
+
+// Whether this child should say that it cannot trace: the first in its
+// process tree (every time where the shared word could not be mapped).
+bool first_child_to_say() { return g_tree_said == nullptr || g_tree_said->exchange(1, std::memory_order_relaxed) == 0; }
 
 // SIGTERM/SIGINT stay blocked in the forking thread from prepare until the
 // after-fork handlers are done. A signal sent to the child in that window
@@ -197,6 +217,7 @@ void stop_tracing_threads() {
 void install_process_hooks() {
   static std::once_flag once;
   std::call_once(once, [] {
+    map_tree_flags();
     std::atexit(&at_exit);
     pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
     // Only where the signal would kill the process anyway: an application's
@@ -267,7 +288,9 @@ void Session::after_fork_in_child() {
   pool_.reset_after_fork();
   if (was_enabled) {
     std::string error;
-    if (start_session(config_, -1, &error) != 0) log_warn(error + "; tracing is off in child " + std::to_string(getpid()));
+    if (start_session(config_, -1, &error) != 0 && first_child_to_say())
+      log_warn(error + "; tracing is off in child " + std::to_string(getpid()) +
+               " (said once: other forked children that fail the same way say nothing)");
   }
   lifecycle_mu_.unlock();
 }
@@ -277,6 +300,7 @@ void Session::after_fork_in_child() {
 // The I/O library's sigaction/signal hooks report this handler as SIG_DFL
 // and set it where the program asks for SIG_DFL (src/io/signal_hooks.c).
 extern "C" void dft_finalize_before_exit(void) { dftracer::finalize_before_exit(); }
+extern "C" void dft_set_signal_hook(dft_signal_hook hook) { dftracer::g_signal_hook.store(hook, std::memory_order_release); }
 extern "C" void dft_stop_tracing_threads(void) { dftracer::stop_tracing_threads(); }
 extern "C" void dft_suspend_for_exec(void) { dftracer::Session::instance().suspend_for_exec(); }
 extern "C" void dft_resume_after_failed_exec(void) { dftracer::Session::instance().resume_after_failed_exec(); }

@@ -143,6 +143,8 @@ int Session::start_session(const Config& cfg, int64_t process_id, std::string* e
   StringTable::instance().set_cap(cfg.intern_cap);
   StringTable::instance().reset_inline_count();
   pid_ = info.pid;
+  main_tid_ = info.main_tid;
+  start_ticks_.store(Clock::instance().ticks(), std::memory_order_relaxed);
   path_ = path;
   app_ = info.app;
   pool_.configure(cfg.buffer_size, cfg.chunk_size,
@@ -281,6 +283,15 @@ bool Session::refill(ThreadBuffer* tb, uint32_t bytes) {
   tb->chunk = next;
   tb->off = 0;
   tb->cap = next->capacity;
+  return true;
+}
+
+bool Session::write_as_main_thread() {
+  if (!enabled()) return false;
+  ThreadBuffer* tb = tls_buffer_;
+  if (tb == nullptr || tb->session != session_.load(std::memory_order_relaxed)) tb = attach_thread();
+  if (tb == nullptr) return false;
+  registry_.write_as(tb, main_tid_);
   return true;
 }
 

@@ -96,6 +96,11 @@ class Session {
   Writer* writer() { return writer_.get(); }
   uint64_t session() const { return session_.load(std::memory_order_relaxed); }
 
+  // The calling thread's events are written as the main thread's from here
+  // on (dft_record_cut). False when tracing is off.
+  bool write_as_main_thread();
+  uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
+
   // Thread exit (from a thread_local destructor).
   void on_thread_exit(ThreadBuffer* tb);
 
@@ -125,6 +130,8 @@ class Session {
   std::atomic<uint64_t> after_finalize_{0};
   Config config_;
   int64_t pid_ = 0;
+  int64_t main_tid_ = 0;  // the thread that started the session
+  std::atomic<uint64_t> start_ticks_{0};  // Clock ticks when the session started
   std::string path_;
   std::string app_;  // the <app> of path_
 

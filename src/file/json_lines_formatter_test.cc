@@ -369,3 +369,20 @@ TEST(JsonLinesFormatter, WithoutIncMetadataNoShFhAndNoHostHashInEvents) {
 
 }  // namespace
 }  // namespace dftracer
+
+// The buffer is allocated, not zero-filled, and grows by copying what it
+// holds: every byte appended across many growths reads back in order.
+TEST(OutBuffer, KeepsEveryByteAcrossGrowth) {
+  dftracer::OutBuffer out{1};
+  std::string expect;
+  for (int i = 0; i < 5000; ++i) {
+    out.u64(static_cast<uint64_t>(i));
+    out.ch(',');
+    expect += std::to_string(i) + ",";
+  }
+  ASSERT_EQ(out.size(), expect.size());
+  EXPECT_EQ(std::string(out.data(), out.size()), expect);
+  out.truncate(3);
+  out.lit("xy");
+  EXPECT_EQ(std::string(out.data(), out.size()), "0,1xy");
+}

@@ -7,18 +7,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 namespace dftracer {
 
 class OutBuffer {
  public:
-  explicit OutBuffer(size_t reserve = 1 << 20) { buf_.resize(reserve); }
+  // `reserve` bytes are allocated, not written: a process that formats a
+  // few lines touches (and so faults in) only their pages.
+  explicit OutBuffer(size_t reserve = 1 << 20) : buf_(new char[reserve > 0 ? reserve : 1]), cap_(reserve > 0 ? reserve : 1) {}
 
   // Room for n more bytes; returns where to write them.
   char* ensure(size_t n) {
-    if (len_ + n > buf_.size()) buf_.resize((len_ + n) * 2);
-    return buf_.data() + len_;
+    if (len_ + n > cap_) grow(len_ + n);
+    return buf_.get() + len_;
   }
   void advance(size_t n) { len_ += n; }
 
@@ -59,14 +61,23 @@ class OutBuffer {
     len_ += 16;
   }
 
-  const char* data() const { return buf_.data(); }
+  const char* data() const { return buf_.get(); }
   size_t size() const { return len_; }
   void clear() { len_ = 0; }
   // Drops everything after `n` bytes (to undo a partly formatted event).
   void truncate(size_t n) { if (n < len_) len_ = n; }
 
  private:
-  std::vector<char> buf_;
+  void grow(size_t need) {
+    size_t cap = need * 2;
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    std::memcpy(bigger.get(), buf_.get(), len_);
+    buf_ = std::move(bigger);
+    cap_ = cap;
+  }
+
+  std::unique_ptr<char[]> buf_;
+  size_t cap_;
   size_t len_ = 0;
 };
 

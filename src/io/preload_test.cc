@@ -38,22 +38,8 @@ ProgramRun run_program(const std::string& dir, const std::vector<std::string>& a
   for (const std::string& e : env) preload_named |= e.rfind("LD_PRELOAD=", 0) == 0;
   if (!preload_named) envs.push_back("LD_PRELOAD=" DFTIO_PRELOAD_LIB);
   envs.insert(envs.end(), env.begin(), env.end());
-  std::vector<char*> argv, envp;
-  argv.push_back(prog.data());
-  std::vector<std::string> a = args;
-  for (auto& s : a) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : envs) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execve(prog.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
   ProgramRun r;
-  int st = 0;
-  waitpid(pid, &st, 0);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.status = dftracer_test::run_program(prog, args, envs);
   for (const char* suffix : {".pfw", ".pfw.gz"})
     for (const std::string& f : dftracer_test::files_in(dir, suffix))
       r.files.push_back(dftracer_test::parse_events(dftracer_test::event_lines(dftracer_test::read_all(f))));

@@ -253,6 +253,27 @@ int run_in_child(const std::function<int()>& body) {
   return -1;
 }
 
+int run_program(const std::string& prog, const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::string p = prog;
+  std::vector<std::string> a = args, e = env;
+  std::vector<char*> argv = {p.data()}, envp;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : e) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execve(p.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
 uint64_t scaled(uint64_t n) {
   const char* s = getenv("DFTRACER_TEST_SCALE");
   double f = s ? atof(s) : 1.0;

@@ -71,6 +71,11 @@ class ScopedEnv {
 // Runs `body` in a forked child and returns its exit status (or 128+signal).
 int run_in_child(const std::function<int()>& body);
 
+// Runs the program `prog` with `args` (after argv[0]) and exactly the
+// environment `env` ("NAME=value" each); returns its exit status (or
+// 128+signal; 127 when it could not be started).
+int run_program(const std::string& prog, const std::vector<std::string>& args, const std::vector<std::string>& env);
+
 // Test size: DFTRACER_TEST_SCALE (default 1.0) multiplies event counts, so
 // the sanitizer builds can run the same tests smaller.
 uint64_t scaled(uint64_t n);

@@ -93,6 +93,17 @@ inline OpenEvent open_take(OpenStack& s, int i) {
 // Drops every entry of `owner` on this thread (the owner is being freed).
 void open_forget_owner(const void* owner);
 
+// Called once, on the thread that imports the module (a program's main
+// thread): when SIGTERM or SIGINT ends the process, the core's signal
+// thread writes that thread's open regions and traced calls, each from its
+// start to the signal, with "cut": true (a `train_step` blocked in a
+// collective when torchrun terminates the ranks is the run's main
+// evidence). Read without the GIL: only plain fields -- the interned name,
+// the dft_fn's category -- never a Python object, so an entry whose name is
+// past the intern cap, and args added by update() or sticky args, are left
+// out.
+void open_cut_at_signal_for_this_thread();
+
 }  // namespace dft_py
 
 #endif  // DFTRACER_BINDINGS_PYTHON_OPEN_EVENTS_H_

@@ -1,6 +1,6 @@
 """The tracer's one diagnostics channel, from Python.
 
-`warn(msg)` goes through the core's `dft_warn` (spdlog to stderr, the same
+`warn(msg)` goes through the core's `dft_warn` (one line to stderr, the same
 "[dftracer] warning: ..." line the C++ side writes, filtered by
 DFTRACER_LOG_LEVEL), so a user sees one format whichever part of the tracer
 speaks. Never raises: a warning must not break the traced program.
