@@ -1,0 +1,160 @@
+#include "memory.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+
+#include "summary.hpp"
+#include "text_format.hpp"
+
+namespace dftracer::analyze {
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = std::fabs(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  const std::string sign = bytes < 0 ? "-" : "";
+  return sign + (u == 0 ? fmt_num(v, 0) : fmt_num(v, 2)) + " " + units[u];
+}
+
+void append_memory_cells(std::vector<std::string>& cells, const SummaryRow& r) {
+  cells.push_back(human_bytes(r.alloc_bytes));
+  cells.push_back(human_bytes(r.free_bytes));
+  cells.push_back(human_bytes(r.alloc_bytes - r.free_bytes));
+}
+
+void append_memory_members(std::string& json, const SummaryRow& r) {
+  json += ",\"alloc_bytes\":" + json_num(r.alloc_bytes) + ",\"free_bytes\":" + json_num(r.free_bytes) +
+          ",\"net_bytes\":" + json_num(r.alloc_bytes - r.free_bytes);
+}
+
+void append_memory_csv(std::string& csv, const SummaryRow& r) {
+  csv += "," + json_num(r.alloc_bytes) + "," + json_num(r.free_bytes) + "," + json_num(r.alloc_bytes - r.free_bytes);
+}
+
+namespace {
+
+// The series the analyzer reads: the capture writes cpu and cuda:0..7; the
+// decoder captures at most kMaxExtraArgs keys.
+constexpr const char* kDevices[kMaxExtraArgs] = {"cpu",    "cuda:0", "cuda:1", "cuda:2",
+                                                 "cuda:3", "cuda:4", "cuda:5", "cuda:6"};
+
+class MemoryTrackReader : public LineConsumer {
+ public:
+  MemoryTrackReader() {
+    ArgCapture c;
+    c.size = std::size(kDevices);
+    for (size_t i = 0; i < c.size; ++i) c.keys[i] = kDevices[i];
+    decoder_.capture_args(c);
+  }
+  void begin_piece(size_t file_index) override { file_ = file_index; }
+
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    // Counter lines are few (the capture bounds their rate): skip the rest unread.
+    static constexpr std::string_view kCounter = "\"ph\":\"C\"";
+    if (line.find(kCounter) == std::string_view::npos) return DecodeStatus::Ok;
+    const DecodeStatus st = decoder_.decode(line, cap, ev_);
+    if (st != DecodeStatus::Ok) return st;
+    if (ev_.ph != "C" || ev_.name != "memory" || ev_.cat != "memory") return st;
+    bool any = false;
+    for (size_t i = 0; i < std::size(kDevices); ++i) {
+      const std::string_view v = ev_.extra_args[i];
+      if (v.empty()) continue;
+      double bytes = 0;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), bytes);
+      if (r.ec != std::errc() || r.ptr != v.data() + v.size() || !ev_.has_ts) {
+        ++out.bad_samples;
+        continue;
+      }
+      any = true;
+      add(std::string(ev_.pid_text), kDevices[i], ev_.ts_ns, bytes);
+    }
+    if (!any && std::all_of(ev_.extra_args.begin(), ev_.extra_args.end(), [](std::string_view s) { return s.empty(); }))
+      ++out.bad_samples;  // a memory counter with no series the analyzer knows
+    return st;
+  }
+
+  void add(const std::string& pid, const char* device, int64_t ts, double bytes) {
+    MemorySeries& s = series_[{pid, device}];
+    auto& last = last_ts_[{file_, pid + '\0' + device}];
+    if (s.samples && ts < last) ++out.out_of_order;
+    last = std::max(last, ts);
+    if (s.samples == 0) {
+      s.pid = pid;
+      s.device = device;
+      s.peak = s.first = s.last = bytes;
+      s.peak_ts_ns = s.first_ts_ns = s.last_ts_ns = ts;
+    } else {
+      if (bytes > s.peak || (bytes == s.peak && ts < s.peak_ts_ns)) s.peak = bytes, s.peak_ts_ns = ts;
+      if (ts < s.first_ts_ns) s.first = bytes, s.first_ts_ns = ts;
+      if (ts >= s.last_ts_ns) s.last = bytes, s.last_ts_ns = ts;
+    }
+    ++s.samples;
+  }
+
+  MemoryPeaks out;
+  std::map<std::pair<std::string, std::string>, MemorySeries> series_;
+
+ private:
+  EventDecoder decoder_;
+  Event ev_;
+  size_t file_ = 0;
+  std::map<std::pair<size_t, std::string>, int64_t> last_ts_;
+};
+
+std::string us_text(int64_t ns) { return fmt_num(static_cast<double>(ns) * 1e-3, 3); }
+
+}  // namespace
+
+MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOptions& options) {
+  MemoryTrackReader reader;  // one consumer: the files are read in order, so "out of order" means within a file
+  ReadOptions o = options;
+  o.use_index = false;
+  reader.out.stats = read_traces(files, {&reader}, o);
+  for (auto& [k, s] : reader.series_) reader.out.series.push_back(s);
+  return std::move(reader.out);
+}
+
+std::string memory_problems_line(const MemoryPeaks& m) {
+  if (m.bad_samples == 0) return {};
+  return "skipped " + std::to_string(m.bad_samples) + " memory counter sample" + (m.bad_samples == 1 ? "" : "s") +
+         " without a numeric value";
+}
+
+void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
+  if (m.series.empty()) {
+    os << "no memory counter track in the input (trace with DFTRACER_MEMORY=1 or trace_eager(memory=True))\n";
+    return;
+  }
+  os << "pid  device  samples  peak  peak at (us)  first  last\n";
+  for (const MemorySeries& s : m.series)
+    os << s.pid << "  " << s.device << "  " << s.samples << "  " << human_bytes(s.peak) << "  " << us_text(s.peak_ts_ns)
+       << "  " << human_bytes(s.first) << "  " << human_bytes(s.last) << '\n';
+  if (m.out_of_order)
+    os << m.out_of_order << " samples earlier than one before them in their file (several threads' samples; used by time)\n";
+}
+
+void write_memory_json(std::ostream& os, const MemoryPeaks& m) {
+  std::string o = "{\"series\":[";
+  for (size_t i = 0; i < m.series.size(); ++i) {
+    const MemorySeries& s = m.series[i];
+    o += i ? ",{" : "{";
+    o += "\"pid\":";
+    append_json_string(o, s.pid);
+    o += ",\"device\":";
+    append_json_string(o, s.device);
+    o += ",\"samples\":" + std::to_string(s.samples) + ",\"peak_bytes\":" + json_num(s.peak) +
+         ",\"peak_ts_us\":" + us_text(s.peak_ts_ns) + ",\"first_bytes\":" + json_num(s.first) +
+         ",\"last_bytes\":" + json_num(s.last) + "}";
+  }
+  o += "],\"out_of_order\":" + std::to_string(m.out_of_order) + ",\"bad_samples\":" + std::to_string(m.bad_samples) +
+       ",\"skipped\":" + skipped_json(m.stats) + "}\n";
+  os << o;
+}
+
+}  // namespace dftracer::analyze

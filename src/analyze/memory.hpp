@@ -1,0 +1,59 @@
+// Memory: what the LibTorch observer's allocation capture wrote
+// (include/dftracer/torch.h, enable_memory): per op the self bytes it
+// allocated and freed (args.alloc_bytes / args.free_bytes, summed by the
+// summary into its memory columns), and the "memory" counter track (cat
+// "memory", "ph":"C", one series per device: "cpu", "cuda:0" ...), whose
+// maximum is the exact peak of bytes allocated.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "event_decoder.hpp"
+#include "trace_reader.hpp"
+
+namespace dftracer::analyze {
+
+struct SummaryRow;
+
+// The summary's memory columns (written when Summary::has_memory): the CSV,
+// JSON and DataFrame names, and the table's headings.
+inline constexpr const char* kMemoryColumns[] = {"alloc_bytes", "free_bytes", "net_bytes"};
+inline constexpr const char* kMemoryColumnHeads[] = {"allocated", "freed", "net"};
+
+// "1.50 MiB", "-512 B": bytes for the table (binary units).
+std::string human_bytes(double bytes);
+void append_memory_cells(std::vector<std::string>& cells, const SummaryRow& r);
+void append_memory_members(std::string& json, const SummaryRow& r);  // ,"alloc_bytes":..,"free_bytes":..,"net_bytes":..
+void append_memory_csv(std::string& csv, const SummaryRow& r);
+
+// One process's series of the memory track.
+struct MemorySeries {
+  std::string pid;
+  std::string device;     // "cpu", "cuda:0", ...
+  uint64_t samples = 0;
+  double peak = 0;        // bytes allocated at the highest sample
+  int64_t peak_ts_ns = 0;
+  double first = 0, last = 0;  // the first and last samples' values (by time)
+  int64_t first_ts_ns = 0, last_ts_ns = 0;
+};
+
+struct MemoryPeaks {
+  std::vector<MemorySeries> series;  // by pid, then device
+  uint64_t out_of_order = 0;  // samples of a series earlier than one already read in the same file (kept)
+  uint64_t bad_samples = 0;   // memory counter events without a numeric value (skipped)
+  ReadStats stats;
+};
+
+// Reads the memory counter tracks of `files` (one pass, in file order).
+MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOptions& options = {});
+void write_memory_table(std::ostream& os, const MemoryPeaks& m);
+void write_memory_json(std::ostream& os, const MemoryPeaks& m);
+// "skipped 2 memory samples without a value; 3 out of order" ("" when none).
+std::string memory_problems_line(const MemoryPeaks& m);
+
+}  // namespace dftracer::analyze
