@@ -3,7 +3,13 @@ eager op tracing on, memory capture off and on, side by side in one run
 (interleaved rounds, median of each), and the cost per allocation event:
 (step time on - step time off) / allocation events per step.
 
-    python bench/torch/bench_memory.py [--rounds 15] [--steps 5]
+    python bench/torch/bench_memory.py [--rounds 15] [--steps 5] [--allocs 200000]
+
+The per-event cost is also measured alone: `--allocs` torch.empty(16) calls
+(one op, one allocation, one free each) with memory off and on, interleaved;
+(on - off) / (2 * allocs) is the cost per allocation event on the
+allocating thread, torch's own bookkeeping while reporting is on (the CPU
+allocator's mutex and size map) included.
 
 Prints one JSON line. Never run as a test.
 """
@@ -39,6 +45,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--allocs", type=int, default=200000)
     args = ap.parse_args()
     torch.set_num_threads(1)
     step = model_step()
@@ -54,6 +61,14 @@ def main():
                     for _ in range(args.steps):
                         step()
                     times[mem].append((time.perf_counter_ns() - t0) / args.steps)
+        micro = {False: [], True: []}
+        for _ in range(args.rounds):
+            for mem in (False, True):
+                with trace_eager(memory=mem):
+                    t0 = time.perf_counter_ns()
+                    for _ in range(args.allocs):
+                        torch.empty(16)
+                    micro[mem].append(time.perf_counter_ns() - t0)
         # allocation events per step: torch.profiler counts them
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
             step()
@@ -62,6 +77,11 @@ def main():
     off, on = statistics.median(times[False]), statistics.median(times[True])
     print(json.dumps({"step_ms_memory_off": off / 1e6, "step_ms_memory_on": on / 1e6, "ratio": on / off,
                       "alloc_events_per_step": allocs, "ns_per_alloc_event": (on - off) / allocs if allocs else None,
+                      "micro_ns_per_alloc_event": (statistics.median(micro[True]) - statistics.median(micro[False]))
+                      / (2 * args.allocs),
+                      "micro_ns_per_alloc_event_min": (min(micro[True]) - min(micro[False])) / (2 * args.allocs),
+                      "step_ratio_min": min(times[True]) / min(times[False]),
+                      "micro_ns_per_empty_memory_off": statistics.median(micro[False]) / args.allocs,
                       "rounds": args.rounds, "steps_per_round": args.steps}))
 
 

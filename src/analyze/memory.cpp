@@ -1,10 +1,12 @@
 #include "memory.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <ostream>
 
+#include "step_finder.hpp"
 #include "summary.hpp"
 #include "text_format.hpp"
 
@@ -52,12 +54,16 @@ class MemoryTrackReader : public LineConsumer {
     for (size_t i = 0; i < c.size; ++i) c.keys[i] = kDevices[i];
     decoder_.capture_args(c);
   }
-  void begin_piece(size_t file_index) override { file_ = file_index; }
+
+  void begin_piece(size_t file_index) override {
+    file_ = file_index;
+    finder.begin_piece(file_index);
+  }
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
-    // Counter lines are few (the capture bounds their rate): skip the rest unread.
+    // Counter lines are few (the capture bounds their rate): the others go to the step finder only.
     static constexpr std::string_view kCounter = "\"ph\":\"C\"";
-    if (line.find(kCounter) == std::string_view::npos) return DecodeStatus::Ok;
+    if (line.find(kCounter) == std::string_view::npos) return finder.consume(line, cap);
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
     if (ev_.ph != "C" || ev_.name != "memory" || ev_.cat != "memory") return st;
@@ -95,9 +101,33 @@ class MemoryTrackReader : public LineConsumer {
       if (ts >= s.last_ts_ns) s.last = bytes, s.last_ts_ns = ts;
     }
     ++s.samples;
+    samples_[{pid, device}].emplace_back(ts, bytes);
+  }
+
+  // Each step's peak, from the samples of its process.
+  void step_peaks(const StepPlan& plan) {
+    for (auto& [key, v] : samples_) std::sort(v.begin(), v.end());
+    for (const ProcessSteps& p : plan.processes) {
+      for (auto it = samples_.lower_bound({p.pid, ""}); it != samples_.end() && it->first.first == p.pid; ++it) {
+        const auto& v = it->second;
+        for (size_t i = 0; i < p.steps.size(); ++i) {
+          const StepInterval& st = p.steps[i];
+          MemoryStepPeak r{p.pid, it->first.second, i, st.label, 0, 0, st.ts};
+          auto b = std::lower_bound(v.begin(), v.end(), std::make_pair(st.ts, -HUGE_VAL));
+          bool any = b != v.begin();
+          if (any) r.start_bytes = r.peak = std::prev(b)->second;
+          for (auto s = b; s != v.end() && s->first <= st.end; ++s) {
+            if (!any || s->second > r.peak) r.peak = s->second, r.peak_ts_ns = s->first;
+            any = true;
+          }
+          if (any) out.steps.push_back(std::move(r));
+        }
+      }
+    }
   }
 
   MemoryPeaks out;
+  StepFinder finder;
   std::map<std::pair<std::string, std::string>, MemorySeries> series_;
 
  private:
@@ -105,6 +135,7 @@ class MemoryTrackReader : public LineConsumer {
   Event ev_;
   size_t file_ = 0;
   std::map<std::pair<size_t, std::string>, int64_t> last_ts_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, double>>> samples_;
 };
 
 std::string us_text(int64_t ns) { return fmt_num(static_cast<double>(ns) * 1e-3, 3); }
@@ -117,6 +148,7 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   o.use_index = false;
   reader.out.stats = read_traces(files, {&reader}, o);
   for (auto& [k, s] : reader.series_) reader.out.series.push_back(s);
+  reader.step_peaks(reader.finder.plan());
   return std::move(reader.out);
 }
 
@@ -131,10 +163,19 @@ void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
     os << "no memory counter track in the input (trace with DFTRACER_MEMORY=1 or trace_eager(memory=True))\n";
     return;
   }
-  os << "pid  device  samples  peak  peak at (us)  first  last\n";
+  std::vector<std::vector<std::string>> rows = {{"pid", "device", "samples", "peak", "peak at (us)", "first", "last"}};
   for (const MemorySeries& s : m.series)
-    os << s.pid << "  " << s.device << "  " << s.samples << "  " << human_bytes(s.peak) << "  " << us_text(s.peak_ts_ns)
-       << "  " << human_bytes(s.first) << "  " << human_bytes(s.last) << '\n';
+    rows.push_back({s.pid, s.device, std::to_string(s.samples), human_bytes(s.peak), us_text(s.peak_ts_ns),
+                    human_bytes(s.first), human_bytes(s.last)});
+  write_aligned(os, rows, 2);
+  if (!m.steps.empty()) {
+    os << "\nper step (steps as summary --by step finds them):\n";
+    rows = {{"pid", "device", "step", "label", "at start", "peak", "peak at (us)"}};
+    for (const MemoryStepPeak& s : m.steps)
+      rows.push_back({s.pid, s.device, std::to_string(s.step), s.label, human_bytes(s.start_bytes), human_bytes(s.peak),
+                      us_text(s.peak_ts_ns)});
+    write_aligned(os, rows, 4);
+  }
   if (m.out_of_order)
     os << m.out_of_order << " samples earlier than one before them in their file (several threads' samples; used by time)\n";
 }
@@ -151,6 +192,19 @@ void write_memory_json(std::ostream& os, const MemoryPeaks& m) {
     o += ",\"samples\":" + std::to_string(s.samples) + ",\"peak_bytes\":" + json_num(s.peak) +
          ",\"peak_ts_us\":" + us_text(s.peak_ts_ns) + ",\"first_bytes\":" + json_num(s.first) +
          ",\"last_bytes\":" + json_num(s.last) + "}";
+  }
+  o += "],\"steps\":[";
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const MemoryStepPeak& s = m.steps[i];
+    o += i ? ",{" : "{";
+    o += "\"pid\":";
+    append_json_string(o, s.pid);
+    o += ",\"device\":";
+    append_json_string(o, s.device);
+    o += ",\"step\":" + std::to_string(s.step) + ",\"label\":";
+    append_json_string(o, s.label);
+    o += ",\"start_bytes\":" + json_num(s.start_bytes) + ",\"peak_bytes\":" + json_num(s.peak) +
+         ",\"peak_ts_us\":" + us_text(s.peak_ts_ns) + "}";
   }
   o += "],\"out_of_order\":" + std::to_string(m.out_of_order) + ",\"bad_samples\":" + std::to_string(m.bad_samples) +
        ",\"skipped\":" + skipped_json(m.stats) + "}\n";

@@ -42,8 +42,22 @@ struct MemorySeries {
   int64_t first_ts_ns = 0, last_ts_ns = 0;
 };
 
+// One step's peak (steps as `summary --by step` finds them, step_finder.hpp):
+// the highest sample inside the step, or the level it started at (the last
+// sample before it) when that is higher.
+struct MemoryStepPeak {
+  std::string pid;
+  std::string device;
+  size_t step = 0;  // 0-based, in order of start within the process
+  std::string label;
+  double start_bytes = 0;  // the last sample before the step (0: none)
+  double peak = 0;
+  int64_t peak_ts_ns = 0;
+};
+
 struct MemoryPeaks {
   std::vector<MemorySeries> series;  // by pid, then device
+  std::vector<MemoryStepPeak> steps; // by pid, device, then step
   uint64_t out_of_order = 0;  // samples of a series earlier than one already read in the same file (kept)
   uint64_t bad_samples = 0;   // memory counter events without a numeric value (skipped)
   ReadStats stats;
