@@ -138,6 +138,52 @@ class MemoryTrackReader : public LineConsumer {
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, double>>> samples_;
 };
 
+// Pass 2: the ops inside each process's window up to its CPU peak.
+class HolderReader : public LineConsumer {
+ public:
+  explicit HolderReader(std::vector<MemoryPeakBreakdown>& b) : out_(b) {
+    for (size_t i = 0; i < out_.size(); ++i) by_pid_[out_[i].pid] = i;
+  }
+  DecodeStatus consume(std::string_view line, size_t cap) override {
+    if (line.find("_bytes\"") == std::string_view::npos) return DecodeStatus::Ok;  // no memory args
+    const DecodeStatus st = decoder_.decode(line, cap, ev_);
+    if (st != DecodeStatus::Ok || !ev_.is_complete() || !(ev_.has_alloc_bytes || ev_.has_free_bytes)) return st;
+    auto it = by_pid_.find(ev_.pid_text);
+    if (it == by_pid_.end()) return st;
+    const MemoryPeakBreakdown& b = out_[it->second];
+    if (ev_.ts_ns < b.from_ns || ev_.ts_ns + ev_.dur_ns > b.peak_ts_ns) return st;
+    const double net = ev_.alloc_bytes - ev_.free_bytes;
+    out_[it->second].ops_net += net;
+    auto& n = names_[it->second][std::string(ev_.name)];
+    n.first += net;
+    ++n.second;
+    auto& m = modules_[it->second][std::string(ev_.module)];
+    m.first += net;
+    ++m.second;
+    return st;
+  }
+  void finish() {
+    auto top = [](const std::map<std::string, std::pair<double, uint64_t>>& in) {
+      std::vector<MemoryHolder> v;
+      for (const auto& [k, x] : in) v.push_back({k, x.first, x.second});
+      std::sort(v.begin(), v.end(), [](const MemoryHolder& a, const MemoryHolder& b) {
+        return a.net != b.net ? a.net > b.net : a.key < b.key;
+      });
+      if (v.size() > 10) v.resize(10);
+      return v;
+    };
+    for (auto& [i, m] : names_) out_[i].by_name = top(m);
+    for (auto& [i, m] : modules_) out_[i].by_module = top(m);
+  }
+
+ private:
+  std::vector<MemoryPeakBreakdown>& out_;
+  std::map<std::string, size_t, std::less<>> by_pid_;
+  std::map<size_t, std::map<std::string, std::pair<double, uint64_t>>> names_, modules_;
+  EventDecoder decoder_;
+  Event ev_;
+};
+
 std::string us_text(int64_t ns) { return fmt_num(static_cast<double>(ns) * 1e-3, 3); }
 
 }  // namespace
@@ -148,7 +194,26 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   o.use_index = false;
   reader.out.stats = read_traces(files, {&reader}, o);
   for (auto& [k, s] : reader.series_) reader.out.series.push_back(s);
-  reader.step_peaks(reader.finder.plan());
+  const StepPlan plan = reader.finder.plan();
+  reader.step_peaks(plan);
+  // The window of each process's CPU peak: its step's start (else the first sample) to the peak.
+  for (const MemorySeries& s : reader.out.series) {
+    if (s.device != "cpu") continue;
+    MemoryPeakBreakdown b{s.pid, s.first_ts_ns, s.peak_ts_ns, s.first, s.peak, {}, {}};
+    for (const MemoryStepPeak& st : reader.out.steps)
+      if (st.pid == s.pid && st.device == "cpu" && st.peak_ts_ns == s.peak_ts_ns) {
+        for (const ProcessSteps& p : plan.processes)
+          if (p.pid == s.pid && st.step < p.steps.size()) b.from_ns = p.steps[st.step].ts;
+        b.from_bytes = st.start_bytes;
+        break;
+      }
+    reader.out.holders.push_back(std::move(b));
+  }
+  if (!reader.out.holders.empty()) {
+    HolderReader holders(reader.out.holders);
+    read_traces(files, {&holders}, o);  // the same input again: its problems are counted once, above
+    holders.finish();
+  }
   return std::move(reader.out);
 }
 
@@ -175,6 +240,19 @@ void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
       rows.push_back({s.pid, s.device, std::to_string(s.step), s.label, human_bytes(s.start_bytes), human_bytes(s.peak),
                       us_text(s.peak_ts_ns)});
     write_aligned(os, rows, 4);
+  }
+  for (const MemoryPeakBreakdown& b : m.holders) {
+    os << "\npid " << b.pid << ": the CPU peak " << human_bytes(b.peak) << " at " << us_text(b.peak_ts_ns) << " us, "
+       << human_bytes(b.peak - b.from_bytes) << " above " << human_bytes(b.from_bytes) << " at " << us_text(b.from_ns)
+       << " us (its step's start); what the ops in between added (self bytes allocated - freed):\n";
+    for (const auto* list : {&b.by_name, &b.by_module}) {
+      rows = {{list == &b.by_name ? "op" : "module", "ops", "net"}};
+      for (const MemoryHolder& h : *list)
+        rows.push_back({h.key.empty() ? "(none)" : h.key, std::to_string(h.ops), human_bytes(h.net)});
+      if (rows.size() > 1) write_aligned(os, rows, 1);
+    }
+    os << "ops in the window: " << human_bytes(b.ops_net) << " net; outside them: "
+       << human_bytes(b.peak - b.from_bytes - b.ops_net) << '\n';
   }
   if (m.out_of_order)
     os << m.out_of_order << " samples earlier than one before them in their file (several threads' samples; used by time)\n";
@@ -205,6 +283,26 @@ void write_memory_json(std::ostream& os, const MemoryPeaks& m) {
     append_json_string(o, s.label);
     o += ",\"start_bytes\":" + json_num(s.start_bytes) + ",\"peak_bytes\":" + json_num(s.peak) +
          ",\"peak_ts_us\":" + us_text(s.peak_ts_ns) + "}";
+  }
+  o += "],\"peaks\":[";
+  for (size_t i = 0; i < m.holders.size(); ++i) {
+    const MemoryPeakBreakdown& b = m.holders[i];
+    o += i ? ",{" : "{";
+    o += "\"pid\":";
+    append_json_string(o, b.pid);
+    o += ",\"from_ts_us\":" + us_text(b.from_ns) + ",\"from_bytes\":" + json_num(b.from_bytes) +
+         ",\"peak_ts_us\":" + us_text(b.peak_ts_ns) + ",\"peak_bytes\":" + json_num(b.peak) +
+         ",\"ops_net_bytes\":" + json_num(b.ops_net);
+    for (const auto* list : {&b.by_name, &b.by_module}) {
+      o += list == &b.by_name ? ",\"by_name\":[" : ",\"by_module\":[";
+      for (size_t j = 0; j < list->size(); ++j) {
+        o += j ? ",{\"key\":" : "{\"key\":";
+        append_json_string(o, (*list)[j].key);
+        o += ",\"ops\":" + std::to_string((*list)[j].ops) + ",\"net_bytes\":" + json_num((*list)[j].net) + "}";
+      }
+      o += "]";
+    }
+    o += "}";
   }
   o += "],\"out_of_order\":" + std::to_string(m.out_of_order) + ",\"bad_samples\":" + std::to_string(m.bad_samples) +
        ",\"skipped\":" + skipped_json(m.stats) + "}\n";

@@ -55,7 +55,29 @@ struct MemoryStepPeak {
   int64_t peak_ts_ns = 0;
 };
 
+// What the CPU peak of a process is made of: from the start of the step the
+// peak lies in (the process's first sample when it lies in none) to the
+// peak, the self bytes allocated minus freed by the ops that ran wholly in
+// that window, by op name and by module (ops without args.module: "").
+// Frees count against the op that freed, not the one that allocated, so a
+// row is what the op added net; what no op in the window did (frees when a
+// Python reference drops between ops, ops cut by the window's ends) is the
+// growth minus `ops_net`.
+struct MemoryHolder {
+  std::string key;  // op name or module
+  double net = 0;
+  uint64_t ops = 0;
+};
+struct MemoryPeakBreakdown {
+  std::string pid;
+  int64_t from_ns = 0, peak_ts_ns = 0;
+  double from_bytes = 0, peak = 0;
+  double ops_net = 0;  // all the window's ops' net bytes (every row, not only the top 10)
+  std::vector<MemoryHolder> by_name, by_module;  // net descending, at most 10 each
+};
+
 struct MemoryPeaks {
+  std::vector<MemoryPeakBreakdown> holders;  // one per process with a cpu series
   std::vector<MemorySeries> series;  // by pid, then device
   std::vector<MemoryStepPeak> steps; // by pid, device, then step
   uint64_t out_of_order = 0;  // samples of a series earlier than one already read in the same file (kept)

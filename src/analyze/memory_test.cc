@@ -97,6 +97,28 @@ TEST(Memory, PeakPerProcessAndPerStep) {
   EXPECT_EQ(m.out_of_order, 0u);
 }
 
+TEST(Memory, WhatTheOpsAddedUpToThePeak) {
+  TempDir d;
+  const std::string f = d.file("t.pfw");
+  // Step 1 (100..190) peaks at 170: mm added 4096 net and add 1024 before it;
+  // relu, after the peak, and the op of step 0 are not counted.
+  testing::write_file(f, testing::pfw_text({region(0, 90), op("aten::cat", 10, 5, 999, 0), sample(20, "1000"),
+                                            region(100, 90), op("aten::mm", 110, 10, 8192, 4096),
+                                            op("aten::add", 130, 10, 1024, 0), sample(170, "6120"),
+                                            op("aten::relu", 175, 5, 64, 0), sample(185, "6184")}));
+  MemoryPeaks m = memory_peaks({f});
+  ASSERT_EQ(m.holders.size(), 1u);
+  const MemoryPeakBreakdown& b = m.holders[0];
+  EXPECT_EQ(b.peak, 6184);  // the last sample is the highest: the window ends there
+  EXPECT_EQ(b.from_bytes, 1000);
+  ASSERT_EQ(b.by_name.size(), 3u);
+  EXPECT_EQ(b.by_name[0].key, "aten::mm");
+  EXPECT_EQ(b.by_name[0].net, 4096);
+  EXPECT_EQ(b.by_name[1].key, "aten::add");
+  EXPECT_EQ(b.by_name[2].key, "aten::relu");
+  EXPECT_EQ(b.ops_net, 4096 + 1024 + 64);
+}
+
 TEST(Memory, BadSamplesOutOfOrderAndACutFileAreCountedInOneLine) {
   TempDir d;
   const std::string f = d.file("cut.pfw");
