@@ -12,6 +12,16 @@ allocating thread, torch's own bookkeeping while reporting is on (the CPU
 allocator's mutex and size map) included.
 
 Prints one JSON line. Never run as a test.
+
+Instructions per allocation event (the same on any machine, loaded or not):
+
+    valgrind --tool=callgrind --toggle-collect=starmap_next \
+        python bench/torch/bench_memory.py --callgrind-loop on   # and: off
+
+runs 20000 torch.empty(16) (kept alive: allocations only) inside
+itertools.starmap; callgrind_annotate --inclusive=yes then splits the
+cost between torch's reporting (c10::ProfiledCPUMemoryReporter::New,
+c10::reportMemoryUsageToProfiler) and ours (MemoryReporter::reportMemoryUsage).
 """
 import argparse
 import json
@@ -41,12 +51,29 @@ def model_step():
     return step
 
 
+def callgrind_loop(memory):
+    import itertools
+
+    with tempfile.TemporaryDirectory() as d:
+        log = dftracer.initialize_log(os.path.join(d, "cg"), None, -1, enable=True)
+        with trace_eager(memory=memory):
+            for _ in range(2000):
+                torch.empty(16)
+            kept = list(itertools.starmap(torch.empty, [(16,)] * 20000))
+        log.finalize()
+    del kept
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--allocs", type=int, default=200000)
+    ap.add_argument("--callgrind-loop", choices=("on", "off"))
     args = ap.parse_args()
+    if args.callgrind_loop:
+        callgrind_loop(args.callgrind_loop == "on")
+        return
     torch.set_num_threads(1)
     step = model_step()
     for _ in range(3):

@@ -104,9 +104,28 @@ class MemoryTrackReader : public LineConsumer {
     samples_[{pid, device}].emplace_back(ts, bytes);
   }
 
-  // Each step's peak, from the samples of its process.
+  // Each series' chart points (out.series in samples_'s order).
+  void chart_points() {
+    size_t i = 0;
+    for (auto& [key, v] : samples_) {
+      std::sort(v.begin(), v.end());
+      auto& pts = out.series[i++].points;
+      if (v.size() <= kMemoryChartPoints) {
+        pts = v;
+        continue;
+      }
+      const double span = static_cast<double>(v.back().first - v.front().first) + 1;
+      size_t last_bucket = SIZE_MAX;
+      for (const auto& s : v) {
+        const auto b = static_cast<size_t>(static_cast<double>(s.first - v.front().first) / span * kMemoryChartPoints);
+        if (b != last_bucket) pts.push_back(s), last_bucket = b;
+        else if (s.second > pts.back().second) pts.back() = s;
+      }
+    }
+  }
+
+  // Each step's peak, from the samples of its process (sorted by chart_points).
   void step_peaks(const StepPlan& plan) {
-    for (auto& [key, v] : samples_) std::sort(v.begin(), v.end());
     for (const ProcessSteps& p : plan.processes) {
       for (auto it = samples_.lower_bound({p.pid, ""}); it != samples_.end() && it->first.first == p.pid; ++it) {
         const auto& v = it->second;
@@ -194,6 +213,7 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   o.use_index = false;
   reader.out.stats = read_traces(files, {&reader}, o);
   for (auto& [k, s] : reader.series_) reader.out.series.push_back(s);
+  reader.chart_points();
   const StepPlan plan = reader.finder.plan();
   reader.step_peaks(plan);
   // The window of each process's CPU peak: its step's start (else the first sample) to the peak.

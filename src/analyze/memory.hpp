@@ -40,7 +40,11 @@ struct MemorySeries {
   int64_t peak_ts_ns = 0;
   double first = 0, last = 0;  // the first and last samples' values (by time)
   int64_t first_ts_ns = 0, last_ts_ns = 0;
+  // The series for a chart: at most kMemoryChartPoints (ts, bytes), the
+  // highest sample of each equal slice of time, so the peak is among them.
+  std::vector<std::pair<int64_t, double>> points;
 };
+inline constexpr size_t kMemoryChartPoints = 600;
 
 // One step's peak (steps as `summary --by step` finds them, step_finder.hpp):
 // the highest sample inside the step, or the level it started at (the last

@@ -146,5 +146,22 @@ TEST(Memory, BadSamplesOutOfOrderAndACutFileAreCountedInOneLine) {
   EXPECT_NE(r.err.find("malformed"), std::string::npos) << r.err;
 }
 
+TEST(Memory, TheReportHasAMemorySectionOnlyWithAMemoryTrack) {
+  TempDir d;
+  const std::string with = d.file("with.pfw"), without = d.file("without.pfw");
+  testing::write_file(with, testing::pfw_text({region(0, 90), sample(10, "1000"), op("aten::mm", 20, 10, 4096, 0),
+                                               sample(40, "5096"), region(100, 90), sample(150, "2000")}));
+  testing::write_file(without, testing::pfw_text({region(0, 90), op("aten::mm", 20, 10, 0, 0)}));
+  auto r = testing::run_cli(d, "report " + with + " -o " + d.file("with.html"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = testing::read_file(d.file("with.html"));
+  EXPECT_NE(page.find("<div id=\"memory-section\">"), std::string::npos);
+  EXPECT_NE(page.find("Memory peak per step"), std::string::npos);
+  EXPECT_NE(page.find("<td>aten::mm</td><td>1</td><td>4.00 KiB</td>"), std::string::npos);
+  r = testing::run_cli(d, "report " + without + " -o " + d.file("without.html"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(testing::read_file(d.file("without.html")).find("memory-section"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dftracer::analyze

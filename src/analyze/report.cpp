@@ -19,6 +19,7 @@
 #include "module_tree.hpp"
 #include "output_file.hpp"
 #include "report_groups.hpp"
+#include "report_memory.hpp"
 #include "report_ranks.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
@@ -732,6 +733,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   std::string page = kPage;
   page.replace(page.find("@DATA@"), 6, safe);
   page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
+  page = with_memory_section(std::move(page), files, options);  // a memory counter track: chart, peaks
   write_output_file(out_path, page);
   return res;
 }
