@@ -139,3 +139,19 @@ def test_analyzer_memory_columns_and_peak(tmp_path):
     series = json.loads(out.stdout)["series"]
     assert [s["device"] for s in series] == ["cpu"]
     assert series[0]["peak_bytes"] == max(samples)
+
+
+def test_python_api_memory_columns_and_peak(tmp_path):
+    da = pytest.importorskip("dftracer.analyze")
+    step = tiny_gpt2()
+    step()
+    events = traced_step(step, tmp_path, "py")
+    ours, samples = our_memory(events)
+    df = da.summary(str(tmp_path), by="name")
+    assert {"alloc_bytes", "free_bytes", "net_bytes"} <= set(df.columns)
+    net = dict(zip(df["name"], df["net_bytes"]))
+    for name, value in ours.items():
+        assert net[name] == value
+    peaks = da.memory(str(tmp_path))
+    assert list(peaks["device"]) == ["cpu"]
+    assert peaks["peak_bytes"][0] == max(samples)
