@@ -733,7 +733,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   std::string page = kPage;
   page.replace(page.find("@DATA@"), 6, safe);
   page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
-  page = with_memory_section(std::move(page), files, options);  // a memory counter track: chart, peaks
+  // Memory capture's args seen in the main pass: the memory section's own reads (chart, peaks).
+  if (s.has_memory) page = with_memory_section(std::move(page), files, options);
   write_output_file(out_path, page);
   return res;
 }

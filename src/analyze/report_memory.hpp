@@ -1,6 +1,7 @@
 // The report's memory section (memory.hpp): each process's memory counter
 // track as a line chart, its peak per step, and what the ops added up to the
-// CPU peak. Only when the inputs hold a memory track.
+// CPU peak. write_report() calls it only when the summary saw memory args
+// (Summary::has_memory), so a trace without memory capture is read no more.
 #pragma once
 
 #include <string>
