@@ -303,6 +303,12 @@ DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t 
 /* The same with the name given as bytes, bounded like dft_complete_ticks_named. */
 DFT_API void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* args, uint32_t nargs);
 
+/* Records a counter ("ph":"C") event at the given tick time: each arg is
+ * one series of the counter track `name` (Perfetto draws a graph per arg
+ * key), numbers only (DFT_ARG_INT/UINT/DOUBLE). The memory capture writes
+ * the bytes allocated per device this way. Hot-path rules as dft_complete. */
+DFT_API void dft_counter_ticks(dft_id name, dft_id cat, uint64_t at_ticks, const dft_arg* args, uint32_t nargs);
+
 /* Records a flow event ("ph":"s" when `start` is 1, else "ph":"f" with
  * "bp":"e") with the given flow id, at the given tick time: Perfetto draws an
  * arrow from the slice enclosing the "s" to the slice enclosing the "f". */

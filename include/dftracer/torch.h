@@ -65,10 +65,37 @@ DFT_TORCH_API bool shapes_enabled();
 // false while it is on.
 DFT_TORCH_API void enable_noop_for_benchmark();
 
+// Memory capture: every allocation and free that c10's allocators report
+// (the CPU allocator; CUDA's caching allocator where present) -- the
+// reporting torch.profiler's profile_memory uses. On the calling thread and
+// the threads that inherit its torch thread-local state (the autograd
+// engine's, at::launch's); off by default. While on and tracing:
+//   - each recorded op carries what was allocated and freed while it was the
+//     innermost recorded op on its thread (self bytes): args "alloc_bytes",
+//     "free_bytes" (CPU), "dev_alloc_bytes", "dev_free_bytes" (other
+//     devices), each only when not zero;
+//   - a counter track "memory" (cat "memory", "ph":"C"), one series per
+//     device ("cpu", "cuda:0" .. "cuda:7"): the allocator's bytes allocated,
+//     sampled at most once per DFTRACER_MEMORY_INTERVAL_US (default 100) per
+//     thread, plus the highest value between two samples, so the track's
+//     maximum is the exact peak.
+// Independent of enable(): without the op observer only the track is
+// written. enable_memory(false) removes it from the calling thread (call
+// it on the thread that turned it on). While torch.profiler profiles memory
+// on a thread, the reports go to it, not here. Thread-safe.
+DFT_TORCH_API void enable_memory(bool on = true);
+
+// True between enable_memory() and enable_memory(false).
+DFT_TORCH_API bool memory_enabled();
+
+// True when memory capture is on and reports reach it on the calling thread.
+DFT_TORCH_API bool memory_reported_on_this_thread();
+
 // Reads DFTRACER_TRACE_EAGER and enables accordingly: "1"/"true"/"yes"/"on"
 // record ops, "shapes" records ops with input shapes, unset/""/"0"/"false"/
 // "no"/"off" does nothing. Any other value warns once (one line naming the
-// variable and the value) and does nothing. Returns enabled().
+// variable and the value) and does nothing. Then DFTRACER_MEMORY=1 (or
+// true/yes/on) calls enable_memory() on the calling thread. Returns enabled().
 DFT_TORCH_API bool enable_from_env();
 
 // The capture backend's instrumented graphs (dftracer.python.dynamo) record

@@ -463,13 +463,16 @@ inline P object(P p, P e, Member&& member) {
 // up to 8 bytes from its start is safe; the bytes past the key are masked off.
 template <size_t N>
 inline bool is(std::string_view k, const char (&lit)[N]) {
-  static_assert(N - 1 <= 8, "keys up to 8 bytes");
+  if constexpr (N - 1 > 8) {
+    return std::memcmp(k.data(), lit, N - 1) == 0;  // a long key (the memory args): the length matched already
+  } else {
   uint64_t want = 0;
   for (size_t i = 0; i < N - 1; ++i) want |= static_cast<uint64_t>(static_cast<unsigned char>(lit[i])) << (8 * i);
   uint64_t got;
   std::memcpy(&got, k.data(), 8);
   constexpr uint64_t mask = N - 1 == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * (N - 1))) - 1;
   return (got & mask) == want;
+  }
 }
 
 // Sets `flag` to whether the read worked and passes its result on.
@@ -495,7 +498,6 @@ inline P known_arg(std::string_view k, P p, P e, Event& ev, bool& known) {
 #define DFT_ARG_READ_Json(m) json_value(p, e, ev.m)
 #define DFT_ARG_READ_Number(m) noted(double_value(p, e, ev.m), ev.has_##m)
 #define DFT_X(member, key, kind, column)                                    \
-  static_assert(sizeof(key) - 1 <= 8, "schema keys are compared as 8 bytes"); \
   if constexpr (sizeof(key) - 1 == N) {                                       \
     if (is(k, key)) return DFT_ARG_READ_##kind(member);                       \
   }
@@ -521,6 +523,8 @@ P decode_args(P p, P e, Event& ev, const ArgCapture* capture) {
       case 6: q = known_arg<6>(k, p, e, ev, known); break;
       case 7: q = known_arg<7>(k, p, e, ev, known); break;
       case 8: q = known_arg<8>(k, p, e, ev, known); break;
+      case 10: q = known_arg<10>(k, p, e, ev, known); break;  // free_bytes
+      case 11: q = known_arg<11>(k, p, e, ev, known); break;  // alloc_bytes
       default: break;
     }
     if (known) return q;

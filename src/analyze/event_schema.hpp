@@ -22,8 +22,9 @@
 //                    (member_ns + has_member); events() has member (float us) and member_ns
 //   column   Col: an events() column; NoCol: decoded for the analyzer only
 //
-// How to add a well-known arg: add one X(...) line to DFT_ARG_FIELDS (key at
-// most 8 bytes: the decoders compare keys as one 8-byte word). It becomes an
+// How to add a well-known arg: add one X(...) line to DFT_ARG_FIELDS (keys of
+// at most 8 bytes are compared as one 8-byte word; a longer key needs its
+// length among the cases of decode_args in event_fast_path.cpp). It becomes an
 // Event member, a group key ("--by key" and "--by args.key"), an events()
 // column, and is compared between the decoders by the fuzz target. Any other
 // args key can already be grouped by as "args.<key>" without being listed here
@@ -55,6 +56,8 @@
   X(source, "source", Text, Col)      \
   X(shapes, "shapes", Json, Col)      \
   X(dtype, "dtype", Text, Col)        \
+  X(alloc_bytes, "alloc_bytes", Number, Col) \
+  X(free_bytes, "free_bytes", Number, Col)   \
   X(meta_name, "name", Text, NoCol)   \
   X(agg_count, "dft_cnt", Number, NoCol) \
   X(agg_dur, "dur", Number, NoCol)     \

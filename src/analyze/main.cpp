@@ -16,6 +16,7 @@
 #include "diff.hpp"
 #include "efficiency.hpp"
 #include "io_view.hpp"
+#include "memory.hpp"
 #include "merge.hpp"
 #include "module_tree.hpp"
 #include "output_file.hpp"
@@ -40,7 +41,8 @@ const char* kUsage =
     "commands:\n"
     "  summary   time per group: count, self, total, mean, min, p50, p95, max, share, GFLOP/s, GB/s\n"
     "            (self: duration minus the events nested inside it on the same thread; share:\n"
-    "            of the traced time, the self times of all events, so shares add up to 100%)\n"
+    "            of the traced time, the self times of all events, so shares add up to 100%);\n"
+    "            with memory capture: allocated, freed, net (self bytes of the groups' ops)\n"
     "              --by KEYS      name (default), cat, pid, tid, module, phase, graph, step, epoch, ...,\n"
     "                             category (compile, forward, backward, optimizer, data, other), or\n"
     "                             any args.<key> (e.g. args.step); comma-joined for several;\n"
@@ -57,6 +59,8 @@ const char* kUsage =
     "                             achieved, against the peaks of 'calibrate'\n"
     "              --calibration FILE  the peaks to use (default: dftracer-calibration.json beside\n"
     "                             an input, else the one in the user's cache dir)\n"
+    "  memory    the memory counter track (DFTRACER_MEMORY=1): per process and device, the peak of\n"
+    "            bytes allocated, when it was, the first and last samples; --format table or json\n"
     "  diff A B  two runs compared per group (A, B: each a file, directory or glob): count, self and\n"
     "            total time in A and B and their deltas, sorted by |self-time delta| (a group found\n"
     "            in one run only has 0 in the other); --by, --top, --format, -o as for summary\n"
@@ -199,7 +203,8 @@ Args parse_args(int argc, char** argv) {
     std::exit(0);
   }
   if (a.command != "summary" && a.command != "merge" && a.command != "report" && a.command != "io" &&
-      a.command != "diff" && a.command != "calibrate" && a.command != "ranks" && a.command != "device")
+      a.command != "diff" && a.command != "calibrate" && a.command != "ranks" && a.command != "device" &&
+      a.command != "memory")
     usage_error("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
@@ -454,6 +459,19 @@ int main(int argc, char** argv) {
       if (a.out.empty()) write_stdout(os.str());
       else write_output_file(a.out, os.str());
       return finish(s.stats);
+    }
+    if (a.command == "memory") {
+      if (a.format == "csv") usage_error("memory: --format must be table or json");
+      if (!a.out.empty()) refuse_input_as_output(a.out, files);
+      MemoryPeaks m = memory_peaks(files, ro);
+      std::ostringstream os;
+      if (a.format == "json") write_memory_json(os, m);
+      else write_memory_table(os, m);
+      if (a.out.empty()) write_stdout(os.str());
+      else write_output_file(a.out, os.str());
+      const std::string problems = memory_problems_line(m);
+      if (!problems.empty()) std::fprintf(stderr, "dftracer-analyze: %s\n", problems.c_str());
+      return finish(m.stats);
     }
     if (a.command == "io") {
       if (a.format == "csv") usage_error("io: --format must be table or json");

@@ -187,7 +187,7 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
 // and version first, so a part from another build is refused, not misread.
 class PartialCodec {
  public:
-  static constexpr uint64_t kMagic = 0x32544150'54464444ULL;  // "DDFTPAT2" (2: ReadStats::indexed_files)
+  static constexpr uint64_t kMagic = 0x33544150'54464444ULL;  // "DDFTPAT3" (2: ReadStats::indexed_files; 3: the memory sums)
 
   static std::string encode(SummaryAggregator& a, const ReadStats& st, const std::vector<size_t>& file_ids) {
     a.nesting_.finish();  // every self time known in its group, the runs kept
@@ -214,6 +214,9 @@ class PartialCodec {
       w.put_i64(g.bytes_ns);
       w.put_u64(g.with_flops);
       w.put_u64(g.with_bytes);
+      w.put_f64(g.alloc_bytes);
+      w.put_f64(g.free_bytes);
+      w.put_u64(g.with_memory);
       w.put_histogram(g.hist);
     }
     const SelfTimeTracker& t = a.nesting_;
@@ -272,6 +275,9 @@ class PartialCodec {
       g.bytes_ns = r.get_i64();
       g.with_flops = r.get_u64();
       g.with_bytes = r.get_u64();
+      g.alloc_bytes = r.get_f64();
+      g.free_bytes = r.get_f64();
+      g.with_memory = r.get_u64();
       r.get_histogram(g.hist);
       part_agg.groups_.emplace(std::move(key), std::move(g));
     }

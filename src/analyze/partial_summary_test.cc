@@ -70,6 +70,31 @@ TEST(PartialSummary, MemberRangesCombinedEqualOneRead) {
 
 // The other combine steps of the Dask path: diff joins two runs' combined
 // partials, the module tree is built from the merged aggregate by module.
+// The memory capture's sums travel in the parts too.
+TEST(PartialSummary, MemorySumsCombinedEqualOneRead) {
+  TempDir dir;
+  const std::string path = dir.file("m.pfw.gz");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 600; ++i)
+    lines.push_back(op_event(i, i % 3 ? "aten::mm" : "aten::add", 1000 + i * 10, 5, "forward", "m", -1, -1, 4242, 4243,
+                             "\"alloc_bytes\":" + std::to_string(64 * (i % 7)) + ",\"free_bytes\":" + std::to_string(i % 5)));
+  write_gz(path, pfw_text(lines), 61, /*index=*/true);
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  Summary want = summarize({path}, keys, 0, 1);
+  ASSERT_TRUE(want.has_memory);
+  std::vector<std::string> parts;
+  for (const MemberRange& r : gzip_member_ranges(path, 4096)) parts.push_back(partial_summary_range(path, 0, r, keys));
+  ASSERT_GE(parts.size(), 3u);
+  Summary got = combine_partials(parts, keys, 0);
+  ASSERT_TRUE(got.has_memory);
+  ASSERT_EQ(got.rows.size(), want.rows.size());
+  for (size_t i = 0; i < want.rows.size(); ++i) {
+    EXPECT_EQ(got.rows[i].key, want.rows[i].key);
+    EXPECT_EQ(got.rows[i].alloc_bytes, want.rows[i].alloc_bytes);
+    EXPECT_EQ(got.rows[i].free_bytes, want.rows[i].free_bytes);
+  }
+}
+
 TEST(PartialSummary, DiffAndModuleTreeFromPartsEqualOneRead) {
   TempDir dir;
   const std::string a = dir.file("a.pfw.gz"), b = dir.file("b.pfw.gz");

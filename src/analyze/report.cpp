@@ -20,6 +20,7 @@
 #include "output_file.hpp"
 #include "report_groups.hpp"
 #include "report_device.hpp"
+#include "report_memory.hpp"
 #include "report_ranks.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
@@ -736,6 +737,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   // GPU events (cat kernel, gpu_memcpy, gpu_memset): device time, from one more read only then.
   if (by_key[kCat].count("kernel") || by_key[kCat].count("gpu_memcpy") || by_key[kCat].count("gpu_memset"))
     page = with_device_section(std::move(page), files, threads, options, &res.answer);
+  // Memory capture's args seen in the main pass: the memory section's own reads (chart, peaks).
+  if (s.has_memory) page = with_memory_section(std::move(page), files, options);
   write_output_file(out_path, page);
   return res;
 }

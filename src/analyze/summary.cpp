@@ -13,6 +13,7 @@
 
 #include "event_category.hpp"
 #include "index_summary.hpp"
+#include "memory.hpp"
 #include "text_format.hpp"
 
 namespace dftracer::analyze {
@@ -161,6 +162,11 @@ void GroupStats::add(const Event& e) {
     bytes_ns = saturating_add(bytes_ns, e.dur_ns);
     ++with_bytes;
   }
+  if (e.has_alloc_bytes || e.has_free_bytes) {
+    alloc_bytes += e.alloc_bytes;
+    free_bytes += e.free_bytes;
+    ++with_memory;
+  }
 }
 
 void GroupStats::add_aggregated(uint64_t n, int64_t total, int64_t lo, int64_t hi) {
@@ -191,6 +197,9 @@ void GroupStats::merge(const GroupStats& o) {
   bytes_ns = saturating_add(bytes_ns, o.bytes_ns);
   with_flops += o.with_flops;
   with_bytes += o.with_bytes;
+  alloc_bytes += o.alloc_bytes;
+  free_bytes += o.free_bytes;
+  with_memory += o.with_memory;
 }
 
 DecodeStatus SummaryAggregator::consume(std::string_view line, size_t cap) {
@@ -375,6 +384,9 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
     // FLOP/s over the time of the events that declared flops: 1 flop/ns = 1 GFLOP/s.
     if (g.with_flops && g.flops_ns > 0) r.gflops = g.flops / static_cast<double>(g.flops_ns);
     if (g.with_bytes && g.bytes_ns > 0) r.gbps = g.bytes / static_cast<double>(g.bytes_ns);
+    r.alloc_bytes = g.alloc_bytes;
+    r.free_bytes = g.free_bytes;
+    s.has_memory |= g.with_memory > 0;
     s.rows.push_back(std::move(r));
   }
   std::sort(s.rows.begin(), s.rows.end(), [sort](const SummaryRow& a, const SummaryRow& b) {
@@ -446,6 +458,8 @@ void write_summary_table(std::ostream& os, const Summary& s) {
   for (const GroupKey& k : s.keys) header.push_back(group_key_name(k));
   for (const char* h : {"count", "self", "total", "mean", "min", "p50", "p95", "max", "share", "GFLOP/s", "GB/s"})
     header.push_back(h);
+  if (s.has_memory)
+    for (const char* h : kMemoryColumnHeads) header.push_back(h);
   std::vector<std::vector<std::string>> cells;
   bool any_flops = false, any_bytes = false;
   for (auto& r : s.rows) {
@@ -459,13 +473,15 @@ void write_summary_table(std::ostream& os, const Summary& s) {
     c.push_back(fmt_num(100 * r.share, 2) + "%");
     c.push_back(fmt_num(r.gflops, 2));
     c.push_back(fmt_num(r.gbps, 2));
+    if (s.has_memory) append_memory_cells(c, r);
     cells.push_back(std::move(c));
   }
   // Drop the throughput columns when no event carried flops/bytes.
   size_t ncols = header.size();
   std::vector<bool> keep(ncols, true);
-  keep[ncols - 2] = any_flops;
-  keep[ncols - 1] = any_bytes;
+  const size_t mem_cols = s.has_memory ? std::size(kMemoryColumnHeads) : 0;
+  keep[ncols - mem_cols - 2] = any_flops;
+  keep[ncols - mem_cols - 1] = any_bytes;
   std::vector<size_t> width(ncols, 0);
   for (size_t i = 0; i < ncols; ++i) width[i] = header[i].size();
   for (auto& row : cells)
@@ -512,6 +528,7 @@ void write_summary_json(std::ostream& os, const Summary& s) {
        ",\"folded\":" + std::to_string(s.nesting.folded) + "}";
   o += ",\"skipped\":" + skipped_json(s.stats);
   o += std::string(",\"index\":") + (s.from_index ? "true" : "false");
+  o += std::string(",\"memory\":") + (s.has_memory ? "true" : "false");
   o += ",\"rows\":[";
   for (size_t i = 0; i < s.rows.size(); ++i) {
     const SummaryRow& r = s.rows[i];
@@ -522,7 +539,9 @@ void write_summary_json(std::ostream& os, const Summary& s) {
          ",\"mean_us\":" + json_num(r.mean_us) + ",\"min_us\":" + json_num(r.min_us) +
          ",\"p50_us\":" + json_num(r.p50_us) + ",\"p95_us\":" + json_num(r.p95_us) +
          ",\"max_us\":" + json_num(r.max_us) + ",\"share\":" + json_num(r.share) +
-         ",\"gflops\":" + json_num(r.gflops) + ",\"gbps\":" + json_num(r.gbps) + "}";
+         ",\"gflops\":" + json_num(r.gflops) + ",\"gbps\":" + json_num(r.gbps);
+    if (s.has_memory) append_memory_members(o, r);
+    o += "}";
   }
   o += "]}\n";
   os << o;
@@ -530,14 +549,19 @@ void write_summary_json(std::ostream& os, const Summary& s) {
 
 void write_summary_csv(std::ostream& os, const Summary& s) {
   std::string o;
-  for (const GroupKey& k : s.keys) o += csv_field(group_key_name(k)) + ",";
-  for (const char* c : kSummaryColumns) o += std::string(c) + (c == kSummaryColumns[std::size(kSummaryColumns) - 1] ? "\n" : ",");
+  for (size_t i = 0; i < s.keys.size(); ++i) o += (i ? "," : "") + csv_field(group_key_name(s.keys[i]));
+  for (const char* c : kSummaryColumns) o += std::string(",") + c;
+  if (s.has_memory)
+    for (const char* c : kMemoryColumns) o += std::string(",") + c;
+  o += "\n";
   for (auto& r : s.rows) {
     for (auto& k : r.key) o += csv_field(k) + ",";
     o += std::to_string(r.count) + "," + json_num(r.self_us) + "," + json_num(r.total_us) + "," + json_num(r.mean_us) + "," +
          json_num(r.min_us) + "," + json_num(r.p50_us) + "," + json_num(r.p95_us) + "," + json_num(r.max_us) +
          "," + json_num(r.share) + "," + (std::isnan(r.gflops) ? "" : json_num(r.gflops)) + "," +
-         (std::isnan(r.gbps) ? "" : json_num(r.gbps)) + "\n";
+         (std::isnan(r.gbps) ? "" : json_num(r.gbps));
+    if (s.has_memory) append_memory_csv(o, r);
+    o += "\n";
   }
   os << o;
 }

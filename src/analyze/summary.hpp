@@ -50,6 +50,8 @@ struct GroupStats {
   double flops = 0, bytes = 0;            // sums of args.flops / args.bytes
   int64_t flops_ns = 0, bytes_ns = 0;     // summed dur of the events that carried them
   uint64_t with_flops = 0, with_bytes = 0;
+  double alloc_bytes = 0, free_bytes = 0;  // sums of args.alloc_bytes / args.free_bytes (memory capture)
+  uint64_t with_memory = 0;                // events that carried either
 
   void add(const Event& e);
   // `n` events summed up by one aggregated row: their total, min and max.
@@ -141,6 +143,7 @@ struct SummaryRow {
   double share = 0;  // self_us over the summed self time of all complete events
   double gflops = std::numeric_limits<double>::quiet_NaN();  // NaN: no event carried flops
   double gbps = std::numeric_limits<double>::quiet_NaN();
+  double alloc_bytes = 0, free_bytes = 0;  // the group's ops' self bytes (Summary::has_memory)
 };
 
 struct Summary {
@@ -154,6 +157,7 @@ struct Summary {
   double span_us = 0;            // first start to last end
   ReadStats stats;
   bool from_index = false;       // answered from the files' write-time indexes, nothing inflated
+  bool has_memory = false;       // some event carried alloc_bytes / free_bytes: the memory columns are written
 };
 
 // Reads `files` on `threads` threads and builds the summary (top_n 0 = all rows).

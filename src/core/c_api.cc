@@ -483,6 +483,10 @@ void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* 
   record_named(RecordKind::kInstant, 0, name, len, cat, t, t, args, nargs);
 }
 
+void dft_counter_ticks(dft_id name, dft_id cat, uint64_t at_ticks, const dft_arg* args, uint32_t nargs) {
+  record(RecordKind::kCounter, 0, name, cat, at_ticks, at_ticks, args, nargs);
+}
+
 void dft_flow(dft_id name, dft_id cat, uint64_t flow_id, int start, uint64_t at_ticks) {
   record(start ? RecordKind::kFlowStart : RecordKind::kFlowEnd, 0, name, cat, at_ticks, flow_id, nullptr, 0);
 }

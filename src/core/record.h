@@ -25,6 +25,7 @@ enum class RecordKind : uint8_t {
   kFlowEnd = 4,     // "ph":"f", flow id in `end`
   kMetadata = 5,    // "ph":"M", args from the arg slots
   kThreadName = 6,  // "ph":"M" thread_name, the name as arg 0
+  kCounter = 7,     // "ph":"C" at start, the args are the series' values
 };
 
 enum RecordFlags : uint8_t {

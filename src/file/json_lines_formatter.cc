@@ -285,6 +285,16 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       args(r, out, inc_metadata_);
       if (observer_) observer_->other(start_ns);
       break;
+    case RecordKind::kCounter:
+      // Chrome counter: every arg is one series of the track `name`; no
+      // host hash among them (a counter track draws each member as a line).
+      head(n, nl, c, cl, tid, out);
+      out->lit(",\"ts\":");
+      out->micros(start_ns);
+      out->lit(",\"ph\":\"C\"");
+      args(r, out, /*with_hhash=*/false);
+      if (observer_) observer_->other(start_ns);
+      break;
     case RecordKind::kFlowStart:
     case RecordKind::kFlowEnd: {
       // Chrome flow events: "id" is the flow id that pairs "s" with "f", so

@@ -367,6 +367,18 @@ TEST(JsonLinesFormatter, WithoutIncMetadataNoShFhAndNoHostHashInEvents) {
   EXPECT_EQ(dftracer_test::finalized_trace_error(h.sink.bytes(), nullptr), "");
 }
 
+// A counter record is a Chrome "ph":"C" event whose args are the series'
+// values and nothing else (no host hash: Perfetto would draw it as a series).
+TEST(JsonLinesFormatter, ACounterIsPhCWithOnlyItsSeries) {
+  Harness h(test_session());
+  RecordBuilder r(RecordKind::kCounter, "memory", "memory", 3000, 3000, kTimeIsNs);
+  r.arg("cpu", DFT_ARG_UINT, 4096).arg("cuda:0", DFT_ARG_UINT, 512);
+  h.fmt.event(r.get(), 7, &h.out);
+  h.hand_over();
+  EXPECT_EQ(h.sink.bytes(), "{\"id\":0,\"name\":\"memory\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":3,"
+                            "\"ph\":\"C\",\"args\":{\"cpu\":4096,\"cuda:0\":512}}\n");
+}
+
 }  // namespace
 }  // namespace dftracer
 

@@ -112,7 +112,8 @@ bool arg_value(const char* b, const char* e, double* v) {
 // (memchr runs over the ~8 colons of a compiled op's args rather than a
 // substring search over all of its bytes: this runs for every event). A
 // colon after `"flops"` is always a key's: inside a string the quotes would
-// be escaped. False when the text is one the index cannot be sure the
+// be escaped. False for an event with memory args (the summary's memory
+// columns need them read), and when the text is one the index cannot be sure the
 // analyzer reads the same way -- a key twice, a value that is not a plain
 // number, a nested object that might hold the key -- so the file's
 // summaries read the events instead.
@@ -126,6 +127,7 @@ bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops,
     double* v = nullptr;
     if (std::memcmp(p - 7, "\"flops\"", 7) == 0) has = has_flops, v = flops;
     else if (std::memcmp(p - 7, "\"bytes\"", 7) == 0) has = has_bytes, v = bytes;
+    else if (std::memcmp(p - 7, "_bytes\"", 7) == 0) return false;  // the memory capture's alloc_bytes/free_bytes: the index holds no sums of them
     else continue;
     if (*has || !arg_value(p + 1, e, v)) return false;
     *has = true;

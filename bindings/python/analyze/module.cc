@@ -24,6 +24,7 @@
 #include "steps.hpp"
 #include "module_tree.hpp"
 #include "ranks.hpp"
+#include "memory.hpp"
 #include "summary.hpp"
 #include "trace_time.hpp"
 #include "trace_window.hpp"
@@ -199,6 +200,17 @@ nb::dict summary_dict(const Summary& s) {
   cols["max_us"] = numpy_array(std::move(mx));
   cols["share"] = numpy_array(std::move(share));
   cols["gflops"] = numpy_array(std::move(gflops));
+  if (s.has_memory) {  // the memory capture's columns (memory.hpp), only when the trace has them
+    std::vector<double> alloc, freed, net;
+    for (const SummaryRow& r : s.rows) {
+      alloc.push_back(r.alloc_bytes);
+      freed.push_back(r.free_bytes);
+      net.push_back(r.alloc_bytes - r.free_bytes);
+    }
+    cols[kMemoryColumns[0]] = numpy_array(std::move(alloc));
+    cols[kMemoryColumns[1]] = numpy_array(std::move(freed));
+    cols[kMemoryColumns[2]] = numpy_array(std::move(net));
+  }
   cols["gbps"] = numpy_array(std::move(gbps));
   nb::dict totals;
   totals["complete_events"] = s.complete_events;
@@ -467,6 +479,16 @@ nb::tuple py_device(const std::vector<std::string>& paths, long long threads, lo
                         });
 }
 
+// The memory counter tracks as the CLI's JSON text (`memory --format json`), plus the read stats.
+nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mib, long long max_document_mib) {
+  return json_and_stats(paths, 1, max_line_mib, max_document_mib,
+                        [](const std::vector<std::string>& files, unsigned, const ReadOptions& ro, std::ostream& os) {
+                          MemoryPeaks m = memory_peaks(files, ro);
+                          write_memory_json(os, m);
+                          return m.stats;
+                        });
+}
+
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
 // `summary --by rank --format json` without steps), plus the read stats.
 nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, bool with_steps, long long max_line_mib,
@@ -520,6 +542,9 @@ NB_MODULE(_analyze, m) {
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
+  m.def("memory_json", &py_memory, nb::arg("paths"), nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib,
+        "The memory counter tracks as `memory --format json` text, and the read stats.");
   m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
         nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "The I/O view (`dftracer-analyze io --format json`) as JSON text, and the read stats.");

@@ -47,6 +47,19 @@ PyObject* py_enable_from_env(PyObject*, PyObject*) {
   return PyBool_FromLong(dftracer::torch::enable_from_env());
 }
 
+PyObject* py_enable_memory(PyObject*, PyObject* arg) {
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return nullptr;
+  dftracer::torch::enable_memory(on != 0);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_memory_enabled(PyObject*, PyObject*) { return PyBool_FromLong(dftracer::torch::memory_enabled()); }
+
+PyObject* py_memory_here(PyObject*, PyObject*) {
+  return PyBool_FromLong(dftracer::torch::memory_reported_on_this_thread());
+}
+
 PyObject* py_set_graph_depth_probe(PyObject*, PyObject* arg) {
   if (arg == Py_None) {
     dftracer::torch::set_graph_depth_probe(nullptr);
@@ -85,6 +98,11 @@ PyMethodDef g_methods[] = {
      "disable() removes it."},
     {"enable_from_env", py_enable_from_env, METH_NOARGS,
      "Apply DFTRACER_TRACE_EAGER (1/true/yes/on, shapes, 0/false/no/off); returns enabled()."},
+    {"enable_memory", py_enable_memory, METH_O,
+     "enable_memory(on): allocation capture on the calling thread (per-op bytes, the memory counter track)."},
+    {"memory_enabled", py_memory_enabled, METH_NOARGS, "True while allocation capture is on."},
+    {"memory_reported_on_this_thread", py_memory_here, METH_NOARGS,
+     "True when allocation capture is on and reaches the calling thread."},
     {"set_graph_depth_probe", py_set_graph_depth_probe, METH_O,
      "Install the capture backend's open-graph probe (a capsule) or None."},
     {"suspend_this_thread", py_suspend, METH_NOARGS,

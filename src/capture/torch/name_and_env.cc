@@ -1,6 +1,7 @@
 // The parts of the observer that need no torch headers: name classification
 // (once per distinct name) and the DFTRACER_TRACE_EAGER setting.
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -65,6 +66,34 @@ EnvSetting parse_trace_eager_env() {
                     "\" is not one of 1/true/yes/on, shapes, 0/false/no/off; using off";
   dft_warn(msg.c_str());
   return EnvSetting::kInvalid;
+}
+
+bool parse_memory_env() {
+  const char* v = std::getenv(kMemoryEnv);
+  if (v == nullptr) return false;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (!(s.empty() || s == "0" || s == "false" || s == "no" || s == "off")) {
+    std::string msg = std::string(kMemoryEnv) + "=\"" + v + "\" is not one of 1/true/yes/on, 0/false/no/off; using off";
+    dft_warn(msg.c_str());
+  }
+  return false;
+}
+
+unsigned long parse_memory_interval_env() {
+  const char* v = std::getenv(kMemoryIntervalEnv);
+  if (v == nullptr || *v == '\0') return kDefaultMemoryIntervalUs;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long us = std::strtoul(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || *v == '-' || us > 60000000ul) {
+    std::string msg = std::string(kMemoryIntervalEnv) + "=\"" + v + "\" is not a number of microseconds (0..60000000); using " +
+                      std::to_string(kDefaultMemoryIntervalUs);
+    dft_warn(msg.c_str());
+    return kDefaultMemoryIntervalUs;
+  }
+  return us;
 }
 
 }  // namespace torch_observer

@@ -67,6 +67,10 @@ enum FrameKind : uint8_t {
 struct Frame {
   const at::RecordFunction* rf;
   uint64_t start;
+  // Memory capture: bytes allocated and freed while this frame was the
+  // innermost recorded one on its thread (self, like self time), on the CPU
+  // and on other devices.
+  uint64_t alloc, freed, dev_alloc, dev_freed;
   int64_t seq_nr;
   NameInfo info;
   uint8_t kind;
@@ -74,12 +78,23 @@ struct Frame {
   int32_t outer_graph_frame;  // kCompiled frames: the thread's graph_frame before this one opened
 };
 
+// The counter track of one device, per thread: when this thread last wrote
+// a sample, and the highest total it saw since (written before the next
+// sample, so the exact peak is on the track however samples are spaced).
+struct MemSeries {
+  uint64_t last;
+  uint64_t peak;
+  uint64_t peak_at;
+};
+constexpr int kMemDevices = 9;  // cpu, cuda:0 .. cuda:7
+
 struct ThreadState {
   int depth;           // frames pushed, including those beyond kMaxDepth
   int compiled_depth;  // open kCompiled frames
   int graph_frame;     // index of the innermost open kCompiled frame (valid while compiled_depth > 0)
   int suspended;       // suspend_this_thread() calls not yet resumed
   char* shapes;        // kMaxDepth shapes strings, allocated on first use
+  MemSeries mem[kMemDevices];
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
@@ -128,6 +143,12 @@ std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
 
 // Interned once (by enable(), before the callback exists).
 dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes;
+
+// Memory capture (enable_memory()): interned once before it turns on.
+std::atomic<bool> g_memory{false};
+uint64_t g_mem_interval_ticks = 0;  // the least ticks between two samples of one thread's track
+dft_id g_key_alloc, g_key_free, g_key_dev_alloc, g_key_dev_free, g_mem_track, g_cat_memory;
+dft_id g_mem_device_key[kMemDevices];
 
 // --------------------------------------------------------------- shapes
 
@@ -247,11 +268,27 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (probe() > 0) return nullptr;
   }
   f.kind |= kRecorded;
+  f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
   f.start = dft_ticks_inline();
   return nullptr;
+}
+
+// The op's memory args: only those that are not zero.
+__attribute__((noinline)) void add_memory_args(const Frame& f, dft_arg* args, uint32_t& n) {
+  const struct {
+    dft_id key;
+    uint64_t v;
+  } all[] = {{g_key_alloc, f.alloc}, {g_key_free, f.freed}, {g_key_dev_alloc, f.dev_alloc}, {g_key_dev_free, f.dev_freed}};
+  for (const auto& a : all) {
+    if (a.v == 0) continue;
+    args[n].key = a.key;
+    args[n].type = DFT_ARG_UINT;
+    args[n].v.u = a.v;
+    ++n;
+  }
 }
 
 void finish(ThreadState& t, int index, uint64_t end) {
@@ -261,8 +298,9 @@ void finish(ThreadState& t, int index, uint64_t end) {
     t.graph_frame = f.outer_graph_frame;
   }
   if (!(f.kind & kRecorded) || end == 0) return;
-  dft_arg args[2];
+  dft_arg args[6];
   uint32_t n = 0;
+  if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
   if (f.seq_nr >= 0) {
     args[n].key = g_key_seq;
     args[n].type = DFT_ARG_INT;
@@ -310,6 +348,108 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
     finish(t, i, dft_ticks_inline());
     t.depth = i;
     return;
+  }
+}
+
+
+// --------------------------------------------------------------- memory
+//
+// c10's allocators report each allocation (size > 0) and free (size < 0)
+// to the MemoryReportingInfoBase in the allocating thread's debug info,
+// with the allocator's new total (torch_compat.h). On that thread, with no
+// lock, allocation or formatting: the bytes are added to the innermost
+// recorded op's frame (written as its args when it ends), and the device's
+// counter track gets a sample when this thread wrote none for
+// g_mem_interval_ticks -- preceded by the highest total seen since the last
+// sample when that was higher, so the track holds the exact peak.
+
+// The track's series for a device; -1: not drawn (devices past cuda:7, others).
+inline int mem_device_slot(c10::Device device, bool cpu) {
+  if (cpu) return 0;
+  if (device.is_cuda() && device.index() >= 0 && device.index() < kMemDevices - 1) return 1 + device.index();
+  return -1;
+}
+
+__attribute__((noinline)) void write_mem_sample(int slot, uint64_t at, uint64_t total) {
+  dft_arg a;
+  a.key = g_mem_device_key[slot];
+  a.type = DFT_ARG_UINT;
+  a.v.u = total;
+  dft_counter_ticks(g_mem_track, g_cat_memory, at, &a, 1);
+}
+
+void on_memory(int64_t size, uint64_t total, c10::Device device) {
+  if (!dft_enabled_inline()) return;
+  ThreadState* const st = state();
+  if (st == nullptr) return;
+  ThreadState& t = *st;
+  const c10::DeviceType type = device.type();
+  const bool cpu = type == c10::DeviceType::CPU || type == c10::DeviceType::MKLDNN || type == c10::DeviceType::IDEEP;
+  for (int i = (t.depth < kMaxDepth ? t.depth : kMaxDepth) - 1; i >= 0; --i) {
+    Frame& f = t.frames[i];
+    if (!(f.kind & kRecorded)) continue;
+    if (size >= 0) (cpu ? f.alloc : f.dev_alloc) += static_cast<uint64_t>(size);
+    else (cpu ? f.freed : f.dev_freed) += static_cast<uint64_t>(-size);
+    break;
+  }
+  const int slot = mem_device_slot(device, cpu);
+  if (slot < 0) return;
+  MemSeries& s = t.mem[slot];
+  const uint64_t now = dft_ticks_inline();
+  if (total >= s.peak) {
+    s.peak = total;
+    s.peak_at = now;
+  }
+  if (now - s.last < g_mem_interval_ticks) return;
+  if (s.peak > total) write_mem_sample(slot, s.peak_at, s.peak);
+  write_mem_sample(slot, now, total);
+  s.last = now;
+  s.peak = 0;
+}
+
+// This thread's peaks not yet on the track (memory capture turning off).
+void flush_mem_peaks() {
+  ThreadState* const st = tl_state;
+  if (st == nullptr || !dft_enabled_inline()) return;
+  for (int slot = 0; slot < kMemDevices; ++slot) {
+    MemSeries& s = st->mem[slot];
+    if (s.peak != 0) write_mem_sample(slot, s.peak_at, s.peak);
+    s.peak = 0;
+  }
+}
+
+class MemoryReporter final : public MemoryReporterBase {
+ public:
+  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t total_allocated, size_t /*total_reserved*/,
+                         c10::Device device) override {
+    on_memory(alloc_size, total_allocated, device);
+  }
+  bool memoryProfilingEnabled() const override { return g_memory.load(std::memory_order_relaxed); }
+};
+
+MemoryReporter g_reporter;
+
+// Ticks in `us` microseconds of the core's clock.
+uint64_t ticks_for_us(uint64_t us) {
+  const uint64_t t0 = dft_ticks();
+  constexpr uint64_t kProbe = 1000000000ull;
+  const uint64_t ns = dft_ticks_to_ns(t0 + kProbe) - dft_ticks_to_ns(t0);
+  if (ns == 0) return us * 1000;
+  return static_cast<uint64_t>(static_cast<double>(us) * 1000.0 * static_cast<double>(kProbe) / static_cast<double>(ns));
+}
+
+void intern_memory_constants() {
+  g_key_alloc = dft_intern_cstr("alloc_bytes");
+  g_key_free = dft_intern_cstr("free_bytes");
+  g_key_dev_alloc = dft_intern_cstr("dev_alloc_bytes");
+  g_key_dev_free = dft_intern_cstr("dev_free_bytes");
+  g_mem_track = dft_intern_cstr("memory");
+  g_cat_memory = dft_intern_cstr("memory");
+  g_mem_device_key[0] = dft_intern_cstr("cpu");
+  for (int i = 1; i < kMemDevices; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof key, "cuda:%d", i - 1);
+    g_mem_device_key[i] = dft_intern_cstr(key);
   }
 }
 
@@ -402,8 +542,32 @@ bool enable_from_env() {
     case EnvSetting::kInvalid:
       break;
   }
+  if (parse_memory_env()) enable_memory(true);
   return enabled();
 }
+
+void enable_memory(bool on) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (on) {
+    static bool interned = false;
+    if (!interned) {
+      intern_memory_constants();
+      interned = true;
+    }
+    g_mem_interval_ticks = ticks_for_us(parse_memory_interval_env());
+    g_memory.store(true, std::memory_order_relaxed);
+    install_memory_reporter(&g_reporter);
+  } else {
+    if (!g_memory.load(std::memory_order_relaxed)) return;
+    g_memory.store(false, std::memory_order_relaxed);
+    flush_mem_peaks();
+    remove_memory_reporter(&g_reporter);
+  }
+}
+
+bool memory_enabled() { return g_memory.load(std::memory_order_relaxed); }
+
+bool memory_reported_on_this_thread() { return g_memory.load(std::memory_order_relaxed) && memory_reporter_installed(&g_reporter); }
 
 void set_graph_depth_probe(GraphDepthProbe probe) { g_probe.store(probe, std::memory_order_relaxed); }
 

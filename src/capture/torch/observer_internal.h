@@ -13,6 +13,18 @@ enum class EnvSetting { kOff, kOps, kOpsWithShapes, kInvalid };
 // as kInvalid, which callers treat as off.
 EnvSetting parse_trace_eager_env();
 
+constexpr const char* kMemoryEnv = "DFTRACER_MEMORY";
+constexpr const char* kMemoryIntervalEnv = "DFTRACER_MEMORY_INTERVAL_US";
+constexpr unsigned kDefaultMemoryIntervalUs = 100;
+
+// DFTRACER_MEMORY: true for "1"/"true"/"yes"/"on"; unset or "0"/"false"/
+// "no"/"off"/"" false; anything else warns (one line) and reads false.
+bool parse_memory_env();
+// DFTRACER_MEMORY_INTERVAL_US: the least microseconds between two samples of
+// one thread's memory counter track (0: every allocation); unset gives
+// kDefaultMemoryIntervalUs, a bad value warns and gives it too.
+unsigned long parse_memory_interval_env();
+
 }  // namespace torch_observer
 }  // namespace dftracer
 

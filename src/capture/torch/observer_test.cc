@@ -281,3 +281,46 @@ TEST(Observer, EnvironmentSwitch) {
     EXPECT_FALSE(dftracer::torch::enable_from_env()) << off;
   }
 }
+
+// Memory capture: an allocation inside an op is that op's alloc_bytes, the
+// counter track has the allocator's total, a thread that did not turn it on
+// reports nothing, and off again removes it from this thread.
+TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
+  Trace trace;
+  dftracer::torch::enable();
+  EXPECT_FALSE(dftracer::torch::memory_reported_on_this_thread());
+  dftracer::torch::enable_memory();
+  EXPECT_TRUE(dftracer::torch::memory_enabled());
+  EXPECT_TRUE(dftracer::torch::memory_reported_on_this_thread());
+  torch::Tensor a = torch::empty({256}, torch::kFloat);  // 1024 bytes in aten::empty
+  std::thread other([] {
+    EXPECT_FALSE(dftracer::torch::memory_reported_on_this_thread());
+    torch::Tensor b = torch::ones({512}, torch::kFloat);
+  });
+  other.join();
+  torch::Tensor c = a.neg();  // aten::neg allocates its 1024-byte result
+  dftracer::torch::enable_memory(false);
+  EXPECT_FALSE(dftracer::torch::memory_enabled());
+  EXPECT_FALSE(dftracer::torch::memory_reported_on_this_thread());
+  torch::Tensor d = torch::empty({64}, torch::kFloat);  // off again: no args
+  const std::vector<Event> all = trace.finish();
+  std::map<std::string, int> alloc_events;
+  bool counter = false;
+  for (const Event& e : all) {
+    if (e.ph == "C") {
+      EXPECT_EQ(e.name, "memory");
+      EXPECT_NE(e.args_json.find("\"cpu\":"), std::string::npos) << e.args_json;
+      counter = true;
+    }
+    if (e.ph != "X" || e.args_json.find("alloc_bytes") == std::string::npos) continue;
+    ++alloc_events[e.name];
+    EXPECT_EQ(e.tid, dft_tid()) << e.name << " on another thread";
+    // a's and c's 1024 bytes
+    if (e.name == "aten::empty" || e.name == "aten::neg")
+      EXPECT_NE(e.args_json.find("\"alloc_bytes\":1024"), std::string::npos) << e.args_json;
+  }
+  EXPECT_EQ(alloc_events["aten::empty"], 1);  // d, after memory capture went off, has none
+  EXPECT_EQ(alloc_events["aten::neg"], 1);
+  EXPECT_EQ(alloc_events.count("aten::ones"), 0u);  // the other thread's
+  EXPECT_TRUE(counter);
+}

@@ -23,7 +23,10 @@
 #define DFTRACER_SRC_CAPTURE_TORCH_TORCH_COMPAT_H_
 
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 
+#include <memory>
 #include <string>
 #include <variant>
 
@@ -66,6 +69,44 @@ constexpr const char* kRfNameFallbackWarning =
 
 inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) { return names.lookup(fn.name()); }
 #endif
+
+// c10's memory reporting, the way torch.profiler reaches it (profiler_kineto.cpp
+// pushes its state with ThreadLocalDebugInfo::_push under
+// DebugInfoKind::PROFILER_STATE): every allocator that reports
+// (c10::reportMemoryUsageToProfiler: the CPU allocator's
+// ProfiledCPUMemoryReporter, CUDA's caching allocator) calls the
+// MemoryReportingInfoBase found in the allocating thread's debug info under
+// that kind, when its memoryProfilingEnabled() is true. The debug info is
+// thread-local and travels with at::ThreadLocalState (the autograd engine's
+// threads, at::launch), so installing it on a thread covers the work that
+// thread hands to torch's own threads. `_push`/`_pop` are public but marked
+// internal by their underscore: this is their one use.
+using MemoryReporterBase = c10::MemoryReportingInfoBase;
+
+// True when `reporter` is what c10 finds on this thread now.
+inline bool memory_reporter_installed(const MemoryReporterBase* reporter) {
+  return c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == reporter;
+}
+
+// Pushes `reporter` (a static object: the shared_ptr does not own it) on
+// this thread's debug info, unless it is already the one found there.
+inline void install_memory_reporter(MemoryReporterBase* reporter) {
+  if (memory_reporter_installed(reporter)) return;
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                   std::shared_ptr<c10::DebugInfoBase>(reporter, [](c10::DebugInfoBase*) {}));
+}
+
+// Pops it when it is the top of this thread's debug info (_peek and _pop
+// throw when the top is another entry: torch's profiler started after us, or
+// a guard of another kind; then it stays, and reports nothing once
+// memoryProfilingEnabled() says false).
+inline void remove_memory_reporter(const MemoryReporterBase* reporter) {
+  try {
+    if (c10::ThreadLocalDebugInfo::_peek(c10::DebugInfoKind::PROFILER_STATE).get() == reporter)
+      c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+  } catch (const c10::Error&) {
+  }
+}
 
 }  // namespace torch_observer
 }  // namespace dftracer

@@ -42,7 +42,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _ext = None
     _IMPORT_ERROR = e
 
-__all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
+__all__ = ["summary", "memory", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
            "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "device", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
            "to_parquet", "local_cluster"]
 
@@ -217,7 +217,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
         raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits, window=window,
                               use_index=bool(use_index))
-    order = list(raw["keys"]) + list(SUMMARY_COLUMNS)
+    memory = [c for c in ("alloc_bytes", "free_bytes", "net_bytes") if c in raw["columns"]]  # memory capture
+    order = list(raw["keys"]) + list(SUMMARY_COLUMNS) + memory
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
     df.attrs["stats"] = dict(raw["stats"])
     df.attrs["totals"] = dict(raw["totals"])
@@ -429,6 +430,25 @@ def _int_option(name, v):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an int, not {v!r}")
     return int(v)
+
+
+def memory(paths, *, max_line_mib=None, max_document_mib=None):
+    """The memory counter tracks of `dftracer-analyze memory` (memory capture:
+    DFTRACER_MEMORY=1): a pandas DataFrame, one row per process and device
+    (pid, device, samples, peak_bytes, peak_ts_us, first_bytes, last_bytes);
+    attrs "out_of_order", "bad_samples" and "stats"."""
+    import json
+
+    import pandas as pd
+
+    text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib))
+    doc = json.loads(text)
+    df = pd.DataFrame(doc["series"], columns=["pid", "device", "samples", "peak_bytes", "peak_ts_us", "first_bytes",
+                                              "last_bytes"])
+    df.attrs["out_of_order"] = doc["out_of_order"]
+    df.attrs["bad_samples"] = doc["bad_samples"]
+    df.attrs["stats"] = dict(stats)
+    return df
 
 
 def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None):

@@ -13,6 +13,11 @@ it::
     with trace_eager(shapes=True):     # on inside, previous state after
         model(x).sum().backward()
 
+``trace_eager(memory=True)`` (or ``DFTRACER_MEMORY=1``) also records the
+allocations and frees of torch's allocators made on this thread (and the
+threads torch hands its work to): per op ``alloc_bytes``/``free_bytes``
+args and a ``memory`` counter track of the bytes allocated per device.
+
 or ``DFTRACER_TRACE_EAGER=1`` (``=shapes`` for input shapes) in the
 environment, applied as soon as both dftracer.python and torch are imported,
 in either order. Ops are recorded while tracing is on (``DFTRACER_ENABLE=1``
@@ -29,9 +34,10 @@ import threading
 
 from .diagnostics import warn
 
-__all__ = ["trace_eager", "eager_enabled", "TRACE_EAGER_ENV"]
+__all__ = ["trace_eager", "eager_enabled", "memory_enabled", "TRACE_EAGER_ENV", "MEMORY_ENV"]
 
 TRACE_EAGER_ENV = "DFTRACER_TRACE_EAGER"
+MEMORY_ENV = "DFTRACER_MEMORY"
 
 _lock = threading.RLock()
 _ext = None
@@ -137,18 +143,24 @@ class trace_eager:
     (on/off, shapes) comes back at the end of the ``with`` block.
     ``shapes=True`` also records each op's input sizes -- it makes the
     dispatcher box every op's arguments, several times the observer's cost.
+    ``memory=True`` turns allocation capture on for the calling thread,
+    ``memory=False`` off; ``None`` (the default) leaves it as it is.
     """
 
     __slots__ = ("_previous",)
 
-    def __init__(self, enabled: bool = True, *, shapes: bool = False):
+    def __init__(self, enabled: bool = True, *, shapes: bool = False, memory: bool | None = None):
         if not isinstance(enabled, bool):
             raise TypeError(f"trace_eager: enabled must be a bool, got {type(enabled).__name__}")
         if not isinstance(shapes, bool):
             raise TypeError(f"trace_eager: shapes must be a bool, got {type(shapes).__name__}")
+        if memory is not None and not isinstance(memory, bool):
+            raise TypeError(f"trace_eager: memory must be a bool or None, got {type(memory).__name__}")
         ext = _load()
         with _lock:
-            self._previous = (ext.enabled(), ext.shapes_enabled())
+            self._previous = (ext.enabled(), ext.shapes_enabled(), ext.memory_enabled())
+            if memory is not None:
+                ext.enable_memory(memory)
             if enabled:
                 ext.enable(shapes=shapes)
             else:
@@ -158,8 +170,10 @@ class trace_eager:
         return self
 
     def __exit__(self, *exc) -> bool:
-        was_on, had_shapes = self._previous
+        was_on, had_shapes, had_memory = self._previous
         with _lock:
+            if bool(_ext.memory_enabled()) != had_memory:
+                _ext.enable_memory(had_memory)
             if was_on:
                 _ext.enable(shapes=had_shapes)
             else:
@@ -173,6 +187,11 @@ class trace_eager:
 def eager_enabled() -> bool:
     """True while eager ATen ops are being recorded."""
     return _ext is not None and bool(_ext.enabled())
+
+
+def memory_enabled() -> bool:
+    """True while allocation capture is on (``trace_eager(memory=True)``)."""
+    return _ext is not None and bool(_ext.memory_enabled())
 
 
 # ------------------------------------------------- DFTRACER_TRACE_EAGER
@@ -231,9 +250,13 @@ def _after_import(name, then) -> None:
         sys.meta_path.insert(0, _AfterImport(name, then))
 
 
+def _env_on(name: str) -> bool:
+    value = os.environ.get(name)
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def _apply_env_at_import() -> None:
-    value = os.environ.get(TRACE_EAGER_ENV)
-    if value is None or value.strip().lower() in ("", "0", "false", "no", "off"):
+    if not (_env_on(TRACE_EAGER_ENV) or _env_on(MEMORY_ENV)):
         return
     if "torch" in sys.modules:
         _apply_env_now()

@@ -1,0 +1,157 @@
+"""Memory capture (trace_eager(memory=True) / DFTRACER_MEMORY=1).
+
+A small GPT-2 (built from a config, random weights) trains on the CPU; the
+same step runs under torch.profiler's profile_memory and under our capture.
+Checked: per ATen op, the bytes our events say it allocated minus freed
+(self) equal torch.profiler's self CPU memory for that op; the memory
+counter track's maximum equals the peak of torch.profiler's allocation
+series; activation checkpointing gives the smaller peak; the analyzer's
+summary has the memory columns and `memory` the peak.
+"""
+import collections
+import json
+import os
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+try:
+    from dftracer import _eager  # noqa: F401
+except ImportError:
+    pytest.skip("dftracer was built without the LibTorch observer (dftracer._eager)", allow_module_level=True)
+
+from dftracer.python.eager import memory_enabled, trace_eager  # noqa: E402
+from test_dynamo_helpers import traced  # noqa: E402
+
+
+def tiny_gpt2(checkpointing=False):
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=64,
+                                  use_cache=False)
+    model = transformers.GPT2LMHeadModel(cfg)
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    ids = torch.randint(0, 128, (4, 64), generator=torch.Generator().manual_seed(1))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+
+    return step
+
+
+def our_memory(events):
+    """Per op name: self bytes allocated minus freed; the track's maximum."""
+    net = collections.Counter()
+    for e in events:
+        if e.get("ph") == "X" and e["name"].startswith("aten::"):
+            a = e.get("args", {})
+            net[e["name"]] += a.get("alloc_bytes", 0) - a.get("free_bytes", 0)
+    samples = [e["args"]["cpu"] for e in events if e.get("ph") == "C" and e["name"] == "memory"]
+    return net, samples
+
+
+def profiler_memory(step, tmp_path):
+    act = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=act, profile_memory=True) as prof:
+        step()
+    net = collections.Counter()
+    for a in prof.key_averages():
+        if a.key.startswith("aten::") and a.self_cpu_memory_usage:
+            net[a.key] += a.self_cpu_memory_usage
+    path = str(tmp_path / "torch_profile.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        doc = json.load(f)
+    totals = [e["args"]["Total Allocated"] for e in doc["traceEvents"]
+              if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    return net, max(totals)
+
+
+def traced_step(step, tmp_path, name):
+    with traced(tmp_path, name) as events:
+        with trace_eager(memory=True):
+            assert memory_enabled()
+            step()
+    assert not memory_enabled()
+    return events
+
+
+def test_per_op_bytes_and_peak_equal_torch_profiler(tmp_path):
+    step = tiny_gpt2()
+    for _ in range(2):
+        step()  # warm up: lazy state, the allocator's first blocks
+    theirs, their_peak = profiler_memory(step, tmp_path)
+    events = traced_step(step, tmp_path, "mem")
+    ours, samples = our_memory(events)
+    assert theirs, "torch.profiler saw no memory"
+    assert {k: v for k, v in ours.items() if v} == {k: v for k, v in theirs.items() if v}
+    assert max(samples) == their_peak
+    # bounded rate: far fewer samples than allocations
+    allocs = sum(1 for e in events if e.get("ph") == "X" and "alloc_bytes" in e.get("args", {}))
+    assert 0 < len(samples) < allocs * 2
+
+
+def test_checkpointing_lowers_the_peak(tmp_path):
+    peaks = {}
+    for ckpt in (False, True):
+        step = tiny_gpt2(checkpointing=ckpt)
+        step()
+        events = traced_step(step, tmp_path / str(ckpt), "ck")
+        _, samples = our_memory(events)
+        # relative to the first sample: what the step itself added at most
+        peaks[ckpt] = max(samples) - samples[0]
+    assert peaks[True] < peaks[False]
+
+
+def test_off_by_default_writes_no_memory(tmp_path):
+    step = tiny_gpt2()
+    with traced(tmp_path, "off") as events:
+        with trace_eager():
+            step()
+    assert not any(e.get("ph") == "C" for e in events)
+    assert not any("alloc_bytes" in e.get("args", {}) for e in events if e.get("ph") == "X")
+
+
+def test_analyzer_memory_columns_and_peak(tmp_path):
+    exe = os.environ.get("DFTRACER_ANALYZE_BIN")
+    if not exe:
+        pytest.skip("DFTRACER_ANALYZE_BIN not set")
+    step = tiny_gpt2()
+    step()
+    events = traced_step(step, tmp_path, "an")
+    ours, samples = our_memory(events)
+    out = subprocess.run([exe, "summary", str(tmp_path), "--by", "name", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    assert doc["memory"] is True
+    rows = {r["name"]: r for r in doc["rows"]}
+    for name, net in ours.items():
+        assert rows[name]["net_bytes"] == net
+    out = subprocess.run([exe, "memory", str(tmp_path), "--format", "json"], capture_output=True, text=True,
+                         check=True)
+    series = json.loads(out.stdout)["series"]
+    assert [s["device"] for s in series] == ["cpu"]
+    assert series[0]["peak_bytes"] == max(samples)
+
+
+def test_python_api_memory_columns_and_peak(tmp_path):
+    da = pytest.importorskip("dftracer.analyze")
+    step = tiny_gpt2()
+    step()
+    events = traced_step(step, tmp_path, "py")
+    ours, samples = our_memory(events)
+    df = da.summary(str(tmp_path), by="name")
+    assert {"alloc_bytes", "free_bytes", "net_bytes"} <= set(df.columns)
+    net = dict(zip(df["name"], df["net_bytes"]))
+    for name, value in ours.items():
+        assert net[name] == value
+    peaks = da.memory(str(tmp_path))
+    assert list(peaks["device"]) == ["cpu"]
+    assert peaks["peak_bytes"][0] == max(samples)
