@@ -218,21 +218,6 @@ void Region_dealloc(PyObject* op) {
   Py_DECREF(tp);
 }
 
-PyObject* Region_enter(PyObject* op, PyObject*) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable && dft_enabled_inline()) {
-    region_ensure_ids(self);
-    uint64_t t = dft_ticks_inline();
-    self->t0 = t;
-    self->flushed = 0;
-    open_push(t_open, self, self->name, self->name_obj, t, false);
-  } else {
-    self->t0 = 0;
-    if (self->enable) count_skipped_call();  // the region's one event, skipped
-  }
-  return Py_NewRef(op);
-}
-
 // Writes the innermost open event of this object on this thread (or the
 // object-level one). `close` removes it (exit); otherwise it stays open but
 // marked flushed (flush()).
@@ -254,20 +239,6 @@ void finish_event(RegionObject* self, bool close) {
     record_region_event(self, self->name, self->name_obj, self->t0, t1, nullptr);
   }
   self->flushed = 1;
-}
-
-PyObject* Region_exit(PyObject* op, PyObject* const*, Py_ssize_t) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable) {
-    finish_event(self, true);
-  } else {
-    // Disabled while open (dft_ai's disable() inside a `with`): the event is
-    // dropped, as pydftracer drops it, and its entry must not stay open.
-    OpenStack& open = t_open;
-    int i = open_find_owner(open, self, /*regions_only=*/true);
-    if (i >= 0) Py_XDECREF(open_take(open, i).pending);
-  }
-  Py_RETURN_FALSE;  // never swallow the exception
 }
 
 PyObject* Region_flush(PyObject* op, PyObject*) {
@@ -386,9 +357,6 @@ PyObject* Region_get_args(PyObject* op, void*) {
 }
 
 PyMethodDef Region_methods[] = {
-    {"__enter__", Region_enter, METH_NOARGS, "Starts this region's event."},
-    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_exit)),
-     METH_FASTCALL, "Writes this region's event (also when an exception leaves it)."},
     {"flush", Region_flush, METH_NOARGS,
      "Writes the event now (from the last start to now); a later exit writes nothing."},
     {"reset", Region_reset, METH_NOARGS, "Restarts the clock of the current event."},
@@ -454,6 +422,34 @@ void record_region_event(RegionObject* owner, dft_id name, PyObject* name_obj, u
   PyErr_Restore(et, ev, tb);
 }
 
+PyObject* region_enter(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable && dft_enabled_inline()) {
+    region_ensure_ids(self);
+    uint64_t t = dft_ticks_inline();
+    self->t0 = t;
+    self->flushed = 0;
+    open_push(t_open, self, self->name, self->name_obj, t, false);
+  } else {
+    self->t0 = 0;
+    if (self->enable) count_skipped_call();  // the region's one event, skipped
+  }
+  return Py_NewRef(op);
+}
+
+void region_exit(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable) {
+    finish_event(self, true);
+  } else {
+    // Disabled while open (dft_ai's disable() inside a `with`): the event is
+    // dropped, as pydftracer drops it, and its entry must not stay open.
+    OpenStack& open = t_open;
+    int i = open_find_owner(open, self, /*regions_only=*/true);
+    if (i >= 0) Py_XDECREF(open_take(open, i).pending);
+  }
+}
+
 void register_region(nanobind::module_& m) {
   PyObject* tag_keys = PyTuple_New(kNumTagKeys);
   if (tag_keys == nullptr) throw nanobind::python_error();
@@ -475,6 +471,7 @@ void register_region(nanobind::module_& m) {
   if (type == nullptr) throw nanobind::python_error();
   g_region_type = reinterpret_cast<PyTypeObject*>(type);
   Py_INCREF(type);  // g_region_type keeps one reference for the process
+  if (!register_with_methods(g_region_type)) throw nanobind::python_error();
   if (PyModule_AddObject(m.ptr(), "Region", type) < 0) {
     Py_DECREF(type);
     throw nanobind::python_error();

@@ -27,11 +27,30 @@ _now_ns = _core.now_ns
 _NS_PER_UNIT = {"NS": 1, "US": 1000, "MS": 1_000_000, "SEC": 1_000_000_000}
 
 
-def time_unit():
-    """The unit of get_time() and log_event's times: DFTRACER_TIME_METRIC
-    (NS, US, MS or SEC; anything else, or unset: US)."""
+def _read_time_unit():
     metric = os.environ.get("DFTRACER_TIME_METRIC", "").strip().upper()
     return metric if metric in _NS_PER_UNIT else "US"
+
+
+# time_unit() as read when tracing last started (None: not started yet). A
+# lookup in os.environ of a variable that is not set raises and catches a
+# KeyError inside os.environ.get: microseconds, too much for every
+# get_time() and log_event().
+_unit_at_start = None
+
+
+def _note_tracing_started():
+    """Reads DFTRACER_TIME_METRIC for this tracing session (the core reads
+    its DFTRACER_* variables when tracing starts, too)."""
+    global _unit_at_start
+    _unit_at_start = _read_time_unit()
+
+
+def time_unit():
+    """The unit of get_time() and log_event's times: DFTRACER_TIME_METRIC
+    (NS, US, MS or SEC; anything else, or unset: US) as set when tracing
+    started; before that, as set now."""
+    return _unit_at_start or _read_time_unit()
 
 
 def _to_ns(value, what):
@@ -203,6 +222,7 @@ class dftracer:
         return instance
 
     def _started(self, path, prefix, data_dir):
+        _note_tracing_started()
         self.logger = _core
         self.trace_file = path
         self.start_time = self.get_time()
