@@ -79,12 +79,9 @@ def _worker(rank, world, port, trace_dir, args, out_q):
         out_q.put(results)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--small-iters", type=int, default=2000)
-    ap.add_argument("--large-iters", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=6)
-    args = ap.parse_args()
+def run_two_ranks(worker, arg):
+    """Runs worker(rank, 2, port, trace_dir, arg, queue) in two spawned
+    processes; (what rank 0 put in the queue, whether both exited 0)."""
     import torch.multiprocessing as mp
 
     with socket.socket() as s:
@@ -93,12 +90,22 @@ def main():
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     with tempfile.TemporaryDirectory() as d:
-        procs = [ctx.Process(target=_worker, args=(r, 2, port, d, args, q)) for r in range(2)]
+        procs = [ctx.Process(target=worker, args=(r, 2, port, d, arg, q)) for r in range(2)]
         for p in procs:
             p.start()
         results = q.get(timeout=1800)
         for p in procs:
             p.join()
+    return results, all(p.exitcode == 0 for p in procs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--small-iters", type=int, default=2000)
+    ap.add_argument("--large-iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=6)
+    args = ap.parse_args()
+    results, ok = run_two_ranks(_worker, args)
     print(f"2-rank gloo all_reduce on CPU, us per collective (rank 0, median of {args.rounds} rounds; "
           f"{os.cpu_count()} CPUs)")
     print(f"{'size':>20} {'mode':>15} {'wall us':>10} {'cpu us':>10} {'+wall us':>10} {'+cpu us':>10}")
@@ -106,7 +113,7 @@ def main():
         base_w, base_c = modes["untraced"]
         for mode, (w, c) in modes.items():
             print(f"{label:>20} {mode:>15} {w:10.1f} {c:10.1f} {w - base_w:10.1f} {c - base_c:10.1f}")
-    return 0 if all(p.exitcode == 0 for p in procs) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

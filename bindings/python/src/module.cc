@@ -6,5 +6,6 @@ NB_MODULE(_core, m) {
   m.doc() = "dftracer core bindings (one logger per process, shared with C/C++).";
   dft_py::register_api(m);
   dft_py::register_region(m);
+  dft_py::register_comm(m);
   dft_py::register_dynamo(m);
 }
