@@ -7,5 +7,6 @@ NB_MODULE(_core, m) {
   dft_py::register_api(m);
   dft_py::register_region(m);
   dft_py::register_comm(m);
+  dft_py::register_logger_fast(m);
   dft_py::register_dynamo(m);
 }
