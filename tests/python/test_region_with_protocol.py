@@ -76,3 +76,31 @@ print(t > 10 ** 15)
     late, = [e for e in events if e["name"] == "late"]
     assert abs(late["dur"] - 0.001) < 1e-9  # 1 ns, in the file's microseconds
 
+
+
+def test_freed_regions_are_reused_safely(run_python, trace_dir):
+    # dft_fn objects freed and made again (the constructor's free list), and
+    # subclasses with a __dict__, a weakref and a finalizer (the generic
+    # dealloc, ending in Region's), each keep their own name, cat and args.
+    events, proc = run_traced(run_python, trace_dir, """
+import gc, weakref
+class Sub(dft_fn):
+    def __del__(self):
+        print("del", self.name)
+for i in range(40):
+    with dft_fn("c", f"r{i % 3}", step=i):
+        pass
+s = Sub("c", "sub")
+s.extra = 1
+w = weakref.ref(s)
+with s:
+    pass
+del s
+gc.collect()
+print(w() is None)
+kept = [dft_fn("k", f"k{i}") for i in range(20)]
+print(len({id(k) for k in kept}), [k.name for k in kept][-1], kept[0].cat)
+""")
+    assert proc.stdout.split() == ["del", "sub", "True", "20", "k19", "k"], proc.stdout
+    regions = [e for e in events if e.get("cat") == "c" and e["name"].startswith("r")]
+    assert [(e["name"], e["args"]["step"]) for e in regions] == [(f"r{i % 3}", i) for i in range(40)]

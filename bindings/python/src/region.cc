@@ -141,6 +141,48 @@ int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
   return region_setup(self, cat, name, tags, enable);
 }
 
+// Freed dft_fn objects kept for the next dft_fn(...) (`with dft_fn(cat,
+// name):` makes and frees one per block); only the class _fast_construct
+// registered, and only with the GIL (no free list on free-threaded builds).
+// Their fields are cleared; the memory keeps its GC header, untracked.
+PyTypeObject* g_pooled_type = nullptr;
+#ifndef Py_GIL_DISABLED
+constexpr int kRegionFreeMax = 16;
+PyObject* g_region_free[kRegionFreeMax];
+int g_region_nfree = 0;
+#endif
+
+void Region_dealloc(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  PyTypeObject* tp = Py_TYPE(op);
+  if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
+  if (t_open.depth != 0) open_forget_owner(self);
+  Py_CLEAR(self->name_obj);
+  Py_CLEAR(self->cat_obj);
+  Py_CLEAR(self->args);
+#ifndef Py_GIL_DISABLED
+  if (tp == g_pooled_type && g_region_nfree < kRegionFreeMax) {
+    g_region_free[g_region_nfree++] = op;
+    Py_DECREF(tp);  // the instance's reference; the module keeps the class alive
+    return;
+  }
+#endif
+  tp->tp_free(op);
+  Py_DECREF(tp);
+}
+
+// A Region of `type` from the free list, or NULL when there is none.
+PyObject* pooled_region(PyTypeObject* type) {
+#ifndef Py_GIL_DISABLED
+  if (type == g_pooled_type && g_region_nfree > 0) {
+    PyObject* op = g_region_free[--g_region_nfree];
+    PyObject_Init(op, type);  // type reference and refcount, as tp_alloc
+    return op;
+  }
+#endif
+  return nullptr;
+}
+
 // Vectorcall constructor, installed on dft_fn by _core._fast_construct(cls):
 // `dft_fn("cat", "name")` then needs no args tuple, no kwargs dict and no
 // format-string parsing. Same checks and errors as tp_init.
@@ -178,8 +220,8 @@ PyObject* Region_vectorcall_new(PyObject* callable, PyObject* const* args, size_
     PyErr_SetString(PyExc_TypeError, "dft_fn() missing required argument 'cat' (pos 1)");
     return nullptr;
   }
-  PyObject* op = type->tp_alloc(type, 0);
-  if (op == nullptr) return nullptr;
+  PyObject* op = pooled_region(type);
+  if (op == nullptr && (op = type->tp_alloc(type, 0)) == nullptr) return nullptr;
   auto* self = reinterpret_cast<RegionObject*>(op);
   self->enable = 1;
   if (region_setup(self, v[0], v[1], &v[2], v[kEnableParam]) < 0) {
@@ -200,23 +242,22 @@ PyObject* fast_construct(PyObject*, PyObject* cls) {
   auto* t = reinterpret_cast<PyTypeObject*>(cls);
   if (t->tp_init == g_region_type->tp_init && t->tp_new == g_region_type->tp_new)
     t->tp_vectorcall = Region_vectorcall_new;
+  // A class that adds nothing to Region's instances (no __dict__, no
+  // __weakref__, no slots, no finalizer) is freed by Region_dealloc itself,
+  // not through the generic subclass dealloc, and its first such class
+  // (dft_fn) gets the free list. Subclasses of it get the generic dealloc
+  // again from type(), which ends in Region_dealloc.
+  if (t->tp_basicsize == g_region_type->tp_basicsize && t->tp_dictoffset == 0 && t->tp_weaklistoffset == 0 &&
+      t->tp_finalize == nullptr && t->tp_del == nullptr && t->tp_vectorcall == Region_vectorcall_new) {
+    t->tp_dealloc = Region_dealloc;
+    if (g_pooled_type == nullptr) g_pooled_type = reinterpret_cast<PyTypeObject*>(Py_NewRef(cls));
+  }
   Py_RETURN_NONE;
 }
 
 PyMethodDef module_functions[] = {
     {"_fast_construct", fast_construct, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr}};
-
-void Region_dealloc(PyObject* op) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  open_forget_owner(self);
-  Py_CLEAR(self->name_obj);
-  Py_CLEAR(self->cat_obj);
-  Py_CLEAR(self->args);
-  PyTypeObject* tp = Py_TYPE(op);
-  tp->tp_free(op);
-  Py_DECREF(tp);
-}
 
 // Writes the innermost open event of this object on this thread (or the
 // object-level one). `close` removes it (exit); otherwise it stays open but
