@@ -1,7 +1,7 @@
 """Per-collective tracing cost (issue #16): a 2-rank gloo all_reduce loop on
 CPU, small and large tensors, untraced vs ours vs torch.profiler, in one run.
 
-    python bench/comm/bench_comm.py [--small-iters 2000] [--large-iters 20] [--rounds 3]
+    python bench/comm/bench_comm.py [--small-iters 2000] [--large-iters 20] [--rounds 3] [--all-sizes]
 
 Both ranks run in this one job (torch.multiprocessing, gloo over
 127.0.0.1) with tracing on from the environment; the three modes are
@@ -27,6 +27,7 @@ import tempfile
 import time
 
 SIZES = {"1 KiB": 256, "16 MiB": 4 * 1024 * 1024}  # float32 elements
+MORE_SIZES = {"64 KiB": 16 * 1024, "1 MiB": 256 * 1024, "64 MiB": 16 * 1024 * 1024}  # --all-sizes
 # The same 1 KiB call on a group of this rank alone: no peer to wait for, so
 # the difference to untraced is the wrapper's own cost, out of the noise of
 # the 2-rank rows on a loaded machine.
@@ -55,7 +56,8 @@ def _worker(rank, world, port, trace_dir, args, out_q):
 
     alone = [dist.new_group([r]) for r in range(world)][rank]  # new_group: every rank makes every group
     results = {}
-    for label, n, group in [(k, v, None) for k, v in SIZES.items()] + [(ALONE, SIZES["1 KiB"], alone)]:
+    sizes = dict(sorted({**SIZES, **(MORE_SIZES if args.all_sizes else {})}.items(), key=lambda kv: kv[1]))
+    for label, n, group in [(k, v, None) for k, v in sizes.items()] + [(ALONE, SIZES["1 KiB"], alone)]:
         t = torch.ones(n)
         iters = args.small_iters if n < 1 << 20 else args.large_iters
         fns = {"untraced": lambda x: untraced(x, group=group), "ours": lambda x: traced(x, group=group)}
@@ -104,6 +106,7 @@ def main():
     ap.add_argument("--small-iters", type=int, default=2000)
     ap.add_argument("--large-iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--all-sizes", action="store_true", help="also 64 KiB, 1 MiB and 64 MiB")
     args = ap.parse_args()
     results, ok = run_two_ranks(_worker, args)
     print(f"2-rank gloo all_reduce on CPU, us per collective (rank 0, median of {args.rounds} rounds; "

@@ -397,10 +397,56 @@ PyObject* Region_get_args(PyObject* op, void*) {
   return self->args ? PyDict_Copy(self->args) : PyDict_New();
 }
 
+// DFTracerAI.start(metadata=False) / stop(metadata=False) (ai_common.py):
+// open / close the node's event as `with` does, or, with metadata, write
+// pydftracer's "<name>.start" / "<name>.end" metadata event (Python's
+// _time_metadata). In C so that start()+stop() costs what a `with` does.
+PyObject* ai_start_stop(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool start) {
+  const char* what = start ? "start" : "stop";
+  PyObject* metadata = nargs > 0 ? args[0] : nullptr;
+  if (nargs > 1) {
+    PyErr_Format(PyExc_TypeError, "%s() takes at most 1 positional argument (%zd given)", what, nargs);
+    return nullptr;
+  }
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t j = 0; j < nkw; ++j) {
+    PyObject* kw = PyTuple_GET_ITEM(kwnames, j);
+    if (PyUnicode_CompareWithASCIIString(kw, "metadata") != 0 || metadata != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", what, kw);
+      return nullptr;
+    }
+    metadata = args[nargs + j];
+  }
+  int md = metadata != nullptr ? PyObject_IsTrue(metadata) : 0;
+  if (md < 0) return nullptr;
+  if (md) return PyObject_CallMethod(op, "_time_metadata", "s", start ? "start" : "end");
+  if (start) {
+    PyObject* r = region_enter(op);
+    if (r == nullptr) return nullptr;
+    Py_DECREF(r);
+  } else {
+    region_exit(op);
+  }
+  Py_RETURN_NONE;
+}
+PyObject* Region_ai_start(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return ai_start_stop(op, args, nargs, kwnames, true);
+}
+PyObject* Region_ai_stop(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return ai_start_stop(op, args, nargs, kwnames, false);
+}
+
 PyMethodDef Region_methods[] = {
     {"flush", Region_flush, METH_NOARGS,
      "Writes the event now (from the last start to now); a later exit writes nothing."},
     {"reset", Region_reset, METH_NOARGS, "Restarts the clock of the current event."},
+    {"_ai_start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_ai_start)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "start(metadata=False): opens the node's event (metadata=True: writes a metadata event <name>.start "
+     "whose value is the time, as pydftracer)."},
+    {"_ai_stop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_ai_stop)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "stop(metadata=False): closes the event start() opened (metadata=True: <name>.end)."},
     {"_attach", Region_attach, METH_O, nullptr},
     {"_sticky", Region_sticky, METH_O, nullptr},
     {"_record", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_record)),
