@@ -6,7 +6,7 @@ a shared machine does not move them):
 
 then the calling thread's total is the `totals:` line of <dir>/cg-01; a form's cost per
 region is (its total - the total of `loop`, or of `call` for decorators) / 50000.
-Forms: loop, call, deco, reused, new, aictx, aideco, logev. Runs under this package or
+Forms: loop, call, deco, reused, new, aictx, aideco, aistartstop, logev. Runs under this package or
 pydftracer (the same API). ON=1 starts tracing (initialize_log into $TD).
 """
 import os, sys
@@ -41,6 +41,10 @@ def main():
             with fwd: pass
     elif form == "aideco":
         for _ in rng: aideco()
+    elif form == "aistartstop":
+        for _ in rng:
+            fwd.start()
+            fwd.stop()
     elif form == "logev":
         for _ in rng: log.log_event("ev", "b", 1, 1)
 main()
