@@ -1,7 +1,7 @@
 """Per-collective tracing cost: a 2-rank gloo all_reduce loop on
 CPU, small and large tensors, untraced vs ours vs torch.profiler, in one run.
 
-    python bench/comm/bench_comm.py [--small-iters 2000] [--large-iters 20] [--rounds 3]
+    python bench/comm/bench_comm.py [--small-iters 2000] [--large-iters 20] [--rounds 3] [--all-sizes]
 
 Both ranks run in this one job (torch.multiprocessing, gloo over
 127.0.0.1) with tracing on from the environment; the three modes are
@@ -27,6 +27,7 @@ import tempfile
 import time
 
 SIZES = {"1 KiB": 256, "16 MiB": 4 * 1024 * 1024}  # float32 elements
+MORE_SIZES = {"64 KiB": 16 * 1024, "1 MiB": 256 * 1024, "64 MiB": 16 * 1024 * 1024}  # --all-sizes
 # The same 1 KiB call on a group of this rank alone: no peer to wait for, so
 # the difference to untraced is the wrapper's own cost, out of the noise of
 # the 2-rank rows on a loaded machine.
@@ -55,7 +56,8 @@ def _worker(rank, world, port, trace_dir, args, out_q):
 
     alone = [dist.new_group([r]) for r in range(world)][rank]  # new_group: every rank makes every group
     results = {}
-    for label, n, group in [(k, v, None) for k, v in SIZES.items()] + [(ALONE, SIZES["1 KiB"], alone)]:
+    sizes = dict(sorted({**SIZES, **(MORE_SIZES if args.all_sizes else {})}.items(), key=lambda kv: kv[1]))
+    for label, n, group in [(k, v, None) for k, v in sizes.items()] + [(ALONE, SIZES["1 KiB"], alone)]:
         t = torch.ones(n)
         iters = args.small_iters if n < 1 << 20 else args.large_iters
         fns = {"untraced": lambda x: untraced(x, group=group), "ours": lambda x: traced(x, group=group)}
@@ -79,12 +81,9 @@ def _worker(rank, world, port, trace_dir, args, out_q):
         out_q.put(results)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--small-iters", type=int, default=2000)
-    ap.add_argument("--large-iters", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=6)
-    args = ap.parse_args()
+def run_two_ranks(worker, arg):
+    """Runs worker(rank, 2, port, trace_dir, arg, queue) in two spawned
+    processes; (what rank 0 put in the queue, whether both exited 0)."""
     import torch.multiprocessing as mp
 
     with socket.socket() as s:
@@ -93,12 +92,23 @@ def main():
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     with tempfile.TemporaryDirectory() as d:
-        procs = [ctx.Process(target=_worker, args=(r, 2, port, d, args, q)) for r in range(2)]
+        procs = [ctx.Process(target=worker, args=(r, 2, port, d, arg, q)) for r in range(2)]
         for p in procs:
             p.start()
         results = q.get(timeout=1800)
         for p in procs:
             p.join()
+    return results, all(p.exitcode == 0 for p in procs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--small-iters", type=int, default=2000)
+    ap.add_argument("--large-iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--all-sizes", action="store_true", help="also 64 KiB, 1 MiB and 64 MiB")
+    args = ap.parse_args()
+    results, ok = run_two_ranks(_worker, args)
     print(f"2-rank gloo all_reduce on CPU, us per collective (rank 0, median of {args.rounds} rounds; "
           f"{os.cpu_count()} CPUs)")
     print(f"{'size':>20} {'mode':>15} {'wall us':>10} {'cpu us':>10} {'+wall us':>10} {'+cpu us':>10}")
@@ -106,7 +116,7 @@ def main():
         base_w, base_c = modes["untraced"]
         for mode, (w, c) in modes.items():
             print(f"{label:>20} {mode:>15} {w:10.1f} {c:10.1f} {w - base_w:10.1f} {c - base_c:10.1f}")
-    return 0 if all(p.exitcode == 0 for p in procs) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

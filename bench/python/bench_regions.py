@@ -71,8 +71,9 @@ def floors(n=N):
 
 
 def bench_dft_api(n=N):
-    """The pydftracer API: same code for this package and for pydftracer."""
-    from dftracer.python import dft_fn, dftracer
+    """The pydftracer API, every form: same code for this package and for
+    pydftracer (FORMS lists the rows)."""
+    from dftracer.python import ai, dft_fn, dftracer
 
     rng = range(n)
     fn = dft_fn("bench")
@@ -81,6 +82,16 @@ def bench_dft_api(n=N):
     @fn.log
     def traced():
         pass
+
+    @fn.log_static
+    def traced_static():
+        pass
+
+    @ai.compute.forward
+    def ai_traced():
+        pass
+
+    forward = ai.compute.forward
 
     def ctx_new():
         for _ in rng:
@@ -96,20 +107,68 @@ def bench_dft_api(n=N):
         for _ in rng:
             traced()
 
+    def deco_static():
+        for _ in rng:
+            traced_static()
+
+    def ai_ctx():
+        for _ in rng:
+            with forward:
+                pass
+
+    def ai_deco():
+        for _ in rng:
+            ai_traced()
+
+    def ai_start_stop():
+        for _ in rng:
+            forward.start()
+            forward.stop()
+
     log = dftracer.get_instance()
 
     def log_event():
+        for _ in rng:
+            log.log_event("ev", "bench", 1, 1)
+
+    def time_log_event():
         for _ in rng:
             t = log.get_time()
             log.log_event("ev", "bench", t, 1)
 
     loop_fn, call_fn = floor_fns(n)
-    return {
-        "with dft_fn(cat, name)": net_ns(ctx_new, loop_fn, n),
-        "with <reused dft_fn>": net_ns(ctx_reused, loop_fn, n),
-        "@dft_fn(cat).log call": net_ns(deco, call_fn, n),
-        "get_time + log_event": net_ns(log_event, loop_fn, n),
+    cases = {
+        FORMS[0]: (deco, call_fn),
+        FORMS[1]: (deco_static, call_fn),
+        FORMS[2]: (ctx_reused, loop_fn),
+        FORMS[3]: (ctx_new, loop_fn),
+        FORMS[4]: (ai_ctx, loop_fn),
+        FORMS[5]: (ai_deco, call_fn),
+        FORMS[6]: (ai_start_stop, loop_fn),
+        FORMS[7]: (log_event, loop_fn),
+        FORMS[8]: (time_log_event, loop_fn),
     }
+    return {k: net_ns(case, floor, n) for k, (case, floor) in cases.items()}
+
+
+FORMS = (
+    "@dft_fn(cat).log call",
+    "@dft_fn(cat).log_static call",
+    "with <reused dft_fn>",
+    "with dft_fn(cat, name)",
+    "with ai.compute.forward",
+    "@ai.compute.forward call",
+    "ai...forward.start()+stop()",
+    "log_event(name, cat, t, d)",
+    "get_time + log_event",
+)
+# The side-by-side table: form x these columns (labels of COLUMNS below).
+TABLE = ("ours-on (DFTRACER_ENABLE=1)", "ours-off", "ours-off (DFTRACER_ENABLE=0)", "pydftracer-on", "pydftracer-off")
+# Column headers of the table: ours-off is tracing not started (it may start
+# later: the checks run); ours-off0 is DFTRACER_ENABLE=0 (decorators return
+# the function unchanged).
+HEADERS = {"ours-on (DFTRACER_ENABLE=1)": "ours-on", "ours-off": "ours-off", "ours-off (DFTRACER_ENABLE=0)": "ours-off0",
+           "pydftracer-on": "pydft-on", "pydftracer-off": "pydft-off"}
 
 
 def worker(kind, trace_dir):
@@ -207,13 +266,34 @@ COLUMNS = [
 ]
 
 
+def _default_side_python():
+    for p in ("/tmp/pydft-venv/bin/python", os.path.expanduser("~/pydft-venv/bin/python")):
+        if os.path.exists(p):
+            return p
+    return "/tmp/pydft-venv/bin/python"
+
+
+def print_table(results):
+    """Every pydftracer form, ours and pydftracer's, tracing on and off."""
+    cols = [c for c in TABLE if c in results and "error" not in results[c]]
+    if not cols:
+        return
+    print("\n## every form side by side, ns per region (net of the floor)")
+    print(f"  {'form':32s}" + "".join(f"{HEADERS[c]:>12s}" for c in cols))
+    for form in FORMS:
+        cells = "".join(f"{results[c].get(form, float('nan')):12.1f}" for c in cols)
+        print(f"  {form:32s}{cells}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--side-python", default="/tmp/pydft-venv/bin/python",
+    ap.add_argument("--side-python", default=_default_side_python(),
                     help="interpreter with pydftracer, dftracer (PyPI) and viztracer")
     ap.add_argument("--worker")
     ap.add_argument("--trace-dir")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--columns", help="comma-separated kinds to run (floor, ours-on, ours-off, pydftracer-on, "
+                    "pydftracer-off, viztracer, torch); default all")
     a = ap.parse_args()
     if a.worker:
         worker(a.worker, a.trace_dir)
@@ -221,7 +301,10 @@ def main():
     results = {}
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     with tempfile.TemporaryDirectory() as td:
+        only = set(a.columns.split(",")) if a.columns else None
         for kind, interp, extra in COLUMNS:
+            if only is not None and kind not in only:
+                continue
             label = kind + ("" if not extra or kind.startswith("pydftracer") else
                             " (" + ",".join(f"{k}={v}" for k, v in extra.items()) + ")")
             python = a.side_python if interp == "side" else sys.executable
@@ -245,6 +328,7 @@ def main():
             continue
         for k, v in res.items():
             print(f"  {k:40s} {v:8.1f}")
+    print_table(results)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -7,6 +7,8 @@ NB_MODULE(_core, m) {
   m.doc() = "dftracer core bindings (one logger per process, shared with C/C++).";
   dft_py::register_api(m);
   dft_py::register_region(m);
+  dft_py::register_comm(m);
+  dft_py::register_logger_fast(m);
   dft_py::register_dynamo(m);
   dft_py::open_cut_at_signal_for_this_thread();
 }

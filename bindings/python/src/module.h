@@ -19,6 +19,12 @@ void register_api(nanobind::module_& m);
 // update/flush/reset) and `TracedFunction` (what dft_fn.log returns).
 void register_region(nanobind::module_& m);
 
+// comm_call.cc: the timed call of a traced torch.distributed function.
+void register_comm(nanobind::module_& m);
+
+// log_event_fast.cc: dftracer.log_event / dftracer.get_time (pydftracer's logger).
+void register_logger_fast(nanobind::module_& m);
+
 // dynamo_hooks.cc: CPython shim of the torch.compile capture (src/capture/dynamo).
 void register_dynamo(nanobind::module_& m);
 

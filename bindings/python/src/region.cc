@@ -141,6 +141,48 @@ int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
   return region_setup(self, cat, name, tags, enable);
 }
 
+// Freed dft_fn objects kept for the next dft_fn(...) (`with dft_fn(cat,
+// name):` makes and frees one per block); only the class _fast_construct
+// registered, and only with the GIL (no free list on free-threaded builds).
+// Their fields are cleared; the memory keeps its GC header, untracked.
+PyTypeObject* g_pooled_type = nullptr;
+#ifndef Py_GIL_DISABLED
+constexpr int kRegionFreeMax = 16;
+PyObject* g_region_free[kRegionFreeMax];
+int g_region_nfree = 0;
+#endif
+
+void Region_dealloc(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  PyTypeObject* tp = Py_TYPE(op);
+  if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
+  if (t_open.depth != 0) open_forget_owner(self);
+  Py_CLEAR(self->name_obj);
+  Py_CLEAR(self->cat_obj);
+  Py_CLEAR(self->args);
+#ifndef Py_GIL_DISABLED
+  if (tp == g_pooled_type && g_region_nfree < kRegionFreeMax) {
+    g_region_free[g_region_nfree++] = op;
+    Py_DECREF(tp);  // the instance's reference; the module keeps the class alive
+    return;
+  }
+#endif
+  tp->tp_free(op);
+  Py_DECREF(tp);
+}
+
+// A Region of `type` from the free list, or NULL when there is none.
+PyObject* pooled_region(PyTypeObject* type) {
+#ifndef Py_GIL_DISABLED
+  if (type == g_pooled_type && g_region_nfree > 0) {
+    PyObject* op = g_region_free[--g_region_nfree];
+    PyObject_Init(op, type);  // type reference and refcount, as tp_alloc
+    return op;
+  }
+#endif
+  return nullptr;
+}
+
 // Vectorcall constructor, installed on dft_fn by _core._fast_construct(cls):
 // `dft_fn("cat", "name")` then needs no args tuple, no kwargs dict and no
 // format-string parsing. Same checks and errors as tp_init.
@@ -178,8 +220,8 @@ PyObject* Region_vectorcall_new(PyObject* callable, PyObject* const* args, size_
     PyErr_SetString(PyExc_TypeError, "dft_fn() missing required argument 'cat' (pos 1)");
     return nullptr;
   }
-  PyObject* op = type->tp_alloc(type, 0);
-  if (op == nullptr) return nullptr;
+  PyObject* op = pooled_region(type);
+  if (op == nullptr && (op = type->tp_alloc(type, 0)) == nullptr) return nullptr;
   auto* self = reinterpret_cast<RegionObject*>(op);
   self->enable = 1;
   if (region_setup(self, v[0], v[1], &v[2], v[kEnableParam]) < 0) {
@@ -200,38 +242,22 @@ PyObject* fast_construct(PyObject*, PyObject* cls) {
   auto* t = reinterpret_cast<PyTypeObject*>(cls);
   if (t->tp_init == g_region_type->tp_init && t->tp_new == g_region_type->tp_new)
     t->tp_vectorcall = Region_vectorcall_new;
+  // A class that adds nothing to Region's instances (no __dict__, no
+  // __weakref__, no slots, no finalizer) is freed by Region_dealloc itself,
+  // not through the generic subclass dealloc, and its first such class
+  // (dft_fn) gets the free list. Subclasses of it get the generic dealloc
+  // again from type(), which ends in Region_dealloc.
+  if (t->tp_basicsize == g_region_type->tp_basicsize && t->tp_dictoffset == 0 && t->tp_weaklistoffset == 0 &&
+      t->tp_finalize == nullptr && t->tp_del == nullptr && t->tp_vectorcall == Region_vectorcall_new) {
+    t->tp_dealloc = Region_dealloc;
+    if (g_pooled_type == nullptr) g_pooled_type = reinterpret_cast<PyTypeObject*>(Py_NewRef(cls));
+  }
   Py_RETURN_NONE;
 }
 
 PyMethodDef module_functions[] = {
     {"_fast_construct", fast_construct, METH_O, nullptr},
     {nullptr, nullptr, 0, nullptr}};
-
-void Region_dealloc(PyObject* op) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  open_forget_owner(self);
-  Py_CLEAR(self->name_obj);
-  Py_CLEAR(self->cat_obj);
-  Py_CLEAR(self->args);
-  PyTypeObject* tp = Py_TYPE(op);
-  tp->tp_free(op);
-  Py_DECREF(tp);
-}
-
-PyObject* Region_enter(PyObject* op, PyObject*) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable && dft_enabled_inline()) {
-    region_ensure_ids(self);
-    uint64_t t = dft_ticks_inline();
-    self->t0 = t;
-    self->flushed = 0;
-    open_push(t_open, self, self->name, self->name_obj, t, false);
-  } else {
-    self->t0 = 0;
-    if (self->enable) count_skipped_call();  // the region's one event, skipped
-  }
-  return Py_NewRef(op);
-}
 
 // Writes the innermost open event of this object on this thread (or the
 // object-level one). `close` removes it (exit); otherwise it stays open but
@@ -254,20 +280,6 @@ void finish_event(RegionObject* self, bool close) {
     record_region_event(self, self->name, self->name_obj, self->t0, t1, nullptr);
   }
   self->flushed = 1;
-}
-
-PyObject* Region_exit(PyObject* op, PyObject* const*, Py_ssize_t) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  if (self->enable) {
-    finish_event(self, true);
-  } else {
-    // Disabled while open (dft_ai's disable() inside a `with`): the event is
-    // dropped, as pydftracer drops it, and its entry must not stay open.
-    OpenStack& open = t_open;
-    int i = open_find_owner(open, self, /*regions_only=*/true);
-    if (i >= 0) Py_XDECREF(open_take(open, i).pending);
-  }
-  Py_RETURN_FALSE;  // never swallow the exception
 }
 
 PyObject* Region_flush(PyObject* op, PyObject*) {
@@ -385,13 +397,56 @@ PyObject* Region_get_args(PyObject* op, void*) {
   return self->args ? PyDict_Copy(self->args) : PyDict_New();
 }
 
+// DFTracerAI.start(metadata=False) / stop(metadata=False) (ai_common.py):
+// open / close the node's event as `with` does, or, with metadata, write
+// pydftracer's "<name>.start" / "<name>.end" metadata event (Python's
+// _time_metadata). In C so that start()+stop() costs what a `with` does.
+PyObject* ai_start_stop(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool start) {
+  const char* what = start ? "start" : "stop";
+  PyObject* metadata = nargs > 0 ? args[0] : nullptr;
+  if (nargs > 1) {
+    PyErr_Format(PyExc_TypeError, "%s() takes at most 1 positional argument (%zd given)", what, nargs);
+    return nullptr;
+  }
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t j = 0; j < nkw; ++j) {
+    PyObject* kw = PyTuple_GET_ITEM(kwnames, j);
+    if (PyUnicode_CompareWithASCIIString(kw, "metadata") != 0 || metadata != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", what, kw);
+      return nullptr;
+    }
+    metadata = args[nargs + j];
+  }
+  int md = metadata != nullptr ? PyObject_IsTrue(metadata) : 0;
+  if (md < 0) return nullptr;
+  if (md) return PyObject_CallMethod(op, "_time_metadata", "s", start ? "start" : "end");
+  if (start) {
+    PyObject* r = region_enter(op);
+    if (r == nullptr) return nullptr;
+    Py_DECREF(r);
+  } else {
+    region_exit(op);
+  }
+  Py_RETURN_NONE;
+}
+PyObject* Region_ai_start(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return ai_start_stop(op, args, nargs, kwnames, true);
+}
+PyObject* Region_ai_stop(PyObject* op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return ai_start_stop(op, args, nargs, kwnames, false);
+}
+
 PyMethodDef Region_methods[] = {
-    {"__enter__", Region_enter, METH_NOARGS, "Starts this region's event."},
-    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_exit)),
-     METH_FASTCALL, "Writes this region's event (also when an exception leaves it)."},
     {"flush", Region_flush, METH_NOARGS,
      "Writes the event now (from the last start to now); a later exit writes nothing."},
     {"reset", Region_reset, METH_NOARGS, "Restarts the clock of the current event."},
+    {"_ai_start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_ai_start)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "start(metadata=False): opens the node's event (metadata=True: writes a metadata event <name>.start "
+     "whose value is the time, as pydftracer)."},
+    {"_ai_stop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_ai_stop)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "stop(metadata=False): closes the event start() opened (metadata=True: <name>.end)."},
     {"_attach", Region_attach, METH_O, nullptr},
     {"_sticky", Region_sticky, METH_O, nullptr},
     {"_record", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Region_record)),
@@ -454,6 +509,34 @@ void record_region_event(RegionObject* owner, dft_id name, PyObject* name_obj, u
   PyErr_Restore(et, ev, tb);
 }
 
+PyObject* region_enter(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable && dft_enabled_inline()) {
+    region_ensure_ids(self);
+    uint64_t t = dft_ticks_inline();
+    self->t0 = t;
+    self->flushed = 0;
+    open_push(t_open, self, self->name, self->name_obj, t, false);
+  } else {
+    self->t0 = 0;
+    if (self->enable) count_skipped_call();  // the region's one event, skipped
+  }
+  return Py_NewRef(op);
+}
+
+void region_exit(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  if (self->enable) {
+    finish_event(self, true);
+  } else {
+    // Disabled while open (dft_ai's disable() inside a `with`): the event is
+    // dropped, as pydftracer drops it, and its entry must not stay open.
+    OpenStack& open = t_open;
+    int i = open_find_owner(open, self, /*regions_only=*/true);
+    if (i >= 0) Py_XDECREF(open_take(open, i).pending);
+  }
+}
+
 void register_region(nanobind::module_& m) {
   PyObject* tag_keys = PyTuple_New(kNumTagKeys);
   if (tag_keys == nullptr) throw nanobind::python_error();
@@ -475,6 +558,7 @@ void register_region(nanobind::module_& m) {
   if (type == nullptr) throw nanobind::python_error();
   g_region_type = reinterpret_cast<PyTypeObject*>(type);
   Py_INCREF(type);  // g_region_type keeps one reference for the process
+  if (!register_with_methods(g_region_type)) throw nanobind::python_error();
   if (PyModule_AddObject(m.ptr(), "Region", type) < 0) {
     Py_DECREF(type);
     throw nanobind::python_error();

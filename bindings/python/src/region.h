@@ -84,6 +84,12 @@ void record_region_event(RegionObject* owner, dft_id name, PyObject* name_obj, u
 
 bool register_traced_function(PyObject* module);
 
+// r.__enter__() (returns r) and r.__exit__(...) of a Region; region_with.cc
+// puts them in the class as __enter__/__exit__ (no bound method per `with`).
+PyObject* region_enter(PyObject* region);
+void region_exit(PyObject* region);
+bool register_with_methods(PyTypeObject* region_type);
+
 }  // namespace dft_py
 
 #endif  // DFTRACER_BINDINGS_PYTHON_REGION_H_

@@ -117,6 +117,9 @@ def restore_env():
 
 def tracing_started(from_env):
     """Called whenever this process starts tracing."""
+    from .logger import _note_tracing_started
+
+    _note_tracing_started()
     _install_hooks()
     from . import ranks
 

@@ -210,20 +210,11 @@ class DFTracerAI(_core.Region):
         return wrapper
 
     # -- explicit start/stop ------------------------------------------------
-    def start(self, metadata=False):
-        """Opens the node's event (``metadata=True``: writes a metadata event
-        ``<name>.start`` whose value is the time, as pydftracer)."""
-        if metadata:
-            self._time_metadata(START_METADATA_NAME)
-        else:
-            self.__enter__()
-
-    def stop(self, metadata=False):
-        """Closes the event start() opened (``metadata=True``: ``<name>.end``)."""
-        if metadata:
-            self._time_metadata(STOP_METADATA_NAME)
-        else:
-            self.__exit__(None, None, None)
+    # start(metadata=False) / stop(metadata=False), in C (region.cc): open
+    # and close the node's event as `with` does; metadata=True writes
+    # pydftracer's <name>.start / <name>.end metadata event (_time_metadata).
+    start = _core.Region._ai_start
+    stop = _core.Region._ai_stop
 
     def _time_metadata(self, what):
         if self._enable and _enabled():

@@ -13,7 +13,10 @@ input payload), ``dtype``, ``group`` (the process group's name),
 the same collective), ``peer`` (send/recv: the other side's global rank; the
 ``seq`` of a send/recv counts per (group, peer, direction), so the n-th send
 from A to B matches B's n-th receive from A), ``step`` (current_step.py)
-and ``ddp_bucket`` for DDP's gradient all-reduces.
+and ``ddp_bucket`` for DDP's gradient all-reduces. A blocking one-tensor
+collective (``all_reduce(t)``, ``broadcast(t, src)``, ``reduce(t, dst)``)
+takes its ``seq`` as it starts: a call that raises records no event but
+still used its number.
 
 Why Python wrappers (measured in bench/comm/, see the report of #16): the
 alternatives see less or cost as much. torch's RecordFunction
@@ -37,6 +40,7 @@ what DDP does without a hook) as the module's comm hook, and it calls
 from __future__ import annotations
 
 import inspect
+import itertools
 import threading
 from typing import Any, Callable
 
@@ -78,7 +82,6 @@ class _State(threading.local):
 
 _state = _State()
 _groups: dict = {}  # process group -> (name, size); a job has few groups
-_seq: dict = {}  # group name (or (name, peer, direction)) -> next seq
 _seq_lock = threading.Lock()
 _warned = False
 
@@ -107,8 +110,19 @@ def _failed(e: BaseException) -> None:
              "comm events may be missing")
 
 
+_dtype_names: dict = {}  # torch.dtype -> its name without "torch."
+
+
+def _dtype_name(dtype) -> str:
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = _dtype_names[dtype] = str(dtype).replace("torch.", "")
+    return name
+
+
 def _nbytes(x: Any) -> tuple[int, str | None]:
-    """(bytes, dtype) of a tensor or a list of tensors."""
+    """(bytes, dtype) of a tensor or a list of tensors, from their metadata
+    (numel x element size): the data is never read."""
     if x is None:
         return 0, None
     if isinstance(x, (list, tuple)):
@@ -119,16 +133,20 @@ def _nbytes(x: Any) -> tuple[int, str | None]:
             dtype = dtype or d
         return total, dtype
     try:
-        return int(x.numel()) * int(x.element_size()), str(x.dtype).replace("torch.", "")
+        return int(x.numel()) * int(x.element_size()), _dtype_name(x.dtype)
     except Exception:
         return 0, None
 
 
+_seq_counters: dict = {}  # group name (or (name, peer, direction)) -> itertools.count
+
+
 def _next_seq(key) -> int:
-    with _seq_lock:
-        n = _seq.get(key, 0)
-        _seq[key] = n + 1
-    return n
+    counter = _seq_counters.get(key)
+    if counter is None:
+        with _seq_lock:
+            counter = _seq_counters.setdefault(key, itertools.count())
+    return next(counter)  # atomic: a C call under the GIL
 
 
 class _Params:
@@ -147,30 +165,18 @@ class _Params:
         return kwargs.get(name, default)
 
 
-def _describe(name: str, params: _Params, dist: Any, args: tuple, kwargs: dict, ret: Any) -> dict:
-    group = params.get(args, kwargs, "group")
-    pg = group if group is not None else dist.group.WORLD
+def _group_info(pg, dist) -> tuple:
+    """(name, size) of a process group (None: the default group)."""
+    if pg is None:
+        pg = dist.group.WORLD
     info = _groups.get(pg)
     if info is None:
         info = _groups[pg] = (str(getattr(pg, "group_name", "") or "default"), int(pg.size()))
-    gname, gsize = info
-    nbytes, dtype = _nbytes(params.get(args, kwargs, params.payload)) if params.payload else (0, None)
-    out = {"bytes": nbytes, "group": gname, "group_size": gsize}
-    if dtype:
-        out["dtype"] = dtype
-    if name in _SENDS or name in _RECVS:
-        side = "dst" if name in _SENDS else "src"
-        peer = params.get(args, kwargs, side)
-        local = params.get(args, kwargs, "group_" + side)
-        if peer is None and local is not None:
-            peer = dist.get_global_rank(pg, local)
-        if peer is None and name == "recv" and isinstance(ret, int) and ret >= 0:
-            peer = ret  # recv from any source returns the sender
-        if peer is not None:
-            out["peer"] = int(peer)
-        out["seq"] = _next_seq((gname, out.get("peer"), "send" if name in _SENDS else "recv"))
-    else:
-        out["seq"] = _next_seq(gname)
+    return info
+
+
+def _with_context(out: dict) -> dict:
+    """Adds the DDP bucket and the training step the call is part of."""
     bucket = _state.ddp_bucket
     if bucket is not None:
         out["ddp_bucket"] = bucket
@@ -180,21 +186,83 @@ def _describe(name: str, params: _Params, dist: Any, args: tuple, kwargs: dict, 
     return out
 
 
+def _describe(name: str, params: _Params, dist: Any, args: tuple, kwargs: dict, ret: Any) -> dict:
+    group = params.get(args, kwargs, "group")
+    gname, gsize = _group_info(group, dist)
+    nbytes, dtype = _nbytes(params.get(args, kwargs, params.payload)) if params.payload else (0, None)
+    out = {"bytes": nbytes, "group": gname, "group_size": gsize}
+    if dtype:
+        out["dtype"] = dtype
+    if name in _SENDS or name in _RECVS:
+        side = "dst" if name in _SENDS else "src"
+        peer = params.get(args, kwargs, side)
+        local = params.get(args, kwargs, "group_" + side)
+        if peer is None and local is not None:
+            pg = group if group is not None else dist.group.WORLD
+            peer = dist.get_global_rank(pg, local)
+        if peer is None and name == "recv" and isinstance(ret, int) and ret >= 0:
+            peer = ret  # recv from any source returns the sender
+        if peer is not None:
+            out["peer"] = int(peer)
+        out["seq"] = _next_seq((gname, out.get("peer"), "send" if name in _SENDS else "recv"))
+    else:
+        out["seq"] = _next_seq(gname)
+    return _with_context(out)
+
+
+def _describe_tensor_call(tensor, group, dist) -> dict:
+    """_describe for the common shape: a collective (not send/recv) on one
+    tensor, found without a signature lookup (all_reduce(t), broadcast(t,
+    src), ... -- what DDP and most training loops call)."""
+    gname, gsize = _group_info(group, dist)
+    nbytes, dtype = _nbytes(tensor)
+    out = {"bytes": nbytes, "group": gname, "group_size": gsize}
+    if dtype:
+        out["dtype"] = dtype
+    out["seq"] = _next_seq(gname)
+    return _with_context(out)
+
+
 def _wrap(name: str, fn: Callable, dist: Any) -> Callable:
     params = _Params(fn, COLLECTIVES[name])
     ids: list[int] = []
     enabled, ticks, record = _core.enabled, _core.ticks, _core.record_ticks
     always_async = name in _ALWAYS_ASYNC
+    state = _state
+    # The one-tensor fast path: a blocking collective whose payload is its
+    # first parameter, passed positionally (all_reduce(t), broadcast(t, src),
+    # reduce(t, dst)). A collective that waited for its peers returns to a
+    # thread whose caches the wait emptied, where the same Python costs
+    # several times more (bench/comm/bench_comm_after.py): so the event is
+    # described before the call, and the call, its clock and the record are
+    # one C function (_core._comm_call). Any other shape is described after
+    # the call by _describe.
+    simple = (params.payload is not None and params.pos.get(params.payload) == 0
+              and name not in _SENDS and name not in _RECVS and not always_async)
+    group_pos = params.pos.get("group", -1)
+    async_pos = params.pos.get("async_op", -1)
+    simple = simple and group_pos > 0 and async_pos > 0
+    comm_call, in_comm = _core._comm_call, _core._in_comm
 
     def traced(*args, **kwargs):
-        if not enabled() or _state.depth:
+        if state.depth or in_comm() or not enabled():
             return fn(*args, **kwargs)
-        _state.depth += 1
+        if simple and args and len(args) <= async_pos and not kwargs.get("async_op"):
+            try:
+                if not ids:
+                    ids.extend((_core.intern(name), _core.intern(CAT_COMM)))
+                ev = _describe_tensor_call(args[0], args[group_pos] if group_pos < len(args)
+                                           else kwargs.get("group"), dist)
+            except Exception as e:  # never into the training step
+                _failed(e)
+                return fn(*args, **kwargs)
+            return comm_call(fn, args, kwargs, ids[0], ids[1], ev)
+        state.depth = 1
         t0 = ticks()
         try:
             ret = fn(*args, **kwargs)
         finally:
-            _state.depth -= 1
+            state.depth = 0
         t1 = ticks()
         try:
             if not ids:

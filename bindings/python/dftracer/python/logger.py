@@ -27,11 +27,31 @@ _now_ns = _core.now_ns
 _NS_PER_UNIT = {"NS": 1, "US": 1000, "MS": 1_000_000, "SEC": 1_000_000_000}
 
 
-def time_unit():
-    """The unit of get_time() and log_event's times: DFTRACER_TIME_METRIC
-    (NS, US, MS or SEC; anything else, or unset: US)."""
+def _read_time_unit():
     metric = os.environ.get("DFTRACER_TIME_METRIC", "").strip().upper()
     return metric if metric in _NS_PER_UNIT else "US"
+
+
+# time_unit() as read when tracing last started (None: not started yet). A
+# lookup in os.environ of a variable that is not set raises and catches a
+# KeyError inside os.environ.get: microseconds, too much for every
+# get_time() and log_event().
+_unit_at_start = None
+
+
+def _note_tracing_started():
+    """Reads DFTRACER_TIME_METRIC for this tracing session (the core reads
+    its DFTRACER_* variables when tracing starts, too)."""
+    global _unit_at_start
+    _unit_at_start = _read_time_unit()
+    _core._set_time_unit_ns(_NS_PER_UNIT[_unit_at_start])
+
+
+def time_unit():
+    """The unit of get_time() and log_event's times: DFTRACER_TIME_METRIC
+    (NS, US, MS or SEC; anything else, or unset: US) as set when tracing
+    started; before that, as set now."""
+    return _unit_at_start or _read_time_unit()
 
 
 def _to_ns(value, what):
@@ -203,6 +223,7 @@ class dftracer:
         return instance
 
     def _started(self, path, prefix, data_dir):
+        _note_tracing_started()
         self.logger = _core
         self.trace_file = path
         self.start_time = self.get_time()
@@ -224,15 +245,9 @@ class dftracer:
 
         io_tracing.set_data_dir(data_dir)
 
-    @staticmethod
-    def get_time():
-        """Time since the Unix epoch on the trace's clock in time_unit()
-        (microseconds unless DFTRACER_TIME_METRIC says otherwise), an int;
-        0 while tracing is off (pydftracer)."""
-        if not _enabled():
-            return 0
-        unit = time_unit()
-        return _now_us() if unit == "US" else _now_ns() // _NS_PER_UNIT[unit]
+    # C: one flag load while tracing is off; the Python _get_time below
+    # for a unit the C side does not know (log_event_fast.cc).
+    get_time = _core._get_time
 
     def get_config(self, key):
         """pydftracer's get_config: "" while tracing is off; otherwise the
@@ -290,26 +305,9 @@ class dftracer:
     def exit_event(self):
         """See enter_event."""
 
-    def log_event(self, name, cat, start_time, duration, int_args=None, float_args=None,
-                  string_args=None, relations=None, *, args=None):
-        """Records a complete event, with pydftracer's signature. `start_time`
-        and `duration` are in time_unit() (int or float), as returned by
-        get_time(): microseconds unless DFTRACER_TIME_METRIC says otherwise. int_args/float_args/string_args values may be plain or
-        pydftracer's TagValue(...).value() tuples; `args=` (ours) takes any
-        values: bool/int/float/str are written typed, anything else as
-        str(value). `relations` ({EntityRelation: [entity ids]}) become args
-        `rel.<relation>`. A no-op while tracing is off."""
-        if not _core.enabled():
-            return _core.count_skipped()
-        if int_args or float_args or string_args:
-            args = _merge_typed_args(args, int_args, float_args, string_args)
-        if relations:
-            args = dict(args) if args else {}
-            args.update(entities.relation_args(relations))
-        if time_unit() == "US":
-            _core.log_event(name, cat, start_time, duration, args)
-        else:
-            _core.log_event_ns(name, cat, _to_ns(start_time, "start_time"), _to_ns(duration, "duration"), args)
+    # C: one flag load while tracing is off, the record itself for int
+    # microseconds; the Python _log_event below for everything else.
+    log_event = _core._log_event
 
     def log_metadata_event(self, key, value):
         """Records a metadata event as pydftracer does: named "CM", args
@@ -344,6 +342,41 @@ def finalize():
 
 
 get_time = dftracer.get_time
+
+
+def _get_time():
+    """Time since the Unix epoch on the trace's clock in time_unit()
+    (microseconds unless DFTRACER_TIME_METRIC says otherwise), an int;
+    0 while tracing is off (pydftracer)."""
+    if not _enabled():
+        return 0
+    unit = time_unit()
+    return _now_us() if unit == "US" else _now_ns() // _NS_PER_UNIT[unit]
+
+
+def _log_event(name, cat, start_time, duration, int_args=None, float_args=None,
+               string_args=None, relations=None, *, args=None):
+    """Records a complete event, with pydftracer's signature. `start_time`
+    and `duration` are in time_unit() (int or float), as returned by
+    get_time(): microseconds unless DFTRACER_TIME_METRIC says otherwise.
+    int_args/float_args/string_args values may be plain or pydftracer's TagValue(...).value() tuples; `args=` (ours) takes any
+    values: bool/int/float/str are written typed, anything else as
+    str(value). `relations` ({EntityRelation: [entity ids]}) become args
+    `rel.<relation>`. A no-op while tracing is off."""
+    if not _core.enabled():
+        return _core.count_skipped()
+    if int_args or float_args or string_args:
+        args = _merge_typed_args(args, int_args, float_args, string_args)
+    if relations:
+        args = dict(args) if args else {}
+        args.update(entities.relation_args(relations))
+    if time_unit() == "US":
+        _core.log_event(name, cat, start_time, duration, args)
+    else:
+        _core.log_event_ns(name, cat, _to_ns(start_time, "start_time"), _to_ns(duration, "duration"), args)
+
+
+_core._set_logger_slow_paths(_log_event, _get_time)
 
 
 def trace_path():

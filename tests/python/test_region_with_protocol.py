@@ -1,0 +1,106 @@
+"""dft_fn's context-manager protocol: __enter__/__exit__ as bound, unbound
+and `with` forms, and the unit of get_time()/log_event() fixed when tracing
+starts.
+
+Each test runs in a fresh interpreter (tracing state is per process) and
+reads the trace back.
+"""
+from trace_reader import complete_events, read_trace, trace_files
+
+PRELUDE = """
+import os
+from dftracer.python import dftracer, dft_fn
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "t.pfw"), None, -1)
+"""
+
+
+def run_traced(run_python, trace_dir, body, env=None):
+    proc = run_python(PRELUDE + body + "\nlog.finalize()\n", env=dict({"TRACE_DIR": trace_dir}, **(env or {})))
+    files = trace_files(trace_dir)
+    assert len(files) == 1, (files, proc.stderr)
+    return complete_events(read_trace(files[0])), proc
+
+
+def test_bound_unbound_and_with_forms_write_one_event_each(run_python, trace_dir):
+    events, proc = run_traced(run_python, trace_dir, """
+r = dft_fn("c", "bound")
+assert r.__enter__() is r            # bound, called at once
+assert r.__exit__(None, None, None) is False
+enter = dft_fn("c", "held").__enter__  # bound object outlives the expression
+region = enter.__self__
+assert enter() is region and region.__exit__(None, None, None) is False
+u = dft_fn("c", "unbound")
+assert dft_fn.__enter__(u) is u and dft_fn.__exit__(u, None, None, None) is False
+try:
+    dft_fn.__enter__(object())
+except TypeError as e:
+    print("typeerror", "Region" in str(e))
+try:
+    u.__enter__(1)
+except TypeError:
+    print("enter-args")
+class Sub(dft_fn):
+    def __enter__(self):
+        super().__enter__()
+        return "sub"
+with Sub("c", "sub") as s:
+    assert s == "sub"
+nest = dft_fn("c", "nested")
+with nest:
+    with nest:
+        pass
+try:
+    with dft_fn("c", "raised"):
+        raise KeyError("k")
+except KeyError:
+    print("propagated")
+print(repr(dft_fn.__enter__), callable(r), "ok")
+""")
+    out = proc.stdout.split()
+    assert out[:5] == ["typeerror", "True", "enter-args", "propagated", "<method"], proc.stdout
+    assert out[-1] == "ok" and out[-2] == "False"  # a dft_fn itself is not callable
+    names = sorted(e["name"] for e in events if e.get("cat") == "c")
+    assert names == ["bound", "held", "nested", "nested", "raised", "sub", "unbound"]
+
+
+def test_time_metric_is_read_when_tracing_starts(run_python, trace_dir):
+    # The core reads DFTRACER_* when tracing starts; get_time() and
+    # log_event() keep the unit of that moment even if the variable changes.
+    events, proc = run_traced(run_python, trace_dir, """
+os.environ["DFTRACER_TIME_METRIC"] = "MS"
+t = log.get_time()
+log.log_event("late", "c", t, 1)
+print(t > 10 ** 15)
+""", env={"DFTRACER_TIME_METRIC": "NS"})
+    assert proc.stdout.split() == ["True"], proc.stdout  # nanoseconds since the epoch, not milliseconds
+    late, = [e for e in events if e["name"] == "late"]
+    assert abs(late["dur"] - 0.001) < 1e-9  # 1 ns, in the file's microseconds
+
+
+
+def test_freed_regions_are_reused_safely(run_python, trace_dir):
+    # dft_fn objects freed and made again (the constructor's free list), and
+    # subclasses with a __dict__, a weakref and a finalizer (the generic
+    # dealloc, ending in Region's), each keep their own name, cat and args.
+    events, proc = run_traced(run_python, trace_dir, """
+import gc, weakref
+class Sub(dft_fn):
+    def __del__(self):
+        print("del", self.name)
+for i in range(40):
+    with dft_fn("c", f"r{i % 3}", step=i):
+        pass
+s = Sub("c", "sub")
+s.extra = 1
+w = weakref.ref(s)
+with s:
+    pass
+del s
+gc.collect()
+print(w() is None)
+kept = [dft_fn("k", f"k{i}") for i in range(20)]
+print(len({id(k) for k in kept}), [k.name for k in kept][-1], kept[0].cat)
+""")
+    assert proc.stdout.split() == ["del", "sub", "True", "20", "k19", "k"], proc.stdout
+    regions = [e for e in events if e.get("cat") == "c" and e["name"].startswith("r")]
+    assert [(e["name"], e["args"]["step"]) for e in regions] == [(f"r{i % 3}", i) for i in range(40)]
