@@ -207,15 +207,20 @@ def make_instances(info: Any, gm: torch.fx.GraphModule, phase: int, key: Instanc
         return
     base_sized = info.sized
     base = base_sized.pick if base_sized is not None else (lambda args, s=info.slot: s)
+    ref = weakref.ref(info)  # info owns what is built here: no cycle back to it
+
+    def free(slot: int) -> None:
+        owner = ref()
+        if owner is not None:
+            free_with(owner, slot)
 
     def variant(rename: Callable[[Any], Any]) -> Callable[[list], int]:
         slot = register(fragments(rename, None), pair)
-        free_with(info, slot)
+        free(slot)
         if base_sized is None:
             return lambda args: slot
         sized = dynamo_sizes.SizedSlots(base_sized.sizes, slot,
-                                        lambda env: register(fragments(rename, env), pair),
-                                        lambda s: free_with(info, s))
+                                        lambda env: register(fragments(rename, env), pair), free)
         return sized.pick
 
     info.instances = InstanceSlots(key, index, first, base, variant)
