@@ -21,6 +21,7 @@ SCRIPT = """
     sys.path.insert(0, {here!r})
     import trace_reader
     from dftracer.python import dftracer, Dynamo
+    from dftracer.python.dynamo_graphs import compile_stats
 
     class Tanh(torch.nn.Module):
         def __init__(self):
@@ -53,12 +54,15 @@ SCRIPT = """
         models[name].zero_grad()
     log.finalize()
     events = [e for p in trace_reader.trace_files({tmp!r}, {glob!r}) for e in trace_reader.read_trace(p)]
-    graphs = {{}}
+    graphs, seqs = {{}}, {{}}
     for e in events:
         if e.get("ph") == "X" and e["name"].startswith("kernel."):
             a = e["args"]
             graphs.setdefault(a["graph"], []).append(
                 [e["name"], a["phase"], a["module"], a["aten"], a["flops"], a["bytes"]])
+            seqs.setdefault(a["graph"], []).append(a["seq_nr"])
+    print(json.dumps([seqs[g] for g in sorted(seqs)]))
+    print(compile_stats["lowered_again"])
     print(json.dumps(results))
     print(json.dumps([graphs[g] for g in sorted(graphs)]))
 """
@@ -70,6 +74,7 @@ def run(run_python, tmp_path, name, order):
     r = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"),
                               "TORCHINDUCTOR_COMPILE_THREADS": "1"}, timeout=600)
     lines = r.stdout.strip().splitlines()
+    run.lowered_again, run.seq_nrs = int(lines[-3]), json.loads(lines[-4])
     return json.loads(lines[-1]), json.loads(lines[-2]), r.stderr
 
 
@@ -81,8 +86,15 @@ def test_cache_shared_by_processes_keeps_each_graph_its_table(run_python, tmp_pa
     assert any(k[2] == "a1" for k in fresh) and any(k[4] > 0 for k in fresh)
     (hit,), (hit_values,), _ = run(run_python, tmp_path, "p2", ["tanh"])
     assert hit == fresh and hit_values == values
+    fresh_seqs = run.seq_nrs[0]
     (other, third), (_, third_values), _ = run(run_python, tmp_path, "p3", ["relu", "tanh"])
-    assert third == fresh and third_values == values  # lowered again there (other seq_nrs): same results
+    assert third == fresh and third_values == values
+    # Other seq_nrs there (the autograd counter ran for relu first): the saved
+    # table is read with its seq_nrs moved, not rebuilt by lowering again.
+    assert run.lowered_again == 0
+    third_seqs = run.seq_nrs[1]
+    shift = {b - a for a, b in zip(fresh_seqs, third_seqs) if a >= 0}
+    assert len(shift) == 1 and shift != {0}, (fresh_seqs, third_seqs)
     assert {k[2] for k in other} <= {"b1", ""}
     (fourth,), (fourth_values,), _ = run(run_python, tmp_path, "p4", ["tanh"])
     assert fourth == fresh and fourth_values == values

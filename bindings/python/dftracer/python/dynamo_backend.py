@@ -35,7 +35,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_pairing, torch_compat
+from . import compile_events, dynamo_graph_call, dynamo_instances, dynamo_modules, dynamo_nodes, dynamo_pairing, torch_compat
 from .diagnostics import warn
 from .dynamo_graph_call import _active_tags, _entry  # noqa: F401  (imported from here by dynamo.py, tests)
 from .dynamo_graph_pass import instrument, op_nodes  # noqa: F401
@@ -84,6 +84,8 @@ def make_backend(default_tags: Callable[[], int]) -> Callable:
         t0 = time.perf_counter()
         record_graph_metadata(gm, graph_id)
         box = [graph_id, dynamo_modules.resolve_safely(gm)]
+        if box[1] is not None:
+            box[1].instance = dynamo_instances.find(box[1], example_inputs)
         compile_stats["instrument_s"] += time.perf_counter() - t0
         # aot_eager's partitioner, seen through dynamo_pairing (aot_autograd's
         # default one if torch_compat could not find it).

@@ -38,11 +38,30 @@ _entry = _Entry()
 _active_tags = _ActiveTags()
 
 
+def _slot_choice(info: GraphInfo) -> tuple:
+    """How a call finds its table's slot: (mode, slots, i0, i1, i2, pick).
+    mode 0: the graph's one slot; 1, 2, 3: a dynamic-shape graph taking its
+    1, 2 or 3 size symbols as SymInt inputs at i0, i1, i2: ``slots[args[i0]]``,
+    ``slots[args[i0]][args[i1]]``, ... (plain subscripts, no Python call);
+    4: ``pick(args)`` (sizes read from tensor inputs or more symbols,
+    dynamo_sizes; a graph run for several module instances, dynamo_instances)."""
+    if info.instances is not None:
+        return 4, None, -1, -1, -1, info.instances.pick
+    sized = info.sized
+    if sized is None:
+        return 0, None, -1, -1, -1, None
+    if sized.indices:
+        i, j, k = (list(sized.indices) + [-1, -1])[:3]
+        return len(sized.indices), sized.slots, i, j, k, None
+    return 4, None, -1, -1, -1, sized.pick
+
+
 def wrap(info: GraphInfo, compiled: Callable) -> Callable:
     """`compiled` (boxed) with the graph-call hooks of `info` around it."""
     begin, end, slot = _core.dynamo_begin, _core.dynamo_end, info.slot
-    # A dynamic-shape graph: the slot of its table at this call's sizes.
-    pick = info.sized.pick if info.sized is not None else None
+    # The slot of this call's table: the graph's, or the one at this call's
+    # sizes / for this call's module instance (_slot_choice).
+    mode, slots, i0, i1, i2, pick = _slot_choice(info)
     key = info.key_index
     Tensor = torch.Tensor
     if info.phase == BACKWARD:
@@ -52,8 +71,9 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
             # Tags come from the paired forward call (C++ side); grad mode
             # is the backward's own (on only under create_graph=True).
             k = args[key] if key >= 0 else None
-            begin(slot if pick is None else pick(args), is_grad_enabled(), 0,
-                  k.data_ptr() if type(k) is Tensor else 0)
+            begin(slot if mode == 0 else slots[args[i0]] if mode == 1 else slots[args[i0]][args[i1]] if mode == 2
+                  else slots[args[i0]][args[i1]][args[i2]] if mode == 3 else pick(args),
+                  is_grad_enabled(), 0, k.data_ptr() if type(k) is Tensor else 0)
             try:
                 return compiled(args)
             finally:
@@ -63,7 +83,8 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
         entry = _entry
 
         def run(args):
-            begin(slot if pick is None else pick(args), entry.grad, entry.tags)
+            begin(slot if mode == 0 else slots[args[i0]] if mode == 1 else slots[args[i0]][args[i1]] if mode == 2
+                  else slots[args[i0]][args[i1]][args[i2]] if mode == 3 else pick(args), entry.grad, entry.tags)
             k = 0
             try:
                 outs = compiled(args)
@@ -78,7 +99,8 @@ def wrap(info: GraphInfo, compiled: Callable) -> Callable:
         entry = _entry
 
         def run(args):
-            begin(slot if pick is None else pick(args), entry.grad, entry.tags)
+            begin(slot if mode == 0 else slots[args[i0]] if mode == 1 else slots[args[i0]][args[i1]] if mode == 2
+                  else slots[args[i0]][args[i1]][args[i2]] if mode == 3 else pick(args), entry.grad, entry.tags)
             try:
                 return compiled(args)
             finally:

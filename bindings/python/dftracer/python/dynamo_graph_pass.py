@@ -20,7 +20,9 @@ import json
 import torch
 import torch.fx
 
-from . import dynamo_nodes, dynamo_pairing, dynamo_sizes
+from dataclasses import replace
+
+from . import dynamo_instances, dynamo_nodes, dynamo_pairing, dynamo_sizes
 from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
 
@@ -59,6 +61,12 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     add_graph(info, fw_info)
     make_sized(info, sizes, entries, lambda env: [e.at(env).fragment(phase_name, graph_id) for e in entries],
                register)
+
+    def fragments(rename, env):  # an instance's table (dynamo_instances)
+        return [replace(e if env is None else e.at(env), module=rename(e.module)).fragment(phase_name, graph_id)
+                for e in entries]
+
+    dynamo_instances.make_instances(info, gm, phase, dynamo_instances.current(), fragments, register)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
 

@@ -30,7 +30,7 @@ class GraphInfo:
     """One instrumented graph, for tests and for pairing backward to forward."""
 
     __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups", "key_name", "key_index", "serial",
-                 "forward", "sized", "__weakref__")
+                 "forward", "sized", "instances", "__weakref__")
 
     def __init__(self, graph, phase, slot, op_names, entries, flow_groups, key_name=None, key_index=-1):
         self.graph = graph
@@ -46,6 +46,8 @@ class GraphInfo:
         self.serial = -1  # position in compile order, set by add_graph
         self.forward = None  # backward: its forward's GraphInfo, kept registered while this one lives
         self.sized = None  # dynamic sizes: dynamo_sizes.SizedSlots (the slot of each call's sizes)
+        # a graph run for several instances of a module class: dynamo_instances.InstanceSlots
+        self.instances = None
 
     def __repr__(self) -> str:
         return f"GraphInfo(graph={self.graph}, phase={dynamo_nodes.PHASES[self.phase]}, ops={len(self.op_names)})"
@@ -58,8 +60,10 @@ _count = [0]  # graphs instrumented so far (the next serial)
 _next_graph_id = 0
 # Seconds spent in our compile-time work (node tables, hook insertion, the
 # recompile of the instrumented graph, graph metadata): what instrumentation
-# adds to aot_eager's compile time. For the benchmark.
-compile_stats = {"instrument_s": 0.0}
+# adds to aot_eager's compile time. For the benchmark. lowered_again: Inductor
+# graphs lowered a second time to build their kernel table (an FX graph cache
+# hit with no saved table for it).
+compile_stats = {"instrument_s": 0.0, "lowered_again": 0}
 
 
 def instrumented_graphs(since: int = 0) -> list[GraphInfo]:
@@ -103,10 +107,15 @@ def make_sized(info: GraphInfo, sizes, entries: list, fragments_at, register) ->
     def on_new_slot(slot: int) -> None:
         owner = ref()
         if owner is not None:
-            weakref.finalize(owner, _free_slot, slot).atexit = False
+            free_with(owner, slot)
 
     info.sized = dynamo_sizes.SizedSlots(sizes, info.slot, lambda env: register(fragments_at(env), pair),
                                          on_new_slot)
+
+
+def free_with(info: GraphInfo, slot: int) -> None:
+    """Frees `slot` (a variant of `info`'s table) when `info` dies."""
+    weakref.finalize(info, _free_slot, slot).atexit = False
 
 
 def _free_slot(slot: int) -> None:

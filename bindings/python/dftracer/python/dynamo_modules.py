@@ -50,6 +50,11 @@ class ModulePaths:
     paths: dict = field(default_factory=dict)  # nn_module_stack key -> path in the root
     frame: str | None = None  # path of the compiled frame's own module ("" for the root)
     optimizer: bool = False  # the compiled frame is a method of a torch.optim.Optimizer (opt.step)
+    own: Any = None  # weakref to the compiled frame's own module (its `self`), None when none
+    roots: list = field(default_factory=list)  # weakrefs to the roots searched, in order
+    # Set by the backend (dynamo_instances.find): which graph input tells
+    # which instance of the frame's module class a call runs for.
+    instance: Any = None
 
 
 def add_root(module: torch.nn.Module) -> None:
@@ -152,6 +157,7 @@ def resolve(gm: torch.fx.GraphModule) -> ModulePaths:
         return out
     found: dict[int, str] = {}
     for root in roots():
+        out.roots.append(_weak(root))
         for path, m in root.named_modules():
             if id(m) in ids and id(m) not in found:
                 found[id(m)] = path
@@ -163,7 +169,15 @@ def resolve(gm: torch.fx.GraphModule) -> ModulePaths:
                 out.paths[k] = found[i]
     if own is not None:
         out.frame = found.get(id(own))
+        out.own = _weak(own)
     return out
+
+
+def _weak(m: Any) -> Any:
+    try:
+        return weakref.ref(m)
+    except TypeError:
+        return lambda: m
 
 
 def resolve_safely(gm: torch.fx.GraphModule) -> ModulePaths | None:

@@ -16,7 +16,8 @@ size variant (src/capture/dynamo/graph_table.h: a forward variant's calls
 wait where the base forward's backward looks); the table registered at
 compile time (symbolic shapes, FLOPs and bytes at the hints) is used only
 when a variant cannot be built. A call at a seen size costs
-one read of its inputs and one dict lookup. Past MAX_VARIANTS sizes a graph
+one read of its inputs and one dict subscript (no Python call when the
+graph's one size symbol is a SymInt input). Past MAX_VARIANTS sizes a graph
 records further new sizes with the compile-time table (one warning).
 """
 
@@ -117,41 +118,80 @@ def as_text(x: Any) -> Any:
     return str(x) if isinstance(x, sympy.Basic) else x
 
 
-class SizedSlots:
-    """Per call: the slot of the graph's table at this call's sizes."""
+MAX_INLINE = 3  # most SymInt size inputs looked up by subscripts alone
 
-    def __init__(self, sizes: GraphSizes, base_slot: int, register_at: Callable[[dict], int], on_new_slot: Callable[[int], None]):
+
+class _SlotsBySize(dict):
+    """size -> slot; for a graph that takes d > 1 size symbols as SymInt
+    inputs (d <= MAX_INLINE), one level per symbol: first size -> {second
+    size -> ... slot}. A size not seen before builds its table
+    (``__missing__``): a hit is plain dict subscripts, no Python call."""
+
+    __slots__ = ("owner", "prefix")
+
+    def __init__(self, owner: "SizedSlots", prefix: tuple = ()):
+        super().__init__()
+        self.owner = owner
+        self.prefix = prefix
+
+    def __missing__(self, key: Any) -> Any:
+        if len(self.prefix) + 1 < self.owner.depth:
+            return self.setdefault(key, _SlotsBySize(self.owner, self.prefix + (key,)))
+        return self.owner.new(self.prefix + (key,) if self.owner.depth > 1 else key, self)
+
+
+class SizedSlots:
+    """Per call: the slot of the graph's table at this call's sizes.
+
+    The lookup, by how the graph takes its sizes: up to MAX_INLINE SymInt
+    inputs at ``indices``: ``slots[args[i]]``, ``slots[args[i]][args[j]]``,
+    ...; else ``slots[read(args)]`` (sizes read from a tensor input's shape,
+    or more symbols). ``pick(args)`` does whichever applies, with one Python
+    call more; dynamo_graph_call.wrap inlines the subscripts."""
+
+    def __init__(self, sizes: GraphSizes, base_slot: int, register_at: Callable[[dict], int],
+                 on_new_slot: Callable[[int], None]):
+        self.sizes = sizes
         self.read = sizes.key_reader()
-        self.slots: dict = {}
-        self._sizes = sizes
+        by_index = all(d < 0 for _, d in sizes.sources) and len(sizes.sources) <= MAX_INLINE
+        self.indices = tuple(i for i, _ in sizes.sources) if by_index else ()
+        self.depth = max(len(self.indices), 1)
+        self.slots = _SlotsBySize(self)
+        self._count = 0
         self._base = base_slot
         self._register_at = register_at
         self._on_new_slot = on_new_slot
         self._lock = threading.Lock()
 
     def pick(self, args: list) -> int:
-        key = self.read(args)
-        slot = self.slots.get(key)
-        return slot if slot is not None else self._new(key)
+        if not self.indices:
+            return self.slots[self.read(args)]
+        d = self.slots
+        for i in self.indices:
+            d = d[args[i]]
+        return d
 
-    def _new(self, key: Any) -> int:
+    def new(self, key: Any, where: dict) -> int:
+        """The slot at sizes `key` not seen before (its last size is a key of
+        `where`): its table is built and registered (once; a dict stays
+        readable while another thread adds)."""
+        last = key[-1] if self.depth > 1 else key
         with self._lock:
-            slot = self.slots.get(key)
+            slot = dict.get(where, last)
             if slot is not None:
                 return slot
-            if len(self.slots) >= MAX_VARIANTS:
+            if self._count >= MAX_VARIANTS:
                 warn(f"a dynamic-shape graph ran at more than {MAX_VARIANTS} distinct sizes: the calls at further "
                      "sizes are recorded with the compile-time flops/bytes/shapes")
                 slot = self._base
             else:
                 try:
-                    slot = self._register_at(self._sizes.env(key))
+                    slot = self._register_at(self.sizes.env(key))
                     self._on_new_slot(slot)
                 except Exception as e:  # never fail the user's call
                     warn(f"a dynamic-shape graph's table at sizes {key} could not be built ({e}): "
                          "its calls there are recorded with the compile-time flops/bytes/shapes")
                     slot = self._base
-            slots = dict(self.slots)  # readers never see a dict being resized
-            slots[key] = slot
-            self.slots = slots
+            self._count += 1
+            where[last] = slot
             return slot

@@ -29,9 +29,9 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_sizes, inductor_kernels, torch_compat
+from . import compile_events, dynamo_graph_call, dynamo_instances, dynamo_modules, dynamo_nodes, dynamo_sizes, inductor_kernels, torch_compat
 from .diagnostics import warn
-from .dynamo_graphs import new_graph_id
+from .dynamo_graphs import compile_stats, new_graph_id
 from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, tracing_enabled
 from .dynamo_metadata import record_graph_metadata
 from .dynamo_nodes import PHASES
@@ -98,6 +98,7 @@ def _make_inner(compile_fx_inner: Callable, graph_id: int, modules: Any = None) 
                 if entries is None:
                     # An FX graph cache hit without a table made for this
                     # graph: lower it again (cache off) for its provenance.
+                    compile_stats["lowered_again"] += 1
                     with torch_compat.own_kernel_provenance() as provenance, torch_compat.lowering_again():
                         out = compile_fx_inner(gm, example_inputs, **kwargs)
                     sites = inductor_kernels.kernel_sites(torch_compat.compiled_graph_parts(out)[0])
@@ -138,6 +139,8 @@ def make_inductor_backend(default_tags: Callable[[], int], mode: str | None = No
         graph_id = new_graph_id()
         record_graph_metadata(gm, graph_id)
         modules = dynamo_modules.resolve_safely(gm)
+        if modules is not None:
+            modules.instance = dynamo_instances.find(modules, example_inputs)
         with torch_compat.no_autograd_cache():
             compiled = compile_fx(gm, example_inputs, inner_compile=_make_inner(compile_fx_inner, graph_id, modules),
                                   config_patches={**patches, **_PROVENANCE})

@@ -18,8 +18,10 @@ entries written while this graph was lowered count: Inductor's table is
 process-wide); each node's module path, ATen op, FLOPs and bytes come from
 ``dynamo_nodes`` as for op events. The table is saved beside Inductor's
 cache, keyed by the FX graph cache key (the kernels) and a digest of the
-ATen graph's nodes, modules and seq_nrs (what the kernels are attributed
-to), with the kernel list it was made for; a cache hit (nothing lowered, no
+ATen graph's nodes, modules and seq_nrs relative to the graph's smallest
+(what the kernels are attributed to; a table saved by a process whose
+autograd counter differed is read with its seq_nrs moved), with the kernel
+list it was made for; a cache hit (nothing lowered, no
 provenance) loads the table of its key and digest if that lists the same
 kernels. Without one (a table that differs is reported, once), the graph is
 lowered again with the FX cache off and its table made from that compile.
@@ -37,7 +39,7 @@ from typing import Any
 
 import torch.fx
 
-from . import dynamo_nodes, dynamo_pairing, dynamo_sizes, torch_compat
+from . import dynamo_instances, dynamo_nodes, dynamo_pairing, dynamo_sizes, torch_compat
 from .diagnostics import warn
 from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
@@ -70,6 +72,10 @@ class KernelEntry:
     bytes: int
     seq_nr: int
     inserted: bool = False  # no source node: Inductor's own (a layout copy), attributed to the next kernel
+    # An optimizer step's kernel: most of what its source nodes move (their
+    # bytes; their count when none moves any) is an optimizer's
+    # (dynamo_nodes.is_optimizer_node): phase "optimizer" in the trace.
+    optimizer: bool = False
     # Dynamic sizes: flops / bytes as text of expressions in the graph's
     # input-named size symbols (dynamo_sizes); None when static.
     flops_sym: str | None = None
@@ -88,7 +94,7 @@ class KernelEntry:
 
     def fragment(self, index: int, phase: str, graph: int) -> str:
         return json.dumps({
-            "phase": phase, "graph": graph, "node": index, "kernel": self.kind,
+            "phase": "optimizer" if self.optimizer else phase, "graph": graph, "node": index, "kernel": self.kind,
             "module": self.modules[0] if self.modules else "", "modules": self.modules,
             "aten": self.aten, "flops": self.flops, "bytes": self.bytes, "seq_nr": self.seq_nr,
             **({"inserted": True} if self.inserted else {}),
@@ -213,32 +219,46 @@ def _rewritten_call(src: str, filename: str, sites: list[KernelSite]) -> Any:
 
 
 # ------------------------------------------------------------- attribution
-TABLE_VERSION = 2
+TABLE_VERSION = 3
 
 
-def graph_digest(gm: torch.fx.GraphModule, phase: int) -> str:
+@dataclass
+class Digest:
+    """graph_digest's result: the digest text and the graph's seq_nr base."""
+
+    text: str
+    seq_base: int  # smallest seq_nr of the graph's op nodes (-1: none)
+
+
+def graph_digest(gm: torch.fx.GraphModule, phase: int) -> Digest:
     """What decides a kernel table besides Inductor's FX graph cache key (the
     kernels): the ATen graph's op nodes with the module path and seq_nr each
-    is attributed. Two models of one structure share FX cache entries, and
-    a process's seq_nrs depend on what it ran before; neither is in the FX
-    key. Taken before compile_fx_inner, whose post-grad passes rewrite gm."""
+    is attributed. Two models of one structure share FX cache entries;
+    neither is in the FX key. Whether a node is an optimizer's is in it too
+    (its source). A process's seq_nrs depend on what it ran before (the
+    autograd counter), but only by an offset: the digest has each seq_nr less
+    the graph's smallest (``seq_base``), and a table saved in another process
+    is read with its seq_nrs moved by the difference of the bases. Taken
+    before compile_fx_inner, whose post-grad passes rewrite gm."""
     ops = [n for n in gm.graph.nodes if n.op == "call_function"]
     module_of_seq = dynamo_pairing.find_forward(ops)[1] if phase == BACKWARD else {}
+    seqs = [n.meta.get("seq_nr") for n in ops]
+    base = min((q for q in seqs if isinstance(q, int) and q >= 0), default=-1)
     h = hashlib.sha256(dynamo_nodes.PHASES[phase].encode())
-    for n in ops:
-        seq = n.meta.get("seq_nr")
+    for n, seq in zip(ops, seqs):
         module = dynamo_nodes.module_path(n.meta)
         if module is None and isinstance(seq, int):
             module = module_of_seq.get(seq)
-        h.update(f"\n{n.name} {n.target} {module} {seq}".encode())
-    return h.hexdigest()[:24]
+        rel = seq - base if isinstance(seq, int) and seq >= 0 else seq
+        h.update(f"\n{n.name} {n.target} {module} {rel} {dynamo_nodes.is_optimizer_node(n.meta)}".encode())
+    return Digest(h.hexdigest()[:24], base)
 
 
-def _table_path(key: str, digest: str) -> str | None:
+def _table_path(key: str, digest: Digest) -> str | None:
     base = torch_compat.inductor_cache_dir()
     if not key or base is None:
         return None
-    return os.path.join(base, "dftracer", f"{key}.{digest}.json")
+    return os.path.join(base, "dftracer", f"{key}.{digest.text}.json")
 
 
 def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int,
@@ -278,13 +298,26 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
         seqs = [o.seq_nr for _, o in ops if o.seq_nr >= 0]
         flops = sum(o.flops for name, o in ops if flops_site[name] == i)
         entry = KernelEntry(s.name, s.kind, modules, aten, flops, sum(o.bytes for _, o in ops),
-                            min(seqs) if seqs else -1)
+                            min(seqs) if seqs else -1, optimizer=_mostly_optimizer([o for _, o in ops]))
         if any(o.sym for _, o in ops):
             entry.flops_sym = dynamo_sizes.as_text(sum(o.sym[0] if o.sym else o.flops
                                                        for name, o in ops if flops_site[name] == i))
             entry.bytes_sym = dynamo_sizes.as_text(sum(o.sym[1] if o.sym else o.bytes for _, o in ops))
         entries.append(entry)
     return _attribute_inserted(entries), complete
+
+
+def _mostly_optimizer(ops: list) -> bool:
+    """True when most of what a kernel's source nodes move is an optimizer's
+    (by bytes; by count when they move none): an inlined optimizer step's ops
+    fused with a few of the graph's others."""
+    opt = [o for o in ops if o.optimizer]
+    if not opt:
+        return False
+    total = sum(o.bytes for o in ops)
+    if total > 0:
+        return 2 * sum(o.bytes for o in opt) > total
+    return 2 * len(opt) > len(ops)
 
 
 def _attribute_inserted(entries: list[KernelEntry]) -> list[KernelEntry]:
@@ -298,6 +331,7 @@ def _attribute_inserted(entries: list[KernelEntry]) -> list[KernelEntry]:
         elif following is not None:
             e.modules, e.aten, e.seq_nr, e.inserted = list(following.modules), list(following.aten), \
                 following.seq_nr, True
+            e.optimizer = following.optimizer
     return entries
 
 
@@ -305,19 +339,19 @@ def _site_ids(sites: list[KernelSite]) -> list:
     return [[s.name, s.kind] for s in sites]
 
 
-def _save_table(path: str, key: str, digest: str, sites: list[KernelSite], entries: list[KernelEntry]) -> None:
+def _save_table(path: str, key: str, digest: Digest, sites: list[KernelSite], entries: list[KernelEntry]) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as f:
-            json.dump({"version": TABLE_VERSION, "key": key, "digest": digest, "kernels": _site_ids(sites),
-                       "entries": [e.__dict__ for e in entries]}, f)
+            json.dump({"version": TABLE_VERSION, "key": key, "digest": digest.text, "seq_base": digest.seq_base,
+                       "kernels": _site_ids(sites), "entries": [e.__dict__ for e in entries]}, f)
         os.replace(tmp, path)  # readers never see a partial table
     except OSError:
         pass  # only the next process's attribution is lost
 
 
-def _load_table(path: str, key: str, digest: str, sites: list[KernelSite]) -> list[KernelEntry] | None:
+def _load_table(path: str, key: str, digest: Digest, sites: list[KernelSite]) -> list[KernelEntry] | None:
     """The saved table when it was made for this key, graph and these
     kernels; None otherwise (one warning when a table is there but differs)."""
     try:
@@ -328,9 +362,14 @@ def _load_table(path: str, key: str, digest: str, sites: list[KernelSite]) -> li
     except ValueError:
         data = None
     try:
-        if (data["version"] == TABLE_VERSION and data["key"] == key and data["digest"] == digest
+        if (data["version"] == TABLE_VERSION and data["key"] == key and data["digest"] == digest.text
                 and data["kernels"] == _site_ids(sites)):
-            return [KernelEntry(**d) for d in data["entries"]]
+            shift = digest.seq_base - int(data["seq_base"])  # this process's autograd counter
+            entries = [KernelEntry(**d) for d in data["entries"]]
+            for e in entries:
+                if e.seq_nr >= 0:
+                    e.seq_nr += shift
+            return entries
     except (KeyError, TypeError):
         pass
     warn(f"the kernel attribution table {path} does not match the kernels of this Inductor graph: "
@@ -343,7 +382,7 @@ def comment_table(sites: list[KernelSite]) -> list[KernelEntry]:
     return [KernelEntry(s.name, s.kind, [], s.aten, 0, 0, -1) for s in sites]
 
 
-def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, key: str, digest: str,
+def kernel_table(sites: list[KernelSite], gm: torch.fx.GraphModule, phase: int, key: str, digest: Digest,
                  provenance: dict, sizes: dynamo_sizes.GraphSizes | None = None) -> list[KernelEntry] | None:
     """Static args per call site. From `provenance`, the entries this
     compile_fx_inner call's lowering wrote, when there are some (then saved
@@ -379,8 +418,11 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int, si
     fw_info = dynamo_pairing.find_forward(ops)[0] if phase == BACKWARD else None
     if fw_info is not None:
         graph_id = fw_info.graph
-    # A compiled optimizer step's kernels (torch.compile(opt.step)) are optimizer work.
-    phase_name = "optimizer" if dynamo_nodes.optimizer_frame() else dynamo_nodes.PHASES[phase]
+    # A compiled optimizer step's kernels (torch.compile(opt.step), or a graph
+    # of nothing else) are optimizer work; in a larger graph, its kernels are
+    # (KernelEntry.optimizer).
+    only_optimizer = dynamo_nodes.optimizer_frame() or (entries and all(e.optimizer for e in entries))
+    phase_name = "optimizer" if only_optimizer else dynamo_nodes.PHASES[phase]
     names = [f"kernel.{e.name}" for e in entries]
     op_entries = [dynamo_nodes.OpEntry(i, names[i], e.modules[0] if e.modules else None, "", [], "", e.flops,
                                        e.bytes, e.seq_nr) for i, e in enumerate(entries)]
@@ -405,6 +447,12 @@ def instrument(out: Any, gm: torch.fx.GraphModule, phase: int, graph_id: int, si
     info = GraphInfo(graph_id, phase, slot, names, op_entries, flow_groups, key_name, key_index)
     add_graph(info, fw_info)
     make_sized(info, sizes, entries, fragments_at, register)
+
+    def fragments(rename, env):  # an instance's table (dynamo_instances)
+        return [replace(e if env is None else e.at(env), modules=[rename(m) for m in e.modules]).fragment(
+            i, phase_name, graph_id) for i, e in enumerate(entries)]
+
+    dynamo_instances.make_instances(info, gm, phase, dynamo_instances.current(), fragments, register)
     if phase == FORWARD:
         dynamo_pairing.note_forward(info)
     code = _rewritten_call(src, call_fn.__code__.co_filename, sites)
