@@ -429,7 +429,8 @@ std::string skipped_json(const ReadStats& st) {
   return "{\"malformed\":" + std::to_string(st.malformed) + ",\"bad_fields\":" + std::to_string(st.bad_fields) +
          ",\"truncated_members\":" + std::to_string(st.truncated_members) +
          ",\"corrupt_members\":" + std::to_string(st.corrupt_members) +
-         ",\"empty_files\":" + std::to_string(st.empty_files) + "}";
+         ",\"empty_files\":" + std::to_string(st.empty_files) + ",\"oversized\":" + std::to_string(st.oversized) +
+         "}";
 }
 
 void append_key_members(std::string& out, const std::vector<GroupKey>& keys, const std::vector<std::string>& values) {

@@ -660,7 +660,11 @@ Layout detect_layout(std::string_view head) {
     std::string_view s2 = strip_trace_line(l2);
     return (!s2.empty() && s2.front() == '{' && s2.back() == '}') || s2.empty() ? Layout::Lines : Layout::Document;
   }
-  if (s1.front() == '{' && s1.back() == '}' && s1.find("\"traceEvents\"") == std::string_view::npos)
+  // An event line, or the start of one longer than the head (no newline
+  // after it): read as lines, where a line over the size limit is skipped
+  // and counted with bounded memory, not held whole as a document.
+  const bool cut = pos > head.size();
+  if (s1.front() == '{' && (s1.back() == '}' || cut) && s1.find("\"traceEvents\"") == std::string_view::npos)
     return Layout::Lines;
   if (s1.front() == '{' || s1.front() == '[') return Layout::Document;
   return Layout::Lines;  // garbage: read line by line and count it
