@@ -602,13 +602,19 @@ struct Unit {
 };
 
 // Units over the members of an indexed file that may hold lines in the
-// window: a member whose times all lie outside it, and that holds no
-// metadata line (always read), is never inflated.
-void plan_window_units(size_t file, uint64_t size, const TraceIndex& index, const ReadOptions& o, size_t pieces,
-                       std::vector<Unit>* units) {
-  auto keep = [&](const IndexedMember& m) {
-    return m.metadata > 0 || !m.timed || !(m.max_ts < o.from_ns || m.min_ts >= o.to_ns);
-  };
+// window: a member whose times all lie outside it, that holds no metadata
+// line (always read) and whose bytes the index vouches for, is never
+// inflated. One it cannot vouch for is read: its damage is counted as a
+// read without the index counts it.
+void plan_window_units(size_t file, uint64_t size, const uint8_t* data, const TraceIndex& index, const ReadOptions& o,
+                       size_t pieces, std::vector<Unit>* units) {
+  std::vector<char> kept(index.members.size());
+  for (size_t i = 0; i < index.members.size(); ++i) {
+    const IndexedMember& m = index.members[i];
+    kept[i] = m.metadata > 0 || !m.timed || !(m.max_ts < o.from_ns || m.min_ts >= o.to_ns) ||
+              !member_vouched(m, data);
+  }
+  auto keep = [&](const IndexedMember& m) { return kept[static_cast<size_t>(&m - index.members.data())] != 0; };
   const std::vector<IndexedMember>& ms = index.members;
   uint64_t total = 0;
   for (const IndexedMember& m : ms) total += keep(m) ? m.entry.uncompressed : 0;
@@ -1096,8 +1102,8 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     IndexStatus is = load_trace_index(f.path, f.map->data(), size, &tindex, nullptr);
     if (is == IndexStatus::Invalid) ++setup.bad_indexes;
     for (const IndexedMember& m : tindex.members) f.index.push_back(m.entry);
-    if (is == IndexStatus::Usable && tindex.version == 2 && options.windowed()) {
-      plan_window_units(i, size, tindex, options, pieces, &units);
+    if (is == IndexStatus::Usable && tindex.version >= 2 && options.windowed()) {
+      plan_window_units(i, size, f.map->data(), tindex, options, pieces, &units);
       continue;
     }
     if (is == IndexStatus::Usable && f.index.size() > 1) {
