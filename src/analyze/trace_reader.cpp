@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gzip_members.hpp"
+#include "path_check.hpp"
 #include "trace_index.hpp"
 #include "trace_time.hpp"
 #include "mapped_file.hpp"
@@ -358,6 +359,7 @@ std::string left_out_line(const std::vector<LeftOutInput>& left_out) {
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, std::vector<LeftOutInput>* left_out) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
+    refuse_nul_in_path(p);
     std::error_code ec;
     fs::file_status st = fs::status(p, ec);
     if (!ec && fs::is_directory(st)) {
