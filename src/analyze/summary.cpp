@@ -454,7 +454,8 @@ void write_summary_table(std::ostream& os, const Summary& s) {
     any_bytes |= !std::isnan(r.gbps);
   }
   for (auto& r : s.rows) {
-    std::vector<std::string> c = r.key;
+    std::vector<std::string> c;
+    for (const std::string& k : r.key) c.push_back(clip_key(k));
     c.push_back(std::to_string(r.count));
     for (double v : {r.self_us, r.total_us, r.mean_us, r.min_us, r.p50_us, r.p95_us, r.max_us}) c.push_back(human_time(v));
     c.push_back(fmt_num(100 * r.share, 2) + "%");
