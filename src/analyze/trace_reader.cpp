@@ -874,34 +874,32 @@ struct Worker {
     size_t pos = u.begin;
     bool trusted = u.trusted;
     if (!trusted) pos = find_gzip_header(data, size, pos);
-    std::string spec;  // inflated bytes of a not-yet-believed member
-    constexpr size_t kBelieve = 64u << 20;
+    HeldMemberText held;  // the member's text until it is believed
+    const IndexedStarts starts{&f.index};
     while (pos < u.end && pos < size) {
       if (!trusted && !is_gzip_header(data + pos, size - pos)) break;
-      bool believed = trusted;
-      spec.clear();
-      MemberResult r = inflater.inflate_member(data, size, pos, [&](const char* p, size_t n) {
+      // An indexed member is inflated within its own bytes.
+      const size_t limit = starts.member_end(pos, size);
+      const bool known = trusted || limit != size;  // a member start, not a header found by scanning
+      held.reset();
+      MemberResult r = inflater.inflate_member(data, limit, pos, [&](const char* p, size_t n) {
         stats.json_bytes += n;
-        if (believed) {
-          lines.feed(p, n);
-          return true;
-        }
-        spec.append(p, n);
-        if (spec.size() >= kBelieve) {
-          believed = true;
-          lines.feed(spec.data(), spec.size());
-          spec.clear();
-        }
+        held.add(p, n, [&](const char* q, size_t m) { lines.feed(q, m); });
         return true;
       });
-      if (!believed && r.end == MemberEnd::Corrupt) {
-        // Not a member after all (a header-like byte pattern inside compressed
-        // data): look further, still inside this unit.
+      // Damaged: bad data, or cut short inside its indexed bytes (the file goes on).
+      const bool damaged = r.end == MemberEnd::Corrupt || (r.end == MemberEnd::Truncated && limit != size);
+      if (!held.handed_on && damaged) {
         stats.json_bytes -= r.produced;
-        pos = find_gzip_header(data, size, pos + 1);
-        continue;
+        if (!known) {
+          // Not a member after all (a header-like byte pattern inside compressed
+          // data): look further, still inside this unit.
+          pos = find_gzip_header(data, size, pos + 1);
+          continue;
+        }
+      } else if (!held.handed_on) {
+        lines.feed(held.text.data(), held.text.size());  // checked (or the file's cut-short last member)
       }
-      if (!believed) lines.feed(spec.data(), spec.size());
       if (!u.any) {
         u.any = true;
         u.actual_begin = pos;
@@ -914,15 +912,25 @@ struct Worker {
         trusted = true;
         continue;
       }
-      if (r.end == MemberEnd::Truncated) {
+      if (!damaged && r.end == MemberEnd::Truncated) {
         ++stats.truncated_members;  // keep every complete line; the half line is counted at the end
         pos = size;
         break;
       }
-      // Corrupt in the middle of a believed member: keep what came before,
-      // drop the half line, and resynchronise on the next header.
+      // A damaged member (or one cut short inside its indexed bytes): none of
+      // its lines when it was held whole, else what came before; the half
+      // line is dropped; go on at the next indexed start, else resynchronise
+      // on the next header.
       ++stats.corrupt_members;
       if (lines.drop_partial()) ++stats.malformed;
+      const size_t next = starts.next_after(pos);
+      if (next != SIZE_MAX && next <= size) {
+        stats.input_bytes += next - r.next_offset;
+        progress->add(next - r.next_offset);
+        pos = next;
+        trusted = true;
+        continue;
+      }
       pos = find_gzip_header(data, size, std::max(r.next_offset, pos + 1));
       trusted = false;
     }
