@@ -150,10 +150,11 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
     char last = '\n';
     for (const GzipIndexEntry& e : index) {
       if (e.offset + e.size != range.begin) continue;
-      inflater.inflate_member(map.data(), size, e.offset, [&last](const char* p, size_t n) {
+      MemberResult r = inflater.inflate_member(map.data(), range.begin, e.offset, [&last](const char* p, size_t n) {
         if (n) last = p[n - 1];
         return true;
       });
+      if (r.end != MemberEnd::Complete) last = '\n';  // a damaged member gives no line to finish
       break;
     }
     if (last != '\n') lines.skip_head();

@@ -564,7 +564,7 @@ TEST(WriteTimeIndex, DamagedMembersUnderAnIntactIndexAreReadAndCountedByEveryPat
   expect_same_stats(full.stats, partial.stats, "partial");
   // The Dask workers' member ranges of a large file: the same counts.
   std::vector<std::string> range_parts;
-  const std::vector<MemberRange> ranges = gzip_member_ranges(path, 2048);
+  const std::vector<MemberRange> ranges = gzip_member_ranges(path, 1);  // a range a member
   ASSERT_GT(ranges.size(), 3u);
   for (const MemberRange& r : ranges) range_parts.push_back(partial_summary_range(path, 0, r, keys));
   Summary ranged = combine_partials(range_parts, keys, 0);
