@@ -32,7 +32,7 @@ enum class IndexStatus { Absent, Usable, Invalid };
 // its lines -- a flipped byte can inflate to plausible lines with wrong
 // values before the CRC check fails -- and is counted as one corrupt member.
 // Past it (a huge single-member file) the text is handed on as it comes.
-inline constexpr size_t kHeldMemberBytes = 64u << 20;
+inline constexpr size_t kHeldMemberBytes = 16u << 20;
 
 // One member's text while it is held (kHeldMemberBytes).
 struct HeldMemberText {

@@ -866,7 +866,7 @@ struct Worker {
   // Follows the chain of gzip members from the unit's start until a member
   // begins at or after u.end. A start found by scanning (not from the index or
   // the previous member's end) is only believed once its member inflates to a
-  // checked end, or 64 MiB of it inflate without error.
+  // checked end, or kHeldMemberBytes of it inflate without error.
   void run_gz(const FileState& f, Unit& u) {
     const uint8_t* data = f.map->data();
     const size_t size = f.map->size();
