@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -80,6 +82,21 @@ bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const Member
 }
 
 }  // namespace
+
+size_t IndexedStarts::member_end(size_t offset, size_t size) const {
+  if (index == nullptr) return size;
+  auto it = std::lower_bound(index->begin(), index->end(), offset,
+                             [](const GzipIndexEntry& e, size_t off) { return e.offset < off; });
+  if (it == index->end() || it->offset != offset) return size;
+  return static_cast<size_t>(std::min<uint64_t>(it->offset + it->size, size));
+}
+
+size_t IndexedStarts::next_after(size_t offset) const {
+  if (index == nullptr) return SIZE_MAX;
+  auto it = std::upper_bound(index->begin(), index->end(), offset,
+                             [](size_t off, const GzipIndexEntry& e) { return off < e.offset; });
+  return it == index->end() ? SIZE_MAX : static_cast<size_t>(it->offset);
+}
 
 bool is_gzip_header(const uint8_t* p, size_t avail) {
   // ID1 ID2 CM FLG: 0x1f 0x8b 8, and FLG's reserved bits 5-7 zero.

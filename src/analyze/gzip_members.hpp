@@ -27,6 +27,49 @@ struct GzipIndexEntry {
 
 enum class IndexStatus { Absent, Usable, Invalid };
 
+// A member's text is held until the member inflates to its checked end (its
+// gzip CRC and length), up to this much: a damaged member then gives none of
+// its lines -- a flipped byte can inflate to plausible lines with wrong
+// values before the CRC check fails -- and is counted as one corrupt member.
+// Past it (a huge single-member file) the text is handed on as it comes.
+inline constexpr size_t kHeldMemberBytes = 16u << 20;
+
+// One member's text while it is held (kHeldMemberBytes).
+struct HeldMemberText {
+  std::string text;
+  bool handed_on = false;  // past the limit: the text goes on as it inflates
+
+  void reset() {
+    text.clear();
+    handed_on = false;
+  }
+  // Holds p[0, n), or hands it (and what was held) to feed(p, n) once past the limit.
+  template <class Feed>
+  void add(const char* p, size_t n, Feed&& feed) {
+    if (handed_on) return feed(p, n);
+    text.append(p, n);
+    if (text.size() < kHeldMemberBytes) return;
+    handed_on = true;
+    feed(text.data(), text.size());
+    text.clear();
+  }
+};
+
+// Where an index (entries sorted by offset, as load_gzip_index gives them)
+// says members start. With one, every reader inflates a member within its
+// own indexed bytes and, after a damaged member, goes on at the next indexed
+// start: so a damaged member is one corrupt member, counted once by whichever
+// piece of the file holds it, and a runaway inflate of damaged data never
+// swallows the intact members after it (as resynchronising by scanning,
+// from where the inflate stopped, could).
+struct IndexedStarts {
+  const std::vector<GzipIndexEntry>* index = nullptr;
+  // The end of the member indexed as starting at `offset`, or `size` when none is.
+  size_t member_end(size_t offset, size_t size) const;
+  // The first indexed start after `offset`, or SIZE_MAX when there is none.
+  size_t next_after(size_t offset) const;
+};
+
 // Loads `<gz_path>.idx` (trace_index.cpp; load_trace_index() gives the
 // write-time statistics too). Usable only when the entries tile the file from offset 0
 // without gaps and each starts with a gzip header; entries may stop short of the

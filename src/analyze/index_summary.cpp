@@ -41,12 +41,18 @@ bool load_answering_index(const std::string& path, const MappedFile& map, TraceI
   TraceIndex& index = *out;
   std::string why;
   IndexStatus st = load_trace_index(path, map.data(), map.size(), &index, &why);
-  if (st != IndexStatus::Usable || index.version != 2 || !index.finalized || !index.exact) {
+  if (st != IndexStatus::Usable || index.version < 2 || !index.finalized || !index.exact) {
     *why_not = path + (st == IndexStatus::Invalid ? ": index ignored (" + why + ")"
-                       : st != IndexStatus::Usable || index.version != 2 ? ": no write-time index"
+                       : st != IndexStatus::Usable || index.version < 2 ? ": no write-time index"
                        : !index.finalized ? ": index not finalized (the run did not finish)"
                                           : ": the index cannot reproduce a full read (args.flops/bytes it could "
                                             "not read exactly, a time past int64 ns, or too many threads)");
+    return false;
+  }
+  // Its numbers describe the members the writer wrote: only when every
+  // member's bytes are still those (a damaged one is read, and counted).
+  if (first_unvouched_member(index, map.data(), &why) != index.members.size()) {
+    *why_not = path + ": " + why;
     return false;
   }
   return true;

@@ -1,7 +1,8 @@
 // `summary --by name|cat|pid|tid` (any of them, comma-joined) from the
 // write-time indexes alone: no member is inflated. Each file must be a
-// .pfw.gz with a version-2 index that was finalized, checks out against the
-// trace (trace_index.hpp) and is exact (the writer could sum every
+// .pfw.gz with a version-3 index that was finalized, checks out against the
+// trace (trace_index.hpp), vouches for every member's bytes (their CRC-32,
+// computed here: far cheaper than inflating) and is exact (the writer could sum every
 // args.flops / args.bytes as the analyzer reads them: member_index.h). Otherwise -- any other key, a
 // time window, a plain .pfw, a crashed run, a bad index -- the summary reads
 // the events as before, so the answer never depends on which path ran.

@@ -11,6 +11,7 @@
 #include "calibration.hpp"
 #include "cli_run.hpp"
 #include "merge.hpp"
+#include "output_file.hpp"
 
 namespace dftracer::analyze::testing {
 namespace {
@@ -30,6 +31,25 @@ std::string gz_with_fifty_events(const TempDir& d, std::multiset<std::string>* n
   std::string p = d.file("t.pfw.gz");
   write_gz(p, pfw_text(evs), 5, /*index=*/false);
   return p;
+}
+
+// A NUL inside a path: every system call would stop at it and read (or
+// write) another file. Refused, as Python's open() refuses it.
+TEST(InputFiles, PathWithANulByteIsRefusedNotTruncated) {
+  TempDir d;
+  std::multiset<std::string> names;
+  std::string gz = gz_with_fifty_events(d, &names);
+  const std::string with_nul = gz + std::string("\0junk", 5);
+  try {
+    expand_inputs({with_nul});
+    ADD_FAILURE() << "read " << gz << " for a path with a NUL byte in it";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("embedded null byte in path: " + gz + "\\0junk"), std::string::npos)
+        << e.what();
+  }
+  const std::string out = d.file("out.json");
+  EXPECT_THROW(OutputFile(out + std::string("\0x", 2)), std::invalid_argument);
+  EXPECT_FALSE(std::ifstream(out).good());
 }
 
 TEST(InputFiles, IndexThatIsAFifoIsScannedInstead) {

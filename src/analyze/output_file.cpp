@@ -1,5 +1,7 @@
 #include "output_file.hpp"
 
+#include "path_check.hpp"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -60,6 +62,7 @@ mode_t default_file_mode() {
 }  // namespace
 
 OutputFile::OutputFile(const std::string& path) : path_(path) {
+  refuse_nul_in_path(path);
   const std::string target = resolved(path);
   struct stat st {};
   const bool exists = ::stat(target.c_str(), &st) == 0;

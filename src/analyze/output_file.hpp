@@ -31,7 +31,7 @@ void refuse_input_as_output(const std::string& out, const std::vector<std::strin
 // A FIFO no process opens for reading within 10 s is an error, not a hang.
 class OutputFile {
  public:
-  // Throws InputError "cannot write PATH: <reason>".
+  // Throws InputError "cannot write PATH: <reason>"; std::invalid_argument for a NUL byte in PATH.
   explicit OutputFile(const std::string& path);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;

@@ -84,6 +84,12 @@ class RangeLines {
     text_.clear();
   }
   bool mid_line() const { return !text_.empty() || skip_head_; }
+  // Drops a partial line (a member that broke off mid-line); true when there was one.
+  bool drop_partial() {
+    const bool had = !text_.empty() && !skip_head_;
+    if (!skip_head_) text_.clear();
+    return had;
+  }
   void skip_head() { skip_head_ = true; }
 
  private:
@@ -135,18 +141,20 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
   st.input_bytes = range.end - range.begin;
   RangeLines lines(consumer, st, options);
   MemberInflater inflater;
+  std::vector<GzipIndexEntry> index;
+  load_gzip_index(path, map.data(), map.size(), index);
+  const IndexedStarts starts{&index};
   if (range.begin > 0) {
     // Does the text before this range end with a newline? Only the member
     // just before it can tell (the index says where it starts).
-    std::vector<GzipIndexEntry> index;
-    load_gzip_index(path, map.data(), map.size(), index);
     char last = '\n';
     for (const GzipIndexEntry& e : index) {
       if (e.offset + e.size != range.begin) continue;
-      inflater.inflate_member(map.data(), size, e.offset, [&last](const char* p, size_t n) {
+      MemberResult r = inflater.inflate_member(map.data(), range.begin, e.offset, [&last](const char* p, size_t n) {
         if (n) last = p[n - 1];
         return true;
       });
+      if (r.end != MemberEnd::Complete) last = '\n';  // a damaged member gives no line to finish
       break;
     }
     if (last != '\n') lines.skip_head();
@@ -154,23 +162,34 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
   consumer.begin_piece(0);
   uint64_t off = range.begin;
   bool in_range = true;
+  HeldMemberText held;  // a member's text until it checks out, as the reader holds it
   while (off < size && (in_range || lines.mid_line())) {
     // Past the range only to finish a line it began: stop at the first newline.
-    MemberResult r = inflater.inflate_member(map.data(), size, off, [&](const char* p, size_t n) {
+    // An indexed member is inflated within its own bytes, as the reader does.
+    const size_t limit = starts.member_end(off, size);
+    held.reset();
+    MemberResult r = inflater.inflate_member(map.data(), limit, off, [&](const char* p, size_t n) {
       if (in_range) {
         st.json_bytes += n;
-        lines.feed(p, n);
+        held.add(p, n, [&](const char* q, size_t m) { lines.feed(q, m); });
         return true;
       }
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', n));
       lines.feed(p, nl ? static_cast<size_t>(nl - p) + 1 : n);
       return nl == nullptr;
     });
+    const bool damaged = r.end == MemberEnd::Corrupt || (r.end == MemberEnd::Truncated && limit != size);
+    if (in_range && !held.handed_on) {
+      if (damaged) st.json_bytes -= r.produced;  // none of a damaged member's lines, as the reader
+      else lines.feed(held.text.data(), held.text.size());
+    }
     if (r.end != MemberEnd::Complete) {
       if (!in_range) break;
-      ++(r.end == MemberEnd::Truncated ? st.truncated_members : st.corrupt_members);
-      // As the reader does: the next plausible member header goes on.
-      off = find_gzip_header(map.data(), size, off + 1);
+      ++(damaged ? st.corrupt_members : st.truncated_members);
+      if (lines.drop_partial()) ++st.malformed;  // as the reader: the half line is dropped
+      // As the reader does: the next indexed start, else the next plausible member header goes on.
+      const size_t next = starts.next_after(off);
+      off = next != SIZE_MAX ? next : find_gzip_header(map.data(), size, off + 1);
     } else {
       off = r.next_offset;
     }

@@ -229,7 +229,30 @@ void attribute(RankReport& r, const StepReport* steps) {
   std::map<std::pair<size_t, size_t>, Intervals> proc_caused;
   std::map<std::tuple<int64_t, size_t, size_t>, Intervals> cell_caused;
   std::map<int64_t, int64_t> max_wait;  // step -> longest single wait
+  std::map<int64_t, std::set<int64_t>> absent;  // step -> ranks that never arrived at one of its collectives
+  std::set<int64_t> ended_early;
+  std::vector<size_t> ranked;  // processes with a rank: the whole job
+  for (size_t i = 0; i < r.processes.size(); ++i)
+    if (r.processes[i].rank >= 0) ranked.push_back(i);
   for (Collective& c : r.collectives) {
+    // A collective of the whole job (not a send/recv, not a subgroup) that
+    // some rank with a file never entered: it ended first, and everyone in
+    // the call waited for it from arrival to end.
+    if (!c.complete() && c.src < 0 && ranked.size() >= 2 && c.group_size >= static_cast<int64_t>(ranked.size())) {
+      for (size_t a : ranked) {
+        if (std::any_of(c.ranks.begin(), c.ranks.end(), [&](const CollectiveRank& x) { return x.process == a; }))
+          continue;
+        absent[c.step].insert(r.processes[a].rank);
+        ended_early.insert(r.processes[a].rank);
+        if (r.ended_early_step < 0 || c.step < r.ended_early_step) r.ended_early_step = c.step;
+        cell(c.step, a);
+        for (const CollectiveRank& x : c.ranks) {
+          const Interval whole_call{x.arrival_ns, x.end_ns};
+          proc_caused[{a, x.process}].push_back(whole_call);
+          cell_caused[{c.step, a, x.process}].push_back(whole_call);
+        }
+      }
+    }
     const bool has_late = c.ranks.size() >= 2;  // else nobody to wait for
     const CollectiveRank* late = has_late ? &c.ranks[c.last] : nullptr;
     for (size_t i = 0; i < c.ranks.size(); ++i) {
@@ -287,13 +310,20 @@ void attribute(RankReport& r, const StepReport* steps) {
     }
     std::sort(late.begin(), late.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
     for (auto& [w, rank] : late) s.late_ranks.push_back(rank);
+    s.absent_ranks.assign(absent[s.step].begin(), absent[s.step].end());
     if (!late.empty()) {
       s.straggler = late[0].second;
       s.caused_wait_ns = late[0].first;
     }
+    if (!s.absent_ranks.empty()) {  // a rank that never came outranks any late one
+      auto worst = std::find_if(late.begin(), late.end(), [&](const auto& l) { return absent[s.step].count(l.second); });
+      s.straggler = worst != late.end() ? worst->second : s.absent_ranks.front();
+      s.caused_wait_ns = worst != late.end() ? worst->first : 0;
+    }
     s.max_wait_ns = max_wait[s.step];
     r.steps.push_back(std::move(s));
   }
+  r.ended_early.assign(ended_early.begin(), ended_early.end());
 }
 
 }  // namespace

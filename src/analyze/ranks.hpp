@@ -21,7 +21,12 @@
 // every rank is step k. A comm event is in the step whose interval holds its
 // start, else the step its `step` arg names. A step's straggler is the rank
 // whose late arrivals made the others wait longest in that step (the sum of
-// their waits at collectives it arrived last at).
+// their waits at collectives it arrived last at). A rank absent from a
+// collective of the whole job that the others entered (it raised, exited or
+// was killed first) never arrived: the others' whole time in that call is
+// waiting it caused, so the rank that failed is the step's straggler, and
+// it is listed as ended early -- never a healthy rank that merely arrived
+// last at an earlier collective.
 #pragma once
 
 #include <cstdint>
@@ -92,6 +97,7 @@ struct StepStraggler {
   int64_t caused_wait_ns = 0;   // the others' waits it caused
   int64_t max_wait_ns = 0;      // the longest single wait in the step
   std::vector<int64_t> late_ranks;  // every rank that arrived last at some collective with a wait, worst first
+  std::vector<int64_t> absent_ranks;  // ranks that never arrived at a collective of the whole job in this step
   double max_duration_us = 0, min_duration_us = 0;  // the step's duration on its slowest and fastest rank
 };
 
@@ -112,6 +118,8 @@ struct RankReport {
   std::vector<std::string> ignored_values;
   std::vector<int64_t> missing_ranks;   // below world_size, no file
   std::vector<int64_t> incomplete_ranks;  // a file without its `end` event (cut short)
+  std::vector<int64_t> ended_early;       // absent from collectives of the whole job that the others entered
+  int64_t ended_early_step = -1;          // the first step one of them was absent from
   std::vector<int64_t> offsets_unknown;   // ranks without clock_offset_ns (taken as 0)
   int64_t max_uncertainty_ns = 0;         // of the offsets written
   uint64_t partial_collectives = 0;       // seen on fewer ranks than group_size

@@ -151,10 +151,13 @@ std::string rank_list(const std::vector<int64_t>& v) {
 }
 
 Table stragglers_table(const RankReport& r) {
-  Table t{{"step", "straggler", "caused_wait_us", "max_wait_us", "late_ranks", "slowest_us", "fastest_us"}, {}};
+  Table t{{"step", "straggler", "caused_wait_us", "max_wait_us", "late_ranks", "slowest_us", "fastest_us",
+           "absent_ranks"},
+          {}};
   for (const StepStraggler& s : r.steps)
     t.rows.push_back({integer(s.step), rank_or_null(s.straggler), num_ns(s.caused_wait_ns), num_ns(s.max_wait_ns),
-                      text(rank_list(s.late_ranks)), num(s.max_duration_us), num(s.min_duration_us)});
+                      text(rank_list(s.late_ranks)), num(s.max_duration_us), num(s.min_duration_us),
+                      text(rank_list(s.absent_ranks))});
   return t;
 }
 
@@ -209,6 +212,7 @@ std::string run_json(const RankReport& r) {
   std::string o = "\"world_size\":" + (r.world_size >= 0 ? std::to_string(r.world_size) : std::string("null"));
   o += ",\"missing_ranks\":" + int_list_json(r.missing_ranks);
   o += ",\"incomplete_ranks\":" + int_list_json(r.incomplete_ranks);
+  o += ",\"ended_early\":" + int_list_json(r.ended_early);
   o += ",\"alignment\":{\"max_uncertainty_us\":" + json_num(ns_to_us(r.max_uncertainty_ns)) +
        ",\"offsets_unknown\":" + int_list_json(r.offsets_unknown) + ",\"note\":";
   append_json_string(o, alignment_note(r));
@@ -251,6 +255,10 @@ std::string rank_problems_line(const RankReport& r) {
   if (!r.incomplete_ranks.empty())
     s += (s.empty() ? "" : "; ") + std::string("incomplete rank(s) ") + rank_list(r.incomplete_ranks) +
          " (file cut short: no end event)";
+  if (!r.ended_early.empty())
+    s += (s.empty() ? "" : "; ") + std::string("rank(s) ") + rank_list(r.ended_early) +
+         " ended early: absent from collectives the other ranks entered, from step " +
+         std::to_string(r.ended_early_step) + " (it failed or exited there; the others waited for it)";
   if (r.partial_collectives)
     s += (s.empty() ? "" : "; ") + std::to_string(r.partial_collectives) +
          " collective(s) seen on fewer ranks than their group size";

@@ -441,7 +441,8 @@ std::string skipped_json(const ReadStats& st) {
   return "{\"malformed\":" + std::to_string(st.malformed) + ",\"bad_fields\":" + std::to_string(st.bad_fields) +
          ",\"truncated_members\":" + std::to_string(st.truncated_members) +
          ",\"corrupt_members\":" + std::to_string(st.corrupt_members) +
-         ",\"empty_files\":" + std::to_string(st.empty_files) + "}";
+         ",\"empty_files\":" + std::to_string(st.empty_files) + ",\"oversized\":" + std::to_string(st.oversized) +
+         "}";
 }
 
 void append_key_members(std::string& out, const std::vector<GroupKey>& keys, const std::vector<std::string>& values) {
@@ -467,7 +468,8 @@ void write_summary_table(std::ostream& os, const Summary& s) {
     any_bytes |= !std::isnan(r.gbps);
   }
   for (auto& r : s.rows) {
-    std::vector<std::string> c = r.key;
+    std::vector<std::string> c;
+    for (const std::string& k : r.key) c.push_back(clip_key(k));
     c.push_back(std::to_string(r.count));
     for (double v : {r.self_us, r.total_us, r.mean_us, r.min_us, r.p50_us, r.p95_us, r.max_us}) c.push_back(human_time(v));
     c.push_back(fmt_num(100 * r.share, 2) + "%");

@@ -51,20 +51,37 @@ inline std::string csv_field(const std::string& s) {
   return o + "\"";
 }
 
+// The widest key (a name, a path) a text table shows: a longer one is cut to
+// this many bytes, ending in "...", so one 100,000-character name neither
+// floods its row nor pads every other row to its width. JSON and CSV keep
+// every key whole.
+inline constexpr size_t kMaxKeyColumnBytes = 96;
+
+// `s` cut to kMaxKeyColumnBytes (never inside a UTF-8 character), or as it is.
+inline std::string clip_key(const std::string& s) {
+  if (s.size() <= kMaxKeyColumnBytes) return s;
+  size_t n = kMaxKeyColumnBytes - 3;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // s[n] continues a character
+  return s.substr(0, n) + "...";
+}
+
 // A text table: columns two spaces apart, the first `left` columns (the group
-// keys) left-aligned, the numbers right-aligned, no trailing blanks.
+// keys, clipped by clip_key) left-aligned, the numbers right-aligned, no
+// trailing blanks.
 inline void write_aligned(std::ostream& os, const std::vector<std::vector<std::string>>& rows, size_t left) {
+  auto shown = [left](const std::vector<std::string>& row, size_t i) { return i < left ? clip_key(row[i]) : row[i]; };
   std::vector<size_t> width;
   for (const auto& row : rows) {
     width.resize(std::max(width.size(), row.size()), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], shown(row, i).size());
   }
   for (const auto& row : rows) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
       if (i) line += "  ";
-      const std::string pad(width[i] - row[i].size(), ' ');
-      line += i < left ? row[i] + pad : pad + row[i];
+      const std::string cell = shown(row, i);
+      const std::string pad(width[i] - cell.size(), ' ');
+      line += i < left ? cell + pad : pad + cell;
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     os << line << '\n';

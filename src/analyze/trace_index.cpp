@@ -7,6 +7,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -137,7 +138,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
     ++lineno;
     if (line.empty()) continue;
     const std::string at = "line " + std::to_string(lineno) + ": ";
-    if (out->version == 0) out->version = line.rfind("#dftracer-idx ", 0) == 0 ? 2 : 1;
+    if (out->version == 0) out->version = line.rfind("#dftracer-idx ", 0) == 0 ? 2 : 1;  // 2 or 3: the header says
     if (out->version == 1) {
       Fields f{line};
       IndexedMember m;
@@ -159,7 +160,9 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
     Fields f{payload};
     std::string_view kind = f.word();
     if (kind == "#dftracer-idx") {
-      if (lineno != 1 || f.word() != "2") return invalid(out, why, at + "unknown index version");
+      const std::string_view v = f.word();
+      if (lineno != 1 || (v != "2" && v != "3")) return invalid(out, why, at + "unknown index version");
+      out->version = v == "3" ? 3 : 2;
     } else if (kind == "N") {
       uint32_t id = f.number<uint32_t>();
       size_t q = payload.find('"');
@@ -175,6 +178,10 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
       m.entry.uncompressed = f.number<uint64_t>();
       m.entry.lines = f.number<uint64_t>();
       uint32_t crc = f.number<uint32_t>();
+      if (out->version >= 3) {
+        m.member_crc = f.number<uint32_t>();
+        m.has_member_crc = true;
+      }
       m.complete = f.number<uint64_t>();
       m.metadata = f.number<uint64_t>();
       m.other = f.number<uint64_t>();
@@ -259,6 +266,33 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
     }
   }
   return out->members.empty() ? IndexStatus::Absent : IndexStatus::Usable;
+}
+
+bool member_vouched(const IndexedMember& m, const uint8_t* data) {
+  if (!m.has_member_crc) return false;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const uint8_t* p = data + m.entry.offset;
+  for (uint64_t left = m.entry.size; left > 0;) {  // crc32's length is 32-bit
+    const uInt n = static_cast<uInt>(std::min<uint64_t>(left, 1u << 30));
+    crc = crc32(crc, p, n);
+    p += n;
+    left -= n;
+  }
+  return static_cast<uint32_t>(crc) == m.member_crc;
+}
+
+size_t first_unvouched_member(const TraceIndex& index, const uint8_t* data, std::string* why) {
+  for (size_t i = 0; i < index.members.size(); ++i) {
+    if (member_vouched(index.members[i], data)) continue;
+    if (why)
+      *why = index.version < 3 ? "a version-" + std::to_string(index.version) +
+                                     " index holds no checksum of the members' bytes"
+                               : "member " + std::to_string(i) + " (at byte " +
+                                     std::to_string(index.members[i].entry.offset) +
+                                     ") does not match the index's checksum of its bytes";
+    return i;
+  }
+  return index.members.size();
 }
 
 IndexStatus load_gzip_index(const std::string& gz_path, const uint8_t* data, size_t size,

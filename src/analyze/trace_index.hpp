@@ -1,11 +1,15 @@
 // Reading the `.idx` sidecar of a .pfw.gz: version 1 (one line per gzip
-// member, "offset size raw_size lines") and version 2, the write-time index
+// member, "offset size raw_size lines") and versions 2 and 3, the write-time index
 // (src/file/member_index.h has the format: per member its event counts, time
 // range and per-name/per-category totals; at a clean finalize the whole
 // file's summary cells). Checked against the trace before it is trusted:
 // every line's CRC, members tiling the file from 0, a gzip header at each
 // member and each member's gzip CRC (read from its trailer, no inflating),
-// and for a finalized index the file's size and member count.
+// and for a finalized index the file's size and member count. Those checks
+// catch a stale index, not damaged data: a member's bytes are vouched for
+// only by version 3's CRC of them (member_vouched), and whatever answers
+// without inflating -- counts, time ranges, members skipped for a window --
+// answers only for members so vouched.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,8 @@ struct IndexedMember {
   uint64_t complete = 0, metadata = 0, other = 0;
   bool timed = false;  // min_ts/max_ts/max_end hold something
   int64_t min_ts = 0, max_ts = 0, max_end = 0;
+  bool has_member_crc = false;  // version 3: the CRC-32 of the member's compressed bytes
+  uint32_t member_crc = 0;
 };
 
 // One (name, cat, tid) cell of the whole file, as the writer counted it.
@@ -39,10 +45,10 @@ struct IndexedCell {
 };
 
 struct TraceIndex {
-  int version = 0;  // 1 or 2
+  int version = 0;  // 1, 2 or 3
   std::vector<IndexedMember> members;
   std::vector<std::string> names;  // by id, JSON-decoded
-  // Version 2 and finalized (an F line): the whole file.
+  // Version 2 or 3 and finalized (an F line): the whole file.
   bool finalized = false;
   bool exact = false;  // the cells give a full read's summary (flops/bytes sums included)
   std::vector<IndexedCell> cells;
@@ -58,5 +64,15 @@ struct TraceIndex {
 // a damaged last line of a crashed run (not finalized).
 IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, size_t size, TraceIndex* out,
                              std::string* why);
+
+// True when `m`'s bytes in `data` (the trace load_trace_index checked it
+// against) are the ones the writer indexed: the CRC-32 of its compressed
+// bytes matches the index's. False for a damaged member and for every member
+// of a version-1 or -2 index, which carries no such CRC: those are inflated,
+// and inflate's own checks find the damage.
+bool member_vouched(const IndexedMember& m, const uint8_t* data);
+// The first member of `index` not vouched for, or index.members.size() when
+// all are (`why`, when not null, then names it).
+size_t first_unvouched_member(const TraceIndex& index, const uint8_t* data, std::string* why = nullptr);
 
 }  // namespace dftracer::analyze

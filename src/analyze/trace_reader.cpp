@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gzip_members.hpp"
+#include "path_check.hpp"
 #include "trace_index.hpp"
 #include "trace_time.hpp"
 #include "mapped_file.hpp"
@@ -358,6 +359,7 @@ std::string left_out_line(const std::vector<LeftOutInput>& left_out) {
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, std::vector<LeftOutInput>* left_out) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
+    refuse_nul_in_path(p);
     std::error_code ec;
     fs::file_status st = fs::status(p, ec);
     if (!ec && fs::is_directory(st)) {
@@ -602,13 +604,19 @@ struct Unit {
 };
 
 // Units over the members of an indexed file that may hold lines in the
-// window: a member whose times all lie outside it, and that holds no
-// metadata line (always read), is never inflated.
-void plan_window_units(size_t file, uint64_t size, const TraceIndex& index, const ReadOptions& o, size_t pieces,
-                       std::vector<Unit>* units) {
-  auto keep = [&](const IndexedMember& m) {
-    return m.metadata > 0 || !m.timed || !(m.max_ts < o.from_ns || m.min_ts >= o.to_ns);
-  };
+// window: a member whose times all lie outside it, that holds no metadata
+// line (always read) and whose bytes the index vouches for, is never
+// inflated. One it cannot vouch for is read: its damage is counted as a
+// read without the index counts it.
+void plan_window_units(size_t file, uint64_t size, const uint8_t* data, const TraceIndex& index, const ReadOptions& o,
+                       size_t pieces, std::vector<Unit>* units) {
+  std::vector<char> kept(index.members.size());
+  for (size_t i = 0; i < index.members.size(); ++i) {
+    const IndexedMember& m = index.members[i];
+    kept[i] = m.metadata > 0 || !m.timed || !(m.max_ts < o.from_ns || m.min_ts >= o.to_ns) ||
+              !member_vouched(m, data);
+  }
+  auto keep = [&](const IndexedMember& m) { return kept[static_cast<size_t>(&m - index.members.data())] != 0; };
   const std::vector<IndexedMember>& ms = index.members;
   uint64_t total = 0;
   for (const IndexedMember& m : ms) total += keep(m) ? m.entry.uncompressed : 0;
@@ -660,7 +668,11 @@ Layout detect_layout(std::string_view head) {
     std::string_view s2 = strip_trace_line(l2);
     return (!s2.empty() && s2.front() == '{' && s2.back() == '}') || s2.empty() ? Layout::Lines : Layout::Document;
   }
-  if (s1.front() == '{' && s1.back() == '}' && s1.find("\"traceEvents\"") == std::string_view::npos)
+  // An event line, or the start of one longer than the head (no newline
+  // after it): read as lines, where a line over the size limit is skipped
+  // and counted with bounded memory, not held whole as a document.
+  const bool cut = pos > head.size();
+  if (s1.front() == '{' && (s1.back() == '}' || cut) && s1.find("\"traceEvents\"") == std::string_view::npos)
     return Layout::Lines;
   if (s1.front() == '{' || s1.front() == '[') return Layout::Document;
   return Layout::Lines;  // garbage: read line by line and count it
@@ -854,7 +866,7 @@ struct Worker {
   // Follows the chain of gzip members from the unit's start until a member
   // begins at or after u.end. A start found by scanning (not from the index or
   // the previous member's end) is only believed once its member inflates to a
-  // checked end, or 64 MiB of it inflate without error.
+  // checked end, or kHeldMemberBytes of it inflate without error.
   void run_gz(const FileState& f, Unit& u) {
     const uint8_t* data = f.map->data();
     const size_t size = f.map->size();
@@ -862,34 +874,32 @@ struct Worker {
     size_t pos = u.begin;
     bool trusted = u.trusted;
     if (!trusted) pos = find_gzip_header(data, size, pos);
-    std::string spec;  // inflated bytes of a not-yet-believed member
-    constexpr size_t kBelieve = 64u << 20;
+    HeldMemberText held;  // the member's text until it is believed
+    const IndexedStarts starts{&f.index};
     while (pos < u.end && pos < size) {
       if (!trusted && !is_gzip_header(data + pos, size - pos)) break;
-      bool believed = trusted;
-      spec.clear();
-      MemberResult r = inflater.inflate_member(data, size, pos, [&](const char* p, size_t n) {
+      // An indexed member is inflated within its own bytes.
+      const size_t limit = starts.member_end(pos, size);
+      const bool known = trusted || limit != size;  // a member start, not a header found by scanning
+      held.reset();
+      MemberResult r = inflater.inflate_member(data, limit, pos, [&](const char* p, size_t n) {
         stats.json_bytes += n;
-        if (believed) {
-          lines.feed(p, n);
-          return true;
-        }
-        spec.append(p, n);
-        if (spec.size() >= kBelieve) {
-          believed = true;
-          lines.feed(spec.data(), spec.size());
-          spec.clear();
-        }
+        held.add(p, n, [&](const char* q, size_t m) { lines.feed(q, m); });
         return true;
       });
-      if (!believed && r.end == MemberEnd::Corrupt) {
-        // Not a member after all (a header-like byte pattern inside compressed
-        // data): look further, still inside this unit.
+      // Damaged: bad data, or cut short inside its indexed bytes (the file goes on).
+      const bool damaged = r.end == MemberEnd::Corrupt || (r.end == MemberEnd::Truncated && limit != size);
+      if (!held.handed_on && damaged) {
         stats.json_bytes -= r.produced;
-        pos = find_gzip_header(data, size, pos + 1);
-        continue;
+        if (!known) {
+          // Not a member after all (a header-like byte pattern inside compressed
+          // data): look further, still inside this unit.
+          pos = find_gzip_header(data, size, pos + 1);
+          continue;
+        }
+      } else if (!held.handed_on) {
+        lines.feed(held.text.data(), held.text.size());  // checked (or the file's cut-short last member)
       }
-      if (!believed) lines.feed(spec.data(), spec.size());
       if (!u.any) {
         u.any = true;
         u.actual_begin = pos;
@@ -902,15 +912,25 @@ struct Worker {
         trusted = true;
         continue;
       }
-      if (r.end == MemberEnd::Truncated) {
+      if (!damaged && r.end == MemberEnd::Truncated) {
         ++stats.truncated_members;  // keep every complete line; the half line is counted at the end
         pos = size;
         break;
       }
-      // Corrupt in the middle of a believed member: keep what came before,
-      // drop the half line, and resynchronise on the next header.
+      // A damaged member (or one cut short inside its indexed bytes): none of
+      // its lines when it was held whole, else what came before; the half
+      // line is dropped; go on at the next indexed start, else resynchronise
+      // on the next header.
       ++stats.corrupt_members;
       if (lines.drop_partial()) ++stats.malformed;
+      const size_t next = starts.next_after(pos);
+      if (next != SIZE_MAX && next <= size) {
+        stats.input_bytes += next - r.next_offset;
+        progress->add(next - r.next_offset);
+        pos = next;
+        trusted = true;
+        continue;
+      }
       pos = find_gzip_header(data, size, std::max(r.next_offset, pos + 1));
       trusted = false;
     }
@@ -1092,8 +1112,8 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     IndexStatus is = load_trace_index(f.path, f.map->data(), size, &tindex, nullptr);
     if (is == IndexStatus::Invalid) ++setup.bad_indexes;
     for (const IndexedMember& m : tindex.members) f.index.push_back(m.entry);
-    if (is == IndexStatus::Usable && tindex.version == 2 && options.windowed()) {
-      plan_window_units(i, size, tindex, options, pieces, &units);
+    if (is == IndexStatus::Usable && tindex.version >= 2 && options.windowed()) {
+      plan_window_units(i, size, f.map->data(), tindex, options, pieces, &units);
       continue;
     }
     if (is == IndexStatus::Usable && f.index.size() > 1) {

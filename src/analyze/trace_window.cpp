@@ -47,7 +47,8 @@ bool ends_with(const std::string& s, std::string_view tail) {
 }
 
 // The range from finalized write-time indexes (their members' time ranges
-// cover every complete and other event); false when one file has none.
+// cover every complete and other event); false when one file has none, or
+// one whose members' bytes it cannot vouch for (then the events tell).
 bool range_from_indexes(const std::vector<std::string>& files, TraceTimeRange* r) {
   TraceTimeRange acc;
   acc.first_ns = std::numeric_limits<int64_t>::max();
@@ -57,8 +58,8 @@ bool range_from_indexes(const std::vector<std::string>& files, TraceTimeRange* r
     MappedFile map(path);
     TraceIndex index;
     std::string why;
-    if (load_trace_index(path, map.data(), map.size(), &index, &why) != IndexStatus::Usable || index.version != 2 ||
-        !index.finalized)
+    if (load_trace_index(path, map.data(), map.size(), &index, &why) != IndexStatus::Usable || index.version < 2 ||
+        !index.finalized || first_unvouched_member(index, map.data()) != index.members.size())
       return false;
     for (const IndexedMember& m : index.members) {
       if (!m.timed) continue;

@@ -175,7 +175,7 @@ TEST(WriteTimeIndex, MemberStatisticsEqualTheMembersEvents) {
   std::string path = write_trace(d.file("t.pfw.gz"), 20, true);
   TraceIndex index;
   ASSERT_TRUE(usable_index(path, &index));
-  ASSERT_EQ(index.version, 2);
+  ASSERT_EQ(index.version, 3);
   ASSERT_TRUE(index.finalized);
   ASSERT_GT(index.members.size(), 3u);
   // Each member alone, read through a window that holds exactly its times,
@@ -495,4 +495,129 @@ TEST(WriteTimeIndex, TimeRangeFromIndexEqualsFullReadAndRelativeWindowsResolveTo
   resolve_window(parse_window_bound("-1ms"), WindowBound{}, {path}, 2, &ro);
   EXPECT_EQ(ro.from_ns, read.last_end_ns - 1000000);
   EXPECT_EQ(ro.to_ns, INT64_MAX);
+}
+
+namespace {
+
+// Flips bytes inside the compressed data of members 1, 3 and 5 (not their
+// headers or trailers: sizes, places and trailer CRCs stay as indexed).
+void damage_members(const std::string& path) {
+  TraceIndex index;
+  ASSERT_TRUE(usable_index(path, &index));
+  ASSERT_GT(index.members.size(), 6u);
+  std::string gz = read_file(path);
+  for (size_t m : {1, 3, 5}) {
+    const GzipIndexEntry& e = index.members[m].entry;
+    ASSERT_GT(e.size, 40u);
+    for (uint64_t k = 0; k < 8; ++k) gz[e.offset + 12 + (e.size - 30) * k / 8] ^= 0x5a;
+    gz[e.offset + e.size - 9] ^= 0x81;  // the last deflate byte: the stream may now run past the member
+  }
+  write_file(path, gz);
+}
+
+void expect_same_stats(const ReadStats& want, const ReadStats& got, const std::string& what) {
+  EXPECT_EQ(want.events, got.events) << what;
+  EXPECT_EQ(want.corrupt_members, got.corrupt_members) << what;
+  EXPECT_EQ(want.truncated_members, got.truncated_members) << what;
+  EXPECT_EQ(want.malformed, got.malformed) << what;
+  EXPECT_EQ(want.bad_indexes, got.bad_indexes) << what;
+}
+
+}  // namespace
+
+// Damaged member bytes under an intact index (its lines, places and trailer
+// CRCs all still match): whatever would answer without inflating -- the
+// summary, the Dask workers' partials, the trace range, a window's skipped
+// members -- sees that the member CRC no longer vouches for them, and every
+// path reads, skips and counts the damaged members exactly as --no-index does.
+TEST(WriteTimeIndex, DamagedMembersUnderAnIntactIndexAreReadAndCountedByEveryPath) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 40, false);
+  const uint64_t intact_events = read_summary(path, "name", false).stats.events;
+  damage_members(path);
+  TraceIndex index;
+  ASSERT_TRUE(usable_index(path, &index));  // the index itself checks out
+  uint64_t damaged_events = 0;
+  for (size_t m : {1, 3, 5}) damaged_events += index.members[m].complete + index.members[m].metadata + index.members[m].other;
+  {
+    MappedFile map(path);
+    EXPECT_EQ(first_unvouched_member(index, map.data()), 1u);
+  }
+  std::string why;
+  EXPECT_FALSE(index_answers(path));
+  std::vector<GroupKey> keys = parse_group_keys("name");
+  EXPECT_FALSE(summary_from_indexes({path}, keys, 0, SummarySort::self, &why));
+  EXPECT_NE(why.find("member 1 (at byte"), std::string::npos) << why;
+
+  Summary full = read_summary(path, "name", false);
+  EXPECT_EQ(full.stats.corrupt_members, 3u);
+  // A damaged member gives none of its lines (they could inflate to plausible
+  // events with wrong values before its CRC fails), and nothing else is lost.
+  EXPECT_EQ(full.stats.events, intact_events - damaged_events);
+  EXPECT_EQ(full.stats.malformed + full.stats.bad_fields, 0u);
+  Summary fast = read_summary(path, "name", true);
+  EXPECT_FALSE(fast.from_index);
+  expect_same_summary(full, fast, "index allowed");
+  expect_same_stats(full.stats, fast.stats, "index allowed");
+  Summary partial = combine_partials({partial_summary({path}, {0}, keys, 1)}, keys, 0);
+  EXPECT_EQ(partial.stats.indexed_files, 0u);
+  expect_same_stats(full.stats, partial.stats, "partial");
+  // The Dask workers' member ranges of a large file: the same counts.
+  std::vector<std::string> range_parts;
+  const std::vector<MemberRange> ranges = gzip_member_ranges(path, 1);  // a range a member
+  ASSERT_GT(ranges.size(), 3u);
+  for (const MemberRange& r : ranges) range_parts.push_back(partial_summary_range(path, 0, r, keys));
+  Summary ranged = combine_partials(range_parts, keys, 0);
+  expect_same_summary(full, ranged, "member ranges");
+  expect_same_stats(full.stats, ranged.stats, "member ranges");
+  EXPECT_FALSE(trace_time_range({path}, 2).from_index);
+
+  // A window that leaves the damaged members out still reads them: they are
+  // counted as the same window without the index counts them.
+  const int64_t from = int64_t(kBase) + 30 * 2000000, to = INT64_MAX;
+  Summary windowed = read_summary(path, "name", true, from, to);
+  std::string idx = read_file(path + ".idx");
+  ::unlink((path + ".idx").c_str());
+  Summary scanned = read_summary(path, "name", true, from, to);
+  Summary scanned_all = read_summary(path, "name", true);  // members found by scanning, not the index
+  write_file(path + ".idx", idx);
+  expect_same_summary(full, scanned_all, "scanned");
+  expect_same_stats(full.stats, scanned_all.stats, "scanned");
+  EXPECT_EQ(scanned.stats.corrupt_members, 3u);
+  expect_same_summary(scanned, windowed, "window");
+  expect_same_stats(scanned.stats, windowed.stats, "window");
+}
+
+// A version-2 index (no member CRC) still checks out and splits the read,
+// but vouches for no member's bytes: summaries and windows read them.
+TEST(WriteTimeIndex, VersionTwoIndexSplitsButAnswersNothingUnread) {
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  std::string idx = read_file(path + ".idx"), v2;
+  for (size_t b = 0; b < idx.size();) {  // drop each M line's member CRC, the 7th word; re-sign the lines
+    size_t e = idx.find('\n', b);
+    std::string line = idx.substr(b, idx.rfind(" *", e) - b);
+    b = e + 1;
+    if (line == "#dftracer-idx 3") line = "#dftracer-idx 2";
+    if (line.rfind("M ", 0) == 0) {
+      size_t f = 0;
+      for (int k = 0; k < 6; ++k) f = line.find(' ', f) + 1;
+      line.erase(f, line.find(' ', f) + 1 - f);
+    }
+    char tail[16];
+    std::snprintf(tail, sizeof tail, " *%08lx\n", crc32(0L, reinterpret_cast<const Bytef*>(line.data()), line.size()));
+    v2 += line + tail;
+  }
+  write_file(path + ".idx", v2);
+  TraceIndex index;
+  ASSERT_TRUE(usable_index(path, &index));
+  EXPECT_EQ(index.version, 2);
+  EXPECT_TRUE(index.finalized);
+  EXPECT_GT(index.members.size(), 1u);
+  EXPECT_FALSE(index_answers(path));
+  Summary s = read_summary(path, "name", true);
+  EXPECT_FALSE(s.from_index);
+  EXPECT_EQ(s.stats.bad_indexes, 0u);
+  expect_same_summary(read_summary(path, "name", false), s, "version 2");
+  EXPECT_FALSE(trace_time_range({path}, 2).from_index);
 }

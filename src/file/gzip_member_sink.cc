@@ -121,10 +121,15 @@ bool GzipMemberSink::write_chunk(const char* data, size_t len, uint64_t lines) {
   bytes_written_ += member_.size();
   if (index_.is_open()) {
     // The gzip trailer's CRC-32 of the member's text: a reader checks it
-    // against the file without inflating, so a stale index is caught.
+    // against the file without inflating, so a stale index is caught. The
+    // CRC-32 of the compressed bytes lets a reader that answers from the
+    // index vouch for the data (a flipped byte inside a member leaves its
+    // trailer as it was).
     uint32_t crc = 0;
     if (member_.size() >= 8) std::memcpy(&crc, member_.data() + member_.size() - 8, 4);  // little-endian
-    std::string lines_text = index_stats_->member_lines(offset, member_.size(), data, len, lines, crc);
+    const uint32_t member_crc =
+        static_cast<uint32_t>(crc32(0L, member_.data(), static_cast<uInt>(member_.size())));
+    std::string lines_text = index_stats_->member_lines(offset, member_.size(), data, len, lines, crc, member_crc);
     if (index_.write_all(lines_text.data(), lines_text.size()) != 0) drop_index();
   }
   return true;

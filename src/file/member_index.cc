@@ -276,16 +276,16 @@ void MemberIndex::name_lines(std::string* out) {
 }
 
 std::string MemberIndex::member_lines(uint64_t offset, uint64_t size, const char* chunk, size_t raw_size,
-                                      uint64_t lines, uint32_t gzip_crc) {
+                                      uint64_t lines, uint32_t gzip_crc, uint32_t member_crc) {
   std::string out, line;
   if (!header_written_) {
-    append_index_line(&out, "#dftracer-idx 2");
+    append_index_line(&out, "#dftracer-idx 3");
     header_written_ = true;
   }
   (void)chunk;  // complete() saw every event's args.flops / args.bytes
   name_lines(&out);
   line = "M";
-  for (uint64_t v : {offset, size, uint64_t{raw_size}, lines, uint64_t{gzip_crc}, m_complete_, m_metadata_, m_other_})
+  for (uint64_t v : {offset, size, uint64_t{raw_size}, lines, uint64_t{gzip_crc}, uint64_t{member_crc}, m_complete_, m_metadata_, m_other_})
     num(line, v);
   if (m_min_ts_ == UINT64_MAX) {
     line += " - - -";

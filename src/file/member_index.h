@@ -8,14 +8,18 @@
 // Text, one record a line, each line ending in " *<crc32 of the text before
 // it, 8 hex digits>" so a damaged line is detected, appended as members are
 // written so a crashed run keeps an index up to its last member:
-//   #dftracer-idx 2
+//   #dftracer-idx 3
 //   N <id> "<name or category, JSON-escaped as in the trace>"   (interned once per file)
-//   M <offset> <size> <raw_size> <lines> <gzip crc32> <complete> <metadata> <other>
+//   M <offset> <size> <raw_size> <lines> <gzip crc32> <member crc32> <complete> <metadata> <other>
 //     <min_ts> <max_ts> <max_end> <k> {<name id> <count> <dur_ns>}x k <j> {<cat id> <count> <dur_ns>}x j
 //   C <name id> <cat id> <tid> <count> <total_ns> <self_ns> <min_ns> <max_ns> <zeros> <b> {<bucket>:<n>}x b
 //     [f <with_flops> <flops> <flops_ns> <with_bytes> <bytes> <bytes_ns>]
 //   F <complete> <metadata> <other> <first_ts> <last_end> <approximated> <folded> <exact> <pid> <members> <bytes>
 // M: one per member, times in ns (`-` when the member has no timed line).
+// <gzip crc32> is the one in the member's trailer (of its text); <member
+// crc32> is of the member's compressed bytes as written, header to trailer:
+// what lets a reader vouch for a member's data without inflating it
+// (version 2 had no member crc32).
 // C: at finalize, one per (name, cat, tid) cell: the whole file's counts,
 // durations, self times (the analyzer's own SelfTimeTracker, fed in write
 // order) and duration histogram (its LogHistogram buckets). F: last line,
@@ -63,9 +67,10 @@ class MemberIndex final : public EventObserver {
 
   // The lines to append for the member just written (the header before the
   // first, names not yet named, the M line): the events observed since the
-  // previous member. `chunk` is the member's text.
+  // previous member. `chunk` is the member's text, `member_crc` the CRC-32
+  // of its compressed bytes.
   std::string member_lines(uint64_t offset, uint64_t size, const char* chunk, size_t raw_size, uint64_t lines,
-                           uint32_t gzip_crc);
+                           uint32_t gzip_crc, uint32_t member_crc);
   // The C lines and the F line, at a clean finalize of a `file_bytes` file.
   std::string finish_lines(uint64_t file_bytes);
 

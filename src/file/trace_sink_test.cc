@@ -4,6 +4,7 @@
 // refusing chunks.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -71,8 +72,8 @@ TEST(TraceSink, GzipFileIsOneMemberPerChunkWithAnIndexLineEach) {
   EXPECT_EQ(dftracer_test::read_all(path, &truncated), kChunk1 + kChunk2);
   EXPECT_FALSE(truncated);
   EXPECT_EQ(slurp(path).size(), sink->bytes_written());
-  // The version-2 index (member_index.h): a header, one M line per member
-  // ("M offset size raw_size lines gzip_crc ...": no events were observed,
+  // The version-3 index (member_index.h): a header, one M line per member
+  // ("M offset size raw_size lines gzip_crc member_crc ...": no events were observed,
   // the sink was used without a formatter), and the final F line; each line
   // ends in its CRC.
   std::istringstream idx(slurp(path + ".idx"));
@@ -82,10 +83,21 @@ TEST(TraceSink, GzipFileIsOneMemberPerChunkWithAnIndexLineEach) {
   std::ostringstream m1, m2;
   m1 << "M 0 " << first_member << " " << kChunk1.size() << " 1 ";
   m2 << "M " << first_member << " " << sink->bytes_written() - first_member << " " << kChunk2.size() << " 2 ";
-  EXPECT_EQ(lines[0].rfind("#dftracer-idx 2 *", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].rfind("#dftracer-idx 3 *", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind(m1.str(), 0), 0u) << lines[1];
   EXPECT_EQ(lines[2].rfind(m2.str(), 0), 0u) << lines[2];
   EXPECT_EQ(lines[3].rfind("F 0 0 0 ", 0), 0u) << lines[3];
+  // member_crc: the CRC-32 of each member's compressed bytes, as in the file.
+  const std::string gz = slurp(path);
+  for (int m = 1; m <= 2; ++m) {
+    std::istringstream f(lines[m]);
+    std::string tag;
+    uint64_t offset = 0, size = 0, raw = 0, n = 0, gzip_crc = 0, member_crc = 0;
+    f >> tag >> offset >> size >> raw >> n >> gzip_crc >> member_crc;
+    ASSERT_LE(offset + size, gz.size());
+    EXPECT_EQ(member_crc, crc32(0L, reinterpret_cast<const Bytef*>(gz.data() + offset), static_cast<uInt>(size)))
+        << lines[m];
+  }
   for (const std::string& l : lines) {
     std::string again;
     append_index_line(&again, l.substr(0, l.rfind(" *")));

@@ -5,6 +5,7 @@ As a script (one rank of the job):
     torchrun --nproc_per_node=2 ranks_job.py --steps 3 [--compile]
         [--sleep-rank 1 --sleep-step 2 --sleep-s 0.2]   (a straggler)
         [--kill-rank 2 --kill-step 2]                    (SIGKILL mid-run)
+        [--raise-rank 1 --raise-step 2]                  (an exception mid-step)
 Each step is a `train_step` region (dft_fn, cat "train") on the main thread
 and Dynamo.update(step=i): the steps model finds the steps either way. Each
 rank also writes <trace dir>/ddp-rank<R>.json: DDP's own bucket sizes (its
@@ -61,6 +62,8 @@ def main(argv=None):
     ap.add_argument("--sleep-s", type=float, default=0.2)
     ap.add_argument("--kill-rank", type=int, default=-1)
     ap.add_argument("--kill-step", type=int, default=-1)
+    ap.add_argument("--raise-rank", type=int, default=-1)
+    ap.add_argument("--raise-step", type=int, default=-1)
     a = ap.parse_args(argv)
 
     import torch
@@ -97,6 +100,8 @@ def _train(a, torch, dist, dft_fn, dynamo, dftracer_dynamo_backend, DDP):
                 os.kill(os.getpid(), signal.SIGKILL)
             loss = torch.nn.functional.mse_loss(step_fn(x), y)
             opt.zero_grad()
+            if rank == a.raise_rank and step == a.raise_step:  # after the forward, before backward's all_reduces
+                raise RuntimeError(f"rank {rank} fails in step {step}")
             loss.backward()
             opt.step()
         step_times.append([t0, time.perf_counter()])
@@ -109,11 +114,12 @@ def _train(a, torch, dist, dft_fn, dynamo, dftracer_dynamo_backend, DDP):
 
 
 def run_job(trace_dir, nproc, steps=3, compile=False, sleep_rank=-1, sleep_step=-1, sleep_s=0.2,
-            kill_rank=-1, kill_step=-1, timeout=120, env=None):
+            kill_rank=-1, kill_step=-1, raise_rank=-1, raise_step=-1, timeout=120, env=None):
     """Runs this job under torchrun (gloo, CPU) with tracing to `trace_dir`;
     returns (CompletedProcess, sorted trace files)."""
     args = ["--steps", str(steps), "--sleep-rank", str(sleep_rank), "--sleep-step", str(sleep_step),
-            "--sleep-s", str(sleep_s), "--kill-rank", str(kill_rank), "--kill-step", str(kill_step)]
+            "--sleep-s", str(sleep_s), "--kill-rank", str(kill_rank), "--kill-step", str(kill_step),
+            "--raise-rank", str(raise_rank), "--raise-step", str(raise_step)]
     if compile:
         args.append("--compile")
     return torchrun(trace_dir, nproc, __file__, args, timeout=timeout, env=env)

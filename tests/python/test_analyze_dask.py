@@ -363,3 +363,81 @@ def test_workers_answer_finalized_files_from_their_write_time_indexes(tmp_path, 
     steps = da.summary(files, by="cat,name", client=client)
     assert steps.attrs["stats"]["indexed_files"] == len(files)
     assert da.summary(files, by="args.step", client=client).attrs["stats"]["indexed_files"] == 0
+
+
+def _flip_member_bytes(files, flips, seed=7):
+    """Flips `flips` bytes inside the compressed data of the indexed members of
+    `files` (never a gzip header or trailer), leaving every .idx as written."""
+    import random
+
+    rng = random.Random(seed)
+    spans = []
+    for f in files:
+        with open(f + ".idx") as idx:
+            for line in idx:
+                if line.startswith("M "):
+                    offset, size = (int(w) for w in line.split()[1:3])
+                    spans.append((f, offset + 12, offset + size - 10))
+    data = {f: bytearray(open(f, "rb").read()) for f in files}
+    for _ in range(flips):
+        f, lo, hi = rng.choice(spans)
+        data[f][rng.randrange(lo, hi)] ^= 0xFF
+    for f, b in data.items():
+        with open(f, "wb") as out:
+            out.write(b)
+
+
+_WRITE_MEMBERS = r"""
+import os, sys
+import dftracer
+from dftracer.python import dft_fn
+children = []
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:  # each child writes its own .pfw.gz + .idx, and so does the parent
+        children = None
+        break
+    children.append(pid)
+for k in range(1500):
+    with dft_fn("data", "load"):
+        with dft_fn("cpu", "decode"):
+            pass
+    if k % 50 == 49:
+        dftracer._core.flush()  # a gzip member every 50 loads
+if children is None:
+    sys.exit(0)
+for pid in children:
+    os.waitpid(pid, 0)
+"""
+
+
+def test_damaged_members_under_intact_indexes_count_the_same_on_every_path(tmp_path, client):
+    # 50 flipped bytes in 3 traces whose .idx still checks out: the index
+    # answered for the damaged data (events that no longer inflate, nothing
+    # skipped), and Dask mixed indexed and read files. Every path now reads
+    # the damaged members and counts them identically; --no-index works on
+    # the Dask CLI too.
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_DISABLE_IO="1", DFTRACER_LOG_FILE=str(tmp_path / "t"))
+    subprocess.run([sys.executable, "-c", _WRITE_MEMBERS], env=env, check=True, timeout=120)
+    files = sorted(str(p) for p in tmp_path.glob("t-*.pfw.gz"))
+    assert len(files) == 3
+    _flip_member_bytes(files, 50)
+    want = da.summary(files, threads=2, use_index=False)
+    assert want.attrs["stats"]["corrupt_members"] >= 1
+    for by in ("name", "tid"):
+        want = da.summary(files, by=by, threads=2, use_index=False)
+        for got in (da.summary(files, by=by, threads=2), da.summary(files, by=by, client=client),
+                    da.summary(files, by=by, client=client, use_index=False)):
+            _check_same(want, got, by)
+            assert got.attrs["stats"]["corrupt_members"] == want.attrs["stats"]["corrupt_members"], by
+            assert not got.attrs["index"] and got.attrs["stats"]["indexed_files"] == 0, by
+    exe = _analyzer_bin()
+    cli_env = dict(os.environ, DFTRACER_PYTHON=sys.executable)
+    outs = [subprocess.run([exe, "summary", "--format", "json", *extra, *files], capture_output=True, text=True,
+                           env=cli_env, timeout=300)
+            for extra in ([], ["--no-index"], ["--dask", client.scheduler.address],
+                          ["--dask", client.scheduler.address, "--no-index"])]
+    for r in outs:
+        assert r.returncode == 0 and "corrupt gzip member" in r.stderr, r.stderr
+        assert r.stdout == outs[0].stdout
+    assert json.loads(outs[0].stdout)["skipped"]["corrupt_members"] == want.attrs["stats"]["corrupt_members"]

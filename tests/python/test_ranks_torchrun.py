@@ -9,6 +9,8 @@ environment, their files read back as JSON.
   complete (torchrun then SIGTERMs them: the core's SIGTERM path finalizes)
   and its own readable up to its last flush.
 
+- A rank that raises mid-step is named by the analysis as the rank that
+  ended early (the straggler of that step), not a healthy rank.
 The job is ranks_job.py (also the straggler run the analysis side uses).
 """
 import json
@@ -231,3 +233,20 @@ def test_sigkilled_rank_leaves_others_complete(tmp_path):
         info = json.load(f)["otherData"]["ranks"]
     assert info["incomplete_ranks"] == [2] and info["world_size"] == 4, info
     assert "incomplete" in m.stderr and "2" in m.stderr, m.stderr
+
+
+def test_rank_that_raises_is_named_as_ended_early(tmp_path):
+    # Rank 1 raises after step 2's forward: rank 0 enters backward's
+    # all-reduces alone, and torchrun SIGTERMs it. The analysis names rank 1
+    # as the one that ended early and step 2's straggler, not rank 0.
+    proc, files = ranks_job.run_job(str(tmp_path), 2, steps=4, raise_rank=1, raise_step=2)
+    assert proc.returncode != 0 and "rank 1 fails in step 2" in proc.stderr, proc.stderr[-3000:]
+    assert len(files) == 2, files
+    r = subprocess.run([_analyzer(), "ranks", "--format", "json"] + files, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ended_early"] == [1], doc["ended_early"]
+    st = {row[0]: dict(zip(doc["stragglers"]["columns"], row)) for row in doc["stragglers"]["rows"]}
+    assert st[2]["straggler"] == 1 and st[2]["absent_ranks"] == "1", st
+    assert "rank(s) 1 ended early" in r.stderr, r.stderr

@@ -77,10 +77,19 @@ def _module():
 def _path_list(paths):
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
-    out = [os.fsdecode(p) for p in paths]
+    out = [_fs_path(p) for p in paths]
     if not out:
         raise ValueError("no input path given")
     return out
+
+
+def _fs_path(p):
+    """`p` as a str path; ValueError for a NUL byte in it, as open() raises (no system
+    call sees past one: "a.pfw\\0junk" would be read or written as "a.pfw")."""
+    p = os.fsdecode(p)
+    if "\0" in p:
+        raise ValueError(f"embedded null byte in path: {p!r}")
+    return p
 
 
 def _threads(threads):
@@ -337,8 +346,8 @@ def calibrate(directory=None, *, output=None, threads=None, force=False, torch=T
     if set_python:
         os.environ["DFTRACER_PYTHON"] = sys.executable
     try:
-        return json.loads(_module().calibrate(os.fspath(directory) if directory else "",
-                                              os.fspath(output) if output else "", _threads(threads),
+        return json.loads(_module().calibrate(_fs_path(directory) if directory else "",
+                                              _fs_path(output) if output else "", _threads(threads),
                                               force=bool(force), torch=bool(torch)))
     finally:
         if set_python:
@@ -522,7 +531,7 @@ def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=No
     Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats", "rank_note"}
     (rank_note: with rank metadata, how many ranks were merged, how well their clocks are
     aligned, and which ranks are missing or cut short; "" otherwise)."""
-    r = _module().merge(_path_list(paths), os.fsdecode(output), _threads(threads),
+    r = _module().merge(_path_list(paths), _fs_path(output), _threads(threads),
                         **_limits(max_line_mib, max_document_mib))
     _warn_skipped(r["stats"])
     return r

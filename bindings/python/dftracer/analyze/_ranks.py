@@ -18,14 +18,15 @@ class RankAnalysis:
     steps        one row per (step, rank): duration_us, traced_us, comm_us = wait_us + transfer_us,
                  last_arrivals, caused_wait_us, straggler (bool)
     stragglers   one row per step: straggler (rank), caused_wait_us, max_wait_us, late_ranks
-                 (space-separated ranks, worst first), slowest_us, fastest_us
+                 (space-separated ranks, worst first), slowest_us, fastest_us, absent_ranks (ranks
+                 that never arrived at a collective of the whole job in the step: they ended early)
     collectives  one row per collective matched across ranks: id, step, group, name, seq, src,
                  dst (send/recv), group_size, ranks_seen, complete, last_rank, spread_us,
                  waited_us, transfer_us, bytes
     waits        one row per (collective, rank): id, step, rank, arrival_us (after the first
                  arrival), wait_us, transfer_us, dur_us, bytes, last (bool)
 
-    info: world_size, missing_ranks, incomplete_ranks, alignment (max_uncertainty_us,
+    info: world_size, missing_ranks, incomplete_ranks, ended_early, alignment (max_uncertainty_us,
     offsets_unknown, note), partial_collectives, unmatched_comm, duplicate_comm, events,
     skipped, traced_us; stats: what was read and skipped.
     """

@@ -3,7 +3,7 @@ them over, arguments unchanged: src/analyze/python_delegate.cpp):
 
     dftracer-analyze summary --dask SCHEDULER [--workers N] [--by KEYS] [--top N]
                              [--sort self|total] [--format table|json|csv] [-o FILE]
-                             [--from TS] [--to TS] PATH...
+                             [--from TS] [--to TS] [--no-index] PATH...
     dftracer-analyze export --format parquet -o DIR [--dask SCHEDULER] [--workers N] PATH...
 
 SCHEDULER is a Dask scheduler address (tcp://host:8786) or `local` for a
@@ -43,6 +43,7 @@ def _parser():
     p.add_argument("--max-document-mib", type=int, default=None)
     p.add_argument("--from", dest="from_ts", default="")
     p.add_argument("--to", dest="to_ts", default="")
+    p.add_argument("--no-index", dest="use_index", action="store_false")  # read the events, as without --dask
     return p
 
 
@@ -67,7 +68,7 @@ def _summary(a, client):
         if w:
             ext.window_is_relative(w)  # a bad --from/--to: before any work
     window = distributed.window_ns(client, ext, inputs, a.from_ts, a.to_ts, limits)
-    parts = distributed.partials(client, ext, inputs, a.by, limits, window=window)
+    parts = distributed.partials(client, ext, inputs, a.by, limits, window=window, use_index=a.use_index)
     text = ext.combine_partials_text(parts, a.by, a.top, a.sort, fmt)
     raw = ext.combine_partials(parts, a.by, 1, a.sort)  # the stats, for the one-line report
     if a.out:
