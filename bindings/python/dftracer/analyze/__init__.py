@@ -47,7 +47,7 @@ __all__ = ["summary", "steps", "efficiency", "calibrate", "events", "merge", "fi
            "to_parquet", "local_cluster"]
 
 # The column lists come from the extension, which generates them from the
-# reader's field table (src/analyze/event_schema.hpp), so they cannot drift.
+# reader's field table (src/format/event_schema.hpp), so they cannot drift.
 _KINDS = dict(_ext.EVENT_COLUMN_KINDS) if _ext is not None else {}
 #: Columns of summary() after the group key column(s).
 SUMMARY_COLUMNS = tuple(_ext.SUMMARY_COLUMNS) if _ext is not None else ()
