@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "index_format.hpp"
+
 namespace dftracer::analyze {
 
 namespace {
@@ -75,7 +77,7 @@ struct Fields {
   // A time, or "-" (none): false for "-".
   bool time(int64_t& v) {
     std::string_view w = word();
-    if (w == "-") return false;
+    if (w == format::kNoTime) return false;
     auto r = std::from_chars(w.data(), w.data() + w.size(), v);
     if (r.ec != std::errc() || r.ptr != w.data() + w.size()) ok = false;
     return true;
@@ -84,13 +86,14 @@ struct Fields {
 
 // The payload of a version-2 line, or false when its CRC does not match.
 bool checked_payload(std::string_view line, std::string_view& payload) {
-  size_t star = line.rfind(" *");
-  if (star == std::string_view::npos || line.size() - star != 10) return false;
+  const size_t mark = format::kLineCrcMark.size();
+  size_t star = line.rfind(format::kLineCrcMark);
+  if (star == std::string_view::npos || line.size() - star != mark + format::kLineCrcDigits) return false;
   uint32_t want = 0;
-  auto r = std::from_chars(line.data() + star + 2, line.data() + line.size(), want, 16);
+  auto r = std::from_chars(line.data() + star + mark, line.data() + line.size(), want, 16);
   if (r.ec != std::errc() || r.ptr != line.data() + line.size()) return false;
   payload = line.substr(0, star);
-  return crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())) == want;
+  return format::index_line_crc(payload) == want;
 }
 
 bool decode_json_string(std::string_view quoted, std::string& out) {
@@ -123,7 +126,8 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
   Sidecar sc = read_sidecar(gz_path + ".idx", size * 64 + (64u << 10), text);
   if (sc == Sidecar::Absent) return IndexStatus::Absent;
   if (sc != Sidecar::Read) return invalid(out, why, "not a regular file of a plausible size");
-  if (text.rfind("#dftracer-idx ", 0) != 0 && text.size() > size * 5 + 4096)
+  const std::string header = std::string(format::kIndexMagic) + ' ';
+  if (text.rfind(header, 0) != 0 && text.size() > size * 5 + 4096)
     return invalid(out, why, "larger than any version-1 index of this trace");
   std::string_view all(text);
   uint64_t expect = 0;
@@ -137,7 +141,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
     ++lineno;
     if (line.empty()) continue;
     const std::string at = "line " + std::to_string(lineno) + ": ";
-    if (out->version == 0) out->version = line.rfind("#dftracer-idx ", 0) == 0 ? 2 : 1;
+    if (out->version == 0) out->version = line.rfind(header, 0) == 0 ? 2 : 1;
     if (out->version == 1) {
       Fields f{line};
       IndexedMember m;
@@ -158,16 +162,16 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
     if (out->finalized) return invalid(out, why, at + "after the final line");
     Fields f{payload};
     std::string_view kind = f.word();
-    if (kind == "#dftracer-idx") {
-      if (lineno != 1 || f.word() != "2") return invalid(out, why, at + "unknown index version");
-    } else if (kind == "N") {
+    if (kind == format::kIndexMagic) {
+      if (lineno != 1 || f.word() != format::kIndexVersion) return invalid(out, why, at + "unknown index version");
+    } else if (kind == format::kNameRecord) {
       uint32_t id = f.number<uint32_t>();
       size_t q = payload.find('"');
       if (!f.ok || id != out->names.size() || q == std::string_view::npos ||
           !decode_json_string(payload.substr(q), decoded))
         return invalid(out, why, at + "bad name");
       out->names.push_back(decoded);
-    } else if (kind == "M") {
+    } else if (kind == format::kMemberRecord) {
       if (past_end) continue;
       IndexedMember m;
       m.entry.offset = f.number<uint64_t>();
@@ -201,7 +205,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
         return invalid(out, why, at + "stale: the member's gzip CRC differs");
       out->members.push_back(m);
       expect = m.entry.offset + m.entry.size;
-    } else if (kind == "C") {
+    } else if (kind == format::kCellRecord) {
       IndexedCell c;
       c.name = f.number<uint32_t>();
       c.cat = f.number<uint32_t>();
@@ -225,7 +229,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
         c.buckets.emplace_back(bucket, n);
       }
       if (f.ok && !f.rest.empty()) {  // the flops/bytes group, on cells whose events carried them
-        if (f.word() != "f") f.ok = false;
+        if (f.word() != format::kFlopsGroup) f.ok = false;
         c.with_flops = f.number<uint64_t>();
         c.flops = f.number<double>();
         c.flops_ns = f.number<int64_t>();
@@ -236,7 +240,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
       if (!f.ok || c.name >= out->names.size() || c.cat >= out->names.size())
         return invalid(out, why, at + "bad summary line");
       out->cells.push_back(std::move(c));
-    } else if (kind == "F") {
+    } else if (kind == format::kFinalRecord) {
       out->complete = f.number<uint64_t>();
       out->metadata = f.number<uint64_t>();
       out->other = f.number<uint64_t>();
@@ -245,7 +249,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
       out->approximated = f.number<uint64_t>();
       out->folded = f.number<uint64_t>();
       const int exact = f.number<int>();
-      out->exact = exact == 1 || exact == 2;  // 2: some C lines carry flops/bytes sums
+      out->exact = exact == format::kIndexExact || exact == format::kIndexExactWithFlops;
       out->pid = std::string(f.word());
       uint64_t members = f.number<uint64_t>(), bytes = f.number<uint64_t>();
       if (!f.ok) return invalid(out, why, at + "bad final line");

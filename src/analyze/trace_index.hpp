@@ -1,6 +1,6 @@
 // Reading the `.idx` sidecar of a .pfw.gz: version 1 (one line per gzip
 // member, "offset size raw_size lines") and version 2, the write-time index
-// (src/file/member_index.h has the format: per member its event counts, time
+// (src/format/index_format.hpp has the format: per member its event counts, time
 // range and per-name/per-category totals; at a clean finalize the whole
 // file's summary cells). Checked against the trace before it is trusted:
 // every line's CRC, members tiling the file from 0, a gzip header at each
