@@ -1,6 +1,6 @@
 // The `.idx` sidecar of a .pfw.gz, version 2: the one definition of its
 // layout, written by the file stage (src/file/member_index.*) and read by the
-// analyzer (src/analyze/trace_index.*); docs/analyzer.md "The write-time
+// analyzer (src/analyze/read/trace_index.*); docs/analyzer.md "The write-time
 // index" describes it for users.
 //
 // Text, one record a line, each line ending in " *<crc32 of the text before

@@ -378,7 +378,7 @@ def _samples_dir():
 
 
 def test_summary_of_dftracer_v2_sample():
-    # Expected numbers from src/analyze/samples_test.cc (obtained with json + gzip).
+    # Expected numbers from src/analyze/read/samples_test.cc (obtained with json + gzip).
     d = _samples_dir()
     f = d and os.path.join(d, "cm1-DEFAULT-3537780-preload.pfw.gz")
     if not f or not os.path.exists(f):
