@@ -118,10 +118,10 @@ def restore_env():
 def tracing_started(from_env):
     """Called whenever this process starts tracing."""
     _install_hooks()
-    from . import ranks
+    from .distributed import ranks
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.
     ranks.install()  # torch.distributed ranks, clocks and collectives, issue #16
-    from . import io_tracing
+    from . import io as io_tracing
 
     io_tracing.install()  # POSIX/STDIO events (FUNCTION mode), issue #14

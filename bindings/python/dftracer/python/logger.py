@@ -220,7 +220,7 @@ class dftracer:
         _process.tracing_started(from_env=False)
         # I/O tracing may have started on import (DFTRACER_ENABLE=1) with
         # DFTRACER_DATA_DIR alone, or in an earlier session with other dirs.
-        from . import io_tracing
+        from . import io as io_tracing
 
         io_tracing.set_data_dir(data_dir)
 

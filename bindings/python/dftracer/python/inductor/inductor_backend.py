@@ -29,12 +29,14 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_sizes, inductor_kernels, torch_compat
-from .diagnostics import warn
-from .dynamo_graphs import new_graph_id
-from .dynamo_hooks import BACKWARD, FORWARD, INFERENCE, tracing_enabled
-from .dynamo_metadata import record_graph_metadata
-from .dynamo_nodes import PHASES
+from ..compile import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_sizes
+from . import inductor_kernels
+from .. import torch_compat
+from ..diagnostics import warn
+from ..compile.dynamo_graphs import new_graph_id
+from ..compile.dynamo_hooks import BACKWARD, FORWARD, INFERENCE, tracing_enabled
+from ..compile.dynamo_metadata import record_graph_metadata
+from ..compile.dynamo_nodes import PHASES
 
 _PROVENANCE = {"trace.provenance_tracking_level": 1}
 COMPILE_BACKEND_ENV = "DFTRACER_COMPILE_BACKEND"

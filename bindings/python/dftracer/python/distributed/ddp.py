@@ -21,7 +21,7 @@ import functools
 from typing import Any
 
 from . import collectives
-from .diagnostics import warn
+from ..diagnostics import warn
 
 
 class _HookBox:
@@ -50,7 +50,7 @@ def install(ddp_cls: Any) -> None:
         return
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    from .. import _core
+    from ... import _core
 
     init, register, register_builtin = (ddp_cls.__init__, ddp_cls.register_comm_hook,
                                         ddp_cls._register_builtin_comm_hook)

@@ -40,9 +40,9 @@ import inspect
 import threading
 from typing import Any, Callable
 
-from .. import _core
-from . import current_step
-from .diagnostics import warn
+from ... import _core
+from .. import current_step
+from ..diagnostics import warn
 
 CAT_COMM = "comm"
 

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from . import torch_compat
+from .. import torch_compat
 
 _explicit: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 _CALL_CODES = {torch.nn.Module._wrapped_call_impl.__code__, torch.nn.Module._call_impl.__code__}

@@ -36,8 +36,8 @@ import json
 import threading
 from typing import Any, Iterator
 
-from . import diagnostics, torch_compat
-from .diagnostics import warn
+from .. import diagnostics, torch_compat
+from ..diagnostics import warn
 from .dynamo_graph_call import _active_tags
 from .dynamo_hooks import _core
 
@@ -199,7 +199,7 @@ _named: set[int] = set()  # models at_finalize named
 
 
 def _foreign_backend() -> None:
-    from .eager import eager_enabled  # trace_eager records such graphs' ATen ops / kernels
+    from ..eager import eager_enabled  # trace_eager records such graphs' ATen ops / kernels
 
     if "foreign" not in _said and not eager_enabled():
         _said.add("foreign")
@@ -213,7 +213,7 @@ def at_finalize() -> None:
     tracing (Dynamo ran it eagerly: an nn.LSTM, torch.compile(DDP(...))):
     none of its ops is in the trace. Once per model."""
     try:
-        from .eager import eager_enabled
+        from ..eager import eager_enabled
 
         if eager_enabled():  # their ops are recorded as eager ops
             return

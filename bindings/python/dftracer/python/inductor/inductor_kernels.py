@@ -37,10 +37,11 @@ from typing import Any
 
 import torch.fx
 
-from . import dynamo_nodes, dynamo_pairing, dynamo_sizes, torch_compat
-from .diagnostics import warn
-from .dynamo_graphs import GraphInfo, add_graph, make_sized
-from .dynamo_hooks import BACKWARD, FORWARD, _core
+from ..compile import dynamo_nodes, dynamo_pairing, dynamo_sizes
+from .. import torch_compat
+from ..diagnostics import warn
+from ..compile.dynamo_graphs import GraphInfo, add_graph, make_sized
+from ..compile.dynamo_hooks import BACKWARD, FORWARD, _core
 
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+):(\d+)\s*$")
 _ORIGIN = re.compile(r"#.*Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")

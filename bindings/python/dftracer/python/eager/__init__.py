@@ -27,7 +27,7 @@ import os
 import sys
 import threading
 
-from .diagnostics import warn
+from ..diagnostics import warn
 
 __all__ = ["trace_eager", "eager_enabled", "TRACE_EAGER_ENV"]
 
@@ -48,7 +48,7 @@ def _load():
         import torch  # noqa: F401  (its libraries must be loaded before _eager)
 
         try:
-            from .. import _eager
+            from ... import _eager
         except ImportError as e:
             raise RuntimeError(
                 "dftracer: eager op tracing needs the LibTorch observer (dftracer._eager), and this "
@@ -77,7 +77,7 @@ def _install_graph_probe(ext) -> None:
     graphs (they are recorded there already), through the capture hooks'
     per-thread count of open graph calls, when dftracer._core exports it."""
     try:
-        from .. import _core
+        from ... import _core
     except ImportError:
         return
     probe = getattr(_core, "dynamo_depth_fn", None)
@@ -96,7 +96,7 @@ def _pause_while_compiling() -> None:
     with _lock:
         if _compile_hooks_installed:
             return
-        from .torch_compat import compile_callback_handler
+        from ..torch_compat import compile_callback_handler
 
         callback_handler = compile_callback_handler()
         if callback_handler is None:  # torch_compat said so once

@@ -32,7 +32,7 @@ from torch.utils import flop_counter
 from torch.utils._pytree import tree_flatten, tree_map
 
 from . import dynamo_sizes
-from .torch_compat import HigherOrderOperator, OpOverload, size_hint
+from ..torch_compat import HigherOrderOperator, OpOverload, size_hint
 
 aten = torch.ops.aten
 

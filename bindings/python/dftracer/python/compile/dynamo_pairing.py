@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.fx
 
-from . import torch_compat
+from .. import torch_compat
 from .dynamo_hooks import BACKWARD, FORWARD
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ never raise into the training loop.
 """
 import threading
 
-from .. import _core
+from ... import _core
 
 _installed = False
 _starts = threading.local()
@@ -35,7 +35,7 @@ def install() -> None:
 def _recording() -> bool:
     if not _core.enabled():
         return False
-    from . import eager
+    from .. import eager
     if eager.eager_enabled():
         return False
     import torch

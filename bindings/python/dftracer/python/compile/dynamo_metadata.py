@@ -11,7 +11,7 @@ import threading
 
 import torch.fx
 
-from . import torch_compat
+from .. import torch_compat
 from .dynamo_hooks import _core
 
 _lock = threading.Lock()

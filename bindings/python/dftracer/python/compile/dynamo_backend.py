@@ -35,8 +35,9 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_pairing, torch_compat
-from .diagnostics import warn
+from . import compile_events, dynamo_graph_call, dynamo_modules, dynamo_nodes, dynamo_pairing
+from .. import torch_compat
+from ..diagnostics import warn
 from .dynamo_graph_call import _active_tags, _entry  # noqa: F401  (imported from here by dynamo.py, tests)
 from .dynamo_graph_pass import instrument, op_nodes  # noqa: F401
 from .dynamo_graphs import GraphInfo, compile_stats, graph_count, instrumented_graphs, new_graph_id  # noqa: F401

@@ -14,7 +14,7 @@ preload library's job), and says so once on stderr.
 import ctypes
 import os
 
-from . import diagnostics
+from .. import diagnostics
 
 MODES = {0: "off", 1: "function", 2: "preload"}
 

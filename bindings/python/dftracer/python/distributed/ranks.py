@@ -26,8 +26,8 @@ import os
 import socket
 import sys
 
-from .. import _core
-from .diagnostics import warn
+from ... import _core
+from ..diagnostics import warn
 
 C10D = "torch.distributed.distributed_c10d"
 DDP_MODULE = "torch.nn.parallel.distributed"

@@ -30,8 +30,8 @@ import os
 import threading
 import time
 
-from .. import _core
-from .diagnostics import warn
+from ... import _core
+from ..diagnostics import warn
 
 ROUNDS = 5
 PING_TIMEOUT_S = 10.0  # rank 0 waiting for one rank's ping; rank r for its pong, per round
@@ -159,7 +159,7 @@ def start(dist, rank: int, world_size: int) -> threading.Thread | None:
     if world_size <= 1:
         return None
     try:
-        from .torch_compat import default_store
+        from ..torch_compat import default_store
 
         store = default_store()
     except Exception as e:

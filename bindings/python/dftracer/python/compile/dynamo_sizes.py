@@ -29,7 +29,7 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from .diagnostics import warn
+from ..diagnostics import warn
 
 MAX_VARIANTS = 256
 

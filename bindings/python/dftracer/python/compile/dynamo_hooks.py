@@ -9,7 +9,7 @@ the C++ side's.
 
 from __future__ import annotations
 
-from . import torch_compat
+from .. import torch_compat
 
 FORWARD, BACKWARD, INFERENCE = 0, 1, 2
 
