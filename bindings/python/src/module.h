@@ -19,7 +19,7 @@ void register_api(nanobind::module_& m);
 // update/flush/reset) and `TracedFunction` (what dft_fn.log returns).
 void register_region(nanobind::module_& m);
 
-// dynamo_hooks.cc: CPython shim of the torch.compile capture (src/capture/dynamo).
+// dynamo_hooks.cc: CPython shim of the torch.compile capture (src/capture/compile).
 void register_dynamo(nanobind::module_& m);
 
 }  // namespace dft_py

@@ -1,4 +1,4 @@
-"""torch.compile capture, the Python half of src/capture/dynamo: the Dynamo
+"""torch.compile capture, the Python half of src/capture/compile: the Dynamo
 backend (dynamo_backend), the graph pass that marks each op (dynamo_graph_pass,
 dynamo_nodes, dynamo_sizes, dynamo_pairing), the graph table and calls
 (dynamo_graphs, dynamo_graph_call, dynamo_hooks), module attribution

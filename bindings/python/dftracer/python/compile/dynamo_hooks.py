@@ -2,7 +2,7 @@
 
 ``_core`` is the extension when it has the hooks (``dynamo_mark``,
 ``dynamo_begin``/``dynamo_end``, ``dynamo_register_graph``; see
-src/capture/dynamo and bindings/python/src/dynamo_hooks.cc), else None: then
+src/capture/compile and bindings/python/src/dynamo_hooks.cc), else None: then
 the backend is plain aot_eager and nothing is recorded. The phase numbers are
 the C++ side's.
 """

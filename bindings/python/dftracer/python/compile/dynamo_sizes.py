@@ -12,7 +12,7 @@ every process (Inductor's saved kernel tables keep them as text).
 At run time (``SizedSlots``) a call reads those inputs (one itemgetter for
 SymInt inputs), and the first call at a size not seen before registers the
 graph's table again with every args fragment evaluated at that size: a
-size variant (src/capture/dynamo/graph_table.h: a forward variant's calls
+size variant (src/capture/compile/graph_table.h: a forward variant's calls
 wait where the base forward's backward looks); the table registered at
 compile time (symbolic shapes, FLOPs and bytes at the hints) is used only
 when a variant cannot be built. A call at a seen size costs

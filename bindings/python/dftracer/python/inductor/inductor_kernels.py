@@ -7,7 +7,7 @@ fallbacks (``torch.ops.aten.x.default(...)``) and, on CUDA, Triton kernels
 (``triton_poi_..._0.run(...)``). ``instrument`` rewrites the code object of
 that one function (same module, same globals, same kernels) so that a
 ``dynamo_mark(i)`` precedes kernel call i and ``dynamo_mark(n)`` each
-return: the capture backend's own hot path (src/capture/dynamo) then
+return: the capture backend's own hot path (src/capture/compile) then
 records one event per kernel call, and ``dynamo_graph_call.wrap`` brackets
 the call as for aot_eager graphs. The kernels Inductor generated are
 untouched, so outputs are plain Inductor's.
