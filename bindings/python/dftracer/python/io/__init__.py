@@ -23,8 +23,10 @@ _preload_missing_told = False
 
 
 def library_dir():
-    """The folder holding libdftracer_io.so and libdftracer_preload.so."""
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+    """The folder holding libdftracer_io.so and libdftracer_preload.so: the
+    dftracer package's lib/ (this file is dftracer/python/io/__init__.py)."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(package, "lib")
 
 
 def install():
