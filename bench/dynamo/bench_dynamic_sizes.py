@@ -41,9 +41,10 @@ def main():
     ap.add_argument("--reps", type=int, default=200)
     a = ap.parse_args()
     os.environ.setdefault("DFTRACER_ENABLE", "1")
-    from dftracer.python import dftracer, dynamo_graph_pass
+    from dftracer.python import dftracer
+    from dftracer.python.compile import dynamo_graph_pass
     from dftracer.python.dynamo import dftracer_dynamo_backend
-    from dftracer.python.dynamo_graphs import instrumented_graphs
+    from dftracer.python.compile.dynamo_graphs import instrumented_graphs
 
     tmp = tempfile.mkdtemp()
     log = dftracer.initialize_log(os.path.join(tmp, "bench"), None, -1)

@@ -91,7 +91,7 @@ def bench_model(name, make_model, inputs, mode, rounds, iters, do_compile, a_com
     res = {"model": name, "mode": mode}
     if do_compile:
         # Alternate to share the machine's noise evenly; keep the fastest.
-        from dftracer.python.dynamo_backend import compile_stats
+        from dftracer.python.compile.dynamo_backend import compile_stats
 
         cb, co, ci = [], [], []
         for _ in range(a_compile_reps):

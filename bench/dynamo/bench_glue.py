@@ -54,7 +54,7 @@ def main():
     torch.set_num_threads(1)
     from dftracer import _core
     from dftracer.python import dftracer
-    from dftracer.python import dynamo_backend as db
+    from dftracer.python.compile import dynamo_backend as db
     from dftracer.python.torch_compat import boxed_nop
     import trace_reader
 

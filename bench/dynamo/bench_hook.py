@@ -55,7 +55,7 @@ def main():
     # this file next to two other builds of dftracer._core.
     from dftracer import _core
     from dftracer.python import dftracer
-    from dftracer.python import dynamo_backend as db
+    from dftracer.python.compile import dynamo_backend as db
     from dftracer.python.torch_compat import boxed_nop
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

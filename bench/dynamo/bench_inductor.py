@@ -56,7 +56,7 @@ from bench_dynamo import step_fn  # noqa: E402
 
 from dftracer.python import Dynamo, dftracer, dftracer_dynamo_backend, trace_eager  # noqa: E402
 from dftracer.python.dynamo import instrumented_graphs  # noqa: E402
-from dftracer.python.dynamo_graphs import graph_count  # noqa: E402
+from dftracer.python.compile.dynamo_graphs import graph_count  # noqa: E402
 
 
 def small_bert():

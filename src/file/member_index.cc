@@ -11,6 +11,7 @@
 // The index must give the numbers a full read gives, so it uses the
 // analyzer's own models (header-only histogram, the self-time tracker
 // compiled into the core beside this file), not a second copy of them.
+#include "index_format.hpp"
 #include "log_histogram.hpp"
 #include "self_time.hpp"
 #include "trace_time.hpp"
@@ -38,9 +39,10 @@ struct MemberIndex::Nesting {
 };
 
 void append_index_line(std::string* out, const std::string& payload) {
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()));
+  static_assert(format::kLineCrcDigits == 8, "the line's CRC is printed as %08lx");
   char tail[16];
-  int n = snprintf(tail, sizeof tail, " *%08lx\n", static_cast<unsigned long>(crc));
+  int n = snprintf(tail, sizeof tail, "%s%08lx\n", format::kLineCrcMark.data(),
+                   static_cast<unsigned long>(format::index_line_crc(payload)));
   out->append(payload);
   out->append(tail, static_cast<size_t>(n));
 }
@@ -265,7 +267,7 @@ void MemberIndex::metadata() {
 void MemberIndex::name_lines(std::string* out) {
   std::string line;
   for (const std::string& s : unnamed_) {
-    line = "N";
+    line = format::kNameRecord;
     num(line, ids_[s]);
     line += " \"";
     line += s;
@@ -279,16 +281,16 @@ std::string MemberIndex::member_lines(uint64_t offset, uint64_t size, const char
                                       uint64_t lines, uint32_t gzip_crc, uint32_t member_crc) {
   std::string out, line;
   if (!header_written_) {
-    append_index_line(&out, "#dftracer-idx 3");
+    append_index_line(&out, std::string(format::kIndexMagic) + ' ' + std::string(format::kIndexVersion));
     header_written_ = true;
   }
   (void)chunk;  // complete() saw every event's args.flops / args.bytes
   name_lines(&out);
-  line = "M";
+  line = format::kMemberRecord;
   for (uint64_t v : {offset, size, uint64_t{raw_size}, lines, uint64_t{gzip_crc}, uint64_t{member_crc}, m_complete_, m_metadata_, m_other_})
     num(line, v);
   if (m_min_ts_ == UINT64_MAX) {
-    line += " - - -";
+    for (int i = 0; i < 3; ++i) (line += ' ') += format::kNoTime;
   } else {
     num(line, m_min_ts_);
     num(line, m_max_ts_);
@@ -318,7 +320,7 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
   std::string out, line;
   name_lines(&out);  // names of events no member line carried (none, normally)
   for (const Cell* c : cell_order_) {
-    line = "C";
+    line = format::kCellRecord;
     num(line, c->name);
     num(line, c->cat);
     snum(line, c->tid);
@@ -335,7 +337,7 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
     });
     if (c->with_flops || c->with_bytes) {
       any_flops_ = true;
-      line += " f";
+      (line += ' ') += format::kFlopsGroup;
       num(line, c->with_flops);
       dnum(line, c->flops);
       snum(line, c->flops_ns);
@@ -346,11 +348,13 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
     append_index_line(&out, line);
   }
   const analyze::NestingStats& ns = nesting_->tracker.stats();
-  line = "F";
+  line = format::kFinalRecord;
   for (uint64_t v : {complete_, metadata_, other_}) num(line, v);
   snum(line, first_ts_);
   snum(line, last_end_);
-  for (uint64_t v : {ns.approximated, ns.folded, uint64_t{!exact_ ? 0u : any_flops_ ? 2u : 1u}}) num(line, v);
+  for (uint64_t v : {ns.approximated, ns.folded, static_cast<uint64_t>(!exact_       ? format::kIndexNotExact
+                                                                  : any_flops_ ? format::kIndexExactWithFlops
+                                                                               : format::kIndexExact)}) num(line, v);
   line += ' ';
   line += pid_text_;
   num(line, members_);

@@ -1,41 +1,16 @@
-// MemberIndex: the `.idx` sidecar of a .pfw.gz, version 2. The writer thread
-// already holds every event it formats, so the sink describes each gzip
-// member as it writes it -- and, at finalize, the whole file -- and readers
-// answer summaries and time windows without inflating members
-// (src/analyze/trace_index.hpp reads it; docs/analyzer.md "The write-time
-// index" has the format).
+// MemberIndex: writes the `.idx` sidecar of a .pfw.gz, version 3 (its layout:
+// src/format/index_format.hpp, shared with the analyzer that reads it). The
+// writer thread already holds every event it formats, so the sink describes
+// each gzip member as it writes it -- and, at finalize, the whole file -- and
+// readers answer summaries and time windows without inflating members.
 //
-// Text, one record a line, each line ending in " *<crc32 of the text before
-// it, 8 hex digits>" so a damaged line is detected, appended as members are
-// written so a crashed run keeps an index up to its last member:
-//   #dftracer-idx 3
-//   N <id> "<name or category, JSON-escaped as in the trace>"   (interned once per file)
-//   M <offset> <size> <raw_size> <lines> <gzip crc32> <member crc32> <complete> <metadata> <other>
-//     <min_ts> <max_ts> <max_end> <k> {<name id> <count> <dur_ns>}x k <j> {<cat id> <count> <dur_ns>}x j
-//   C <name id> <cat id> <tid> <count> <total_ns> <self_ns> <min_ns> <max_ns> <zeros> <b> {<bucket>:<n>}x b
-//     [f <with_flops> <flops> <flops_ns> <with_bytes> <bytes> <bytes_ns>]
-//   F <complete> <metadata> <other> <first_ts> <last_end> <approximated> <folded> <exact> <pid> <members> <bytes>
-// M: one per member, times in ns (`-` when the member has no timed line).
-// <gzip crc32> is the one in the member's trailer (of its text); <member
-// crc32> is of the member's compressed bytes as written, header to trailer:
-// what lets a reader vouch for a member's data without inflating it
-// (version 2 had no member crc32).
-// C: at finalize, one per (name, cat, tid) cell: the whole file's counts,
-// durations, self times (the analyzer's own SelfTimeTracker, fed in write
-// order) and duration histogram (its LogHistogram buckets). F: last line,
-// written only at a clean finalize: its presence says the C lines are whole.
-// The `f` group, only on cells whose events carried args.flops / args.bytes:
-// how many did, their sums (shortest round-trip decimal of the double) and
-// those events' summed durations -- what the summary's gflops / gbps need.
-// `exact` is 1 when the C lines give a full read's summary, 2 when they do
-// and some carry an `f` group (so an analyzer that predates `f` reads the
-// events instead of answering without the sums), 0 when the file holds
-// something the C lines cannot reproduce (a time past int64 ns, an
-// args.flops / args.bytes the index cannot be sure to read as the analyzer
-// does: not a plain JSON number, twice in one event, or args with a nested
-// object), or when the writer gave the whole-file summary up to stay small:
-// past kMaxThreads threads or kMaxCells cells (a thread-churning program) it
-// frees them and writes no C lines; readers then read the events.
+// `exact` is 0 when the file holds something the C lines cannot reproduce (a
+// time past int64 ns, an args.flops / args.bytes the index cannot be sure to
+// read as the analyzer does: not a plain JSON number, twice in one event, or
+// args with a nested object), or when the writer gave the whole-file summary
+// up to stay small: past kMaxThreads threads or kMaxCells cells (a
+// thread-churning program) it frees them and writes no C lines; readers then
+// read the events.
 #ifndef DFTRACER_SRC_FILE_MEMBER_INDEX_H_
 #define DFTRACER_SRC_FILE_MEMBER_INDEX_H_
 

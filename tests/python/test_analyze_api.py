@@ -377,7 +377,7 @@ def _samples_dir():
 
 
 def test_summary_of_dftracer_v2_sample():
-    # Expected numbers from src/analyze/samples_test.cc (obtained with json + gzip).
+    # Expected numbers from src/analyze/read/samples_test.cc (obtained with json + gzip).
     f = os.path.join(_samples_dir(), "cm1-DEFAULT-3537780-preload.pfw.gz")
     assert os.path.exists(f), f
     df = da.summary(f, by="cat").set_index("cat")

@@ -88,7 +88,7 @@ def test_args_wrapper_paths_are_named_modules(tmp_path, monkeypatch, compiler):
 def test_wrapper_source_without_identity_drops_args_root():
     """Where a module cannot be found by identity, Dynamo's source is
     cleaned: a ``*args`` wrapper's module argument is the root, as self is."""
-    from dftracer.python.dynamo_nodes import clean_module_path
+    from dftracer.python.compile.dynamo_nodes import clean_module_path
 
     assert clean_module_path("L['args'][0].model.layers[0].mlp") == "model.layers.0.mlp"
     assert clean_module_path("L['args'][0]") == ""
@@ -304,7 +304,7 @@ def test_inductor_graph_without_ops_is_no_warning(tmp_path, capfd):
     """A graph with no op reaches Inductor's inner compiler, which returns
     its forward as is (no wrapper code, no kernel): nothing to trace, and no
     warning that "an Inductor graph runs without kernel events"."""
-    from dftracer.python import inductor_backend
+    from dftracer.python.inductor import inductor_backend
     from torch._functorch.aot_autograd import make_boxed_func
 
     gm = torch.fx.symbolic_trace(lambda x: x)

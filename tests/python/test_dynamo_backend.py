@@ -79,7 +79,7 @@ def test_graph_tables_let_dropped_graphs_go(tmp_path):
     plain dicts and lists they would keep every graph ever compiled."""
     import gc
 
-    from dftracer.python import dynamo_pairing
+    from dftracer.python.compile import dynamo_pairing
     from dftracer.python.dynamo import graph_count, instrumented_graphs
 
     torch._dynamo.reset()

@@ -1,7 +1,7 @@
 // dftracer._analyze's entry points for distributed analysis (dftracer.analyze
 // with a Dask client): the pieces of the input a worker reads (gzip member
 // ranges), a piece's partial summary as bytes, the combine step, and one
-// piece's events as batches. Thin: the work is in src/analyze/partial_summary.
+// piece's events as batches. Thin: the work is in src/analyze/analyses/partial_summary.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 

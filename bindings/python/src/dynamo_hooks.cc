@@ -1,7 +1,7 @@
 // Python face of the torch.compile capture (dftracer.python.dynamo): argument
 // parsing and registration only. The capture itself -- graph tables, marks,
 // the per-thread call stack, forward/backward pairing -- is the C++ library
-// in src/capture/dynamo/, whose headers explain how it works.
+// in src/capture/compile/, whose headers explain how it works.
 //
 // The three per-node/per-call entry points (dynamo_begin / dynamo_mark /
 // dynamo_end) are plain METH_FASTCALL CPython functions rather than nanobind

@@ -25,7 +25,7 @@ void register_comm(nanobind::module_& m);
 // log_event_fast.cc: dftracer.log_event / dftracer.get_time (pydftracer's logger).
 void register_logger_fast(nanobind::module_& m);
 
-// dynamo_hooks.cc: CPython shim of the torch.compile capture (src/capture/dynamo).
+// dynamo_hooks.cc: CPython shim of the torch.compile capture (src/capture/compile).
 void register_dynamo(nanobind::module_& m);
 
 }  // namespace dft_py

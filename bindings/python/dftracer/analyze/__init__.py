@@ -34,20 +34,18 @@ import numbers
 import os
 import warnings
 
-try:
-    from .. import _analyze as _ext
+from ._common import (  # noqa: F401  (_IMPORT_ERROR: why the extension is missing)
+    _IMPORT_ERROR, SkippedInputWarning, _ext, _fs_path, _limits, _module, _path_list, _threads, _warn_skipped,
+)
 
-    _IMPORT_ERROR = None
-except ImportError as e:  # built without the analyzer (no simdjson)
-    _ext = None
-    _IMPORT_ERROR = e
+SkippedInputWarning.__module__ = __name__  # its public home
 
 __all__ = ["summary", "memory", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
            "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "device", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
            "to_parquet", "local_cluster"]
 
 # The column lists come from the extension, which generates them from the
-# reader's field table (src/analyze/event_schema.hpp), so they cannot drift.
+# reader's field table (src/format/event_schema.hpp), so they cannot drift.
 _KINDS = dict(_ext.EVENT_COLUMN_KINDS) if _ext is not None else {}
 #: Columns of summary() after the group key column(s).
 SUMMARY_COLUMNS = tuple(_ext.SUMMARY_COLUMNS) if _ext is not None else ()
@@ -64,66 +62,9 @@ _STRING_COLUMNS = frozenset(c for c, k in _KINDS.items() if k == "text")
 _NS_COLUMNS = {c: c[:-3] for c, k in _KINDS.items() if k == "time_ns"}
 
 
-class SkippedInputWarning(UserWarning):
-    """Some input was skipped (malformed lines, truncated gzip members...): see the stats."""
-
-
-def _module():
-    if _ext is None:
-        raise ImportError(f"dftracer was built without the trace analyzer (dftracer._analyze): {_IMPORT_ERROR}")
-    return _ext
-
-
-def _path_list(paths):
-    if isinstance(paths, (str, bytes, os.PathLike)):
-        paths = [paths]
-    out = [_fs_path(p) for p in paths]
-    if not out:
-        raise ValueError("no input path given")
-    return out
-
-
-def _fs_path(p):
-    """`p` as a str path; ValueError for a NUL byte in it, as open() raises (no system
-    call sees past one: "a.pfw\\0junk" would be read or written as "a.pfw")."""
-    p = os.fsdecode(p)
-    if "\0" in p:
-        raise ValueError(f"embedded null byte in path: {p!r}")
-    return p
-
-
-def _threads(threads):
-    """One rule for every function: None = all cores, else an int from 1 to MAX_THREADS
-    (the reader then uses no more than the cores and the pieces of input there are)."""
-    if threads is None:
-        return 0  # all cores
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
-        raise TypeError(f"threads must be an int or None, not {threads!r}")
-    limit = _module().MAX_THREADS
-    if not 1 <= threads <= limit:
-        raise ValueError(f"threads must be between 1 and {limit}, not {threads!r}")
-    return int(threads)
-
-
-def _warn_skipped(stats, stacklevel=3):
-    if stats.get("problems"):
-        warnings.warn(f"dftracer.analyze: {stats['problems']}", SkippedInputWarning, stacklevel=stacklevel)
-
-
 def files(paths):
     """The trace files PATHS names, sorted and de-duplicated (FileNotFoundError if one is missing)."""
     return list(_module().expand_inputs(_path_list(paths)))
-
-
-def _limits(max_line_mib, max_document_mib):
-    """The reader's size limits as keyword arguments of the extension (None: the default)."""
-    out = {}
-    for name, v in (("max_line_mib", max_line_mib), ("max_document_mib", max_document_mib)):
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"{name} must be an int or None, not {v!r}")
-            out[name] = int(v)
-    return out
 
 
 def _window_bound(name, v):

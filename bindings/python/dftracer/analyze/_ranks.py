@@ -4,7 +4,7 @@ prints, so the numbers are the command's own."""
 import json
 import os
 
-from . import _limits, _module, _path_list, _threads, _warn_skipped
+from ._common import _limits, _module, _path_list, _threads, _warn_skipped
 from .distributed import SCHEDULER_ENV
 
 

@@ -1,5 +1,5 @@
 """The commands of `dftracer-analyze` that run in Python (the C++ command hands
-them over, arguments unchanged: src/analyze/python_delegate.cpp):
+them over, arguments unchanged: src/analyze/cli/python_delegate.cpp):
 
     dftracer-analyze summary --dask SCHEDULER [--workers N] [--by KEYS] [--top N]
                              [--sort self|total] [--format table|json|csv] [-o FILE]

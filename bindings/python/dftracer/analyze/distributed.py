@@ -173,7 +173,7 @@ def window_ns(client, ext, files, from_text, to_text, limits):
     return tuple(ext.resolve_window(from_text, to_text, *rng))
 
 
-# The keys a write-time index answers (src/analyze/index_summary.cpp).
+# The keys a write-time index answers (src/analyze/read/index_summary.cpp).
 _INDEXED_KEYS = {"name", "cat", "pid", "tid"}
 
 

@@ -13,6 +13,10 @@ import importlib
 import sys
 import types
 
+from . import _moved
+
+_moved.install()  # the capture modules' flat paths (dftracer.python.ranks, ...) still import
+
 from .env import (  # noqa: F401
     DFTRACER_DATA_DIR_ENV,
     DFTRACER_ENABLE,
@@ -50,7 +54,7 @@ def _dynamo_attr(name):
     try:
         # The capture's import of torch._dynamo (sympy, ...: tens of
         # thousands of calls) is dftracer's own I/O, not the program's.
-        from .io_tracing import paused
+        from .io import paused
 
         with paused():
             mod = importlib.import_module(__name__ + ".dynamo")
@@ -80,6 +84,8 @@ class _Package(types.ModuleType):
 def __getattr__(name):
     if name in _DYNAMO_NAMES:
         return _dynamo_attr(name)
+    if name in _moved.MOVED:
+        return _moved.moved_module(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

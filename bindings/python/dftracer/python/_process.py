@@ -121,10 +121,10 @@ def tracing_started(from_env):
 
     _note_tracing_started()
     _install_hooks()
-    from . import ranks
+    from .distributed import ranks
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.
     ranks.install()  # torch.distributed ranks, clocks and collectives
-    from . import io_tracing
+    from . import io as io_tracing
 
     io_tracing.install()  # POSIX/STDIO events (FUNCTION mode)

@@ -1,118 +1,17 @@
 """pydftracer's `dftracer.python.common`: the names its modules share.
 
-The logger class, dft_fn and the tag and entity types live in their own
-modules here (logger.py, region.py, tags.py, entities.py); this module gathers
-them under pydftracer's import path and adds what pydftracer defines in it:
-ProfilerProtocol, NoOpProfiler, get_time_scale and the `profiler` object.
+The logger class, dft_fn, the tag and entity types and the profiler protocol
+live in their own modules here (logger.py, region.py, tags.py, entities.py,
+profiler_protocol.py); this module gathers them under pydftracer's import
+path. It imports logger.py, never the reverse: logger.py re-exports the same
+names from where they are defined.
 """
-from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
-
 from .entities import EntityID, EntityRelation, EntityRole, EntityStore
 from .env import *  # noqa: F401,F403
-from .logger import dftracer, time_unit
+from .logger import dftracer, get_time_scale, profiler
+from .profiler_protocol import NoOpProfiler, ProfilerProtocol, TagValueTuple
 from .region import dft_fn
 from .tags import TagDType, TagType, TagValue
-
-TagValueTuple = Tuple[int, Union[int, float, str]]
-
-# Units of each DFTRACER_TIME_METRIC value per second (pydftracer's table).
-_TIME_METRIC_UNITS_PER_SECOND = {"NS": 1e9, "US": 1e6, "MS": 1e3, "SEC": 1.0}
-
-
-def get_time_scale():
-    """Units per second of get_time() under DFTRACER_TIME_METRIC (default
-    microseconds): an integration with its own epoch clock scales its
-    timestamps by this before log_event()."""
-    return _TIME_METRIC_UNITS_PER_SECOND[time_unit()]
-
-
-class ProfilerProtocol(Protocol):
-    """What pydftracer's logger expects of a profiler back end."""
-
-    def initialize(self, log_file: Optional[str] = None, data_dirs: Optional[str] = None,
-                   process_id: int = -1) -> None: ...
-
-    def get_time(self) -> int: ...
-
-    def get_config(self, key: str) -> str: ...
-
-    def enter_event(self) -> None: ...
-
-    def exit_event(self) -> None: ...
-
-    def log_event(self, name: str, cat: str, start_time: int, duration: int,
-                  int_args: Optional[Dict[str, TagValueTuple]] = None,
-                  string_args: Optional[Dict[str, TagValueTuple]] = None,
-                  float_args: Optional[Dict[str, TagValueTuple]] = None,
-                  relations: Optional[Dict[Any, List[int]]] = None) -> None: ...
-
-    def log_metadata_event(self, key: str, value: str) -> None: ...
-
-    def declare_entity(self, type: str, key: str, store: Any, uri: str) -> EntityID: ...
-
-    def declare_entity_type(self, type: str, role: Any, description: str) -> None: ...
-
-    def relate_entities(self, relation: Any, subject: EntityID, object: EntityID) -> None: ...
-
-    def set_app_metadata_int(self, key: str, value: int) -> None: ...
-
-    def set_app_metadata_string(self, key: str, value: str) -> None: ...
-
-    def mark_used(self, name: str) -> None: ...
-
-    def finalize(self) -> None: ...
-
-
-class NoOpProfiler:
-    """A profiler that records nothing (pydftracer's fallback)."""
-
-    def initialize(self, log_file=None, data_dirs=None, process_id=-1):
-        pass
-
-    def get_time(self):
-        return 0
-
-    def get_config(self, key):
-        return ""
-
-    def enter_event(self):
-        pass
-
-    def exit_event(self):
-        pass
-
-    def log_event(self, name, cat, start_time, duration, int_args=None, string_args=None,
-                  float_args=None, relations=None):
-        pass
-
-    def log_metadata_event(self, key, value):
-        pass
-
-    def declare_entity(self, type, key, store, uri):
-        return 0
-
-    def declare_entity_type(self, type, role, description):
-        pass
-
-    def relate_entities(self, relation, subject, object):
-        pass
-
-    def set_app_metadata_int(self, key, value):
-        pass
-
-    def set_app_metadata_string(self, key, value):
-        pass
-
-    def mark_used(self, name):
-        pass
-
-    def finalize(self):
-        pass
-
-
-# pydftracer's module-level back end: here always the core (the extension is
-# part of the package), reached through the logger.
-profiler = dftracer.get_instance()
 
 __all__ = [
     "dftracer", "dft_fn", "TagValue", "TagType", "TagDType", "TagValueTuple",

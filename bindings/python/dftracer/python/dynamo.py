@@ -34,12 +34,13 @@ from typing import Any, Callable
 import torch
 
 from .. import _core as _api
-from . import compile_events, current_step, dynamo_backend, dynamo_graph_call, dynamo_modules, dynamo_nodes, optimizer_events, torch_compat
+from .compile import compile_events, dynamo_backend, dynamo_graph_call, dynamo_modules, dynamo_nodes, optimizer_events
+from . import current_step, torch_compat
 from .ai_common import DFTracerAI
-from .dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
-from .dynamo_hooks import INFERENCE
-from .inductor_backend import COMPILE_BACKEND_ENV, backend_name, make_inductor_backend
-from .dynamo_nodes import EXTRA_FLOP_FORMULAS
+from .compile.dynamo_backend import _active_tags, graph_count, instrumented_graphs, make_backend, tracing_enabled
+from .compile.dynamo_hooks import INFERENCE
+from .inductor.inductor_backend import COMPILE_BACKEND_ENV, backend_name, make_inductor_backend
+from .compile.dynamo_nodes import EXTRA_FLOP_FORMULAS
 from .tags import TAG_KEYS
 
 # The optimizer runs eagerly beside compiled graphs: record its steps.

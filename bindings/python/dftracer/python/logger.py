@@ -241,7 +241,7 @@ class dftracer:
         _process.tracing_started(from_env=False)
         # I/O tracing may have started on import (DFTRACER_ENABLE=1) with
         # DFTRACER_DATA_DIR alone, or in an earlier session with other dirs.
-        from . import io_tracing
+        from . import io as io_tracing
 
         io_tracing.set_data_dir(data_dir)
 
@@ -385,8 +385,30 @@ def trace_path():
 
 
 # pydftracer's logger module re-exports its `common` names (`from
-# dftracer.python.logger import dft_fn` is how its ai module gets dft_fn).
-from .common import *  # noqa: E402,F401,F403
-from .common import __all__ as _common_all  # noqa: E402
+# dftracer.python.logger import dft_fn` is how its ai module gets dft_fn):
+# here from the modules that define them; common.py gathers them from here.
+from .entities import EntityID, EntityRelation, EntityRole, EntityStore  # noqa: E402
+from .profiler_protocol import NoOpProfiler, ProfilerProtocol, TagValueTuple  # noqa: E402
+from .region import dft_fn  # noqa: E402
+from .tags import TagDType, TagType, TagValue  # noqa: E402
 
-__all__ = list(dict.fromkeys(__all__ + _common_all))
+# Units of each DFTRACER_TIME_METRIC value per second (pydftracer's table).
+_TIME_METRIC_UNITS_PER_SECOND = {"NS": 1e9, "US": 1e6, "MS": 1e3, "SEC": 1.0}
+
+
+def get_time_scale():
+    """Units per second of get_time() under DFTRACER_TIME_METRIC (default
+    microseconds): an integration with its own epoch clock scales its
+    timestamps by this before log_event()."""
+    return _TIME_METRIC_UNITS_PER_SECOND[time_unit()]
+
+
+# pydftracer's module-level back end: here always the core (the extension is
+# part of the package), reached through the logger.
+profiler = dftracer.get_instance()
+
+__all__ = list(dict.fromkeys(__all__ + [
+    "dftracer", "dft_fn", "TagValue", "TagType", "TagDType", "TagValueTuple",
+    "EntityStore", "EntityRole", "EntityRelation", "EntityID", "ProfilerProtocol",
+    "NoOpProfiler", "get_time_scale", "profiler",
+]))
