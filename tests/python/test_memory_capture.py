@@ -155,3 +155,17 @@ def test_python_api_memory_columns_and_peak(tmp_path):
     peaks = da.memory(str(tmp_path))
     assert list(peaks["device"]) == ["cpu"]
     assert peaks["peak_bytes"][0] == max(samples)
+
+
+def test_torch_sees_no_profiler_and_its_profiler_runs_after(tmp_path):
+    # Our reporter sits where torch's profiler keeps its state: torch must
+    # still read "no profiler" (Dynamo and DDP ask), and torch.profiler must
+    # start once our capture is off.
+    with traced(tmp_path, "coexist"):
+        with trace_eager(memory=True):
+            assert not torch.autograd._profiler_enabled()
+            torch.ones(8).neg()
+        assert not torch.autograd._profiler_enabled()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            torch.ones(8).neg()
+    assert any(e.key == "aten::neg" for e in prof.key_averages())
