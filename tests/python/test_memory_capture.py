@@ -169,3 +169,19 @@ def test_torch_sees_no_profiler_and_its_profiler_runs_after(tmp_path):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             torch.ones(8).neg()
     assert any(e.key == "aten::neg" for e in prof.key_averages())
+
+
+def test_torch_profiler_runs_inside_memory_capture(tmp_path):
+    # torch.profiler started on a thread where memory capture is on: capture
+    # steps aside (torch's profiler gets the reports) and is back after.
+    with traced(tmp_path, "inside") as events:
+        with trace_eager(memory=True):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                        profile_memory=True) as prof:
+                torch.ones(256).neg()
+            assert memory_enabled()
+            torch.ones(256).neg()
+    assert any(a.key == "aten::neg" and a.self_cpu_memory_usage == 1024 for a in prof.key_averages())
+    neg = [e for e in events if e.get("ph") == "X" and e["name"] == "aten::neg"
+           and "alloc_bytes" in e.get("args", {})]
+    assert [e["args"]["alloc_bytes"] for e in neg] == [1024]
