@@ -61,6 +61,11 @@ class Clock {
   // anchors' error (NTP) plus drift; written in each file's `start` event.
   uint64_t epoch_offset_ns() const { return epoch_offset_ns_; }
 
+  // prepare_fork takes the rate lock (last in its lock order) so that a
+  // child never inherits it held by a thread it does not have.
+  void lock_for_fork() { rate_mu_.lock(); }
+  void unlock_after_fork() { rate_mu_.unlock(); }
+
  private:
   Clock();
   // The hardware sources, for TscCalibration.

@@ -15,6 +15,7 @@
 #include <new>
 #include <string>
 
+#include "clock.h"
 #include "dftracer/dftracer.h"
 #include "diagnostics.h"
 #include "session.h"
@@ -244,7 +245,8 @@ void install_process_hooks() {
 // Lock order (every path that nests these takes them in this order):
 // lifecycle -> writer wake-up -> writer work -> registry -> pool -> string
 // table. The writer's cycle holds its work lock and takes the registry and
-// pool locks; nothing holds the registry, pool or string-table lock while
+// pool locks; the clock's rate lock is taken last (ensure_rate takes no
+// other lock while holding it); nothing holds the registry, pool or string-table lock while
 // notifying the writer (an exiting thread used to, and deadlocked a fork).
 void Session::prepare_fork() {
   lifecycle_mu_.lock();
@@ -252,9 +254,11 @@ void Session::prepare_fork() {
   registry_.lock_for_fork();
   pool_.lock_for_fork();
   StringTable::instance().lock_for_fork();
+  Clock::instance().lock_for_fork();
 }
 
 void Session::after_fork_in_parent() {
+  Clock::instance().unlock_after_fork();
   StringTable::instance().unlock_after_fork();
   pool_.unlock_after_fork();
   registry_.unlock_after_fork();
@@ -271,6 +275,7 @@ void Session::after_fork_in_child() {
     g_signal.store(0, std::memory_order_relaxed);
     start_signal_thread();
   }
+  Clock::instance().unlock_after_fork();
   StringTable::instance().unlock_after_fork();
   pool_.unlock_after_fork();
   registry_.unlock_after_fork();

@@ -155,3 +155,33 @@ def test_python_api_memory_columns_and_peak(tmp_path):
     peaks = da.memory(str(tmp_path))
     assert list(peaks["device"]) == ["cpu"]
     assert peaks["peak_bytes"][0] == max(samples)
+
+
+def test_torch_sees_no_profiler_and_its_profiler_runs_after(tmp_path):
+    # Our reporter sits where torch's profiler keeps its state: torch must
+    # still read "no profiler" (Dynamo and DDP ask), and torch.profiler must
+    # start once our capture is off.
+    with traced(tmp_path, "coexist"):
+        with trace_eager(memory=True):
+            assert not torch.autograd._profiler_enabled()
+            torch.ones(8).neg()
+        assert not torch.autograd._profiler_enabled()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            torch.ones(8).neg()
+    assert any(e.key == "aten::neg" for e in prof.key_averages())
+
+
+def test_torch_profiler_runs_inside_memory_capture(tmp_path):
+    # torch.profiler started on a thread where memory capture is on: capture
+    # steps aside (torch's profiler gets the reports) and is back after.
+    with traced(tmp_path, "inside") as events:
+        with trace_eager(memory=True):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                        profile_memory=True) as prof:
+                torch.ones(256).neg()
+            assert memory_enabled()
+            torch.ones(256).neg()
+    assert any(a.key == "aten::neg" and a.self_cpu_memory_usage == 1024 for a in prof.key_averages())
+    neg = [e for e in events if e.get("ph") == "X" and e["name"] == "aten::neg"
+           and "alloc_bytes" in e.get("args", {})]
+    assert [e["args"]["alloc_bytes"] for e in neg] == [1024]

@@ -5,6 +5,7 @@ open regions and traced calls, from their start to the signal, marked
 "cut": true, then finalizes and the process dies of the signal as before.
 Regions already closed are written once, as usual; another thread's open
 regions are not cut."""
+import collections
 import os
 import signal
 import subprocess
@@ -62,19 +63,27 @@ def start(tmp_path, program):
     return proc, traces
 
 
-def test_sigterm_writes_the_main_threads_open_regions_as_cut(tmp_path):
-    proc, traces = start(tmp_path, PROGRAM)
+def terminate(proc, traces, delay):
+    """SIGTERM to `proc` after `delay` s; returns (its stderr, its one trace
+    file in a list) once it died of the signal."""
     try:
-        time.sleep(0.5)  # the main thread is past "ready" and into the blocking read
+        time.sleep(delay)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGTERM, err
-    assert err == ""
     files = trace_files(str(traces))
     assert len(files) == 1, files
+    return err, files
+
+
+def test_sigterm_writes_the_main_threads_open_regions_as_cut(tmp_path):
+    proc, traces = start(tmp_path, PROGRAM)
+    # 0.5 s: the main thread is past "ready" and into the blocking read
+    err, files = terminate(proc, traces, 0.5)
+    assert err == ""
     events = read_finalized(files[0])
     complete = [e for e in events if e.get("ph") == "X"]
     cut = {e["name"]: e for e in complete if e.get("args", {}).get("cut") is True}
@@ -131,3 +140,39 @@ def test_a_forked_child_cuts_only_its_own_regions(tmp_path):
     assert cut == ["child_step"], cut
     parent = [e for e in by_pid[proc.pid] if e.get("ph") == "X" and e.get("cat") == "train"]
     assert [e["name"] for e in parent] == ["epoch"] and "cut" not in parent[0].get("args", {}), parent
+
+
+BUSY = """
+import sys
+from dftracer.python import dft_fn
+
+sys.setrecursionlimit(10000)
+regions = [dft_fn("busy", "level%d" % i) for i in range(200)]
+
+def nest(i):
+    if i == len(regions):
+        return
+    with regions[i]:
+        nest(i + 1)
+
+print("ready", flush=True)
+while True:
+    nest(0)
+"""
+
+
+def test_regions_closing_while_cut_are_written_once(tmp_path):
+    # The main thread keeps opening and closing 200 nested regions while the
+    # signal thread cuts the open ones: each region is written by the cut or
+    # by its own exit, never both, and every cut is a whole entry.
+    for trial in range(3):
+        base = tmp_path / f"t{trial}"
+        base.mkdir()
+        proc, traces = start(base, BUSY)
+        _, files = terminate(proc, traces, 0.3)
+        busy = [e for e in read_finalized(files[0]) if e.get("ph") == "X" and e.get("cat") == "busy"]
+        seen = collections.Counter((e["name"], e["ts"]) for e in busy)
+        twice = [k for k, n in seen.items() if n > 1]
+        assert not twice, twice[:5]
+        for e in busy:
+            assert e["name"].startswith("level"), e

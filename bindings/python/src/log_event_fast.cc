@@ -50,6 +50,7 @@ PyObject* log_event(PyObject*, PyObject* const* args, size_t nargsf, PyObject* k
     const char* utf8 = nullptr;
     Py_ssize_t len = 0;
     dft_id name = intern_str_bounded(args[0], &utf8, &len);
+    if (PyErr_Occurred()) return nullptr;  // before the next call into the C API
     dft_id cat = intern_str(args[1]);
     if (PyErr_Occurred()) return nullptr;
     if (name != 0) dft_complete_ns(name, cat, start, dur, nullptr, 0);

@@ -24,7 +24,13 @@ struct OpenEvent {
   PyObject* pending;  // dict of args added by update() while open, or NULL
   uint64_t t0;        // dft_ticks() at open
   uint64_t token;     // unique per push, to find the entry again
+  // `token` while the event is still to be written, 0 once claimed: by the
+  // owning thread (flush, exit) or by the signal-time cut. Read and swapped
+  // atomically, so one of them writes the event, never both.
+  uint64_t live;
   dft_id name;        // event name (the function's for traced calls)
+  dft_id cat;         // the owner's category, copied at push: the signal
+                      // thread reads it, never the owner (which may be freed)
   PyObject* name_obj; // the name as a str, set (and read) only for `name` 0
                       // (refused by the intern cap); borrowed from the
                       // Region / TracedFunction
@@ -34,8 +40,12 @@ struct OpenEvent {
 
 constexpr int kMaxOpen = 256;
 
+// Mutated by its own thread only; read by the signal thread (the cut) as a
+// sequence lock: `seq` is odd while an entry is being added or removed, and
+// a reader that sees it odd or changed reads again.
 struct OpenStack {
   int depth;
+  unsigned seq;
   uint64_t next_token;
   OpenEvent ev[kMaxOpen];
 };
@@ -52,20 +62,37 @@ struct OpenStack {
 #endif
 extern DFT_PY_CONSTINIT thread_local OpenStack t_open;
 
+inline void open_begin_write(OpenStack& s) {
+  __atomic_store_n(&s.seq, s.seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+inline void open_end_write(OpenStack& s) { __atomic_store_n(&s.seq, s.seq + 1, __ATOMIC_RELEASE); }
+
 // Returns the token of the new entry, 0 when the stack is full.
-inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, PyObject* name_obj, uint64_t t0, bool is_call) {
-  if (s.depth >= kMaxOpen) return 0;
-  OpenEvent& e = s.ev[s.depth++];
+inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, dft_id cat, PyObject* name_obj, uint64_t t0,
+                          bool is_call) {
+  const int d = s.depth;
+  if (d >= kMaxOpen) return 0;
+  open_begin_write(s);
+  OpenEvent& e = s.ev[d];
   e.owner = owner;
   e.pending = nullptr;
   e.t0 = t0;
   e.token = ++s.next_token;
   e.name = name;
+  e.cat = cat;
   if (name == 0) e.name_obj = name_obj;  // read only for name 0: no store on the ordinary path
   e.flushed = false;
   e.is_call = is_call;
+  __atomic_store_n(&e.live, e.token, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.depth, d + 1, __ATOMIC_RELEASE);  // the entry is complete before it is counted
+  open_end_write(s);
   return e.token;
 }
+
+// True when the caller is to write the event: it was still unwritten, and
+// is now claimed (the signal-time cut will not write it).
+inline bool open_claim(OpenEvent& e) { return __atomic_exchange_n(&e.live, 0, __ATOMIC_ACQ_REL) != 0; }
 
 // Index of the innermost entry with this token / owner, or -1.
 inline int open_find_token(OpenStack& s, uint64_t token) {
@@ -82,26 +109,48 @@ inline int open_find_owner(OpenStack& s, const void* owner, bool regions_only) {
 inline OpenEvent& open_at(OpenStack& s, int i) { return s.ev[i]; }
 
 // Removes entry i (usually the top) and returns it; the caller owns .pending.
+// An entry moved down keeps its claim state: `live` is swapped out of the
+// old slot (so a cut that claims it there fails, or wins before the move)
+// and stored in the new one.
+// The removed entry is claimed too (a caller that writes it claims it first).
 inline OpenEvent open_take(OpenStack& s, int i) {
   OpenEvent e = s.ev[i];
-  if (i != s.depth - 1)
-    std::memmove(&s.ev[i], &s.ev[i + 1], sizeof(OpenEvent) * static_cast<size_t>(s.depth - 1 - i));
-  --s.depth;
+  open_begin_write(s);
+  __atomic_store_n(&s.ev[i].live, 0, __ATOMIC_RELAXED);
+  for (int k = i; k < s.depth - 1; ++k) {
+    OpenEvent& to = s.ev[k];
+    const OpenEvent& from = s.ev[k + 1];
+    const uint64_t live = __atomic_exchange_n(&s.ev[k + 1].live, 0, __ATOMIC_ACQ_REL);
+    to.owner = from.owner;
+    to.pending = from.pending;
+    to.t0 = from.t0;
+    to.token = from.token;
+    to.name = from.name;
+    to.cat = from.cat;
+    to.name_obj = from.name_obj;
+    to.flushed = from.flushed;
+    to.is_call = from.is_call;
+    __atomic_store_n(&to.live, live, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&s.depth, s.depth - 1, __ATOMIC_RELAXED);
+  open_end_write(s);
   return e;
 }
 
 // Drops every entry of `owner` on this thread (the owner is being freed).
 void open_forget_owner(const void* owner);
 
-// Called once, on the thread that imports the module (a program's main
-// thread): when SIGTERM or SIGINT ends the process, the core's signal
+// Called once, on the thread that imports the module; effective only on the
+// process's main thread (another thread's stack would be freed when that
+// thread ends, and the signal thread would read it): when SIGTERM or SIGINT ends the process, the core's signal
 // thread writes that thread's open regions and traced calls, each from its
 // start to the signal, with "cut": true (a `train_step` blocked in a
 // collective when torchrun terminates the ranks is the run's main
 // evidence). Read without the GIL: only plain fields -- the interned name,
 // the dft_fn's category -- never a Python object, so an entry whose name is
 // past the intern cap, and args added by update() or sticky args, are left
-// out.
+// out. Each entry is written once: by the cut, or (when the main thread
+// closed or flushed it first) by the main thread.
 void open_cut_at_signal_for_this_thread();
 
 }  // namespace dft_py

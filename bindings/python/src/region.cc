@@ -268,7 +268,8 @@ void finish_event(RegionObject* self, bool close) {
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
     OpenEvent& e = open_at(open, i);
-    if (!e.flushed) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
+    // Not when flushed already, nor when the signal-time cut wrote it.
+    if (!e.flushed && open_claim(e)) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
     if (close) {
       OpenEvent taken = open_take(open, i);
       Py_XDECREF(taken.pending);
@@ -516,7 +517,7 @@ PyObject* region_enter(PyObject* op) {
     uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
-    open_push(t_open, self, self->name, self->name_obj, t, false);
+    open_push(t_open, self, self->name, self->cat, self->name_obj, t, false);
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped

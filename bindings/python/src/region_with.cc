@@ -6,7 +6,12 @@
 // half of what a `with` on a dft_fn cost CPython. Here the two names are
 // descriptors of our own whose __get__ hands out a small untracked object
 // (a pointer to r and which method) from a free list, callable by
-// vectorcall. Called directly (`dft_fn.__enter__(r)`) the descriptor takes
+// vectorcall. The bound object holds a strong reference to r but is not
+// GC-tracked (tracking it on every `with` would count toward the cyclic
+// collector's thresholds): a subclass instance that stores its own bound
+// __enter__/__exit__ on itself (`self.x = self.__exit__`) forms a cycle the
+// collector cannot see, and stays alive until that attribute is cleared.
+// Called directly (`dft_fn.__enter__(r)`) the descriptor takes
 // the region as its first argument, like a method descriptor.
 #include <Python.h>
 #include <structmember.h>

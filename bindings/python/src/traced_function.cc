@@ -113,7 +113,7 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
   if (!tf->owner->enable) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   OpenStack& open = t_open;  // this thread's, before and after the call
   uint64_t t0 = dft_ticks_inline();
-  uint64_t token = open_push(open, tf->owner, tf->name, tf->name_obj, t0, true);
+  uint64_t token = open_push(open, tf->owner, tf->name, tf->owner->cat, tf->name_obj, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
   uint64_t t1 = dft_ticks_inline();
   PyObject* pending = nullptr;
@@ -121,9 +121,11 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
   if (token != 0) {
     int i = open_find_token(open, token);
     if (i >= 0) {
+      // Claimed: not written yet by flush() or by the signal-time cut.
+      flushed = !open_claim(open_at(open, i));
       OpenEvent e = open_take(open, i);
       pending = e.pending;
-      flushed = e.flushed;
+      flushed = flushed || e.flushed;
     }
   }
   if (!flushed) record_call(tf, args, nargsf, kwnames, t0, t1, pending);

@@ -427,7 +427,10 @@ class MemoryReporter final : public MemoryReporterBase {
   bool memoryProfilingEnabled() const override { return g_memory.load(std::memory_order_relaxed); }
 };
 
-MemoryReporter g_reporter;
+// Never destroyed: a thread where it is still installed (torch's own
+// threads carry it in their ThreadLocalState) may free memory after exit()
+// has run static destructors.
+MemoryReporter* const g_reporter = new MemoryReporter;
 
 // Ticks in `us` microseconds of the core's clock.
 uint64_t ticks_for_us(uint64_t us) {
@@ -556,18 +559,18 @@ void enable_memory(bool on) {
     }
     g_mem_interval_ticks = ticks_for_us(parse_memory_interval_env());
     g_memory.store(true, std::memory_order_relaxed);
-    install_memory_reporter(&g_reporter);
+    install_memory_reporter(g_reporter);
   } else {
     if (!g_memory.load(std::memory_order_relaxed)) return;
     g_memory.store(false, std::memory_order_relaxed);
     flush_mem_peaks();
-    remove_memory_reporter(&g_reporter);
+    remove_memory_reporter(g_reporter);
   }
 }
 
 bool memory_enabled() { return g_memory.load(std::memory_order_relaxed); }
 
-bool memory_reported_on_this_thread() { return g_memory.load(std::memory_order_relaxed) && memory_reporter_installed(&g_reporter); }
+bool memory_reported_on_this_thread() { return g_memory.load(std::memory_order_relaxed) && memory_reporter_installed(g_reporter); }
 
 void set_graph_depth_probe(GraphDepthProbe probe) { g_probe.store(probe, std::memory_order_relaxed); }
 

@@ -3,6 +3,7 @@
 // code under test), and the op events are checked: names, counts, nesting,
 // thread ids, shapes, and what must not be recorded.
 #include <gtest/gtest.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -323,4 +324,17 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
   EXPECT_EQ(alloc_events["aten::neg"], 1);
   EXPECT_EQ(alloc_events.count("aten::ones"), 0u);  // the other thread's
   EXPECT_TRUE(counter);
+}
+
+// The reporter sits under torch's profiler-state slot: torch must read it as
+// a disabled profiler state (no profiler), and nothing stays there after.
+TEST(Observer, MemoryCaptureLeavesTorchProfilerOff) {
+  Trace trace;
+  dftracer::torch::enable_memory();
+  EXPECT_FALSE(torch::profiler::impl::profilerEnabled());
+  EXPECT_EQ(torch::profiler::impl::profilerType(), torch::profiler::impl::ActiveProfilerType::NONE);
+  EXPECT_TRUE(torch::profiler::impl::getProfilerConfig().disabled());
+  dftracer::torch::enable_memory(false);
+  EXPECT_EQ(torch::profiler::impl::ProfilerStateBase::get(/*global=*/false), nullptr);
+  trace.finish();
 }

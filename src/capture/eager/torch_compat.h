@@ -25,6 +25,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <memory>
 #include <string>
@@ -81,14 +82,30 @@ inline NameInfo lookup_name(OpNameCache& names, const at::RecordFunction& fn) { 
 // threads, at::launch), so installing it on a thread covers the work that
 // thread hands to torch's own threads. `_push`/`_pop` are public but marked
 // internal by their underscore: this is their one use.
-using MemoryReporterBase = c10::MemoryReportingInfoBase;
+//
+// torch static_casts whatever sits under that kind to its
+// torch::profiler::impl::ProfilerStateBase (profilerEnabled(),
+// getProfilerConfig(), profilerType(): what torch.autograd._profiler_enabled,
+// Dynamo and DDP ask), so the reporter is one: its config is
+// ProfilerState::Disabled and its type ActiveProfilerType::NONE, so torch
+// reads "no profiler" while it is installed. torch.profiler refuses to start
+// on a thread where any such state is installed ("Profiler is already
+// enabled on this thread"): it starts once memory capture is off again.
+class MemoryReporterBase : public ::torch::profiler::impl::ProfilerStateBase {
+ public:
+  MemoryReporterBase()
+      : ProfilerStateBase(::torch::profiler::impl::ProfilerConfig(::torch::profiler::impl::ProfilerState::Disabled)) {}
+  ::torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return ::torch::profiler::impl::ActiveProfilerType::NONE;
+  }
+};
 
 // True when `reporter` is what c10 finds on this thread now.
 inline bool memory_reporter_installed(const MemoryReporterBase* reporter) {
   return c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == reporter;
 }
 
-// Pushes `reporter` (a static object: the shared_ptr does not own it) on
+// Pushes `reporter` (never destroyed: the shared_ptr does not own it) on
 // this thread's debug info, unless it is already the one found there.
 inline void install_memory_reporter(MemoryReporterBase* reporter) {
   if (memory_reporter_installed(reporter)) return;

@@ -63,6 +63,9 @@ def _load():
                 "in the build's Python: pip install --no-build-isolation ."
             ) from e
         _ext = _eager
+        from .torch_profiler_aside import install
+
+        install(_ext, _lock)
         # Both matter only once torch._dynamo is in use (no instrumented graph
         # and no compile can exist before): a pure eager program pays no probe
         # call per op.
