@@ -128,8 +128,8 @@ void link_timeline(DeviceTimeline& t) {
   // order: a parent comes before its children.
   for (size_t i = 0; i < n; ++i) {
     if (!is_cpu_role(ev[i].role)) continue;
-    t.cpu_self[i] += ev[i].dur;
-    if (parent[i] != kNoEvent) t.cpu_self[parent[i]] -= ev[i].dur;
+    t.cpu_self[i] = saturating_add(t.cpu_self[i], ev[i].dur);
+    if (parent[i] != kNoEvent) t.cpu_self[parent[i]] = saturating_sub(t.cpu_self[parent[i]], ev[i].dur);
     if (!own_module[i].empty()) t.cpu_module[i] = own_module[i];
     else if (parent[i] != kNoEvent) t.cpu_module[i] = t.cpu_module[parent[i]];
   }

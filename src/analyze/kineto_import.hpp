@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "trace_reader.hpp"
+#include "trace_time.hpp"
 
 namespace dftracer::analyze {
 
@@ -46,7 +47,7 @@ struct TimelineEvent {
   std::string name, pid, tid;
   int64_t ts = 0, dur = 0;  // ns
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
-  int64_t end() const { return ts + dur; }
+  int64_t end() const { return saturating_add(ts, dur); }  // held at INT64_MAX for hostile times
 };
 
 // The module a range names ("" when it is none): `nn.Module: NAME` of a
