@@ -80,6 +80,7 @@ struct Busy {
 DeviceReport device_report(const DeviceTimeline& t) {
   DeviceReport r;
   r.stats = t.stats;
+  r.events_not_kept = t.not_kept;
   const auto& ev = t.events;
   Groups op, kernel, module, category, stream;
   std::map<uint32_t, Busy> busy;
@@ -94,6 +95,8 @@ DeviceReport device_report(const DeviceTimeline& t) {
     r.steps.push_back(std::move(d));
   }
   for (size_t i = 0; i < r.steps.size(); ++i) step_of.emplace(std::make_tuple(r.steps[i].file, r.steps[i].pid, r.steps[i].step), &r.steps[i]);
+  std::map<std::pair<uint32_t, int64_t>, DeviceStep*> file_step_of;  // the file's step N: its first pid's
+  for (const auto& [k, s] : step_of) file_step_of.emplace(std::make_pair(std::get<0>(k), std::get<2>(k)), s);
 
   for (const DeviceLink& l : t.links) {
     const TimelineEvent& d = ev[l.event];
@@ -124,16 +127,14 @@ DeviceReport device_report(const DeviceTimeline& t) {
     if (l.step >= 0) {
       const std::string& pid = launch ? launch->pid : l.op != kNoEvent ? ev[l.op].pid : std::string();
       auto it = step_of.find({d.file, pid, l.step});
-      if (it == step_of.end()) {  // placed by time, or the step range is under another pid: the file's step N
-        for (auto s_it = step_of.begin(); s_it != step_of.end(); ++s_it)
-          if (std::get<0>(s_it->first) == d.file && std::get<2>(s_it->first) == l.step) {
-            it = s_it;
-            break;
-          }
+      DeviceStep* found = it != step_of.end() ? it->second : nullptr;
+      if (!found) {  // placed by time, or the step range is under another pid: the file's step N
+        auto f = file_step_of.find({d.file, l.step});
+        if (f != file_step_of.end()) found = f->second;
       }
-      if (it != step_of.end()) {
+      if (found) {
         ++r.in_step;
-        DeviceStep& st = *it->second;
+        DeviceStep& st = *found;
         ++st.events;
         st.device_ns = saturating_add(st.device_ns, d.dur);
         if (launch) {
@@ -177,6 +178,11 @@ DeviceReport device_report(const DeviceTimeline& t) {
 }
 
 // ------------------------------------------------------------------ output
+
+std::string device_cap_line(const DeviceReport& r) {
+  return std::to_string(r.events_not_kept) +
+         " timeline events past the memory cap were not analyzed (the figures cover the events read before them)";
+}
 
 namespace {
 
@@ -273,7 +279,8 @@ void write_device_json(std::ostream& os, const DeviceReport& r) {
                   ",\"linked\":{\"launch\":" + std::to_string(r.with_launch) + ",\"op\":" + std::to_string(r.with_op) +
                   ",\"op_by_external_id\":" + std::to_string(r.op_by_external_id) +
                   ",\"module\":" + std::to_string(r.with_module) + ",\"step\":" + std::to_string(r.in_step) + "}" +
-                  ",\"gpu_bound_busy_share\":" + json_num(kGpuBoundBusyShare);
+                  ",\"gpu_bound_busy_share\":" + json_num(kGpuBoundBusyShare) +
+                  ",\"events_not_kept\":" + std::to_string(r.events_not_kept);
   for (const char* by : kDeviceTables) {
     o += ",\"";
     o += by;
