@@ -65,6 +65,10 @@ bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const Member
       r.produced = out_used;
       r.next_offset = offset + in_used;
       r.end = out_used == 0 || sink(w.out.data(), out_used) ? MemberEnd::Complete : MemberEnd::Corrupt;
+      // Back to the usual size after a large member, so no thread keeps up to
+      // kMaxWhole idle. The next large member grows it again, inflating from
+      // its start at each doubling (a few extra passes over that member).
+      if (w.out.size() > kWindow * 2) std::vector<char>(kWindow * 2).swap(w.out);
       return true;
     }
     if (res != LIBDEFLATE_INSUFFICIENT_SPACE) return false;  // zlib settles bad or cut-short members
@@ -82,6 +86,14 @@ bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const Member
 }
 
 }  // namespace
+
+size_t whole_inflate_buffer_bytes() {
+#if defined(DFTRACER_HAVE_LIBDEFLATE)
+  return t_whole.out.capacity();
+#else
+  return 0;
+#endif
+}
 
 size_t IndexedStarts::member_end(size_t offset, size_t size) const {
   if (index == nullptr) return size;
