@@ -206,15 +206,17 @@ struct StepPeakBuilder {
 // and the ops inside each process's window up to its CPU peak.
 class SecondPass : public LineConsumer {
  public:
-  SecondPass(MemoryPeaks& m, const StepPlan& plan) : out_(m), plan_(plan) {
+  SecondPass(MemoryPeaks& m, const StepPlan& plan) : out_(m) {
     capture_devices(decoder_);
     charts_.resize(m.series.size());
+    series_steps_.resize(m.series.size());
     for (size_t i = 0; i < m.series.size(); ++i) {
       const MemorySeries& s = m.series[i];
       charts_[i].init(s);
       series_at_[{s.pid, s.device}] = i;
       for (size_t k = 0; k < plan.processes.size(); ++k) {
         if (plan.processes[k].pid != s.pid) continue;
+        series_steps_[i].push_back(steps_.size());
         steps_.emplace_back();
         steps_.back().first = i;
         steps_.back().second.init(plan.processes[k]);
@@ -256,6 +258,7 @@ class SecondPass : public LineConsumer {
 
   void finish() {
     for (size_t i = 0; i < charts_.size(); ++i) out_.series[i].points = charts_[i].finish();
+    series_steps_.clear();  // indexes into steps_, which the sort below reorders
     // By process (the plan's order), then device, then step.
     std::stable_sort(steps_.begin(), steps_.end(), [&](const auto& a, const auto& b) {
       if (a.second.process != b.second.process) return a.second.process < b.second.process;
@@ -280,15 +283,14 @@ class SecondPass : public LineConsumer {
     auto it = series_at_.find({std::string(ev_.pid_text), device});
     if (it == series_at_.end()) return;  // not in pass 1 (the file changed between the passes)
     charts_[it->second].add(x);
-    for (auto& [i, b] : steps_)
-      if (i == it->second) b.add(x);
+    for (size_t k : series_steps_[it->second]) steps_[k].second.add(x);
   }
 
   MemoryPeaks& out_;
-  const StepPlan& plan_;
   std::vector<ChartBuilder> charts_;
   std::map<std::pair<std::string, std::string>, size_t> series_at_;
   std::vector<std::pair<size_t, StepPeakBuilder>> steps_;  // (series, its steps in one process)
+  std::vector<std::vector<size_t>> series_steps_;          // per series: its entries in steps_
   std::map<std::string, size_t, std::less<>> by_pid_;
   std::map<size_t, std::map<std::string, std::pair<double, uint64_t>>> names_, modules_;
   EventDecoder decoder_;
