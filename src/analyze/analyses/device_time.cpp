@@ -36,15 +36,20 @@ DeviceGroup& group(Groups& g, const std::string& key) {
   return r;
 }
 
+// Device start minus launch start, held at the int64 limits (hostile times).
+int64_t launch_delay(const TimelineEvent& d, const TimelineEvent& launch) { return saturating_sub(d.ts, launch.ts); }
+
 void add_device(DeviceGroup& g, const TimelineEvent& d, const TimelineEvent* launch) {
   ++g.events;
-  g.device_ns += d.dur;
+  g.device_ns = saturating_add(g.device_ns, d.dur);
   g.max_ns = std::max(g.max_ns, d.dur);
   if (launch) {
-    g.delay_sum_ns += d.ts - launch->ts;
+    g.delay_sum_ns = saturating_add(g.delay_sum_ns, launch_delay(d, *launch));
     ++g.delay_n;
   }
 }
+
+void add_cpu(DeviceGroup& g, int64_t ns) { g.cpu_ns = saturating_add(g.cpu_ns, ns); }
 
 std::vector<DeviceGroup> sorted(Groups& g) {
   std::vector<DeviceGroup> v;
@@ -65,7 +70,7 @@ struct Busy {
     int64_t s = 0;
     auto it = std::lower_bound(iv.begin(), iv.end(), std::make_pair(from, INT64_MIN),
                                [](const auto& a, const auto& b) { return a.second < b.first; });
-    for (; it != iv.end() && it->first < to; ++it) s += std::max<int64_t>(0, std::min(to, it->second) - std::max(from, it->first));
+    for (; it != iv.end() && it->first < to; ++it) s = saturating_add(s, std::max<int64_t>(0, saturating_sub(std::min(to, it->second), std::max(from, it->first))));
     return s;
   }
 };
@@ -75,6 +80,7 @@ struct Busy {
 DeviceReport device_report(const DeviceTimeline& t) {
   DeviceReport r;
   r.stats = t.stats;
+  r.events_not_kept = t.not_kept;
   const auto& ev = t.events;
   Groups op, kernel, module, category, stream;
   std::map<uint32_t, Busy> busy;
@@ -85,19 +91,21 @@ DeviceReport device_report(const DeviceTimeline& t) {
     d.file = s.file;
     d.pid = s.pid;
     d.step = s.step;
-    d.span_ns = s.end - s.ts;
+    d.span_ns = saturating_sub(s.end, s.ts);
     r.steps.push_back(std::move(d));
   }
   for (size_t i = 0; i < r.steps.size(); ++i) step_of.emplace(std::make_tuple(r.steps[i].file, r.steps[i].pid, r.steps[i].step), &r.steps[i]);
+  std::map<std::pair<uint32_t, int64_t>, DeviceStep*> file_step_of;  // the file's step N: its first pid's
+  for (const auto& [k, s] : step_of) file_step_of.emplace(std::make_pair(std::get<0>(k), std::get<2>(k)), s);
 
   for (const DeviceLink& l : t.links) {
     const TimelineEvent& d = ev[l.event];
     const TimelineEvent* launch = l.launch != kNoEvent ? &ev[l.launch] : nullptr;
     ++r.device_events;
-    r.device_ns += d.dur;
+    r.device_ns = saturating_add(r.device_ns, d.dur);
     if (launch) {
       ++r.with_launch;
-      r.delay_sum_ns += d.ts - launch->ts;
+      r.delay_sum_ns = saturating_add(r.delay_sum_ns, launch_delay(d, *launch));
       ++r.delay_n;
     }
     if (l.op != kNoEvent) ++r.with_op;
@@ -108,31 +116,29 @@ DeviceReport device_report(const DeviceTimeline& t) {
     add_device(group(op, l.op != kNoEvent ? ev[l.op].name : "(none)"), d, launch);
     DeviceGroup& k = group(kernel, d.name);
     add_device(k, d, launch);
-    k.cpu_ns += launch_ns;
+    add_cpu(k, launch_ns);
     add_device(group(module, l.module.empty() ? "(none)" : l.module), d, launch);
     DeviceGroup& c = group(category, device_category(d));
     add_device(c, d, launch);
-    c.cpu_ns += launch_ns;
+    add_cpu(c, launch_ns);
     DeviceGroup& s = group(stream, "GPU " + std::to_string(d.device) + " stream " + std::to_string(d.stream));
     add_device(s, d, launch);
-    s.cpu_ns += launch_ns;
+    add_cpu(s, launch_ns);
     if (l.step >= 0) {
       const std::string& pid = launch ? launch->pid : l.op != kNoEvent ? ev[l.op].pid : std::string();
       auto it = step_of.find({d.file, pid, l.step});
-      if (it == step_of.end()) {  // placed by time, or the step range is under another pid: the file's step N
-        for (auto s_it = step_of.begin(); s_it != step_of.end(); ++s_it)
-          if (std::get<0>(s_it->first) == d.file && std::get<2>(s_it->first) == l.step) {
-            it = s_it;
-            break;
-          }
+      DeviceStep* found = it != step_of.end() ? it->second : nullptr;
+      if (!found) {  // placed by time, or the step range is under another pid: the file's step N
+        auto f = file_step_of.find({d.file, l.step});
+        if (f != file_step_of.end()) found = f->second;
       }
-      if (it != step_of.end()) {
+      if (found) {
         ++r.in_step;
-        DeviceStep& st = *it->second;
+        DeviceStep& st = *found;
         ++st.events;
-        st.device_ns += d.dur;
+        st.device_ns = saturating_add(st.device_ns, d.dur);
         if (launch) {
-          st.delay_sum_ns += d.ts - launch->ts;
+          st.delay_sum_ns = saturating_add(st.delay_sum_ns, launch_delay(d, *launch));
           ++st.delay_n;
         }
       }
@@ -142,8 +148,8 @@ DeviceReport device_report(const DeviceTimeline& t) {
   for (size_t i = 0; i < ev.size(); ++i) {
     if (is_device_role(ev[i].role)) continue;
     if (ev[i].role == TimelineRole::cpu_op || ev[i].role == TimelineRole::annotation)
-      group(op, ev[i].name).cpu_ns += t.cpu_self[i];
-    group(module, t.cpu_module[i].empty() ? "(none)" : t.cpu_module[i]).cpu_ns += t.cpu_self[i];
+      add_cpu(group(op, ev[i].name), t.cpu_self[i]);
+    add_cpu(group(module, t.cpu_module[i].empty() ? "(none)" : t.cpu_module[i]), t.cpu_self[i]);
   }
   for (auto& [file, b] : busy) {
     std::sort(b.iv.begin(), b.iv.end());
@@ -153,7 +159,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
       else merged.push_back(p);
     }
     b.iv = std::move(merged);
-    for (const auto& p : b.iv) r.busy_ns += p.second - p.first;
+    for (const auto& p : b.iv) r.busy_ns = saturating_add(r.busy_ns, saturating_sub(p.second, p.first));
   }
   for (size_t i = 0; i < r.steps.size(); ++i) {
     DeviceStep& st = r.steps[i];
@@ -172,6 +178,11 @@ DeviceReport device_report(const DeviceTimeline& t) {
 }
 
 // ------------------------------------------------------------------ output
+
+std::string device_cap_line(const DeviceReport& r) {
+  return std::to_string(r.events_not_kept) +
+         " timeline events past the memory cap were not analyzed (the figures cover the events read before them)";
+}
 
 namespace {
 
@@ -268,7 +279,8 @@ void write_device_json(std::ostream& os, const DeviceReport& r) {
                   ",\"linked\":{\"launch\":" + std::to_string(r.with_launch) + ",\"op\":" + std::to_string(r.with_op) +
                   ",\"op_by_external_id\":" + std::to_string(r.op_by_external_id) +
                   ",\"module\":" + std::to_string(r.with_module) + ",\"step\":" + std::to_string(r.in_step) + "}" +
-                  ",\"gpu_bound_busy_share\":" + json_num(kGpuBoundBusyShare);
+                  ",\"gpu_bound_busy_share\":" + json_num(kGpuBoundBusyShare) +
+                  ",\"events_not_kept\":" + std::to_string(r.events_not_kept);
   for (const char* by : kDeviceTables) {
     o += ",\"";
     o += by;

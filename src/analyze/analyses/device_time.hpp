@@ -53,6 +53,7 @@ struct DeviceReport {
   uint64_t delay_n = 0;
   std::vector<DeviceGroup> op, kernel, module, category, stream;  // sorted by device time, then CPU time
   std::vector<DeviceStep> steps;
+  uint64_t events_not_kept = 0;  // timeline events past kMaxTimelineEvents: not in any figure
   ReadStats stats;
   const std::vector<DeviceGroup>* table(const std::string& by) const;
 };
@@ -61,6 +62,8 @@ struct DeviceReport {
 const char* device_category(const TimelineEvent& e);
 
 DeviceReport device_report(const DeviceTimeline& t);
+// "N timeline events past the memory cap were not analyzed (...)".
+std::string device_cap_line(const DeviceReport& r);
 
 void write_device_table(std::ostream& os, const DeviceReport& r, const std::string& by, size_t top);
 void write_device_json(std::ostream& os, const DeviceReport& r);

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -274,6 +276,62 @@ TEST(DeviceTimeline, RealTraceOpsByNestingWhenExternalIdsNameNoOp) {
     EXPECT_GE(op.end(), ln.end());
   }
   EXPECT_GT(by_nesting, 1100u);
+}
+
+TEST(DeviceTimeline, EventsPastTheCapAreCountedNotKept) {
+  TempDir d;
+  const std::string path = d.file("many.pfw");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 3000; ++i)
+    lines.push_back("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":" + std::to_string(1000 + i * 10) +
+                    ",\"dur\":5,\"args\":{\"device\":0,\"stream\":7}}");
+  testing::write_file(path, testing::pfw_text(lines));
+  const DeviceTimeline all = read_device_timeline({path}, 2, {});
+  EXPECT_EQ(all.events.size(), 3000u);
+  EXPECT_EQ(all.not_kept, 0u);
+  const DeviceTimeline t = read_device_timeline({path}, 2, {}, 1000);
+  EXPECT_EQ(t.events.size(), 1000u);
+  EXPECT_EQ(t.not_kept, 2000u);
+  const DeviceReport r = device_report(t);
+  EXPECT_EQ(r.device_events, 1000u);
+  EXPECT_EQ(r.events_not_kept, 2000u);
+  std::ostringstream json;
+  write_device_json(json, r);
+  EXPECT_NE(json.str().find("\"events_not_kept\":2000"), std::string::npos) << json.str();
+  EXPECT_EQ(device_cap_line(r).rfind("2000 timeline events past the memory cap", 0), 0u);
+}
+
+TEST(DeviceTimeline, StepLookupTakesTheFirstStepAroundALaunchAmongOverlappingOnes) {
+  // Steps 1 and 2 overlap (2 starts inside 1 and ends later), step 3 is under
+  // another pid: a launch inside both takes step 1; one only in 2 takes 2; a
+  // launch of pid 5 in step 3's time (no step of its own pid there) takes 3.
+  DeviceTimeline t;
+  auto ev = [&](TimelineRole role, const char* name, const char* pid, int64_t ts, int64_t dur, int64_t corr) {
+    TimelineEvent e;
+    e.role = role;
+    e.name = name;
+    e.pid = pid;
+    e.tid = pid;
+    e.ts = ts;
+    e.dur = dur;
+    e.correlation = corr;
+    e.device = role == TimelineRole::kernel ? 0 : -1;
+    t.events.push_back(e);
+  };
+  ev(TimelineRole::annotation, "ProfilerStep#1", "5", 100, 100, -1);
+  ev(TimelineRole::annotation, "ProfilerStep#2", "5", 150, 150, -1);
+  ev(TimelineRole::annotation, "ProfilerStep#3", "9", 400, 100, -1);
+  ev(TimelineRole::annotation, "ProfilerStep#0", "5", 10, 20, -1);
+  int64_t corr = 1;
+  for (int64_t at : {160, 250, 450, 350}) {
+    ev(TimelineRole::launch, "cudaLaunchKernel", "5", at, 1, corr);
+    ev(TimelineRole::kernel, "k", "0", at + 5, 1, corr);
+    ++corr;
+  }
+  link_timeline(t);
+  std::map<int64_t, int64_t> step_of_launch;
+  for (const DeviceLink& l : t.links) step_of_launch[t.events[l.launch].ts] = l.step;
+  EXPECT_EQ(step_of_launch, (std::map<int64_t, int64_t>{{160, 1}, {250, 2}, {350, -1}, {450, 3}}));
 }
 
 }  // namespace

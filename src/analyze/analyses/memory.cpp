@@ -9,6 +9,7 @@
 #include "step_finder.hpp"
 #include "summary.hpp"
 #include "text_format.hpp"
+#include "trace_time.hpp"
 
 namespace dftracer::analyze {
 
@@ -19,14 +20,44 @@ namespace {
 constexpr const char* kDevices[kMaxExtraArgs] = {"cpu",    "cuda:0", "cuda:1", "cuda:2",
                                                  "cuda:3", "cuda:4", "cuda:5", "cuda:6"};
 
+// The memory counter's samples in a decoded line: calls `sample(device,
+// bytes)` for each numeric series value, `bad()` for each one that is not
+// (or when the line has no series the analyzer knows). False: not a memory counter.
+template <class Sample, class Bad>
+bool memory_samples(const Event& ev, Sample&& sample, Bad&& bad) {
+  if (ev.ph != "C" || ev.name != "memory" || ev.cat != "memory") return false;
+  bool any = false, all_empty = true;
+  for (size_t i = 0; i < std::size(kDevices); ++i) {
+    const std::string_view v = ev.extra_args[i];
+    if (v.empty()) continue;
+    all_empty = false;
+    double bytes = 0;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), bytes);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size() || !ev.has_ts) {
+      bad();
+      continue;
+    }
+    any = true;
+    sample(kDevices[i], bytes);
+  }
+  if (!any && all_empty) bad();  // a memory counter with no series the analyzer knows
+  return true;
+}
+
+void capture_devices(EventDecoder& d) {
+  ArgCapture c;
+  c.size = std::size(kDevices);
+  for (size_t i = 0; i < c.size; ++i) c.keys[i] = kDevices[i];
+  d.capture_args(c);
+}
+
+constexpr std::string_view kCounter = "\"ph\":\"C\"";
+
+// Pass 1: each series' count, first, last and exact peak (no samples kept),
+// and the steps (step_finder.hpp).
 class MemoryTrackReader : public LineConsumer {
  public:
-  MemoryTrackReader() {
-    ArgCapture c;
-    c.size = std::size(kDevices);
-    for (size_t i = 0; i < c.size; ++i) c.keys[i] = kDevices[i];
-    decoder_.capture_args(c);
-  }
+  MemoryTrackReader() { capture_devices(decoder_); }
 
   void begin_piece(size_t file_index) override {
     file_ = file_index;
@@ -35,26 +66,12 @@ class MemoryTrackReader : public LineConsumer {
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
     // Counter lines are few (the capture bounds their rate): the others go to the step finder only.
-    static constexpr std::string_view kCounter = "\"ph\":\"C\"";
     if (line.find(kCounter) == std::string_view::npos) return finder.consume(line, cap);
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
-    if (ev_.ph != "C" || ev_.name != "memory" || ev_.cat != "memory") return st;
-    bool any = false;
-    for (size_t i = 0; i < std::size(kDevices); ++i) {
-      const std::string_view v = ev_.extra_args[i];
-      if (v.empty()) continue;
-      double bytes = 0;
-      const auto r = std::from_chars(v.data(), v.data() + v.size(), bytes);
-      if (r.ec != std::errc() || r.ptr != v.data() + v.size() || !ev_.has_ts) {
-        ++out.bad_samples;
-        continue;
-      }
-      any = true;
-      add(std::string(ev_.pid_text), kDevices[i], ev_.ts_ns, bytes);
-    }
-    if (!any && std::all_of(ev_.extra_args.begin(), ev_.extra_args.end(), [](std::string_view s) { return s.empty(); }))
-      ++out.bad_samples;  // a memory counter with no series the analyzer knows
+    memory_samples(
+        ev_, [&](const char* device, double bytes) { add(std::string(ev_.pid_text), device, ev_.ts_ns, bytes); },
+        [&] { ++out.bad_samples; });
     return st;
   }
 
@@ -74,48 +91,6 @@ class MemoryTrackReader : public LineConsumer {
       if (ts >= s.last_ts_ns) s.last = bytes, s.last_ts_ns = ts;
     }
     ++s.samples;
-    samples_[{pid, device}].emplace_back(ts, bytes);
-  }
-
-  // Each series' chart points (out.series in samples_'s order).
-  void chart_points() {
-    size_t i = 0;
-    for (auto& [key, v] : samples_) {
-      std::sort(v.begin(), v.end());
-      auto& pts = out.series[i++].points;
-      if (v.size() <= kMemoryChartPoints) {
-        pts = v;
-        continue;
-      }
-      const double span = static_cast<double>(v.back().first - v.front().first) + 1;
-      size_t last_bucket = SIZE_MAX;
-      for (const auto& s : v) {
-        const auto b = static_cast<size_t>(static_cast<double>(s.first - v.front().first) / span * kMemoryChartPoints);
-        if (b != last_bucket) pts.push_back(s), last_bucket = b;
-        else if (s.second > pts.back().second) pts.back() = s;
-      }
-    }
-  }
-
-  // Each step's peak, from the samples of its process (sorted by chart_points).
-  void step_peaks(const StepPlan& plan) {
-    for (const ProcessSteps& p : plan.processes) {
-      for (auto it = samples_.lower_bound({p.pid, ""}); it != samples_.end() && it->first.first == p.pid; ++it) {
-        const auto& v = it->second;
-        for (size_t i = 0; i < p.steps.size(); ++i) {
-          const StepInterval& st = p.steps[i];
-          MemoryStepPeak r{p.pid, it->first.second, i, st.label, 0, 0, st.ts};
-          auto b = std::lower_bound(v.begin(), v.end(), std::make_pair(st.ts, -HUGE_VAL));
-          bool any = b != v.begin();
-          if (any) r.start_bytes = r.peak = std::prev(b)->second;
-          for (auto s = b; s != v.end() && s->first <= st.end; ++s) {
-            if (!any || s->second > r.peak) r.peak = s->second, r.peak_ts_ns = s->first;
-            any = true;
-          }
-          if (any) out.steps.push_back(std::move(r));
-        }
-      }
-    }
   }
 
   MemoryPeaks out;
@@ -127,25 +102,145 @@ class MemoryTrackReader : public LineConsumer {
   Event ev_;
   size_t file_ = 0;
   std::map<std::pair<size_t, std::string>, int64_t> last_ts_;
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, double>>> samples_;
 };
 
-// Pass 2: the ops inside each process's window up to its CPU peak.
-class HolderReader : public LineConsumer {
- public:
-  explicit HolderReader(std::vector<MemoryPeakBreakdown>& b) : out_(b) {
-    for (size_t i = 0; i < out_.size(); ++i) by_pid_[out_[i].pid] = i;
+using Sample = std::pair<int64_t, double>;  // (ts, bytes), ordered by time, then bytes
+
+// The higher sample, the earlier of equal ones (a peak and its time).
+void keep_peak(Sample& best, bool& any, const Sample& s) {
+  if (!any || s.second > best.second || (s.second == best.second && s.first < best.first)) best = s;
+  any = true;
+}
+
+// One series' chart, built sample by sample in a fixed room: all samples
+// while the series has at most kMemoryChartPoints, else the highest sample of
+// each of kMemoryChartPoints equal slices of its time span (pass 1's).
+struct ChartBuilder {
+  const MemorySeries* series = nullptr;
+  std::vector<Sample> points;
+  std::vector<bool> used;
+  void init(const MemorySeries& s) {
+    series = &s;
+    if (s.samples > kMemoryChartPoints) points.assign(kMemoryChartPoints, {}), used.assign(kMemoryChartPoints, false);
   }
+  void add(const Sample& x) {
+    if (used.empty()) {
+      if (points.size() < kMemoryChartPoints) points.push_back(x);
+      return;
+    }
+    const double span = static_cast<double>(saturating_sub(series->last_ts_ns, series->first_ts_ns)) + 1;
+    const double at = static_cast<double>(saturating_sub(x.first, series->first_ts_ns)) / span * kMemoryChartPoints;
+    const size_t b = std::min<size_t>(at > 0 ? static_cast<size_t>(at) : 0, kMemoryChartPoints - 1);
+    bool any = used[b];
+    keep_peak(points[b], any, x);
+    used[b] = true;
+  }
+  std::vector<Sample> finish() {
+    if (used.empty()) {
+      std::sort(points.begin(), points.end());
+      return std::move(points);
+    }
+    std::vector<Sample> v;
+    for (size_t b = 0; b < points.size(); ++b)
+      if (used[b]) v.push_back(points[b]);
+    return v;
+  }
+};
+
+// The step peaks of one series in one process's steps, built sample by
+// sample: per step, the highest sample inside it, and per gap before a step
+// the latest sample (a step's level at its start is the latest of all the
+// gaps before it).
+struct StepPeakBuilder {
+  const ProcessSteps* process = nullptr;
+  std::vector<int64_t> max_end;  // per step: the latest end of the steps up to it
+  std::vector<Sample> before, inside;
+  std::vector<bool> has_before, has_inside;
+  void init(const ProcessSteps& p) {
+    process = &p;
+    const size_t n = p.steps.size();
+    max_end.resize(n);
+    for (size_t i = 0; i < n; ++i) max_end[i] = std::max(i ? max_end[i - 1] : INT64_MIN, p.steps[i].end);
+    before.assign(n + 1, {});
+    has_before.assign(n + 1, false);
+    inside.assign(n, {});
+    has_inside.assign(n, false);
+  }
+  void add(const Sample& x) {
+    const auto& st = process->steps;
+    const size_t k = std::upper_bound(st.begin(), st.end(), x.first,
+                                      [](int64_t t, const StepInterval& s) { return t < s.ts; }) - st.begin();
+    if (!has_before[k] || x > before[k]) before[k] = x;
+    has_before[k] = true;
+    for (size_t i = k; i-- > 0 && max_end[i] >= x.first;) {
+      if (st[i].end < x.first) continue;
+      bool any = has_inside[i];
+      keep_peak(inside[i], any, x);
+      has_inside[i] = true;
+    }
+  }
+  // The level at step `i`'s start: the latest sample before it (0: none).
+  double start_bytes(size_t i) const {
+    bool any = false;
+    Sample last{};
+    for (size_t k = 0; k <= i; ++k)
+      if (has_before[k] && (!any || before[k] > last)) last = before[k], any = true;
+    return last.second;
+  }
+  void finish(const std::string& device, std::vector<MemoryStepPeak>& out) const {
+    bool any_before = false;
+    Sample last{};
+    for (size_t i = 0; i < process->steps.size(); ++i) {
+      if (has_before[i] && (!any_before || before[i] > last)) last = before[i], any_before = true;
+      const StepInterval& st = process->steps[i];
+      MemoryStepPeak r{process->pid, device, i, st.label, 0, 0, st.ts};
+      if (any_before) r.start_bytes = r.peak = last.second;
+      if (has_inside[i] && (!any_before || inside[i].second > r.peak)) r.peak = inside[i].second, r.peak_ts_ns = inside[i].first;
+      if (any_before || has_inside[i]) out.push_back(std::move(r));
+    }
+  }
+};
+
+// Pass 2, with the series and steps of pass 1 known: the chart points and
+// step peaks from the samples again (bounded: nothing per sample is kept),
+// and the ops inside each process's window up to its CPU peak.
+class SecondPass : public LineConsumer {
+ public:
+  SecondPass(MemoryPeaks& m, const StepPlan& plan) : out_(m) {
+    capture_devices(decoder_);
+    charts_.resize(m.series.size());
+    series_steps_.resize(m.series.size());
+    for (size_t i = 0; i < m.series.size(); ++i) {
+      const MemorySeries& s = m.series[i];
+      charts_[i].init(s);
+      series_at_[{s.pid, s.device}] = i;
+      for (size_t k = 0; k < plan.processes.size(); ++k) {
+        if (plan.processes[k].pid != s.pid) continue;
+        series_steps_[i].push_back(steps_.size());
+        steps_.emplace_back();
+        steps_.back().first = i;
+        steps_.back().second.init(plan.processes[k]);
+      }
+    }
+    for (size_t i = 0; i < m.holders.size(); ++i) by_pid_[m.holders[i].pid] = i;
+  }
+
   DecodeStatus consume(std::string_view line, size_t cap) override {
-    if (line.find("_bytes\"") == std::string_view::npos) return DecodeStatus::Ok;  // no memory args
+    const bool counter = line.find(kCounter) != std::string_view::npos;
+    if (!counter && line.find("_bytes\"") == std::string_view::npos) return DecodeStatus::Ok;  // no memory args
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
-    if (st != DecodeStatus::Ok || !ev_.is_complete() || !(ev_.has_alloc_bytes || ev_.has_free_bytes)) return st;
+    if (st != DecodeStatus::Ok) return st;
+    if (counter) {
+      memory_samples(ev_, [&](const char* device, double bytes) { add(device, {ev_.ts_ns, bytes}); }, [] {});
+      return st;
+    }
+    if (!ev_.is_complete() || !(ev_.has_alloc_bytes || ev_.has_free_bytes)) return st;
     auto it = by_pid_.find(ev_.pid_text);
     if (it == by_pid_.end()) return st;
-    const MemoryPeakBreakdown& b = out_[it->second];
-    if (ev_.ts_ns < b.from_ns || ev_.ts_ns + ev_.dur_ns > b.peak_ts_ns) return st;
+    const MemoryPeakBreakdown& b = out_.holders[it->second];
+    if (ev_.ts_ns < b.from_ns || saturating_add(ev_.ts_ns, ev_.dur_ns) > b.peak_ts_ns) return st;
     const double net = ev_.alloc_bytes - ev_.free_bytes;
-    out_[it->second].ops_net += net;
+    out_.holders[it->second].ops_net += net;
     auto& n = names_[it->second][std::string(ev_.name)];
     n.first += net;
     ++n.second;
@@ -154,7 +249,22 @@ class HolderReader : public LineConsumer {
     ++m.second;
     return st;
   }
+
+  double start_bytes(size_t series, const ProcessSteps* p, size_t step) const {
+    for (const auto& [i, b] : steps_)
+      if (i == series && b.process == p) return b.start_bytes(step);
+    return 0;
+  }
+
   void finish() {
+    for (size_t i = 0; i < charts_.size(); ++i) out_.series[i].points = charts_[i].finish();
+    series_steps_.clear();  // indexes into steps_, which the sort below reorders
+    // By process (the plan's order), then device, then step.
+    std::stable_sort(steps_.begin(), steps_.end(), [&](const auto& a, const auto& b) {
+      if (a.second.process != b.second.process) return a.second.process < b.second.process;
+      return a.first < b.first;
+    });
+    for (const auto& [i, b] : steps_) b.finish(out_.series[i].device, out_.steps);
     auto top = [](const std::map<std::string, std::pair<double, uint64_t>>& in) {
       std::vector<MemoryHolder> v;
       for (const auto& [k, x] : in) v.push_back({k, x.first, x.second});
@@ -164,12 +274,23 @@ class HolderReader : public LineConsumer {
       if (v.size() > 10) v.resize(10);
       return v;
     };
-    for (auto& [i, m] : names_) out_[i].by_name = top(m);
-    for (auto& [i, m] : modules_) out_[i].by_module = top(m);
+    for (auto& [i, m] : names_) out_.holders[i].by_name = top(m);
+    for (auto& [i, m] : modules_) out_.holders[i].by_module = top(m);
   }
 
  private:
-  std::vector<MemoryPeakBreakdown>& out_;
+  void add(const char* device, const Sample& x) {
+    auto it = series_at_.find({std::string(ev_.pid_text), device});
+    if (it == series_at_.end()) return;  // not in pass 1 (the file changed between the passes)
+    charts_[it->second].add(x);
+    for (size_t k : series_steps_[it->second]) steps_[k].second.add(x);
+  }
+
+  MemoryPeaks& out_;
+  std::vector<ChartBuilder> charts_;
+  std::map<std::pair<std::string, std::string>, size_t> series_at_;
+  std::vector<std::pair<size_t, StepPeakBuilder>> steps_;  // (series, its steps in one process)
+  std::vector<std::vector<size_t>> series_steps_;          // per series: its entries in steps_
   std::map<std::string, size_t, std::less<>> by_pid_;
   std::map<size_t, std::map<std::string, std::pair<double, uint64_t>>> names_, modules_;
   EventDecoder decoder_;
@@ -185,29 +306,41 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   ReadOptions o = options;
   o.use_index = false;
   reader.out.stats = read_traces(files, {&reader}, o);
-  for (auto& [k, s] : reader.series_) reader.out.series.push_back(s);
-  reader.chart_points();
+  MemoryPeaks& m = reader.out;
+  for (auto& [k, s] : reader.series_) m.series.push_back(s);
+  if (m.series.empty()) return std::move(m);
   const StepPlan plan = reader.finder.plan();
-  reader.step_peaks(plan);
-  // The window of each process's CPU peak: its step's start (else the first sample) to the peak.
-  for (const MemorySeries& s : reader.out.series) {
+  // The window of each process's CPU peak: the start of the first step
+  // around the peak (else the first sample) to the peak.
+  struct PeakStep {
+    size_t series = 0;
+    const ProcessSteps* process = nullptr;  // none: the peak lies in no step
+    size_t step = 0;
+  };
+  std::vector<PeakStep> peak_step;  // per holder
+  for (size_t j = 0; j < m.series.size(); ++j) {
+    const MemorySeries& s = m.series[j];
     if (s.device != "cpu") continue;
-    MemoryPeakBreakdown b{s.pid, s.first_ts_ns, s.peak_ts_ns, s.first, s.peak, {}, {}};
-    for (const MemoryStepPeak& st : reader.out.steps)
-      if (st.pid == s.pid && st.device == "cpu" && st.peak_ts_ns == s.peak_ts_ns) {
-        for (const ProcessSteps& p : plan.processes)
-          if (p.pid == s.pid && st.step < p.steps.size()) b.from_ns = p.steps[st.step].ts;
-        b.from_bytes = st.start_bytes;
-        break;
-      }
-    reader.out.holders.push_back(std::move(b));
+    m.holders.push_back({s.pid, s.first_ts_ns, s.peak_ts_ns, s.first, s.peak, 0, {}, {}});
+    peak_step.push_back({j, nullptr, 0});
+    for (size_t k = 0; k < plan.processes.size() && !peak_step.back().process; ++k) {
+      const ProcessSteps& p = plan.processes[k];
+      if (p.pid != s.pid) continue;
+      for (size_t i = 0; i < p.steps.size(); ++i)
+        if (p.steps[i].ts <= s.peak_ts_ns && s.peak_ts_ns <= p.steps[i].end) {
+          m.holders.back().from_ns = p.steps[i].ts;
+          peak_step.back() = {j, &p, i};
+          break;
+        }
+    }
   }
-  if (!reader.out.holders.empty()) {
-    HolderReader holders(reader.out.holders);
-    read_traces(files, {&holders}, o);  // the same input again: its problems are counted once, above
-    holders.finish();
-  }
-  return std::move(reader.out);
+  SecondPass second(m, plan);
+  read_traces(files, {&second}, o);  // the same input again: its problems are counted once, above
+  second.finish();
+  for (size_t h = 0; h < m.holders.size(); ++h)  // the level at the start of the peak's step
+    if (const PeakStep& ps = peak_step[h]; ps.process)
+      m.holders[h].from_bytes = second.start_bytes(ps.series, ps.process, ps.step);
+  return std::move(m);
 }
 
 std::string memory_problems_line(const MemoryPeaks& m) {

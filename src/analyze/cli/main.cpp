@@ -376,6 +376,8 @@ int run_device(const Args& a, const std::vector<std::string>& files, const ReadO
   emit(a, os.str());
   if (r.stats.events > 0 && r.device_events == 0)
     std::fprintf(stderr, "dftracer-analyze: no device events (cat kernel, gpu_memcpy, gpu_memset) in the input\n");
+  if (r.events_not_kept)
+    std::fprintf(stderr, "dftracer-analyze: %s\n", device_cap_line(r).c_str());
   return finish(r.stats);
 }
 

@@ -1,6 +1,7 @@
 #include "gzip_members.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,12 +31,23 @@ constexpr int kSkipAfterTooLarge = 8;
 
 // One decompressor and output buffer per reading thread (each worker owns
 // its MemberInflater and runs on one thread), freed when the thread ends.
+// The buffer is kMaxWhole of address space, mapped once: a member is
+// inflated in one call (no growing, no inflating again), and only the pages
+// it writes become resident; past kKeep they are handed back after the
+// member, so no thread holds a large member's size idle.
+constexpr size_t kKeep = kWindow * 2;
 struct WholeInflater {
   libdeflate_decompressor* d = nullptr;
-  std::vector<char> out;
+  char* out = nullptr;
+  size_t dirty = 0;  // bytes written since the pages past kKeep were last handed back
   int skip = 0;
+  void release() {
+    if (dirty > kKeep) madvise(out + kKeep, kMaxWhole - kKeep, MADV_DONTNEED);
+    dirty = std::min(dirty, kKeep);
+  }
   ~WholeInflater() {
     if (d) libdeflate_free_decompressor(d);
+    if (out) munmap(out, kMaxWhole);
   }
 };
 thread_local WholeInflater t_whole;
@@ -56,25 +68,26 @@ bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const Member
   }
   if (!w.d) w.d = libdeflate_alloc_decompressor();
   if (!w.d) return false;
-  if (w.out.empty()) w.out.resize(kWindow * 2);
-  for (;;) {
-    size_t in_used = 0, out_used = 0;
-    libdeflate_result res =
-        libdeflate_gzip_decompress_ex(w.d, data + offset, size - offset, w.out.data(), w.out.size(), &in_used, &out_used);
-    if (res == LIBDEFLATE_SUCCESS) {
-      r.produced = out_used;
-      r.next_offset = offset + in_used;
-      r.end = out_used == 0 || sink(w.out.data(), out_used) ? MemberEnd::Complete : MemberEnd::Corrupt;
-      return true;
-    }
-    if (res != LIBDEFLATE_INSUFFICIENT_SPACE) return false;  // zlib settles bad or cut-short members
-    if (w.out.size() >= kMaxWhole) {
-      w.skip = kSkipAfterTooLarge;
-      std::vector<char>().swap(w.out);  // zlib's window takes over: no 32 MiB kept idle
-      return false;
-    }
-    w.out.resize(w.out.size() * 2);
+  if (!w.out) {
+    void* p = mmap(nullptr, kMaxWhole, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    w.out = static_cast<char*>(p);
   }
+  size_t in_used = 0, out_used = 0;
+  libdeflate_result res =
+      libdeflate_gzip_decompress_ex(w.d, data + offset, size - offset, w.out, kMaxWhole, &in_used, &out_used);
+  if (res == LIBDEFLATE_SUCCESS) {
+    w.dirty = std::max(w.dirty, out_used);
+    r.produced = out_used;
+    r.next_offset = offset + in_used;
+    r.end = out_used == 0 || sink(w.out, out_used) ? MemberEnd::Complete : MemberEnd::Corrupt;
+    w.release();
+    return true;
+  }
+  w.dirty = kMaxWhole;  // a failed call may have written anywhere in the buffer
+  w.release();
+  if (res == LIBDEFLATE_INSUFFICIENT_SPACE) w.skip = kSkipAfterTooLarge;
+  return false;  // zlib's stream: too large, or zlib settles bad or cut-short members
 #else
   (void)data, (void)size, (void)offset, (void)sink, (void)r;
   return false;
@@ -82,6 +95,14 @@ bool inflate_whole(const uint8_t* data, size_t size, size_t offset, const Member
 }
 
 }  // namespace
+
+size_t whole_inflate_buffer_bytes() {
+#if defined(DFTRACER_HAVE_LIBDEFLATE)
+  return t_whole.dirty;
+#else
+  return 0;
+#endif
+}
 
 size_t IndexedStarts::member_end(size_t offset, size_t size) const {
   if (index == nullptr) return size;

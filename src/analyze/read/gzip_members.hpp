@@ -98,6 +98,10 @@ struct MemberResult {
   uint64_t produced = 0;   // inflated bytes handed to the sink
 };
 
+// The bytes of this thread's whole-member (libdeflate) output buffer that
+// may be resident now: at most 2 MiB between members (0 without libdeflate).
+size_t whole_inflate_buffer_bytes();
+
 // Inflates members one at a time, reusing its zlib state and output window.
 class MemberInflater {
  public:

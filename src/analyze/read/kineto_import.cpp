@@ -1,6 +1,7 @@
 #include "kineto_import.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <map>
 #include <memory>
@@ -88,6 +89,23 @@ struct ProcessModules {
   }
 };
 
+// Steps sorted by start, for the first (in that order) around a time.
+struct StepLookup {
+  std::vector<int64_t> ts, max_end, step;  // max_end: the latest end of the steps up to each
+  void add(const StepRange& s) {
+    ts.push_back(s.ts);
+    max_end.push_back(std::max(max_end.empty() ? INT64_MIN : max_end.back(), s.end));
+    step.push_back(s.step);
+  }
+  // The first step with ts <= t < end, else -1: among the steps starting by
+  // t, the first whose end passes t is where max_end first passes t.
+  int64_t at(int64_t t) const {
+    const size_t started = std::upper_bound(ts.begin(), ts.end(), t) - ts.begin();
+    const size_t i = std::upper_bound(max_end.begin(), max_end.end(), t) - max_end.begin();
+    return i < started ? step[i] : -1;
+  }
+};
+
 }  // namespace
 
 void link_timeline(DeviceTimeline& t) {
@@ -128,8 +146,8 @@ void link_timeline(DeviceTimeline& t) {
   // order: a parent comes before its children.
   for (size_t i = 0; i < n; ++i) {
     if (!is_cpu_role(ev[i].role)) continue;
-    t.cpu_self[i] += ev[i].dur;
-    if (parent[i] != kNoEvent) t.cpu_self[parent[i]] -= ev[i].dur;
+    t.cpu_self[i] = saturating_add(t.cpu_self[i], ev[i].dur);
+    if (parent[i] != kNoEvent) t.cpu_self[parent[i]] = saturating_sub(t.cpu_self[parent[i]], ev[i].dur);
     if (!own_module[i].empty()) t.cpu_module[i] = own_module[i];
     else if (parent[i] != kNoEvent) t.cpu_module[i] = t.cpu_module[parent[i]];
   }
@@ -142,11 +160,20 @@ void link_timeline(DeviceTimeline& t) {
     if (m != kNoEvent) t.cpu_module[i] = own_module[m];
   }
 
+  // The steps of each file and of each (file, pid), in t.steps's order.
+  std::map<uint32_t, StepLookup> file_steps;
+  std::map<std::pair<uint32_t, std::string>, StepLookup> pid_steps;
+  for (const StepRange& s : t.steps) {
+    file_steps[s.file].add(s);
+    pid_steps[{s.file, s.pid}].add(s);
+  }
   auto step_at = [&](uint32_t file, const std::string* pid, int64_t ts) -> int64_t {
-    for (const StepRange& s : t.steps) {
-      if (s.file == file && (!pid || s.pid == *pid) && s.ts <= ts && ts < s.end) return s.step;
+    if (pid) {
+      auto it = pid_steps.find({file, *pid});
+      return it == pid_steps.end() ? -1 : it->second.at(ts);
     }
-    return -1;
+    auto it = file_steps.find(file);
+    return it == file_steps.end() ? -1 : it->second.at(ts);
   };
 
   for (size_t i = 0; i < n; ++i) {
@@ -203,7 +230,8 @@ int64_t arg_int(std::string_view v) {
 
 class TimelineCollector : public LineConsumer {
  public:
-  TimelineCollector() {
+  // `kept`: the events all collectors kept, shared; at most `max` of them.
+  TimelineCollector(std::atomic<size_t>& kept, size_t max) : kept_(kept), max_(max) {
     ArgCapture c;
     c.keys[0] = "correlation";
     c.keys[1] = "External id";
@@ -233,12 +261,19 @@ class TimelineCollector : public LineConsumer {
     // GPU work carries its device or correlation id; a cat "kernel" region
     // without either (other tools' CPU-side kernel scopes) is not device time.
     if (is_device_role(role) && e.device < 0 && e.correlation < 0) return st;
+    if (kept_.fetch_add(1, std::memory_order_relaxed) >= max_) {
+      ++not_kept;
+      return st;
+    }
     events.push_back(std::move(e));
     return st;
   }
   std::vector<TimelineEvent> events;
+  uint64_t not_kept = 0;
 
  private:
+  std::atomic<size_t>& kept_;
+  const size_t max_;
   EventDecoder decoder_;
   Event ev_;
   uint32_t file_ = 0;
@@ -247,12 +282,13 @@ class TimelineCollector : public LineConsumer {
 }  // namespace
 
 DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
-                                    const ReadOptions& options) {
+                                    const ReadOptions& options, size_t max_events) {
   threads = useful_threads(files, threads, options);
+  std::atomic<size_t> kept{0};
   std::vector<std::unique_ptr<TimelineCollector>> cs;
   std::vector<LineConsumer*> consumers;
   for (unsigned i = 0; i < threads; ++i) {
-    cs.push_back(std::make_unique<TimelineCollector>());
+    cs.push_back(std::make_unique<TimelineCollector>(kept, max_events));
     consumers.push_back(cs.back().get());
   }
   DeviceTimeline t;
@@ -260,6 +296,7 @@ DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsig
   for (auto& c : cs) {
     for (auto& e : c->events) t.events.push_back(std::move(e));
     c->events.clear();
+    t.not_kept += c->not_kept;
   }
   link_timeline(t);
   return t;

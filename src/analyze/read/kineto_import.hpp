@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "trace_reader.hpp"
+#include "trace_time.hpp"
 
 namespace dftracer::analyze {
 
@@ -46,7 +47,7 @@ struct TimelineEvent {
   std::string name, pid, tid;
   int64_t ts = 0, dur = 0;  // ns
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
-  int64_t end() const { return ts + dur; }
+  int64_t end() const { return saturating_add(ts, dur); }  // held at INT64_MAX for hostile times
 };
 
 // The module a range names ("" when it is none): `nn.Module: NAME` of a
@@ -80,8 +81,13 @@ struct DeviceTimeline {
   std::vector<int64_t> cpu_self;   // per event: CPU self time (ns), 0 for device events
   std::vector<std::string> cpu_module;  // per event: the module a CPU event runs in ("" none)
   std::vector<StepRange> steps;    // sorted by (file, ts)
+  uint64_t not_kept = 0;           // timeline events past the cap: read but not analyzed
   ReadStats stats;
 };
+
+// The most timeline events read_device_timeline keeps (a few hundred bytes
+// each, linked): past it, events are counted in not_kept and left out.
+inline constexpr size_t kMaxTimelineEvents = size_t(1) << 20;
 
 // Links `events` (any order; they are sorted in place by file, ts): fills
 // links, cpu_self, cpu_module and steps.
@@ -89,6 +95,6 @@ void link_timeline(DeviceTimeline& t);
 
 // Reads the timeline events of `files` and links them.
 DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
-                                    const ReadOptions& options);
+                                    const ReadOptions& options, size_t max_events = kMaxTimelineEvents);
 
 }  // namespace dftracer::analyze

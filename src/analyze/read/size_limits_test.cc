@@ -3,7 +3,10 @@
 // memory, and every other event is still read.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include "cli_run.hpp"
+#include "gzip_members.hpp"
 
 namespace dftracer::analyze::testing {
 namespace {
@@ -97,6 +100,32 @@ TEST(SizeLimits, GzipBombOfOneLineKeepsMemoryBounded) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(bad.err.find("dftracer-analyze: --max-line-mib needs an integer from 1 to 1048576, not '0'"), 0u)
       << bad.err;
+}
+
+// A member of 20 MiB grows the thread's whole-member buffer past 16 MiB to
+// inflate; afterwards the buffer is back at 2 MiB, not held at 32.
+TEST(SizeLimits, WholeMemberBufferShrinksAfterALargeMember) {
+  std::string text;
+  for (int i = 0; text.size() < (size_t{20} << 20); ++i) text += op_event(i, "e" + std::to_string(i % 97), 1, 1) + ",\n";
+  z_stream zs{};
+  ASSERT_EQ(deflateInit2(&zs, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::vector<uint8_t> gz(deflateBound(&zs, text.size()));
+  zs.next_in = reinterpret_cast<Bytef*>(text.data());
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = gz.data();
+  zs.avail_out = static_cast<uInt>(gz.size());
+  ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  gz.resize(zs.total_out);
+  deflateEnd(&zs);
+  MemberInflater inf;
+  uint64_t seen = 0;
+  MemberResult r = inf.inflate_member(gz.data(), gz.size(), 0, [&](const char*, size_t n) {
+    seen += n;
+    return true;
+  });
+  EXPECT_EQ(r.end, MemberEnd::Complete);
+  EXPECT_EQ(seen, text.size());
+  EXPECT_LE(whole_inflate_buffer_bytes(), size_t{2} << 20);
 }
 
 TEST(SizeLimits, LimitsAreOptionsOfTheCommand) {

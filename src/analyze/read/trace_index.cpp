@@ -21,6 +21,10 @@ namespace {
 
 enum class Sidecar { Absent, Unusable, Read };
 
+// Whether a member's bytes lie inside a trace of `size` bytes, written so a
+// crafted offset and size cannot wrap past 2^64 back into range.
+bool within(const GzipIndexEntry& e, uint64_t size) { return e.size <= size && e.offset <= size - e.size; }
+
 // Reads `path` into `out` when it is a regular file of at most `limit` bytes,
 // up to its size when opened and its last complete line (a live writer may be
 // appending). Anything else is Unusable, decided without blocking or reading
@@ -151,7 +155,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
       m.entry.uncompressed = f.number<uint64_t>();
       m.entry.lines = f.number<uint64_t>();
       if (!f.ok) return invalid(out, why, at + "not an index line");
-      if (m.entry.offset + m.entry.size > size) break;  // written for a member that never reached the file
+      if (!within(m.entry, size)) break;  // written for a member that never reached the file
       if (m.entry.offset != expect || m.entry.size == 0 || !is_gzip_header(data + m.entry.offset, size - m.entry.offset))
         return invalid(out, why, at + "member does not match the trace");
       out->members.push_back(m);
@@ -203,7 +207,7 @@ IndexStatus load_trace_index(const std::string& gz_path, const uint8_t* data, si
         }
       }
       if (!f.ok) return invalid(out, why, at + "bad member line");
-      if (m.entry.offset + m.entry.size > size) {
+      if (!within(m.entry, size)) {
         past_end = true;  // a crash between the member and its line; a finalized index is caught below
         continue;
       }

@@ -621,3 +621,65 @@ TEST(WriteTimeIndex, VersionTwoIndexSplitsButAnswersNothingUnread) {
   expect_same_summary(read_summary(path, "name", false), s, "version 2");
   EXPECT_FALSE(trace_time_range({path}, 2).from_index);
 }
+
+namespace {
+
+// `line` (an index line without its CRC) signed as the writer signs it.
+std::string signed_line(const std::string& line) {
+  char tail[16];
+  std::snprintf(tail, sizeof tail, " *%08lx\n", crc32(0L, reinterpret_cast<const Bytef*>(line.data()), line.size()));
+  return line + tail;
+}
+
+// Replaces the `k`th space-separated word of `line` (0: the record kind).
+void set_word(std::string& line, int k, const std::string& word) {
+  size_t f = 0;
+  for (int i = 0; i < k; ++i) f = line.find(' ', f) + 1;
+  line.replace(f, line.find(' ', f) == std::string::npos ? std::string::npos : line.find(' ', f) - f, word);
+}
+
+}  // namespace
+
+TEST(WriteTimeIndex, MemberWhoseOffsetPlusSizeWrapsIsNotTaken) {
+  // A crafted second member: its offset where member 0 ends, its size chosen so
+  // offset + size wraps to 24, its gzip CRC field equal to the 4 bytes that
+  // wrapped end would point at. It lies past the trace: never an indexed member.
+  TempDir d;
+  std::string path = write_trace(d.file("t.pfw.gz"), 12, false);
+  TraceIndex good;
+  ASSERT_TRUE(usable_index(path, &good));
+  ASSERT_GT(good.members.size(), 2u);
+  const std::string gz = read_file(path);
+  const uint64_t end0 = good.members[0].entry.size, huge = (~uint64_t(0)) - end0 + 1 + 24;
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%u", uint32_t(uint8_t(gz[16])) | uint32_t(uint8_t(gz[17])) << 8 |
+                                           uint32_t(uint8_t(gz[18])) << 16 | uint32_t(uint8_t(gz[19])) << 24);
+  std::string idx = read_file(path + ".idx"), crafted;
+  int members = 0;
+  for (size_t b = 0; b < idx.size() && members < 2;) {  // the header, the names, members 0 and 1 (crafted)
+    size_t e = idx.find('\n', b);
+    std::string line = idx.substr(b, idx.rfind(" *", e) - b);
+    b = e + 1;
+    if (line.rfind("M ", 0) == 0 && ++members == 2) {
+      set_word(line, 2, std::to_string(huge));
+      set_word(line, 5, crc);
+    }
+    crafted += signed_line(line);
+  }
+  write_file(path + ".idx", crafted);
+  TraceIndex index;
+  MappedFile map(path);
+  load_trace_index(path, map.data(), map.size(), &index, nullptr);
+  ASSERT_EQ(index.members.size(), 1u);
+  Summary s = read_summary(path, "name", true);
+  EXPECT_EQ(s.stats.bad_indexes, 0u);
+  expect_same_summary(s, read_summary(path, "name", false), "wrapped member");
+
+  // The same member in a version-1 index.
+  write_file(path + ".idx", "0 " + std::to_string(end0) + " 1 1\n" + std::to_string(end0) + " " +
+                                std::to_string(huge) + " 1 1\n");
+  TraceIndex v1;
+  load_trace_index(path, map.data(), map.size(), &v1, nullptr);
+  ASSERT_EQ(v1.members.size(), 1u);
+  expect_same_summary(read_summary(path, "name", true), read_summary(path, "name", false), "wrapped v1 member");
+}

@@ -1,6 +1,7 @@
 #include "cupti_source.h"
 
 #include <cupti.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstddef>
@@ -41,6 +42,31 @@ uint64_t monotonic_ns() {
 }
 
 uint64_t CUPTIAPI trace_clock() { return monotonic_ns(); }
+
+// The trace's epoch offset (trace ns - CLOCK_MONOTONIC ns): the core's own
+// (dft_now_ns, whose clock is monotonic + an offset anchored at process
+// start), read between two monotonic readings; when the core is not loaded
+// in this process, realtime - monotonic now.
+int64_t trace_offset_ns() {
+  using NowFn = uint64_t (*)();
+  auto now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "dft_now_ns"));
+#if defined(DFTRACER_CORE_SONAME)
+  if (!now) {  // loaded RTLD_LOCAL (a Python extension's dependency): by its soname
+    if (void* core = dlopen(DFTRACER_CORE_SONAME, RTLD_NOW | RTLD_NOLOAD)) now = reinterpret_cast<NowFn>(dlsym(core, "dft_now_ns"));
+  }
+#endif
+  const uint64_t before = monotonic_ns();
+  uint64_t trace = 0;
+  if (now) {
+    trace = now();
+  } else {
+    timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    trace = uint64_t(rt.tv_sec) * 1000000000ull + uint64_t(rt.tv_nsec);
+  }
+  const uint64_t after = monotonic_ns();
+  return int64_t(trace - (before + (after - before) / 2));
+}
 
 struct State {
   std::unique_ptr<uint8_t[]> pool;
@@ -187,34 +213,44 @@ extern "C" int dftracer_cuda_start(const char* path) {
     return -1;
   }
   std::fputs("[\n", s->out);
-  // GPU timestamps on CLOCK_MONOTONIC, then the trace's epoch offset
-  // (realtime - monotonic), as the core's clock does.
+  // GPU timestamps on CLOCK_MONOTONIC, then the core's epoch offset, so
+  // device events line up with the CPU events of the same process.
   ClockMap clock;
-  timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
+  const int64_t offset = trace_offset_ns();
   const uint64_t mono = monotonic_ns();
-  const uint64_t real = uint64_t(rt.tv_sec) * 1000000000ull + uint64_t(rt.tv_nsec);
   if (cuptiActivityRegisterTimestampCallback(trace_clock) == CUPTI_SUCCESS) {
-    clock.add_sample(mono, real);
+    clock.add_sample(mono, mono + uint64_t(offset));
   } else {  // older CUPTI: its own clock, tied to ours by one reading of each
     uint64_t gpu = 0;
     cuptiGetTimestamp(&gpu);
-    clock.add_sample(gpu, real + (monotonic_ns() - mono));
+    const uint64_t at = monotonic_ns();
+    clock.add_sample(gpu, at + uint64_t(offset));
   }
   s->converter = std::make_unique<ActivityConverter>(std::move(clock));
   g_state = s.get();
   bool ok = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
-  for (CUpti_ActivityKind k : kKinds)
+  bool enabled = false;  // some kind on: CUPTI may have taken a buffer from the pool
+  for (CUpti_ActivityKind k : kKinds) {
     if (ok) ok = check(cuptiActivityEnable(k), "cuptiActivityEnable");
+    enabled = enabled || ok;
+  }
   if (ok) {
     s.release();  // g_state owns it
     return 0;
   }
-  // Undone, so a later start can try again; no buffer was handed out.
+  // Undone, so a later start can try again.
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  if (enabled) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // buffers back, through buffer_completed
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    std::fclose(s->out);
+    s->out = nullptr;
+  }
   g_state = nullptr;
-  std::fclose(s->out);
   std::remove(path);
+  // With a kind enabled, CUPTI may still hold a buffer of the pool (or hand
+  // one back later, then finding no state): the state stays, as after stop.
+  if (enabled) s.release();
   g_error += " (is there a CUDA driver and a GPU?)";
   return -1;
 }

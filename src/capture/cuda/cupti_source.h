@@ -5,7 +5,8 @@
 //   dftracer_cuda_start(path)  enables kernel, memcpy, memset, runtime, driver
 //                              and external-correlation records, sets CUPTI's
 //                              timestamp callback to CLOCK_MONOTONIC (the trace
-//                              clock before its epoch offset), and writes the
+//                              clock before its epoch offset, the core's own
+//                              when it is loaded: dft_now_ns), and writes the
 //                              device events to `path` (one JSON event a line,
 //                              device_activity.h) as CUPTI hands buffers back;
 //   dftracer_cuda_push(id) / dftracer_cuda_pop()

@@ -135,6 +135,10 @@ void ActivityConverter::add(const ActivityRecord& r, std::string* out) {
     ++skipped_api_;
     return;
   }
+  if (r.start == 0 || r.end < r.start) {  // CUPTI could not time it: no event, rather than one at time 0
+    ++bad_times_;
+    return;
+  }
   if (device) track_names(r, out);
   const int64_t ts = clock_.to_trace_ns(r.start);
   const int64_t end = clock_.to_trace_ns(r.end);

@@ -87,11 +87,13 @@ class ActivityConverter {
   void add(const ExternalCorrelation& c);
   // Appends the record's JSON lines (track names the first time a device or
   // stream is seen, the event, its flow end) to `out`, each ending in "\n".
-  // API records that are not is_launch_api() are skipped (and counted).
+  // API records that are not is_launch_api() are skipped (and counted), and
+  // so are records with no start (0) or an end before their start.
   void add(const ActivityRecord& r, std::string* out);
 
   uint64_t events() const { return events_; }
   uint64_t skipped_api_calls() const { return skipped_api_; }
+  uint64_t skipped_bad_times() const { return bad_times_; }
   uint64_t dropped_external_ids() const { return dropped_; }
   // Device events whose correlation id had no external id (launched outside
   // any traced event, or the id was dropped).
@@ -107,7 +109,7 @@ class ActivityConverter {
   std::deque<uint32_t> order_;  // insertion order of external_, for dropping the oldest
   std::set<uint32_t> devices_;
   std::set<std::pair<uint32_t, uint32_t>> streams_;
-  uint64_t events_ = 0, dropped_ = 0, without_external_ = 0, skipped_api_ = 0;
+  uint64_t events_ = 0, dropped_ = 0, without_external_ = 0, skipped_api_ = 0, bad_times_ = 0;
 };
 
 }  // namespace dftracer::cuda

@@ -141,6 +141,20 @@ TEST(ActivityConverter, CopiesSetsAndSkippedApiCalls) {
   EXPECT_STREQ(memcpy_kind_name(99), "Memcpy");
 }
 
+TEST(ActivityConverter, RecordsWithoutATimeOrEndingBeforeTheirStartAreSkipped) {
+  ActivityConverter conv{ClockMap()};
+  std::string out;
+  conv.add(kernel("unstarted", 0, 20, 1), &out);
+  conv.add(kernel("backwards", 50, 40, 2), &out);
+  conv.add(api(ActivityKind::runtime, "cudaLaunchKernel", 0, 0, 3), &out);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(conv.events(), 0u);
+  EXPECT_EQ(conv.skipped_bad_times(), 3u);
+  conv.add(kernel("instant", 50, 50, 4), &out);
+  EXPECT_NE(out.find("\"name\":\"instant\""), std::string::npos);
+  EXPECT_EQ(conv.events(), 1u);
+}
+
 TEST(ActivityConverter, OldestExternalIdsDroppedPastTheCap) {
   ActivityConverter conv(ClockMap(), 2);
   conv.add(ExternalCorrelation{1, 100});
@@ -148,8 +162,8 @@ TEST(ActivityConverter, OldestExternalIdsDroppedPastTheCap) {
   conv.add(ExternalCorrelation{3, 300});
   EXPECT_EQ(conv.dropped_external_ids(), 1u);
   std::string out;
-  conv.add(kernel("k1", 0, 1, 1), &out);
-  conv.add(kernel("k3", 0, 1, 3), &out);
+  conv.add(kernel("k1", 1, 2, 1), &out);
+  conv.add(kernel("k3", 1, 2, 3), &out);
   EXPECT_EQ(out.find("\"External id\":100"), std::string::npos);
   EXPECT_NE(out.find("\"External id\":300"), std::string::npos);
   // A graph launch: several kernels of one correlation id keep its external id.
@@ -160,7 +174,7 @@ TEST(ActivityConverter, OldestExternalIdsDroppedPastTheCap) {
 TEST(ActivityConverter, NamesAreEscaped) {
   ActivityConverter conv{ClockMap()};
   std::string out;
-  conv.add(kernel("k<\"q\"\\>\n", 0, 10, 1), &out);
+  conv.add(kernel("k<\"q\"\\>\n", 1, 10, 1), &out);
   EXPECT_NE(out.find("\"name\":\"k<\\\"q\\\"\\\\>\\n\""), std::string::npos);
 }
 

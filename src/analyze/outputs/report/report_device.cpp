@@ -56,8 +56,8 @@ std::string with_device_section(std::string page, const std::vector<std::string>
   for (const DeviceStep& s : r.steps) {
     gpu_bound += std::string(s.bound) == "gpu-bound";
     cpu_bound += std::string(s.bound) == "cpu-bound";
-    span += s.span_ns;
-    busy += s.busy_ns;
+    span = saturating_add(span, s.span_ns);
+    busy = saturating_add(busy, s.busy_ns);
   }
   std::string line = "GPU: " + std::to_string(r.device_events) + " device events, " +
                      human_time(ns_to_us(r.device_ns)) + " of device time";
