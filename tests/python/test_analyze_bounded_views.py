@@ -7,7 +7,7 @@ import os
 import subprocess
 import zlib
 
-from analyzer_cli import analyzer
+from analyzer_cli import analyzer, analyzer_peak_rss_kib
 
 INT64_MAX = 2**63 - 1
 
@@ -26,12 +26,6 @@ def _json(*args):
     return json.loads(p.stdout)
 
 
-def _peak_rss_kib(args):
-    """The peak resident size of the analyzer run with `args`, that process alone (wait4's rusage)."""
-    p = subprocess.Popen([analyzer()] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(p.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return usage.ru_maxrss
 
 
 def test_device_busy_time_of_kernels_ending_past_int64_is_held_not_wrapped(tmp_path):
@@ -94,5 +88,5 @@ def test_memory_of_a_long_counter_track_keeps_the_exact_peak_in_bounded_memory(t
     assert cpu_steps[5]["peak_ts_us"] == peak_ts_us
     assert cpu_steps[6]["start_bytes"] == 1000 + (6 * step - 1) % 977
     # No more than reading the file costs (the summary's resident size) and a little.
-    reading = _peak_rss_kib(["summary", "--no-progress", str(path)])
-    assert _peak_rss_kib(["memory", "--no-progress", str(path)]) < reading + (32 << 10)
+    reading = analyzer_peak_rss_kib(["summary", "--no-progress", str(path)])
+    assert analyzer_peak_rss_kib(["memory", "--no-progress", str(path)]) < reading + (32 << 10)

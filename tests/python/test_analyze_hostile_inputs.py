@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from analyzer_cli import analyzer
+from analyzer_cli import analyzer, analyzer_peak_rss_kib
 
 
 def _event(name, ts, dur=5, tid=1):
@@ -22,12 +22,6 @@ def _run(args):
     return p.returncode, p.stdout, p.stderr
 
 
-def _peak_rss_kib(args):
-    """The peak resident size of the analyzer run with `args`, that process alone (wait4's rusage)."""
-    p = subprocess.Popen([analyzer()] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss
 
 
 @pytest.mark.parametrize("first_member_alone", [False, True])
@@ -55,7 +49,7 @@ def test_a_huge_first_line_is_skipped_and_counted_with_bounded_memory(tmp_path, 
     assert err.strip().splitlines() == ["dftracer-analyze: skipped 1 line or document over the size limit "
                                         "(read 10 events from 1 files)"]
     # The default line limit is 16 MiB: the memory held stays near it, far below the line.
-    assert _peak_rss_kib(["summary", str(path)]) < 120 << 10
+    assert analyzer_peak_rss_kib(["summary", str(path)]) < 120 << 10
 
 
 def _rank_file(path, rank, world, events):
