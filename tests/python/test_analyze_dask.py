@@ -200,7 +200,7 @@ def test_dask_dataframe_of_events_equals_the_batches(traces, client):
     assert len(got) == len(want) > 40000
     g, w = _sorted_events(got), _sorted_events(want)
     for c in w.columns:
-        if c in ("ts", "dur", "flops", "bytes"):
+        if c in ("ts", "dur", "flops", "bytes", "alloc_bytes", "free_bytes"):
             np.testing.assert_array_equal(g[c].to_numpy(float), w[c].to_numpy(float), err_msg=c)
         elif c in ("ts_ns", "dur_ns"):
             assert g[c].astype("Int64").equals(w[c].astype("Int64")), c

@@ -10,7 +10,6 @@ summary has the memory columns and `memory` the peak.
 """
 import collections
 import json
-import os
 import subprocess
 
 import pytest
@@ -25,6 +24,7 @@ except ImportError:
 
 from dftracer.python.eager import memory_enabled, trace_eager  # noqa: E402
 from test_dynamo_helpers import traced  # noqa: E402
+from analyzer_cli import analyzer  # noqa: E402
 
 
 def tiny_gpt2(checkpointing=False):
@@ -120,9 +120,7 @@ def test_off_by_default_writes_no_memory(tmp_path):
 
 
 def test_analyzer_memory_columns_and_peak(tmp_path):
-    exe = os.environ.get("DFTRACER_ANALYZE_BIN")
-    if not exe:
-        pytest.skip("DFTRACER_ANALYZE_BIN not set")
+    exe = analyzer()
     step = tiny_gpt2()
     step()
     events = traced_step(step, tmp_path, "an")
