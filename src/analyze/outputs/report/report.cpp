@@ -449,14 +449,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"timeline\":" + timeline_json(r);
   data += ",\"bad_input\":" + bad_input_json(res.stats, s.nesting);
   data += "}";
-  // The data sits in a <script> element: "</" must not close it early.
-  std::string safe;
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '<') safe += "\\u003c";
-    else safe += data[i];
-  }
-  std::string page = kReportPage;  // page.html, page.css, page.js
-  page.replace(page.find("@DATA@"), 6, safe);
+  std::string page = fill_page(kReportPage, "@DATA@", data);  // page.html, page.css, page.js
   page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
   // GPU events (cat kernel, gpu_memcpy, gpu_memset): device time, from one more read only then.
   if (by_key[kCat].count("kernel") || by_key[kCat].count("gpu_memcpy") || by_key[kCat].count("gpu_memset"))

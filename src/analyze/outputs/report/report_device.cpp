@@ -31,14 +31,7 @@ std::string with_device_section(std::string page, const std::vector<std::string>
   *answer += line + "\n";
   std::ostringstream os;
   write_device_json(os, r);
-  std::string data;
-  for (char c : os.str()) {  // inside <script>: "</" must not close it early
-    if (c == '<') data += "\\u003c";
-    else if (c != '\n') data += c;
-  }
-  std::string section = kDeviceSection;  // device_section.html, device_section.js
-  section.replace(section.find("@DEVICE@"), 8, data);
-  page.insert(at, section);
+  page.insert(at, fill_page(kDeviceSection, "@DEVICE@", os.str()));  // device_section.html, device_section.js
   return page;
 }
 

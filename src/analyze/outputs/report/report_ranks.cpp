@@ -16,14 +16,7 @@ std::string with_ranks_section(std::string page, const std::vector<std::string>&
   if (ranks < 2 || at == std::string::npos) return page;
   std::ostringstream os;
   write_ranks_json(os, r, {"steps", "stragglers"});
-  std::string data;
-  for (char c : os.str()) {  // inside <script>: "</" must not close it early
-    if (c == '<') data += "\\u003c";
-    else if (c != '\n') data += c;
-  }
-  std::string section = kRanksSection;  // ranks_section.html, ranks_section.js
-  section.replace(section.find("@RANKS@"), 7, data);
-  page.insert(at, section);
+  page.insert(at, fill_page(kRanksSection, "@RANKS@", os.str()));  // ranks_section.html, ranks_section.js
   return page;
 }
 
