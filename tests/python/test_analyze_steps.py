@@ -47,7 +47,7 @@ for step, batch in enumerate((4, 4, 5)):  # step 2: a new shape, a recompile
 log.finalize()
 """
 
-CATEGORIES = ("compile", "forward", "backward", "optimizer", "data", "other")
+CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "other")
 
 
 def category(e):

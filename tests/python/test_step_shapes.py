@@ -49,7 +49,7 @@ def assert_steps_match_the_loop(doc, loop_s):
             continue
         assert abs(g - want) <= max(0.01 * want, 0.001), f"step {i}: {g:.6f} s, the loop measured {want:.6f} s"
     for r in rows:
-        parts = sum(r[f"{c}_us"] for c in ("compile", "forward", "backward", "optimizer", "data", "other"))
+        parts = sum(r[f"{c}_us"] for c in ("compile", "forward", "backward", "optimizer", "comm", "data", "other"))
         assert parts + r["untraced_us"] == pytest.approx(r["duration_us"], abs=0.01)
         assert r["compile_us"] <= r["duration_us"]
     assert rows[0]["compile_us"] > 0.5 * rows[0]["duration_us"]  # the first step compiled

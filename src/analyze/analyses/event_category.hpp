@@ -1,5 +1,5 @@
 // The kind of work an event is, for "compile vs run" and the per-step split:
-// compile, data, optimizer, forward, backward or other. The conventions are
+// compile, data, optimizer, forward, backward, comm or other. The conventions are
 // the ones the capture sources write (docs/analyzer.md, "Categories"):
 //   compile    cat "compile" (Dynamo tracing, AOT autograd, our instrumentation,
 //              backend compile, recompiles)
@@ -12,6 +12,8 @@
 //              or args.phase "optimizer" (a compiled optimizer step's ops)
 //   backward   args.phase "backward"
 //   forward    args.phase "forward" or "inference"
+//   comm       cat "comm" (torch.distributed collectives, DDP's bucket
+//              all-reduces)
 //   other      anything else (regions, eager ops outside a phase)
 #pragma once
 
@@ -54,6 +56,7 @@ inline std::string_view event_category(const Event& e) {
     return "optimizer";
   if (e.phase == "backward") return "backward";
   if (e.phase == "forward" || e.phase == "inference") return "forward";
+  if (e.cat == "comm") return "comm";
   return "other";
 }
 

@@ -1,7 +1,8 @@
 // Steps (`summary --by step`, `dftracer.analyze.steps`): a run's training
 // steps found without configuration (step_finder.hpp: step marks, the step
 // arg, or a repeated region at any depth), and each step's time split into
-// compile / forward / backward / optimizer / data / other (event_category.hpp)
+// compile / forward / backward / optimizer / comm / data / other
+// (event_category.hpp)
 // two ways:
 //   - wall time (wall_time.hpp): the step's duration split by what any thread
 //     of the process was doing, by priority, plus "untraced"; the parts add up
@@ -32,8 +33,9 @@
 namespace dftracer::analyze {
 
 // The categories of event_category.hpp, in the order of the columns.
-inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "data", "other"};
-inline constexpr size_t kNumStepCategories = 6;
+inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "comm", "data", "other"};
+inline constexpr size_t kNumStepCategories = 7;
+static_assert(kNumStepCategories == kNumWallCategories);
 
 struct StepRow {
   std::string pid;

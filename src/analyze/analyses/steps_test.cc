@@ -33,7 +33,7 @@ std::string lines(const std::vector<std::string>& v) {
   return s;
 }
 
-enum Cat { kCompile, kForward, kBackward, kOptimizer, kData, kOther };
+enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kOther };
 
 // pid 10, main thread 10: train_step x3 (the third 10x longer), with compile,
 // forward, backward and optimizer work in step 0 and a worker thread's
@@ -87,7 +87,7 @@ void expect_region_steps(const StepReport& r) {
   EXPECT_EQ(sum, s0.traced_us);
   // Wall time: the backward of both threads ([20, 60) and [50, 80)) counts
   // once, and an instant goes to the first category open in it (compile >
-  // optimizer > backward > forward > data > other); the rest is untraced.
+  // optimizer > backward > forward > comm > data > other); the rest is untraced.
   EXPECT_EQ(s0.wall_us[kCompile], 8);
   EXPECT_EQ(s0.wall_us[kOptimizer], 10);
   EXPECT_EQ(s0.wall_us[kBackward], 60);
@@ -437,6 +437,36 @@ TEST(Steps, CompileOnWorkerThreadsIsWallTimeNotTheirSum) {
   EXPECT_DOUBLE_EQ(r.rows[0].compile_share, 400.0 / 1000);
   ASSERT_EQ(r.runs.size(), 1u);
   EXPECT_EQ(r.runs[0].wall_us[kCompile], 400);
+}
+
+TEST(Steps, CommIsTheWaitNoModelWorkOverlaps) {
+  // A DDP-style step: a bucket all-reduce on the autograd thread overlaps the
+  // backward ops for 20 us, then the main thread waits 30 us for the last
+  // bucket and 10 us in a barrier. Only the wait and the barrier are exposed
+  // communication; the overlapped part is backward time. Thread time still
+  // counts every collective's self time as comm.
+  std::vector<std::string> v;
+  for (int i = 0; i < 2; ++i) {
+    const long long ts = i * 1000;
+    v.push_back(ev("aten::mm", "op", 9, 9, ts + 10, 40, "\"phase\":\"forward\""));
+    v.push_back(ev("aten::mm_bw", "op", 9, 9, ts + 50, 60, "\"phase\":\"backward\""));
+    v.push_back(ev("all_reduce", "comm", 9, 91, ts + 90, 20, "\"ddp_bucket\":0"));
+    v.push_back(ev("wait", "comm", 9, 9, ts + 110, 30));
+    v.push_back(ev("barrier", "comm", 9, 9, ts + 150, 10));
+    v.push_back(ev("train_step", "app", 9, 9, ts, 200));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const StepRow& s = r.rows[1];
+  EXPECT_EQ(s.wall_us[kComm], 40);
+  EXPECT_EQ(s.wall_us[kBackward], 60);
+  EXPECT_EQ(s.wall_us[kForward], 40);
+  EXPECT_EQ(s.wall_us[kOther], 200 - 40 - 60 - 40);  // the region's own instants
+  EXPECT_EQ(s.by_category_us[kComm], 20 + 30 + 10);
+  double wall = s.untraced_us;
+  for (double x : s.wall_us) wall += x;
+  EXPECT_EQ(wall, s.duration_us);
+  EXPECT_EQ(r.runs[0].wall_us[kComm], 80);
 }
 
 TEST(Steps, JsonAndCsvCarryTheRows) {

@@ -4,7 +4,7 @@
 // (event_category.hpp), the union over all its threads of the intervals of its
 // events, and any window (a step, the run) is split into the categories by
 // priority: an instant belongs to the first category active in it, in the
-// order compile, optimizer, backward, forward, data, other; the instants where
+// order compile, optimizer, backward, forward, comm, data, other; the instants where
 // no event of the process is open are "untraced". So the parts of a window add
 // up to its length and none can exceed it.
 //
@@ -17,14 +17,18 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 #include <vector>
 
 namespace dftracer::analyze {
 
 // The categories in priority order for the partition, as indexes into
-// kStepCategories (steps.hpp): compile, optimizer, backward, forward, data, other.
-inline constexpr size_t kWallPriority[] = {0, 3, 2, 1, 4, 5};
+// kStepCategories (steps.hpp): compile, optimizer, backward, forward, comm, data,
+// other. comm comes after the model's work, so it is the exposed wait on peers:
+// a DDP bucket's all-reduce that runs while backward ops do is backward time.
+inline constexpr size_t kWallPriority[] = {0, 3, 2, 1, 4, 5, 6};
+inline constexpr size_t kNumWallCategories = std::size(kWallPriority);
 
 class IntervalUnion {
  public:
@@ -45,7 +49,7 @@ class IntervalUnion {
 
 // One process's wall time by category.
 struct WallParts {
-  int64_t by_category[6] = {};  // kStepCategories order
+  int64_t by_category[kNumWallCategories] = {};  // kStepCategories order
   int64_t untraced = 0;
   int64_t total() const;
 };
@@ -64,7 +68,7 @@ class ProcessWall {
   int64_t closed_gap_ns() const;
 
  private:
-  std::array<IntervalUnion, 6> cats_;
+  std::array<IntervalUnion, kNumWallCategories> cats_;
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;
 };
 

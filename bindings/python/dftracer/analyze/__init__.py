@@ -90,8 +90,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
-        (the well-known fields), "category" (compile, forward, backward, optimizer, data or
-        other: see docs/analyzer.md), or any "args.<key>" (e.g. "args.step", "args.rank": the
+        (the well-known fields), "category" (compile, forward, backward, optimizer, comm, data
+        or other: see docs/analyzer.md), or any "args.<key>" (e.g. "args.step", "args.rank": the
         value as written, a list or object as its JSON text); several as a comma-joined
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
@@ -192,7 +192,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
     write, the `step` arg, or a repeated user region at any depth of the main thread.
     Columns: pid, step (0-based within the process), label (the step value or the region
     name), start_us, duration_us; compile_us, forward_us, backward_us, optimizer_us,
-    data_us, other_us, untraced_us (wall time: the duration split by what any thread of
+    comm_us (exposed communication), data_us, other_us, untraced_us (wall time: the duration split by what any thread of
     the process was doing, by priority; they add up to duration_us); traced_us and
     compile_thread_us .. other_thread_us (thread time: self time added over threads);
     compile_share (compile_us / duration_us), outlier (bool), outlier_kind ("slow",
@@ -219,7 +219,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
         doc = json.loads(text)
     else:
         doc, stats = _dask().steps(client, _module(), files(paths), limits)
-    cats = ("compile", "forward", "backward", "optimizer", "data", "other")
+    cats = ("compile", "forward", "backward", "optimizer", "comm", "data", "other")
     columns = (["pid", "step", "label", "start_us", "duration_us"] + [f"{c}_us" for c in cats] +
                ["untraced_us", "traced_us"] + [f"{c}_thread_us" for c in cats] +
                ["compile_share", "outlier", "outlier_kind", "end_estimated"])
