@@ -11,6 +11,8 @@
 // marks, end_call (which records the op events), so the figure per node
 // includes the record the node's event costs. Counter: ns_per_node.
 //   build/bench/core/bench_launch_scope --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
+// and instructions per node (callgrind; per graph call of 64 nodes, from
+// the difference of two call counts): see plain_calls below.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
@@ -98,6 +100,33 @@ BENCHMARK(BM_Marks_shipped);
 BENCHMARK(BM_Marks_no_check);
 BENCHMARK(BM_Marks_fake_scope);
 
+// A plain loop of `calls` graph calls of one variant, for instruction counts
+// under callgrind (whose --toggle-collect names this function):
+//   valgrind --tool=callgrind --toggle-collect='*plain_calls*' bench_launch_scope --plain=shipped 2000
+template <void (*Mark)(long)>
+__attribute__((noinline)) void plain_calls(int slot, long calls) {
+  for (long c = 0; c < calls; ++c) {
+    begin_call(slot, 1, 0, 0);
+    for (long i = 0; i <= kNodes; ++i) Mark(i);
+    end_call(0);
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]).rfind("--plain=", 0) == 0) {
+    const std::string v = argv[1] + 8;
+    const long calls = std::atol(argv[2]);
+    const int slot = setup().slot;
+    if (v == "fake_scope") dft_set_launch_scope(&kFake);
+    if (v == "no_check") plain_calls<&mark_without_check>(slot, calls);
+    else plain_calls<&shipped>(slot, calls);
+    dft_set_launch_scope(nullptr);
+    dft_finalize();
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
