@@ -4,6 +4,9 @@
 # extras/CUPTI), and in the NVIDIA wheels of the Python that builds us
 # (site-packages/nvidia/cu13 for CUDA 13, nvidia/cuda_cupti and
 # nvidia/cuda_runtime for CUDA 12): the wheels torch depends on ship both.
+# The first of these places that holds a library wins (NAMES_PER_DIR: the
+# wheels ship only libcupti.so.13, which must not lose to another place's
+# unversioned libcupti.so).
 # Sets CUPTI_FOUND, CUPTI_INCLUDE_DIRS (cupti.h and cuda.h) and CUPTI_LIBRARY.
 set(_cupti_hints ${CUPTI_ROOT} ${CUDAToolkit_ROOT} $ENV{CUPTI_ROOT} $ENV{CUDA_HOME} /usr/local/cuda)
 if(NOT Python_EXECUTABLE)
@@ -21,7 +24,7 @@ if(Python_EXECUTABLE)
 endif()
 find_path(CUPTI_INCLUDE_DIR cupti.h HINTS ${_cupti_hints} PATH_SUFFIXES include extras/CUPTI/include NO_CACHE)
 find_path(CUPTI_CUDA_INCLUDE_DIR cuda.h HINTS ${_cupti_hints} PATH_SUFFIXES include NO_CACHE)
-find_library(CUPTI_LIBRARY NAMES cupti libcupti.so.13 libcupti.so.12
+find_library(CUPTI_LIBRARY NAMES cupti libcupti.so.13 libcupti.so.12 NAMES_PER_DIR
              HINTS ${_cupti_hints} PATH_SUFFIXES lib lib64 extras/CUPTI/lib64 NO_CACHE)
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(CUPTI REQUIRED_VARS CUPTI_INCLUDE_DIR CUPTI_CUDA_INCLUDE_DIR CUPTI_LIBRARY)

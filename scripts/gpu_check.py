@@ -2,10 +2,14 @@
 
 Each check runs in its own Python process (CUPTI is process-wide: our capture
 and torch.profiler's Kineto never share one), traces with the CUDA capture
-source (libdftracer_cuda.so, loaded with ctypes) beside dftracer's own
-tracing, reads the result back with `dftracer-analyze device --format json`
-and prints one JSON line: {"check", "ok", "detail", ...}. The driver prints
-the pass/fail table. NOT YET RUN ON A GPU: written without one.
+source (libdftracer_cuda.so, loaded with ctypes, started with no path: its
+device events go through the core's writer into the process's trace file)
+under trace_eager, reads the trace back with `dftracer-analyze device --format
+json` and prints one JSON line: {"check", "ok", "detail", ...}. A check passes
+only when every device event is linked to its launch call (correlation) and
+to the op or kernel event that launched it (External id, pushed by the
+observer and the capture backend's marks). The driver prints the pass/fail
+table. NOT YET RUN ON A GPU: written without one.
 
     python3 scripts/gpu_check.py --lib build-gpu/src/capture/cuda/libdftracer_cuda.so \
         --analyze build-gpu/src/analyze/dftracer-analyze --out /tmp/gpu_check [--only NAME]
@@ -34,8 +38,9 @@ class CudaCapture:
         self.lib.dftracer_cuda_error.restype = ctypes.c_char_p
         self.lib.dftracer_cuda_dropped.restype = ctypes.c_uint64
 
-    def start(self, path):
-        if self.lib.dftracer_cuda_start(path.encode()) != 0:
+    def start(self, path=None):
+        """path None: into the process's trace (the core's writer); else a file of its own."""
+        if self.lib.dftracer_cuda_start(path.encode() if path else None) != 0:
             raise RuntimeError("dftracer_cuda_start: " + self.lib.dftracer_cuda_error().decode())
 
     def stop(self):
@@ -68,30 +73,40 @@ def train_steps(torch, model, steps, batch=64, width=1024):
     torch.cuda.synchronize()
 
 
-def traced(args, name, body):
-    """Runs body(torch) with dftracer tracing into out/name and the CUDA capture on; returns the report."""
+def traced(args, name, body, eager=True):
+    """Runs body(torch) with dftracer tracing into out/name, the LibTorch observer on
+    (eager: every op launching work is an event) and the CUDA capture writing into the
+    same trace; returns the device report."""
     out = os.path.join(args.out, name)
     os.makedirs(out, exist_ok=True)
+    import contextlib
     import torch
-    from dftracer.python import dftracer
+    from dftracer.python import dftracer, trace_eager
     log = dftracer.initialize_log(os.path.join(out, "run"), None, -1)
     cap = CudaCapture(args.lib)
-    cap.start(os.path.join(out, f"gpu-{os.getpid()}.pfw"))
-    body(torch)
-    torch.cuda.synchronize()
-    events, dropped = cap.stop()
+    cap.start()
+    with trace_eager() if eager else contextlib.nullcontext():
+        body(torch)
+        torch.cuda.synchronize()
+    events, dropped = cap.stop()  # before finalize: its last buffers go into the trace
     log.finalize()
-    rep = device_report(args.analyze, [out])
+    traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
+    if len(traces) != 1:
+        raise RuntimeError(f"expected one trace file (CPU and device events together) in {out}, found {traces}")
+    rep = device_report(args.analyze, traces)
     rep["_captured"] = events
     rep["_dropped"] = dropped
     return rep
 
 
 def linked_result(rep, extra_ok=True, extra=""):
+    """Every device event linked to its launch call and, by External id, to the event that launched it."""
     n = rep["device_events"]
     launch = rep["linked"]["launch"]
-    ok = n > 0 and launch == n and rep["_dropped"] == 0 and extra_ok
-    detail = f"{n} device events, {launch} linked to their launch, {rep['_dropped']} dropped"
+    by_id = rep["linked"]["op_by_external_id"]
+    ok = n > 0 and launch == n and by_id == n and rep["_dropped"] == 0 and extra_ok
+    detail = (f"{n} device events, {launch} linked to their launch call, {by_id} to their launching event "
+              f"(External id), {rep['linked']['module']} with a module, {rep['_dropped']} dropped")
     return ok, detail + (f"; {extra}" if extra else "")
 
 
@@ -105,12 +120,7 @@ def check_gpu(args):
 
 
 def check_eager(args):
-    from dftracer.python import trace_eager
-
-    def body(torch):
-        with trace_eager():
-            train_steps(torch, mlp(torch), 3)
-    rep = traced(args, "eager", body)
+    rep = traced(args, "eager", lambda torch: train_steps(torch, mlp(torch), 3))
     ops = [r["key"] for r in rep["op"] if r["events"]]
     return linked_result(rep, extra=f"kernels of {len(ops)} ops")
 
@@ -263,12 +273,10 @@ def check__overhead_untraced(args):
 
 
 def check__overhead_traced(args):
-    from dftracer.python import trace_eager
     result = {}
 
     def body(torch):
-        with trace_eager():
-            result["s"] = _gpt2_steps(torch, "traced")
+        result["s"] = _gpt2_steps(torch, "traced")
     traced(args, "overhead_traced", body)
     return True, json.dumps(result["s"])
 

@@ -17,7 +17,8 @@
 # Checks: the GPU is there; the CUDA capture's unit tests; eager ops under
 # trace_eager, a model under the capture backend, under Inductor (Triton
 # kernels), a host<->device copy, an NCCL all-reduce of world size 1, each
-# with every device event linked to its launch; kernel device time against
+# with the device events in the process's own trace file and every one linked
+# to its launch call and to the op or kernel event that launched it; kernel device time against
 # torch.profiler's (within 5 %); a GPT-2-small training step traced vs not
 # and vs torch.profiler (at most 1.03x, and below torch.profiler).
 # Where no GPU is found it fails (exit 2) and says so: it never skips.
@@ -130,7 +131,7 @@ echo "gpu_check: building into $B (log: $LOG)"
     -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$VPY" -DDFTRACER_CUDA=ON \
     -DDFTRACER_BUILD_TESTS=ON -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF \
     -DDFTRACER_BUILD_EXAMPLES=OFF -DDFTRACER_TORCH=OFF &&
-  cmake --build "$B" -j "$JOBS" --target dftracer_cuda cuda_activity_test
+  cmake --build "$B" -j "$JOBS" --target dftracer_cuda cuda_activity_test cuda_core_sink_test
 } >"$LOG" 2>&1 || fail_now build "cmake build failed: $(grep -m1 -E 'error|Error' "$LOG" | cut -c1-160)"
 # The package (extension, LibTorch observer against this torch, and dftracer-analyze).
 CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$VPY" -m pip install -q --no-build-isolation --no-deps "$ROOT" >>"$LOG" 2>&1 \
@@ -140,8 +141,9 @@ ANALYZE=$VENV/bin/dftracer-analyze
 record build PASS "$(( $(date +%s) - START )) s: libdftracer_cuda.so, dftracer and dftracer-analyze in $VENV"
 
 # --------------------------------------------------------------- unit tests
-if "$B/src/capture/cuda/cuda_activity_test" >"$B/unit.log" 2>&1; then
-  record unit PASS "activity record conversion suite (cuda_activity_test)"
+if "$B/src/capture/cuda/cuda_activity_test" >"$B/unit.log" 2>&1 &&
+   "$B/src/capture/cuda/cuda_core_sink_test" >>"$B/unit.log" 2>&1; then
+  record unit PASS "activity record conversion and core writer suites (cuda_activity_test, cuda_core_sink_test)"
 else
   record unit FAIL "$(grep -m1 FAILED "$B/unit.log")"
 fi

@@ -409,6 +409,49 @@ DFT_API void dft_resume_after_failed_exec(void);
  * threads: the process runs on as untraced. Never from a vfork child. */
 DFT_API void dft_stop_tracing_threads(void);
 
+/* --------------------------------------------------- device capture sources */
+
+/* Launch scopes: how the op and kernel events of the capture sources (the
+ * LibTorch observer, the torch.compile capture's marks, Inductor's kernel
+ * marks) are tied to the device work they launch. A device capture source
+ * (libdftracer_cuda: CUPTI's external correlation ids) sets a scope while it
+ * records; around each traced op or kernel call the capture sources call
+ * push() -- which returns the id it pushed, > 0 and < 2^53, written as the
+ * event's "External id" arg -- and pop() when the call ends, on the same
+ * thread. NULL (the default, and whenever no device source runs): nothing is
+ * pushed and the capture sources pay one load and one branch per event.
+ * The struct must stay valid for the life of the process (a static const). */
+typedef struct dft_launch_scope {
+  uint64_t (*push)(void);
+  void (*pop)(void);
+} dft_launch_scope;
+DFT_API void dft_set_launch_scope(const dft_launch_scope* scope);
+DFT_API extern const dft_launch_scope* dft_launch_scope_current;
+#if defined(__GNUC__) || defined(__clang__)
+static inline const dft_launch_scope* dft_launch_scope_inline(void) {
+  return __atomic_load_n(&dft_launch_scope_current, __ATOMIC_ACQUIRE);
+}
+#else
+static inline const dft_launch_scope* dft_launch_scope_inline(void) { return dft_launch_scope_current; }
+#endif
+
+/* Events on another track than the calling thread's: a device's timeline
+ * (pid = the device, tid = its stream, as torch.profiler writes them), or a
+ * host thread a device source reports for (CUPTI's launch records). For
+ * device capture sources, from their own thread (never a recording one):
+ * these copy into that thread's buffer like any record and the writer
+ * drains them into the process's trace file. Times are ns since the epoch
+ * (dft_now_ns's clock); the name is bounded as for dft_complete_ns_named;
+ * pid and tid must fit 32 bits. */
+DFT_API void dft_complete_ns_on_track(int64_t pid, int64_t tid, const char* name, size_t len, dft_id cat,
+                                      uint64_t start_ns, uint64_t dur_ns, const dft_arg* args, uint32_t nargs);
+/* A flow point ("ph":"s" when start is 1, else "f" with "bp":"e") at `at_ns`. */
+DFT_API void dft_flow_ns_on_track(int64_t pid, int64_t tid, dft_id name, dft_id cat, uint64_t flow_id, int start,
+                                  uint64_t at_ns);
+/* Names a track: tid < 0, the process `pid` ("process_name"); else the
+ * thread `tid` of `pid` ("thread_name"). */
+DFT_API void dft_name_track(int64_t pid, int64_t tid, const char* name);
+
 /* Process/thread ids as written in events. */
 DFT_API int64_t dft_pid(void);
 DFT_API int64_t dft_tid(void);

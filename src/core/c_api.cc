@@ -574,6 +574,73 @@ void dft_metadata_i64(const char* key, int64_t value) {
 
 void dft_set_process_name(const char* name) { display_name(RecordKind::kMetadata, "process_name", name); }
 
+// ------------------------------------------------ device capture sources
+
+const dft_launch_scope* dft_launch_scope_current = nullptr;
+
+void dft_set_launch_scope(const dft_launch_scope* scope) {
+  __atomic_store_n(&dft_launch_scope_current, scope, __ATOMIC_RELEASE);
+}
+
+namespace {
+// A record on another track (record.h kOnTrack): header, the track slot,
+// the args, and the name's bytes in the last slots when it is not interned.
+void record_on_track(RecordKind kind, int64_t pid, int64_t tid, dft_id name_id, const char* name, size_t len,
+                     dft_id cat, uint64_t start, uint64_t end, const dft_arg* args, uint32_t nargs) {
+  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
+  if (args == nullptr) nargs = 0;
+  Session& lg = Session::instance();
+  if (!lg.enabled()) {
+    record(kind, 0, 0, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
+    return;
+  }
+  uint8_t flags = dftracer::kTimeIsNs | dftracer::kOnTrack;
+  if (name_id == 0 && name != nullptr) name_id = StringTable::instance().intern_bounded(name, len);
+  uint32_t name_slots = 0;
+  if (name_id == 0 && name != nullptr) {  // past the intern cap: the bytes travel in the record
+    if (len > DFT_MAX_INLINE_STR) len = dftracer::utf8_cut(name, len, DFT_MAX_INLINE_STR);
+    name_slots = static_cast<uint32_t>((len + kSlot - 1) / kSlot);
+    flags |= dftracer::kNameInline;
+    name_id = static_cast<uint32_t>(len);
+  }
+  const uint32_t nslots = 3 + (nargs ? slots_for(args, nargs) : 0) + name_slots;
+  dftracer::ThreadBuffer* tb;
+  unsigned char* p = lg.reserve(nslots, &tb);
+  if (p == nullptr) return;
+  ArgSlot* track = write_header(p, kind, flags, name_id, cat, start, end, nslots, nargs);
+  std::memset(track, 0, sizeof *track);
+  track->key = static_cast<uint32_t>(pid);
+  track->value = static_cast<uint64_t>(static_cast<uint32_t>(tid));
+  write_arg_slots(track + 1, args, nargs);
+  if (name_slots) {
+    std::memcpy(p + size_t{nslots - name_slots} * kSlot, name, len);
+    StringTable::instance().count_inline_name();
+  }
+  Session::commit(tb, nslots);
+}
+}  // namespace
+
+void dft_complete_ns_on_track(int64_t pid, int64_t tid, const char* name, size_t len, dft_id cat, uint64_t start_ns,
+                              uint64_t dur_ns, const dft_arg* args, uint32_t nargs) {
+  record_on_track(RecordKind::kComplete, pid, tid, 0, name ? name : "", name ? len : 0, cat, start_ns, dur_ns, args,
+                  nargs);
+}
+
+void dft_flow_ns_on_track(int64_t pid, int64_t tid, dft_id name, dft_id cat, uint64_t flow_id, int start,
+                          uint64_t at_ns) {
+  record_on_track(start ? RecordKind::kFlowStart : RecordKind::kFlowEnd, pid, tid, name, nullptr, 0, cat, at_ns,
+                  flow_id, nullptr, 0);
+}
+
+void dft_name_track(int64_t pid, int64_t tid, const char* name) {
+  static const dft_id k_name = StringTable::instance().intern("name", 4);
+  const bool process = tid < 0;
+  dft_arg a = bytes_arg(k_name, name ? name : "");
+  const char* event = process ? "process_name" : "thread_name";
+  record_on_track(RecordKind::kMetadata, pid, process ? 0 : tid, StringTable::instance().intern(event, std::strlen(event)),
+                  nullptr, 0, cat_dftracer(), 0, 0, &a, 1);
+}
+
 int64_t dft_pid(void) {
   int64_t p = Session::instance().pid();
   return p != 0 ? p : static_cast<int64_t>(getpid());

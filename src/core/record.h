@@ -33,6 +33,9 @@ enum RecordFlags : uint8_t {
   kNameInline = 2,  // the name is not interned (DFTRACER_INTERN_CAP reached):
                     // `name` holds its byte count and its bytes fill the
                     // record's last ceil(name/16) slots, after the args
+  kOnTrack = 4,     // another track than the recording thread's: the slot
+                    // after the header is not an arg (nargs leaves it out):
+                    // its `key` is the pid, its `value` the tid
 };
 
 struct RecordHeader {

@@ -108,7 +108,7 @@ void JsonLinesFormatter::str_id(uint32_t id, OutBuffer* out) {
 }
 
 void JsonLinesFormatter::head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid,
-                          OutBuffer* out, bool with_id) {
+                          OutBuffer* out, bool with_id, int64_t pid) {
   ++lines_;
   if (with_id) {
     out->lit("{\"id\":");
@@ -121,7 +121,7 @@ void JsonLinesFormatter::head(const char* name, size_t name_len, const char* cat
   out->lit("\",\"cat\":\"");
   out->append(cat, cat_len);
   out->lit("\",\"pid\":");
-  out->i64(info_.pid);
+  out->i64(pid < 0 ? info_.pid : pid);
   out->lit(",\"tid\":");
   out->i64(tid);
 }
@@ -145,7 +145,8 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_h
     out->ch('"');
     first = false;
   }
-  const ArgSlot* a = reinterpret_cast<const ArgSlot*>(r + 1);
+  // A record on another track: its first slot is the track, not an arg.
+  const ArgSlot* a = reinterpret_cast<const ArgSlot*>(r + 1) + ((r->flags & kOnTrack) ? 1 : 0);
   const ArgSlot* end = reinterpret_cast<const ArgSlot*>(reinterpret_cast<const unsigned char*>(r) +
                                                         size_t{r->nslots} * kSlot);
   // A DFT_ARG_KEY slot (a key past the intern cap) names the arg after it.
@@ -242,6 +243,12 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
   }
   const char* c = cat ? cat->escaped : "";
   size_t cl = cat ? cat->escaped_len : 0;
+  int64_t pid = -1;  // the process's own
+  if (r->flags & kOnTrack) {  // a device's or another thread's track (record.h)
+    const ArgSlot* track = reinterpret_cast<const ArgSlot*>(r + 1);
+    pid = track->key;
+    tid = static_cast<int64_t>(static_cast<uint32_t>(track->value));
+  }
 
   uint64_t start_ns, end_ns;
   if (r->flags & kTimeIsNs) {
@@ -259,7 +266,7 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
 
   switch (r->kind) {
     case RecordKind::kComplete:
-      head(n, nl, c, cl, tid, out);
+      head(n, nl, c, cl, tid, out, true, pid);
       out->lit(",\"ts\":");
       out->micros(start_ns);
       out->lit(",\"dur\":");
@@ -300,11 +307,11 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       // Chrome flow events: "id" is the flow id that pairs "s" with "f", so
       // these lines carry no event index.
       ++non_event_lines_;
-      head(n, nl, c, cl, tid, out, /*with_id=*/false);
+      head(n, nl, c, cl, tid, out, /*with_id=*/false, pid);
       out->lit(",\"id\":");
       out->u64(r->end);
       out->lit(",\"ts\":");
-      const uint64_t flow_ns = written(clock_.to_ns(r->start));
+      const uint64_t flow_ns = written((r->flags & kTimeIsNs) ? r->start : clock_.to_ns(r->start));
       out->micros(flow_ns);
       if (observer_) observer_->other(flow_ns);
       if (r->kind == RecordKind::kFlowStart) out->lit(",\"ph\":\"s\"");
@@ -314,7 +321,7 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
     case RecordKind::kMetadata:
     case RecordKind::kThreadName:
       ++non_event_lines_;
-      head(n, nl, c, cl, tid, out);
+      head(n, nl, c, cl, tid, out, true, pid);
       out->lit(",\"ph\":\"M\"");
       args(r, out, /*with_hhash=*/true);  // DFTracer's metadata lines always carry it
       if (observer_) observer_->metadata();

@@ -52,8 +52,9 @@ class JsonLinesFormatter final : public TraceFormatter {
   // given as a pre-formatted JSON members fragment (may be empty).
   void lifecycle(const char* name, int64_t tid, uint64_t ts_ns, const std::string& args_fragment,
                  OutBuffer* out, bool last);
+  // `pid` < 0: the process's own.
   void head(const char* name, size_t name_len, const char* cat, size_t cat_len, int64_t tid, OutBuffer* out,
-            bool with_id = true);
+            bool with_id = true, int64_t pid = -1);
   // `,"args":{...}`: the host hash first when with_hhash (metadata lines
   // always; other events with DFTRACER_INC_METADATA=1, as DFTracer), then
   // the record's args; nothing at all when there is neither.

@@ -18,6 +18,11 @@ bool timeline_role(std::string_view cat, TimelineRole* role) {
       {"python_function", TimelineRole::python}, {"cuda_runtime", TimelineRole::launch},
       {"cuda_driver", TimelineRole::launch}, {"kernel", TimelineRole::kernel},
       {"gpu_memcpy", TimelineRole::memcpy}, {"gpu_memset", TimelineRole::memset},
+      // dftracer's own op events (LibTorch observer, capture backend, Inductor
+      // kernel calls): they carry the "External id" their launches pushed.
+      {"aten", TimelineRole::cpu_op},       {"autograd", TimelineRole::cpu_op},
+      {"torch", TimelineRole::cpu_op},      {"inductor", TimelineRole::cpu_op},
+      {"dynamo", TimelineRole::cpu_op},
   };
   for (const auto& [c, r] : kRoles) {
     if (c == cat) {
@@ -129,6 +134,7 @@ void link_timeline(DeviceTimeline& t) {
     if (!is_cpu_role(e.role)) continue;
     threads[{e.file, e.pid, e.tid}].push_back(i);
     own_module[i] = module_of(e.role, e.name);
+    if (own_module[i].empty()) own_module[i] = e.module;  // dftracer's op events name theirs
     if (!own_module[i].empty()) modules[{e.file, e.pid}].ranges.push_back(i);
     if (e.role == TimelineRole::launch && e.correlation >= 0) by_correlation.emplace(key(e.file, e.correlation), i);
     if ((e.role == TimelineRole::cpu_op || e.role == TimelineRole::annotation) && e.external_id >= 0)
@@ -258,6 +264,7 @@ class TimelineCollector : public LineConsumer {
     e.external_id = arg_int(ev_.extra_args[1]);
     e.device = arg_int(ev_.extra_args[2]);
     e.stream = arg_int(ev_.extra_args[3]);
+    if (role == TimelineRole::cpu_op) e.module = std::string(ev_.module);
     // GPU work carries its device or correlation id; a cat "kernel" region
     // without either (other tools' CPU-side kernel scopes) is not device time.
     if (is_device_role(role) && e.device < 0 && e.correlation < 0) return st;

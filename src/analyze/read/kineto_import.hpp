@@ -9,6 +9,8 @@
 //   device event -> module        the innermost module range around the op
 //                                 (or launch) on its thread, else on another
 //                                 thread of the same process
+// dftracer's own op events (cat aten, autograd, torch, inductor, dynamo) are
+// CPU ops here; one with a "module" arg is a module range of that name.
 //   device event -> step          the `ProfilerStep#N` range around the launch
 // A module range is a `python_function` event named `nn.Module: NAME`
 // (with_stack=True) or a `user_annotation` named `## NAME ##`
@@ -45,6 +47,7 @@ struct TimelineEvent {
   uint32_t file = 0;
   TimelineRole role = TimelineRole::cpu_op;
   std::string name, pid, tid;
+  std::string module;       // a CPU op's "module" arg (dftracer's events), "" when none
   int64_t ts = 0, dur = 0;  // ns
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
   int64_t end() const { return saturating_add(ts, dur); }  // held at INT64_MAX for hostile times

@@ -13,6 +13,7 @@ void init_event_ids() {
   std::call_once(once, [] {
     g_event_ids.cat = dft_intern_cstr("dynamo");
     g_event_ids.flow = dft_intern_cstr("autograd");
+    g_event_ids.external = dft_intern_cstr("External id");
   });
 }
 

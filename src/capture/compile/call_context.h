@@ -16,6 +16,7 @@ namespace dftracer::dynamo {
 struct EventIds {
   dft_id cat = 0;   // "dynamo"
   dft_id flow = 0;  // "autograd": name of the forward->backward flow arrows
+  dft_id external = 0;  // "External id": the launch scope's id (dft_launch_scope)
 };
 extern EventIds g_event_ids;
 void init_event_ids();

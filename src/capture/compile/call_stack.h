@@ -24,6 +24,11 @@
 // freed at thread exit) is a separate thread-local that begin_call touches
 // only when the storage must grow.
 //
+// Device launches (dft_launch_scope, set while a device capture source
+// records): each node runs inside a launch scope of its own, pushed at its
+// mark and popped at the next, so the kernels it launches carry its id
+// ("External id" of its event). Off, mark() pays one load and one branch.
+//
 // A small stack of open graph calls: a graph can only be re-entered on the
 // same thread through Python code run by an op, which is rare but legal.
 // Beyond kMaxDepth nested calls we stop recording instead of corrupting
@@ -44,6 +49,7 @@ constexpr int kMaxDepth = 8;
 struct Mark {
   int64_t node;
   uint64_t ticks;
+  uint64_t external_id;  // the node's launch scope id; 0: none
 };
 
 // One open graph call.
@@ -56,6 +62,7 @@ struct Frame {
   Mark* marks;          // this call's marks, recorded as events at end_call
   uint32_t n_marks;
   uint32_t cap;
+  const dft_launch_scope* pushed;  // the scope holding this call's open node's id, popped at the next mark
 };
 
 // Per-thread state in one object (one TLS lookup per hook).
@@ -72,6 +79,11 @@ struct CallStack {
 // Constant-initialized, trivially destructible: see the file comment.
 inline thread_local CallStack tl_calls{};
 
+// Pops the open node's launch scope id and pushes one for `node` (none for
+// the closing mark) into m.external_id. Out of line: only with a device
+// capture source on.
+void switch_launch_scope(Frame& f, Mark& m, const dft_launch_scope* scope);
+
 // mark(i): node i starts now (and the previous node ends); i == n (the
 // number of op nodes) only ends the last one. Stores the time only; a mark
 // outside any call, beyond kMaxDepth, in an unknown slot's call or past the
@@ -84,6 +96,9 @@ inline void mark(long node) {
   if (f.n_marks < f.cap) {
     Mark& m = f.marks[f.n_marks++];
     m.node = node;
+    m.external_id = 0;
+    const dft_launch_scope* scope = dft_launch_scope_inline();
+    if (__builtin_expect(scope != nullptr || f.pushed != nullptr, 0)) switch_launch_scope(f, m, scope);
     m.ticks = dft_ticks_inline();
   }
 }

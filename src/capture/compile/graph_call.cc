@@ -35,6 +35,13 @@ __attribute__((noinline)) void grow_scratch(CallStack& cs, int d, size_t need) {
   cs.scratch_cap[d] = static_cast<uint32_t>(v.size());
 }
 
+// The open node's id off the scope that pushed it.
+inline void pop_launch_scope(Frame& f) {
+  if (f.pushed == nullptr) return;
+  f.pushed->pop();
+  f.pushed = nullptr;
+}
+
 inline uint32_t fill_args(dft_arg* args, dft_id static_frag, dft_id ctx) {
   uint32_t n = 0;
   if (static_frag) {
@@ -61,12 +68,7 @@ void record_marks(Frame& f, uint64_t now) {
   const size_t n_nodes = t->nodes.size();
   const bool forward = t->phase == kForward;
   const dft_id cat = g_event_ids.cat;
-  dft_arg args[2];
-  args[0].key = 0;
-  args[0].type = DFT_ARG_JSON;
-  args[1].key = 0;
-  args[1].type = DFT_ARG_JSON;
-  args[1].v.id = f.ctx;
+  dft_arg args[3];
   for (uint32_t k = 0; k < f.n_marks; ++k) {
     const int64_t i = f.marks[k].node;
     if (i < 0 || static_cast<size_t>(i) >= n_nodes) continue;  // the closing mark
@@ -74,9 +76,21 @@ void record_marks(Frame& f, uint64_t now) {
     const uint64_t end = k + 1 < f.n_marks ? f.marks[k + 1].ticks : now;
     const NodeEntry& e = t->nodes[i];
     uint32_t n = 0;
-    if (e.fragment) args[n++].v.id = e.fragment;
+    if (e.fragment) {
+      args[n].key = 0;
+      args[n].type = DFT_ARG_JSON;
+      args[n++].v.id = e.fragment;
+    }
     if (f.ctx) {
+      args[n].key = 0;
+      args[n].type = DFT_ARG_JSON;
       args[n].v.id = f.ctx;
+      ++n;
+    }
+    if (const uint64_t ext = f.marks[k].external_id) {
+      args[n].key = g_event_ids.external;
+      args[n].type = DFT_ARG_UINT;
+      args[n].v.u = ext;
       ++n;
     }
     dft_complete_ticks(e.name, cat, start, end, args, n);
@@ -94,6 +108,15 @@ void record_marks(Frame& f, uint64_t now) {
 
 int call_depth_probe() { return tl_calls.depth; }
 
+void switch_launch_scope(Frame& f, Mark& m, const dft_launch_scope* scope) {
+  pop_launch_scope(f);
+  if (scope == nullptr || f.table == nullptr) return;
+  if (m.node < 0 || static_cast<size_t>(m.node) >= f.table->nodes.size()) return;  // the closing mark
+  init_event_ids();
+  m.external_id = scope->push();
+  f.pushed = scope;
+}
+
 void begin_call(long slot, int grad, dft_id tags, uint64_t key) {
   CallStack& cs = tl_calls;
   const int d = cs.depth++;
@@ -103,6 +126,7 @@ void begin_call(long slot, int grad, dft_id tags, uint64_t key) {
   f.table = t;
   f.tags = tags;
   f.flow_base = 0;
+  f.pushed = nullptr;
   f.n_marks = 0;
   f.cap = 0;
   f.marks = nullptr;
@@ -134,6 +158,7 @@ void end_call(uint64_t key) {
   Frame& f = cs.frames[d - 1];
   GraphTable* t = f.table;
   if (t == nullptr) return;
+  pop_launch_scope(f);  // a call left without its closing mark (an exception)
   const uint64_t now = dft_ticks_inline();
   record_marks(f, now);
   dft_arg a[2];

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "core_event_sink.h"
 #include "device_activity.h"
 
 namespace dftracer::cuda {
@@ -43,6 +44,12 @@ uint64_t monotonic_ns() {
 
 uint64_t CUPTIAPI trace_clock() { return monotonic_ns(); }
 
+#if defined(DFTRACER_CORE_SONAME)
+constexpr const char* kCoreSoname = DFTRACER_CORE_SONAME;
+#else
+constexpr const char* kCoreSoname = nullptr;
+#endif
+
 // The trace's epoch offset (trace ns - CLOCK_MONOTONIC ns): the core's own
 // (dft_now_ns, whose clock is monotonic + an offset anchored at process
 // start), read between two monotonic readings; when the core is not loaded
@@ -50,11 +57,9 @@ uint64_t CUPTIAPI trace_clock() { return monotonic_ns(); }
 int64_t trace_offset_ns() {
   using NowFn = uint64_t (*)();
   auto now = reinterpret_cast<NowFn>(dlsym(RTLD_DEFAULT, "dft_now_ns"));
-#if defined(DFTRACER_CORE_SONAME)
-  if (!now) {  // loaded RTLD_LOCAL (a Python extension's dependency): by its soname
-    if (void* core = dlopen(DFTRACER_CORE_SONAME, RTLD_NOW | RTLD_NOLOAD)) now = reinterpret_cast<NowFn>(dlsym(core, "dft_now_ns"));
+  if (!now && kCoreSoname) {  // loaded RTLD_LOCAL (a Python extension's dependency): by its soname
+    if (void* core = dlopen(kCoreSoname, RTLD_NOW | RTLD_NOLOAD)) now = reinterpret_cast<NowFn>(dlsym(core, "dft_now_ns"));
   }
-#endif
   const uint64_t before = monotonic_ns();
   uint64_t trace = 0;
   if (now) {
@@ -73,6 +78,11 @@ struct State {
   std::atomic<bool> in_use[kBuffers];
   std::mutex mu;  // the converter and the file: taken on CUPTI's completion thread only
   std::unique_ptr<ActivityConverter> converter;
+  // Where events go: the core's writer (the process's trace), or a file of
+  // their own (JSON lines in `text`, written to `out`).
+  std::unique_ptr<DeviceEventSink> sink;
+  CoreApi core;
+  bool to_core = false;
   FILE* out = nullptr;
   std::string text;
   int64_t written = 0;
@@ -163,7 +173,7 @@ void convert(State* s, const CUpti_Activity* rec) {
     default:
       return;
   }
-  s->converter->add(r, &s->text);
+  s->converter->add(r, s->sink.get());
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
@@ -172,7 +182,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   {
     std::lock_guard<std::mutex> lock(s->mu);
     CUpti_Activity* rec = nullptr;
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) convert(s, rec);
+    if (s->sink)
+      while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) convert(s, rec);
     if (s->out && !s->text.empty()) {
       std::fwrite(s->text.data(), 1, s->text.size(), s->out);
       s->text.clear();
@@ -188,6 +199,24 @@ bool check(CUptiResult r, const char* what) {
   g_error = std::string(what) + ": " + (msg ? msg : "CUPTI error");
   return false;
 }
+
+// The launch scope the capture sources push around traced launches
+// (dft_launch_scope): ids from one process-wide counter, pushed on CUPTI's
+// per-thread stack of CUSTOM0 ids.
+std::atomic<uint64_t> g_next_external{1};
+
+uint64_t push_launch_scope() {
+  const uint64_t id = g_next_external.fetch_add(1, std::memory_order_relaxed);
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+  return id;
+}
+
+void pop_launch_scope() {
+  uint64_t last = 0;
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}
+
+const dft_launch_scope kLaunchScope = {&push_launch_scope, &pop_launch_scope};
 
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
                                      CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -205,14 +234,24 @@ extern "C" int dftracer_cuda_start(const char* path) {
     return -1;
   }
   auto s = std::make_unique<State>();
+  s->to_core = path == nullptr || *path == 0;
+  if (s->to_core) {
+    if (!find_core_api(kCoreSoname, &s->core, &g_error)) return -1;
+    if (!s->core.enabled()) {
+      g_error = "dftracer_cuda_start: tracing is off in this process (start it first: initialize_log, DFTRACER_ENABLE=1)";
+      return -1;
+    }
+  }
   s->pool.reset(new (std::align_val_t(kAlign)) uint8_t[kBuffers * kBufferBytes]);
   for (auto& b : s->in_use) b.store(false);
-  s->out = std::fopen(path, "w");
-  if (!s->out) {
-    g_error = std::string("cannot write ") + path;
-    return -1;
+  if (!s->to_core) {
+    s->out = std::fopen(path, "w");
+    if (!s->out) {
+      g_error = std::string("cannot write ") + path;
+      return -1;
+    }
+    std::fputs("[\n", s->out);
   }
-  std::fputs("[\n", s->out);
   // GPU timestamps on CLOCK_MONOTONIC, then the core's epoch offset, so
   // device events line up with the CPU events of the same process.
   ClockMap clock;
@@ -227,6 +266,8 @@ extern "C" int dftracer_cuda_start(const char* path) {
     clock.add_sample(gpu, at + uint64_t(offset));
   }
   s->converter = std::make_unique<ActivityConverter>(std::move(clock));
+  if (s->to_core) s->sink = std::make_unique<CoreEventSink>(s->core);
+  else s->sink = std::make_unique<JsonLinesSink>(&s->text);
   g_state = s.get();
   bool ok = check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
   bool enabled = false;  // some kind on: CUPTI may have taken a buffer from the pool
@@ -235,6 +276,8 @@ extern "C" int dftracer_cuda_start(const char* path) {
     enabled = enabled || ok;
   }
   if (ok) {
+    // The capture sources push their events' ids around launches from now on.
+    if (s->to_core) s->core.set_launch_scope(&kLaunchScope);
     s.release();  // g_state owns it
     return 0;
   }
@@ -243,11 +286,14 @@ extern "C" int dftracer_cuda_start(const char* path) {
   if (enabled) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // buffers back, through buffer_completed
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    std::fclose(s->out);
-    s->out = nullptr;
+    if (s->out) {
+      std::fclose(s->out);
+      s->out = nullptr;
+      std::remove(path);
+    }
+    s->sink.reset();  // a buffer CUPTI hands back later is only released
   }
   g_state = nullptr;
-  std::remove(path);
   // With a kind enabled, CUPTI may still hold a buffer of the pool (or hand
   // one back later, then finding no state): the state stays, as after stop.
   if (enabled) s.release();
@@ -259,10 +305,7 @@ extern "C" void dftracer_cuda_push(uint64_t external_id) {
   cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, external_id);
 }
 
-extern "C" void dftracer_cuda_pop(void) {
-  uint64_t last = 0;
-  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-}
+extern "C" void dftracer_cuda_pop(void) { pop_launch_scope(); }
 
 extern "C" void dftracer_cuda_flush(void) { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
 
@@ -272,6 +315,9 @@ extern "C" int64_t dftracer_cuda_stop(void) {
     g_error = "dftracer_cuda_stop: not started";
     return -1;
   }
+  // No new scopes: ops starting from here push nothing (those open pop
+  // through the scope they hold, which stays valid).
+  if (s->to_core) s->core.set_launch_scope(nullptr);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
   size_t dropped = 0;
@@ -284,6 +330,7 @@ extern "C" int64_t dftracer_cuda_stop(void) {
       std::fclose(s->out);  // left without "]": the analyzer reads unfinished arrays
       s->out = nullptr;
     }
+    s->sink.reset();  // nothing more into the trace: CUPTI's late buffers are only released
   }
   s->dropped = dropped;
   // The state stays (one capture per process): CUPTI may still call

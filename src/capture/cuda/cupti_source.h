@@ -6,14 +6,23 @@
 //                              and external-correlation records, sets CUPTI's
 //                              timestamp callback to CLOCK_MONOTONIC (the trace
 //                              clock before its epoch offset, the core's own
-//                              when it is loaded: dft_now_ns), and writes the
-//                              device events to `path` (one JSON event a line,
-//                              device_activity.h) as CUPTI hands buffers back;
+//                              when it is loaded: dft_now_ns). path NULL or "":
+//                              the device events go through the core's writer
+//                              into the process's trace (core_event_sink.h;
+//                              tracing must be on), and the capture sources push
+//                              their events' ids around launches
+//                              (dft_set_launch_scope: "External id"); else into
+//                              `path`, a file of their own (one JSON event a
+//                              line, device_activity.h). 0, or -1 with
+//                              dftracer_cuda_error() (no driver or GPU: one line);
 //   dftracer_cuda_push(id) / dftracer_cuda_pop()
-//                              around a traced launch: the id of the launching
-//                              event, carried into the records as "External id";
-//   dftracer_cuda_stop()       flushes, disables, closes the file; returns the
-//                              number of events written (negative on error).
+//                              a launch scope of the caller's own (the capture
+//                              sources use the core's dft_launch_scope instead);
+//   dftracer_cuda_flush()      hands CUPTI's filled buffers over now;
+//   dftracer_cuda_stop()       stops the launch scopes, flushes, disables,
+//                              closes the file; returns the number of events
+//                              written (negative on error). Call it before the
+//                              trace is finalized, or the last buffers are lost.
 // Buffers come from a pool allocated at start (no allocation when CUPTI asks
 // for one on a launching thread); conversion and writing run on the thread
 // CUPTI completes buffers on, never on a recording thread.

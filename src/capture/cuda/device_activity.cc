@@ -108,28 +108,73 @@ bool on_device(ActivityKind k) {
   return k == ActivityKind::kernel || k == ActivityKind::memcpy || k == ActivityKind::memset;
 }
 
-void metadata(const char* what, uint64_t pid, uint64_t tid, const std::string& name, std::string* out) {
+}  // namespace
+
+void JsonLinesSink::track_name(uint64_t pid, int64_t tid, const std::string& name) {
+  std::string* out = out_;
   *out += "{\"name\":\"";
-  *out += what;
+  *out += tid < 0 ? "process_name" : "thread_name";
   *out += "\",\"ph\":\"M\",\"pid\":";
   append_u(pid, out);
   *out += ",\"tid\":";
-  append_u(tid, out);
+  append_u(tid < 0 ? 0 : uint64_t(tid), out);
   *out += ",\"args\":{\"name\":";
   append_str(name.c_str(), out);
   *out += "}}\n";
 }
 
-}  // namespace
+void JsonLinesSink::complete(uint64_t pid, uint64_t tid, const char* name, const char* cat, int64_t ts_ns,
+                             int64_t dur_ns, const DeviceArg* args, size_t nargs) {
+  std::string* out = out_;
+  *out += "{\"name\":";
+  append_str(name, out);
+  *out += ",\"cat\":\"";
+  *out += cat;
+  *out += "\",\"ph\":\"X\",\"pid\":";
+  append_u(pid, out);
+  *out += ",\"tid\":";
+  append_u(tid, out);
+  *out += ",\"ts\":";
+  append_us(ts_ns, out);
+  *out += ",\"dur\":";
+  append_us(dur_ns, out);
+  *out += ",\"args\":{";
+  for (size_t i = 0; i < nargs; ++i) {
+    if (i) *out += ',';
+    append_str(args[i].key, out);
+    *out += ':';
+    append_u(args[i].value, out);
+  }
+  *out += "}}\n";
+}
 
-void ActivityConverter::track_names(const ActivityRecord& r, std::string* out) {
-  if (devices_.insert(r.device_id).second)
-    metadata("process_name", r.device_id, 0, "GPU " + std::to_string(r.device_id), out);
+void JsonLinesSink::flow(bool start, uint64_t id, uint64_t pid, uint64_t tid, int64_t ts_ns) {
+  std::string* out = out_;
+  *out += "{\"ph\":\"";
+  *out += start ? "s" : "f";
+  *out += "\",\"id\":";
+  append_u(id, out);
+  *out += ",\"pid\":";
+  append_u(pid, out);
+  *out += ",\"tid\":";
+  append_u(tid, out);
+  *out += ",\"ts\":";
+  append_us(ts_ns, out);
+  *out += start ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}\n" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}\n";
+}
+
+void ActivityConverter::track_names(const ActivityRecord& r, DeviceEventSink* sink) {
+  if (devices_.insert(r.device_id).second) sink->track_name(r.device_id, -1, "GPU " + std::to_string(r.device_id));
   if (streams_.insert({r.device_id, r.stream_id}).second)
-    metadata("thread_name", r.device_id, r.stream_id, "stream " + std::to_string(r.stream_id), out);
+    sink->track_name(r.device_id, r.stream_id, "stream " + std::to_string(r.stream_id));
 }
 
 void ActivityConverter::add(const ActivityRecord& r, std::string* out) {
+  JsonLinesSink sink(out);
+  add(r, &sink);
+}
+
+void ActivityConverter::add(const ActivityRecord& r, DeviceEventSink* sink) {
   const bool device = on_device(r.kind);
   if (!device && !is_launch_api(r.name)) {
     ++skipped_api_;
@@ -139,7 +184,7 @@ void ActivityConverter::add(const ActivityRecord& r, std::string* out) {
     ++bad_times_;
     return;
   }
-  if (device) track_names(r, out);
+  if (device) track_names(r, sink);
   const int64_t ts = clock_.to_trace_ns(r.start);
   const int64_t end = clock_.to_trace_ns(r.end);
   const uint64_t pid = device ? r.device_id : r.process_id;
@@ -148,61 +193,25 @@ void ActivityConverter::add(const ActivityRecord& r, std::string* out) {
   if (r.kind == ActivityKind::memcpy) name = memcpy_kind_name(r.copy_kind);
   else if (r.kind == ActivityKind::memset) name = "Memset";
 
-  *out += "{\"name\":";
-  append_str(name, out);
-  *out += ",\"cat\":\"";
-  *out += category(r.kind);
-  *out += "\",\"ph\":\"X\",\"pid\":";
-  append_u(pid, out);
-  *out += ",\"tid\":";
-  append_u(tid, out);
-  *out += ",\"ts\":";
-  append_us(ts, out);
-  *out += ",\"dur\":";
-  append_us(end > ts ? end - ts : 0, out);
-  *out += ",\"args\":{";
+  DeviceArg args[6];
+  size_t n = 0;
   if (device) {
-    *out += "\"device\":";
-    append_u(r.device_id, out);
-    *out += ",\"context\":";
-    append_u(r.context_id, out);
-    *out += ",\"stream\":";
-    append_u(r.stream_id, out);
-    *out += ',';
+    args[n++] = {"device", r.device_id};
+    args[n++] = {"context", r.context_id};
+    args[n++] = {"stream", r.stream_id};
   } else {
-    *out += "\"cbid\":";
-    append_u(r.cbid, out);
-    *out += ',';
+    args[n++] = {"cbid", r.cbid};
   }
-  *out += "\"correlation\":";
-  append_u(r.correlation_id, out);
+  args[n++] = {"correlation", r.correlation_id};
   uint64_t ext = 0;
-  if (external_id(r.correlation_id, &ext)) {
-    *out += ",\"External id\":";
-    append_u(ext, out);
-  } else if (device) {
-    ++without_external_;
-  }
-  if (r.kind == ActivityKind::memcpy || r.kind == ActivityKind::memset) {
-    *out += ",\"bytes\":";
-    append_u(r.bytes, out);
-  }
-  *out += "}}\n";
+  if (external_id(r.correlation_id, &ext)) args[n++] = {"External id", ext};
+  else if (device) ++without_external_;
+  if (r.kind == ActivityKind::memcpy || r.kind == ActivityKind::memset) args[n++] = {"bytes", r.bytes};
+  sink->complete(pid, tid, name, category(r.kind), ts, end > ts ? end - ts : 0, args, n);
   ++events_;
-
   // The flow arrow: starts at the launch call, ends at the device work, both
   // keyed by the correlation id (the two records may come in any order).
-  *out += "{\"ph\":\"";
-  *out += device ? "f" : "s";
-  *out += "\",\"id\":";
-  append_u(r.correlation_id, out);
-  *out += ",\"pid\":";
-  append_u(pid, out);
-  *out += ",\"tid\":";
-  append_u(tid, out);
-  *out += ",\"ts\":";
-  append_us(ts, out);
-  *out += device ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}\n" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}\n";
+  sink->flow(!device, r.correlation_id, pid, tid, ts);
 }
 
 }  // namespace dftracer::cuda

@@ -15,7 +15,9 @@
 //                  "cat":"ac2g", id = the correlation id;
 //   track names    process_name "GPU <device>", thread_name "stream <stream>",
 //                  once per device and per stream.
-// GPU timestamps become trace time through a ClockMap.
+// GPU timestamps become trace time through a ClockMap. Where the events go
+// is a DeviceEventSink: JSON lines into a string (JsonLinesSink, a file of
+// its own), or the core's writer (core_event_sink.h: the process's trace).
 #ifndef DFTRACER_SRC_CAPTURE_CUDA_DEVICE_ACTIVITY_H_
 #define DFTRACER_SRC_CAPTURE_CUDA_DEVICE_ACTIVITY_H_
 
@@ -77,6 +79,38 @@ const char* memcpy_kind_name(uint8_t copy_kind);
 // runtime records cover every call (cudaGetDevice, cudaStreamIsCapturing, ...).
 bool is_launch_api(const char* name);
 
+// One numeric arg of a device event.
+struct DeviceArg {
+  const char* key;
+  uint64_t value;
+};
+
+// Where converted events go. Times are trace nanoseconds.
+class DeviceEventSink {
+ public:
+  virtual ~DeviceEventSink() = default;
+  // Names a track: tid < 0, the process `pid`; else thread `tid` of `pid`.
+  virtual void track_name(uint64_t pid, int64_t tid, const std::string& name) = 0;
+  virtual void complete(uint64_t pid, uint64_t tid, const char* name, const char* cat, int64_t ts_ns, int64_t dur_ns,
+                        const DeviceArg* args, size_t nargs) = 0;
+  // A flow point: `start` at the launch call, else the end at the device work.
+  virtual void flow(bool start, uint64_t id, uint64_t pid, uint64_t tid, int64_t ts_ns) = 0;
+};
+
+// The events as Chrome trace JSON lines appended to a string, each ending
+// in "\n" (torch.profiler's shape).
+class JsonLinesSink final : public DeviceEventSink {
+ public:
+  explicit JsonLinesSink(std::string* out) : out_(out) {}
+  void track_name(uint64_t pid, int64_t tid, const std::string& name) override;
+  void complete(uint64_t pid, uint64_t tid, const char* name, const char* cat, int64_t ts_ns, int64_t dur_ns,
+                const DeviceArg* args, size_t nargs) override;
+  void flow(bool start, uint64_t id, uint64_t pid, uint64_t tid, int64_t ts_ns) override;
+
+ private:
+  std::string* out_;
+};
+
 class ActivityConverter {
  public:
   // `max_pending`: external ids kept for correlation ids whose device work
@@ -90,6 +124,8 @@ class ActivityConverter {
   // API records that are not is_launch_api() are skipped (and counted), and
   // so are records with no start (0) or an end before their start.
   void add(const ActivityRecord& r, std::string* out);
+  // The same into any sink.
+  void add(const ActivityRecord& r, DeviceEventSink* sink);
 
   uint64_t events() const { return events_; }
   uint64_t skipped_api_calls() const { return skipped_api_; }
@@ -100,7 +136,7 @@ class ActivityConverter {
   uint64_t without_external_id() const { return without_external_; }
 
  private:
-  void track_names(const ActivityRecord& r, std::string* out);
+  void track_names(const ActivityRecord& r, DeviceEventSink* sink);
   bool external_id(uint32_t correlation, uint64_t* id) const;
 
   ClockMap clock_;

@@ -2,6 +2,7 @@
 // here as CUPTI would hand them over, and, where the analyzer is built, read
 // back by `dftracer-analyze device`'s linker.
 #include "device_activity.h"
+#include "activity_records_for_test.h"
 
 #include <gtest/gtest.h>
 
@@ -27,31 +28,8 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-ActivityRecord kernel(const char* name, uint64_t start, uint64_t end, uint32_t corr, uint32_t stream = 7) {
-  ActivityRecord r;
-  r.kind = ActivityKind::kernel;
-  r.name = name;
-  r.start = start;
-  r.end = end;
-  r.correlation_id = corr;
-  r.device_id = 0;
-  r.context_id = 1;
-  r.stream_id = stream;
-  return r;
-}
-
-ActivityRecord api(ActivityKind kind, const char* name, uint64_t start, uint64_t end, uint32_t corr) {
-  ActivityRecord r;
-  r.kind = kind;
-  r.name = name;
-  r.start = start;
-  r.end = end;
-  r.correlation_id = corr;
-  r.process_id = 4242;
-  r.thread_id = 4243;
-  r.cbid = 211;
-  return r;
-}
+using test::api;
+using test::kernel;
 
 TEST(ClockMap, OneSampleIsAnOffset) {
   ClockMap c;

@@ -23,6 +23,12 @@
 // step (bench/torch/bench_eager_instructions.py). The engine's event is
 // written as the node (its name, cat "autograd", the node's seq_nr).
 //
+// Device launches: while a device capture source records (dft_launch_scope),
+// each recorded op runs inside a launch scope, pushed at its start and
+// popped at its end, so the kernels it launches carry its id ("External id"
+// of its event; the innermost op's, as CUPTI reports the top of the
+// thread's stack). Off: one load and one branch per op.
+//
 // No double counting with the capture backend: while the capture backend's
 // probe reports an open instrumented graph, ops are skipped (as they are
 // while the thread is suspended, e.g. compiling). Inside a compiled-function
@@ -72,6 +78,8 @@ struct Frame {
   // and on other devices.
   uint64_t alloc, freed, dev_alloc, dev_freed;
   int64_t seq_nr;
+  uint64_t external_id;            // the op's launch scope id; 0: none pushed
+  const dft_launch_scope* scope;   // the scope that pushed it (popped at end)
   NameInfo info;
   uint8_t kind;
   uint16_t shapes_len;
@@ -142,7 +150,7 @@ std::atomic<bool> g_shapes{false};
 std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
 
 // Interned once (by enable(), before the callback exists).
-dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes;
+dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external;
 
 // Memory capture (enable_memory()): interned once before it turns on.
 std::atomic<bool> g_memory{false};
@@ -244,6 +252,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   Frame& f = t.frames[d];
   f.rf = &fn;
   f.kind = kIgnored;
+  f.external_id = 0;
   if (!dft_enabled_inline()) return nullptr;
 
   f.info = lookup_name(t.names, fn);
@@ -272,6 +281,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
+  if (const dft_launch_scope* scope = dft_launch_scope_inline()) {
+    f.scope = scope;
+    f.external_id = scope->push();
+  }
   f.start = dft_ticks_inline();
   return nullptr;
 }
@@ -298,13 +311,19 @@ void finish(ThreadState& t, int index, uint64_t end) {
     t.graph_frame = f.outer_graph_frame;
   }
   if (!(f.kind & kRecorded) || end == 0) return;
-  dft_arg args[6];
+  dft_arg args[7];
   uint32_t n = 0;
   if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
   if (f.seq_nr >= 0) {
     args[n].key = g_key_seq;
     args[n].type = DFT_ARG_INT;
     args[n].v.i = f.seq_nr;
+    ++n;
+  }
+  if (f.external_id != 0) {
+    args[n].key = g_key_external;
+    args[n].type = DFT_ARG_UINT;
+    args[n].v.u = f.external_id;
     ++n;
   }
   if (f.shapes_len > 0) {
@@ -321,6 +340,16 @@ void finish(ThreadState& t, int index, uint64_t end) {
   dft_complete_ticks(f.info.name, cat, f.start, end, n ? args : nullptr, n);
 }
 
+// finish(), then the frame's launch scope popped, also for a frame not
+// written (the scopes stay balanced). After finish, not inside it: a call in
+// the middle of finish costs every op its registers (measured: ~20
+// instructions an op with no device source).
+inline void finish_frame(ThreadState& t, int index, uint64_t end) {
+  finish(t, index, end);
+  const Frame& f = t.frames[index];
+  if (__builtin_expect(f.external_id != 0, 0)) f.scope->pop();
+}
+
 void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
   ThreadState* const st = tl_state;  // null: no start ran on this thread
   if (st == nullptr) return;
@@ -333,7 +362,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
   }
   const uint64_t end = t.frames[d - 1].kind & kRecorded ? dft_ticks_inline() : 0;
   if (t.frames[d - 1].rf == &fn) {
-    finish(t, d - 1, end);
+    finish_frame(t, d - 1, end);
     t.depth = d - 1;
     return;
   }
@@ -343,9 +372,9 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
     if (t.frames[i].rf != &fn) continue;
     for (int j = d - 1; j > i; --j) {
       t.frames[j].kind &= static_cast<uint8_t>(~kRecorded);
-      finish(t, j, 0);
+      finish_frame(t, j, 0);
     }
-    finish(t, i, dft_ticks_inline());
+    finish_frame(t, i, dft_ticks_inline());
     t.depth = i;
     return;
   }
@@ -472,6 +501,7 @@ void intern_constants() {
   g_cat_inductor = dft_intern_cstr("inductor");
   g_key_seq = dft_intern_cstr("seq_nr");
   g_key_shapes = dft_intern_cstr("shapes");
+  g_key_external = dft_intern_cstr("External id");
 }
 
 // The benchmark floor: the same registration with callbacks that do

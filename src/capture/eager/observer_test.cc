@@ -338,3 +338,55 @@ TEST(Observer, MemoryCaptureLeavesTorchProfilerOff) {
   EXPECT_EQ(torch::profiler::impl::ProfilerStateBase::get(/*global=*/false), nullptr);
   trace.finish();
 }
+
+// Launch scopes (dft_launch_scope): a fake device side records the ids each
+// op pushes; while clamp_min (relu's kernel) runs, the top of the stack --
+// what a kernel launched there would carry -- is clamp_min's own id, and
+// every op event carries its id as "External id".
+namespace launch_scope {
+std::vector<uint64_t> stack;
+std::map<uint64_t, size_t> depth_at_push;
+uint64_t next = 1;
+int pops = 0;
+uint64_t push() {
+  depth_at_push[next] = stack.size();
+  stack.push_back(next);
+  return next++;
+}
+void pop() {
+  ++pops;
+  if (!stack.empty()) stack.pop_back();
+}
+const dft_launch_scope kFake = {&push, &pop};
+}  // namespace launch_scope
+
+TEST(Observer, EachRecordedOpRunsInALaunchScopeAndCarriesItsId) {
+  namespace ls = launch_scope;
+  torch::Tensor x = torch::randn({4, 4});
+  Trace trace;
+  dftracer::torch::enable();
+  dft_set_launch_scope(&ls::kFake);
+  torch::relu(x);
+  dft_set_launch_scope(nullptr);
+  torch::relu(x);  // after the source stopped: no id
+  const std::vector<Event> ops = with_cat(trace.finish(), "aten");
+  EXPECT_TRUE(ls::stack.empty()) << "every push popped";
+  EXPECT_EQ(ls::pops, static_cast<int>(ls::next - 1));
+  int64_t relu_id = -1, clamp_id = -1;
+  int without = 0;
+  for (const Event& e : ops) {
+    const int64_t id = int_arg(e, "External id");
+    if (id < 0) {
+      ++without;
+      continue;
+    }
+    if (e.name == "aten::relu") relu_id = id;
+    if (e.name == "aten::clamp_min") clamp_id = id;
+  }
+  ASSERT_GT(relu_id, 0);
+  ASSERT_GT(clamp_id, 0);
+  EXPECT_NE(relu_id, clamp_id);
+  // clamp_min was pushed above relu: a kernel launched inside it is tagged with clamp_min's id.
+  EXPECT_EQ(ls::depth_at_push[static_cast<uint64_t>(clamp_id)], ls::depth_at_push[static_cast<uint64_t>(relu_id)] + 1);
+  EXPECT_GE(without, 2) << "the second relu and its clamp_min pushed nothing";
+}
