@@ -6,11 +6,13 @@ that waited for its peer than when run warm.
 
 Two gloo ranks on CPU (torch.multiprocessing, 127.0.0.1). For each size,
 rank 0 runs `all_reduce` untraced, then times (thread CPU time) the
-per-call work of the dftracer wrapper -- the event's description
-(collectives._describe_tensor_call) and its record -- right after the
-collective returns, and the same work again at once (warm). It prints both,
-in microseconds per call, the median over the iterations, and the same for a
-1-rank group (no peer to wait for).
+per-call work of the dftracer wrapper -- the wrapper of all_reduce
+(collectives._wrap) around a stand-in collective that does nothing, so
+describe, call and record -- right after the collective returns, and the
+same work again at once (warm); It prints both in microseconds per
+call, the median over the iterations, and the same for a 1-rank group (no
+peer to wait for). Runs on any build that has collectives._wrap, so two
+builds compare side by side.
 """
 import argparse
 import os
@@ -29,22 +31,23 @@ def _worker(rank, world, port, trace_dir, iters, out_q):
     import dftracer  # noqa: F401  (starts tracing, hooks torch.distributed)
     import torch
     import torch.distributed as dist
-    from dftracer import _core
     from dftracer.python import collectives
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     untraced = dist.all_reduce.__wrapped__
     alone = [dist.new_group([r]) for r in range(world)][rank]
-    name, cat = _core.intern("all_reduce"), _core.intern("comm")
     clock = time.thread_time_ns
 
-    def work(t, group):  # what the wrapper does per call once the collective returned
-        _core.record_ticks(name, cat, 0, 1, collectives._describe_tensor_call(t, group, dist))
+    def nothing(tensor, op=None, group=None, async_op=False):  # all_reduce's signature, no work
+        return None
 
-    results = {}
-    for label, n, group in [(k, v, None) for k, v in SIZES.items()] + [("1 KiB, 1-rank group", 256, alone)]:
-        t = torch.ones(n)
+    try:
+        ours = collectives._wrap("all_reduce", nothing, dist, dist.distributed_c10d)
+    except TypeError:  # a build whose _wrap has no c10d parameter
+        ours = collectives._wrap("all_reduce", nothing, dist)
+
+    def time_after(work, t, group):
         for _ in range(3):
             untraced(t, group=group)
             work(t, group)
@@ -58,7 +61,12 @@ def _worker(rank, world, port, trace_dir, iters, out_q):
             c2 = clock()
             after.append((c1 - c0) / 1e3)
             warm.append((c2 - c1) / 1e3)
-        results[label] = (statistics.median(after), statistics.median(warm))
+        return statistics.median(after), statistics.median(warm)
+
+    results = {}
+    for label, n, group in [(k, v, None) for k, v in SIZES.items()] + [("1 KiB, 1-rank group", 256, alone)]:
+        t = torch.ones(n)
+        results[label] = time_after(lambda x, g: ours(x, group=g), t, group)
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
@@ -71,7 +79,7 @@ def main():
     args = ap.parse_args()
     results, ok = run_two_ranks(_worker, args.iters)
     load = os.getloadavg()[0]
-    print(f"wrapper work (describe + record), thread CPU us per call, rank 0, median of {args.iters}; "
+    print(f"wrapper work around a no-op collective, thread CPU us per call, rank 0, median of {args.iters}; "
           f"{os.cpu_count()} CPUs, load {load:.1f}")
     print(f"{'size':>22} {'after the collective':>22} {'warm (again at once)':>22}")
     for label, (after, warm) in results.items():
