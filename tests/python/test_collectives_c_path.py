@@ -46,7 +46,9 @@ dist.broadcast(f32, 0)
 dist.destroy_process_group()
 """)
     assert proc.stdout.split() == ["raised"], proc.stdout
-    comm = [(e["name"], e["args"]) for e in events if e.get("cat") == "comm"]
+    # By start: the async call's event is recorded when its future completes
+    # (on gloo's thread), so it may come later in the file.
+    comm = [(e["name"], e["args"]) for e in sorted(events, key=lambda e: e["ts"]) if e.get("cat") == "comm"]
     world = comm[0][1]["group"]
     sub = comm[3][1]["group"]
     assert world != sub

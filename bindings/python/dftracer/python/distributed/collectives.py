@@ -18,13 +18,14 @@ collective (``all_reduce(t)``, ``broadcast(t, src)``, ``reduce(t, dst)``)
 takes its ``seq`` as it starts: a call that raises records no event but
 still used its number.
 
-Why Python wrappers (measured in bench/comm/, see the report of #16): the
-alternatives see less or cost as much. torch's RecordFunction
+Why wrappers (measured in bench/comm/): the alternatives see less or cost
+as much. torch's RecordFunction
 ``record_param_comms`` carries the same facts but only to an observer that
 asks for inputs (every ATen op then pays for it), and for gloo it brackets
 the enqueue, not the completion; c10d's completion hooks exist for NCCL only.
-A wrapper costs a few microseconds of Python per call against tens of
-microseconds for the smallest gloo all-reduce.
+A wrapper costs a few microseconds per call against tens of microseconds
+for the smallest gloo all-reduce; the common blocking one-tensor call runs no
+Python of ours (_core.CommWrapper, comm_call.cc).
 
 FSDP needs nothing of its own: its all-gathers and reduce-scatters call
 these functions (torch 2.13: FSDP1 and FSDP2 ``all_gather_single`` /
