@@ -14,9 +14,12 @@ alike:
                   RecordFunction's record_param_comms path, the alternative
                   capture mechanism (its collection cost only: the trace
                   export after the loop is not counted)
-Per collective: wall and CPU time (this rank's thread) in microseconds,
-rank 0's figures, the median of the rounds. The difference ours - untraced
-is the tracing cost of one collective.
+Per collective, the median of the rounds, in microseconds: rank 0's wall
+and CPU time of the calling thread, and the CPU time of both ranks' whole
+processes (every thread: gloo's, dftracer's writer, the profiler's) added
+together. The difference ours - untraced is the tracing cost of one
+collective; the both-ranks column also counts what a mechanism does off the
+calling thread, but carries gloo's own thread scheduling as noise.
 """
 import argparse
 import os
@@ -35,10 +38,12 @@ ALONE = "1 KiB, 1-rank group"
 
 
 def _loop(fn, tensor, iters):
-    w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    """(wall, thread CPU, process CPU) us per call."""
+    w0, c0, p0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
     for _ in range(iters):
         fn(tensor)
-    return (time.perf_counter_ns() - w0) / iters / 1e3, (time.thread_time_ns() - c0) / iters / 1e3
+    w1, c1, p1 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
+    return (w1 - w0) / iters / 1e3, (c1 - c0) / iters / 1e3, (p1 - p0) / iters / 1e3
 
 
 def _worker(rank, world, port, trace_dir, args, out_q):
@@ -73,17 +78,17 @@ def _worker(rank, world, port, trace_dir, args, out_q):
                         rows[mode].append(_loop(fns["untraced"], t, iters))
                 else:
                     rows[mode].append(_loop(fns[mode], t, iters))
-        results[label] = {m: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-                          for m, v in rows.items()}
+        results[label] = {m: [statistics.median(x[k] for x in v) for k in range(3)] for m, v in rows.items()}
     dist.barrier()
     dist.destroy_process_group()
-    if rank == 0:
-        out_q.put(results)
+    out_q.put((rank, results))
 
 
-def run_two_ranks(worker, arg):
+def run_two_ranks(worker, arg, puts=1):
     """Runs worker(rank, 2, port, trace_dir, arg, queue) in two spawned
-    processes; (what rank 0 put in the queue, whether both exited 0)."""
+    processes; (what the ranks put in the queue -- the one object when
+    puts=1, else the list of the `puts` objects in the order they came --,
+    whether both exited 0)."""
     import torch.multiprocessing as mp
 
     with socket.socket() as s:
@@ -95,10 +100,10 @@ def run_two_ranks(worker, arg):
         procs = [ctx.Process(target=worker, args=(r, 2, port, d, arg, q)) for r in range(2)]
         for p in procs:
             p.start()
-        results = q.get(timeout=1800)
+        results = [q.get(timeout=1800) for _ in range(puts)]
         for p in procs:
             p.join()
-    return results, all(p.exitcode == 0 for p in procs)
+    return results[0] if puts == 1 else results, all(p.exitcode == 0 for p in procs)
 
 
 def main():
@@ -108,14 +113,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--all-sizes", action="store_true", help="also 64 KiB, 1 MiB and 64 MiB")
     args = ap.parse_args()
-    results, ok = run_two_ranks(_worker, args)
-    print(f"2-rank gloo all_reduce on CPU, us per collective (rank 0, median of {args.rounds} rounds; "
-          f"{os.cpu_count()} CPUs)")
-    print(f"{'size':>20} {'mode':>15} {'wall us':>10} {'cpu us':>10} {'+wall us':>10} {'+cpu us':>10}")
-    for label, modes in results.items():
-        base_w, base_c = modes["untraced"]
-        for mode, (w, c) in modes.items():
-            print(f"{label:>20} {mode:>15} {w:10.1f} {c:10.1f} {w - base_w:10.1f} {c - base_c:10.1f}")
+    load0 = os.getloadavg()[0]
+    got, ok = run_two_ranks(_worker, args, puts=2)
+    by_rank = dict(got)
+    print(f"2-rank gloo all_reduce on CPU, us per collective (median of {args.rounds} rounds; "
+          f"{os.cpu_count()} CPUs, load {load0:.1f} -> {os.getloadavg()[0]:.1f})")
+    print(f"{'size':>20} {'mode':>15} {'wall us':>10} {'cpu us':>10} {'+wall us':>10} {'+cpu us':>10}"
+          f" {'2-rank cpu':>11} {'+2-rank cpu':>12}")
+    for label, modes in by_rank[0].items():
+        base_w, base_c, _ = modes["untraced"]
+        both = {m: by_rank[0][label][m][2] + by_rank[1][label][m][2] for m in modes}
+        for mode, (w, c, _) in modes.items():
+            print(f"{label:>20} {mode:>15} {w:10.1f} {c:10.1f} {w - base_w:10.1f} {c - base_c:10.1f}"
+                  f" {both[mode]:11.1f} {both[mode] - both['untraced']:12.1f}")
     return 0 if ok else 1
 
 

@@ -1,16 +1,21 @@
 """A traced torch.distributed call on its fast path (a blocking one-tensor
-collective, timed and recorded by _core._comm_call), with stand-ins for
-torch.distributed: the event, its args, nesting and errors.
+collective, described, timed and recorded by _core.CommWrapper), with
+stand-ins for torch.distributed: the event, its args, nesting and errors;
+and the same calls with a payload the C path cannot read (no `nbytes`),
+which the Python path records alike.
 """
+import pytest
+
 from test_region_with_protocol import run_traced
 
 
-def test_collective_fast_path_one_event_per_outer_call(run_python, trace_dir):
-    # A blocking one-tensor collective goes through _core._comm_call: one
+@pytest.mark.parametrize("c_path", [True, False])
+def test_collective_fast_path_one_event_per_outer_call(run_python, trace_dir, c_path):
+    # A blocking one-tensor collective goes through _core.CommWrapper: one
     # event with the payload's bytes, dtype, group and seq; torch.distributed
     # calls it makes itself are not events of their own; a call that raises
     # records nothing and the exception reaches the caller.
-    events, proc = run_traced(run_python, trace_dir, """
+    events, proc = run_traced(run_python, trace_dir, f"C_PATH = {c_path}\n" + """
 from dftracer.python import collectives as C
 
 class PG:
@@ -28,6 +33,8 @@ class T:
         return 512
     def element_size(self):
         return 2
+if C_PATH:
+    T.nbytes = 1024
 
 def broadcast(tensor, src=0, group=None, async_op=False):
     return None
@@ -41,6 +48,7 @@ def all_reduce(tensor, op=None, group=None, async_op=False):
     return None
 
 outer = C._wrap("all_reduce", all_reduce, Dist)
+assert type(outer).__name__ == "CommWrapper"
 assert outer(T()) is None and outer(T(), group=Dist.group.WORLD) is None
 try:
     outer(T(), "raise")

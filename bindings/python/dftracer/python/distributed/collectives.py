@@ -18,13 +18,14 @@ collective (``all_reduce(t)``, ``broadcast(t, src)``, ``reduce(t, dst)``)
 takes its ``seq`` as it starts: a call that raises records no event but
 still used its number.
 
-Why Python wrappers (measured in bench/comm/, see the report of #16): the
-alternatives see less or cost as much. torch's RecordFunction
+Why wrappers (measured in bench/comm/): the alternatives see less or cost
+as much. torch's RecordFunction
 ``record_param_comms`` carries the same facts but only to an observer that
 asks for inputs (every ATen op then pays for it), and for gloo it brackets
 the enqueue, not the completion; c10d's completion hooks exist for NCCL only.
-A wrapper costs a few microseconds of Python per call against tens of
-microseconds for the smallest gloo all-reduce.
+A wrapper costs a few microseconds per call against tens of microseconds
+for the smallest gloo all-reduce; the common blocking one-tensor call runs no
+Python of ours (_core.CommWrapper, comm_call.cc).
 
 FSDP needs nothing of its own: its all-gathers and reduce-scatters call
 these functions (torch 2.13: FSDP1 and FSDP2 ``all_gather_single`` /
@@ -75,30 +76,24 @@ _RECVS = ("recv", "irecv")
 _ALWAYS_ASYNC = ("isend", "irecv")
 
 
-class _State(threading.local):
-    depth = 0  # > 0 inside a traced call: nested torch.distributed calls are its own work
-    ddp_bucket = None  # set by ddp.py while DDP's comm hook runs
-
-
-_state = _State()
-_groups: dict = {}  # process group -> (name, size); a job has few groups
+_groups: dict = {}  # process group -> (name, size, seq counter); a job has few groups
 _seq_lock = threading.Lock()
 _warned = False
 
 
 class bucket_scope:
     """`with bucket_scope(i):` labels the all-reduces issued inside with
-    ``ddp_bucket`` = i (DDP's comm hook, ddp.py)."""
+    ``ddp_bucket`` = i (DDP's comm hook, ddp.py). Kept per thread, in C,
+    where the traced collective reads it."""
 
     def __init__(self, index: int):
         self.index = index
 
     def __enter__(self):
-        self.prev = _state.ddp_bucket
-        _state.ddp_bucket = self.index
+        self.prev = _core._comm_bucket(self.index)
 
     def __exit__(self, *exc):
-        _state.ddp_bucket = self.prev
+        _core._comm_bucket(self.prev)
         return False
 
 
@@ -166,18 +161,23 @@ class _Params:
 
 
 def _group_info(pg, dist) -> tuple:
-    """(name, size) of a process group (None: the default group)."""
+    """(name, size, seq counter) of a process group (None: the default
+    group)."""
     if pg is None:
         pg = dist.group.WORLD
     info = _groups.get(pg)
     if info is None:
-        info = _groups[pg] = (str(getattr(pg, "group_name", "") or "default"), int(pg.size()))
+        name = str(getattr(pg, "group_name", "") or "default")
+        size = int(pg.size())
+        with _seq_lock:
+            counter = _seq_counters.setdefault(name, itertools.count())
+        info = _groups[pg] = (name, size, counter)
     return info
 
 
 def _with_context(out: dict) -> dict:
     """Adds the DDP bucket and the training step the call is part of."""
-    bucket = _state.ddp_bucket
+    bucket = _core._comm_bucket()
     if bucket is not None:
         out["ddp_bucket"] = bucket
     step = current_step.value
@@ -188,7 +188,7 @@ def _with_context(out: dict) -> dict:
 
 def _describe(name: str, params: _Params, dist: Any, args: tuple, kwargs: dict, ret: Any) -> dict:
     group = params.get(args, kwargs, "group")
-    gname, gsize = _group_info(group, dist)
+    gname, gsize, _ = _group_info(group, dist)
     nbytes, dtype = _nbytes(params.get(args, kwargs, params.payload)) if params.payload else (0, None)
     out = {"bytes": nbytes, "group": gname, "group_size": gsize}
     if dtype:
@@ -210,60 +210,20 @@ def _describe(name: str, params: _Params, dist: Any, args: tuple, kwargs: dict, 
     return _with_context(out)
 
 
-def _describe_tensor_call(tensor, group, dist) -> dict:
-    """_describe for the common shape: a collective (not send/recv) on one
-    tensor, found without a signature lookup (all_reduce(t), broadcast(t,
-    src), ... -- what DDP and most training loops call)."""
-    gname, gsize = _group_info(group, dist)
-    nbytes, dtype = _nbytes(tensor)
-    out = {"bytes": nbytes, "group": gname, "group_size": gsize}
-    if dtype:
-        out["dtype"] = dtype
-    out["seq"] = _next_seq(gname)
-    return _with_context(out)
-
-
-def _wrap(name: str, fn: Callable, dist: Any) -> Callable:
+def _wrap(name: str, fn: Callable, dist: Any, c10d: Any = None) -> Callable:
+    """The traced `fn` (torch.distributed's `name`); `c10d` is the module
+    that holds its default group (torch.distributed.distributed_c10d; None:
+    `dist.group.WORLD`)."""
     params = _Params(fn, COLLECTIVES[name])
     ids: list[int] = []
     enabled, ticks, record = _core.enabled, _core.ticks, _core.record_ticks
+    timed, in_comm = _core._comm_timed, _core._in_comm
     always_async = name in _ALWAYS_ASYNC
-    state = _state
-    # The one-tensor fast path: a blocking collective whose payload is its
-    # first parameter, passed positionally (all_reduce(t), broadcast(t, src),
-    # reduce(t, dst)). A collective that waited for its peers returns to a
-    # thread whose caches the wait emptied, where the same Python costs
-    # several times more (bench/comm/bench_comm_after.py): so the event is
-    # described before the call, and the call, its clock and the record are
-    # one C function (_core._comm_call). Any other shape is described after
-    # the call by _describe.
-    simple = (params.payload is not None and params.pos.get(params.payload) == 0
-              and name not in _SENDS and name not in _RECVS and not always_async)
-    group_pos = params.pos.get("group", -1)
-    async_pos = params.pos.get("async_op", -1)
-    simple = simple and group_pos > 0 and async_pos > 0
-    comm_call, in_comm = _core._comm_call, _core._in_comm
 
-    def traced(*args, **kwargs):
-        if state.depth or in_comm() or not enabled():
+    def traced(*args, **kwargs):  # every shape, described after the call
+        if in_comm() or not enabled():
             return fn(*args, **kwargs)
-        if simple and args and len(args) <= async_pos and not kwargs.get("async_op"):
-            try:
-                if not ids:
-                    ids.extend((_core.intern(name), _core.intern(CAT_COMM)))
-                ev = _describe_tensor_call(args[0], args[group_pos] if group_pos < len(args)
-                                           else kwargs.get("group"), dist)
-            except Exception as e:  # never into the training step
-                _failed(e)
-                return fn(*args, **kwargs)
-            return comm_call(fn, args, kwargs, ids[0], ids[1], ev)
-        state.depth = 1
-        t0 = ticks()
-        try:
-            ret = fn(*args, **kwargs)
-        finally:
-            state.depth = 0
-        t1 = ticks()
+        ret, t0, t1 = timed(fn, args, kwargs)
         try:
             if not ids:
                 ids.extend((_core.intern(name), _core.intern(CAT_COMM)))
@@ -281,14 +241,33 @@ def _wrap(name: str, fn: Callable, dist: Any) -> Callable:
             _failed(e)
         return ret
 
-    traced.__wrapped__ = fn
-    traced._dftracer_comm = True
+    # A blocking collective whose payload is its first parameter (all_reduce,
+    # broadcast, reduce: what DDP and most training loops call) is replaced
+    # by _core.CommWrapper: no Python frame between two collectives, whose
+    # caches the wait emptied (bench/comm/bench_comm_after.py). It describes
+    # the event before the call, as here (bytes, dtype, group, group_size,
+    # seq, ddp_bucket, step; the seq taken as the call starts: a call that
+    # raises records no event but used its number), and hands `traced` any
+    # call it cannot describe so.
+    group_pos = params.pos.get("group", -1)
+    async_pos = params.pos.get("async_op", -1)
+    wrapper: Any = traced
+    if (params.payload is not None and params.pos.get(params.payload) == 0 and group_pos > 0 and async_pos > 0
+            and name not in _SENDS and name not in _RECVS and not always_async):
+        world = getattr(c10d, "_world", None)  # the default group without two Python properties
+        world_obj, world_attr = ((world, "_default_pg") if hasattr(world, "_default_pg")
+                                 else ((c10d or dist).group, "WORLD"))
+        wrapper = _core.CommWrapper(fn, traced, name, CAT_COMM, group_pos, async_pos, world_obj, world_attr,
+                                    vars(current_step), lambda pg: _group_info(pg, dist), _dtype_name)
+
+    wrapper.__wrapped__ = fn
+    wrapper._dftracer_comm = True
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         try:
-            setattr(traced, attr, getattr(fn, attr))
+            setattr(wrapper, attr, getattr(fn, attr))
         except AttributeError:
             pass
-    return traced
+    return wrapper
 
 
 def install(c10d: Any) -> None:
@@ -301,7 +280,7 @@ def install(c10d: Any) -> None:
         if fn is None or getattr(fn, "_dftracer_comm", False):
             continue
         try:
-            traced = _wrap(name, fn, dist)
+            traced = _wrap(name, fn, dist, c10d)
         except (TypeError, ValueError) as e:  # no signature to read: leave it untraced
             _failed(e)
             continue
