@@ -12,7 +12,10 @@
 #      SIGTERM-during-thread-churn tests at a small scale (TSan cannot run
 #      the fork test), and the _exit/exec/credential hooks on a real program
 #      under the instrumented preload library;
-#   5. installs the Python package and runs pytest (the interop tests run
+#   5. builds the CUDA capture source (libdftracer_cuda) against the headers
+#      and libcupti of NVIDIA's CUDA 13 wheels: no GPU is needed to compile
+#      it, and pytest checks it fails cleanly without a driver;
+#   6. installs the Python package and runs pytest (the interop tests run
 #      DFTracer's own tools from the reference venv setup.sh made).
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -51,6 +54,24 @@ DFTRACER_TEST_SCALE=0.1 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_er
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   ctest --test-dir build-asan -j "$JOBS" --output-on-failure \
   -R '^(core\.(Fork\.ForkWhileRecordingAndWritingNeverCrashesTheChild|Crash\.(SigtermDuringThreadChurnNeverHangs|SigtermRightAfterForkFinalizesTheChild)|DescriptorTable\..*)|file\.TraceSink\..*|io\.ImageEnd\..*)$'
+
+step "CUDA capture source against CUDA 13's wheels (compiles and links; no GPU needed)"
+# The GPU machines run this library; here it is built against the headers and
+# libcupti of NVIDIA's wheels (~13 MB, cached in build-cuda/wheels), so a
+# change that breaks its build fails here, and test_cuda_no_gpu.py checks that
+# it fails cleanly where there is no driver.
+mkdir -p build-cuda/wheels build-cuda/root
+if ! ls build-cuda/wheels/nvidia_cuda_cupti-13.0.*.whl >/dev/null 2>&1; then
+  "$PY" -m pip download -q --no-deps --only-binary=:all: -d build-cuda/wheels \
+    "nvidia-cuda-cupti==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*"
+fi
+for w in build-cuda/wheels/*.whl; do "$PY" -m zipfile -e "$w" build-cuda/root; done
+cmake -S . -B build-cuda/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_CUDA=ON \
+  -DCUPTI_ROOT="$ROOT/build-cuda/root/nvidia/cu13" -DDFTRACER_BUILD_TESTS=OFF -DDFTRACER_BUILD_ANALYZER=OFF \
+  -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
+cmake --build build-cuda/build -j "$JOBS" --target dftracer_cuda
+DFTRACER_CUDA_LIB=$(find "$ROOT/build-cuda/build" -name 'libdftracer_cuda.so' -print -quit)
+export DFTRACER_CUDA_LIB
 
 step "Python package"
 "$PY" -m pip install -q --no-build-isolation --no-deps "$ROOT"
