@@ -268,7 +268,8 @@ void finish_event(RegionObject* self, bool close) {
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
     OpenEvent& e = open_at(open, i);
-    // Not when flushed already, nor when the signal-time cut wrote it.
+    const uint64_t prev = open_begin_close(open, e);
+    // Not when flushed already, nor when the signal-time cut took it.
     if (!e.flushed && open_claim(e)) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
     if (close) {
       OpenEvent taken = open_take(open, i);
@@ -277,6 +278,7 @@ void finish_event(RegionObject* self, bool close) {
       e.flushed = true;
       Py_CLEAR(e.pending);
     }
+    open_end_close(open, prev);
   } else if (self->t0 != 0 && !self->flushed) {
     record_region_event(self, self->name, self->name_obj, self->t0, t1, nullptr);
   }
@@ -570,6 +572,7 @@ void register_region(nanobind::module_& m) {
   }
   if (PyModule_AddFunctions(m.ptr(), module_functions) < 0) throw nanobind::python_error();
   if (!register_traced_function(m.ptr())) throw nanobind::python_error();
+  if (!register_null_context(m.ptr())) throw nanobind::python_error();
 }
 
 }  // namespace dft_py

@@ -122,8 +122,10 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
     int i = open_find_token(open, token);
     if (i >= 0) {
       // Claimed: not written yet by flush() or by the signal-time cut.
+      const uint64_t prev = open_begin_close(open, open_at(open, i));
       flushed = !open_claim(open_at(open, i));
       OpenEvent e = open_take(open, i);
+      open_end_close(open, prev);
       pending = e.pending;
       flushed = flushed || e.flushed;
     }
