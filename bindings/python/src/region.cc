@@ -156,7 +156,8 @@ void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
   if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
-  if (t_open.depth != 0) open_forget_owner(self);
+  if (self->pushed && t_open.depth != 0) open_forget_owner(self);
+  self->pushed = 0;  // (a pooled object is used again)
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
@@ -520,6 +521,7 @@ PyObject* region_enter(PyObject* op) {
     self->t0 = t;
     self->flushed = 0;
     open_push(t_open, self, self->name, self->cat, self->name_obj, t, false);
+    self->pushed = 1;
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped
