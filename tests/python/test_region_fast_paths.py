@@ -80,3 +80,23 @@ def test_the_benchmarks_null_context_does_nothing():
     with pytest.raises(ValueError):
         with c:
             raise ValueError("passes through")
+
+
+def test_a_region_freed_while_open_leaves_nothing_for_the_next_one(run_python, trace_dir):
+    # `r` is entered and dropped without its exit; the next dft_fn is made in
+    # its memory (free list): its flush() must write its own event, not the
+    # dropped one's open entry.
+    run_python(f"""
+        from dftracer.python import dft_fn, dftracer
+        log = dftracer.initialize_log({trace_dir!r} + "/t", None, -1)
+        for i in range(3):
+            r = dft_fn("c", "dropped")
+            r.__enter__()
+            del r
+            f = dft_fn("c", "flushed")
+            f.flush()
+            del f
+        log.finalize()
+    """, env={"DFTRACER_DISABLE_IO": "1"})
+    names = [e["name"] for e in _complete(trace_dir) if e["cat"] == "c"]
+    assert names == ["flushed"] * 3, names

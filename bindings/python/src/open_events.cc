@@ -33,8 +33,9 @@ namespace {
 //    (live = 0) and posts g_cut_sem;
 // 3. the signal thread writes them with dft_record_cut.
 // The entries are claimed on the thread that owns them, so its own claims
-// (open_claim) are plain loads and stores: a handler runs between two of
-// its instructions, never in the middle of one.
+// (open_claim, open_take) are plain loads and stores: a handler runs
+// between two of its instructions, never in the middle of one, and one
+// that interrupts a change of the stack defers the copy to its end.
 OpenStack* g_cut_stack = nullptr;  // the main thread's stack
 pthread_t g_cut_thread;            // the main thread
 pid_t g_cut_pid = 0;               // the process g_cut_thread belongs to
@@ -53,13 +54,13 @@ struct CutEntry {
 CutEntry g_cut[kMaxOpen];
 int g_cut_n = 0;
 
-// On the main thread: copies and claims its unwritten entries, except the
-// one it is claiming itself (`closing`). Async-signal-safe.
+// On the main thread, between two changes of its stack: copies and claims
+// its unwritten entries. Async-signal-safe.
 void take_cut_entries(OpenStack& s) {
   int n = 0;
   for (int i = 0; i < s.depth && i < kMaxOpen; ++i) {
     OpenEvent& e = s.ev[i];
-    if (e.live == 0 || e.name == 0 || e.token == s.closing) continue;  // written, no interned name, or closing
+    if (e.live == 0 || e.name == 0) continue;  // written, or no interned name
     e.live = 0;
     g_cut[n++] = CutEntry{e.t0, e.name, e.cat};
   }
@@ -92,7 +93,7 @@ int read_stack_from_here(const OpenStack* s) {
     for (int i = 0; i < depth; ++i) {
       const OpenEvent& e = s->ev[i];
       const uint64_t live = __atomic_load_n(&e.live, __ATOMIC_RELAXED);
-      if (live == 0 || e.name == 0 || e.token == __atomic_load_n(&s->closing, __ATOMIC_RELAXED)) continue;
+      if (live == 0 || e.name == 0) continue;
       g_cut[n++] = CutEntry{e.t0, e.name, e.cat};
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -27,8 +27,8 @@ struct OpenEvent {
   // `token` while the event is still to be written, 0 once claimed: by the
   // owning thread (flush, exit) or by the signal-time cut. Only the owning
   // thread writes it -- the cut's snapshot runs on that thread too, in a
-  // signal handler (open_cut_at_signal_for_this_thread) -- so a plain
-  // load and store claim it.
+  // signal handler (open_cut_at_signal_for_this_thread) -- so plain loads
+  // and stores claim it, inside a change of the stack (open_take).
   uint64_t live;
   dft_id name;        // event name (the function's for traced calls)
   dft_id cat;         // the owner's category, copied at push: the cut reads
@@ -43,15 +43,12 @@ struct OpenEvent {
 constexpr int kMaxOpen = 256;
 
 // Mutated by its own thread only. `seq` is odd while an entry is being
-// added or removed: the cut's handler, interrupting its thread there, leaves
-// the snapshot to open_end_write (cut_requested). `closing` is the token of
-// the entry its thread is claiming (open_begin_close): the cut leaves that
-// one to the thread.
+// added, claimed or removed: the cut's handler, interrupting its thread
+// there, leaves the snapshot to open_end_write (cut_requested).
 struct OpenStack {
   int depth;
   unsigned seq;
   uint64_t next_token;
-  uint64_t closing;
   int cut_requested;  // set by the cut's handler while `seq` was odd
   OpenEvent ev[kMaxOpen];
 };
@@ -107,27 +104,13 @@ inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, dft_id c
   return e.token;
 }
 
-// Brackets the claim of entry `e` (open_claim, then open_take or a flush):
-// from here the cut leaves `e` to this thread. Returns what to pass to
-// open_end_close (a write that runs Python code may close another entry in
-// between).
-inline uint64_t open_begin_close(OpenStack& s, const OpenEvent& e) {
-  const uint64_t prev = s.closing;
-  __atomic_store_n(&s.closing, e.token, __ATOMIC_RELAXED);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return prev;
-}
-inline void open_end_close(OpenStack& s, uint64_t prev) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  __atomic_store_n(&s.closing, prev, __ATOMIC_RELAXED);
-}
-
 // True when the caller is to write the event: it was still unwritten, and
-// is now claimed (the cut will not write it). Between open_begin_close and
-// open_end_close only.
+// is now claimed (the cut will not write it). Between open_begin_write and
+// open_end_write only: a cut that interrupts it then waits for the end of
+// the change.
 inline bool open_claim(OpenEvent& e) {
-  const uint64_t live = __atomic_load_n(&e.live, __ATOMIC_RELAXED);
-  __atomic_store_n(&e.live, 0, __ATOMIC_RELAXED);
+  const uint64_t live = e.live;
+  e.live = 0;
   return live != 0;
 }
 
@@ -145,13 +128,13 @@ inline int open_find_owner(OpenStack& s, const void* owner, bool regions_only) {
 
 inline OpenEvent& open_at(OpenStack& s, int i) { return s.ev[i]; }
 
-// Removes entry i (usually the top) and returns it; the caller owns .pending.
-// An entry moved down keeps its claim state. The removed entry is claimed
-// too (a caller that writes it claims it first).
+// Removes entry i (usually the top) and returns it, claimed: its `live` is
+// nonzero when the caller is to write it (neither the cut nor another
+// claim took it). The caller owns .pending. One change of the stack, so a
+// cut that interrupts it finds the entry gone.
 inline OpenEvent open_take(OpenStack& s, int i) {
-  OpenEvent e = s.ev[i];
   open_begin_write(s);
-  s.ev[i].live = 0;
+  OpenEvent e = s.ev[i];
   for (int k = i; k < s.depth - 1; ++k) s.ev[k] = s.ev[k + 1];
   __atomic_store_n(&s.depth, s.depth - 1, __ATOMIC_RELAXED);
   open_end_write(s);
@@ -173,7 +156,7 @@ void open_forget_owner(const void* owner);
 // the dft_fn's category -- never a Python object, so an entry whose name is
 // past the intern cap, and args added by update() or sticky args, are left
 // out. Each entry is written once: by the cut, or (when the main thread
-// closed, flushed or was closing it first) by the main thread.
+// closed or flushed it first) by the main thread.
 void open_cut_at_signal_for_this_thread();
 
 }  // namespace dft_py

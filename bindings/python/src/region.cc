@@ -268,18 +268,21 @@ void finish_event(RegionObject* self, bool close) {
   OpenStack& open = t_open;
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
-    OpenEvent& e = open_at(open, i);
-    const uint64_t prev = open_begin_close(open, e);
-    // Not when flushed already, nor when the signal-time cut took it.
-    if (!e.flushed && open_claim(e)) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
     if (close) {
-      OpenEvent taken = open_take(open, i);
-      Py_XDECREF(taken.pending);
+      // Taken and claimed in one change of the stack; not written when
+      // flushed already, nor when the signal-time cut took it.
+      OpenEvent e = open_take(open, i);
+      if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
+      Py_XDECREF(e.pending);
     } else {
+      OpenEvent& e = open_at(open, i);
+      open_begin_write(open);
+      const bool write = !e.flushed && open_claim(e);
       e.flushed = true;
+      open_end_write(open);
+      if (write) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_CLEAR(e.pending);
     }
-    open_end_close(open, prev);
   } else if (self->t0 != 0 && !self->flushed) {
     record_region_event(self, self->name, self->name_obj, self->t0, t1, nullptr);
   }
