@@ -25,7 +25,7 @@ void open_forget_owner(const void* owner) {
 namespace {
 
 // The cut, in three steps:
-// 1. the core's signal thread (cut_open_events) sends kCutSignal to the main
+// 1. the core's signal thread (cut_open_events) sends g_cut_signal to the main
 //    thread and waits for g_cut_sem;
 // 2. the main thread, in cut_handler (or, when the signal interrupted a
 //    change of its stack, at the end of that change: open_end_write ->
