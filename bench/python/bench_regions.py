@@ -70,9 +70,11 @@ def floors(n=N):
     return best_ns(loop, n), best_ns(call, n)
 
 
-def bench_dft_api(n=N):
+def bench_dft_api(n=N, before_each=None):
     """The pydftracer API, every form: same code for this package and for
-    pydftracer (FORMS lists the rows)."""
+    pydftracer (FORMS lists the rows). `before_each()` runs before each form
+    (tracing on: waits until the writer has drained the previous form, so
+    that no form is timed against a full buffer -- the writer's own pace)."""
     from dftracer.python import ai, dft_fn, dftracer
 
     rng = range(n)
@@ -136,6 +138,11 @@ def bench_dft_api(n=N):
             t = log.get_time()
             log.log_event("ev", "bench", t, 1)
 
+    def null_ctx():
+        for _ in rng:
+            with null:
+                pass
+
     loop_fn, call_fn = floor_fns(n)
     cases = {
         FORMS[0]: (deco, call_fn),
@@ -148,7 +155,19 @@ def bench_dft_api(n=N):
         FORMS[7]: (log_event, loop_fn),
         FORMS[8]: (time_log_event, loop_fn),
     }
-    return {k: net_ns(case, floor, n) for k, (case, floor) in cases.items()}
+    try:  # this package only: CPython's floor for `with` on a C context manager
+        from dftracer._core import _NullContext
+
+        null = _NullContext()
+        cases[NULL_CTX] = (null_ctx, loop_fn)
+    except ImportError:
+        pass
+    out = {}
+    for k, (case, floor) in cases.items():
+        if before_each is not None:
+            before_each()
+        out[k] = net_ns(case, floor, n)
+    return out
 
 
 FORMS = (
@@ -162,6 +181,9 @@ FORMS = (
     "log_event(name, cat, t, d)",
     "get_time + log_event",
 )
+# `with` on a C context manager whose __enter__/__exit__ do nothing, written
+# with ordinary tp_methods (_core._NullContext): what CPython itself costs.
+NULL_CTX = "with <no-op C context manager>"
 # The side-by-side table: form x these columns (labels of COLUMNS below).
 TABLE = ("ours-on (DFTRACER_ENABLE=1)", "ours-off", "ours-off (DFTRACER_ENABLE=0)", "pydftracer-on", "pydftracer-off")
 # Column headers of the table: ours-off is tracing not started (it may start
@@ -177,7 +199,21 @@ def worker(kind, trace_dir):
         from dftracer.python import dftracer
 
         log = dftracer.initialize_log(os.path.join(trace_dir, kind + ".pfw"), None, -1)
-        out = bench_dft_api()
+        try:
+            from dftracer import _core
+        except ImportError:  # pydftracer
+            _core = None
+        flush = getattr(_core, "flush", None)
+        t0, p0 = time.thread_time_ns(), time.process_time_ns()
+        out = bench_dft_api(before_each=flush)
+        t1, p1 = time.thread_time_ns(), time.process_time_ns()
+        if flush is not None and hasattr(_core, "stats"):
+            flush()
+            st = _core.stats()
+            # The other threads' CPU (the writer: format, compress, index)
+            # per event, and whether any form met a full buffer.
+            out["(writer CPU ns per event)"] = ((p1 - p0) - (t1 - t0)) / max(st["events_written"], 1)
+            out["(buffer peak MiB / cap MiB)"] = f"{st['pool_bytes_peak'] / 2**20:.0f} / {st['pool_bytes_cap'] / 2**20:.0f}"
         log.finalize()
     elif kind in ("ours-off", "pydftracer-off"):
         out = bench_dft_api()
@@ -280,7 +316,7 @@ def print_table(results):
         return
     print("\n## every form side by side, ns per region (net of the floor)")
     print(f"  {'form':32s}" + "".join(f"{HEADERS[c]:>12s}" for c in cols))
-    for form in FORMS:
+    for form in FORMS + (NULL_CTX,):
         cells = "".join(f"{results[c].get(form, float('nan')):12.1f}" for c in cols)
         print(f"  {form:32s}{cells}")
 
@@ -327,7 +363,7 @@ def main():
             print(f"  not measured: {res['error']}")
             continue
         for k, v in res.items():
-            print(f"  {k:40s} {v:8.1f}")
+            print(f"  {k:40s} {v:8.1f}" if isinstance(v, float) else f"  {k:40s} {v:>8s}")
     print_table(results)
     if a.json:
         with open(a.json, "w") as f:

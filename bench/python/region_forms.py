@@ -6,7 +6,8 @@ a shared machine does not move them):
 
 then the calling thread's total is the `totals:` line of <dir>/cg-01; a form's cost per
 region is (its total - the total of `loop`, or of `call` for decorators) / 50000.
-Forms: loop, call, deco, reused, new, aictx, aideco, aistartstop, logev. Runs under this package or
+Forms: loop, call, deco, reused, new, aictx, aideco, aistartstop, logev, and nullctx (`with` on
+_core._NullContext, a C context manager that does nothing: CPython's floor for `with`; this package only). Runs under this package or
 pydftracer (the same API). ON=1 starts tracing (initialize_log into $TD).
 """
 import os, sys
@@ -45,6 +46,11 @@ def main():
         for _ in rng:
             fwd.start()
             fwd.stop()
+    elif form == "nullctx":
+        from dftracer import _core
+        nc = _core._NullContext()
+        for _ in rng:
+            with nc: pass
     elif form == "logev":
         for _ in rng: log.log_event("ev", "b", 1, 1)
 main()

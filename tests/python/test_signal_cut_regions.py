@@ -45,16 +45,17 @@ with dft_fn("train", "epoch"):
 """
 
 
-def start(tmp_path, program):
-    """Starts `program` traced to tmp_path/traces (no timed flush: only the
-    finalize writes); returns (process, trace dir) once it printed "ready"."""
+def start(tmp_path, program, argv=()):
+    """Starts `program` (with `argv`) traced to tmp_path/traces (no timed
+    flush: only the finalize writes); returns (process, trace dir) once it
+    printed "ready"."""
     traces = tmp_path / "traces"
     traces.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env.update(DFTRACER_ENABLE="1", DFTRACER_LOG_FILE=str(traces / "t"), DFTRACER_FLUSH_INTERVAL_MS="60000")
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(program))
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(script), *argv], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     if line != "ready":

@@ -1,6 +1,9 @@
 #include "intern_cache.h"
 
 namespace dft_py {
+
+RecentId g_recent_ids[kRecentIds];
+
 namespace {
 
 PyObject* g_cache = nullptr;  // dict: str -> int (dft_id)
@@ -34,14 +37,30 @@ bool init_intern_cache() {
 
 namespace {
 
+// Puts `s` in g_recent_ids (in place of the str that had its slot).
+dft_id note_recent(PyObject* s, dft_id id) {
+#ifndef Py_GIL_DISABLED
+  if (id != 0) {
+    RecentId& r = recent_slot(s);
+    PyObject* old = r.s;
+    r.s = Py_NewRef(s);
+    r.id = id;
+    Py_XDECREF(old);  // after the slot is consistent: a str's dealloc runs no Python code, but be safe
+  }
+#endif
+  return id;
+}
+
 dft_id cached(PyObject* s) {
+  if (dft_id id = recent_id(s)) return id;
   PyObject* hit = PyDict_GetItemWithError(g_cache, s);  // borrowed
-  if (hit != nullptr) return static_cast<dft_id>(PyLong_AsUnsignedLong(hit));
+  if (hit != nullptr) return note_recent(s, static_cast<dft_id>(PyLong_AsUnsignedLong(hit)));
   if (PyErr_Occurred()) PyErr_Clear();
   return 0;
 }
 
 dft_id remember(PyObject* s, dft_id id) {
+  note_recent(s, id);
   if (id != 0 && PyDict_GET_SIZE(g_cache) < kMaxCached) {
     PyObject* v = PyLong_FromUnsignedLong(id);
     if (v == nullptr || PyDict_SetItem(g_cache, s, v) < 0) PyErr_Clear();

@@ -49,10 +49,16 @@ PyObject* log_event(PyObject*, PyObject* const* args, size_t nargsf, PyObject* k
       dur <= UINT64_MAX - start) {
     const char* utf8 = nullptr;
     Py_ssize_t len = 0;
-    dft_id name = intern_str_bounded(args[0], &utf8, &len);
-    if (PyErr_Occurred()) return nullptr;  // before the next call into the C API
-    dft_id cat = intern_str(args[1]);
-    if (PyErr_Occurred()) return nullptr;
+    dft_id name = recent_id(args[0]);
+    if (name == 0) {
+      name = intern_str_bounded(args[0], &utf8, &len);
+      if (PyErr_Occurred()) return nullptr;  // before the next call into the C API
+    }
+    dft_id cat = recent_id(args[1]);
+    if (cat == 0) {
+      cat = intern_str(args[1]);
+      if (PyErr_Occurred()) return nullptr;
+    }
     if (name != 0) dft_complete_ns(name, cat, start, dur, nullptr, 0);
     else dft_complete_ns_named(utf8, static_cast<size_t>(len), cat, start, dur, nullptr, 0);
     Py_RETURN_NONE;

@@ -25,12 +25,14 @@ struct OpenEvent {
   uint64_t t0;        // dft_ticks() at open
   uint64_t token;     // unique per push, to find the entry again
   // `token` while the event is still to be written, 0 once claimed: by the
-  // owning thread (flush, exit) or by the signal-time cut. Read and swapped
-  // atomically, so one of them writes the event, never both.
+  // owning thread (flush, exit) or by the signal-time cut. Only the owning
+  // thread writes it -- the cut's snapshot runs on that thread too, in a
+  // signal handler (open_cut_at_signal_for_this_thread) -- so plain loads
+  // and stores claim it, inside a change of the stack (open_take).
   uint64_t live;
   dft_id name;        // event name (the function's for traced calls)
-  dft_id cat;         // the owner's category, copied at push: the signal
-                      // thread reads it, never the owner (which may be freed)
+  dft_id cat;         // the owner's category, copied at push: the cut reads
+                      // it, never the owner (which may be freed)
   PyObject* name_obj; // the name as a str, set (and read) only for `name` 0
                       // (refused by the intern cap); borrowed from the
                       // Region / TracedFunction
@@ -40,13 +42,14 @@ struct OpenEvent {
 
 constexpr int kMaxOpen = 256;
 
-// Mutated by its own thread only; read by the signal thread (the cut) as a
-// sequence lock: `seq` is odd while an entry is being added or removed, and
-// a reader that sees it odd or changed reads again.
+// Mutated by its own thread only. `seq` is odd while an entry is being
+// added, claimed or removed: the cut's handler, interrupting its thread
+// there, leaves the snapshot to open_end_write (cut_requested).
 struct OpenStack {
   int depth;
   unsigned seq;
   uint64_t next_token;
+  int cut_requested;  // set by the cut's handler while `seq` was odd
   OpenEvent ev[kMaxOpen];
 };
 
@@ -62,11 +65,22 @@ struct OpenStack {
 #endif
 extern DFT_PY_CONSTINIT thread_local OpenStack t_open;
 
+// The cut's snapshot, deferred by its handler to the end of a change of the
+// stack (open_events.cc).
+void open_cut_deferred(OpenStack& s);
+
+// The handler runs on this same thread: a compiler barrier orders these
+// plain stores against it (and a release fence for the fallback reader on
+// another thread, open_events.cc).
 inline void open_begin_write(OpenStack& s) {
   __atomic_store_n(&s.seq, s.seq + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
 }
-inline void open_end_write(OpenStack& s) { __atomic_store_n(&s.seq, s.seq + 1, __ATOMIC_RELEASE); }
+inline void open_end_write(OpenStack& s) {
+  __atomic_store_n(&s.seq, s.seq + 1, __ATOMIC_RELEASE);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (__builtin_expect(__atomic_load_n(&s.cut_requested, __ATOMIC_RELAXED) != 0, 0)) open_cut_deferred(s);
+}
 
 // Returns the token of the new entry, 0 when the stack is full.
 inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, dft_id cat, PyObject* name_obj, uint64_t t0,
@@ -91,8 +105,14 @@ inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, dft_id c
 }
 
 // True when the caller is to write the event: it was still unwritten, and
-// is now claimed (the signal-time cut will not write it).
-inline bool open_claim(OpenEvent& e) { return __atomic_exchange_n(&e.live, 0, __ATOMIC_ACQ_REL) != 0; }
+// is now claimed (the cut will not write it). Between open_begin_write and
+// open_end_write only: a cut that interrupts it then waits for the end of
+// the change.
+inline bool open_claim(OpenEvent& e) {
+  const uint64_t live = e.live;
+  e.live = 0;
+  return live != 0;
+}
 
 // Index of the innermost entry with this token / owner, or -1.
 inline int open_find_token(OpenStack& s, uint64_t token) {
@@ -108,30 +128,14 @@ inline int open_find_owner(OpenStack& s, const void* owner, bool regions_only) {
 
 inline OpenEvent& open_at(OpenStack& s, int i) { return s.ev[i]; }
 
-// Removes entry i (usually the top) and returns it; the caller owns .pending.
-// An entry moved down keeps its claim state: `live` is swapped out of the
-// old slot (so a cut that claims it there fails, or wins before the move)
-// and stored in the new one.
-// The removed entry is claimed too (a caller that writes it claims it first).
+// Removes entry i (usually the top) and returns it, claimed: its `live` is
+// nonzero when the caller is to write it (neither the cut nor another
+// claim took it). The caller owns .pending. One change of the stack, so a
+// cut that interrupts it finds the entry gone.
 inline OpenEvent open_take(OpenStack& s, int i) {
-  OpenEvent e = s.ev[i];
   open_begin_write(s);
-  __atomic_store_n(&s.ev[i].live, 0, __ATOMIC_RELAXED);
-  for (int k = i; k < s.depth - 1; ++k) {
-    OpenEvent& to = s.ev[k];
-    const OpenEvent& from = s.ev[k + 1];
-    const uint64_t live = __atomic_exchange_n(&s.ev[k + 1].live, 0, __ATOMIC_ACQ_REL);
-    to.owner = from.owner;
-    to.pending = from.pending;
-    to.t0 = from.t0;
-    to.token = from.token;
-    to.name = from.name;
-    to.cat = from.cat;
-    to.name_obj = from.name_obj;
-    to.flushed = from.flushed;
-    to.is_call = from.is_call;
-    __atomic_store_n(&to.live, live, __ATOMIC_RELEASE);
-  }
+  OpenEvent e = s.ev[i];
+  for (int k = i; k < s.depth - 1; ++k) s.ev[k] = s.ev[k + 1];
   __atomic_store_n(&s.depth, s.depth - 1, __ATOMIC_RELAXED);
   open_end_write(s);
   return e;
@@ -142,11 +146,13 @@ void open_forget_owner(const void* owner);
 
 // Called once, on the thread that imports the module; effective only on the
 // process's main thread (another thread's stack would be freed when that
-// thread ends, and the signal thread would read it): when SIGTERM or SIGINT ends the process, the core's signal
+// thread ends): when SIGTERM or SIGINT ends the process, the core's signal
 // thread writes that thread's open regions and traced calls, each from its
 // start to the signal, with "cut": true (a `train_step` blocked in a
 // collective when torchrun terminates the ranks is the run's main
-// evidence). Read without the GIL: only plain fields -- the interned name,
+// evidence). The entries are taken by a signal handler on the main thread
+// itself (so that closing a region there needs no atomic read-modify-write)
+// and written by the signal thread. Only plain fields -- the interned name,
 // the dft_fn's category -- never a Python object, so an entry whose name is
 // past the intern cap, and args added by update() or sticky args, are left
 // out. Each entry is written once: by the cut, or (when the main thread

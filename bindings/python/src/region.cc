@@ -156,7 +156,8 @@ void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
   if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
-  if (t_open.depth != 0) open_forget_owner(self);
+  if (self->pushed && t_open.depth != 0) open_forget_owner(self);
+  self->pushed = 0;  // (a pooled object is used again)
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
@@ -267,14 +268,19 @@ void finish_event(RegionObject* self, bool close) {
   OpenStack& open = t_open;
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
-    OpenEvent& e = open_at(open, i);
-    // Not when flushed already, nor when the signal-time cut wrote it.
-    if (!e.flushed && open_claim(e)) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
     if (close) {
-      OpenEvent taken = open_take(open, i);
-      Py_XDECREF(taken.pending);
+      // Taken and claimed in one change of the stack; not written when
+      // flushed already, nor when the signal-time cut took it.
+      OpenEvent e = open_take(open, i);
+      if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
+      Py_XDECREF(e.pending);
     } else {
+      OpenEvent& e = open_at(open, i);
+      open_begin_write(open);
+      const bool write = !e.flushed && open_claim(e);
       e.flushed = true;
+      open_end_write(open);
+      if (write) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_CLEAR(e.pending);
     }
   } else if (self->t0 != 0 && !self->flushed) {
@@ -518,6 +524,7 @@ PyObject* region_enter(PyObject* op) {
     self->t0 = t;
     self->flushed = 0;
     open_push(t_open, self, self->name, self->cat, self->name_obj, t, false);
+    self->pushed = 1;
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped
@@ -570,6 +577,7 @@ void register_region(nanobind::module_& m) {
   }
   if (PyModule_AddFunctions(m.ptr(), module_functions) < 0) throw nanobind::python_error();
   if (!register_traced_function(m.ptr())) throw nanobind::python_error();
+  if (!register_null_context(m.ptr())) throw nanobind::python_error();
 }
 
 }  // namespace dft_py

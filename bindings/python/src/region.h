@@ -25,6 +25,8 @@ struct RegionObject {
   int flushed;        // the object-level event was already written
   int name_inline;    // the intern cap refused name_obj: name stays 0 and
                       // events carry name_obj's bytes (no retry per event)
+  int pushed;         // entered with tracing on at least once: an entry of
+                      // it may be open, which its dealloc must drop
   uint64_t t0;        // start of the object-level event; 0 = not started
   PyObject* name_obj; // str
   PyObject* cat_obj;  // str
@@ -44,14 +46,14 @@ extern PyObject* g_tag_key_str[kNumTagKeys];
 inline dft_id bounded_name_id(PyObject* name) {
   const char* utf8 = nullptr;
   Py_ssize_t len = 0;
-  return intern_str_bounded(name, &utf8, &len);
+  return intern_str_bounded_fast(name, &utf8, &len);
 }
 
 // Interns name/cat on first use with tracing on (a dft_fn made and used
 // while tracing is off never touches the string table). The name is bounded
 // by the intern cap; categories are few and interned as they come.
 inline void region_ensure_ids(RegionObject* r) {
-  if (r->cat == 0 && r->cat_obj != nullptr) r->cat = intern_str(r->cat_obj);
+  if (r->cat == 0 && r->cat_obj != nullptr) r->cat = intern_str_fast(r->cat_obj);
   if (r->name == 0 && r->name_obj != nullptr && !r->name_inline) {
     r->name = bounded_name_id(r->name_obj);
     r->name_inline = r->name == 0;
@@ -83,6 +85,9 @@ void record_region_event(RegionObject* owner, dft_id name, PyObject* name_obj, u
                          PyObject* pending);
 
 bool register_traced_function(PyObject* module);
+
+// _core._NullContext (null_context.cc): the benchmarks' `with` floor.
+bool register_null_context(PyObject* module);
 
 // r.__enter__() (returns r) and r.__exit__(...) of a Region; region_with.cc
 // puts them in the class as __enter__/__exit__ (no bound method per `with`).

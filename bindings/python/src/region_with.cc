@@ -128,8 +128,21 @@ struct WithMethodObject {
 
 PyTypeObject* g_method_type = nullptr;
 
+// The last type check_region accepted (a strong reference, so its address
+// is never another type's): `with` on one kind of region skips the MRO walk.
+PyTypeObject* g_checked_type = nullptr;
+
 int check_region(PyObject* obj, int op) {
-  if (PyObject_TypeCheck(obj, g_region_type)) return 0;
+  PyTypeObject* tp = Py_TYPE(obj);
+  if (tp == g_checked_type) return 0;
+  if (PyObject_TypeCheck(obj, g_region_type)) {
+#ifndef Py_GIL_DISABLED
+    PyTypeObject* old = g_checked_type;
+    g_checked_type = reinterpret_cast<PyTypeObject*>(Py_NewRef(tp));
+    Py_XDECREF(old);
+#endif
+    return 0;
+  }
   PyErr_Format(PyExc_TypeError, "descriptor '%s' requires a 'dftracer._core.Region' object but received a '%.100s'",
                kOpName[op], Py_TYPE(obj)->tp_name);
   return -1;

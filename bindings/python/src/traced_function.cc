@@ -111,7 +111,11 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
   }
   // The owner can be switched off after decorating (dft_ai's disable()).
   if (!tf->owner->enable) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
-  OpenStack& open = t_open;  // this thread's, before and after the call
+  // This thread's, before and after the call; opaque to the compiler, which
+  // would otherwise compute it again (a second __tls_get_addr) after the call.
+  OpenStack* open_p = &t_open;
+  __asm__("" : "+r"(open_p));
+  OpenStack& open = *open_p;
   uint64_t t0 = dft_ticks_inline();
   uint64_t token = open_push(open, tf->owner, tf->name, tf->owner->cat, tf->name_obj, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
@@ -122,10 +126,9 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
     int i = open_find_token(open, token);
     if (i >= 0) {
       // Claimed: not written yet by flush() or by the signal-time cut.
-      flushed = !open_claim(open_at(open, i));
-      OpenEvent e = open_take(open, i);
+      OpenEvent e = open_take(open, i);  // claimed with it
       pending = e.pending;
-      flushed = flushed || e.flushed;
+      flushed = e.live == 0 || e.flushed;
     }
   }
   if (!flushed) record_call(tf, args, nargsf, kwnames, t0, t1, pending);
