@@ -7,6 +7,7 @@ GPT-2 training step, against the peak the memory capture measures while
 the same forward graph runs.
 """
 import json
+import subprocess
 
 import pytest
 
@@ -15,6 +16,8 @@ torch = pytest.importorskip("torch")
 from dftracer.python import dftracer_dynamo_backend  # noqa: E402
 from dftracer.python.dynamo import graph_count, instrumented_graphs  # noqa: E402
 
+import trace_reader  # noqa: E402
+from analyzer_cli import analyzer  # noqa: E402
 from test_dynamo_helpers import graph_calls, op_events, traced  # noqa: E402
 
 F32 = 4
@@ -60,6 +63,14 @@ def test_chain_by_hand(tmp_path):
     assert graph["planned_peak_op"] == "function.cat.default"
     assert sum(graph["planned_peak_modules"].values()) == 3 * kb
     assert g.planned.peak_bytes == 3 * kb
+
+    # `dftracer-analyze memory` lists the graph's planned peak (no memory track in this trace).
+    files = trace_reader.trace_files(str(tmp_path), "dyn-*.pfw*")
+    out = subprocess.run([analyzer(), "memory", "--format", "json", *files], capture_output=True, text=True, check=True)
+    (row,) = json.loads(out.stdout)["planned"]
+    assert (row["phase"], row["calls"], row["peak_bytes"], row["peak_node"], row["peak_op"]) == \
+        ("inference", 1, 3 * kb, 3, "function.cat.default")
+    assert json.loads(out.stdout)["series"] == []
 
 
 class MLP(torch.nn.Module):
