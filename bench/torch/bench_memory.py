@@ -1,9 +1,17 @@
 """Memory capture's cost: a traced training step of a tiny GPT-2 (CPU) with
-eager op tracing on, memory capture off and on, side by side in one run
-(interleaved rounds, median of each), and the cost per allocation event:
-(step time on - step time off) / allocation events per step.
+eager op tracing on, memory capture off and on, side by side in one run, and
+the cost per allocation event: (step time on - step time off) / allocation
+events per step.
 
-    python bench/torch/bench_memory.py [--rounds 15] [--steps 5] [--allocs 200000]
+    python bench/torch/bench_memory.py [--rounds 41] [--steps 3] [--allocs 20000]
+
+Robust at load: the rounds are interleaved and paired (each round times off
+and on back to back, in alternating order: off-on, on-off, ...), each timed by
+wall clock and by the process's CPU time (time.process_time: the time the
+process ran, not the time it waited for a core on a loaded machine; the
+trace writer's thread included). The step ratio is the median of the rounds'
+on/off ratios (paired: a load change hits both halves of a round), with its
+quartiles; the medians and quartiles of each mode are printed too.
 
 The per-event cost is also measured alone: `--allocs` torch.empty(16) calls
 (one op, one allocation, one free each) with memory off and on, interleaved;
@@ -22,6 +30,13 @@ runs 20000 torch.empty(16) (kept alive: allocations only) inside
 itertools.starmap; callgrind_annotate --inclusive=yes then splits the
 cost between torch's reporting (c10::ProfiledCPUMemoryReporter::New,
 c10::reportMemoryUsageToProfiler) and ours (MemoryReporter::reportMemoryUsage).
+The step's instructions, on / off, the same way (whatever the load):
+
+    valgrind --tool=callgrind --toggle-collect=starmap_next \
+        python bench/torch/bench_memory.py --callgrind-step on --steps 3   # and: off
+
+(the steps run inside itertools.starmap; the collected total over --steps
+is the instructions per step, on the calling thread and the trace writer's).
 """
 import argparse
 import json
@@ -64,13 +79,31 @@ def callgrind_loop(memory):
     del kept
 
 
+def callgrind_step(memory, steps):
+    import itertools
+
+    torch.set_num_threads(1)
+    step = model_step()
+    with tempfile.TemporaryDirectory() as d:
+        log = dftracer.initialize_log(os.path.join(d, "cg"), None, -1, enable=True)
+        with trace_eager(memory=memory):
+            for _ in range(3):
+                step()
+            list(itertools.starmap(step, [()] * steps))
+        log.finalize()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--allocs", type=int, default=200000)
+    ap.add_argument("--rounds", type=int, default=41)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--allocs", type=int, default=20000)
     ap.add_argument("--callgrind-loop", choices=("on", "off"))
+    ap.add_argument("--callgrind-step", choices=("on", "off"))
     args = ap.parse_args()
+    if args.callgrind_step:
+        callgrind_step(args.callgrind_step == "on", args.steps)
+        return
     if args.callgrind_loop:
         callgrind_loop(args.callgrind_loop == "on")
         return
@@ -80,37 +113,63 @@ def main():
         step()
     with tempfile.TemporaryDirectory() as d:
         log = dftracer.initialize_log(os.path.join(d, "bench"), None, -1, enable=True)
-        times = {False: [], True: []}
-        for _ in range(args.rounds):
-            for mem in (False, True):
+        wall = {False: [], True: []}
+        cpu = {False: [], True: []}
+        for r in range(args.rounds):
+            for mem in ((False, True) if r % 2 == 0 else (True, False)):
                 with trace_eager(memory=mem):
-                    t0 = time.perf_counter_ns()
+                    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
                     for _ in range(args.steps):
                         step()
-                    times[mem].append((time.perf_counter_ns() - t0) / args.steps)
+                    t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+                wall[mem].append((t1 - t0) / args.steps)
+                cpu[mem].append((c1 - c0) / args.steps)
+        times = wall
         micro = {False: [], True: []}
-        for _ in range(args.rounds):
-            for mem in (False, True):
+        micro_cpu = {False: [], True: []}
+        for r in range(args.rounds):
+            for mem in ((False, True) if r % 2 == 0 else (True, False)):
                 with trace_eager(memory=mem):
-                    t0 = time.perf_counter_ns()
+                    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
                     for _ in range(args.allocs):
                         torch.empty(16)
-                    micro[mem].append(time.perf_counter_ns() - t0)
+                    t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+                micro[mem].append(t1 - t0)
+                micro_cpu[mem].append(c1 - c0)
         # allocation events per step: torch.profiler counts them
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
             step()
         log.finalize()
     allocs = sum(1 for e in prof.profiler.kineto_results.events() if e.name() == "[memory]")
     off, on = statistics.median(times[False]), statistics.median(times[True])
-    print(json.dumps({"step_ms_memory_off": off / 1e6, "step_ms_memory_on": on / 1e6, "ratio": on / off,
-                      "alloc_events_per_step": allocs, "ns_per_alloc_event": (on - off) / allocs if allocs else None,
-                      "micro_ns_per_alloc_event": (statistics.median(micro[True]) - statistics.median(micro[False]))
-                      / (2 * args.allocs),
-                      "micro_ns_per_alloc_event_min": (min(micro[True]) - min(micro[False])) / (2 * args.allocs),
-                      "step_ratio_min": min(times[True]) / min(times[False]),
-                      "micro_ns_per_empty_memory_off": statistics.median(micro[False]) / args.allocs,
-                      "rounds": args.rounds, "steps_per_round": args.steps}))
 
+    def quartiles(xs):
+        q = statistics.quantiles(xs, n=4)
+        return {"p25": q[0], "median": statistics.median(xs), "p75": q[2], "min": min(xs)}
+
+    def ms(xs):
+        return {k: v / 1e6 for k, v in quartiles(xs).items()}
+
+    def paired(d):
+        return quartiles([a / b for a, b in zip(d[True], d[False])])
+
+    cpu_off = statistics.median(cpu[False])
+    print(json.dumps({
+        "load": os.getloadavg()[0], "rounds": args.rounds, "steps_per_round": args.steps,
+        # the step, memory on / off: the median of the rounds' paired ratios, with quartiles
+        "step_ratio_wall": paired(wall), "step_ratio_cpu": paired(cpu),
+        "step_ms_wall": {"off": ms(wall[False]), "on": ms(wall[True])},
+        "step_ms_cpu": {"off": ms(cpu[False]), "on": ms(cpu[True])},
+        "alloc_events_per_step": allocs,
+        "ns_per_alloc_event_wall": (on - off) / allocs if allocs else None,
+        "ns_per_alloc_event_cpu": (statistics.median(cpu[True]) - cpu_off) / allocs if allocs else None,
+        # torch.empty(16) alone (our part and torch's bookkeeping), on minus off
+        "micro_ns_per_alloc_event_wall": (statistics.median(micro[True]) - statistics.median(micro[False]))
+        / (2 * args.allocs),
+        "micro_ns_per_alloc_event_cpu": (statistics.median(micro_cpu[True]) - statistics.median(micro_cpu[False]))
+        / (2 * args.allocs),
+        "micro_ns_per_empty_memory_off_cpu": statistics.median(micro_cpu[False]) / args.allocs,
+    }))
 
 if __name__ == "__main__":
     main()

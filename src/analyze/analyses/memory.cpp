@@ -66,7 +66,10 @@ class MemoryTrackReader : public LineConsumer {
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
     // Counter lines are few (the capture bounds their rate): the others go to the step finder only.
-    if (line.find(kCounter) == std::string_view::npos) return finder.consume(line, cap);
+    if (line.find(kCounter) == std::string_view::npos) {
+      planned.consume(line, cap);  // a compiled graph's call with its planned peak (memory_planned.hpp)
+      return finder.consume(line, cap);
+    }
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
     memory_samples(
@@ -95,6 +98,7 @@ class MemoryTrackReader : public LineConsumer {
 
   MemoryPeaks out;
   StepFinder finder;
+  PlannedGraphReader planned;
   std::map<std::pair<std::string, std::string>, MemorySeries> series_;
 
  private:
@@ -308,6 +312,8 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   reader.out.stats = read_traces(files, {&reader}, o);
   MemoryPeaks& m = reader.out;
   for (auto& [k, s] : reader.series_) m.series.push_back(s);
+  m.planned = reader.planned.rows();
+  m.bad_planned = reader.planned.bad;
   if (m.series.empty()) return std::move(m);
   const StepPlan plan = reader.finder.plan();
   // The window of each process's CPU peak: the start of the first step
@@ -344,14 +350,20 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
 }
 
 std::string memory_problems_line(const MemoryPeaks& m) {
-  if (m.bad_samples == 0) return {};
-  return "skipped " + std::to_string(m.bad_samples) + " memory counter sample" + (m.bad_samples == 1 ? "" : "s") +
-         " without a numeric value";
+  std::string line;
+  if (m.bad_samples)
+    line = "skipped " + std::to_string(m.bad_samples) + " memory counter sample" + (m.bad_samples == 1 ? "" : "s") +
+           " without a numeric value";
+  if (m.bad_planned)
+    line += (line.empty() ? "skipped " : "; ") + std::to_string(m.bad_planned) + " graph event" +
+            (m.bad_planned == 1 ? "" : "s") + " whose planned_peak_bytes is not a number";
+  return line;
 }
 
 void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
   if (m.series.empty()) {
     os << "no memory counter track in the input (trace with DFTRACER_MEMORY=1 or trace_eager(memory=True))\n";
+    write_planned_table(os, m.planned);
     return;
   }
   std::vector<std::vector<std::string>> rows = {{"pid", "device", "samples", "peak", "peak at (us)", "first", "last"}};
@@ -380,6 +392,7 @@ void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
     os << "ops in the window: " << human_bytes(b.ops_net) << " net; outside them: "
        << human_bytes(b.peak - b.from_bytes - b.ops_net) << '\n';
   }
+  write_planned_table(os, m.planned);
   if (m.out_of_order)
     os << m.out_of_order << " samples earlier than one before them in their file (several threads' samples; used by time)\n";
 }
@@ -430,7 +443,9 @@ void write_memory_json(std::ostream& os, const MemoryPeaks& m) {
     }
     o += "}";
   }
-  o += "],\"out_of_order\":" + std::to_string(m.out_of_order) + ",\"bad_samples\":" + std::to_string(m.bad_samples) +
+  o += "]";
+  append_planned_json(o, m.planned);
+  o += ",\"out_of_order\":" + std::to_string(m.out_of_order) + ",\"bad_samples\":" + std::to_string(m.bad_samples) +
        ",\"skipped\":" + skipped_json(m.stats) + "}\n";
   os << o;
 }

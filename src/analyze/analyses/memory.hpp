@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "memory_planned.hpp"
 #include "trace_reader.hpp"
 
 namespace dftracer::analyze {
@@ -84,8 +85,10 @@ struct MemoryPeaks {
   std::vector<MemoryPeakBreakdown> holders;  // one per process with a cpu series
   std::vector<MemorySeries> series;  // by pid, then device
   std::vector<MemoryStepPeak> steps; // by pid, device, then step
+  std::vector<PlannedGraph> planned;  // compiled graphs' planned peaks (memory_planned.hpp), apart from the above
   uint64_t out_of_order = 0;  // samples of a series earlier than one already read in the same file (kept)
   uint64_t bad_samples = 0;   // memory counter events without a numeric value (skipped)
+  uint64_t bad_planned = 0;   // graph events whose planned_peak_bytes is not a number (skipped)
   ReadStats stats;
 };
 

@@ -386,7 +386,9 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
     """The memory counter tracks of `dftracer-analyze memory` (memory capture:
     DFTRACER_MEMORY=1): a pandas DataFrame, one row per process and device
     (pid, device, samples, peak_bytes, peak_ts_us, first_bytes, last_bytes);
-    attrs "out_of_order", "bad_samples" and "stats"."""
+    attrs "out_of_order", "bad_samples", "stats" and "planned": the compiled
+    graphs' planned peaks (a DataFrame: pid, graph, phase, calls, peak_bytes,
+    peak_node, peak_op, modules), apart from the measured rows."""
     import json
 
     import pandas as pd
@@ -398,6 +400,8 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
     df.attrs["out_of_order"] = doc["out_of_order"]
     df.attrs["bad_samples"] = doc["bad_samples"]
     df.attrs["stats"] = dict(stats)
+    df.attrs["planned"] = pd.DataFrame(doc.get("planned", []), columns=["pid", "graph", "phase", "calls", "peak_bytes",
+                                                                       "peak_node", "peak_op", "modules"])
     return df
 
 

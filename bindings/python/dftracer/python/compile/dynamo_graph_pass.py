@@ -22,7 +22,7 @@ import torch.fx
 
 from dataclasses import replace
 
-from . import dynamo_instances, dynamo_nodes, dynamo_pairing, dynamo_sizes
+from . import dynamo_instances, dynamo_liveness, dynamo_nodes, dynamo_pairing, dynamo_sizes
 from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
 
@@ -30,6 +30,13 @@ from .dynamo_hooks import BACKWARD, FORWARD, _core
 def op_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The nodes that become op events: every call_function node."""
     return [n for n in gm.graph.nodes if n.op == "call_function"]
+
+
+class _Fragments(list):
+    """A table's node fragments, with the graph-call fragment that goes with
+    them (its planned peak is at the same sizes): ``graph``."""
+
+    graph = ""
 
 
 def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo:
@@ -51,20 +58,42 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
         {"phase": graph_phase, "graph": graph_id, "ops": len(ops)}, separators=(",", ":")
     )[1:-1]
 
-    def register(fragments: list, pair_slot: int) -> int:
-        return _core.dynamo_register_graph(f"graph.{graph_phase}", graph_fragment, phase, [e.name for e in entries],
-                                           fragments, flows, len(flow_groups), pair_slot)
+    # Planned memory (dynamo_liveness): per node in its fragment, the peak in the graph-call event's.
+    liveness = dynamo_liveness.Liveness(gm, ops, [e.module or "" for e in entries], sizes)
+    planned = liveness.plan()
+    entries = [replace(e, planned=p) for e, p in zip(entries, planned.nodes)]
+    names = [e.name for e in entries]
 
-    slot = register([e.fragment(phase_name, graph_id) for e in entries], fw_info.slot if fw_info is not None else -1)
+    def table(env: dict | None = None, rename=None) -> _Fragments:
+        """The node fragments at sizes `env` (None: the compile-time hints),
+        module paths through `rename` (an instance's, dynamo_instances)."""
+        plan = planned if env is None else liveness.at(env)
+        out = _Fragments()
+        for e, p in zip(entries, plan.nodes):
+            e = e if env is None else e.at(env)
+            e = replace(e, planned=p) if rename is None else replace(e, planned=p, module=rename(e.module))
+            out.append(e.fragment(phase_name, graph_id))
+        if rename is not None:
+            held: dict = {}
+            for m, b in plan.peak_modules.items():
+                held[rename(m) or ""] = held.get(rename(m) or "", 0) + b
+            plan = replace(plan, peak_modules=held)
+        out.graph = graph_fragment + plan.fragment(names)
+        return out
+
+    def register(fragments: list, pair_slot: int) -> int:
+        return _core.dynamo_register_graph(f"graph.{graph_phase}", getattr(fragments, "graph", graph_fragment), phase,
+                                           names, fragments, flows, len(flow_groups), pair_slot)
+
+    slot = register(table(), fw_info.slot if fw_info is not None else -1)
     key_name, key_index = dynamo_pairing.pairing_key(gm, phase, fw_info)
-    info = GraphInfo(graph_id, phase, slot, [e.name for e in entries], entries, flow_groups, key_name, key_index)
+    info = GraphInfo(graph_id, phase, slot, names, entries, flow_groups, key_name, key_index)
+    info.planned = planned
     add_graph(info, fw_info)
-    make_sized(info, sizes, entries, lambda env: [e.at(env).fragment(phase_name, graph_id) for e in entries],
-               register)
+    make_sized(info, sizes, entries, table, register)
 
     def fragments(rename, env):  # an instance's table (dynamo_instances)
-        return [replace(e if env is None else e.at(env), module=rename(e.module)).fragment(phase_name, graph_id)
-                for e in entries]
+        return table(env, rename)
 
     dynamo_instances.make_instances(info, gm, phase, dynamo_instances.current(), fragments, register)
     if phase == FORWARD:

@@ -30,7 +30,7 @@ class GraphInfo:
     """One instrumented graph, for tests and for pairing backward to forward."""
 
     __slots__ = ("graph", "phase", "slot", "op_names", "entries", "flow_groups", "key_name", "key_index", "serial",
-                 "forward", "sized", "instances", "__weakref__")
+                 "forward", "sized", "instances", "planned", "__weakref__")
 
     def __init__(self, graph, phase, slot, op_names, entries, flow_groups, key_name=None, key_index=-1):
         self.graph = graph
@@ -48,6 +48,7 @@ class GraphInfo:
         self.sized = None  # dynamic sizes: dynamo_sizes.SizedSlots (the slot of each call's sizes)
         # a graph run for several instances of a module class: dynamo_instances.InstanceSlots
         self.instances = None
+        self.planned = None  # the capture backend's planned memory (dynamo_liveness.GraphPlan) at the hints
 
     def __repr__(self) -> str:
         return f"GraphInfo(graph={self.graph}, phase={dynamo_nodes.PHASES[self.phase]}, ops={len(self.op_names)})"

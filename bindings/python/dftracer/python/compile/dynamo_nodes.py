@@ -270,6 +270,8 @@ class OpEntry:
     # Dynamic sizes: (flops, bytes, shapes) as expressions in the graph's
     # input-named size symbols (dynamo_sizes); None when all are static.
     sym: tuple | None = None
+    # Planned memory (dynamo_liveness.NodePlan) of a capture-backend node; None: not planned.
+    planned: Any = None
 
     def at(self, env: dict) -> "OpEntry":
         """This entry at the sizes `env` (input-named symbol -> value)."""
@@ -283,21 +285,21 @@ class OpEntry:
 
     def fragment(self, phase: str, graph: int) -> str:
         """The node's static args as JSON members, the order the trace shows."""
-        return json.dumps(
-            {
-                "phase": "optimizer" if self.optimizer else phase,
-                "graph": graph,
-                "node": self.index,
-                "module": self.module or "",
-                "source": self.source,
-                "shapes": self.shapes,
-                "dtype": self.dtype,
-                "flops": self.flops,
-                "bytes": self.bytes,
-                "seq_nr": self.seq_nr,
-            },
-            separators=(",", ":"),
-        )[1:-1]
+        members = {
+            "phase": "optimizer" if self.optimizer else phase,
+            "graph": graph,
+            "node": self.index,
+            "module": self.module or "",
+            "source": self.source,
+            "shapes": self.shapes,
+            "dtype": self.dtype,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "seq_nr": self.seq_nr,
+        }
+        if self.planned is not None:
+            members.update(self.planned.members())
+        return json.dumps(members, separators=(",", ":"))[1:-1]
 
 
 def _symbolic(node: torch.fx.Node, args: Any, kwargs: Any, out: Any, in_tensors: list, out_tensors: list,
