@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Through line shapes: first with the shapes of earlier inputs (this
       // line may match one, differ from all, or be learned), then again with
       // its own shape kept: the same answer as the general walk each time.
-      static LineShapes shapes;
+      static LineShapes shapes(/*back_off=*/false);  // every line tries the shapes
       for (int round = 0; round < 2; ++round) {
         Event shaped;
         DecodeStatus shaped_status;

@@ -750,14 +750,21 @@ bool learn_shape(Shape& sh, P line, P object_end, const Recorder& rec) {
 
 struct LineShapes::Impl {
   static constexpr size_t kShapes = 4;
+  // A trace whose lines seldom repeat a layout would pay for shape attempts
+  // that fail (each up to a whole line) on top of the general walk: when more
+  // than a quarter of a window's lines match no shape, the next kPause lines
+  // take the general walk alone.
+  static constexpr uint32_t kWindow = 64, kMaxMisses = kWindow / 4, kPause = 4096;
   const ArgCapture* capture = nullptr;
   Shape shape[kShapes];
   size_t count = 0, last = 0;
   uint32_t clock = 0;
-  uint64_t matched = 0;
+  bool back_off = true;
+  uint32_t seen = 0, misses = 0, paused = 0;  // lines and misses in this window; lines left in a pause
+  uint64_t matched = 0, general = 0;
 };
 
-LineShapes::LineShapes() : impl_(std::make_unique<Impl>()) {}
+LineShapes::LineShapes(bool back_off) : impl_(std::make_unique<Impl>()) { impl_->back_off = back_off; }
 LineShapes::~LineShapes() = default;
 LineShapes::LineShapes(LineShapes&&) noexcept = default;
 LineShapes& LineShapes::operator=(LineShapes&&) noexcept = default;
@@ -766,6 +773,7 @@ void LineShapes::clear() {
   impl_->last = 0;
 }
 uint64_t LineShapes::matched() const { return impl_->matched; }
+uint64_t LineShapes::paused_lines() const { return impl_->general; }
 
 bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture) {
   ev = Event{};
@@ -791,6 +799,15 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, co
     ev = Event{};
     return false;
   }
+  if (m.paused) {
+    --m.paused;
+    ++m.general;
+    return fast_decode_line(line, ev, status, capture);
+  }
+  if (m.back_off && ++m.seen == LineShapes::Impl::kWindow) {
+    if (m.misses > LineShapes::Impl::kMaxMisses) m.paused = LineShapes::Impl::kPause;
+    m.seen = m.misses = 0;
+  }
   // The shape that matched last first, then the others.
   for (size_t k = 0; k < m.count; ++k) {
     size_t i = k == 0 ? m.last : (k <= m.last ? k - 1 : k);
@@ -803,6 +820,7 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, co
     finish(s, status);
     return true;
   }
+  ++m.misses;
   ev = Event{};
   LineState s{ev};
   Recorder rec;

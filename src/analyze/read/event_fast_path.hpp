@@ -39,16 +39,21 @@ bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, co
 // values match a shape is read exactly as the general walk reads it (the same
 // readers at the same places); any other line takes the general walk, which
 // then keeps its shape in place of the least recently matched one. One per
-// decoder (not thread-safe); bound to the `capture` it is used with.
+// decoder (not thread-safe); bound to the `capture` it is used with. When
+// more than a quarter of 64 lines match no shape (a trace whose layouts keep
+// changing), the next 4,096 lines take the general walk alone, so such traces
+// do not pay for failed attempts; `back_off` false turns that off (tests).
 class LineShapes {
  public:
-  LineShapes();
+  explicit LineShapes(bool back_off = true);
   ~LineShapes();
   LineShapes(LineShapes&&) noexcept;
   LineShapes& operator=(LineShapes&&) noexcept;
   void clear();
   // Lines decoded by a shape so far (tests check that shapes are used).
   uint64_t matched() const;
+  // Lines that took the general walk alone, in a pause.
+  uint64_t paused_lines() const;
 
   struct Impl;
 

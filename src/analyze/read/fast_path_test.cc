@@ -165,7 +165,7 @@ TEST(FastPath, LineShapesReadEveryVariantLikeTheGeneralWalk) {
   uint64_t variants = 0;
   for (size_t b : {0, 2, 3, 4, 5, 9, 11, 19}) {
     const std::string& base = kLines[b];
-    LineShapes shapes;
+    LineShapes shapes(/*back_off=*/false);
     std::string general;
     decode(shapes, base, general);  // learns the base's shape
     for (size_t i = 0; i <= base.size(); ++i) {
@@ -192,11 +192,23 @@ TEST(FastPath, LineShapesReadEveryVariantLikeTheGeneralWalk) {
   }
 }
 
+// One line, padded with `pad`: the general walk takes it, and so does the walk
+// through `shapes`, with the same fields.
+static void expect_shaped_like_general(LineShapes& shapes, const std::string& l, char pad) {
+  static const ArgCapture capture = compared_extra_args();
+  std::string padded = l + std::string(kLinePadding, pad);
+  std::string_view line(padded.data(), l.size());
+  Event a, b;
+  DecodeStatus sa, sb;
+  ASSERT_TRUE(fast_decode_line(line, a, sa, &capture)) << l;
+  ASSERT_TRUE(fast_decode_line(line, b, sb, &capture, shapes)) << l;
+  ASSERT_EQ(describe(b, sb), describe(a, sa)) << l;
+}
+
 // Lines of several shapes in turn (more than a decoder keeps) and keys in
 // another order: each read as the general walk reads it.
 TEST(FastPath, LineShapesOfManyLayoutsInTurn) {
-  static const ArgCapture capture = compared_extra_args();
-  LineShapes shapes;
+  LineShapes shapes(/*back_off=*/false);
   std::vector<std::string> lines;
   for (int i = 0; i < 6; ++i) {
     lines.push_back("{\"name\":\"n" + std::to_string(i) + "\",\"ph\":\"X\",\"ts\":" + std::to_string(100 + i) +
@@ -205,16 +217,20 @@ TEST(FastPath, LineShapesOfManyLayoutsInTurn) {
     lines.push_back("{\"ph\":\"X\",\"name\":\"m" + std::to_string(i) + "\",\"dur\":2,\"ts\":" + std::to_string(i) + "}");
   }
   for (int round = 0; round < 3; ++round) {
-    for (const std::string& l : lines) {
-      std::string padded = l + std::string(kLinePadding, '}');
-      std::string_view line(padded.data(), l.size());
-      Event a, b;
-      DecodeStatus sa, sb;
-      ASSERT_TRUE(fast_decode_line(line, a, sa, &capture)) << l;
-      ASSERT_TRUE(fast_decode_line(line, b, sb, &capture, shapes)) << l;
-      ASSERT_EQ(describe(b, sb), describe(a, sa)) << l;
-    }
+    for (const std::string& l : lines) ASSERT_NO_FATAL_FAILURE(expect_shaped_like_general(shapes, l, '}'));
   }
   // The second layout alternates with the first: it stays among the kept shapes.
   EXPECT_GT(shapes.matched(), 0u);
+}
+
+// A trace whose layouts keep changing: after a window of lines that match no
+// shape, lines take the general walk alone for a while (the same answers).
+TEST(FastPath, LineShapesStepAsideWhenLayoutsKeepChanging) {
+  LineShapes shapes;
+  for (int i = 0; i < 200; ++i) {
+    std::string l = "{\"name\":\"n\",\"ph\":\"X\",\"ts\":1,\"dur\":2,\"args\":{\"k" + std::to_string(i) + "\":1}}";
+    ASSERT_NO_FATAL_FAILURE(expect_shaped_like_general(shapes, l, ' '));
+  }
+  EXPECT_EQ(shapes.matched(), 0u);
+  EXPECT_EQ(shapes.paused_lines(), 200u - 64u);
 }
