@@ -90,7 +90,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!s.empty() && s.front() == '{') {
       Event fast;
       DecodeStatus fast_status;
-      if (fast_decode_line(view, fast, fast_status, &capture)) {
+      const bool fast_took = fast_decode_line(view, fast, fast_status, &capture);
+      // Through line shapes: first with the shapes of earlier inputs (this
+      // line may match one, differ from all, or be learned), then again with
+      // its own shape kept: the same answer as the general walk each time.
+      static LineShapes shapes(/*back_off=*/false);  // every line tries the shapes
+      for (int round = 0; round < 2; ++round) {
+        Event shaped;
+        DecodeStatus shaped_status;
+        const bool shaped_took = fast_decode_line(view, shaped, shaped_status, &capture, shapes);
+        if (shaped_took != fast_took || (fast_took && describe(shaped, shaped_status) != describe(fast, fast_status))) {
+          std::fprintf(stderr, "a line shape reads the line unlike the general walk (round %d): %.*s\n", round,
+                       static_cast<int>(s.size()), s.data());
+          std::abort();
+        }
+      }
+      if (fast_took) {
         std::string fast_fields = describe(fast, fast_status);
         Event ref;
         DecodeStatus ref_status = dec.decode_with_simdjson(view, padded.size(), ref);

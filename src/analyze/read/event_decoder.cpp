@@ -165,13 +165,23 @@ std::string_view strip_trace_line(std::string_view line) {
   return line;
 }
 
+EventDecoder::EventDecoder() : shapes_(std::make_unique<LineShapes>()) {}
+EventDecoder::~EventDecoder() = default;
+EventDecoder::EventDecoder(EventDecoder&&) noexcept = default;
+EventDecoder& EventDecoder::operator=(EventDecoder&&) noexcept = default;
+
+void EventDecoder::capture_args(const ArgCapture& capture) {
+  capture_ = capture;
+  shapes_->clear();  // shapes hold the readers of the keys captured so far
+}
+
 DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity, Event& ev) {
   if (line.empty() || line.front() != '{') {
     ev = Event{};
     return DecodeStatus::Malformed;
   }
   DecodeStatus st;
-  if (fast_decode_line(line, ev, st, capture())) return st;
+  if (fast_decode_line(line, ev, st, capture(), *shapes_)) return st;
   return decode_with_simdjson(line, padded_capacity, ev);
 }
 

@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <array>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,8 @@ inline constexpr size_t kLinePadding = simdjson::SIMDJSON_PADDING;
 
 // Args keys outside the schema that a consumer wants (group keys `args.<key>`),
 // kept in Event::extra_args. Empty in the usual case, which then costs nothing.
+class LineShapes;
+
 struct ArgCapture {
   size_t size = 0;
   std::array<std::string, kMaxExtraArgs> keys;
@@ -30,8 +33,13 @@ struct ArgCapture {
 
 class EventDecoder {
  public:
+  EventDecoder();
+  ~EventDecoder();
+  EventDecoder(EventDecoder&&) noexcept;
+  EventDecoder& operator=(EventDecoder&&) noexcept;
+
   // Also capture these args keys (at most kMaxExtraArgs) from now on.
-  void capture_args(const ArgCapture& capture) { capture_ = capture; }
+  void capture_args(const ArgCapture& capture);
 
   // `line` must be followed by kLinePadding readable bytes (their content does
   // not matter); `padded_capacity` is line.size() plus those bytes at least.
@@ -50,6 +58,7 @@ class EventDecoder {
   simdjson::ondemand::parser parser_;
   simdjson::dom::parser validator_;  // On-Demand does not validate what it skips
   ArgCapture capture_;
+  std::unique_ptr<LineShapes> shapes_;  // the fast path's line shapes (event_fast_path.hpp)
   std::string pid_buf_, tid_buf_;
 };
 

@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(__SSE2__)
 #include <immintrin.h>
 #endif
+#include <algorithm>
+#include <memory>
 
 namespace dftracer::analyze {
 namespace {
@@ -489,85 +491,354 @@ inline P json_value(P p, P e, std::string_view& out) {
   return q;
 }
 
-// The schema's args keys of length N (a compile-time filter of the table:
-// each `case` of the switch below compares only the keys of its length).
-template <size_t N>
-inline P known_arg(std::string_view k, P p, P e, Event& ev, bool& known) {
-  known = true;
+// What a member's value is read as: the reader its key selects. The general
+// walk finds it from the key; a line shape (below) replays the sequence
+// learned from an earlier line.
+enum Act : uint8_t {
+  kName,
+  kCat,
+  kPh,
+  kPid,
+  kTid,
+  kTs,
+  kDur,
+  kSkipTop,  // any other top-level key
+  kSkipArg,  // any other args key
+#define DFT_X(member, key, kind, column) kArg_##member,
+  DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+  kCapture0,                              // + i: capture->keys[i]
+  kArgsObject = kCapture0 + kMaxExtraArgs,  // "args": not a leaf, the walk goes into it
+  kEnd,
+};
+
+// Where the walk is: the event and the presence flags of the status.
+struct LineState {
+  Event& ev;
+  bool have_name = false, have_ph = false;
+};
+
+// Reads one member's value the way its key says. Inlined into each walk: a
+// call per value measured ~25 instructions of register saves and restores.
+[[gnu::always_inline]] inline P read_value(Act a, P p, P e, LineState& s) {
+  Event& ev = s.ev;
+  switch (a) {
+    case kName:
+      return noted(string_value(p, e, ev.name), s.have_name);
+    case kCat:
+      return string_value(p, e, ev.cat);
+    case kPh:
+      return noted(p < e && is_digit(*p) ? numeric_phase(p, e, ev.ph) : string_value(p, e, ev.ph), s.have_ph);
+    case kPid:
+      return id_value(p, e, ev.pid, ev.pid_text);
+    case kTid:
+      return id_value(p, e, ev.tid, ev.tid_text);
+    case kTs:
+      return noted(time_value(p, e, ev.ts_ns), ev.has_ts);
+    case kDur:
+      return noted(time_value(p, e, ev.dur_ns), ev.has_dur);
+    case kSkipTop:
+      return skip_value(p, e, 1);
+    case kSkipArg:
+      return skip_value(p, e, 2);
 #define DFT_ARG_READ_Text(m) text_value(p, e, ev.m)
 #define DFT_ARG_READ_Json(m) json_value(p, e, ev.m)
 #define DFT_ARG_READ_Number(m) noted(double_value(p, e, ev.m), ev.has_##m)
-#define DFT_X(member, key, kind, column)                                    \
-  if constexpr (sizeof(key) - 1 == N) {                                       \
-    if (is(k, key)) return DFT_ARG_READ_##kind(member);                       \
-  }
-  DFT_ARG_FIELDS(DFT_X)
+#define DFT_X(member, key, kind, column) \
+  case kArg_##member:                    \
+    return DFT_ARG_READ_##kind(member);
+      DFT_ARG_FIELDS(DFT_X)
 #undef DFT_X
 #undef DFT_ARG_READ_Text
 #undef DFT_ARG_READ_Json
 #undef DFT_ARG_READ_Number
-  known = false;
-  return p;
+    default:
+      if (a >= kCapture0 && a < kCapture0 + kMaxExtraArgs) return json_value(p, e, ev.extra_args[a - kCapture0]);
+      return nullptr;
+  }
 }
 
-P decode_args(P p, P e, Event& ev, const ArgCapture* capture) {
-  return object(p, e, [&ev, e, capture](std::string_view k, P p) -> P {
-    bool known = false;
-    P q = p;
-    switch (k.size()) {
-      case 1: q = known_arg<1>(k, p, e, ev, known); break;
-      case 2: q = known_arg<2>(k, p, e, ev, known); break;
-      case 3: q = known_arg<3>(k, p, e, ev, known); break;
-      case 4: q = known_arg<4>(k, p, e, ev, known); break;
-      case 5: q = known_arg<5>(k, p, e, ev, known); break;
-      case 6: q = known_arg<6>(k, p, e, ev, known); break;
-      case 7: q = known_arg<7>(k, p, e, ev, known); break;
-      case 8: q = known_arg<8>(k, p, e, ev, known); break;
-      case 10: q = known_arg<10>(k, p, e, ev, known); break;  // free_bytes
-      case 11: q = known_arg<11>(k, p, e, ev, known); break;  // alloc_bytes
-      default: break;
+// The top-level key's reader (kArgsObject for "args").
+inline Act top_action(std::string_view k) {
+  switch (k.size()) {
+    case 2:
+      if (is(k, "ph")) return kPh;
+      if (is(k, "ts")) return kTs;
+      break;
+    case 3:
+      if (is(k, "cat")) return kCat;
+      if (is(k, "dur")) return kDur;
+      if (is(k, "pid")) return kPid;
+      if (is(k, "tid")) return kTid;
+      break;
+    case 4:
+      if (is(k, "name")) return kName;
+      if (is(k, "args")) return kArgsObject;
+      break;
+    default:
+      break;
+  }
+  return kSkipTop;
+}
+
+// The schema's args keys of length N (a compile-time filter of the table:
+// each `case` of the switch below compares only the keys of its length);
+// kSkipArg when none is k.
+template <size_t N>
+inline Act known_arg(std::string_view k) {
+#define DFT_X(member, key, kind, column)  \
+  if constexpr (sizeof(key) - 1 == N) {   \
+    if (is(k, key)) return kArg_##member; \
+  }
+  DFT_ARG_FIELDS(DFT_X)
+#undef DFT_X
+  return kSkipArg;
+}
+
+inline Act arg_action(std::string_view k, const ArgCapture* capture) {
+  Act a = kSkipArg;
+  switch (k.size()) {
+    case 1: a = known_arg<1>(k); break;
+    case 2: a = known_arg<2>(k); break;
+    case 3: a = known_arg<3>(k); break;
+    case 4: a = known_arg<4>(k); break;
+    case 5: a = known_arg<5>(k); break;
+    case 6: a = known_arg<6>(k); break;
+    case 7: a = known_arg<7>(k); break;
+    case 8: a = known_arg<8>(k); break;
+    case 10: a = known_arg<10>(k); break;  // free_bytes
+    case 11: a = known_arg<11>(k); break;  // alloc_bytes
+    default: break;
+  }
+  if (a != kSkipArg) return a;
+  // Keys asked for by a group key (`--by args.<key>`); none in the usual case.
+  if (capture) {
+    for (size_t i = 0; i < capture->size; ++i)
+      if (k == capture->keys[i]) return static_cast<Act>(kCapture0 + i);
+  }
+  return kSkipArg;
+}
+
+// The general walk notes each value it reads (where it starts and ends, and
+// its reader) when asked to: that is how a line shape is learned.
+struct NoRecord {
+  void value(P, Act, P) {}
+};
+
+constexpr size_t kMaxShapeValues = 64;  // values of a line a shape holds at most
+
+struct Recorder {
+  P begin[kMaxShapeValues], end[kMaxShapeValues];
+  Act act[kMaxShapeValues];
+  size_t n = 0;
+  bool overflow = false;
+  void value(P b, Act a, P q) {
+    if (n == kMaxShapeValues) {
+      overflow = true;
+      return;
     }
-    if (known) return q;
-    // Keys asked for by a group key (`--by args.<key>`); none in the usual case.
-    if (capture) {
-      for (size_t i = 0; i < capture->size; ++i)
-        if (k == capture->keys[i]) return json_value(p, e, ev.extra_args[i]);
-    }
-    return skip_value(p, e, 2);
+    begin[n] = b;
+    act[n] = a;
+    end[n++] = q;
+  }
+};
+
+template <typename Rec>
+P decode_args(P p, P e, LineState& s, const ArgCapture* capture, Rec& rec) {
+  return object(p, e, [&s, e, capture, &rec](std::string_view k, P p) -> P {
+    Act a = arg_action(k, capture);
+    P q = read_value(a, p, e, s);
+    rec.value(p, a, q);
+    return q;
   });
 }
 
+// The general walk: any member order, any whitespace.
+template <typename Rec>
+P decode_object(P p, P e, LineState& s, const ArgCapture* capture, Rec& rec) {
+  return object(p, e, [&s, e, capture, &rec](std::string_view k, P p) -> P {
+    Act a = top_action(k);
+    if (a == kArgsObject) return p < e && *p == '{' ? decode_args(p, e, s, capture, rec) : nullptr;
+    P q = read_value(a, p, e, s);
+    rec.value(p, a, q);
+    return q;
+  });
+}
+
+inline void finish(LineState& s, DecodeStatus& status) {
+  if (!s.have_name || !s.have_ph || (s.ev.has_dur && s.ev.dur_ns < 0)) status = DecodeStatus::BadField;
+  else status = DecodeStatus::Ok;
+}
+
+// A line shape: the bytes between the values of a line the general walk took
+// (`{"id":`, `,"name":`, ..., `,"args":{"hhash":`, ..., `}}`) and the reader
+// of each value. A writer puts the same keys in the same order on most lines,
+// so the next line is checked against that text and its values read directly:
+// no key scan, key dispatch, ':' or ',' checks. A line whose bytes between
+// the values are the same runs through the general walk exactly alike (the
+// same readers at the same places), so the result is the same by construction;
+// a line that differs anywhere goes to the general walk.
+//
+// Each step holds up to 16 bytes of text (a longer text takes several steps,
+// the first ones with kMore) and the reader after it: one 16-byte compare.
+constexpr uint8_t kMore = kEnd + 1;  // no value after this step's text: more text follows
+
+struct alignas(16) ShapeStep {
+  char text[16];  // the step's text, then zeros
+  uint16_t len;   // its length (at most 16)
+  uint16_t need;  // the compare bits that must be set: (1 << len) - 1
+  uint8_t act;    // the value's reader; kMore; kEnd after the last text
+};
+
+constexpr size_t kMaxShapeSteps = 128;
+
+struct Shape {
+  size_t steps = 0;
+  ShapeStep step[kMaxShapeSteps];
+  uint32_t used = 0;  // when last matched (least recently used goes first)
+};
+
+// Walks a line by a shape: true when every text matched, every reader took
+// its value and nothing but whitespace follows the object. Anything else
+// goes to the general walk: a reader that refuses what follows a matching
+// text may be looking at whitespace the general walk skips (`"id": 0`
+// against the shape of `"id":0`).
+inline bool run_shape(const Shape& sh, P p, P e, LineState& s) {
+  for (const ShapeStep* st = sh.step;; ++st) {
+    if (static_cast<size_t>(e - p) < st->len) return false;
+#if defined(__SSE2__)
+    // Reads up to 15 bytes past the line end: the padding covers them.
+    const unsigned eq = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
+                                         _mm_load_si128(reinterpret_cast<const __m128i*>(st->text)))));
+    if ((eq & st->need) != st->need) return false;
+#else
+    if (std::memcmp(p, st->text, st->len) != 0) return false;
+#endif
+    p += st->len;
+    if (st->act == kMore) continue;
+    if (st->act == kEnd) return skip_ws(p, e) == e;
+    if (!(p = read_value(static_cast<Act>(st->act), p, e, s))) return false;
+  }
+}
+
+// The shape of a line the general walk took, from the values it noted
+// (false when the line has too many values or too much text for one).
+bool learn_shape(Shape& sh, P line, P object_end, const Recorder& rec) {
+  if (rec.overflow) return false;
+  P prev = line;
+  sh.steps = 0;
+  for (size_t i = 0; i <= rec.n; ++i) {
+    P b = i < rec.n ? rec.begin[i] : object_end;
+    do {
+      if (sh.steps == kMaxShapeSteps) return false;
+      ShapeStep& st = sh.step[sh.steps++];
+      size_t len = std::min<size_t>(static_cast<size_t>(b - prev), 16);
+      std::memset(st.text, 0, sizeof st.text);
+      std::memcpy(st.text, prev, len);
+      st.len = static_cast<uint16_t>(len);
+      st.need = static_cast<uint16_t>((1u << len) - 1);
+      prev += len;
+      st.act = prev < b ? kMore : i < rec.n ? static_cast<uint8_t>(rec.act[i]) : static_cast<uint8_t>(kEnd);
+    } while (prev < b);
+    if (i < rec.n) prev = rec.end[i];
+  }
+  return true;
+}
+
 }  // namespace
+
+struct LineShapes::Impl {
+  static constexpr size_t kShapes = 4;
+  // A trace whose lines seldom repeat a layout would pay for shape attempts
+  // that fail (each up to a whole line) on top of the general walk: when more
+  // than a quarter of a window's lines match no shape, the next kPause lines
+  // take the general walk alone.
+  static constexpr uint32_t kWindow = 64, kMaxMisses = kWindow / 4, kPause = 4096;
+  const ArgCapture* capture = nullptr;
+  Shape shape[kShapes];
+  size_t count = 0, last = 0;
+  uint32_t clock = 0;
+  bool back_off = true;
+  uint32_t seen = 0, misses = 0, paused = 0;  // lines and misses in this window; lines left in a pause
+  uint64_t matched = 0, general = 0;
+};
+
+LineShapes::LineShapes(bool back_off) : impl_(std::make_unique<Impl>()) { impl_->back_off = back_off; }
+LineShapes::~LineShapes() = default;
+LineShapes::LineShapes(LineShapes&&) noexcept = default;
+LineShapes& LineShapes::operator=(LineShapes&&) noexcept = default;
+void LineShapes::clear() {
+  impl_->count = 0;
+  impl_->last = 0;
+}
+uint64_t LineShapes::matched() const { return impl_->matched; }
+uint64_t LineShapes::paused_lines() const { return impl_->general; }
 
 bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture) {
   ev = Event{};
   P p = line.data(), e = p + line.size();
   if (!(p < e && *p == '{')) return false;
-  bool have_name = false, have_ph = false;
-  p = object(p, e, [&ev, &have_name, &have_ph, e, capture](std::string_view k, P p) -> P {
-    switch (k.size()) {
-      case 2:
-        if (is(k, "ph")) return noted(p < e && is_digit(*p) ? numeric_phase(p, e, ev.ph) : string_value(p, e, ev.ph), have_ph);
-        if (is(k, "ts")) return noted(time_value(p, e, ev.ts_ns), ev.has_ts);
-        break;
-      case 3:
-        if (is(k, "cat")) return string_value(p, e, ev.cat);
-        if (is(k, "dur")) return noted(time_value(p, e, ev.dur_ns), ev.has_dur);
-        if (is(k, "pid")) return id_value(p, e, ev.pid, ev.pid_text);
-        if (is(k, "tid")) return id_value(p, e, ev.tid, ev.tid_text);
-        break;
-      case 4:
-        if (is(k, "name")) return noted(string_value(p, e, ev.name), have_name);
-        if (is(k, "args")) return p < e && *p == '{' ? decode_args(p, e, ev, capture) : nullptr;
-        break;
-      default:
-        break;
-    }
-    return skip_value(p, e, 1);
-  });
+  LineState s{ev};
+  NoRecord none;
+  p = decode_object(p, e, s, capture, none);
   if (!p || skip_ws(p, e) != e) return false;
-  if (!have_name || !have_ph || (ev.has_dur && ev.dur_ns < 0)) status = DecodeStatus::BadField;
-  else status = DecodeStatus::Ok;
+  finish(s, status);
+  return true;
+}
+
+bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture,
+                      LineShapes& shapes) {
+  LineShapes::Impl& m = *shapes.impl_;
+  if (m.capture != capture) {
+    m.capture = capture;
+    m.count = m.last = 0;
+  }
+  P b = line.data(), e = b + line.size();
+  if (!(b < e && *b == '{')) {
+    ev = Event{};
+    return false;
+  }
+  if (m.paused) {
+    --m.paused;
+    ++m.general;
+    return fast_decode_line(line, ev, status, capture);
+  }
+  if (m.back_off && ++m.seen == LineShapes::Impl::kWindow) {
+    if (m.misses > LineShapes::Impl::kMaxMisses) m.paused = LineShapes::Impl::kPause;
+    m.seen = m.misses = 0;
+  }
+  // The shape that matched last first, then the others.
+  for (size_t k = 0; k < m.count; ++k) {
+    size_t i = k == 0 ? m.last : (k <= m.last ? k - 1 : k);
+    ev = Event{};
+    LineState s{ev};
+    if (!run_shape(m.shape[i], b, e, s)) continue;
+    m.last = i;
+    m.shape[i].used = ++m.clock;
+    ++m.matched;
+    finish(s, status);
+    return true;
+  }
+  ++m.misses;
+  ev = Event{};
+  LineState s{ev};
+  Recorder rec;
+  P p = decode_object(b, e, s, capture, rec);
+  if (!p || skip_ws(p, e) != e) return false;
+  finish(s, status);
+  // Keep this line's shape in place of the least recently matched one.
+  size_t slot = m.count;
+  if (slot == LineShapes::Impl::kShapes) {
+    slot = 0;
+    for (size_t i = 1; i < m.count; ++i)
+      if (m.shape[i].used < m.shape[slot].used) slot = i;
+  }
+  if (learn_shape(m.shape[slot], b, p, rec)) {
+    m.shape[slot].used = ++m.clock;
+    m.last = slot;
+    if (slot == m.count) ++m.count;
+  }
   return true;
 }
 

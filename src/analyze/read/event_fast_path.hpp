@@ -17,6 +17,8 @@
 // two agree on every line the fast path accepts.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "event.hpp"
@@ -28,5 +30,40 @@ namespace dftracer::analyze {
 // Returns false to defer to simdjson (then `ev` and `status` are unspecified).
 // `capture`: args keys to keep in ev.extra_args (null: none).
 bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture = nullptr);
+
+// The layouts ("shapes") of the last few lines a decoder took: the bytes
+// between their values -- keys, quotes, ':', ',', braces -- and the reader of
+// each value. A writer puts the same keys in the same order on most lines, so
+// a line is first compared with those bytes and its values read directly,
+// without finding and dispatching each key. A line whose bytes between the
+// values match a shape is read exactly as the general walk reads it (the same
+// readers at the same places); any other line takes the general walk, which
+// then keeps its shape in place of the least recently matched one. One per
+// decoder (not thread-safe); bound to the `capture` it is used with. When
+// more than a quarter of 64 lines match no shape (a trace whose layouts keep
+// changing), the next 4,096 lines take the general walk alone, so such traces
+// do not pay for failed attempts; `back_off` false turns that off (tests).
+class LineShapes {
+ public:
+  explicit LineShapes(bool back_off = true);
+  ~LineShapes();
+  LineShapes(LineShapes&&) noexcept;
+  LineShapes& operator=(LineShapes&&) noexcept;
+  void clear();
+  // Lines decoded by a shape so far (tests check that shapes are used).
+  uint64_t matched() const;
+  // Lines that took the general walk alone, in a pause.
+  uint64_t paused_lines() const;
+
+  struct Impl;
+
+ private:
+  friend bool fast_decode_line(std::string_view, Event&, DecodeStatus&, const ArgCapture*, LineShapes&);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The same, trying the shapes of earlier lines first (and learning this one's).
+bool fast_decode_line(std::string_view line, Event& ev, DecodeStatus& status, const ArgCapture* capture,
+                      LineShapes& shapes);
 
 }  // namespace dftracer::analyze

@@ -142,3 +142,95 @@ TEST(FastPath, AgreesWithSimdjsonOnEveryMutationAndCut) {
   EXPECT_GT(fast, variants / 10);
   EXPECT_LT(fast, variants);
 }
+
+// Line shapes (event_fast_path.hpp): after a line teaches its shape, every
+// mutation and cut of it -- text between the values changed, a value changed
+// so that its reader refuses it, bytes after the object -- reads exactly as
+// the general walk and simdjson read it.
+TEST(FastPath, LineShapesReadEveryVariantLikeTheGeneralWalk) {
+  static const ArgCapture capture = compared_extra_args();
+  const std::string subst = std::string("\"\\,:{}[] 0-+e.xtn\x01\xc3", 20);
+  auto decode = [](LineShapes& shapes, const std::string& raw, std::string& general) {
+    std::string_view s = strip_trace_line(raw);
+    std::string padded(s);
+    padded.resize(s.size() + kLinePadding, 'x');
+    std::string_view line(padded.data(), s.size());
+    Event ev;
+    DecodeStatus st = DecodeStatus::Malformed;
+    bool took = !line.empty() && line.front() == '{' && fast_decode_line(line, ev, st, &capture);
+    general = took ? describe(ev, st) : "declined";
+    took = !line.empty() && line.front() == '{' && fast_decode_line(line, ev, st, &capture, shapes);
+    return took ? describe(ev, st) : std::string("declined");
+  };
+  uint64_t variants = 0;
+  for (size_t b : {0, 2, 3, 4, 5, 9, 11, 19}) {
+    const std::string& base = kLines[b];
+    LineShapes shapes(/*back_off=*/false);
+    std::string general;
+    decode(shapes, base, general);  // learns the base's shape
+    for (size_t i = 0; i <= base.size(); ++i) {
+      std::vector<std::string> vs;
+      vs.push_back(base.substr(0, i));
+      if (i < base.size()) vs.push_back(base.substr(0, i) + base.substr(i + 1));
+      for (char c : subst) {
+        std::string m = base;
+        if (i < base.size()) m[i] = c;
+        else m += c;
+        vs.push_back(std::move(m));
+        vs.push_back(base.substr(0, i) + c + base.substr(i));
+      }
+      for (auto& v : vs) {
+        // The base's shape first (the most recently matched), then the variant.
+        std::string g;
+        ASSERT_EQ(decode(shapes, base, g), g) << base;
+        ASSERT_EQ(decode(shapes, v, g), g) << "variant of line: " << v;
+        ++variants;
+      }
+    }
+    EXPECT_GE(shapes.matched(), variants / 2) << "the base line must be read by its shape: " << base;
+    variants = 0;
+  }
+}
+
+// One line, padded with `pad`: the general walk takes it, and so does the walk
+// through `shapes`, with the same fields.
+static void expect_shaped_like_general(LineShapes& shapes, const std::string& l, char pad) {
+  static const ArgCapture capture = compared_extra_args();
+  std::string padded = l + std::string(kLinePadding, pad);
+  std::string_view line(padded.data(), l.size());
+  Event a, b;
+  DecodeStatus sa, sb;
+  ASSERT_TRUE(fast_decode_line(line, a, sa, &capture)) << l;
+  ASSERT_TRUE(fast_decode_line(line, b, sb, &capture, shapes)) << l;
+  ASSERT_EQ(describe(b, sb), describe(a, sa)) << l;
+}
+
+// Lines of several shapes in turn (more than a decoder keeps) and keys in
+// another order: each read as the general walk reads it.
+TEST(FastPath, LineShapesOfManyLayoutsInTurn) {
+  LineShapes shapes(/*back_off=*/false);
+  std::vector<std::string> lines;
+  for (int i = 0; i < 6; ++i) {
+    lines.push_back("{\"name\":\"n" + std::to_string(i) + "\",\"ph\":\"X\",\"ts\":" + std::to_string(100 + i) +
+                    ",\"dur\":1.5,\"args\":{\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",\"step\":" +
+                    std::to_string(i) + "}}");
+    lines.push_back("{\"ph\":\"X\",\"name\":\"m" + std::to_string(i) + "\",\"dur\":2,\"ts\":" + std::to_string(i) + "}");
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& l : lines) ASSERT_NO_FATAL_FAILURE(expect_shaped_like_general(shapes, l, '}'));
+  }
+  // The second layout alternates with the first: it stays among the kept shapes.
+  EXPECT_GT(shapes.matched(), 0u);
+}
+
+// A trace whose layouts keep changing: after a window of lines that match no
+// shape, lines take the general walk alone for a while (the same answers).
+TEST(FastPath, LineShapesStepAsideWhenLayoutsKeepChanging) {
+  LineShapes shapes;
+  for (int i = 0; i < 200; ++i) {
+    std::string l = "{\"name\":\"n\",\"ph\":\"X\",\"ts\":1,\"dur\":2,\"args\":{\"k" + std::to_string(i) + "\":1}}";
+    ASSERT_NO_FATAL_FAILURE(expect_shaped_like_general(shapes, l, ' '));
+  }
+  EXPECT_EQ(shapes.matched(), 0u);
+  EXPECT_EQ(shapes.paused_lines(), 200u - 64u);
+}

@@ -799,7 +799,9 @@ struct Worker {
   // mapping: page-faulting a 4 GB map costs more system time than the copy,
   // and the buffer keeps the resident size at a few MiB whatever the file size.
   void run_plain(const FileState& f, const Unit& u) {
-    size_t block = 8u << 20;
+    // 1 MiB: the lines are decoded while the copy is still in this core's L2
+    // (8 MiB blocks measured ~10% more CPU, user and system time alike).
+    size_t block = 1u << 20;
     // O_NONBLOCK: a path swapped for a FIFO since expansion must not block the open.
     int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) throw InputError("cannot open " + f.path + ": " + std::strerror(errno));

@@ -63,7 +63,7 @@ struct ReadOptions {
   static constexpr uint64_t kDefaultMaxDocumentBytes = 1u << 30;
   // The longest line read (a gzip bomb can inflate to one endless line): a
   // longer one is skipped and counted as oversized, and no more than about
-  // this much of it (at most the 8 MiB read block) is held in memory.
+  // this much of it (the read block, 1 MiB doubled up to this limit) is held in memory.
   uint64_t max_line_bytes = kDefaultMaxLineBytes;
   // The largest whole-document Chrome JSON parsed (such a file is held in
   // memory whole): a larger one is skipped and counted as oversized.
