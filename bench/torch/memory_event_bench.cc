@@ -4,6 +4,14 @@
 // -- inside a recorded op, with memory capture off (c10 finds no reporter:
 // its own lookup) and on (the observer's reporter: the op's bytes, the
 // "alloc"/"free" event with the block's address, the counter track).
+// Beside them, the two ways of knowing what holds the peak, alone:
+//   BlockEventOnly  the "alloc"/"free" record the capture writes per event
+//                   (the analyzer replays them), through the core.
+//   LiveTableOnly   the alternative: a preallocated lock-free table of live
+//                   blocks (address -> size, op; CAS insert, erase by
+//                   another thread possible) and per-op live bytes
+//                   (atomic adds) in the process -- without the snapshot of
+//                   the per-op bytes it would also need at each new peak.
 // Each iteration reports kBatch events (an allocation and its free, in
 // pairs) and is timed by hand; between batches (untimed) the writer drains,
 // so the figure is the allocating thread's cost, not the writer's
@@ -17,7 +25,9 @@
 #include <time.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "dftracer/dftracer.h"
@@ -75,10 +85,97 @@ void report_batch(benchmark::State& state, bool memory) {
   state.counters["cpu_ns_per_event"] = total_cpu_ns / static_cast<double>(events);
 }
 
+template <class Body>
+void timed_batches(benchmark::State& state, Body body) {
+  static Session session;
+  double total_ns = 0, total_cpu_ns = 0;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_ns();
+    for (int i = 0; i < kBatch / 2; ++i) body(i);
+    total_cpu_ns += thread_cpu_ns() - c0;
+    total_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    events += kBatch;
+    state.PauseTiming();
+    dft_flush();
+    state.ResumeTiming();
+  }
+  state.counters["ns_per_event"] = total_ns / static_cast<double>(events);
+  state.counters["cpu_ns_per_event"] = total_cpu_ns / static_cast<double>(events);
+}
+
+void BM_BlockEventOnly(benchmark::State& state) {
+  static const dft_id alloc = dft_intern_cstr("alloc"), free_ = dft_intern_cstr("free"), cat = dft_intern_cstr("memory"),
+                      k_addr = dft_intern_cstr("addr"), k_size = dft_intern_cstr("size"),
+                      k_total = dft_intern_cstr("total"), k_op = dft_intern_cstr("op"), op = dft_intern_cstr("aten::mm");
+  timed_batches(state, [&](int i) {
+    dft_arg a[4];
+    a[0] = {k_addr, DFT_ARG_UINT, {}};
+    a[0].v.u = 0x7f0000001000ull + (i & 7) * 64;
+    a[1] = {k_size, DFT_ARG_UINT, {}};
+    a[1].v.u = 512;
+    a[2] = {k_total, DFT_ARG_UINT, {}};
+    a[2].v.u = (1u << 20) + 512;
+    a[3] = {k_op, DFT_ARG_STR, {}};
+    a[3].v.id = op;
+    dft_instant_ticks(alloc, cat, dft_ticks_inline(), a, 4);
+    a[2].v.u = 1u << 20;
+    dft_instant_ticks(free_, cat, dft_ticks_inline(), a, 3);
+  });
+}
+
+// Open addressing, linear probing; a key of 0 is empty, 1 a tombstone.
+struct LiveTable {
+  static constexpr size_t kSlots = 1 << 16;
+  struct Slot {
+    std::atomic<uint64_t> addr{0};
+    std::atomic<uint64_t> size{0};
+    std::atomic<uint32_t> op{0};
+  };
+  std::unique_ptr<Slot[]> slots{new Slot[kSlots]};
+  std::unique_ptr<std::atomic<int64_t>[]> live_by_op{new std::atomic<int64_t>[4096]()};
+  static size_t hash(uint64_t a) { return (a * 0x9E3779B97F4A7C15ull) >> 48; }
+  void insert(uint64_t addr, uint64_t size, uint32_t op) {
+    for (size_t i = hash(addr);; i = (i + 1) & (kSlots - 1)) {
+      uint64_t cur = slots[i].addr.load(std::memory_order_relaxed);
+      if ((cur == 0 || cur == 1) && slots[i].addr.compare_exchange_strong(cur, addr, std::memory_order_acq_rel)) {
+        slots[i].size.store(size, std::memory_order_relaxed);
+        slots[i].op.store(op, std::memory_order_relaxed);
+        live_by_op[op].fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+  void erase(uint64_t addr) {
+    for (size_t i = hash(addr);; i = (i + 1) & (kSlots - 1)) {
+      const uint64_t cur = slots[i].addr.load(std::memory_order_acquire);
+      if (cur == 0) return;
+      if (cur == addr) {
+        live_by_op[slots[i].op.load(std::memory_order_relaxed)].fetch_sub(
+            static_cast<int64_t>(slots[i].size.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+        slots[i].addr.store(1, std::memory_order_release);
+        return;
+      }
+    }
+  }
+};
+
+void BM_LiveTableOnly(benchmark::State& state) {
+  static LiveTable table;
+  timed_batches(state, [&](int i) {
+    const uint64_t addr = 0x7f0000001000ull + static_cast<uint64_t>(i & 7) * 64;
+    table.insert(addr, 512, 17);
+    table.erase(addr);
+  });
+}
+
 void BM_MemoryOff(benchmark::State& state) { report_batch(state, false); }
 void BM_MemoryOn(benchmark::State& state) { report_batch(state, true); }
 BENCHMARK(BM_MemoryOff)->UseRealTime();
 BENCHMARK(BM_MemoryOn)->UseRealTime();
+BENCHMARK(BM_BlockEventOnly)->UseRealTime();
+BENCHMARK(BM_LiveTableOnly)->UseRealTime();
 
 }  // namespace
 

@@ -387,7 +387,7 @@ __attribute__((noinline)) void write_mem_sample(int slot, uint64_t at, uint64_t 
 // One allocation or free: what the analyzer replays to know which blocks
 // are live at the peak (docs/DESIGN.md, "What holds the peak"). The record
 // goes into the thread's buffer like any event (no lock, no formatting).
-void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op, int slot) {
+void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op, int slot, uint64_t now) {
   dft_arg a[5];
   uint32_t n = 0;
   a[n].key = g_key_addr;
@@ -409,7 +409,7 @@ void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op,
     a[n].type = DFT_ARG_STR;
     a[n++].v.id = g_mem_device_key[slot];
   }
-  dft_instant(size >= 0 ? g_name_alloc : g_name_free, g_cat_memory, a, n);
+  dft_instant_ticks(size >= 0 ? g_name_alloc : g_name_free, g_cat_memory, now, a, n);
 }
 
 void on_memory(const void* ptr, int64_t size, uint64_t total, c10::Device device) {
@@ -430,9 +430,9 @@ void on_memory(const void* ptr, int64_t size, uint64_t total, c10::Device device
   }
   const int slot = mem_device_slot(device, cpu);
   if (slot < 0) return;
-  write_block_event(ptr, size, total, op, slot);
-  MemSeries& s = t.mem[slot];
   const uint64_t now = dft_ticks_inline();
+  write_block_event(ptr, size, total, op, slot, now);
+  MemSeries& s = t.mem[slot];
   if (total >= s.peak) {
     s.peak = total;
     s.peak_at = now;
