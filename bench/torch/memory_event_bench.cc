@@ -54,40 +54,11 @@ struct Session {
   std::string dir;
 };
 
-void report_batch(benchmark::State& state, bool memory) {
-  static Session session;
-  dftracer::torch::enable_memory(memory);
-  double total_ns = 0, total_cpu_ns = 0;
-  uint64_t events = 0;
-  static char block[64];
-  const c10::Device cpu(c10::DeviceType::CPU);
-  {
-    RECORD_USER_SCOPE("bench_op");  // the allocating op: its frame takes the bytes
-    for (auto _ : state) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const double c0 = thread_cpu_ns();
-      size_t total = 1 << 20;
-      for (int i = 0; i < kBatch / 2; ++i) {
-        void* p = block + (i & 7) * 8;
-        c10::reportMemoryUsageToProfiler(p, 512, total + 512, total + 4096, cpu);
-        c10::reportMemoryUsageToProfiler(p, -512, total, total + 4096, cpu);
-      }
-      total_cpu_ns += thread_cpu_ns() - c0;
-      total_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-      events += kBatch;
-      state.PauseTiming();
-      dft_flush();
-      state.ResumeTiming();
-    }
-  }
-  dftracer::torch::enable_memory(false);
-  state.counters["ns_per_event"] = total_ns / static_cast<double>(events);
-  state.counters["cpu_ns_per_event"] = total_cpu_ns / static_cast<double>(events);
-}
+// One trace for every benchmark of the run.
+void start_session() { static Session session; }
 
 template <class Body>
 void timed_batches(benchmark::State& state, Body body) {
-  static Session session;
   double total_ns = 0, total_cpu_ns = 0;
   uint64_t events = 0;
   for (auto _ : state) {
@@ -105,7 +76,25 @@ void timed_batches(benchmark::State& state, Body body) {
   state.counters["cpu_ns_per_event"] = total_cpu_ns / static_cast<double>(events);
 }
 
+void report_batch(benchmark::State& state, bool memory) {
+  start_session();
+  dftracer::torch::enable_memory(memory);
+  static char block[64];
+  const c10::Device cpu(c10::DeviceType::CPU);
+  {
+    RECORD_USER_SCOPE("bench_op");  // the allocating op: its frame takes the bytes
+    const size_t total = 1 << 20;
+    timed_batches(state, [&](int i) {
+      void* p = block + (i & 7) * 8;
+      c10::reportMemoryUsageToProfiler(p, 512, total + 512, total + 4096, cpu);
+      c10::reportMemoryUsageToProfiler(p, -512, total, total + 4096, cpu);
+    });
+  }
+  dftracer::torch::enable_memory(false);
+}
+
 void BM_BlockEventOnly(benchmark::State& state) {
+  start_session();
   static const dft_id alloc = dft_intern_cstr("alloc"), free_ = dft_intern_cstr("free"), cat = dft_intern_cstr("memory"),
                       k_addr = dft_intern_cstr("addr"), k_size = dft_intern_cstr("size"),
                       k_total = dft_intern_cstr("total"), k_op = dft_intern_cstr("op"), op = dft_intern_cstr("aten::mm");
@@ -162,6 +151,7 @@ struct LiveTable {
 };
 
 void BM_LiveTableOnly(benchmark::State& state) {
+  start_session();
   static LiveTable table;
   timed_batches(state, [&](int i) {
     const uint64_t addr = 0x7f0000001000ull + static_cast<uint64_t>(i & 7) * 64;
