@@ -300,6 +300,8 @@ DFT_API void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const
 
 /* Records an instant ("ph":"i") event at now. */
 DFT_API void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs);
+/* The same at the given tick time (a dft_ticks() value the caller already read). */
+DFT_API void dft_instant_ticks(dft_id name, dft_id cat, uint64_t at_ticks, const dft_arg* args, uint32_t nargs);
 /* The same with the name given as bytes, bounded like dft_complete_ticks_named. */
 DFT_API void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* args, uint32_t nargs);
 

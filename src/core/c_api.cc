@@ -478,6 +478,10 @@ void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs) {
   record(RecordKind::kInstant, 0, name, cat, t, t, args, nargs);
 }
 
+void dft_instant_ticks(dft_id name, dft_id cat, uint64_t at_ticks, const dft_arg* args, uint32_t nargs) {
+  record(RecordKind::kInstant, 0, name, cat, at_ticks, at_ticks, args, nargs);
+}
+
 void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* args, uint32_t nargs) {
   uint64_t t = Clock::instance().ticks();
   record_named(RecordKind::kInstant, 0, name, len, cat, t, t, args, nargs);

@@ -45,17 +45,22 @@ def test_device_busy_time_of_kernels_ending_past_int64_is_held_not_wrapped(tmp_p
     assert r["launch_delay_mean_us"] >= 0
 
 
-def test_memory_ops_ending_past_int64_are_outside_the_peak_window(tmp_path):
+def test_memory_blocks_near_int64_times_are_held_by_the_events_around_them(tmp_path):
+    # A block allocated at 9e18 ns inside a module event that ends past
+    # INT64_MAX: the event's end saturates, so it still encloses the block.
     def sample(ts, v):
         return {"ph": "C", "cat": "memory", "name": "memory", "pid": 7, "tid": 7, "ts": ts, "args": {"cpu": v}}
-    op = {"ph": "X", "cat": "aten", "name": "aten::huge", "pid": 7, "tid": 7, "ts": 9000000000000000,
-          "dur": 9000000000000000, "args": {"alloc_bytes": 4096}}
+    block = {"ph": "i", "cat": "memory", "name": "alloc", "pid": 7, "tid": 7, "ts": 9000000000000000,
+             "args": {"addr": 4096, "size": 100, "total": 100, "op": "aten::huge"}}
+    module = {"ph": "X", "cat": "dynamo", "name": "function.huge", "pid": 7, "tid": 7, "ts": 8950000000000000,
+              "dur": 9000000000000000, "args": {"module": "big"}}
     path = tmp_path / "hostile.pfw"
-    _write(path, [sample(8900000000000000, 1), op, sample(9100000000000000, 100)])
+    _write(path, [sample(8900000000000000, 0), block, module, sample(9000000000000000, 100)])
     m = _json("memory", str(path))
     assert m["series"][0]["peak_bytes"] == 100
-    assert m["peaks"][0]["ops_net_bytes"] == 0
-    assert m["peaks"][0]["by_name"] == []
+    p = m["peaks"][0]
+    assert (p["peak_bytes"], p["traced_bytes"], p["before_trace_bytes"]) == (100, 100, 0)
+    assert p["by_module"] == [{"key": "big", "blocks": 1, "bytes": 100}]
 
 
 def test_memory_of_a_long_counter_track_keeps_the_exact_peak_in_bounded_memory(tmp_path):

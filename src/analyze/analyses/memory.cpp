@@ -68,6 +68,7 @@ class MemoryTrackReader : public LineConsumer {
     // Counter lines are few (the capture bounds their rate): the others go to the step finder only.
     if (line.find(kCounter) == std::string_view::npos) {
       planned.consume(line, cap);  // a compiled graph's call with its planned peak (memory_planned.hpp)
+      blocks.consume(line, cap);
       return finder.consume(line, cap);
     }
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
@@ -99,6 +100,7 @@ class MemoryTrackReader : public LineConsumer {
   MemoryPeaks out;
   StepFinder finder;
   PlannedGraphReader planned;
+  BlockPeakFinder blocks;
   std::map<std::pair<std::string, std::string>, MemorySeries> series_;
 
  private:
@@ -205,12 +207,12 @@ struct StepPeakBuilder {
   }
 };
 
-// Pass 2, with the series and steps of pass 1 known: the chart points and
-// step peaks from the samples again (bounded: nothing per sample is kept),
-// and the ops inside each process's window up to its CPU peak.
+// Pass 2, with the series, steps and block peaks of pass 1 known: the chart
+// points and step peaks from the samples again (bounded: nothing per sample
+// is kept), and the blocks replayed up to each peak.
 class SecondPass : public LineConsumer {
  public:
-  SecondPass(MemoryPeaks& m, const StepPlan& plan) : out_(m) {
+  SecondPass(MemoryPeaks& m, const StepPlan& plan, const BlockPeakFinder& blocks) : out_(m), replay(blocks.peaks) {
     capture_devices(decoder_);
     charts_.resize(m.series.size());
     series_steps_.resize(m.series.size());
@@ -226,38 +228,17 @@ class SecondPass : public LineConsumer {
         steps_.back().second.init(plan.processes[k]);
       }
     }
-    for (size_t i = 0; i < m.holders.size(); ++i) by_pid_[m.holders[i].pid] = i;
   }
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
-    const bool counter = line.find(kCounter) != std::string_view::npos;
-    if (!counter && line.find("_bytes\"") == std::string_view::npos) return DecodeStatus::Ok;  // no memory args
+    if (line.find(kCounter) == std::string_view::npos) {
+      replay.consume(line, cap);
+      return DecodeStatus::Ok;
+    }
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
-    if (counter) {
-      memory_samples(ev_, [&](const char* device, double bytes) { add(device, {ev_.ts_ns, bytes}); }, [] {});
-      return st;
-    }
-    if (!ev_.is_complete() || !(ev_.has_alloc_bytes || ev_.has_free_bytes)) return st;
-    auto it = by_pid_.find(ev_.pid_text);
-    if (it == by_pid_.end()) return st;
-    const MemoryPeakBreakdown& b = out_.holders[it->second];
-    if (ev_.ts_ns < b.from_ns || saturating_add(ev_.ts_ns, ev_.dur_ns) > b.peak_ts_ns) return st;
-    const double net = ev_.alloc_bytes - ev_.free_bytes;
-    out_.holders[it->second].ops_net += net;
-    auto& n = names_[it->second][std::string(ev_.name)];
-    n.first += net;
-    ++n.second;
-    auto& m = modules_[it->second][std::string(ev_.module)];
-    m.first += net;
-    ++m.second;
+    memory_samples(ev_, [&](const char* device, double bytes) { add(device, {ev_.ts_ns, bytes}); }, [] {});
     return st;
-  }
-
-  double start_bytes(size_t series, const ProcessSteps* p, size_t step) const {
-    for (const auto& [i, b] : steps_)
-      if (i == series && b.process == p) return b.start_bytes(step);
-    return 0;
   }
 
   void finish() {
@@ -269,17 +250,6 @@ class SecondPass : public LineConsumer {
       return a.first < b.first;
     });
     for (const auto& [i, b] : steps_) b.finish(out_.series[i].device, out_.steps);
-    auto top = [](const std::map<std::string, std::pair<double, uint64_t>>& in) {
-      std::vector<MemoryHolder> v;
-      for (const auto& [k, x] : in) v.push_back({k, x.first, x.second});
-      std::sort(v.begin(), v.end(), [](const MemoryHolder& a, const MemoryHolder& b) {
-        return a.net != b.net ? a.net > b.net : a.key < b.key;
-      });
-      if (v.size() > 10) v.resize(10);
-      return v;
-    };
-    for (auto& [i, m] : names_) out_.holders[i].by_name = top(m);
-    for (auto& [i, m] : modules_) out_.holders[i].by_module = top(m);
   }
 
  private:
@@ -291,12 +261,15 @@ class SecondPass : public LineConsumer {
   }
 
   MemoryPeaks& out_;
+
+ public:
+  BlockReplay replay;
+
+ private:
   std::vector<ChartBuilder> charts_;
   std::map<std::pair<std::string, std::string>, size_t> series_at_;
   std::vector<std::pair<size_t, StepPeakBuilder>> steps_;  // (series, its steps in one process)
   std::vector<std::vector<size_t>> series_steps_;          // per series: its entries in steps_
-  std::map<std::string, size_t, std::less<>> by_pid_;
-  std::map<size_t, std::map<std::string, std::pair<double, uint64_t>>> names_, modules_;
   EventDecoder decoder_;
   Event ev_;
 };
@@ -315,50 +288,53 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   m.planned = reader.planned.rows();
   m.bad_planned = reader.planned.bad;
   if (m.series.empty()) return std::move(m);
+  m.blocks.bad = reader.blocks.bad;
   const StepPlan plan = reader.finder.plan();
-  // The window of each process's CPU peak: the start of the first step
-  // around the peak (else the first sample) to the peak.
-  struct PeakStep {
-    size_t series = 0;
-    const ProcessSteps* process = nullptr;  // none: the peak lies in no step
-    size_t step = 0;
-  };
-  std::vector<PeakStep> peak_step;  // per holder
-  for (size_t j = 0; j < m.series.size(); ++j) {
-    const MemorySeries& s = m.series[j];
-    if (s.device != "cpu") continue;
-    m.holders.push_back({s.pid, s.first_ts_ns, s.peak_ts_ns, s.first, s.peak, 0, {}, {}});
-    peak_step.push_back({j, nullptr, 0});
-    for (size_t k = 0; k < plan.processes.size() && !peak_step.back().process; ++k) {
-      const ProcessSteps& p = plan.processes[k];
-      if (p.pid != s.pid) continue;
-      for (size_t i = 0; i < p.steps.size(); ++i)
-        if (p.steps[i].ts <= s.peak_ts_ns && s.peak_ts_ns <= p.steps[i].end) {
-          m.holders.back().from_ns = p.steps[i].ts;
-          peak_step.back() = {j, &p, i};
-          break;
-        }
-    }
-  }
-  SecondPass second(m, plan);
+  SecondPass second(m, plan, reader.blocks);
   read_traces(files, {&second}, o);  // the same input again: its problems are counted once, above
   second.finish();
-  for (size_t h = 0; h < m.holders.size(); ++h)  // the level at the start of the peak's step
-    if (const PeakStep& ps = peak_step[h]; ps.process)
-      m.holders[h].from_bytes = second.start_bytes(ps.series, ps.process, ps.step);
+  m.peaks = second.replay.finish(plan, m.blocks);
   return std::move(m);
 }
 
 std::string memory_problems_line(const MemoryPeaks& m) {
-  std::string line;
+  std::string o;
   if (m.bad_samples)
-    line = "skipped " + std::to_string(m.bad_samples) + " memory counter sample" + (m.bad_samples == 1 ? "" : "s") +
-           " without a numeric value";
+    o = "skipped " + std::to_string(m.bad_samples) + " memory counter sample" + (m.bad_samples == 1 ? "" : "s") +
+        " without a numeric value";
   if (m.bad_planned)
-    line += (line.empty() ? "skipped " : "; ") + std::to_string(m.bad_planned) + " graph event" +
-            (m.bad_planned == 1 ? "" : "s") + " whose planned_peak_bytes is not a number";
-  return line;
+    o += (o.empty() ? "skipped " : "; ") + std::to_string(m.bad_planned) + " graph event" +
+         (m.bad_planned == 1 ? "" : "s") + " whose planned_peak_bytes is not a number";
+  const std::string blocks = block_problems_line(m.blocks);
+  if (!blocks.empty()) o += (o.empty() ? "" : "; ") + blocks;
+  return o;
 }
+
+namespace {
+
+std::string percent(double part, double whole) { return whole > 0 ? fmt_num(100.0 * part / whole, 1) + "%" : "-"; }
+
+void write_peak_compositions(std::ostream& os, const MemoryPeaks& m) {
+  for (const PeakComposition& c : m.peaks) {
+    os << "\npid " << c.pid << ", " << c.device << ": the peak " << human_bytes(c.peak) << " at "
+       << us_text(c.peak_ts_ns) << " us is held by " << c.blocks << " block" << (c.blocks == 1 ? "" : "s")
+       << " allocated in the trace (" << human_bytes(c.traced) << ") and " << human_bytes(c.before_trace)
+       << " before trace (live before the trace began); the blocks by who allocated them:\n";
+    for (const PeakHolderList& l : kPeakHolderLists) {
+      std::vector<std::vector<std::string>> rows = {{l.title, "blocks", "bytes", "of peak"}};
+      for (const PeakHolder& h : c.*l.rows)
+        rows.push_back({holder_label(h, l), std::to_string(h.blocks), human_bytes(h.bytes), percent(h.bytes, c.peak)});
+      if (c.before_trace != 0 && l.rows == &PeakComposition::by_op)
+        rows.push_back({"(before trace)", "", human_bytes(c.before_trace), percent(c.before_trace, c.peak)});
+      if (rows.size() > 1) write_aligned(os, rows, 1);
+    }
+  }
+  if (m.blocks.never_freed)
+    os << "\n" << m.blocks.never_freed << " block" << (m.blocks.never_freed == 1 ? "" : "s")
+       << " allocated in the trace still live at its end\n";
+}
+
+}  // namespace
 
 void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
   if (m.series.empty()) {
@@ -379,19 +355,7 @@ void write_memory_table(std::ostream& os, const MemoryPeaks& m) {
                       us_text(s.peak_ts_ns)});
     write_aligned(os, rows, 4);
   }
-  for (const MemoryPeakBreakdown& b : m.holders) {
-    os << "\npid " << b.pid << ": the CPU peak " << human_bytes(b.peak) << " at " << us_text(b.peak_ts_ns) << " us, "
-       << human_bytes(b.peak - b.from_bytes) << " above " << human_bytes(b.from_bytes) << " at " << us_text(b.from_ns)
-       << " us (its step's start); what the ops in between added (self bytes allocated - freed):\n";
-    for (const auto* list : {&b.by_name, &b.by_module}) {
-      rows = {{list == &b.by_name ? "op" : "module", "ops", "net"}};
-      for (const MemoryHolder& h : *list)
-        rows.push_back({h.key.empty() ? "(none)" : h.key, std::to_string(h.ops), human_bytes(h.net)});
-      if (rows.size() > 1) write_aligned(os, rows, 1);
-    }
-    os << "ops in the window: " << human_bytes(b.ops_net) << " net; outside them: "
-       << human_bytes(b.peak - b.from_bytes - b.ops_net) << '\n';
-  }
+  write_peak_compositions(os, m);
   write_planned_table(os, m.planned);
   if (m.out_of_order)
     os << m.out_of_order << " samples earlier than one before them in their file (several threads' samples; used by time)\n";
@@ -424,26 +388,33 @@ void write_memory_json(std::ostream& os, const MemoryPeaks& m) {
          ",\"peak_ts_us\":" + us_text(s.peak_ts_ns) + "}";
   }
   o += "],\"peaks\":[";
-  for (size_t i = 0; i < m.holders.size(); ++i) {
-    const MemoryPeakBreakdown& b = m.holders[i];
+  for (size_t i = 0; i < m.peaks.size(); ++i) {
+    const PeakComposition& c = m.peaks[i];
     o += i ? ",{" : "{";
     o += "\"pid\":";
-    append_json_string(o, b.pid);
-    o += ",\"from_ts_us\":" + us_text(b.from_ns) + ",\"from_bytes\":" + json_num(b.from_bytes) +
-         ",\"peak_ts_us\":" + us_text(b.peak_ts_ns) + ",\"peak_bytes\":" + json_num(b.peak) +
-         ",\"ops_net_bytes\":" + json_num(b.ops_net);
-    for (const auto* list : {&b.by_name, &b.by_module}) {
-      o += list == &b.by_name ? ",\"by_name\":[" : ",\"by_module\":[";
-      for (size_t j = 0; j < list->size(); ++j) {
+    append_json_string(o, c.pid);
+    o += ",\"device\":";
+    append_json_string(o, c.device);
+    o += ",\"peak_ts_us\":" + us_text(c.peak_ts_ns) + ",\"peak_bytes\":" + json_num(c.peak) +
+         ",\"traced_bytes\":" + json_num(c.traced) + ",\"before_trace_bytes\":" + json_num(c.before_trace) +
+         ",\"blocks\":" + std::to_string(c.blocks);
+    for (const PeakHolderList& l : kPeakHolderLists) {
+      o += ",\"" + std::string(l.member) + "\":[";
+      const auto& rows = c.*l.rows;
+      for (size_t j = 0; j < rows.size(); ++j) {
         o += j ? ",{\"key\":" : "{\"key\":";
-        append_json_string(o, (*list)[j].key);
-        o += ",\"ops\":" + std::to_string((*list)[j].ops) + ",\"net_bytes\":" + json_num((*list)[j].net) + "}";
+        append_json_string(o, rows[j].key);
+        o += ",\"blocks\":" + std::to_string(rows[j].blocks) + ",\"bytes\":" + json_num(rows[j].bytes) +
+             (rows[j].rest ? ",\"rest\":true}" : "}");
       }
       o += "]";
     }
     o += "}";
   }
-  o += "]";
+  const BlockProblems& p = m.blocks;
+  o += "],\"block_events\":{\"bad\":" + std::to_string(p.bad) + ",\"free_without_alloc\":" +
+       std::to_string(p.free_without_alloc) + ",\"alloc_over_live\":" + std::to_string(p.alloc_over_live) +
+       ",\"late\":" + std::to_string(p.late) + ",\"never_freed\":" + std::to_string(p.never_freed) + "}";
   append_planned_json(o, m.planned);
   o += ",\"out_of_order\":" + std::to_string(m.out_of_order) + ",\"bad_samples\":" + std::to_string(m.bad_samples) +
        ",\"skipped\":" + skipped_json(m.stats) + "}\n";

@@ -3,7 +3,8 @@
 // allocated and freed (args.alloc_bytes / args.free_bytes, summed by the
 // summary into its memory columns), and the "memory" counter track (cat
 // "memory", "ph":"C", one series per device: "cpu", "cuda:0" ...), whose
-// maximum is the exact peak of bytes allocated.
+// maximum is the exact peak of bytes allocated, and the per-block "alloc"
+// and "free" events that say what holds the peak (memory_peak.hpp).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "event_decoder.hpp"
 #include "memory_planned.hpp"
+#include "memory_peak.hpp"
 #include "trace_reader.hpp"
 
 namespace dftracer::analyze {
@@ -60,29 +62,11 @@ struct MemoryStepPeak {
   int64_t peak_ts_ns = 0;
 };
 
-// What the CPU peak of a process is made of: from the start of the step the
-// peak lies in (the process's first sample when it lies in none) to the
-// peak, the self bytes allocated minus freed by the ops that ran wholly in
-// that window, by op name and by module (ops without args.module: "").
-// Frees count against the op that freed, not the one that allocated, so a
-// row is what the op added net; what no op in the window did (frees when a
-// Python reference drops between ops, ops cut by the window's ends) is the
-// growth minus `ops_net`.
-struct MemoryHolder {
-  std::string key;  // op name or module
-  double net = 0;
-  uint64_t ops = 0;
-};
-struct MemoryPeakBreakdown {
-  std::string pid;
-  int64_t from_ns = 0, peak_ts_ns = 0;
-  double from_bytes = 0, peak = 0;
-  double ops_net = 0;  // all the window's ops' net bytes (every row, not only the top 10)
-  std::vector<MemoryHolder> by_name, by_module;  // net descending, at most 10 each
-};
-
 struct MemoryPeaks {
-  std::vector<MemoryPeakBreakdown> holders;  // one per process with a cpu series
+  // What holds each process's and device's peak (memory_peak.hpp): from
+  // the "alloc"/"free" block events; none in a trace without them.
+  std::vector<PeakComposition> peaks;
+  BlockProblems blocks;
   std::vector<MemorySeries> series;  // by pid, then device
   std::vector<MemoryStepPeak> steps; // by pid, device, then step
   std::vector<PlannedGraph> planned;  // compiled graphs' planned peaks (memory_planned.hpp), apart from the above
@@ -96,7 +80,8 @@ struct MemoryPeaks {
 MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOptions& options = {});
 void write_memory_table(std::ostream& os, const MemoryPeaks& m);
 void write_memory_json(std::ostream& os, const MemoryPeaks& m);
-// "skipped 2 memory samples without a value; 3 out of order" ("" when none).
+// "skipped 2 memory counter samples without a numeric value; 3 frees
+// without an allocation in the trace (skipped)" ("" when none).
 std::string memory_problems_line(const MemoryPeaks& m);
 
 }  // namespace dftracer::analyze

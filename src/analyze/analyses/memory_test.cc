@@ -97,26 +97,139 @@ TEST(Memory, PeakPerProcessAndPerStep) {
   EXPECT_EQ(m.out_of_order, 0u);
 }
 
-TEST(Memory, WhatTheOpsAddedUpToThePeak) {
+// A per-block event of the memory capture ("alloc" / "free").
+std::string block(bool alloc, long long ts, unsigned long long addr, long long size, long long total,
+                  const std::string& op_name = "", int tid = 7) {
+  std::string a = "\"addr\":" + std::to_string(addr) + ",\"size\":" + std::to_string(size) +
+                  ",\"total\":" + std::to_string(total);
+  if (!op_name.empty()) a += ",\"op\":\"" + op_name + "\"";
+  return std::string("{\"name\":\"") + (alloc ? "alloc" : "free") + "\",\"cat\":\"memory\",\"pid\":7,\"tid\":" +
+         std::to_string(tid) + ",\"ts\":" + std::to_string(1'000'000 + ts) + ",\"ph\":\"i\",\"s\":\"t\",\"args\":{" +
+         a + "}}";
+}
+
+std::string module_op(const std::string& name, long long ts, long long dur, const std::string& module, int tid = 7) {
+  return "{\"name\":\"" + name + "\",\"cat\":\"dynamo\",\"pid\":7,\"tid\":" + std::to_string(tid) +
+         ",\"ts\":" + std::to_string(1'000'000 + ts) + ",\"dur\":" + std::to_string(dur) +
+         ",\"ph\":\"X\",\"args\":{\"module\":\"" + module + "\",\"phase\":\"forward\"}}";
+}
+
+const PeakHolder* row(const std::vector<PeakHolder>& rows, const std::string& key) {
+  for (const PeakHolder& h : rows)
+    if (h.key == key) return &h;
+  return nullptr;
+}
+
+// The blocks live at the peak event (the highest total), by op, module,
+// phase and step, plus what was live before the trace, sum to the peak. A
+// block freed on another thread is freed; an event in the same microsecond
+// after the peak on the peak's thread is after it.
+TEST(Memory, TheBlocksLiveAtThePeakSumToIt) {
   TempDir d;
   const std::string f = d.file("t.pfw");
-  // Step 1 (100..190) peaks at 170: mm added 4096 net and add 1024 before it;
-  // relu, after the peak, and the op of step 0 are not counted.
-  testing::write_file(f, testing::pfw_text({region(0, 90), op("aten::cat", 10, 5, 999, 0), sample(20, "1000"),
-                                            region(100, 90), op("aten::mm", 110, 10, 8192, 4096),
-                                            op("aten::add", 130, 10, 1024, 0), sample(170, "6120"),
-                                            op("aten::relu", 175, 5, 64, 0), sample(185, "6184")}));
+  // 500 B live before the trace (the first total is 1500 for 1000 B).
+  testing::write_file(f, testing::pfw_text({
+      region(0, 90), block(true, 10, 1, 1000, 1500, "aten::cat"), sample(10, "1500"),
+      region(100, 90),
+      block(true, 112, 2, 4096, 5596, "aten::mm"), block(true, 114, 3, 2048, 7644, "aten::mm"),
+      block(false, 116, 3, 2048, 5596, "", 8),  // freed on another thread
+      module_op("function.mm", 110, 10, "encoder.0"),
+      block(true, 130, 4, 3000, 8596, "aten::add", 8), sample(130, "8596"),  // the peak
+      block(false, 130, 1, 1000, 7596, "", 8),  // the same microsecond, after the peak on its thread
+      block(false, 140, 2, 4096, 3500, "", 8),
+      block(true, 150, 5, 64, 3564, "aten::relu")}));
   MemoryPeaks m = memory_peaks({f});
-  ASSERT_EQ(m.holders.size(), 1u);
-  const MemoryPeakBreakdown& b = m.holders[0];
-  EXPECT_EQ(b.peak, 6184);  // the last sample is the highest: the window ends there
-  EXPECT_EQ(b.from_bytes, 1000);
-  ASSERT_EQ(b.by_name.size(), 3u);
-  EXPECT_EQ(b.by_name[0].key, "aten::mm");
-  EXPECT_EQ(b.by_name[0].net, 4096);
-  EXPECT_EQ(b.by_name[1].key, "aten::add");
-  EXPECT_EQ(b.by_name[2].key, "aten::relu");
-  EXPECT_EQ(b.ops_net, 4096 + 1024 + 64);
+  ASSERT_EQ(m.peaks.size(), 1u);
+  const PeakComposition& c = m.peaks[0];
+  EXPECT_EQ(c.peak, 8596);
+  EXPECT_EQ(c.traced, 1000 + 4096 + 3000);
+  EXPECT_EQ(c.before_trace, 500);
+  EXPECT_EQ(c.blocks, 3u);
+  ASSERT_NE(row(c.by_op, "aten::mm"), nullptr);
+  EXPECT_EQ(row(c.by_op, "aten::mm")->bytes, 4096);
+  EXPECT_EQ(row(c.by_op, "aten::add")->bytes, 3000);
+  EXPECT_EQ(row(c.by_op, "aten::cat")->bytes, 1000);
+  EXPECT_EQ(row(c.by_module, "encoder.0")->bytes, 4096);
+  EXPECT_EQ(row(c.by_module, "")->bytes, 4000);
+  EXPECT_EQ(row(c.by_phase, "forward")->bytes, 4096);
+  EXPECT_EQ(row(c.by_step, "step 0 (train_step)")->bytes, 1000);
+  EXPECT_EQ(row(c.by_step, "step 1 (train_step)")->bytes, 4096 + 3000);
+  EXPECT_EQ(m.blocks.never_freed, 2u);  // blocks 4 and 5
+  EXPECT_EQ(m.blocks.free_without_alloc + m.blocks.alloc_over_live + m.blocks.late + m.blocks.bad, 0u);
+  EXPECT_EQ(memory_problems_line(m), "");
+}
+
+// The peak on a thread in the same microsecond as later events of its own
+// thread: its thread's order decides, not the time.
+TEST(Memory, EventsInThePeaksMicrosecondAfterItOnItsThreadAreAfterIt) {
+  TempDir d;
+  const std::string f = d.file("t.pfw");
+  testing::write_file(f, testing::pfw_text({sample(5, "0"), block(true, 10, 1, 100, 100, "aten::a"),
+                                            block(true, 10, 2, 200, 300, "aten::b"), block(false, 10, 1, 100, 200),
+                                            block(false, 10, 2, 200, 0)}));
+  MemoryPeaks m = memory_peaks({f});
+  ASSERT_EQ(m.peaks.size(), 1u);
+  EXPECT_EQ(m.peaks[0].peak, 300);
+  EXPECT_EQ(m.peaks[0].traced, 300);
+  EXPECT_EQ(m.peaks[0].blocks, 2u);
+  EXPECT_EQ(m.peaks[0].before_trace, 0);
+}
+
+// More ops than rows: the top 10 and one "(rest)" row, summing to the traced bytes.
+TEST(Memory, TheCompositionKeepsTheTopRowsAndTheRest) {
+  TempDir d;
+  const std::string f = d.file("t.pfw");
+  std::vector<std::string> lines = {sample(1, "0")};
+  long long total = 0;
+  for (int i = 0; i < 14; ++i) {
+    total += 100 + i;
+    lines.push_back(block(true, 10 + i, 1000 + i, 100 + i, total, "aten::op" + std::to_string(i)));
+  }
+  testing::write_file(f, testing::pfw_text(lines));
+  MemoryPeaks m = memory_peaks({f});
+  ASSERT_EQ(m.peaks.size(), 1u);
+  const auto& rows = m.peaks[0].by_op;
+  ASSERT_EQ(rows.size(), kPeakHolderRows + 1);
+  EXPECT_EQ(rows[0].key, "aten::op13");
+  EXPECT_TRUE(rows.back().rest);
+  EXPECT_EQ(rows.back().blocks, 4u);
+  EXPECT_EQ(rows.back().bytes, 100 + 101 + 102 + 103);
+  double sum = 0;
+  for (const PeakHolder& h : rows) sum += h.bytes;
+  EXPECT_EQ(sum, m.peaks[0].peak);
+}
+
+// Bad block events: a free whose allocation is not in the trace, a free
+// written before its allocation (another thread's chunk: used by time), a
+// block event without a number, and a record cut mid-way: counted in one
+// line, and the peak's composition still exact for what was read.
+TEST(Memory, BadBlockEventsAreCountedInOneLine) {
+  TempDir d;
+  const std::string f = d.file("t.pfw");
+  std::string text = testing::pfw_text(
+      {sample(1, "0"), block(false, 5, 77, 64, 0),                      // no allocation of 77 in the trace
+       block(false, 30, 2, 200, 100, "", 8),                             // block 2's free, read before its allocation
+       block(true, 10, 1, 100, 100, "aten::a"), block(true, 20, 2, 200, 300, "aten::b"),
+       "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":7,\"tid\":7,\"ts\":1000040,\"ph\":\"i\",\"args\":{\"addr\":\"x\"}}"},
+      /*finalized=*/false);
+  text += block(true, 60, 3, 50, 150, "aten::c").substr(0, 60);
+  testing::write_file(f, text);
+  MemoryPeaks m = memory_peaks({f});
+  ASSERT_EQ(m.peaks.size(), 1u);
+  EXPECT_EQ(m.peaks[0].peak, 300);
+  EXPECT_EQ(m.peaks[0].traced, 300);
+  EXPECT_EQ(m.blocks.free_without_alloc, 1u);
+  EXPECT_EQ(m.blocks.late, 1u);
+  EXPECT_EQ(m.blocks.bad, 1u);
+  EXPECT_EQ(m.blocks.never_freed, 1u);  // block 1
+  EXPECT_EQ(m.stats.malformed, 1u);
+  EXPECT_EQ(memory_problems_line(m),
+            "1 memory block event without a numeric addr, size or total (skipped); 1 free without an allocation in "
+            "the trace (skipped); 1 block event earlier than one before it at its address (used by time)");
+  auto r = testing::run_cli(d, "memory " + f);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("1 free without an allocation in the trace (skipped)"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("is held by 2 blocks"), std::string::npos) << r.out;
 }
 
 TEST(Memory, BadSamplesOutOfOrderAndACutFileAreCountedInOneLine) {
@@ -150,13 +263,15 @@ TEST(Memory, TheReportHasAMemorySectionOnlyWithAMemoryTrack) {
   TempDir d;
   const std::string with = d.file("with.pfw"), without = d.file("without.pfw");
   testing::write_file(with, testing::pfw_text({region(0, 90), sample(10, "1000"), op("aten::mm", 20, 10, 4096, 0),
-                                               sample(40, "5096"), region(100, 90), sample(150, "2000")}));
+                                               block(true, 25, 1, 4096, 5096, "aten::mm"), sample(40, "5096"),
+                                               region(100, 90), sample(150, "2000")}));
   testing::write_file(without, testing::pfw_text({region(0, 90), op("aten::mm", 20, 10, 0, 0)}));
   auto r = testing::run_cli(d, "report " + with + " -o " + d.file("with.html"));
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string page = testing::read_file(d.file("with.html"));
   EXPECT_NE(page.find("<div id=\"memory-section\">"), std::string::npos);
   EXPECT_NE(page.find("Memory peak per step"), std::string::npos);
+  EXPECT_NE(page.find("What holds the peak of pid 7, cpu"), std::string::npos);
   EXPECT_NE(page.find("<td>aten::mm</td><td>1</td><td>4.00 KiB</td>"), std::string::npos);
   r = testing::run_cli(d, "report " + without + " -o " + d.file("without.html"));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -157,6 +157,10 @@ std::atomic<bool> g_memory{false};
 uint64_t g_mem_interval_ticks = 0;  // the least ticks between two samples of one thread's track
 dft_id g_key_alloc, g_key_free, g_key_dev_alloc, g_key_dev_free, g_mem_track, g_cat_memory;
 dft_id g_mem_device_key[kMemDevices];
+// The per-allocation events: names "alloc" and "free", args addr, size,
+// total (the allocator's bytes allocated after it), op (alloc: the innermost
+// recorded op's name), dev (devices other than the CPU).
+dft_id g_name_alloc, g_name_free, g_key_addr, g_key_size, g_key_total, g_key_op, g_key_dev;
 
 // --------------------------------------------------------------- shapes
 
@@ -387,7 +391,9 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
 // to the MemoryReportingInfoBase in the allocating thread's debug info,
 // with the allocator's new total (torch_compat.h). On that thread, with no
 // lock, allocation or formatting: the bytes are added to the innermost
-// recorded op's frame (written as its args when it ends), and the device's
+// recorded op's frame (written as its args when it ends), an "alloc" or
+// "free" event with the block's address goes into the thread's buffer (the
+// analyzer replays them: what is live at the peak), and the device's
 // counter track gets a sample when this thread wrote none for
 // g_mem_interval_ticks -- preceded by the highest total seen since the last
 // sample when that was higher, so the track holds the exact peak.
@@ -407,24 +413,55 @@ __attribute__((noinline)) void write_mem_sample(int slot, uint64_t at, uint64_t 
   dft_counter_ticks(g_mem_track, g_cat_memory, at, &a, 1);
 }
 
-void on_memory(int64_t size, uint64_t total, c10::Device device) {
+// One allocation or free: what the analyzer replays to know which blocks
+// are live at the peak (docs/DESIGN.md, "What holds the peak"). The record
+// goes into the thread's buffer like any event (no lock, no formatting).
+void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op, int slot, uint64_t now) {
+  dft_arg a[5];
+  uint32_t n = 0;
+  a[n].key = g_key_addr;
+  a[n].type = DFT_ARG_UINT;
+  a[n++].v.u = reinterpret_cast<uintptr_t>(ptr);
+  a[n].key = g_key_size;
+  a[n].type = DFT_ARG_UINT;
+  a[n++].v.u = static_cast<uint64_t>(size >= 0 ? size : -size);
+  a[n].key = g_key_total;
+  a[n].type = DFT_ARG_UINT;
+  a[n++].v.u = total;
+  if (size >= 0 && op != 0) {
+    a[n].key = g_key_op;
+    a[n].type = DFT_ARG_STR;
+    a[n++].v.id = op;
+  }
+  if (slot > 0) {
+    a[n].key = g_key_dev;
+    a[n].type = DFT_ARG_STR;
+    a[n++].v.id = g_mem_device_key[slot];
+  }
+  dft_instant_ticks(size >= 0 ? g_name_alloc : g_name_free, g_cat_memory, now, a, n);
+}
+
+void on_memory(const void* ptr, int64_t size, uint64_t total, c10::Device device) {
   if (!dft_enabled_inline()) return;
   ThreadState* const st = state();
   if (st == nullptr) return;
   ThreadState& t = *st;
   const c10::DeviceType type = device.type();
   const bool cpu = type == c10::DeviceType::CPU || type == c10::DeviceType::MKLDNN || type == c10::DeviceType::IDEEP;
+  dft_id op = 0;
   for (int i = (t.depth < kMaxDepth ? t.depth : kMaxDepth) - 1; i >= 0; --i) {
     Frame& f = t.frames[i];
     if (!(f.kind & kRecorded)) continue;
     if (size >= 0) (cpu ? f.alloc : f.dev_alloc) += static_cast<uint64_t>(size);
     else (cpu ? f.freed : f.dev_freed) += static_cast<uint64_t>(-size);
+    op = f.info.name;
     break;
   }
   const int slot = mem_device_slot(device, cpu);
   if (slot < 0) return;
-  MemSeries& s = t.mem[slot];
   const uint64_t now = dft_ticks_inline();
+  write_block_event(ptr, size, total, op, slot, now);
+  MemSeries& s = t.mem[slot];
   if (total >= s.peak) {
     s.peak = total;
     s.peak_at = now;
@@ -449,9 +486,9 @@ void flush_mem_peaks() {
 
 class MemoryReporter final : public MemoryReporterBase {
  public:
-  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t total_allocated, size_t /*total_reserved*/,
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t total_allocated, size_t /*total_reserved*/,
                          c10::Device device) override {
-    on_memory(alloc_size, total_allocated, device);
+    on_memory(ptr, alloc_size, total_allocated, device);
   }
   bool memoryProfilingEnabled() const override { return g_memory.load(std::memory_order_relaxed); }
 };
@@ -477,6 +514,13 @@ void intern_memory_constants() {
   g_key_dev_free = dft_intern_cstr("dev_free_bytes");
   g_mem_track = dft_intern_cstr("memory");
   g_cat_memory = dft_intern_cstr("memory");
+  g_name_alloc = dft_intern_cstr("alloc");
+  g_name_free = dft_intern_cstr("free");
+  g_key_addr = dft_intern_cstr("addr");
+  g_key_size = dft_intern_cstr("size");
+  g_key_total = dft_intern_cstr("total");
+  g_key_op = dft_intern_cstr("op");
+  g_key_dev = dft_intern_cstr("dev");
   g_mem_device_key[0] = dft_intern_cstr("cpu");
   for (int i = 1; i < kMemDevices; ++i) {
     char key[16];

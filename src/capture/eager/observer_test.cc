@@ -307,7 +307,20 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
   const std::vector<Event> all = trace.finish();
   std::map<std::string, int> alloc_events;
   bool counter = false;
+  int blocks_1024 = 0;
   for (const Event& e : all) {
+    // The per-block events: a's and c's 1024-byte allocations by their ops, nothing from the other thread.
+    if (e.ph == "i" && e.name == "alloc") {
+      EXPECT_EQ(e.tid, dft_tid());
+      EXPECT_NE(e.args_json.find("\"addr\":"), std::string::npos) << e.args_json;
+      EXPECT_NE(e.args_json.find("\"total\":"), std::string::npos) << e.args_json;
+      if (e.args_json.find("\"size\":1024") != std::string::npos) {
+        ++blocks_1024;
+        EXPECT_TRUE(e.args_json.find("\"op\":\"aten::empty\"") != std::string::npos ||
+                    e.args_json.find("\"op\":\"aten::neg\"") != std::string::npos)
+            << e.args_json;
+      }
+    }
     if (e.ph == "C") {
       EXPECT_EQ(e.name, "memory");
       EXPECT_NE(e.args_json.find("\"cpu\":"), std::string::npos) << e.args_json;
@@ -323,6 +336,7 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
   EXPECT_EQ(alloc_events["aten::empty"], 1);  // d, after memory capture went off, has none
   EXPECT_EQ(alloc_events["aten::neg"], 1);
   EXPECT_EQ(alloc_events.count("aten::ones"), 0u);  // the other thread's
+  EXPECT_EQ(blocks_1024, 2);
   EXPECT_TRUE(counter);
 }
 

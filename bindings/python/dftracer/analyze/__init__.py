@@ -386,9 +386,21 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
     """The memory counter tracks of `dftracer-analyze memory` (memory capture:
     DFTRACER_MEMORY=1): a pandas DataFrame, one row per process and device
     (pid, device, samples, peak_bytes, peak_ts_us, first_bytes, last_bytes);
-    attrs "out_of_order", "bad_samples", "stats" and "planned": the compiled
+    attrs "out_of_order", "bad_samples" and "stats"; "planned": the compiled
     graphs' planned peaks (a DataFrame: pid, graph, phase, calls, peak_bytes,
-    peak_node, peak_op, modules), apart from the measured rows."""
+    peak_node, peak_op, modules), apart from the measured rows; and what holds
+    each peak (from the capture's per-block events):
+
+    "peaks": a DataFrame, one row per process and device: pid, device,
+        peak_bytes, peak_ts_us, traced_bytes (the blocks live at the peak),
+        before_trace_bytes (live before the trace began: peak_bytes minus
+        traced_bytes), blocks.
+    "holders": a DataFrame of those blocks by who allocated them: pid, device,
+        by ("op", "module", "phase" or "step"), key ("" none), blocks, bytes,
+        rest (True: the row "(rest)" summing the keys past the top 10). Per
+        (pid, device, by) the bytes sum to traced_bytes.
+    "block_events": what the replay skipped or could not pair (counts: bad,
+        free_without_alloc, alloc_over_live, late, never_freed)."""
     import json
 
     import pandas as pd
@@ -402,6 +414,13 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
     df.attrs["stats"] = dict(stats)
     df.attrs["planned"] = pd.DataFrame(doc.get("planned", []), columns=["pid", "graph", "phase", "calls", "peak_bytes",
                                                                        "peak_node", "peak_op", "modules"])
+    peak_columns = ["pid", "device", "peak_bytes", "peak_ts_us", "traced_bytes", "before_trace_bytes", "blocks"]
+    df.attrs["peaks"] = pd.DataFrame([{k: p[k] for k in peak_columns} for p in doc["peaks"]], columns=peak_columns)
+    holders = [{"pid": p["pid"], "device": p["device"], "by": by, "key": r["key"], "blocks": r["blocks"],
+                "bytes": r["bytes"], "rest": bool(r.get("rest", False))}
+               for p in doc["peaks"] for by in ("op", "module", "phase", "step") for r in p["by_" + by]]
+    df.attrs["holders"] = pd.DataFrame(holders, columns=["pid", "device", "by", "key", "blocks", "bytes", "rest"])
+    df.attrs["block_events"] = dict(doc["block_events"])
     return df
 
 

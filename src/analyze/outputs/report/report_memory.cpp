@@ -78,16 +78,15 @@ std::string with_memory_section(std::string page, const std::vector<std::string>
       rows.push_back({s.pid, s.device, std::to_string(s.step), s.label, human_bytes(s.start_bytes), human_bytes(s.peak)});
     o += "<h2>Memory peak per step</h2>" + table(rows);
   }
-  for (const MemoryPeakBreakdown& b : m.holders) {
-    o += "<h2>What the ops added up to the CPU peak of pid " + html(b.pid) + " (" + html(human_bytes(b.peak)) + ", " +
-         html(human_bytes(b.peak - b.from_bytes)) + " above its step's start)</h2><p class=\"note\">Self bytes allocated "
-         "minus freed by the ops that ran between the step's start and the peak; a free counts against the op that "
-         "freed. Outside any op: " + html(human_bytes(b.peak - b.from_bytes - b.ops_net)) + ".</p>";
-    for (const auto* list : {&b.by_name, &b.by_module}) {
-      std::vector<std::vector<std::string>> rows = {{list == &b.by_name ? "op" : "module", "ops", "net"}};
-      for (const MemoryHolder& h : *list)
-        rows.push_back({h.key.empty() ? "(none)" : h.key, std::to_string(h.ops), human_bytes(h.net)});
-      o += table(rows);
+  for (const PeakComposition& c : m.peaks) {
+    o += "<h2>What holds the peak of pid " + html(c.pid) + ", " + html(c.device) + " (" + html(human_bytes(c.peak)) +
+         ")</h2><p class=\"note\">The blocks live at the peak, by the op, module, phase and step that allocated "
+         "them (" + std::to_string(c.blocks) + " blocks, " + html(human_bytes(c.traced)) + "); before trace (live "
+         "before the trace began): " + html(human_bytes(c.before_trace)) + ".</p>";
+    for (const PeakHolderList& l : kPeakHolderLists) {
+      std::vector<std::vector<std::string>> rows = {{l.title, "blocks", "bytes"}};
+      for (const PeakHolder& h : c.*l.rows) rows.push_back({holder_label(h, l), std::to_string(h.blocks), human_bytes(h.bytes)});
+      if (rows.size() > 1) o += table(rows);
     }
   }
   o += "</div><style>table.memory{border-collapse:collapse;font-size:12px;margin:6px 0}table.memory td,table.memory "
