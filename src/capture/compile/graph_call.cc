@@ -61,25 +61,27 @@ void record_marks(Frame& f, uint64_t now) {
   const size_t n_nodes = t->nodes.size();
   const bool forward = t->phase == kForward;
   const dft_id cat = g_event_ids.cat;
+  // Both args are fragment ids (DFT_ARG_JSON), never copied bytes: the
+  // _plain record path, one slot per arg with no per-arg type checks. The
+  // whole 64-bit value is set, as that path writes v.u.
   dft_arg args[2];
   args[0].key = 0;
   args[0].type = DFT_ARG_JSON;
+  args[0].v.u = 0;
   args[1].key = 0;
   args[1].type = DFT_ARG_JSON;
-  args[1].v.id = f.ctx;
+  args[1].v.u = f.ctx;
+  const uint32_t n_ctx = f.ctx ? 1 : 0;
   for (uint32_t k = 0; k < f.n_marks; ++k) {
     const int64_t i = f.marks[k].node;
     if (i < 0 || static_cast<size_t>(i) >= n_nodes) continue;  // the closing mark
     const uint64_t start = f.marks[k].ticks;
     const uint64_t end = k + 1 < f.n_marks ? f.marks[k + 1].ticks : now;
     const NodeEntry& e = t->nodes[i];
-    uint32_t n = 0;
-    if (e.fragment) args[n++].v.id = e.fragment;
-    if (f.ctx) {
-      args[n].v.id = f.ctx;
-      ++n;
-    }
-    dft_complete_ticks(e.name, cat, start, end, args, n);
+    // With a static fragment: [fragment, ctx]; without: [ctx] alone.
+    const dft_arg* a = e.fragment ? args : args + 1;
+    args[0].v.u = e.fragment;
+    dft_complete_ticks_plain(e.name, cat, start, end, a, (e.fragment ? 1 : 0) + n_ctx);
     if (e.flow >= 0 && f.flow_base != 0) {
       // Bind the flow point to the middle of the slice: Perfetto attaches it
       // to the slice enclosing that instant on this thread.
