@@ -68,6 +68,9 @@ void record_marks(Frame& f, uint64_t now) {
   const size_t n_nodes = t->nodes.size();
   const bool forward = t->phase == kForward;
   const dft_id cat = g_event_ids.cat;
+  // Every arg is a fragment id (DFT_ARG_JSON) or a number, never copied
+  // bytes: the _plain record path, one slot per arg with no per-arg type
+  // checks. The whole 64-bit value is set, as that path writes v.u.
   dft_arg args[3];
   for (uint32_t k = 0; k < f.n_marks; ++k) {
     const int64_t i = f.marks[k].node;
@@ -79,21 +82,19 @@ void record_marks(Frame& f, uint64_t now) {
     if (e.fragment) {
       args[n].key = 0;
       args[n].type = DFT_ARG_JSON;
-      args[n++].v.id = e.fragment;
+      args[n++].v.u = e.fragment;
     }
     if (f.ctx) {
       args[n].key = 0;
       args[n].type = DFT_ARG_JSON;
-      args[n].v.id = f.ctx;
-      ++n;
+      args[n++].v.u = f.ctx;
     }
     if (const uint64_t ext = f.marks[k].external_id) {
       args[n].key = g_event_ids.external;
       args[n].type = DFT_ARG_UINT;
-      args[n].v.u = ext;
-      ++n;
+      args[n++].v.u = ext;
     }
-    dft_complete_ticks(e.name, cat, start, end, args, n);
+    dft_complete_ticks_plain(e.name, cat, start, end, args, n);
     if (e.flow >= 0 && f.flow_base != 0) {
       // Bind the flow point to the middle of the slice: Perfetto attaches it
       // to the slice enclosing that instant on this thread.
