@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "vs_kineto", "overhead"]
+CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "cuda_memory", "vs_kineto", "overhead"]
 
 
 # ----------------------------------------------------------------- helpers (child side)
@@ -172,6 +172,39 @@ def check_nccl(args):
     rep = traced(args, "nccl", body)
     coll = [r for r in rep["category"] if r["key"] == "collective" and r["events"]]
     return linked_result(rep, bool(coll), f"{coll[0]['events'] if coll else 0} NCCL kernels")
+
+
+def check_cuda_memory(args):
+    """CUDA's caching allocator through the memory capture (trace_eager(memory=True)):
+    the cuda:0 series' peak equals torch.cuda.max_memory_allocated(), and what holds
+    it (the block events' replay) sums to it."""
+    import torch
+    from dftracer.python import dftracer, trace_eager
+    out = os.path.join(args.out, "cuda_memory")
+    os.makedirs(out, exist_ok=True)
+    log = dftracer.initialize_log(os.path.join(out, "run"), None, -1)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    with trace_eager(memory=True):
+        train_steps(torch, mlp(torch), 3)
+    expected = torch.cuda.max_memory_allocated()
+    log.finalize()
+    traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
+    p = subprocess.run([args.analyze, "memory", "--no-progress", "--format", "json", *traces],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"dftracer-analyze memory: exit {p.returncode}: {p.stderr.strip()}")
+    doc = json.loads(p.stdout)
+    series = [s for s in doc["series"] if s["device"] == "cuda:0"]
+    peaks = [c for c in doc["peaks"] if c["device"] == "cuda:0"]
+    if not series or not peaks:
+        return False, f"no cuda:0 series or peak in the trace (devices: {[s['device'] for s in doc['series']]})"
+    got, c = series[0]["peak_bytes"], peaks[0]
+    held = c["traced_bytes"] + c["before_trace_bytes"]
+    ok = got == expected and held == c["peak_bytes"] == got
+    top = ", ".join(f"{r['key'] or '(none)'} {r['bytes']}" for r in c["by_op"][:3])
+    return ok, (f"cuda:0 peak {got} B, torch.cuda.max_memory_allocated() {expected} B; held at the peak: "
+                f"{c['traced_bytes']} B in {c['blocks']} blocks + {c['before_trace_bytes']} B before trace; top ops {top}")
 
 
 def kernel_times(rep):

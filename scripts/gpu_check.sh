@@ -18,7 +18,9 @@
 # trace_eager, a model under the capture backend, under Inductor (Triton
 # kernels), a host<->device copy, an NCCL all-reduce of world size 1, each
 # with the device events in the process's own trace file and every one linked
-# to its launch call and to the op or kernel event that launched it; kernel device time against
+# to its launch call and to the op or kernel event that launched it; CUDA's
+# caching allocator under the memory capture (the cuda:0 peak equals
+# torch.cuda.max_memory_allocated(), what holds it sums to it); kernel device time against
 # torch.profiler's (within 5 %); a GPT-2-small training step traced vs not
 # and vs torch.profiler (at most 1.03x, and below torch.profiler).
 # Where no GPU is found it fails (exit 2) and says so: it never skips.
