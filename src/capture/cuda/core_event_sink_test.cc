@@ -49,7 +49,7 @@ using test::kernel;
 uint64_t g_next = 5000;
 uint64_t fake_push() { return g_next++; }
 void fake_pop() {}
-const dft_launch_scope kFake = {&fake_push, &fake_pop};
+const dft_launch_scope kFake = {sizeof(dft_launch_scope), &fake_push, &fake_pop};
 
 TEST(CoreEventSink, FindsTheLinkedCore) {
   CoreApi api;
@@ -66,7 +66,7 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   const int64_t pid = dft_pid(), tid = dft_tid();
 
   // The op, on the recording thread, inside a launch scope (as the observer does).
-  dft_set_launch_scope(&kFake);
+  ASSERT_EQ(dft_set_launch_scope(&kFake), 0);
   const dft_launch_scope* scope = dft_launch_scope_inline();
   ASSERT_EQ(scope, &kFake);
   const uint64_t ext = scope->push();
