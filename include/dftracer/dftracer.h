@@ -447,7 +447,8 @@ static inline const dft_launch_scope* dft_launch_scope_inline(void) { return dft
 #endif
 
 /* Events on another track than the calling thread's: a device's timeline
- * (pid = the device, tid = its stream, as torch.profiler writes them), or a
+ * (libdftracer_cuda: pid = 0x40000000 | the process's pid << 8 | the device,
+ * no real process's; tid = its stream), or a
  * host thread a device source reports for (CUPTI's launch records). For
  * device capture sources, from their own thread (never a recording one):
  * these copy into that thread's buffer like any record and the writer

@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -265,7 +266,7 @@ extern "C" int dftracer_cuda_start(const char* path) {
     const uint64_t at = monotonic_ns();
     clock.add_sample(gpu, at + uint64_t(offset));
   }
-  s->converter = std::make_unique<ActivityConverter>(std::move(clock));
+  s->converter = std::make_unique<ActivityConverter>(std::move(clock), static_cast<uint32_t>(getpid()));
   if (s->to_core) s->sink = std::make_unique<CoreEventSink>(s->core);
   else s->sink = std::make_unique<JsonLinesSink>(&s->text);
   g_state = s.get();
