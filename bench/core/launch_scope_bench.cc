@@ -48,7 +48,7 @@ inline void mark_without_check(long node) {
 uint64_t g_pushes = 0;
 uint64_t fake_push() { return ++g_pushes; }
 void fake_pop() {}
-const dft_launch_scope kFake = {&fake_push, &fake_pop};
+const dft_launch_scope kFake = {sizeof(dft_launch_scope), &fake_push, &fake_pop};
 
 struct Setup {
   Setup() {

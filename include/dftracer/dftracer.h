@@ -422,12 +422,21 @@ DFT_API void dft_stop_tracing_threads(void);
  * event's "External id" arg -- and pop() when the call ends, on the same
  * thread. NULL (the default, and whenever no device source runs): nothing is
  * pushed and the capture sources pay one load and one branch per event.
- * The struct must stay valid for the life of the process (a static const). */
+ * The struct must stay valid for the life of the process (a static const).
+ * struct_size is sizeof(dft_launch_scope) as the caller compiled it, so a
+ * later version can add members at the end: a core reads only the members
+ * that both it and the caller know. dft_set_launch_scope returns 0, or -1
+ * (and leaves the current scope as it was) for a struct_size below
+ * DFT_LAUNCH_SCOPE_MIN_SIZE (a caller that did not set it) or a NULL push or
+ * pop; NULL (no scope) is always accepted. */
 typedef struct dft_launch_scope {
+  uint32_t struct_size; /* sizeof(dft_launch_scope): set it first */
   uint64_t (*push)(void);
   void (*pop)(void);
 } dft_launch_scope;
-DFT_API void dft_set_launch_scope(const dft_launch_scope* scope);
+/* The size of the first version (struct_size, push, pop). */
+#define DFT_LAUNCH_SCOPE_MIN_SIZE (offsetof(dft_launch_scope, pop) + sizeof(void (*)(void)))
+DFT_API int dft_set_launch_scope(const dft_launch_scope* scope);
 DFT_API extern const dft_launch_scope* dft_launch_scope_current;
 #if defined(__GNUC__) || defined(__clang__)
 static inline const dft_launch_scope* dft_launch_scope_inline(void) {
@@ -438,7 +447,8 @@ static inline const dft_launch_scope* dft_launch_scope_inline(void) { return dft
 #endif
 
 /* Events on another track than the calling thread's: a device's timeline
- * (pid = the device, tid = its stream, as torch.profiler writes them), or a
+ * (libdftracer_cuda: pid = 0x40000000 | the process's pid << 8 | the device,
+ * no real process's; tid = its stream), or a
  * host thread a device source reports for (CUPTI's launch records). For
  * device capture sources, from their own thread (never a recording one):
  * these copy into that thread's buffer like any record and the writer

@@ -582,8 +582,14 @@ void dft_set_process_name(const char* name) { display_name(RecordKind::kMetadata
 
 const dft_launch_scope* dft_launch_scope_current = nullptr;
 
-void dft_set_launch_scope(const dft_launch_scope* scope) {
+int dft_set_launch_scope(const dft_launch_scope* scope) {
+  // Checked here, once, so the capture sources' per-event check stays one
+  // load and one branch: a scope they see is whole.
+  if (scope != nullptr &&
+      (scope->struct_size < DFT_LAUNCH_SCOPE_MIN_SIZE || scope->push == nullptr || scope->pop == nullptr))
+    return -1;
   __atomic_store_n(&dft_launch_scope_current, scope, __ATOMIC_RELEASE);
+  return 0;
 }
 
 namespace {

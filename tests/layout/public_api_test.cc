@@ -91,6 +91,8 @@ DFT_PUBLIC(dftracer::torch::resume_this_thread);
 static_assert(sizeof(dft_stats) > 0, "dft_stats");
 static_assert(sizeof(dft_hot_state) > 0, "dft_hot_state");
 static_assert(sizeof(dft_launch_scope) > 0, "dft_launch_scope");
+static_assert(offsetof(dft_launch_scope, struct_size) == 0 && DFT_LAUNCH_SCOPE_MIN_SIZE <= sizeof(dft_launch_scope),
+              "dft_launch_scope opens with its size");
 static_assert(sizeof(dft_id) > 0, "dft_id");
 static_assert(sizeof(dft_arg_type) > 0, "dft_arg_type");
 static_assert(sizeof(dft_arg) > 0, "dft_arg");

@@ -63,7 +63,8 @@ std::vector<DeviceGroup> sorted(Groups& g) {
   return v;
 }
 
-// Busy intervals of one file's devices, merged and sorted.
+// Busy intervals of one process's devices (or, where the trace does not say
+// whose a device is, of the file's unowned devices), merged and sorted.
 struct Busy {
   std::vector<std::pair<int64_t, int64_t>> iv;
   int64_t overlap(int64_t from, int64_t to) const {
@@ -83,7 +84,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
   r.events_not_kept = t.not_kept;
   const auto& ev = t.events;
   Groups op, kernel, module, category, stream;
-  std::map<uint32_t, Busy> busy;
+  std::map<std::pair<uint32_t, std::string>, Busy> busy;  // by (file, owner)
   std::map<std::tuple<uint32_t, std::string, int64_t>, DeviceStep*> step_of;
   r.steps.reserve(t.steps.size());
   for (const StepRange& s : t.steps) {
@@ -111,7 +112,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
     if (l.op != kNoEvent) ++r.with_op;
     if (l.op_by_external_id) ++r.op_by_external_id;
     if (!l.module.empty()) ++r.with_module;
-    busy[d.file].iv.emplace_back(d.ts, d.end());
+    busy[{d.file, d.owner}].iv.emplace_back(d.ts, d.end());
     const int64_t launch_ns = launch ? launch->dur : 0;
     add_device(group(op, l.op != kNoEvent ? ev[l.op].name : "(none)"), d, launch);
     DeviceGroup& k = group(kernel, d.name);
@@ -121,11 +122,12 @@ DeviceReport device_report(const DeviceTimeline& t) {
     DeviceGroup& c = group(category, device_category(d));
     add_device(c, d, launch);
     add_cpu(c, launch_ns);
-    DeviceGroup& s = group(stream, "GPU " + std::to_string(d.device) + " stream " + std::to_string(d.stream));
+    DeviceGroup& s = group(stream, "GPU " + std::to_string(d.device) + " stream " + std::to_string(d.stream) +
+                                       (d.owner.empty() ? "" : " (pid " + d.owner + ")"));
     add_device(s, d, launch);
     add_cpu(s, launch_ns);
     if (l.step >= 0) {
-      const std::string& pid = launch ? launch->pid : l.op != kNoEvent ? ev[l.op].pid : std::string();
+      const std::string& pid = launch ? launch->pid : l.op != kNoEvent ? ev[l.op].pid : d.owner;
       auto it = step_of.find({d.file, pid, l.step});
       DeviceStep* found = it != step_of.end() ? it->second : nullptr;
       if (!found) {  // placed by time, or the step range is under another pid: the file's step N
@@ -151,7 +153,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
       add_cpu(group(op, ev[i].name), t.cpu_self[i]);
     add_cpu(group(module, t.cpu_module[i].empty() ? "(none)" : t.cpu_module[i]), t.cpu_self[i]);
   }
-  for (auto& [file, b] : busy) {
+  for (auto& [owner, b] : busy) {
     std::sort(b.iv.begin(), b.iv.end());
     std::vector<std::pair<int64_t, int64_t>> merged;
     for (const auto& p : b.iv) {
@@ -164,7 +166,9 @@ DeviceReport device_report(const DeviceTimeline& t) {
   for (size_t i = 0; i < r.steps.size(); ++i) {
     DeviceStep& st = r.steps[i];
     const StepRange& s = t.steps[i];
-    auto it = busy.find(st.file);
+    // The step's process's own devices where the trace names them, else the file's.
+    auto it = busy.find({st.file, st.pid});
+    if (it == busy.end()) it = busy.find({st.file, std::string()});
     st.busy_ns = it == busy.end() ? 0 : it->second.overlap(s.ts, s.end);
     if (st.busy_ns == 0) st.bound = "no-gpu";
     else st.bound = st.busy_ns >= kGpuBoundBusyShare * st.span_ns ? "gpu-bound" : "cpu-bound";

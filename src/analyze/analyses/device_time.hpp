@@ -34,7 +34,7 @@ struct DeviceStep {
   std::string pid;
   int64_t step = -1;
   int64_t span_ns = 0;    // the ProfilerStep range on the CPU
-  int64_t busy_ns = 0;    // inside it, time any GPU of the file ran something
+  int64_t busy_ns = 0;    // inside it, time any GPU of its process (of the file, where not known) ran something
   int64_t device_ns = 0;  // device time of the work launched in the step
   uint64_t events = 0;    // device events launched in the step
   int64_t delay_sum_ns = 0;
@@ -48,7 +48,7 @@ inline constexpr const char* kDeviceTables[] = {"op", "kernel", "module", "categ
 struct DeviceReport {
   uint64_t device_events = 0, with_launch = 0, with_op = 0, op_by_external_id = 0, with_module = 0, in_step = 0;
   int64_t device_ns = 0;  // summed device durations
-  int64_t busy_ns = 0;    // union of the device intervals, per file, added
+  int64_t busy_ns = 0;    // union of the device intervals, per file and process (where known), added
   int64_t delay_sum_ns = 0;
   uint64_t delay_n = 0;
   std::vector<DeviceGroup> op, kernel, module, category, stream;  // sorted by device time, then CPU time

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "device_time.hpp"
+#include "device_track.hpp"
 #include "kineto_import.hpp"
+#include "steps.hpp"
 #include "trace_files.hpp"
 
 namespace dftracer::analyze {
@@ -332,6 +334,91 @@ TEST(DeviceTimeline, StepLookupTakesTheFirstStepAroundALaunchAmongOverlappingOne
   std::map<int64_t, int64_t> step_of_launch;
   for (const DeviceLink& l : t.links) step_of_launch[t.events[l.launch].ts] = l.step;
   EXPECT_EQ(step_of_launch, (std::map<int64_t, int64_t>{{160, 1}, {250, 2}, {350, -1}, {450, 3}}));
+}
+
+// Device tracks of dftracer's CUDA source (format/device_track.hpp): pids
+// above every real one, each naming its process and device.
+TEST(DeviceTracks, PidsAboveEveryRealPidNameTheirProcessAndDevice) {
+  using namespace dftracer::format;
+  EXPECT_EQ(device_track_pid(1, 1), 0x40000101);
+  EXPECT_EQ(device_track_pid(kMaxTrackedPid, 255), 0x7fffffff);  // the largest: 31 bits
+  int64_t owner = -1, device = -1;
+  ASSERT_TRUE(parse_device_track_pid("1073742081", &owner, &device));
+  EXPECT_EQ(owner, 1);
+  EXPECT_EQ(device, 1);
+  ASSERT_TRUE(parse_device_track_pid("\"1074827776\"", &owner, &device));
+  EXPECT_EQ(owner, 4242);
+  EXPECT_EQ(device, 0);
+  // Real pids (up to pid_max's limit), Kineto's device pids, and what is past 31 bits are not.
+  for (const char* pid : {"0", "1", "7", "4194303", "1073741823", "2147483648", "-1073742081", "1e9", ""})
+    EXPECT_FALSE(parse_device_track_pid(pid, nullptr, nullptr)) << pid;
+}
+
+std::string x(const std::string& name, const std::string& cat, int64_t pid, int64_t tid, int64_t ts, int64_t dur,
+              const std::string& args = "") {
+  return "{\"ph\":\"X\",\"name\":\"" + name + "\",\"cat\":\"" + cat + "\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + std::to_string(1000000 + ts) + ",\"dur\":" +
+         std::to_string(dur) + (args.empty() ? "" : ",\"args\":{" + args + "}") + "}";
+}
+
+// Two processes merged into one file, each with its GPU 0 on its own track:
+// a step's GPU busy time is its own process's devices', a device event with
+// no launch falls in its own process's step, and the streams stay apart.
+TEST(DeviceTracks, EachProcessOfAMergedFileHasItsOwnGpus) {
+  const int64_t gpu_a = format::device_track_pid(1, 0), gpu_b = format::device_track_pid(2, 0);
+  TempDir d;
+  const std::string path = d.file("merged.pfw");
+  testing::write_file(path, testing::pfw_text({
+      x("ProfilerStep#0", "user_annotation", 1, 1, 0, 100),
+      x("cudaLaunchKernel", "cuda_runtime", 1, 1, 1, 1, "\"correlation\":1"),
+      x("gemm", "kernel", gpu_a, 7, 10, 80, "\"device\":0,\"stream\":7,\"correlation\":1"),
+      x("ProfilerStep#0", "user_annotation", 2, 2, 0, 100),
+      x("relu", "kernel", gpu_b, 7, 20, 10, "\"device\":0,\"stream\":7,\"correlation\":5"),  // its launch not traced
+  }));
+  const DeviceTimeline t = read_device_timeline({path}, 1, {});
+  ASSERT_EQ(t.links.size(), 2u);
+  const DeviceReport r = device_report(t);
+  ASSERT_EQ(r.steps.size(), 2u);
+  std::map<std::string, const DeviceStep*> step;
+  for (const DeviceStep& s : r.steps) step[s.pid] = &s;
+  ASSERT_TRUE(step.count("1") && step.count("2"));
+  EXPECT_EQ(step["1"]->busy_ns, 80000);
+  EXPECT_EQ(step["1"]->events, 1u);
+  EXPECT_STREQ(step["1"]->bound, "gpu-bound");
+  EXPECT_EQ(step["2"]->busy_ns, 10000);  // not process 1's gemm
+  EXPECT_EQ(step["2"]->events, 1u);
+  EXPECT_STREQ(step["2"]->bound, "cpu-bound");
+  EXPECT_EQ(r.busy_ns, 90000);
+  ASSERT_EQ(r.stream.size(), 2u);
+  EXPECT_EQ(r.stream[0].key, "GPU 0 stream 7 (pid 1)");
+  EXPECT_EQ(r.stream[1].key, "GPU 0 stream 7 (pid 2)");
+}
+
+// The steps analysis (`summary --by step`) reads a process's CPU threads: a
+// device track is no process of its own -- not a data-loader worker beside
+// the process with model work, nor one whose repeated kernel is a step.
+TEST(DeviceTracks, StepsLeaveDeviceTracksOut) {
+  const int64_t gpu = format::device_track_pid(4242, 0);
+  std::vector<std::string> lines;
+  for (int64_t s = 0; s < 3; ++s) {
+    lines.push_back(x("train_step", "app", 4242, 4242, s * 200, 100));
+    lines.push_back(x("aten::mm", "aten", 4242, 4242, s * 200 + 10, 20));
+    lines.push_back(x("gemm", "kernel", gpu, 7, s * 200 + 40, 150, "\"device\":0,\"stream\":7"));
+    lines.push_back(x("relu", "kernel", gpu, 7, s * 200 + 190, 5, "\"device\":0,\"stream\":7"));
+  }
+  TempDir d;
+  const std::string path = d.file("steps.pfw");
+  testing::write_file(path, testing::pfw_text(lines));
+  const StepReport r = analyze_steps({path}, 1, {});
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].pid, "4242");
+  EXPECT_EQ(r.processes[0].region, "train_step");
+  EXPECT_TRUE(r.without_steps.empty());
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.outside_traced_us, 0);  // the kernels are no thread time outside the steps
+  std::ostringstream text;
+  write_steps_table(text, r);
+  EXPECT_EQ(text.str().find("data-loader workers"), std::string::npos) << text.str();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device_track.hpp"
 #include "event_category.hpp"
 #include "median.hpp"
 #include "steps.hpp"
@@ -281,6 +282,9 @@ DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
 }
 
 void StepFinder::add_event(size_t file, const Event& e) {
+  // A device track (GPU work of a process, format/device_track.hpp) is no
+  // process of its own and no thread's time: no steps, no wall time.
+  if (format::parse_device_track_pid(e.pid_text, nullptr, nullptr)) return;
   const bool mark = is_step_mark(e);
   if (!mark && (!e.is_complete() || !e.has_dur || !e.has_ts)) return;
   // Most events belong to the process of the event before: found without a key.

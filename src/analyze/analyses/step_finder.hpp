@@ -25,6 +25,9 @@
 // a checkpoint): then it ends with its region.
 // A process that runs no model work (ops, compile, optimizer) while another
 // process of the input does is a helper (a DataLoader worker): it has no steps.
+// The device tracks dftracer's CUDA source writes (pids of their own,
+// format/device_track.hpp) are no process: GPU time is not thread time, so
+// both passes leave them out.
 //
 // Memory: per process, one entry per step mark or arg value, the main thread's
 // top-level events and the occurrences of its user regions (capped), and the

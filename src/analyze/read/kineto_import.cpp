@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "device_track.hpp"
 #include "reader_threads.hpp"
 
 namespace dftracer::analyze {
@@ -218,7 +219,8 @@ void link_timeline(DeviceTimeline& t) {
       // Some exports write the step range under another pid than the ops.
       if (l.step < 0) l.step = step_at(e.file, nullptr, ev[where].ts);
     } else {
-      l.step = step_at(e.file, nullptr, e.ts);
+      if (!e.owner.empty()) l.step = step_at(e.file, &e.owner, e.ts);
+      if (l.step < 0) l.step = step_at(e.file, nullptr, e.ts);
     }
     t.links.push_back(std::move(l));
   }
@@ -268,6 +270,8 @@ class TimelineCollector : public LineConsumer {
     // GPU work carries its device or correlation id; a cat "kernel" region
     // without either (other tools' CPU-side kernel scopes) is not device time.
     if (is_device_role(role) && e.device < 0 && e.correlation < 0) return st;
+    int64_t owner = 0;
+    if (is_device_role(role) && format::parse_device_track_pid(e.pid, &owner, nullptr)) e.owner = std::to_string(owner);
     if (kept_.fetch_add(1, std::memory_order_relaxed) >= max_) {
       ++not_kept;
       return st;

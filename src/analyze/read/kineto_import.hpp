@@ -12,6 +12,12 @@
 // dftracer's own op events (cat aten, autograd, torch, inductor, dynamo) are
 // CPU ops here; one with a "module" arg is a module range of that name.
 //   device event -> step          the `ProfilerStep#N` range around the launch
+//                                 (a device event with no launch found: around
+//                                 its own start, in its process's steps first)
+// Device tracks: dftracer's CUDA source writes a process's device work under
+// pids of its own (format/device_track.hpp), read here as the devices of that
+// process (TimelineEvent::owner); Kineto writes pid = the device index, whose
+// process is not known (owner "").
 // A module range is a `python_function` event named `nn.Module: NAME`
 // (with_stack=True) or a `user_annotation` named `## NAME ##`
 // (record_function("## NAME ##"), HTA's convention).
@@ -48,6 +54,7 @@ struct TimelineEvent {
   TimelineRole role = TimelineRole::cpu_op;
   std::string name, pid, tid;
   std::string module;       // a CPU op's "module" arg (dftracer's events), "" when none
+  std::string owner;        // a device event on a device track: its process's pid; "" when not known
   int64_t ts = 0, dur = 0;  // ns
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
   int64_t end() const { return saturating_add(ts, dur); }  // held at INT64_MAX for hostile times

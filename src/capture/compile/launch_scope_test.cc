@@ -37,7 +37,7 @@ void fake_pop() {
   ++g_pops;
   if (!g_stack.empty()) g_stack.pop_back();
 }
-const dft_launch_scope kFake = {&fake_push, &fake_pop};
+const dft_launch_scope kFake = {sizeof(dft_launch_scope), &fake_push, &fake_pop};
 
 uint64_t launch_now() { return g_stack.empty() ? 0 : g_stack.back(); }
 
@@ -47,7 +47,7 @@ struct FakeScope {
     g_pushed.clear();
     g_pops = 0;
     g_next = 100;
-    dft_set_launch_scope(&kFake);
+    EXPECT_EQ(dft_set_launch_scope(&kFake), 0);
   }
   ~FakeScope() { dft_set_launch_scope(nullptr); }
 };
@@ -121,4 +121,28 @@ TEST(LaunchScope, NoScopeNoIdAndNothingPushed) {
   run_call(slot, 2, 1, 0, 0, 0);
   EXPECT_TRUE(g_pushed.empty());
   for (const auto& op : dynamo_events(s.finish(), "X")) EXPECT_EQ(int_arg(op.e, "External id"), -1) << op.e.args_json;
+}
+
+// The struct's size guards its layout: a scope whose struct_size is below the
+// first version's (a caller that never set it, or one that is not a scope)
+// or that lacks a function is refused, and the scope in place stays.
+TEST(LaunchScope, ScopeWithoutItsSizeOrAFunctionIsRefusedAndTheCurrentOneStays) {
+  FakeScope fake;
+  const dft_launch_scope unsized = {0, &fake_push, &fake_pop};
+  const dft_launch_scope short_size = {uint32_t(DFT_LAUNCH_SCOPE_MIN_SIZE - 1), &fake_push, &fake_pop};
+  const dft_launch_scope no_pop = {sizeof(dft_launch_scope), &fake_push, nullptr};
+  EXPECT_EQ(dft_set_launch_scope(&unsized), -1);
+  EXPECT_EQ(dft_set_launch_scope(&short_size), -1);
+  EXPECT_EQ(dft_set_launch_scope(&no_pop), -1);
+  EXPECT_EQ(dft_launch_scope_inline(), &kFake);
+  // A larger struct (a newer caller's, members at the end) is taken.
+  struct Newer {
+    dft_launch_scope v1;
+    void (*later)(void);
+  };
+  static const Newer newer = {{sizeof(Newer), &fake_push, &fake_pop}, nullptr};
+  EXPECT_EQ(dft_set_launch_scope(&newer.v1), 0);
+  EXPECT_EQ(dft_launch_scope_inline(), &newer.v1);
+  EXPECT_EQ(dft_set_launch_scope(nullptr), 0);
+  EXPECT_EQ(dft_launch_scope_inline(), nullptr);
 }

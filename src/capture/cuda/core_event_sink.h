@@ -3,7 +3,8 @@
 //
 // The sink runs where CUPTI hands buffers back (never a recording thread):
 // each event is one record in that thread's buffer (dft_complete_ns_on_track
-// and friends, on the device's track: pid = device, tid = stream; launch
+// and friends, on the device's track: pid = the process's track of that
+// device (device_track.hpp), tid = stream; launch
 // calls on the host thread CUPTI names), drained by the writer like any
 // other. The core's functions come through a CoreApi: linked in tests, looked
 // up in the process by libdftracer_cuda (the core the Python extension

@@ -14,6 +14,7 @@
 
 #include "activity_records_for_test.h"
 #include "device_activity.h"
+#include "device_track.hpp"
 #include "dftracer/dftracer.h"
 #include "trace_file.h"
 
@@ -49,7 +50,7 @@ using test::kernel;
 uint64_t g_next = 5000;
 uint64_t fake_push() { return g_next++; }
 void fake_pop() {}
-const dft_launch_scope kFake = {&fake_push, &fake_pop};
+const dft_launch_scope kFake = {sizeof(dft_launch_scope), &fake_push, &fake_pop};
 
 TEST(CoreEventSink, FindsTheLinkedCore) {
   CoreApi api;
@@ -66,7 +67,7 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   const int64_t pid = dft_pid(), tid = dft_tid();
 
   // The op, on the recording thread, inside a launch scope (as the observer does).
-  dft_set_launch_scope(&kFake);
+  ASSERT_EQ(dft_set_launch_scope(&kFake), 0);
   const dft_launch_scope* scope = dft_launch_scope_inline();
   ASSERT_EQ(scope, &kFake);
   const uint64_t ext = scope->push();
@@ -83,7 +84,8 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   // another thread (CUPTI's), never the recording one.
   ClockMap clock;
   clock.add_sample(0, 1000000000ull);
-  ActivityConverter conv(clock);
+  ActivityConverter conv(clock, static_cast<uint32_t>(pid));
+  const int64_t gpu0 = format::device_track_pid(static_cast<uint32_t>(pid), 0);  // device 0's track
   std::thread cupti([&] {
     CoreEventSink sink(linked_core());
     const uint64_t g = t0 - 1000000000ull;
@@ -107,11 +109,13 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   for (const Event& e : ev) {
     if (e.name == "gemm<\"f\">") gemm = &e;
     if (e.name == "cudaLaunchKernel") call = &e;
-    if (e.ph == "M" && e.name == "process_name" && e.pid == 0 && str_arg(e, "name") == "GPU 0") gpu_named = true;
-    if (e.ph == "M" && e.name == "thread_name" && e.pid == 0 && e.tid == 7 && str_arg(e, "name") == "stream 7")
+    if (e.ph == "M" && e.name == "process_name" && e.pid == gpu0 &&
+        str_arg(e, "name") == "GPU 0 (pid " + std::to_string(pid) + ")")
+      gpu_named = true;
+    if (e.ph == "M" && e.name == "thread_name" && e.pid == gpu0 && e.tid == 7 && str_arg(e, "name") == "stream 7")
       stream_named = true;
     if (e.cat == "ac2g" && e.ph == "s" && e.pid == pid) flow_s = true;
-    if (e.cat == "ac2g" && e.ph == "f" && e.pid == 0 && e.tid == 7) flow_f = true;
+    if (e.cat == "ac2g" && e.ph == "f" && e.pid == gpu0 && e.tid == 7) flow_f = true;
   }
   ASSERT_NE(gemm, nullptr) << text;
   ASSERT_NE(call, nullptr) << text;
@@ -119,7 +123,7 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   EXPECT_TRUE(flow_s && flow_f) << text;
   EXPECT_EQ(gemm->cat, "kernel");
   EXPECT_EQ(gemm->ph, "X");
-  EXPECT_EQ(gemm->pid, 0);
+  EXPECT_EQ(gemm->pid, gpu0);
   EXPECT_EQ(gemm->tid, 7);
   // On the trace clock: 30 us after the op began, as the GPU clock said.
   const Event* op = nullptr;
@@ -147,6 +151,7 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   ASSERT_NE(l.op, kNoEvent);
   EXPECT_EQ(t.events[l.op].name, "aten::mm");
   EXPECT_TRUE(l.op_by_external_id);
+  EXPECT_EQ(t.events[l.event].owner, std::to_string(pid));  // the device track is this process's
   const DeviceReport r = device_report(t);
   EXPECT_EQ(r.device_ns, 61000);
   EXPECT_EQ(r.with_op, 1u);

@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -216,7 +217,7 @@ void pop_launch_scope() {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
-const dft_launch_scope kLaunchScope = {&push_launch_scope, &pop_launch_scope};
+const dft_launch_scope kLaunchScope = {sizeof(dft_launch_scope), &push_launch_scope, &pop_launch_scope};
 
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
                                      CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -265,7 +266,7 @@ extern "C" int dftracer_cuda_start(const char* path) {
     const uint64_t at = monotonic_ns();
     clock.add_sample(gpu, at + uint64_t(offset));
   }
-  s->converter = std::make_unique<ActivityConverter>(std::move(clock));
+  s->converter = std::make_unique<ActivityConverter>(std::move(clock), static_cast<uint32_t>(getpid()));
   if (s->to_core) s->sink = std::make_unique<CoreEventSink>(s->core);
   else s->sink = std::make_unique<JsonLinesSink>(&s->text);
   g_state = s.get();
@@ -275,9 +276,13 @@ extern "C" int dftracer_cuda_start(const char* path) {
     if (ok) ok = check(cuptiActivityEnable(k), "cuptiActivityEnable");
     enabled = enabled || ok;
   }
+  // The capture sources push their events' ids around launches from now on.
+  const bool refused = ok && s->to_core && s->core.set_launch_scope(&kLaunchScope) != 0;
+  if (refused) {
+    g_error = "dftracer_cuda_start: the tracing core refused the launch scope (a core of another version)";
+    ok = false;
+  }
   if (ok) {
-    // The capture sources push their events' ids around launches from now on.
-    if (s->to_core) s->core.set_launch_scope(&kLaunchScope);
     s.release();  // g_state owns it
     return 0;
   }
@@ -297,7 +302,7 @@ extern "C" int dftracer_cuda_start(const char* path) {
   // With a kind enabled, CUPTI may still hold a buffer of the pool (or hand
   // one back later, then finding no state): the state stays, as after stop.
   if (enabled) s.release();
-  g_error += " (is there a CUDA driver and a GPU?)";
+  if (!refused) g_error += " (is there a CUDA driver and a GPU?)";
   return -1;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "device_track.hpp"
 #include "json_escape.h"
 
 namespace dftracer::cuda {
@@ -164,9 +165,11 @@ void JsonLinesSink::flow(bool start, uint64_t id, uint64_t pid, uint64_t tid, in
 }
 
 void ActivityConverter::track_names(const ActivityRecord& r, DeviceEventSink* sink) {
-  if (devices_.insert(r.device_id).second) sink->track_name(r.device_id, -1, "GPU " + std::to_string(r.device_id));
+  const uint64_t pid = format::device_track_pid(host_pid_, r.device_id);
+  if (devices_.insert(r.device_id).second)
+    sink->track_name(pid, -1, "GPU " + std::to_string(r.device_id) + " (pid " + std::to_string(host_pid_) + ")");
   if (streams_.insert({r.device_id, r.stream_id}).second)
-    sink->track_name(r.device_id, r.stream_id, "stream " + std::to_string(r.stream_id));
+    sink->track_name(pid, r.stream_id, "stream " + std::to_string(r.stream_id));
 }
 
 void ActivityConverter::add(const ActivityRecord& r, std::string* out) {
@@ -187,7 +190,7 @@ void ActivityConverter::add(const ActivityRecord& r, DeviceEventSink* sink) {
   if (device) track_names(r, sink);
   const int64_t ts = clock_.to_trace_ns(r.start);
   const int64_t end = clock_.to_trace_ns(r.end);
-  const uint64_t pid = device ? r.device_id : r.process_id;
+  const uint64_t pid = device ? uint64_t(format::device_track_pid(host_pid_, r.device_id)) : r.process_id;
   const uint64_t tid = device ? r.stream_id : r.thread_id;
   const char* name = r.name;
   if (r.kind == ActivityKind::memcpy) name = memcpy_kind_name(r.copy_kind);

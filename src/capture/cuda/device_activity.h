@@ -6,15 +6,17 @@
 // on CUPTI's buffer-completion thread, never on a recording thread. Output:
 // Chrome trace JSON lines in the shape torch.profiler/Kineto writes, so
 // `dftracer-analyze device` reads our traces and theirs alike:
-//   device work    "cat":"kernel" | "gpu_memcpy" | "gpu_memset", pid = device,
-//                  tid = stream, args device, stream, correlation, External id
+//   device work    "cat":"kernel" | "gpu_memcpy" | "gpu_memset", pid = the
+//                  device's track of the traced process (device_track.hpp:
+//                  0x40000000 | pid << 8 | device, never a real pid), tid =
+//                  stream, args device, stream, correlation, External id
 //                  (and bytes for copies and sets);
 //   launch calls   "cat":"cuda_runtime" | "cuda_driver" on the host pid/tid,
 //                  args correlation, External id, cbid;
 //   flow arrows    "ph":"s" at the launch, "ph":"f" at the device event, both
 //                  "cat":"ac2g", id = the correlation id;
-//   track names    process_name "GPU <device>", thread_name "stream <stream>",
-//                  once per device and per stream.
+//   track names    process_name "GPU <device> (pid <pid>)", thread_name
+//                  "stream <stream>", once per device and per stream.
 // GPU timestamps become trace time through a ClockMap. Where the events go
 // is a DeviceEventSink: JSON lines into a string (JsonLinesSink, a file of
 // its own), or the core's writer (core_event_sink.h: the process's trace).
@@ -113,10 +115,11 @@ class JsonLinesSink final : public DeviceEventSink {
 
 class ActivityConverter {
  public:
+  // `host_pid`: the traced process, whose device tracks these are.
   // `max_pending`: external ids kept for correlation ids whose device work
   // has not arrived yet; the oldest are dropped past it (and counted).
-  ActivityConverter(ClockMap clock, size_t max_pending = 1 << 16)
-      : clock_(std::move(clock)), max_pending_(max_pending) {}
+  ActivityConverter(ClockMap clock, uint32_t host_pid, size_t max_pending = 1 << 16)
+      : clock_(std::move(clock)), host_pid_(host_pid), max_pending_(max_pending) {}
 
   void add(const ExternalCorrelation& c);
   // Appends the record's JSON lines (track names the first time a device or
@@ -140,6 +143,7 @@ class ActivityConverter {
   bool external_id(uint32_t correlation, uint64_t* id) const;
 
   ClockMap clock_;
+  uint32_t host_pid_;
   size_t max_pending_;
   std::unordered_map<uint32_t, uint64_t> external_;
   std::deque<uint32_t> order_;  // insertion order of external_, for dropping the oldest

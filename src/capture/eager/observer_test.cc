@@ -371,7 +371,7 @@ void pop() {
   ++pops;
   if (!stack.empty()) stack.pop_back();
 }
-const dft_launch_scope kFake = {&push, &pop};
+const dft_launch_scope kFake = {sizeof(dft_launch_scope), &push, &pop};
 }  // namespace launch_scope
 
 TEST(Observer, EachRecordedOpRunsInALaunchScopeAndCarriesItsId) {
@@ -379,7 +379,7 @@ TEST(Observer, EachRecordedOpRunsInALaunchScopeAndCarriesItsId) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;
   dftracer::torch::enable();
-  dft_set_launch_scope(&ls::kFake);
+  ASSERT_EQ(dft_set_launch_scope(&ls::kFake), 0);
   torch::relu(x);
   dft_set_launch_scope(nullptr);
   torch::relu(x);  // after the source stopped: no id
