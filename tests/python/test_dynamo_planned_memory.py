@@ -185,3 +185,39 @@ def test_dynamic_sizes_plan_at_each_size(tmp_path):
     lives = [e["args"]["planned_live_bytes"] for e in op_events(events, "inference")
              if e["name"] == "function.sum.dim_IntList"]
     assert lives == [16 * F32, 16 * F32]
+
+
+def test_a_failing_liveness_pass_keeps_the_op_events(tmp_path, monkeypatch, capfd):
+    # A bug in the planned-memory pass costs that graph its planned memory
+    # only: its op events and graph call are still recorded, with one warning.
+    from dftracer.python.compile import dynamo_graph_pass, dynamo_liveness
+
+    def broken(self):
+        raise RuntimeError("liveness bug")
+
+    monkeypatch.setattr(dynamo_liveness.Liveness, "plan", broken)
+    monkeypatch.setattr(dynamo_graph_pass, "_liveness_warned", False, raising=False)
+    torch._dynamo.reset()
+
+    def chain(x):
+        return (x * 2 + 1).sum(0)
+
+    def pair(x):
+        return (x - 1).relu()
+
+    f, g = torch.compile(chain, backend=dftracer_dynamo_backend), torch.compile(pair, backend=dftracer_dynamo_backend)
+    before = graph_count()
+    with traced(tmp_path) as events, torch.no_grad():
+        f(torch.randn(8, 4))
+        g(torch.randn(8, 4))
+    assert len(instrumented_graphs(before)) == 2
+    ops = op_events(events, "inference")
+    assert [e["name"] for e in ops] == ["function.mul.Tensor", "function.add.Tensor", "function.sum.dim_IntList",
+                                        "function.sub.Tensor", "function.relu.default"]
+    assert not any(k.startswith("planned") for e in ops for k in e["args"])
+    calls = graph_calls(events, "inference")
+    assert [c["args"]["ops"] for c in calls] == [3, 2]
+    assert not any(k.startswith("planned") for c in calls for k in c["args"])
+    err = capfd.readouterr().err
+    assert err.count("planned-memory pass failed") == 1, err
+    torch._dynamo.reset()

@@ -88,9 +88,17 @@ bool same_name(PyObject* a, PyObject* b) { return a == b || PyUnicode_Compare(a,
 
 // The cached entry of `pg`, made on first sight; NULL (error set, or none
 // when the cache is full) when it cannot be.
-const GroupEntry* group_entry(CommWrapperObject* w, PyObject* pg) {
+// The callbacks (group_info, dtype_name) run Python code, which may let
+// other threads run this wrapper meanwhile: the caches are searched (and
+// their room checked) again after the callback, before the entry is added.
+const GroupEntry* find_group(CommWrapperObject* w, PyObject* pg) {
   for (int i = 0; i < w->ngroups; ++i)
     if (w->groups[i].pg == pg) return &w->groups[i];
+  return nullptr;
+}
+
+const GroupEntry* group_entry(CommWrapperObject* w, PyObject* pg) {
+  if (const GroupEntry* g = find_group(w, pg)) return g;
   if (w->ngroups == kMaxGroups) return nullptr;
   PyObject* info = PyObject_CallOneArg(w->group_info, pg);
   if (info == nullptr) return nullptr;
@@ -99,7 +107,11 @@ const GroupEntry* group_entry(CommWrapperObject* w, PyObject* pg) {
       PyLong_Check(PyTuple_GET_ITEM(info, 1))) {
     int64_t size = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 1));
     dft_id name = intern_str(PyTuple_GET_ITEM(info, 0));
-    if (!PyErr_Occurred() && name != 0) {
+    if (PyErr_Occurred() || name == 0) {
+      // not describable here
+    } else if ((out = find_group(w, pg)) != nullptr) {
+      // another thread added it while group_info ran: its counter is the one in use
+    } else if (w->ngroups < kMaxGroups) {
       GroupEntry& g = w->groups[w->ngroups++];
       g.pg = Py_NewRef(pg);
       g.counter = Py_NewRef(PyTuple_GET_ITEM(info, 2));
@@ -114,15 +126,22 @@ const GroupEntry* group_entry(CommWrapperObject* w, PyObject* pg) {
 
 // The interned name of `dtype`; 0 (error set, or none when the cache is
 // full) when it cannot be found.
-dft_id dtype_id(CommWrapperObject* w, PyObject* dtype) {
+dft_id find_dtype(const CommWrapperObject* w, PyObject* dtype) {
   for (int i = 0; i < w->ndtypes; ++i)
     if (w->dtypes[i].dtype == dtype) return w->dtypes[i].name;
+  return 0;
+}
+
+dft_id dtype_id(CommWrapperObject* w, PyObject* dtype) {
+  if (dft_id id = find_dtype(w, dtype)) return id;
   if (w->ndtypes == kMaxDtypes) return 0;
   PyObject* s = PyObject_CallOneArg(w->dtype_name, dtype);
   if (s == nullptr) return 0;
   dft_id id = PyUnicode_Check(s) && PyUnicode_GET_LENGTH(s) > 0 ? intern_str(s) : 0;
   Py_DECREF(s);
   if (id == 0) return 0;
+  if (dft_id cached = find_dtype(w, dtype)) return cached;  // added by another thread meanwhile
+  if (w->ndtypes == kMaxDtypes) return 0;
   w->dtypes[w->ndtypes++] = DtypeEntry{Py_NewRef(dtype), id};
   return id;
 }

@@ -1,13 +1,18 @@
 #include "open_events.h"
 
+#include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace dft_py {
 
@@ -36,6 +41,11 @@ namespace {
 // (open_claim, open_take) are plain loads and stores: a handler runs
 // between two of its instructions, never in the middle of one, and one
 // that interrupts a change of the stack defers the copy to its end.
+// When no real-time signal is free (each has a handler of the program's, or
+// is blocked in the main thread: a program that takes it with sigwait or a
+// signalfd leaves it blocked at the default action), or the main thread
+// does not answer within kCutWaitMs, the signal thread freezes the stack
+// and reads it itself (read_stack_from_here).
 OpenStack* g_cut_stack = nullptr;  // the main thread's stack
 pthread_t g_cut_thread;            // the main thread
 pid_t g_cut_pid = 0;               // the process g_cut_thread belongs to
@@ -80,13 +90,35 @@ void cut_handler(int) {
   errno = saved;
 }
 
-// The main thread did not answer (its signals blocked): a consistent copy
-// read from here, as a sequence lock; an entry it closes meanwhile may be
-// written twice.
-int read_stack_from_here(const OpenStack* s) {
-  for (int attempt = 0; attempt < 64; ++attempt) {
+// A full memory barrier on every running thread of the process (the main
+// thread's side of the freeze below), from here. False where the kernel
+// (or a seccomp filter) refuses it.
+bool barrier_on_all_threads() {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    return true;
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0;
+}
+
+// The main thread does not take the signal (none is free, or it did not
+// answer): its stack is frozen (OpenStack::frozen) and read from here, as a
+// sequence lock. After the barrier, every change the main thread starts
+// sees `frozen` and changes nothing, and one it started before shows an odd
+// `seq` here: the copy is the stack as it stays, and what the main thread
+// closes or flushes from then on it no longer writes. So each entry is
+// written once, here or by the main thread -- unless membarrier() is
+// refused, when an entry closed at that very moment may be written twice.
+int read_stack_from_here(OpenStack* s) {
+  __atomic_store_n(&s->frozen, 1, __ATOMIC_SEQ_CST);
+  barrier_on_all_threads();
+  // A change in progress is a few instructions; a main thread preempted in
+  // one runs again within a scheduler tick or so.
+  for (int attempt = 0; attempt < 100000; ++attempt) {
     const unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-    if (seq & 1u) continue;
+    if (seq & 1u) {
+      sched_yield();
+      continue;
+    }
     int depth = __atomic_load_n(&s->depth, __ATOMIC_ACQUIRE);
     if (depth > kMaxOpen) depth = kMaxOpen;
     int n = 0;
@@ -102,14 +134,106 @@ int read_stack_from_here(const OpenStack* s) {
   return 0;
 }
 
-// A real-time signal with no handler of the program's (the default action),
-// given our handler; 0 when there is none.
+// /proc/self/task/<tid>/<file> into buf (NUL-terminated); false when it
+// cannot be read. Raw system calls only: the program may hold any libc
+// lock (malloc's) at the signal.
+bool read_task_file(pid_t tid, const char* file, char* buf, size_t size) {
+  char path[64] = "/proc/self/task/";
+  char digits[24];
+  int nd = 0;
+  for (unsigned long v = static_cast<unsigned long>(tid); nd == 0 || v != 0; v /= 10) digits[nd++] = char('0' + v % 10);
+  size_t len = strlen(path);
+  while (nd > 0) path[len++] = digits[--nd];
+  path[len++] = '/';
+  const size_t flen = strlen(file);
+  if (len + flen >= sizeof(path)) return false;
+  memcpy(path + len, file, flen + 1);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  size_t n = 0;
+  for (ssize_t r; n < size - 1 && (r = read(fd, buf + n, size - 1 - n)) != 0;) {
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    n += static_cast<size_t>(r);
+  }
+  close(fd);
+  buf[n] = '\0';
+  return n > 0;
+}
+
+// A hexadecimal number at *p (an optional 0x first); advances p.
+bool parse_hex(const char*& p, uint64_t* out) {
+  while (*p == ' ' || *p == '\t') ++p;
+  if (p[0] == '0' && p[1] == 'x') p += 2;
+  uint64_t m = 0;
+  const char* first = p;
+  for (;; ++p) {
+    const char c = *p;
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) break;
+    m = m << 4 | static_cast<uint64_t>(d);
+  }
+  *out = m;
+  return p != first;
+}
+
+// The signals thread `tid` waits for in sigwait/sigwaitinfo/sigtimedwait
+// (rt_sigtimedwait, whose set the kernel takes out of the thread's blocked
+// mask for the wait), bit n-1 for signal n; 0 when it waits for none.
+// False when that cannot be known.
+bool waited_signals(pid_t tid, uint64_t* mask) {
+  *mask = 0;
+  char buf[512];
+  if (!read_task_file(tid, "syscall", buf, sizeof(buf))) return false;
+  // "<nr> <arg0 in hex> ...", or "running", or "-1 ...": in no system call
+  const char* p = buf;
+  long nr = 0;
+  if (*p < '0' || *p > '9') return true;
+  for (; *p >= '0' && *p <= '9'; ++p) nr = nr * 10 + (*p - '0');
+  if (nr != SYS_rt_sigtimedwait) return true;
+  uint64_t set = 0;
+  if (!parse_hex(p, &set) || set == 0) return false;
+  // The set is the waiting thread's memory, maybe gone by now: copied with
+  // a system call that fails rather than faults.
+  uint64_t bits = 0;
+  struct iovec local{&bits, sizeof(bits)}, remote{reinterpret_cast<void*>(set), sizeof(bits)};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof(bits))) return false;
+  *mask = bits;
+  return true;
+}
+
+// The signals thread `tid` of this process blocks, counting those it waits
+// for with sigwait (shown unblocked during the wait): its SigBlk line in
+// /proc, and the set of an rt_sigtimedwait it is in, read before and after;
+// bit n-1 for signal n. False when they cannot be read.
+bool blocked_signals(pid_t tid, uint64_t* mask) {
+  uint64_t before = 0, after = 0, blk = 0;
+  char buf[4096];
+  if (!waited_signals(tid, &before) || !read_task_file(tid, "status", buf, sizeof(buf))) return false;
+  const char* p = strstr(buf, "\nSigBlk:");
+  if (p == nullptr) return false;
+  p += 8;
+  if (!parse_hex(p, &blk) || !waited_signals(tid, &after)) return false;
+  *mask = blk | before | after;
+  return true;
+}
+
+// A real-time signal with no handler of the program's (the default action)
+// and not blocked in the main thread, given our handler; 0 when there is
+// none. A blocked one with the default action is a program's that takes it
+// with sigwait/sigwaitinfo/signalfd: sending it would feed the program a
+// signal nobody sent it.
 int install_cut_handler() {
+  uint64_t blocked = 0;
+  if (!blocked_signals(g_cut_pid, &blocked)) return 0;
   struct sigaction sa {};
   sa.sa_handler = cut_handler;
   sa.sa_flags = SA_RESTART;
   sigfillset(&sa.sa_mask);
   for (int sig = SIGRTMAX; sig >= SIGRTMIN; --sig) {
+    if (sig > 64 || ((blocked >> (sig - 1)) & 1u) != 0) continue;
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) != 0) continue;
     if (old.sa_handler == cut_handler) return sig;
@@ -134,7 +258,7 @@ bool wait_for_cut() {
 void cut_open_events(int) {
   OpenStack* s = g_cut_stack;
   if (s == nullptr || getpid() != g_cut_pid) return;
-  if (g_cut_signal == 0) g_cut_signal = install_cut_handler();
+  g_cut_signal = install_cut_handler();  // again: the main thread's mask may have changed since a fork
   __atomic_store_n(&g_cut_window, 1, __ATOMIC_RELEASE);
   int n;
   if (g_cut_signal != 0 && pthread_kill(g_cut_thread, g_cut_signal) == 0 && wait_for_cut()) {
@@ -158,6 +282,7 @@ void after_fork_in_child() {
     g_cut_pid = getpid();
     sem_init(&g_cut_sem, 0, 0);
     __atomic_store_n(&g_cut_window, 0, __ATOMIC_RELAXED);
+    g_cut_stack->frozen = 0;
   } else {
     g_cut_stack = nullptr;
   }

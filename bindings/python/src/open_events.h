@@ -50,6 +50,10 @@ struct OpenStack {
   unsigned seq;
   uint64_t next_token;
   int cut_requested;  // set by the cut's handler while `seq` was odd
+  // Set by the cut read from the signal thread (open_events.cc): from then
+  // on the stack is left as it is -- no entry added, removed or claimed --
+  // and its entries are the cut's. Read inside a change (open_frozen).
+  int frozen;
   OpenEvent ev[kMaxOpen];
 };
 
@@ -82,12 +86,29 @@ inline void open_end_write(OpenStack& s) {
   if (__builtin_expect(__atomic_load_n(&s.cut_requested, __ATOMIC_RELAXED) != 0, 0)) open_cut_deferred(s);
 }
 
+// After open_begin_write: true when the cut froze the stack (the change is
+// then not made; open_cancel_write ends it). A plain load, ordered after the
+// odd `seq` only for the compiler: the signal thread's membarrier() makes
+// it a full barrier (open_events.cc), so either the cut sees this change
+// in progress and waits for its end, or this load sees `frozen`.
+inline bool open_frozen(const OpenStack& s) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return __builtin_expect(__atomic_load_n(&s.frozen, __ATOMIC_RELAXED) != 0, 0);
+}
+// Ends a change that changed nothing the cut reads: `seq` back to its even
+// value before it.
+inline void open_cancel_write(OpenStack& s) { __atomic_store_n(&s.seq, s.seq - 1, __ATOMIC_RELEASE); }
+
 // Returns the token of the new entry, 0 when the stack is full.
 inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, dft_id cat, PyObject* name_obj, uint64_t t0,
                           bool is_call) {
   const int d = s.depth;
   if (d >= kMaxOpen) return 0;
   open_begin_write(s);
+  if (open_frozen(s)) {
+    open_cancel_write(s);
+    return 0;
+  }
   OpenEvent& e = s.ev[d];
   e.owner = owner;
   e.pending = nullptr;
@@ -107,8 +128,9 @@ inline uint64_t open_push(OpenStack& s, const void* owner, dft_id name, dft_id c
 // True when the caller is to write the event: it was still unwritten, and
 // is now claimed (the cut will not write it). Between open_begin_write and
 // open_end_write only: a cut that interrupts it then waits for the end of
-// the change.
-inline bool open_claim(OpenEvent& e) {
+// the change. False, claiming nothing, when the stack is frozen.
+inline bool open_claim(const OpenStack& s, OpenEvent& e) {
+  if (open_frozen(s)) return false;
   const uint64_t live = e.live;
   e.live = 0;
   return live != 0;
@@ -131,10 +153,17 @@ inline OpenEvent& open_at(OpenStack& s, int i) { return s.ev[i]; }
 // Removes entry i (usually the top) and returns it, claimed: its `live` is
 // nonzero when the caller is to write it (neither the cut nor another
 // claim took it). The caller owns .pending. One change of the stack, so a
-// cut that interrupts it finds the entry gone.
+// cut that interrupts it finds the entry gone. A frozen stack keeps the
+// entry (the cut's) and hands over only .pending.
 inline OpenEvent open_take(OpenStack& s, int i) {
   open_begin_write(s);
   OpenEvent e = s.ev[i];
+  if (open_frozen(s)) {
+    s.ev[i].pending = nullptr;
+    open_cancel_write(s);
+    e.live = 0;
+    return e;
+  }
   for (int k = i; k < s.depth - 1; ++k) s.ev[k] = s.ev[k + 1];
   __atomic_store_n(&s.depth, s.depth - 1, __ATOMIC_RELAXED);
   open_end_write(s);
@@ -156,7 +185,8 @@ void open_forget_owner(const void* owner);
 // the dft_fn's category -- never a Python object, so an entry whose name is
 // past the intern cap, and args added by update() or sticky args, are left
 // out. Each entry is written once: by the cut, or (when the main thread
-// closed or flushed it first) by the main thread.
+// closed or flushed it first) by the main thread -- also when the stack is
+// read from the signal thread (frozen), save where membarrier() is refused.
 void open_cut_at_signal_for_this_thread();
 
 }  // namespace dft_py

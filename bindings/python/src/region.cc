@@ -277,7 +277,7 @@ void finish_event(RegionObject* self, bool close) {
     } else {
       OpenEvent& e = open_at(open, i);
       open_begin_write(open);
-      const bool write = !e.flushed && open_claim(e);
+      const bool write = !e.flushed && open_claim(open, e);
       e.flushed = true;
       open_end_write(open);
       if (write) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);

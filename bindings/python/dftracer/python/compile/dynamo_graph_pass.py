@@ -22,6 +22,7 @@ import torch.fx
 
 from dataclasses import replace
 
+from ..diagnostics import warn
 from . import dynamo_instances, dynamo_liveness, dynamo_nodes, dynamo_pairing, dynamo_sizes
 from .dynamo_graphs import GraphInfo, add_graph, make_sized
 from .dynamo_hooks import BACKWARD, FORWARD, _core
@@ -30,6 +31,25 @@ from .dynamo_hooks import BACKWARD, FORWARD, _core
 def op_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The nodes that become op events: every call_function node."""
     return [n for n in gm.graph.nodes if n.op == "call_function"]
+
+
+_liveness_warned = False
+
+
+def _plan(gm, ops, entries, sizes):
+    """(Liveness, its plan at the hints), or (None, None) when the liveness
+    pass fails on this graph: then its events go without planned memory
+    (one warning a process), never without their graph's instrumentation."""
+    global _liveness_warned
+    try:
+        liveness = dynamo_liveness.Liveness(gm, ops, [e.module or "" for e in entries], sizes)
+        return liveness, liveness.plan()
+    except Exception as e:  # noqa: BLE001 -- any bug there must not cost the op events
+        if not _liveness_warned:
+            _liveness_warned = True
+            warn(f"the planned-memory pass failed on a compiled graph ({type(e).__name__}: {e}): "
+                 "its op events are recorded without planned memory")
+        return None, None
 
 
 class _Fragments(list):
@@ -59,20 +79,24 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
     )[1:-1]
 
     # Planned memory (dynamo_liveness): per node in its fragment, the peak in the graph-call event's.
-    liveness = dynamo_liveness.Liveness(gm, ops, [e.module or "" for e in entries], sizes)
-    planned = liveness.plan()
-    entries = [replace(e, planned=p) for e, p in zip(entries, planned.nodes)]
+    liveness, planned = _plan(gm, ops, entries, sizes)
+    if planned is not None:
+        entries = [replace(e, planned=p) for e, p in zip(entries, planned.nodes)]
     names = [e.name for e in entries]
 
     def table(env: dict | None = None, rename=None) -> _Fragments:
         """The node fragments at sizes `env` (None: the compile-time hints),
         module paths through `rename` (an instance's, dynamo_instances)."""
-        plan = planned if env is None else liveness.at(env)
+        plan = None if liveness is None else planned if env is None else liveness.at(env)
         out = _Fragments()
-        for e, p in zip(entries, plan.nodes):
+        for i, e in enumerate(entries):
             e = e if env is None else e.at(env)
+            p = None if plan is None else plan.nodes[i]
             e = replace(e, planned=p) if rename is None else replace(e, planned=p, module=rename(e.module))
             out.append(e.fragment(phase_name, graph_id))
+        if plan is None:
+            out.graph = graph_fragment
+            return out
         if rename is not None:
             held: dict = {}
             for m, b in plan.peak_modules.items():
