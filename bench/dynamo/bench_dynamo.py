@@ -269,7 +269,7 @@ def main():
         print(f"micro: {m['nodes']} cheap nodes, aot_eager {m['aot_eager_us_per_node']:.2f} us/node; "
               f"overhead {m['per_node_ns']:.0f} ns/node wall, {m['per_node_cpu_ns']:.0f} ns/node thread CPU",
               flush=True)
-    for name in a.models.split(","):
+    for name in filter(None, a.models.split(",")):  # --models '': the micro benchmark alone
         make, inputs = table[name]
         for mode in a.modes.split(","):
             r = bench_model(name, make, inputs, mode, a.rounds, a.iters, not a.no_compile)
