@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 // The index must give the numbers a full read gives, so it uses the
 // analyzer's own models (header-only histogram, the self-time tracker
@@ -119,6 +120,19 @@ bool arg_value(const char* b, const char* e, double* v) {
 // analyzer reads the same way -- a key twice, a value that is not a plain
 // number, a nested object that might hold the key -- so the file's
 // summaries read the events instead.
+// Whether the key whose closing quote is right before `colon` is one of the
+// memory capture's args (alloc_bytes, free_bytes and their dev_ twins), the
+// summary's memory columns. A key with an escaped quote counts as one: the
+// file's summaries are then read, which is always right.
+bool is_memory_key(const char* args, const char* colon) {
+  const char* close = colon - 1;
+  const char* open = close;
+  while (open > args && *(open - 1) != '"') --open;
+  if (open == args || (open - 1 > args && *(open - 2) == '\\')) return true;
+  const std::string_view key(open, static_cast<size_t>(close - open));
+  return key == "alloc_bytes" || key == "free_bytes" || key == "dev_alloc_bytes" || key == "dev_free_bytes";
+}
+
 bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops, bool* has_bytes, double* bytes) {
   const char* e = args + n;
   *has_flops = *has_bytes = false;
@@ -129,7 +143,10 @@ bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops,
     double* v = nullptr;
     if (std::memcmp(p - 7, "\"flops\"", 7) == 0) has = has_flops, v = flops;
     else if (std::memcmp(p - 7, "\"bytes\"", 7) == 0) has = has_bytes, v = bytes;
-    else if (std::memcmp(p - 7, "_bytes\"", 7) == 0) return false;  // the memory capture's alloc_bytes/free_bytes: the index holds no sums of them
+    else if (std::memcmp(p - 7, "_bytes\"", 7) == 0) {
+      if (is_memory_key(args, p)) return false;  // the index holds no sums of them
+      continue;  // another *_bytes arg (e.g. a compiled graph's planned_alloc_bytes): not summed
+    }
     else continue;
     if (*has || !arg_value(p + 1, e, v)) return false;
     *has = true;

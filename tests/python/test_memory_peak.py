@@ -104,10 +104,14 @@ def test_peak_composition_is_exact_and_matches_torch_profiler(tmp_path):
     ours, doc = our_peaks(step, tmp_path / "ours", "peak")
     assert_sums_to_peak(ours)
     assert ours["peak_bytes"] == their_peak
-    # The CPU allocator counts only what was allocated while reporting was
-    # on: nothing was live before the trace, for it.
-    assert ours["before_trace_bytes"] == 0
-    assert sum(their_by_op.values()) == their_peak
+    # The CPU allocator's total counts the blocks allocated while reporting
+    # was on and still live: in a fresh process none before the step, after
+    # other tests in this one maybe some. Both see the same: what was live
+    # before is the peak minus the blocks the step allocated, in ours and in
+    # the replay of torch.profiler's events alike.
+    assert ours["before_trace_bytes"] >= 0
+    assert ours["traced_bytes"] == sum(their_by_op.values())
+    assert ours["before_trace_bytes"] == their_peak - sum(their_by_op.values())
     top = [r for r in ours["by_op"] if not r.get("rest")][:5]
     assert [(r["key"], r["bytes"]) for r in top] == their_by_op.most_common(5)
     # (frees without an allocation are expected here: the gradients torch.profiler's step allocated)

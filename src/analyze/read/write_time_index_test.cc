@@ -257,6 +257,27 @@ TEST(WriteTimeIndex, FlopsTheIndexCannotReadExactlyMakeTheSummaryRead) {
   }
 }
 
+// The memory capture's args are summary columns the index holds no sums of:
+// a file with them is read. Other *_bytes args (a compiled graph's planned
+// memory) are not summed, so the index still answers, with the same numbers.
+TEST(WriteTimeIndex, MemoryArgsMakeTheSummaryReadOtherBytesArgsDoNot) {
+  struct Case {
+    const char* args;
+    bool from_index;
+  };
+  for (const Case& c : {Case{"\"alloc_bytes\":64,\"flops\":10", false}, Case{"\"flops\":10,\"free_bytes\":64", false},
+                        Case{"\"dev_alloc_bytes\":64", false}, Case{"\"dev_free_bytes\":64", false},
+                        Case{"\"planned_alloc_bytes\":64,\"planned_live_bytes\":128,\"flops\":10", true},
+                        Case{"\"planned_free_bytes\":64,\"bytes\":4096", true}}) {
+    SCOPED_TRACE(c.args);
+    TempDir d;
+    std::string path = write_trace(d.file("t.pfw.gz"), 2, false, c.args);
+    Summary s = read_summary(path, "name", true);
+    EXPECT_EQ(s.from_index, c.from_index);
+    expect_same_summary(s, read_summary(path, "name", false), c.args);
+  }
+}
+
 namespace {
 
 // An index damaged by `damage` must be ignored: the summary is read from
