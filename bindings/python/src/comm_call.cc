@@ -9,11 +9,13 @@
 // cache line touched between two collectives is a miss, and a few
 // microseconds of Python there cost tens (bench/comm/bench_comm_after.py).
 // So the common shape has no Python frame at all: CommWrapper is a C
-// callable (vectorcall) that reads the tensor's byte count and dtype (two
-// attribute reads), finds the group's name, size and seq counter and the
-// dtype's name in small per-wrapper caches, reads the step and the DDP
-// bucket, forwards the call unchanged, and records one event of ids and
-// integers. Whatever it cannot describe this way (another shape, a
+// callable (vectorcall) that, before the call, reads the tensor's byte
+// count and dtype (through LibTorch for a plain tensor: dftracer._eager's
+// tensor_meta.cc; else two attribute reads), finds the group's name, size
+// and seq counter and the dtype's name in small per-wrapper caches, takes
+// the seq (a C integer, comm_seq.h), reads the step and the DDP bucket;
+// forwards the call unchanged; and after it reads the clock and records one
+// event of ids and integers, touching nothing else. Whatever it cannot describe this way (another shape, a
 // non-tensor payload, a value of an unexpected type, a full cache) goes to
 // the Python wrapper, which describes the event after the call as before.
 #include <Python.h>
@@ -21,6 +23,7 @@
 
 #include <dftracer/dftracer.h>
 
+#include "comm_seq.h"
 #include "intern_cache.h"
 #include "module.h"
 #include "skipped_call.h"
@@ -49,6 +52,12 @@ dft_id g_key[kNumKeys] = {};
 
 constexpr int kMaxGroups = 16;
 constexpr int kMaxDtypes = 16;
+constexpr int kMaxScalarTypes = 64;  // at::ScalarType values (torch 2.13 has 45)
+
+// dftracer._eager's reader of a plain tensor (tensor_meta.cc): 1 and its
+// byte count and at::ScalarType, or 0.
+using TensorMetaFn = int (*)(PyObject*, int64_t*, int*);
+constexpr const char* kTensorMetaCapsule = "dftracer.tensor_meta_fn";
 
 struct GroupEntry {
   PyObject* pg;       // the process group (strong reference)
@@ -77,9 +86,11 @@ struct CommWrapperObject {
   PyObject* step_dict;   // current_step's module dict: "value"
   PyObject* group_info;  // pg -> (name: str, size: int, seq counter)
   PyObject* dtype_name;  // dtype -> str
+  TensorMetaFn tensor_meta;  // nullptr: the attribute reads only
   int ngroups, ndtypes;
   GroupEntry groups[kMaxGroups];
   DtypeEntry dtypes[kMaxDtypes];
+  dft_id scalar_type_name[kMaxScalarTypes];  // at::ScalarType -> dtype name, 0 until seen
   PyObject* dict;
   PyObject* weakreflist;
 };
@@ -157,18 +168,34 @@ bool read_int(PyObject* o, int64_t* out) {
 // group, group_size, dtype, seq, ddp_bucket, step. The seq is taken last,
 // once nothing else can fail. False: not describable here (an error may be
 // set; the caller clears it).
-bool describe(CommWrapperObject* w, PyObject* tensor, PyObject* group, dft_arg* a, uint32_t* n) {
-  int64_t nbytes = 0;
-  PyObject* v = PyObject_GetAttr(tensor, g_s_nbytes);
-  if (v == nullptr) return false;
-  bool ok = read_int(v, &nbytes);
-  Py_DECREF(v);
-  if (!ok) return false;
+// The payload's byte count and dtype name: through LibTorch for a plain
+// tensor whose dtype was seen before, else its `nbytes` and `dtype`
+// attributes (and the dtype's name learnt for the next call).
+bool payload(CommWrapperObject* w, PyObject* tensor, int64_t* nbytes, dft_id* dtype_name) {
+  int st = -1;
+  if (w->tensor_meta != nullptr && w->tensor_meta(tensor, nbytes, &st)) {
+    if (st >= 0 && st < kMaxScalarTypes && (*dtype_name = w->scalar_type_name[st]) != 0) return true;
+  } else {
+    st = -1;
+    PyObject* v = PyObject_GetAttr(tensor, g_s_nbytes);
+    if (v == nullptr) return false;
+    bool ok = read_int(v, nbytes);
+    Py_DECREF(v);
+    if (!ok) return false;
+  }
   PyObject* dtype = PyObject_GetAttr(tensor, g_s_dtype);
   if (dtype == nullptr) return false;
-  dft_id dtype_name = dtype_id(w, dtype);
+  *dtype_name = dtype_id(w, dtype);
   Py_DECREF(dtype);
-  if (dtype_name == 0) return false;
+  if (*dtype_name == 0) return false;
+  if (st >= 0 && st < kMaxScalarTypes) w->scalar_type_name[st] = *dtype_name;
+  return true;
+}
+
+bool describe(CommWrapperObject* w, PyObject* tensor, PyObject* group, dft_arg* a, uint32_t* n) {
+  int64_t nbytes = 0;
+  dft_id dtype_name = 0;
+  if (!payload(w, tensor, &nbytes, &dtype_name)) return false;
 
   PyObject* pg = group;
   if (pg == nullptr || pg == Py_None) {
@@ -187,12 +214,14 @@ bool describe(CommWrapperObject* w, PyObject* tensor, PyObject* group, dft_arg* 
   if (has_step && !read_int(sv, &step)) return false;
   if (sv == nullptr && PyErr_Occurred()) return false;
 
-  PyObject* seqv = PyIter_Next(g->counter);
-  if (seqv == nullptr) return false;
   int64_t seq = 0;
-  ok = read_int(seqv, &seq);
-  Py_DECREF(seqv);
-  if (!ok) return false;
+  if (!seq_take(g->counter, &seq)) {  // another iterator: its next int
+    PyObject* seqv = PyIter_Next(g->counter);
+    if (seqv == nullptr) return false;
+    bool ok = read_int(seqv, &seq);
+    Py_DECREF(seqv);
+    if (!ok) return false;
+  }
 
   uint32_t k = 0;
   auto put_int = [&](int key, int64_t x) {
@@ -268,17 +297,24 @@ PyObject* CW_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
 }
 
 // CommWrapper(fn, fallback, name, cat, group_pos, async_pos, world_obj,
-//             world_attr, step_dict, group_info, dtype_name)
+//             world_attr, step_dict, group_info, dtype_name[, tensor_meta])
+// tensor_meta: dftracer._eager._tensor_meta_fn's capsule, or None.
 PyObject* CW_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   PyObject *fn, *fallback, *name, *cat, *world_obj, *world_attr, *step_dict, *group_info, *dtype_name;
+  PyObject* meta = Py_None;
   Py_ssize_t group_pos, async_pos;
   if (kwds != nullptr && PyDict_GET_SIZE(kwds) != 0) {
     PyErr_SetString(PyExc_TypeError, "CommWrapper takes positional arguments only");
     return nullptr;
   }
-  if (!PyArg_ParseTuple(args, "OOUUnnOUO!OO:CommWrapper", &fn, &fallback, &name, &cat, &group_pos, &async_pos,
-                        &world_obj, &world_attr, &PyDict_Type, &step_dict, &group_info, &dtype_name))
+  if (!PyArg_ParseTuple(args, "OOUUnnOUO!OO|O:CommWrapper", &fn, &fallback, &name, &cat, &group_pos, &async_pos,
+                        &world_obj, &world_attr, &PyDict_Type, &step_dict, &group_info, &dtype_name, &meta))
     return nullptr;
+  TensorMetaFn tensor_meta = nullptr;
+  if (meta != Py_None) {
+    tensor_meta = reinterpret_cast<TensorMetaFn>(PyCapsule_GetPointer(meta, kTensorMetaCapsule));
+    if (tensor_meta == nullptr) return nullptr;  // not that capsule: the error says so
+  }
   if (!PyCallable_Check(fn) || !PyCallable_Check(fallback) || !PyCallable_Check(group_info) ||
       !PyCallable_Check(dtype_name) || group_pos < 1 || async_pos < 1) {
     PyErr_SetString(PyExc_TypeError, "CommWrapper: fn, fallback, group_info, dtype_name must be callables, "
@@ -299,6 +335,7 @@ PyObject* CW_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   w->step_dict = Py_NewRef(step_dict);
   w->group_info = Py_NewRef(group_info);
   w->dtype_name = Py_NewRef(dtype_name);
+  w->tensor_meta = tensor_meta;
   return reinterpret_cast<PyObject*>(w);
 }
 
@@ -455,7 +492,8 @@ void register_comm(nanobind::module_& m) {
                {&g_s_async_op, "async_op"}, {&g_s_value, "value"}};
   for (auto& n : names)
     if ((*n.slot = PyUnicode_InternFromString(n.s)) == nullptr) throw nanobind::python_error();
-  if (PyModule_AddFunctions(m.ptr(), comm_functions) < 0) throw nanobind::python_error();
+  if (PyModule_AddFunctions(m.ptr(), comm_functions) < 0 || add_seq_counter_type(m.ptr()) < 0)
+    throw nanobind::python_error();
   PyObject* type = PyType_FromSpec(&CW_spec);
   if (type == nullptr || PyModule_AddObject(m.ptr(), "CommWrapper", type) < 0) {
     Py_XDECREF(type);

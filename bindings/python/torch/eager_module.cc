@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include "dftracer/torch.h"
+#include "tensor_meta.h"
 
 namespace {
 
@@ -108,6 +109,8 @@ PyMethodDef g_methods[] = {
     {"suspend_this_thread", py_suspend, METH_NOARGS,
      "Pause recording on this thread until resume_this_thread (calls nest)."},
     {"resume_this_thread", py_resume, METH_NOARGS, "Undo one suspend_this_thread."},
+    {"_tensor_meta_fn", dft_py_tensor_meta_fn, METH_VARARGS,
+     "_tensor_meta_fn(torch.Tensor, torch.nn.Parameter): the traced collective's tensor reader (a capsule)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "_eager",

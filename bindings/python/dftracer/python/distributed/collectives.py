@@ -41,7 +41,6 @@ what DDP does without a hook) as the module's comm hook, and it calls
 from __future__ import annotations
 
 import inspect
-import itertools
 import threading
 from typing import Any, Callable
 
@@ -133,14 +132,16 @@ def _nbytes(x: Any) -> tuple[int, str | None]:
         return 0, None
 
 
-_seq_counters: dict = {}  # group name (or (name, peer, direction)) -> itertools.count
+# group name (or (name, peer, direction)) -> _core._SeqCounter: next() gives
+# 0, 1, 2, ...; _core.CommWrapper takes its next value without a Python int.
+_seq_counters: dict = {}
 
 
 def _next_seq(key) -> int:
     counter = _seq_counters.get(key)
     if counter is None:
         with _seq_lock:
-            counter = _seq_counters.setdefault(key, itertools.count())
+            counter = _seq_counters.setdefault(key, _core._SeqCounter())
     return next(counter)  # atomic: a C call under the GIL
 
 
@@ -160,6 +161,18 @@ class _Params:
         return kwargs.get(name, default)
 
 
+def _tensor_meta():
+    """dftracer._eager's reader of a plain tensor's byte count and dtype
+    (a capsule for _core.CommWrapper), or None: a build without the LibTorch
+    observer, where the wrapper reads `nbytes` and `dtype`."""
+    try:
+        import torch
+        from ... import _eager
+        return _eager._tensor_meta_fn(torch.Tensor, torch.nn.Parameter)
+    except Exception:  # ImportError, or an _eager without it
+        return None
+
+
 def _group_info(pg, dist) -> tuple:
     """(name, size, seq counter) of a process group (None: the default
     group)."""
@@ -170,7 +183,7 @@ def _group_info(pg, dist) -> tuple:
         name = str(getattr(pg, "group_name", "") or "default")
         size = int(pg.size())
         with _seq_lock:
-            counter = _seq_counters.setdefault(name, itertools.count())
+            counter = _seq_counters.setdefault(name, _core._SeqCounter())
         info = _groups[pg] = (name, size, counter)
     return info
 
@@ -258,7 +271,8 @@ def _wrap(name: str, fn: Callable, dist: Any, c10d: Any = None) -> Callable:
         world_obj, world_attr = ((world, "_default_pg") if hasattr(world, "_default_pg")
                                  else ((c10d or dist).group, "WORLD"))
         wrapper = _core.CommWrapper(fn, traced, name, CAT_COMM, group_pos, async_pos, world_obj, world_attr,
-                                    vars(current_step), lambda pg: _group_info(pg, dist), _dtype_name)
+                                    vars(current_step), lambda pg: _group_info(pg, dist), _dtype_name,
+                                    _tensor_meta())
 
     wrapper.__wrapped__ = fn
     wrapper._dftracer_comm = True
