@@ -71,26 +71,29 @@ struct DtypeEntry {
   dft_id name;
 };
 
+// What a traced call reads comes first, then the common group's entry and
+// dtype names (three cache lines for the usual call); the rest after.
 struct CommWrapperObject {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject* fn;          // the torch.distributed function, called unchanged
-  PyObject* fallback;    // the Python wrapper: every call this one does not describe
-  PyObject* name_str;    // the event's name and category (str)
-  PyObject* cat_str;
   dft_id name, cat;      // 0 until the first traced call
   Py_ssize_t group_pos;  // positional index of `group`, of `async_op`
   Py_ssize_t async_pos;
   PyObject* world_obj;   // getattr(world_obj, world_attr): the default group
   PyObject* world_attr;
   PyObject* step_dict;   // current_step's module dict: "value"
-  PyObject* group_info;  // pg -> (name: str, size: int, seq counter)
-  PyObject* dtype_name;  // dtype -> str
   TensorMetaFn tensor_meta;  // nullptr: the attribute reads only
   int ngroups, ndtypes;
   GroupEntry groups[kMaxGroups];
-  DtypeEntry dtypes[kMaxDtypes];
   dft_id scalar_type_name[kMaxScalarTypes];  // at::ScalarType -> dtype name, 0 until seen
+  DtypeEntry dtypes[kMaxDtypes];
+  PyObject* fallback;    // the Python wrapper: every call this one does not describe
+  PyObject* name_str;    // the event's name and category (str)
+  PyObject* cat_str;
+  PyObject* group_info;  // pg -> (name: str, size: int, seq counter)
+  PyObject* dtype_name;  // dtype -> str
+  PyObject* meta_factory;  // () -> the tensor_meta capsule or None; called at the first traced call
   PyObject* dict;
   PyObject* weakreflist;
 };
@@ -245,8 +248,24 @@ bool describe(CommWrapperObject* w, PyObject* tensor, PyObject* group, dft_arg* 
   return true;
 }
 
+// The tensor reader, asked for at the first traced call: the wrapper is made
+// while `import torch` runs (torch.nn, and so torch.nn.Parameter, may not be
+// there yet). Without it (None, or an error) the wrapper reads attributes.
+void resolve_tensor_meta(CommWrapperObject* w) {
+  PyObject* factory = w->meta_factory;
+  if (factory == nullptr) return;
+  w->meta_factory = nullptr;
+  PyObject* meta = PyObject_CallNoArgs(factory);
+  Py_DECREF(factory);
+  if (meta != nullptr && meta != Py_None)
+    w->tensor_meta = reinterpret_cast<TensorMetaFn>(PyCapsule_GetPointer(meta, kTensorMetaCapsule));
+  Py_XDECREF(meta);
+  if (PyErr_Occurred()) PyErr_Clear();
+}
+
 bool ensure_ids(CommWrapperObject* w) {
   if (w->name != 0) return true;
+  resolve_tensor_meta(w);
   if (g_key[0] == 0)
     for (int i = 0; i < kNumKeys; ++i) g_key[i] = dft_intern_cstr(kKeyNames[i]);
   dft_id cat = intern_str(w->cat_str);
@@ -297,8 +316,10 @@ PyObject* CW_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
 }
 
 // CommWrapper(fn, fallback, name, cat, group_pos, async_pos, world_obj,
-//             world_attr, step_dict, group_info, dtype_name[, tensor_meta])
-// tensor_meta: dftracer._eager._tensor_meta_fn's capsule, or None.
+//             world_attr, step_dict, group_info, dtype_name[, meta_factory])
+// meta_factory: None, or a callable that returns dftracer._eager's
+// "dftracer.tensor_meta_fn" capsule (or None), called once, at the first
+// traced call.
 PyObject* CW_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   PyObject *fn, *fallback, *name, *cat, *world_obj, *world_attr, *step_dict, *group_info, *dtype_name;
   PyObject* meta = Py_None;
@@ -310,10 +331,9 @@ PyObject* CW_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   if (!PyArg_ParseTuple(args, "OOUUnnOUO!OO|O:CommWrapper", &fn, &fallback, &name, &cat, &group_pos, &async_pos,
                         &world_obj, &world_attr, &PyDict_Type, &step_dict, &group_info, &dtype_name, &meta))
     return nullptr;
-  TensorMetaFn tensor_meta = nullptr;
-  if (meta != Py_None) {
-    tensor_meta = reinterpret_cast<TensorMetaFn>(PyCapsule_GetPointer(meta, kTensorMetaCapsule));
-    if (tensor_meta == nullptr) return nullptr;  // not that capsule: the error says so
+  if (meta != Py_None && !PyCallable_Check(meta)) {
+    PyErr_SetString(PyExc_TypeError, "CommWrapper: meta_factory must be None or a callable");
+    return nullptr;
   }
   if (!PyCallable_Check(fn) || !PyCallable_Check(fallback) || !PyCallable_Check(group_info) ||
       !PyCallable_Check(dtype_name) || group_pos < 1 || async_pos < 1) {
@@ -335,7 +355,7 @@ PyObject* CW_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   w->step_dict = Py_NewRef(step_dict);
   w->group_info = Py_NewRef(group_info);
   w->dtype_name = Py_NewRef(dtype_name);
-  w->tensor_meta = tensor_meta;
+  w->meta_factory = meta == Py_None ? nullptr : Py_NewRef(meta);
   return reinterpret_cast<PyObject*>(w);
 }
 
@@ -348,6 +368,7 @@ int CW_traverse(PyObject* op, visitproc visit, void* arg) {
   Py_VISIT(w->step_dict);
   Py_VISIT(w->group_info);
   Py_VISIT(w->dtype_name);
+  Py_VISIT(w->meta_factory);
   Py_VISIT(w->dict);
   for (int i = 0; i < w->ngroups; ++i) {
     Py_VISIT(w->groups[i].pg);
@@ -368,6 +389,7 @@ int CW_clear(PyObject* op) {
   Py_CLEAR(w->step_dict);
   Py_CLEAR(w->group_info);
   Py_CLEAR(w->dtype_name);
+  Py_CLEAR(w->meta_factory);
   Py_CLEAR(w->dict);
   for (int i = 0; i < w->ngroups; ++i) {
     Py_CLEAR(w->groups[i].pg);

@@ -163,8 +163,10 @@ class _Params:
 
 def _tensor_meta():
     """dftracer._eager's reader of a plain tensor's byte count and dtype
-    (a capsule for _core.CommWrapper), or None: a build without the LibTorch
-    observer, where the wrapper reads `nbytes` and `dtype`."""
+    (a capsule for _core.CommWrapper, which asks at its first traced call:
+    the wrappers are made while `import torch` runs), or None: a build
+    without the LibTorch observer, where the wrapper reads `nbytes` and
+    `dtype`."""
     try:
         import torch
         from ... import _eager
@@ -272,7 +274,7 @@ def _wrap(name: str, fn: Callable, dist: Any, c10d: Any = None) -> Callable:
                                  else ((c10d or dist).group, "WORLD"))
         wrapper = _core.CommWrapper(fn, traced, name, CAT_COMM, group_pos, async_pos, world_obj, world_attr,
                                     vars(current_step), lambda pg: _group_info(pg, dist), _dtype_name,
-                                    _tensor_meta())
+                                    _tensor_meta)
 
     wrapper.__wrapped__ = fn
     wrapper._dftracer_comm = True
