@@ -85,3 +85,36 @@ dist.destroy_process_group()
     # 3 traced calls per tensor (the untraced one under the mode may be
     # dispatched back through torch.distributed.all_reduce, traced)
     assert len([e for e in events if e.get("name") == "all_reduce"]) >= 6
+
+
+def test_collective_during_which_tracing_stops_records_nothing(run_python, trace_dir):
+    # The record after the call is skipped by the core when tracing stopped
+    # meanwhile, and counted as a call after the trace was closed.
+    events, proc = run_traced(run_python, trace_dir, """
+import torch
+from dftracer import _core
+from dftracer.python import collectives as C
+
+class PG:
+    group_name = "pg7"
+    def size(self):
+        return 2
+
+class Dist:
+    class group:
+        WORLD = PG()
+
+def all_reduce(tensor, op=None, group=None, async_op=False):
+    if op == "stop":
+        log.finalize()
+    return None
+
+traced = C._wrap("all_reduce", all_reduce, Dist)
+assert type(traced).__name__ == "CommWrapper"
+traced(torch.ones(4))
+traced(torch.ones(8), "stop")
+print(_core.stats()["events_after_finalize"])
+""")
+    assert proc.stdout.split() == ["1"], proc.stdout
+    comm = [e for e in events if e.get("cat") == "comm"]
+    assert [e["args"]["bytes"] for e in comm] == [16], comm

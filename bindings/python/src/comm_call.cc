@@ -26,7 +26,6 @@
 #include "comm_seq.h"
 #include "intern_cache.h"
 #include "module.h"
-#include "skipped_call.h"
 
 namespace dft_py {
 namespace {
@@ -301,17 +300,18 @@ PyObject* CW_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
     if (PyErr_Occurred()) PyErr_Clear();  // never into the training step: the Python path records it
     return PyObject_Vectorcall(w->fallback, args, nargsf, kwnames);
   }
-  ++t_comm_depth;
+  // After the call, which may have waited for the peers (and so run other
+  // threads on this core, emptying its caches): a clock read, the depth (its
+  // address taken now) and the record, nothing else. The record skips
+  // itself when tracing stopped meanwhile (and counts a call after the
+  // trace was closed, as count_skipped_call does).
+  int& depth = t_comm_depth;
+  ++depth;
   uint64_t t0 = dft_ticks_inline();
   PyObject* ret = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
   uint64_t t1 = dft_ticks_inline();
-  --t_comm_depth;
-  if (ret == nullptr) return nullptr;  // raised: no event (its seq stays used)
-  if (!dft_enabled_inline()) {
-    count_skipped_call();
-    return ret;
-  }
-  dft_complete_ticks_plain(w->name, w->cat, t0, t1, a, n);
+  --depth;
+  if (ret != nullptr) dft_complete_ticks_plain(w->name, w->cat, t0, t1, a, n);  // raised: no event (its seq stays used)
   return ret;
 }
 
