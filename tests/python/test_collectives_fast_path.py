@@ -8,16 +8,8 @@ import pytest
 
 from test_region_with_protocol import run_traced
 
-
-@pytest.mark.parametrize("c_path", [True, False])
-def test_collective_fast_path_one_event_per_outer_call(run_python, trace_dir, c_path):
-    # A blocking one-tensor collective goes through _core.CommWrapper: one
-    # event with the payload's bytes, dtype, group and seq; torch.distributed
-    # calls it makes itself are not events of their own; a call that raises
-    # records nothing and the exception reaches the caller.
-    events, proc = run_traced(run_python, trace_dir, f"C_PATH = {c_path}\n" + """
-from dftracer.python import collectives as C
-
+# Stand-ins for torch.distributed: a 2-rank default group named "pg7".
+STAND_INS = """
 class PG:
     group_name = "pg7"
     def size(self):
@@ -26,6 +18,17 @@ class PG:
 class Dist:
     class group:
         WORLD = PG()
+"""
+
+
+@pytest.mark.parametrize("c_path", [True, False])
+def test_collective_fast_path_one_event_per_outer_call(run_python, trace_dir, c_path):
+    # A blocking one-tensor collective goes through _core.CommWrapper: one
+    # event with the payload's bytes, dtype, group and seq; torch.distributed
+    # calls it makes itself are not events of their own; a call that raises
+    # records nothing and the exception reaches the caller.
+    events, proc = run_traced(run_python, trace_dir, f"C_PATH = {c_path}\n" + STAND_INS + """
+from dftracer.python import collectives as C
 
 class T:
     dtype = "torch.float16"

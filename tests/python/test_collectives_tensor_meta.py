@@ -7,6 +7,7 @@ dtype name either way.
 import pytest
 
 from test_collectives_c_path import SETUP
+from test_collectives_fast_path import STAND_INS
 from test_region_with_protocol import run_traced
 
 pytest.importorskip("torch.distributed")
@@ -90,19 +91,10 @@ dist.destroy_process_group()
 def test_collective_during_which_tracing_stops_records_nothing(run_python, trace_dir):
     # The record after the call is skipped by the core when tracing stopped
     # meanwhile, and counted as a call after the trace was closed.
-    events, proc = run_traced(run_python, trace_dir, """
+    events, proc = run_traced(run_python, trace_dir, STAND_INS + """
 import torch
 from dftracer import _core
 from dftracer.python import collectives as C
-
-class PG:
-    group_name = "pg7"
-    def size(self):
-        return 2
-
-class Dist:
-    class group:
-        WORLD = PG()
 
 def all_reduce(tensor, op=None, group=None, async_op=False):
     if op == "stop":
