@@ -9,7 +9,12 @@ Robust at load: the rounds are interleaved and paired (each round times off
 and on back to back, in alternating order: off-on, on-off, ...), each timed by
 wall clock and by the process's CPU time (time.process_time: the time the
 process ran, not the time it waited for a core on a loaded machine; the
-trace writer's thread included). The step ratio is the median of the rounds'
+trace writer's thread included). Each half waits for the writer (a flush)
+before its CPU clock stops and before the next half starts, so the writing
+of a half's events is counted in that half. The process CPU is split: the
+thread running the step (the allocating thread, time.thread_time) and the
+others (the trace writer: torch runs one thread), and the whole run's CPU
+per thread name is printed from /proc/self/task (10 ms ticks). The step ratio is the median of the rounds'
 on/off ratios (paired: a load change hits both halves of a round), with its
 quartiles; the medians and quartiles of each mode are printed too.
 
@@ -42,28 +47,46 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 import torch
-import transformers
 
 from dftracer.python import dftracer, trace_eager
 
+# the tests' GPT-2 training step (tests/python/gpt2_training.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "python"))
+from gpt2_training import TINY, gpt2_train_step  # noqa: E402
+
 
 def model_step():
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=64, use_cache=False)
-    model = transformers.GPT2LMHeadModel(cfg).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    ids = torch.randint(0, 128, (4, 64))
+    return gpt2_train_step(TINY)
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
 
-    return step
+def flush_writer():
+    """Waits until the trace writer has written (formatted, compressed) all
+    that was recorded: its work for a timed half lands in that half."""
+    from dftracer import _core
+
+    return _core.flush
+
+
+def thread_cpu_ticks():
+    """CPU time (utime + stime, clock ticks) per thread name of this process,
+    from /proc/self/task/*/stat: coarse (10 ms ticks), summed over the run."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        name = "main" if int(tid) == os.getpid() else comm
+        out[name] = out.get(name, 0) + int(fields[11]) + int(fields[12])
+    return out
 
 
 def callgrind_loop(memory):
@@ -115,15 +138,23 @@ def main():
         log = dftracer.initialize_log(os.path.join(d, "bench"), None, -1, enable=True)
         wall = {False: [], True: []}
         cpu = {False: [], True: []}
+        main_cpu = {False: [], True: []}  # the thread running the step (the allocating thread)
+        writer_wait = flush_writer()
+        threads0 = thread_cpu_ticks()
         for r in range(args.rounds):
             for mem in ((False, True) if r % 2 == 0 else (True, False)):
                 with trace_eager(memory=mem):
-                    c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+                    writer_wait()  # the previous half's events written: not counted in this one
+                    c0, m0, t0 = time.process_time_ns(), time.thread_time_ns(), time.perf_counter_ns()
                     for _ in range(args.steps):
                         step()
-                    t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+                    t1 = time.perf_counter_ns()
+                    writer_wait()  # this half's events written: in its CPU time (not its wall time)
+                    m1, c1 = time.thread_time_ns(), time.process_time_ns()
                 wall[mem].append((t1 - t0) / args.steps)
                 cpu[mem].append((c1 - c0) / args.steps)
+                main_cpu[mem].append((m1 - m0) / args.steps)
+        threads1 = thread_cpu_ticks()
         times = wall
         micro = {False: [], True: []}
         micro_cpu = {False: [], True: []}
@@ -154,12 +185,22 @@ def main():
         return quartiles([a / b for a, b in zip(d[True], d[False])])
 
     cpu_off = statistics.median(cpu[False])
+    # the other threads: process CPU minus the stepping thread's (the trace writer; torch runs one thread)
+    other_cpu = {m: [c - t for c, t in zip(cpu[m], main_cpu[m])] for m in (False, True)}
+    tick = os.sysconf("SC_CLK_TCK")
+    threads = {k: (threads1[k] - threads0.get(k, 0)) / tick for k in threads1 if threads1[k] > threads0.get(k, 0)}
     print(json.dumps({
         "load": os.getloadavg()[0], "rounds": args.rounds, "steps_per_round": args.steps,
         # the step, memory on / off: the median of the rounds' paired ratios, with quartiles
         "step_ratio_wall": paired(wall), "step_ratio_cpu": paired(cpu),
         "step_ms_wall": {"off": ms(wall[False]), "on": ms(wall[True])},
         "step_ms_cpu": {"off": ms(cpu[False]), "on": ms(cpu[True])},
+        # the process CPU split: the thread running the step (it allocates) and the others (the writer)
+        "step_ratio_cpu_main_thread": paired(main_cpu),
+        "step_ms_cpu_main_thread": {"off": ms(main_cpu[False]), "on": ms(main_cpu[True])},
+        "step_ms_cpu_other_threads": {"off": ms(other_cpu[False]), "on": ms(other_cpu[True])},
+        # whole step benchmark, both modes, per thread name (s, 10 ms ticks)
+        "thread_cpu_s": threads,
         "alloc_events_per_step": allocs,
         "ns_per_alloc_event_wall": (on - off) / allocs if allocs else None,
         "ns_per_alloc_event_cpu": (statistics.median(cpu[True]) - cpu_off) / allocs if allocs else None,

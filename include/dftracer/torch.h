@@ -76,7 +76,7 @@ DFT_TORCH_API void enable_noop_for_benchmark();
 //     devices), each only when not zero;
 //   - a counter track "memory" (cat "memory", "ph":"C"), one series per
 //     device ("cpu", "cuda:0" .. "cuda:7"): the allocator's bytes allocated,
-//     sampled at most once per DFTRACER_MEMORY_INTERVAL_US (default 100) per
+//     sampled at most once per DFTRACER_MEMORY_INTERVAL_US (default 500) per
 //     thread, plus the highest value between two samples, so the track's
 //     maximum is the exact peak.
 // Independent of enable(): without the op observer only the track is

@@ -39,21 +39,21 @@ class MemberCompressor {
   bool ok() const { return ok_; }
 
   // The member for data[0..len), in *out; false on failure.
-  bool compress(const char* data, size_t len, std::vector<unsigned char>* out) {
+  bool compress(const char* data, size_t len, MemberBytes* out) {
 #ifdef DFTRACER_HAVE_LIBDEFLATE
-    out->resize(libdeflate_gzip_compress_bound(c_, len));
-    size_t n = libdeflate_gzip_compress(c_, data, len, out->data(), out->size());
-    out->resize(n);
+    const size_t bound = libdeflate_gzip_compress_bound(c_, len);
+    size_t n = libdeflate_gzip_compress(c_, data, len, out->room(bound), bound);
+    out->set_size(n);
     return n != 0;
 #else
-    out->resize(deflateBound(&z_, len) + 64);
+    const size_t bound = deflateBound(&z_, len) + 64;
     deflateReset(&z_);  // a fresh, independent member with its own header
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
     z_.avail_in = static_cast<uInt>(len);
-    z_.next_out = out->data();
-    z_.avail_out = static_cast<uInt>(out->size());
+    z_.next_out = out->room(bound);
+    z_.avail_out = static_cast<uInt>(bound);
     if (deflate(&z_, Z_FINISH) != Z_STREAM_END) return false;
-    out->resize(out->size() - z_.avail_out);
+    out->set_size(bound - z_.avail_out);
     return true;
 #endif
   }

@@ -20,6 +20,27 @@ namespace dftracer {
 
 class MemberCompressor;
 
+// The compressed member's bytes: grown to the compressor's bound, never
+// zero-filled (a std::vector resized to the bound cleared up to a megabyte
+// per chunk: ~3 % of the writer's time).
+class MemberBytes {
+ public:
+  unsigned char* room(size_t n) {
+    if (n > cap_) {
+      buf_.reset(new unsigned char[n]);
+      cap_ = n;
+    }
+    return buf_.get();
+  }
+  void set_size(size_t n) { size_ = n; }
+  const unsigned char* data() const { return buf_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<unsigned char[]> buf_;
+  size_t cap_ = 0, size_ = 0;
+};
+
 class GzipMemberSink final : public TraceSink {
  public:
   // nullptr (and *error) when `path` cannot be created; *taken when `path`
@@ -40,7 +61,7 @@ class GzipMemberSink final : public TraceSink {
   OutputFile file_;
   OutputFile index_;
   std::unique_ptr<MemberCompressor> z_;
-  std::vector<unsigned char> member_;
+  MemberBytes member_;
   std::unique_ptr<MemberIndex> index_stats_;  // null when no index file was opened; kept when it is dropped
 };
 

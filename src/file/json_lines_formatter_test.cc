@@ -398,3 +398,21 @@ TEST(OutBuffer, KeepsEveryByteAcrossGrowth) {
   out.lit("xy");
   EXPECT_EQ(std::string(out.data(), out.size()), "0,1xy");
 }
+
+// Integers are written in place from their digit count: every length and
+// each side of every power of ten, 0 and the largest.
+TEST(OutBuffer, WritesEveryDigitCountExactly) {
+  std::vector<uint64_t> values = {0, UINT64_MAX, UINT64_MAX - 1};
+  for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10) values.insert(values.end(), {p - 1, p, p + 1, p * 10 - 1});
+  values.push_back(10000000000000000000ull);
+  dftracer::OutBuffer out{1};
+  std::string expect;
+  for (uint64_t v : values) {
+    out.u64(v);
+    out.ch(' ');
+    out.i64(-static_cast<int64_t>(v >> 1));
+    out.ch(' ');
+    expect += std::to_string(v) + " " + std::to_string(-static_cast<int64_t>(v >> 1)) + " ";
+  }
+  EXPECT_EQ(std::string(out.data(), out.size()), expect);
+}

@@ -4,6 +4,7 @@
 #ifndef DFTRACER_SRC_FILE_OUT_BUFFER_H_
 #define DFTRACER_SRC_FILE_OUT_BUFFER_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,12 +33,36 @@ class OutBuffer {
   void lit(const char (&s)[N]) { append(s, N - 1); }
   void ch(char c) { *ensure(1) = c; ++len_; }
 
+  // Decimal, written in place: the digit count first (from the bit length),
+  // then two digits per division from a table, right to left. Every event
+  // has 4-8 integers (id, pid, tid, ts, args), most of 14-16 digits.
   void u64(uint64_t v) {
-    char tmp[20];
-    char* e = tmp + sizeof tmp;
-    char* p = e;
-    do { *--p = static_cast<char>('0' + v % 10); v /= 10; } while (v != 0);
-    append(p, static_cast<size_t>(e - p));
+    static constexpr char kPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    static constexpr auto kPow10 = [] {
+      std::array<uint64_t, 20> p{};
+      uint64_t v = 1;
+      for (uint64_t& x : p) x = v, v *= 10;  // the last product wraps, unused
+      return p;
+    }();
+    // floor(log10(v)) or one less: bit length * log10(2) (1233 / 4096).
+    const unsigned t = static_cast<unsigned>(64 - __builtin_clzll(v | 1)) * 1233 >> 12;
+    const size_t n = t + 1 - (v < kPow10[t]) + (v == 0);
+    char* p = ensure(20) + n;
+    while (v >= 100) {
+      p -= 2;
+      std::memcpy(p, kPairs + 2 * (v % 100), 2);
+      v /= 100;
+    }
+    if (v >= 10) {
+      p -= 2;
+      std::memcpy(p, kPairs + 2 * v, 2);
+    } else {
+      *--p = static_cast<char>('0' + v);
+    }
+    len_ += n;
   }
   void i64(int64_t v) {
     if (v < 0) { ch('-'); u64(0 - static_cast<uint64_t>(v)); }

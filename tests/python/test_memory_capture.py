@@ -25,25 +25,11 @@ except ImportError:
 from dftracer.python.eager import memory_enabled, trace_eager  # noqa: E402
 from test_dynamo_helpers import traced  # noqa: E402
 from analyzer_cli import analyzer  # noqa: E402
+from gpt2_training import TINY, gpt2_train_step  # noqa: E402
 
 
 def tiny_gpt2(checkpointing=False):
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=64,
-                                  use_cache=False)
-    model = transformers.GPT2LMHeadModel(cfg)
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    ids = torch.randint(0, 128, (4, 64), generator=torch.Generator().manual_seed(1))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
-
-    return step
+    return gpt2_train_step(TINY, checkpointing)
 
 
 def our_memory(events):

@@ -28,27 +28,11 @@ except ImportError:
 from dftracer.python.eager import trace_eager  # noqa: E402
 from test_dynamo_helpers import traced  # noqa: E402
 from analyzer_cli import analyzer  # noqa: E402
+from gpt2_training import SMALL, gpt2_train_step  # noqa: E402
 
 
 def gpt2_step(checkpointing=False):
-    """GPT-2's architecture, narrower and shallower (4 layers of width 256,
-    4 heads), a shorter vocabulary and context: a CPU step of a second."""
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=2048, n_positions=128,
-                                  use_cache=False)
-    model = transformers.GPT2LMHeadModel(cfg)
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    ids = torch.randint(0, cfg.vocab_size, (2, 64), generator=torch.Generator().manual_seed(1))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
-
-    return step
+    return gpt2_train_step(SMALL, checkpointing)
 
 
 def our_peaks(step, tmp_path, name):

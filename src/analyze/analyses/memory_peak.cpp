@@ -39,8 +39,14 @@ int BlockDecoder::decode(std::string_view line, size_t cap, BlockEvent& b, Decod
   if (st != DecodeStatus::Ok) return 0;
   if (ev_.ph != "i" || ev_.cat != "memory" || (ev_.name != "alloc" && ev_.name != "free")) return 0;
   b.alloc = ev_.name == "alloc";
-  if (!ev_.has_ts || !parse(ev_.extra_args[0], b.addr) || !parse(ev_.extra_args[1], b.size) ||
-      !parse(ev_.extra_args[2], b.total) || !(b.size >= 0) || !(b.total >= 0))
+  if (!ev_.has_ts || !parse(ev_.extra_args[0], b.addr)) return -1;
+  // An allocation has its size and total; a free has its address alone
+  // (older traces also wrote a free's size and total: read, never needed).
+  b.size = 0;
+  b.total = -1;
+  const bool sized = !ev_.extra_args[1].empty() || !ev_.extra_args[2].empty();
+  if ((b.alloc || sized) && (!parse(ev_.extra_args[1], b.size) || !parse(ev_.extra_args[2], b.total) ||
+                             !(b.size >= 0) || !(b.total >= 0)))
     return -1;
   b.op = ev_.extra_args[3];
   b.device = ev_.extra_args[4].empty() ? std::string_view("cpu") : ev_.extra_args[4];
@@ -64,7 +70,9 @@ void BlockPeakFinder::consume(std::string_view line, size_t cap) {
   if (r <= 0) return;
   auto [it, fresh] = peaks.try_emplace({std::string(b.pid), std::string(b.device)});
   Peak& p = it->second;
-  if (fresh || b.total > p.total || (b.total == p.total && b.ts < p.ts)) p = {b.total, b.ts, std::string(b.tid), b.seq};
+  if (fresh) p.total = -1;  // none yet: a series of frees without totals has no peak event
+  if (b.total < 0) return;
+  if (p.total < 0 || b.total > p.total || (b.total == p.total && b.ts < p.ts)) p = {b.total, b.ts, std::string(b.tid), b.seq};
 }
 
 BlockReplay::BlockReplay(const std::map<std::pair<std::string, std::string>, BlockPeakFinder::Peak>& peaks) {
@@ -261,6 +269,7 @@ std::vector<PeakComposition> BlockReplay::finish(const StepPlan& plan, BlockProb
       if (x.freed) ++problems_.free_without_alloc;
       else ++problems_.never_freed;
     }
+    if (s.peak.total < 0) continue;  // frees alone, without totals: no peak event to compose
     const ProcessSteps* steps = nullptr;
     for (const ProcessSteps& p : plan.processes)
       if (p.pid == pid) steps = &p;

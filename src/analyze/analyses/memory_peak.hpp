@@ -1,7 +1,8 @@
 // What holds the peak: the memory capture's per-block events ("alloc" and
-// "free", cat "memory", "ph":"i", args addr, size, total -- the allocator's
-// bytes allocated after the event --, op on an alloc: the innermost
-// recorded op, dev on a device other than the CPU) replayed, so that at
+// "free", cat "memory", "ph":"i"; an alloc's args addr, size, total -- the
+// allocator's bytes allocated after it -- and op: the innermost recorded
+// op; a free's addr alone (older traces wrote its size and total too: read
+// the same); dev on a device other than the CPU) replayed, so that at
 // each process's and device's peak (the event with the highest total) the
 // blocks live then are known, by the op, module, phase and step that
 // allocated them. Their sizes plus what was live before the trace began
@@ -73,7 +74,7 @@ inline const std::string& holder_label(const PeakHolder& h, const PeakHolderList
 
 // What the replay could not pair (counted, skipped; one line on stderr).
 struct BlockProblems {
-  uint64_t bad = 0;                 // block events without a numeric addr, size or total (skipped)
+  uint64_t bad = 0;                 // block events without a numeric addr (or an alloc's size or total) (skipped)
   uint64_t free_without_alloc = 0;  // frees of addresses with no allocation in the trace (skipped)
   uint64_t alloc_over_live = 0;     // allocations at an address already live (its free missing: taken as freed)
   uint64_t late = 0;                // events earlier than their address's last one read (used by time)
@@ -86,7 +87,7 @@ inline constexpr size_t kPeakHolderRows = 10;
 struct BlockEvent {
   bool alloc = false;
   uint64_t addr = 0;
-  double size = 0, total = 0;
+  double size = 0, total = 0;  // a free without them (as written now): 0 and -1
   std::string_view op, device, pid, tid;
   int64_t ts = 0;
   uint64_t seq = 0;  // its place among its thread's block events (a thread's events are in order in the file)
@@ -107,7 +108,8 @@ class BlockDecoder {
   std::string key_;
 };
 
-// Pass 1: each series' peak event (the highest total, the earliest of equal ones).
+// Pass 1: each series' peak event (the highest total, the earliest of equal
+// ones; a free without a total is none: it lowers the total, never peaks).
 class BlockPeakFinder {
  public:
   void consume(std::string_view line, size_t cap);

@@ -7,6 +7,7 @@
 
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -157,6 +158,71 @@ TEST(Memory, TheBlocksLiveAtThePeakSumToIt) {
   EXPECT_EQ(m.blocks.never_freed, 2u);  // blocks 4 and 5
   EXPECT_EQ(m.blocks.free_without_alloc + m.blocks.alloc_over_live + m.blocks.late + m.blocks.bad, 0u);
   EXPECT_EQ(memory_problems_line(m), "");
+}
+
+// A free as the capture writes it: its address alone (older traces: block(false, ...) with size and total).
+std::string free_block(long long ts, unsigned long long addr, int tid = 7) {
+  return "{\"name\":\"free\",\"cat\":\"memory\",\"pid\":7,\"tid\":" + std::to_string(tid) +
+         ",\"ts\":" + std::to_string(1'000'000 + ts) + ",\"ph\":\"i\",\"s\":\"t\",\"args\":{\"addr\":" +
+         std::to_string(addr) + "}}";
+}
+
+// Frees written with their address alone replay as frees with their size
+// and total (older traces) did: the same peak and what holds it, in one
+// file of each kind and in one mixing both. A series of such frees alone
+// has no peak event (no total) but its frees are still counted.
+TEST(Memory, FreesWithTheirAddressAloneReadAsFreesWithSizeAndTotal) {
+  TempDir d;
+  auto trace = [](bool old_frees, bool mixed) {
+    auto fr = [&](long long ts, unsigned long long addr, long long size, long long total, int tid) {
+      return old_frees || (mixed && addr == 3) ? block(false, ts, addr, size, total, "", tid) : free_block(ts, addr, tid);
+    };
+    return testing::pfw_text({
+        region(0, 90), block(true, 10, 1, 1000, 1500, "aten::cat"), sample(10, "1500"),
+        region(100, 90),
+        block(true, 112, 2, 4096, 5596, "aten::mm"), block(true, 114, 3, 2048, 7644, "aten::mm"),
+        fr(116, 3, 2048, 5596, 8),
+        module_op("function.mm", 110, 10, "encoder.0"),
+        block(true, 130, 4, 3000, 8596, "aten::add", 8), sample(130, "8596"),
+        fr(130, 1, 1000, 7596, 8), fr(140, 2, 4096, 3500, 8),
+        block(true, 150, 5, 64, 3564, "aten::relu")});
+  };
+  std::vector<MemoryPeaks> runs;
+  for (auto [old_frees, mixed] : {std::pair{true, false}, {false, false}, {false, true}}) {
+    const std::string f = d.file(std::string("t") + std::to_string(runs.size()) + ".pfw");
+    testing::write_file(f, trace(old_frees, mixed));
+    runs.push_back(memory_peaks({f}));
+  }
+  ASSERT_EQ(runs[0].peaks.size(), 1u);
+  EXPECT_EQ(runs[0].peaks[0].peak, 8596);  // TheBlocksLiveAtThePeakSumToIt's trace, older frees
+  EXPECT_EQ(runs[0].peaks[0].traced, 1000 + 4096 + 3000);
+  for (const MemoryPeaks& m : runs) {
+    ASSERT_EQ(m.peaks.size(), 1u);
+    const PeakComposition &c = m.peaks[0], &old = runs[0].peaks[0];
+    EXPECT_EQ(std::tie(c.peak, c.peak_ts_ns, c.traced, c.before_trace, c.blocks),
+              std::tie(old.peak, old.peak_ts_ns, old.traced, old.before_trace, old.blocks));
+    for (const PeakHolderList& l : kPeakHolderLists) {
+      ASSERT_EQ((c.*l.rows).size(), (old.*l.rows).size()) << l.title;
+      for (size_t i = 0; i < (c.*l.rows).size(); ++i)
+        EXPECT_EQ(std::tie((c.*l.rows)[i].key, (c.*l.rows)[i].bytes), std::tie((old.*l.rows)[i].key, (old.*l.rows)[i].bytes));
+    }
+    EXPECT_EQ(m.blocks.never_freed, 2u);
+    EXPECT_EQ(m.blocks.free_without_alloc + m.blocks.alloc_over_live + m.blocks.late + m.blocks.bad, 0u);
+  }
+
+  // Frees alone: no composition, each counted; a free without a numeric address, and an
+  // allocation without its total, are bad.
+  const std::string f = d.file("frees.pfw");
+  testing::write_file(
+      f, testing::pfw_text({sample(1, "0"), free_block(5, 77), free_block(6, 78),
+                            "{\"name\":\"free\",\"cat\":\"memory\",\"pid\":7,\"tid\":7,\"ts\":1000007,\"ph\":\"i\","
+                            "\"args\":{\"addr\":\"x\"}}",
+                            "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":7,\"tid\":7,\"ts\":1000008,\"ph\":\"i\","
+                            "\"args\":{\"addr\":9,\"size\":8}}"}));
+  MemoryPeaks m = memory_peaks({f});
+  EXPECT_TRUE(m.peaks.empty());
+  EXPECT_EQ(m.blocks.free_without_alloc, 2u);
+  EXPECT_EQ(m.blocks.bad, 2u);
 }
 
 // The peak on a thread in the same microsecond as later events of its own

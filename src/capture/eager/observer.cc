@@ -157,9 +157,9 @@ std::atomic<bool> g_memory{false};
 uint64_t g_mem_interval_ticks = 0;  // the least ticks between two samples of one thread's track
 dft_id g_key_alloc, g_key_free, g_key_dev_alloc, g_key_dev_free, g_mem_track, g_cat_memory;
 dft_id g_mem_device_key[kMemDevices];
-// The per-allocation events: names "alloc" and "free", args addr, size,
-// total (the allocator's bytes allocated after it), op (alloc: the innermost
-// recorded op's name), dev (devices other than the CPU).
+// The per-allocation events: names "alloc" (args addr, size, total: the
+// allocator's bytes allocated after it, op: the innermost recorded op's
+// name) and "free" (addr); dev on both for devices other than the CPU.
 dft_id g_name_alloc, g_name_free, g_key_addr, g_key_size, g_key_total, g_key_op, g_key_dev;
 
 // --------------------------------------------------------------- shapes
@@ -416,18 +416,24 @@ __attribute__((noinline)) void write_mem_sample(int slot, uint64_t at, uint64_t 
 // One allocation or free: what the analyzer replays to know which blocks
 // are live at the peak (docs/DESIGN.md, "What holds the peak"). The record
 // goes into the thread's buffer like any event (no lock, no formatting).
+// A free carries its address alone: the replay takes its size from the
+// allocation, and a free's total (lower than the event's before it) is
+// never the peak; the counter track has the totals after frees. Half the
+// events, so about a third fewer bytes to format and compress per block.
 void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op, int slot, uint64_t now) {
   dft_arg a[5];
   uint32_t n = 0;
   a[n].key = g_key_addr;
   a[n].type = DFT_ARG_UINT;
   a[n++].v.u = reinterpret_cast<uintptr_t>(ptr);
-  a[n].key = g_key_size;
-  a[n].type = DFT_ARG_UINT;
-  a[n++].v.u = static_cast<uint64_t>(size >= 0 ? size : -size);
-  a[n].key = g_key_total;
-  a[n].type = DFT_ARG_UINT;
-  a[n++].v.u = total;
+  if (size >= 0) {
+    a[n].key = g_key_size;
+    a[n].type = DFT_ARG_UINT;
+    a[n++].v.u = static_cast<uint64_t>(size);
+    a[n].key = g_key_total;
+    a[n].type = DFT_ARG_UINT;
+    a[n++].v.u = total;
+  }
   if (size >= 0 && op != 0) {
     a[n].key = g_key_op;
     a[n].type = DFT_ARG_STR;

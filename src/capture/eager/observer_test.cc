@@ -300,6 +300,7 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
   });
   other.join();
   torch::Tensor c = a.neg();  // aten::neg allocates its 1024-byte result
+  { torch::Tensor t = torch::empty({256}, torch::kFloat); }  // 1024 bytes allocated and freed: a "free" event
   dftracer::torch::enable_memory(false);
   EXPECT_FALSE(dftracer::torch::memory_enabled());
   EXPECT_FALSE(dftracer::torch::memory_reported_on_this_thread());
@@ -307,7 +308,7 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
   const std::vector<Event> all = trace.finish();
   std::map<std::string, int> alloc_events;
   bool counter = false;
-  int blocks_1024 = 0;
+  int blocks_1024 = 0, frees = 0;
   for (const Event& e : all) {
     // The per-block events: a's and c's 1024-byte allocations by their ops, nothing from the other thread.
     if (e.ph == "i" && e.name == "alloc") {
@@ -321,6 +322,12 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
             << e.args_json;
       }
     }
+    // A free carries its address alone (the replay has its size from the allocation).
+    if (e.ph == "i" && e.name == "free") {
+      ++frees;
+      EXPECT_EQ(e.args_json.rfind("{\"addr\":", 0), 0u) << e.args_json;
+      EXPECT_EQ(e.args_json.find(','), std::string::npos) << e.args_json;
+    }
     if (e.ph == "C") {
       EXPECT_EQ(e.name, "memory");
       EXPECT_NE(e.args_json.find("\"cpu\":"), std::string::npos) << e.args_json;
@@ -329,14 +336,15 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
     if (e.ph != "X" || e.args_json.find("alloc_bytes") == std::string::npos) continue;
     ++alloc_events[e.name];
     EXPECT_EQ(e.tid, dft_tid()) << e.name << " on another thread";
-    // a's and c's 1024 bytes
+    // a's, t's and c's 1024 bytes
     if (e.name == "aten::empty" || e.name == "aten::neg")
       EXPECT_NE(e.args_json.find("\"alloc_bytes\":1024"), std::string::npos) << e.args_json;
   }
-  EXPECT_EQ(alloc_events["aten::empty"], 1);  // d, after memory capture went off, has none
+  EXPECT_EQ(alloc_events["aten::empty"], 2);  // a and t; d, after memory capture went off, has none
   EXPECT_EQ(alloc_events["aten::neg"], 1);
   EXPECT_EQ(alloc_events.count("aten::ones"), 0u);  // the other thread's
-  EXPECT_EQ(blocks_1024, 2);
+  EXPECT_EQ(blocks_1024, 3);  // a, t and c
+  EXPECT_GE(frees, 1);
   EXPECT_TRUE(counter);
 }
 
