@@ -66,8 +66,9 @@ def scripts_of(rev, work):
     return os.path.join(out, "bench", "dynamo")
 
 
-def run(py, script, args):
-    r = subprocess.run([py, script, *args], capture_output=True, text=True)
+def run(py, script, args, work):
+    # TMPDIR: the traces the scripts leave go with the work directory.
+    r = subprocess.run([py, script, *args], capture_output=True, text=True, env={**os.environ, "TMPDIR": work})
     if r.returncode != 0:
         sys.exit(f"{py} {script} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
     return r.stdout
@@ -100,7 +101,7 @@ def main():
     if a.hook_runs:
         for name, py, scripts in alternated(builds, a.hook_runs):
             out = run(py, os.path.join(scripts, "bench_hook.py"),
-                      ["--nodes", str(a.nodes), "--rounds", str(a.hook_rounds)])
+                      ["--nodes", str(a.nodes), "--rounds", str(a.hook_rounds)], work)
             m = HOOK_LINE.search(out)
             if m is None:
                 sys.exit(f"{name}: no calling-thread CPU line in bench_hook.py's output:\n{out}")
@@ -114,7 +115,7 @@ def main():
     ind = {name: [] for name, _, _ in builds}
     for name, py, scripts in alternated(builds, a.inductor_runs):
         js = os.path.join(work, f"inductor-{name}-{len(ind[name])}.json")
-        run(py, os.path.join(scripts, "bench_inductor.py"), [*shlex.split(a.inductor_args), "--json", js])
+        run(py, os.path.join(scripts, "bench_inductor.py"), [*shlex.split(a.inductor_args), "--json", js], work)
         with open(js) as f:
             ind[name].append(json.load(f))
         print(f"  inductor run, {name}: done (load {load()})", flush=True)
