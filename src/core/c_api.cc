@@ -96,17 +96,46 @@ inline void write_header_and_args(unsigned char* p, RecordKind kind, uint8_t fla
   write_arg_slots(write_header(p, kind, flags, name, cat, start, end, nslots, nargs), args, nargs);
 }
 
+// A record with args: out of line, so that the header-only path below
+// stays small enough to inline into every recording function.
+__attribute__((noinline)) void record_with_args(RecordKind kind, uint8_t flags, dft_id name, dft_id cat,
+                                                uint64_t start, uint64_t end, const dft_arg* args, uint32_t nargs) {
+  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
+  const uint32_t nslots = 2 + slots_for(args, nargs);
+  const Session::Reservation r = Session::reserve(nslots);
+  if (r.p == nullptr) return;
+  unsigned char* p = r.p;
+  write_header_and_args(p, kind, flags, name, cat, start, end, nslots, args, nargs);
+  Session::commit(r);
+}
+
+// A record of the header alone (most events: regions, op events without
+// args, flows), inlined into each recording function: no call, and its
+// constant fields are known where it is written.
+// Its slow half: a new thread or session, a full chunk, tracing just off.
+__attribute__((noinline)) void record_header_only_slow(RecordKind kind, uint8_t flags, dft_id name, dft_id cat,
+                                                       uint64_t start, uint64_t end) {
+  const Session::Reservation r = Session::reserve(2);
+  if (r.p == nullptr) return;
+  write_header(r.p, kind, flags, name, cat, start, end, 2, 0);
+  Session::commit(r);
+}
+
+// Called with tracing seen on. The fast half makes no call (the slow one is
+// a tail call), so it needs no stack frame.
+__attribute__((always_inline)) inline void record_header_only(RecordKind kind, uint8_t flags, dft_id name,
+                                                              dft_id cat, uint64_t start, uint64_t end) {
+  const Session::Reservation r = Session::reserve_in_chunk(2);
+  if (__builtin_expect(r.p == nullptr, 0)) return record_header_only_slow(kind, flags, name, cat, start, end);
+  write_header(r.p, kind, flags, name, cat, start, end, 2, 0);
+  Session::commit(r);
+}
+
 inline void record(RecordKind kind, uint8_t flags, dft_id name, dft_id cat, uint64_t start, uint64_t end,
                    const dft_arg* args, uint32_t nargs) {
-  if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
-  if (args == nullptr) nargs = 0;
-  uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0);
-  Session& lg = Session::instance();
-  dftracer::ThreadBuffer* tb;
-  unsigned char* p = lg.reserve(nslots, &tb);
-  if (p == nullptr) return;
-  write_header_and_args(p, kind, flags, name, cat, start, end, nslots, args, nargs);
-  Session::commit(tb, nslots);
+  if (args != nullptr && nargs != 0) return record_with_args(kind, flags, name, cat, start, end, args, nargs);
+  if (!Session::enabled()) return Session::note_call_while_off();
+  record_header_only(kind, flags, name, cat, start, end);
 }
 
 // An event whose name is not interned (past DFTRACER_INTERN_CAP): as
@@ -120,22 +149,21 @@ void record_inline_name(RecordKind kind, uint8_t flags, const char* name, size_t
   if (len > DFT_MAX_INLINE_STR) len = dftracer::utf8_cut(name, len, DFT_MAX_INLINE_STR);
   const uint32_t name_slots = static_cast<uint32_t>((len + kSlot - 1) / kSlot);
   const uint32_t nslots = 2 + (nargs ? slots_for(args, nargs) : 0) + name_slots;
-  Session& lg = Session::instance();
-  dftracer::ThreadBuffer* tb;
-  unsigned char* p = lg.reserve(nslots, &tb);
-  if (p == nullptr) return;
+  const Session::Reservation r = Session::reserve(nslots);
+  if (r.p == nullptr) return;
+  unsigned char* p = r.p;
   write_header_and_args(p, kind, static_cast<uint8_t>(flags | dftracer::kNameInline),
                         static_cast<uint32_t>(len), cat, start, end, nslots, args, nargs);
   if (len) std::memcpy(p + size_t{nslots - name_slots} * kSlot, name, len);
   StringTable::instance().count_inline_name();
-  Session::commit(tb, nslots);
+  Session::commit(r);
 }
 
 // dft_*_named: the interned path when the bounded table takes the name, the
 // inline one when it refuses.
 void record_named(RecordKind kind, uint8_t flags, const char* name, size_t len, dft_id cat, uint64_t start,
                   uint64_t end, const dft_arg* args, uint32_t nargs) {
-  if (!Session::instance().enabled()) {
+  if (!Session::enabled()) {
     record(kind, flags, 0, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
     return;
   }
@@ -342,7 +370,7 @@ void dft_finalize(void) { Session::instance().finalize(); }
 // Written only by Session (enabled) and Clock (tsc); see dftracer.h.
 dft_hot_state dft_hot = {0, 0, 0, 0};
 
-int dft_enabled(void) { return Session::instance().enabled() ? 1 : 0; }
+int dft_enabled(void) { return Session::enabled() ? 1 : 0; }
 const char* dft_trace_path(void) { return Session::instance().trace_path(); }
 const char* dft_trace_prefix(void) { return Session::instance().trace_prefix(); }
 
@@ -375,7 +403,7 @@ void dft_get_stats(dft_stats* out) {
   out->names_inline = StringTable::instance().names_inline();
 }
 
-uint64_t dft_ticks(void) { return Clock::instance().ticks(); }
+uint64_t dft_ticks(void) { return Clock::ticks(); }
 uint64_t dft_now_ns(void) { return Clock::instance().now_ns(); }
 uint64_t dft_ticks_to_ns(uint64_t ticks) { return Clock::instance().to_ns(ticks); }
 
@@ -408,18 +436,29 @@ dft_id dft_intern_json_fragment(const char* s, size_t len) {
   return StringTable::instance().intern(s, len);
 }
 
+namespace {
+// dft_complete_ticks with args, out of line with the same arguments, so the
+// header-only path reaches it by a tail call and needs no stack frame.
+__attribute__((noinline)) void complete_ticks_with_args(dft_id name, dft_id cat, uint64_t start_ticks,
+                                                        uint64_t end_ticks, const dft_arg* args, uint32_t nargs) {
+  record_with_args(RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks, args, nargs);
+}
+}  // namespace
+
 void dft_complete_ticks(dft_id name, dft_id cat, uint64_t start_ticks, uint64_t end_ticks, const dft_arg* args,
                         uint32_t nargs) {
-  record(RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks, args, nargs);
+  if (args != nullptr && nargs != 0) return complete_ticks_with_args(name, cat, start_ticks, end_ticks, args, nargs);
+  if (!Session::enabled()) return Session::note_call_while_off();
+  record_header_only(RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks);
 }
 
 void dft_complete_ticks_plain(dft_id name, dft_id cat, uint64_t start_ticks, uint64_t end_ticks,
                               const dft_arg* args, uint32_t nargs) {
   if (args == nullptr || nargs > DFT_MAX_ARGS) nargs = args == nullptr ? 0 : DFT_MAX_ARGS;
   const uint32_t nslots = 2 + nargs;
-  dftracer::ThreadBuffer* tb;
-  unsigned char* p = Session::instance().reserve(nslots, &tb);
-  if (p == nullptr) return;
+  const Session::Reservation r = Session::reserve(nslots);
+  if (r.p == nullptr) return;
+  unsigned char* p = r.p;
   ArgSlot* slot = write_header(p, RecordKind::kComplete, 0, name, cat, start_ticks, end_ticks, nslots, nargs);
   for (uint32_t i = 0; i < nargs; ++i) {
     slot[i].key = args[i].key;
@@ -428,7 +467,7 @@ void dft_complete_ticks_plain(dft_id name, dft_id cat, uint64_t start_ticks, uin
     slot[i].len = 0;
     slot[i].value = args[i].v.u;
   }
-  Session::commit(tb, nslots);
+  Session::commit(r);
 }
 
 void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns, const dft_arg* args,
@@ -436,7 +475,7 @@ void dft_complete_ns(dft_id name, dft_id cat, uint64_t start_ns, uint64_t dur_ns
   record(RecordKind::kComplete, dftracer::kTimeIsNs, name, cat, start_ns, dur_ns, args, nargs);
 }
 
-uint64_t dft_region_begin(void) { return Clock::instance().ticks(); }
+uint64_t dft_region_begin(void) { return Clock::ticks(); }
 
 void dft_complete_ticks_named(const char* name, size_t len, dft_id cat, uint64_t start_ticks, uint64_t end_ticks,
                               const dft_arg* args, uint32_t nargs) {
@@ -448,12 +487,23 @@ void dft_complete_ns_named(const char* name, size_t len, dft_id cat, uint64_t st
   record_named(RecordKind::kComplete, dftracer::kTimeIsNs, name, len, cat, start_ns, dur_ns, args, nargs);
 }
 
+namespace {
+// dft_region_end with args, or with a clock other than the TSC: out of line
+// with the same arguments (a tail call from the fast path below).
+__attribute__((noinline)) void region_end_general(dft_id name, dft_id cat, uint64_t begin_ticks,
+                                                  const dft_arg* args, uint32_t nargs) {
+  if (!Session::enabled()) return Session::note_call_while_off();  // counts a post-finalize call
+  record(RecordKind::kComplete, 0, name, cat, begin_ticks, Clock::ticks(), args, nargs);
+}
+}  // namespace
+
+// The fast path (no args, the TSC) makes no call but the slow paths' tail
+// calls: no stack frame, no register saved.
 void dft_region_end(dft_id name, dft_id cat, uint64_t begin_ticks, const dft_arg* args, uint32_t nargs) {
-  if (!Session::instance().enabled()) {
-    record(RecordKind::kComplete, 0, name, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
-    return;
-  }
-  record(RecordKind::kComplete, 0, name, cat, begin_ticks, Clock::instance().ticks(), args, nargs);
+  if (__builtin_expect((args != nullptr && nargs != 0) || !Clock::ticks_are_tsc(), 0))
+    return region_end_general(name, cat, begin_ticks, args, nargs);
+  if (!Session::enabled()) return Session::note_call_while_off();  // counts a post-finalize call
+  record_header_only(RecordKind::kComplete, 0, name, cat, begin_ticks, Clock::tsc());
 }
 
 void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const dft_arg* args, uint32_t nargs) {
@@ -469,12 +519,12 @@ void dft_record_cut(dft_id name, dft_id cat, uint64_t start_ticks, const dft_arg
   cut.type = DFT_ARG_BOOL;
   cut.v.i = 1;
   all.push_back(cut);
-  record(RecordKind::kComplete, 0, name, cat, start_ticks, Clock::instance().ticks(), all.data(),
+  record(RecordKind::kComplete, 0, name, cat, start_ticks, Clock::ticks(), all.data(),
          static_cast<uint32_t>(all.size()));
 }
 
 void dft_instant(dft_id name, dft_id cat, const dft_arg* args, uint32_t nargs) {
-  uint64_t t = Clock::instance().ticks();
+  uint64_t t = Clock::ticks();
   record(RecordKind::kInstant, 0, name, cat, t, t, args, nargs);
 }
 
@@ -483,7 +533,7 @@ void dft_instant_ticks(dft_id name, dft_id cat, uint64_t at_ticks, const dft_arg
 }
 
 void dft_instant_named(const char* name, size_t len, dft_id cat, const dft_arg* args, uint32_t nargs) {
-  uint64_t t = Clock::instance().ticks();
+  uint64_t t = Clock::ticks();
   record_named(RecordKind::kInstant, 0, name, len, cat, t, t, args, nargs);
 }
 
@@ -504,7 +554,7 @@ namespace {
 // event_name "" means the key itself.
 void key_value_metadata(const char* event_name, const char* key, size_t key_len, const char* value,
                         size_t value_len) {
-  if (!Session::instance().enabled() || key == nullptr) {
+  if (!Session::enabled() || key == nullptr) {
     record(RecordKind::kMetadata, 0, 0, 0, 0, 0, nullptr, 0);
     return;
   }
@@ -538,7 +588,7 @@ uint64_t dft_hash_metadata(const char* kind, const char* value) {
 
 void dft_hash_metadata_as(const char* kind, const char* value, uint64_t h) {
   if (value == nullptr) value = "";
-  if (!Session::instance().enabled() || kind == nullptr) return;
+  if (!Session::enabled() || kind == nullptr) return;
   StringTable& st = StringTable::instance();
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
@@ -554,7 +604,7 @@ void dft_hash_metadata_as(const char* kind, const char* value, uint64_t h) {
 namespace {
 // Chrome's thread_name / process_name metadata: args {"name": display}.
 void display_name(RecordKind kind, const char* event, const char* name) {
-  if (!Session::instance().enabled()) return;
+  if (!Session::enabled()) return;
   static const dft_id k_name = StringTable::instance().intern("name", 4);
   dft_arg a = bytes_arg(k_name, name ? name : "");
   record(kind, 0, StringTable::instance().intern(event, std::strlen(event)), cat_dftracer(), 0, 0, &a, 1);
@@ -564,7 +614,7 @@ void display_name(RecordKind kind, const char* event, const char* name) {
 void dft_set_thread_name(const char* name) { display_name(RecordKind::kThreadName, "thread_name", name); }
 
 void dft_metadata_i64(const char* key, int64_t value) {
-  if (!Session::instance().enabled() || key == nullptr) return;
+  if (!Session::enabled() || key == nullptr) return;
   StringTable& st = StringTable::instance();
   static const dft_id k_name = st.intern("name", 4);
   static const dft_id k_value = st.intern("value", 5);
@@ -599,9 +649,8 @@ void record_on_track(RecordKind kind, int64_t pid, int64_t tid, dft_id name_id, 
                      dft_id cat, uint64_t start, uint64_t end, const dft_arg* args, uint32_t nargs) {
   if (nargs > DFT_MAX_ARGS) nargs = DFT_MAX_ARGS;
   if (args == nullptr) nargs = 0;
-  Session& lg = Session::instance();
-  if (!lg.enabled()) {
-    record(kind, 0, 0, cat, 0, 0, nullptr, 0);  // counts a post-finalize call
+  if (!Session::enabled()) {
+    Session::note_call_while_off();  // counts a post-finalize call
     return;
   }
   uint8_t flags = dftracer::kTimeIsNs | dftracer::kOnTrack;
@@ -614,9 +663,9 @@ void record_on_track(RecordKind kind, int64_t pid, int64_t tid, dft_id name_id, 
     name_id = static_cast<uint32_t>(len);
   }
   const uint32_t nslots = 3 + (nargs ? slots_for(args, nargs) : 0) + name_slots;
-  dftracer::ThreadBuffer* tb;
-  unsigned char* p = lg.reserve(nslots, &tb);
-  if (p == nullptr) return;
+  const Session::Reservation r = Session::reserve(nslots);
+  if (r.p == nullptr) return;
+  unsigned char* p = r.p;
   ArgSlot* track = write_header(p, kind, flags, name_id, cat, start, end, nslots, nargs);
   std::memset(track, 0, sizeof *track);
   track->key = static_cast<uint32_t>(pid);
@@ -626,7 +675,7 @@ void record_on_track(RecordKind kind, int64_t pid, int64_t tid, dft_id name_id, 
     std::memcpy(p + size_t{nslots - name_slots} * kSlot, name, len);
     StringTable::instance().count_inline_name();
   }
-  Session::commit(tb, nslots);
+  Session::commit(r);
 }
 }  // namespace
 

@@ -31,7 +31,7 @@ Chunk* ChunkPool::allocate_locked() {
     return c;
   }
   size_t chunk = chunk_bytes_.load(std::memory_order_relaxed);
-  size_t total = sizeof(Chunk) + chunk;
+  size_t total = sizeof(Chunk) + chunk + kChunkTailBytes;
   size_t used = in_use_bytes_.load(std::memory_order_relaxed);
   if (used + total > cap_bytes_.load(std::memory_order_relaxed)) return nullptr;
   void* mem = ::operator new(total, std::align_val_t{64}, std::nothrow);

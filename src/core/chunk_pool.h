@@ -3,7 +3,8 @@
 // chunk is in use, a recording thread either waits for the writer to return
 // one (`block`, the default) or drops the event and counts it (`drop`).
 //
-// A chunk is a header and `capacity` bytes of 16-byte slots. The owning
+// A chunk is a header, `capacity` bytes of 16-byte slots and an unused tail
+// (kChunkTailBytes). The owning
 // thread appends records and publishes its fill level in `committed`
 // (release); the writer reads [its offset, committed) at any time. When the
 // owner moves on it links `next` and then sets `sealed`, after which
@@ -18,7 +19,15 @@
 #include <mutex>
 #include <vector>
 
+#include "prefetch_for_write.h"
+
 namespace dftracer {
+
+// Past its `capacity` each chunk has this many bytes that no record uses:
+// the record path prefetches kPrefetchAheadBytes past its fill level with
+// no bound check, and the line it asks for is always the chunk's own (never
+// the next allocation's, perhaps a chunk the writer is reading).
+constexpr size_t kChunkTailBytes = kPrefetchAheadBytes + kCacheLine;
 
 struct Chunk {
   std::atomic<uint32_t> committed{0};
@@ -85,7 +94,7 @@ class ChunkPool {
   static void free_chunk(Chunk* c);
 
  private:
-  static size_t bytes_of(const Chunk* c) { return sizeof(Chunk) + c->capacity; }
+  static size_t bytes_of(const Chunk* c) { return sizeof(Chunk) + c->capacity + kChunkTailBytes; }
   Chunk* allocate_locked();
 
   std::mutex mu_;

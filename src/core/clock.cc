@@ -24,6 +24,13 @@ bool has_invariant_tsc() {
 
 }  // namespace
 
+std::atomic<int> Clock::source_{Clock::kSourceUnknown};
+
+uint64_t Clock::other_ticks() {
+  if (source_.load(std::memory_order_relaxed) == kSourceUnknown) instance();
+  return source_.load(std::memory_order_relaxed) == kSourceTsc ? Sources{}.ticks() : monotonic_ns();
+}
+
 Clock& Clock::instance() {
   static Clock* clock = new Clock();  // never destroyed: used until the last exit handler
   return *clock;
@@ -45,11 +52,15 @@ Clock::Clock() {
   epoch_offset_ns_ = real - mono;
   use_tsc_ = has_invariant_tsc() && getenv("DFTRACER_NO_TSC") == nullptr;
   __atomic_store_n(&dft_hot.tsc, use_tsc_ ? 1 : 0, __ATOMIC_RELEASE);  // dft_ticks_inline() may now read the TSC
-  if (!use_tsc_) return;  // ticks are monotonic ns: nothing to calibrate
+  if (!use_tsc_) {  // ticks are monotonic ns: nothing to calibrate
+    source_.store(kSourceMonotonic, std::memory_order_release);
+    return;
+  }
   // Only the anchor here: the rate is measured when the first tick is
   // converted (ensure_rate), by when the baseline has grown on its own. A
   // short-lived process no longer spends ~2 ms of CPU at start measuring it.
   calibration_.start(Sources{});
+  source_.store(kSourceTsc, std::memory_order_release);
 }
 
 void Clock::ensure_rate() const {

@@ -30,13 +30,27 @@ class Clock {
  public:
   static Clock& instance();
 
-  // Raw ticks: the only clock read on the hot path.
-  inline uint64_t ticks() const {
+  // Raw ticks: the only clock read on the hot path. Static: one load of
+  // the chosen source (a hidden, constant-initialized word), no call to
+  // instance() and no guard check; the first read makes the Clock, which
+  // chooses the source.
+  static inline uint64_t ticks() {
+    const int source = source_.load(std::memory_order_relaxed);
 #if defined(__x86_64__) || defined(__i386__)
-    if (use_tsc_) return __rdtsc();
+    if (__builtin_expect(source == kSourceTsc, 1)) return __rdtsc();
 #endif
-    return monotonic_ns();
+    return other_ticks();
   }
+
+  // ticks() in two halves, for a caller that keeps its fast path free of
+  // calls: whether ticks() is `rdtsc` (false until the Clock exists, and
+  // on other CPUs), and the TSC itself (only where ticks_are_tsc()).
+  static inline bool ticks_are_tsc() { return source_.load(std::memory_order_relaxed) == kSourceTsc; }
+#if defined(__x86_64__) || defined(__i386__)
+  static inline uint64_t tsc() { return __rdtsc(); }
+#else
+  static inline uint64_t tsc() { return other_ticks(); }
+#endif
 
   static inline uint64_t monotonic_ns() {
     timespec ts;
@@ -78,6 +92,13 @@ class Clock {
   // writer's first recalibrate), whichever thread gets there first.
   void ensure_rate() const;
   static constexpr uint64_t kFirstBaselineNs = 200000;
+  // ticks() from CLOCK_MONOTONIC, or before the Clock exists (makes it,
+  // then reads its source). Out of line: ticks() inlines to a load, a
+  // branch and `rdtsc`, with no call its callers need a frame for.
+  static uint64_t other_ticks();
+  enum : int { kSourceUnknown = 0, kSourceTsc = 1, kSourceMonotonic = 2 };
+  // Set once, at the end of the constructor (the TSC anchor taken first).
+  static std::atomic<int> source_ __attribute__((visibility("hidden")));
   bool use_tsc_ = false;
   uint64_t epoch_offset_ns_ = 0;  // realtime - monotonic at start
   // Anchor fixed in the constructor; rate via ns_per_tick_. Written by

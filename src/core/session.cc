@@ -22,7 +22,11 @@
 
 namespace dftracer {
 
-thread_local ThreadBuffer* Session::tls_buffer_ = nullptr;
+__thread ThreadBuffer* Session::tls_buffer_ = nullptr;
+std::atomic<bool> Session::enabled_{false};
+std::atomic<bool> Session::finalized_once_{false};
+std::atomic<uint64_t> Session::session_{0};
+std::atomic<uint64_t> Session::after_finalize_{0};
 
 namespace {
 
@@ -250,6 +254,22 @@ ThreadBuffer* Session::attach_thread() {
   tls_buffer_ = tb;
   errno = saved;
   return tb;
+}
+
+Session::Reservation Session::reserve_slow(uint32_t nslots) {
+  ThreadBuffer* tb = tls_buffer_;
+  if (tb == nullptr || tb->session != session_.load(std::memory_order_relaxed)) {
+    tb = attach_thread();
+    if (tb == nullptr) return Reservation{};
+  }
+  const uint32_t bytes = nslots * kSlot;
+  if (tb->off + bytes > tb->cap && !refill(tb, bytes)) return Reservation{};
+  Reservation r;
+  r.tb = tb;
+  r.chunk = tb->chunk;
+  r.p = tb->chunk->data + tb->off;
+  r.end = tb->off + bytes;
+  return r;
 }
 
 bool Session::refill(ThreadBuffer* tb, uint32_t bytes) {

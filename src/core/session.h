@@ -4,10 +4,12 @@
 // (buffer_registry.h), the chunk pool and the writer. What the process does
 // to it from outside (atexit, SIGTERM/SIGINT, fork) is in process_hooks.cc.
 //
-// The hot path (reserve / commit) is inline: one relaxed load of `enabled_`,
-// a thread-local buffer pointer, a bounds check, a memcpy-sized store, a
-// release store of the fill level and a prefetch for write a few records
-// ahead (prefetch_for_write.h).
+// The hot path (reserve / commit) is inline and static: one relaxed load of
+// `enabled_`, a thread-local buffer pointer, a bounds check, a memcpy-sized
+// store, a release store of the fill level and a prefetch for write a few
+// records ahead (prefetch_for_write.h). What it reads of the session
+// (`enabled_`, `session_`) are static, hidden, constant-initialized members:
+// one PC-relative load each, no call to instance() and no guard check.
 #ifndef DFTRACER_SRC_CORE_SESSION_H_
 #define DFTRACER_SRC_CORE_SESSION_H_
 
@@ -25,6 +27,9 @@
 #include "prefetch_for_write.h"
 #include "record.h"
 #include "thread_buffer.h"
+
+// Internal to the library: read PC-relative, not through the GOT.
+#define DFTRACER_HIDDEN __attribute__((visibility("hidden")))
 
 namespace dftracer {
 
@@ -54,47 +59,71 @@ class Session {
   void flush();
   const char* trace_path() const;
   const char* trace_prefix() const;  // the <prefix> of trace_path()
-  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  static bool enabled() { return enabled_.load(std::memory_order_relaxed); }
   int64_t pid() const { return pid_; }
 
   // --- hot path ---
-  // Space for a record of `nslots` slots in the caller's buffer, or nullptr
-  // (tracing off, or dropped). Follow with commit(*tb_out, nslots) on the
-  // same thread. (The buffer is returned so the thread-local is read once.)
-  inline unsigned char* reserve(uint32_t nslots, ThreadBuffer** tb_out) {
+  // Space reserved for one record: where to write it and what commit()
+  // needs, carried in registers (the record's stores may alias the
+  // buffer's fields, which would otherwise be read again).
+  struct Reservation {
+    unsigned char* p = nullptr;  // nullptr: tracing off, or dropped
+    ThreadBuffer* tb = nullptr;
+    Chunk* chunk = nullptr;
+    uint32_t end = 0;  // the chunk's fill level once committed
+  };
+
+  // Space for a record of `nslots` slots in the caller's buffer (p nullptr:
+  // tracing off, or dropped). Follow with commit() on the same thread.
+  static inline Reservation reserve(uint32_t nslots) {
     if (!enabled_.load(std::memory_order_relaxed)) {
-      if (finalized_once_.load(std::memory_order_relaxed)) after_finalize_.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
+      note_call_while_off();
+      return Reservation{};
     }
-    ThreadBuffer* tb = tls_buffer_;
-    if (__builtin_expect(tb == nullptr || tb->session != session_.load(std::memory_order_relaxed), 0)) {
-      tb = attach_thread();
-      if (tb == nullptr) return nullptr;
-    }
-    uint32_t bytes = nslots * kSlot;
-    if (__builtin_expect(tb->off + bytes > tb->cap, 0)) {
-      if (!refill(tb, bytes)) return nullptr;
-    }
-    *tb_out = tb;
-    return tb->chunk->data + tb->off;
+    Reservation r = reserve_in_chunk(nslots);
+    if (__builtin_expect(r.p == nullptr, 0)) r = instance().reserve_slow(nslots);
+    return r;
   }
-  static inline void commit(ThreadBuffer* tb, uint32_t nslots) {
-    Chunk* c = tb->chunk;
-    uint32_t off = tb->off + nslots * kSlot;
-    tb->off = off;
-    c->committed.store(off, std::memory_order_release);
+  // The fast half, for a caller that has seen tracing on: space in the
+  // thread's current chunk, or p nullptr when reserve() must decide (a
+  // thread or session new to the buffer, the chunk full). No call, so the
+  // caller's fast path needs no stack frame.
+  static inline Reservation reserve_in_chunk(uint32_t nslots) {
+    Reservation r;
+    ThreadBuffer* tb = tls_buffer_;
+    if (__builtin_expect(tb == nullptr || tb->session != session_.load(std::memory_order_relaxed), 0)) return r;
+    const uint32_t off = tb->off;
+    const uint32_t cap = tb->cap;
+    const uint32_t end = off + nslots * kSlot;
+    if (__builtin_expect(end > cap, 0)) return r;  // also no chunk yet (cap 0)
+    r.tb = tb;
+    r.chunk = tb->chunk;
+    r.p = r.chunk->data + off;
+    r.end = end;
+    return r;
+  }
+  static inline void commit(const Reservation& r) {
+    ThreadBuffer* tb = r.tb;
+    tb->off = r.end;
+    r.chunk->committed.store(r.end, std::memory_order_release);
     tb->recorded.store(tb->recorded.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    // The line a few records ahead, inside this chunk (past its end lies
-    // another chunk, perhaps being read by the writer).
-    if (__builtin_expect(off + kPrefetchAheadBytes < tb->cap, 1)) prefetch_for_write(c->data + off + kPrefetchAheadBytes);
+    // The line a few records ahead: inside this chunk, its unused tail
+    // included (chunk_pool.h kChunkTailBytes), so no bound check.
+    prefetch_for_write(r.chunk->data + r.end + kPrefetchAheadBytes);
+  }
+
+  // A recording call while tracing is off: after a finalize, counted
+  // (dft_stats.events_after_finalize).
+  static inline void note_call_while_off() {
+    if (finalized_once_.load(std::memory_order_relaxed)) after_finalize_.fetch_add(1, std::memory_order_relaxed);
   }
 
   // --- used by the writer and dft_get_stats ---
   BufferRegistry& registry() { return registry_; }
   ChunkPool& pool() { return pool_; }
-  uint64_t after_finalize_count() const { return after_finalize_.load(std::memory_order_relaxed); }
+  static uint64_t after_finalize_count() { return after_finalize_.load(std::memory_order_relaxed); }
   Writer* writer() { return writer_.get(); }
-  uint64_t session() const { return session_.load(std::memory_order_relaxed); }
+  static uint64_t session() { return session_.load(std::memory_order_relaxed); }
 
   // The calling thread's events are written as the main thread's from here
   // on (dft_record_cut). False when tracing is off.
@@ -112,22 +141,27 @@ class Session {
   void after_fork_in_parent();
   void after_fork_in_child();
 
-  static thread_local ThreadBuffer* tls_buffer_;
+  // __thread, not thread_local: a pointer needs no dynamic initialization,
+  // and other translation units then read it without a TLS wrapper check.
+  static __thread ThreadBuffer* tls_buffer_ DFTRACER_HIDDEN;
 
  private:
   Session() = default;
   ThreadBuffer* attach_thread();
+  // reserve() past its fast half: attach the thread, refill its chunk.
+  Reservation reserve_slow(uint32_t nslots);
   bool refill(ThreadBuffer* tb, uint32_t bytes);
   int start_session(const Config& cfg, int64_t process_id, std::string* error);
   void finalize_locked(bool discard_if_empty);
 
   std::mutex lifecycle_mu_;  // init / finalize / fork
   void set_enabled(bool on);  // enabled_ and its public mirror dft_hot.enabled
-  std::atomic<bool> enabled_{false};
-  std::atomic<bool> finalized_once_{false};
+  // Read on the hot path: static (one session a process), hidden, constant-initialized.
+  static std::atomic<bool> enabled_ DFTRACER_HIDDEN;
+  static std::atomic<bool> finalized_once_ DFTRACER_HIDDEN;
   bool suspended_for_exec_ = false;  // guarded by lifecycle_mu_
-  std::atomic<uint64_t> session_{0};
-  std::atomic<uint64_t> after_finalize_{0};
+  static std::atomic<uint64_t> session_ DFTRACER_HIDDEN;
+  static std::atomic<uint64_t> after_finalize_ DFTRACER_HIDDEN;
   Config config_;
   int64_t pid_ = 0;
   int64_t main_tid_ = 0;  // the thread that started the session
