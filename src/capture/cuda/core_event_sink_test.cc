@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "activity_records_for_test.h"
+#include "linked_core_for_test.h"
 #include "device_activity.h"
 #include "device_track.hpp"
 #include "dftracer/dftracer.h"
@@ -27,21 +28,11 @@
 namespace dftracer::cuda {
 namespace {
 
+using test::linked_core;
+
 using dftracer_test::Event;
 using dftracer_test::int_arg;
 using dftracer_test::str_arg;
-
-CoreApi linked_core() {
-  CoreApi a;
-  a.complete = &dft_complete_ns_on_track;
-  a.flow = &dft_flow_ns_on_track;
-  a.name_track = &dft_name_track;
-  a.intern = &dft_intern_cstr;
-  a.set_launch_scope = &dft_set_launch_scope;
-  a.now_ns = &dft_now_ns;
-  a.enabled = &dft_enabled;
-  return a;
-}
 
 using test::api;
 using test::kernel;
