@@ -2,20 +2,20 @@
 
 Each check runs in its own Python process (CUPTI is process-wide: our capture
 and torch.profiler's Kineto never share one), traces with the CUDA capture
-source (libdftracer_cuda.so, loaded with ctypes, started with no path: its
-device events go through the core's writer into the process's trace file)
-under trace_eager, reads the trace back with `dftracer-analyze device --format
+source as a user gets it: DFTRACER_CUDA=1, and initialize_log() starts
+libdftracer_cuda.so (the package's own, beside its core library, or --lib)
+into the process's trace file; finalize() stops it first (the core's
+before_finalize), under trace_eager, reads the trace back with `dftracer-analyze device --format
 json` and prints one JSON line: {"check", "ok", "detail", ...}. A check passes
 only when every device event is linked to its launch call (correlation) and
 to the op or kernel event that launched it (External id, pushed by the
 observer and the capture backend's marks). The driver prints the pass/fail
 table. NOT YET RUN ON A GPU: written without one.
 
-    python3 scripts/gpu_check.py --lib build-gpu/src/capture/cuda/libdftracer_cuda.so \
-        --analyze build-gpu/src/analyze/dftracer-analyze --out /tmp/gpu_check [--only NAME]
+    python3 scripts/gpu_check.py --analyze .gpu_venv/bin/dftracer-analyze --out /tmp/gpu_check \
+        [--lib build-gpu/src/capture/cuda/libdftracer_cuda.so] [--only NAME]
 """
 import argparse
-import ctypes
 import json
 import os
 import subprocess
@@ -23,31 +23,26 @@ import sys
 import tempfile
 import time
 
-CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "cuda_memory", "vs_kineto", "overhead"]
+CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "sigterm", "cuda_memory", "vs_kineto",
+          "overhead"]
 
 
 # ----------------------------------------------------------------- helpers (child side)
 
-class CudaCapture:
-    """libdftracer_cuda.so: start(path) ... stop()."""
+def cuda_source():
+    """The package's device source (dftracer.python.cuda), which initialize_log started."""
+    from dftracer.python import cuda
+    if not cuda.running():
+        raise RuntimeError(f"the CUDA capture did not start with tracing ({cuda.library_path()}; DFTRACER_CUDA="
+                           f"{os.environ.get('DFTRACER_CUDA')}): see the warning above")
+    return cuda
 
-    def __init__(self, lib):
-        self.lib = ctypes.CDLL(lib)
-        self.lib.dftracer_cuda_start.argtypes = [ctypes.c_char_p]
-        self.lib.dftracer_cuda_stop.restype = ctypes.c_int64
-        self.lib.dftracer_cuda_error.restype = ctypes.c_char_p
-        self.lib.dftracer_cuda_dropped.restype = ctypes.c_uint64
 
-    def start(self, path=None):
-        """path None: into the process's trace (the core's writer); else a file of its own."""
-        if self.lib.dftracer_cuda_start(path.encode() if path else None) != 0:
-            raise RuntimeError("dftracer_cuda_start: " + self.lib.dftracer_cuda_error().decode())
-
-    def stop(self):
-        n = self.lib.dftracer_cuda_stop()
-        if n < 0:
-            raise RuntimeError("dftracer_cuda_stop: " + self.lib.dftracer_cuda_error().decode())
-        return n, self.lib.dftracer_cuda_dropped()
+def stopped_counts(cuda):
+    """After finalize (whose before_finalize stopped the source): events written, records dropped."""
+    if cuda.running():
+        raise RuntimeError("the CUDA capture still runs after finalize (the core did not stop it)")
+    return cuda._lib.dftracer_cuda_stop(), cuda._lib.dftracer_cuda_dropped()
 
 
 def device_report(analyze, paths, by="op"):
@@ -83,13 +78,12 @@ def traced(args, name, body, eager=True):
     import torch
     from dftracer.python import dftracer, trace_eager
     log = dftracer.initialize_log(os.path.join(out, "run"), None, -1)
-    cap = CudaCapture(args.lib)
-    cap.start()
+    cuda = cuda_source()
     with trace_eager() if eager else contextlib.nullcontext():
         body(torch)
         torch.cuda.synchronize()
-    events, dropped = cap.stop()  # before finalize: its last buffers go into the trace
-    log.finalize()
+    log.finalize()  # stops the CUDA capture first: its last buffers go into the trace
+    events, dropped = stopped_counts(cuda)
     traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
     if len(traces) != 1:
         raise RuntimeError(f"expected one trace file (CPU and device events together) in {out}, found {traces}")
@@ -172,6 +166,45 @@ def check_nccl(args):
     rep = traced(args, "nccl", body)
     coll = [r for r in rep["category"] if r["key"] == "collective" and r["events"]]
     return linked_result(rep, bool(coll), f"{coll[0]['events'] if coll else 0} NCCL kernels")
+
+
+SIGTERM_CHILD = """
+import os, sys, torch
+import dftracer  # DFTRACER_ENABLE=1, DFTRACER_CUDA=1: tracing and the CUDA capture start here
+from dftracer.python import cuda, trace_eager
+assert cuda.running(), "the CUDA capture did not start"
+a = torch.randn(2048, 2048, device="cuda")
+with trace_eager():
+    for i in range(1000000):
+        a = torch.tanh(a @ a)
+        if i == 50:
+            torch.cuda.synchronize()
+            print("ready", flush=True)
+"""
+
+
+def check_sigterm(args):
+    """SIGTERM in the middle of a traced GPU loop: the core's signal path stops the CUDA
+    capture before finalizing, so the trace holds the device events up to then."""
+    import signal
+    out = os.path.join(args.out, "sigterm")
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_CUDA="1", DFTRACER_LOG_FILE=os.path.join(out, "run"))
+    p = subprocess.Popen([sys.executable, "-c", SIGTERM_CHILD], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if line.strip() != "ready":
+        p.kill()
+        return False, f"the traced child did not start: {p.communicate()[1].strip()[-200:]}"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
+    if p.returncode != -signal.SIGTERM or len(traces) != 1:
+        return False, f"exit {p.returncode}, traces {traces}: {err.strip()[-200:]}"
+    rep = device_report(args.analyze, traces)
+    ok = rep["device_events"] > 0 and rep["linked"]["op_by_external_id"] == rep["device_events"]
+    return ok, (f"died of SIGTERM; {rep['device_events']} device events kept, "
+                f"{rep['linked']['op_by_external_id']} linked to their op")
 
 
 def check_cuda_memory(args):
@@ -335,9 +368,13 @@ def check_overhead(args):
 # ----------------------------------------------------------------- driver side
 
 def run_child(args, name, timeout):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--lib", args.lib, "--analyze", args.analyze,
-           "--out", args.out]
-    env = dict(os.environ, DFTRACER_ENABLE="1")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--analyze", args.analyze, "--out", args.out]
+    # The CUDA capture as a user turns it on; --lib: a library other than the package's own.
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_CUDA="1")
+    if args.lib:
+        env["DFTRACER_CUDA_LIB"] = args.lib
+    if name.startswith("_overhead_untraced") or name == "_kineto_theirs" or name == "_overhead_profiler":
+        env["DFTRACER_CUDA"] = "0"  # Kineto needs CUPTI to itself; untraced runs load nothing
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -352,7 +389,7 @@ def run_child(args, name, timeout):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
+    ap.add_argument("--lib", default=None, help="libdftracer_cuda.so to use (default: the package's own)")
     ap.add_argument("--analyze", required=True)
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", action="append")
@@ -371,6 +408,12 @@ def main():
     for name in args.only or CHECKS:
         t0 = time.time()
         r = run_child(args, name, timeout=420 if name in ("overhead", "vs_kineto") else 180)
+        if name == "gpu" and r["ok"]:
+            from dftracer.python import cuda
+            where = args.lib or cuda.library_path()
+            if not os.path.exists(where):
+                r = {"check": "gpu", "ok": False, "detail": f"{where} missing: the package was built without "
+                     "-DDFTRACER_CUDA=ON"}
         r["seconds"] = time.time() - t0
         results.append(r)
         print(json.dumps(r), flush=True)

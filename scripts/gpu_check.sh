@@ -16,7 +16,8 @@
 #
 # Checks: the GPU is there; the CUDA capture's unit tests; eager ops under
 # trace_eager, a model under the capture backend, under Inductor (Triton
-# kernels), a host<->device copy, an NCCL all-reduce of world size 1, each
+# kernels), a host<->device copy, an NCCL all-reduce of world size 1, SIGTERM
+# in the middle of a traced GPU loop, each
 # with the device events in the process's own trace file and every one linked
 # to its launch call and to the op or kernel event that launched it; CUDA's
 # caching allocator under the memory capture (the cuda:0 peak equals
@@ -133,19 +134,26 @@ echo "gpu_check: building into $B (log: $LOG)"
     -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$VPY" -DDFTRACER_CUDA=ON \
     -DDFTRACER_BUILD_TESTS=ON -DDFTRACER_BUILD_ANALYZER=OFF -DDFTRACER_BUILD_BENCH=OFF \
     -DDFTRACER_BUILD_EXAMPLES=OFF -DDFTRACER_TORCH=OFF &&
-  cmake --build "$B" -j "$JOBS" --target dftracer_cuda cuda_activity_test cuda_core_sink_test
+  cmake --build "$B" -j "$JOBS" --target dftracer_cuda cuda_activity_test cuda_core_sink_test cuda_source_stop_test
 } >"$LOG" 2>&1 || fail_now build "cmake build failed: $(grep -m1 -E 'error|Error' "$LOG" | cut -c1-160)"
 # The package (extension, LibTorch observer against this torch, and dftracer-analyze).
-CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$VPY" -m pip install -q --no-build-isolation --no-deps "$ROOT" >>"$LOG" 2>&1 \
-  || fail_now build "pip install of dftracer failed (see $LOG)"
+# With the CUDA capture source: libdftracer_cuda.so beside the core in the
+# package, which initialize_log starts (DFTRACER_CUDA=1 in the checks).
+PIP_CUDA=(-C cmake.define.DFTRACER_CUDA=ON)
+[ -n "${CUPTI_ROOT:-}" ] && PIP_CUDA+=(-C "cmake.define.CUPTI_ROOT=$CUPTI_ROOT")
+CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$VPY" -m pip install -q --no-build-isolation --no-deps "${PIP_CUDA[@]}" "$ROOT" \
+  >>"$LOG" 2>&1 || fail_now build "pip install of dftracer failed (see $LOG)"
+CUDA_LIB=$("$VPY" -c "from dftracer.python import cuda; print(cuda.library_path())" 2>>"$LOG")
+[ -f "$CUDA_LIB" ] || fail_now build "the package holds no libdftracer_cuda.so ($CUDA_LIB; see $LOG)"
 ANALYZE=$VENV/bin/dftracer-analyze
 [ -x "$ANALYZE" ] || fail_now build "$ANALYZE was not installed (see $LOG)"
-record build PASS "$(( $(date +%s) - START )) s: libdftracer_cuda.so, dftracer and dftracer-analyze in $VENV"
+record build PASS "$(( $(date +%s) - START )) s: dftracer (with $(basename "$CUDA_LIB")) and dftracer-analyze in $VENV"
 
 # --------------------------------------------------------------- unit tests
 if "$B/src/capture/cuda/cuda_activity_test" >"$B/unit.log" 2>&1 &&
-   "$B/src/capture/cuda/cuda_core_sink_test" >>"$B/unit.log" 2>&1; then
-  record unit PASS "activity record conversion and core writer suites (cuda_activity_test, cuda_core_sink_test)"
+   "$B/src/capture/cuda/cuda_core_sink_test" >>"$B/unit.log" 2>&1 &&
+   "$B/src/capture/cuda/cuda_source_stop_test" >>"$B/unit.log" 2>&1; then
+  record unit PASS "activity record conversion, core writer and stop-before-finalize suites"
 else
   record unit FAIL "$(grep -m1 FAILED "$B/unit.log")"
 fi
@@ -153,8 +161,8 @@ fi
 # --------------------------------------------------------------- GPU checks
 OUT=$B/gpu_check_out
 rm -rf "$OUT" && mkdir -p "$OUT"
-"$VPY" "$ROOT/scripts/gpu_check.py" --lib "$B/src/capture/cuda/libdftracer_cuda.so" \
-  --analyze "$ANALYZE" --out "$OUT" >"$OUT/checks.jsonl" 2>"$OUT/checks.err"
+# The package's own libdftracer_cuda.so, started by initialize_log (no --lib).
+"$VPY" "$ROOT/scripts/gpu_check.py" --analyze "$ANALYZE" --out "$OUT" >"$OUT/checks.jsonl" 2>"$OUT/checks.err"
 while IFS= read -r line; do
   name=$("$VPY" -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["check"])' "$line")
   res=$("$VPY" -c 'import json,sys; r=json.loads(sys.argv[1]); print("PASS" if r["ok"] else "FAIL")' "$line")

@@ -6,7 +6,12 @@
 //                      compiled here from the same parts;
 //   Marks/fake_scope   mark() with a scope whose push/pop only count: what
 //                      the capture adds per node when a device source runs,
-//                      CUPTI's own push/pop excluded.
+//                      CUPTI's own push/pop excluded;
+//   Marks/fake_scope_ring  the same, and each push also writes the node's
+//                      (name, args fragment, phase) into a fixed ring indexed
+//                      by its id (a prototype of giving device events the
+//                      launching event's args at conversion time: not built
+//                      into the capture, docs/DESIGN.md "Device time").
 // Each iteration is one graph call of kNodes nodes: begin_call, kNodes + 1
 // marks, end_call (which records the op events), so the figure per node
 // includes the record the node's event costs. Counter: ns_per_node.
@@ -93,12 +98,38 @@ void run(benchmark::State& state, const dft_launch_scope* scope) {
 
 void shipped(long i) { mark(i); }
 
+// The ring of the prototype: written by the launching thread at each push,
+// read (id checked) where CUPTI's records are converted. 2^16 entries of
+// 24 bytes (1.5 MiB): a launch's entry must outlive the GPU queue.
+struct RingEntry {
+  uint64_t id;
+  dft_id name, fragment;
+};
+constexpr uint64_t kRing = uint64_t(1) << 16;
+RingEntry g_ring[kRing];
+
+void with_ring(long i) {
+  mark(i);
+  CallStack& cs = tl_calls;
+  Frame& f = cs.frames[cs.depth - 1];
+  const Mark& m = f.marks[f.n_marks - 1];
+  if (m.external_id != 0 && i < static_cast<long>(f.table->nodes.size())) {
+    const NodeEntry& n = f.table->nodes[i];
+    RingEntry& e = g_ring[m.external_id & (kRing - 1)];
+    e.name = n.name;
+    e.fragment = n.fragment;
+    __atomic_store_n(&e.id, m.external_id, __ATOMIC_RELEASE);  // last: a reader checks it
+  }
+}
+
 void BM_Marks_shipped(benchmark::State& s) { run<&shipped>(s, nullptr); }
 void BM_Marks_no_check(benchmark::State& s) { run<&mark_without_check>(s, nullptr); }
 void BM_Marks_fake_scope(benchmark::State& s) { run<&shipped>(s, &kFake); }
 BENCHMARK(BM_Marks_shipped);
 BENCHMARK(BM_Marks_no_check);
+void BM_Marks_fake_scope_ring(benchmark::State& s) { run<&with_ring>(s, &kFake); }
 BENCHMARK(BM_Marks_fake_scope);
+BENCHMARK(BM_Marks_fake_scope_ring);
 
 // A plain loop of `calls` graph calls of one variant, for instruction counts
 // under callgrind (whose --toggle-collect names this function):
@@ -119,8 +150,9 @@ int main(int argc, char** argv) {
     const std::string v = argv[1] + 8;
     const long calls = std::atol(argv[2]);
     const int slot = setup().slot;
-    if (v == "fake_scope") dft_set_launch_scope(&kFake);
+    if (v == "fake_scope" || v == "fake_scope_ring") dft_set_launch_scope(&kFake);
     if (v == "no_check") plain_calls<&mark_without_check>(slot, calls);
+    else if (v == "fake_scope_ring") plain_calls<&with_ring>(slot, calls);
     else plain_calls<&shipped>(slot, calls);
     dft_set_launch_scope(nullptr);
     dft_finalize();

@@ -428,11 +428,19 @@ DFT_API void dft_stop_tracing_threads(void);
  * that both it and the caller know. dft_set_launch_scope returns 0, or -1
  * (and leaves the current scope as it was) for a struct_size below
  * DFT_LAUNCH_SCOPE_MIN_SIZE (a caller that did not set it) or a NULL push or
- * pop; NULL (no scope) is always accepted. */
+ * pop; NULL (no scope) is always accepted.
+ * before_finalize (optional, NULL for none): the device source's stop. The
+ * core clears the scope and calls it once when the trace is about to be
+ * finalized -- dft_finalize, the exit handler, SIGTERM/SIGINT's signal
+ * thread, _exit and exec -- on the finalizing thread, before the trace's
+ * last records are drained and with no lock of the core's held, so the
+ * source can record its last buffers into the trace there. A forked child
+ * starts with no scope (the device source's threads are the parent's). */
 typedef struct dft_launch_scope {
   uint32_t struct_size; /* sizeof(dft_launch_scope): set it first */
   uint64_t (*push)(void);
   void (*pop)(void);
+  void (*before_finalize)(void);
 } dft_launch_scope;
 /* The size of the first version (struct_size, push, pop). */
 #define DFT_LAUNCH_SCOPE_MIN_SIZE (offsetof(dft_launch_scope, pop) + sizeof(void (*)(void)))

@@ -267,6 +267,9 @@ void Session::after_fork_in_parent() {
 }
 
 void Session::after_fork_in_child() {
+  // A device source's threads and state are the parent's: no launch scope
+  // (and no stop of the parent's source at the child's finalize).
+  __atomic_store_n(&dft_launch_scope_current, nullptr, __ATOMIC_RELEASE);
   // The parent's signal thread was not copied: the child gets its own (a
   // signal the parent was handling is the parent's, not the child's).
   g_signal_thread.store(false, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -186,17 +187,37 @@ int Session::relocate(const char* log_file, std::string* error) {
   return 0;
 }
 
+namespace {
+// A device source's stop (dft_launch_scope::before_finalize): once, before
+// the trace's last records are drained and before the lifecycle lock, since
+// it records its last buffers into the trace (and CUPTI may complete them on
+// a thread of its own that records too).
+void stop_device_source() {
+  const dft_launch_scope* scope = dft_launch_scope_inline();
+  if (scope == nullptr || scope->struct_size < offsetof(dft_launch_scope, before_finalize) + sizeof(void (*)(void)) ||
+      scope->before_finalize == nullptr)
+    return;
+  if (!__atomic_compare_exchange_n(&dft_launch_scope_current, &scope, nullptr, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;  // another finalizing thread took it
+  scope->before_finalize();
+}
+}  // namespace
+
 void Session::finalize() {
+  if (enabled()) stop_device_source();
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   finalize_locked(false);
 }
 
 void Session::finalize_before_image_ends() {
+  if (enabled()) stop_device_source();
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   finalize_locked(true);
 }
 
 void Session::suspend_for_exec() {
+  if (enabled()) stop_device_source();
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (!enabled_.load(std::memory_order_relaxed)) return;
   finalize_locked(true);

@@ -174,7 +174,7 @@ def test_table_and_csv_outputs():
 
 def test_bad_by_and_no_device_events(tmp_path):
     p = run_device("--by", "flops", os.path.join(DATA, "nccl_data.json.gz"))
-    assert p.returncode == 2 and "--by must be op, kernel, module, category, stream or step" in p.stderr
+    assert p.returncode == 2 and "--by must be op, kernel, module, phase, category, stream or step" in p.stderr
     cpu_only = tmp_path / "cpu.json"
     cpu_only.write_text(json.dumps({"traceEvents": [
         {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]}))
@@ -262,3 +262,41 @@ def test_report_has_a_device_section(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "GPU: " not in p.stdout
     assert "device-section" not in (tmp_path / "c.html").read_text()
+
+
+def test_phase_table_of_hta_phases_is_their_module_ranges():
+    """nccl_data marks its phases with `## forward ##`, `## backward ##`, `## optimizer ##`
+    ranges (HTA's modules): each phase row's device figures are its module row's."""
+    cli = device_json("nccl_data.json.gz")
+    modules = {r["key"]: r for r in cli["module"] if r["events"]}
+    phases = {r["key"]: r for r in cli["phase"] if r["events"]}
+    assert set(phases) == set(modules) == {"forward", "backward", "optimizer"}
+    for k, row in phases.items():
+        assert (row["events"], row["device_us"]) == (modules[k]["events"], modules[k]["device_us"]), k
+
+
+@pytest.mark.parametrize("name", ["nccl_data.json.gz", "sampled_rank-0.json.gz", "alexnet_trace.json.gz"])
+def test_report_cpu_tables_hold_no_gpu_work(tmp_path, name):
+    """On a Kineto trace, the report's CPU side (answer lines, top ops, timeline) counts no
+    GPU kernel, copy or GPU track as an op or a process; the GPU is a timeline row of its own."""
+    import re
+    evs = load(name)
+    gpu_names = {e["name"] for e in evs if e.get("cat") in DEVICE_CATS + ("gpu_user_annotation", "cuda_sync")}
+    gpu_pids = {str(e["pid"]) for e in evs if e.get("cat") in DEVICE_CATS}
+    html = tmp_path / "r.html"
+    p = subprocess.run([analyzer(), "report", "--no-progress", "-o", str(html), os.path.join(DATA, name)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    hottest = next(ln for ln in p.stdout.splitlines() if ln.startswith("Hottest ops"))
+    assert not any(k in hottest for k in gpu_names if len(k) > 8), hottest
+    for ln in p.stdout.splitlines():
+        if ln.startswith("Steps:"):
+            assert not any(f"of pid {g}," in ln + "," for g in gpu_pids), ln
+    labels = re.findall(r'"label":"([^"]*)"', html.read_text())
+    assert [f"GPU {g}" for g in sorted(gpu_pids)] == [lb for lb in labels if lb.startswith("GPU ")]
+    assert not any(lb == f"pid {g}" or lb.startswith(f"pid {g} ") for lb in labels for g in gpu_pids), labels
+    s = subprocess.run([analyzer(), "summary", "--no-progress", "--by", "cat", "--format", "json",
+                        os.path.join(DATA, name)], capture_output=True, text=True, timeout=120)
+    doc = json.loads(s.stdout)
+    assert not {r["cat"] for r in doc["rows"]} & set(DEVICE_CATS)
+    assert doc["device_events"] >= sum(1 for e in evs if e.get("cat") in DEVICE_CATS)

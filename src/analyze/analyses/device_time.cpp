@@ -21,6 +21,7 @@ const std::vector<DeviceGroup>* DeviceReport::table(const std::string& by) const
   if (by == "op") return &op;
   if (by == "kernel") return &kernel;
   if (by == "module") return &module;
+  if (by == "phase") return &phase;
   if (by == "category") return &category;
   if (by == "stream") return &stream;
   return nullptr;
@@ -83,7 +84,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
   r.stats = t.stats;
   r.events_not_kept = t.not_kept;
   const auto& ev = t.events;
-  Groups op, kernel, module, category, stream;
+  Groups op, kernel, module, phase, category, stream;
   std::map<std::pair<uint32_t, std::string>, Busy> busy;  // by (file, owner)
   std::map<std::tuple<uint32_t, std::string, int64_t>, DeviceStep*> step_of;
   r.steps.reserve(t.steps.size());
@@ -119,6 +120,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
     add_device(k, d, launch);
     add_cpu(k, launch_ns);
     add_device(group(module, l.module.empty() ? "(none)" : l.module), d, launch);
+    add_device(group(phase, kPhaseNames[l.phase]), d, launch);
     DeviceGroup& c = group(category, device_category(d));
     add_device(c, d, launch);
     add_cpu(c, launch_ns);
@@ -152,6 +154,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
     if (ev[i].role == TimelineRole::cpu_op || ev[i].role == TimelineRole::annotation)
       add_cpu(group(op, ev[i].name), t.cpu_self[i]);
     add_cpu(group(module, t.cpu_module[i].empty() ? "(none)" : t.cpu_module[i]), t.cpu_self[i]);
+    if (i < t.cpu_phase.size()) add_cpu(group(phase, kPhaseNames[t.cpu_phase[i]]), t.cpu_self[i]);
   }
   for (auto& [owner, b] : busy) {
     std::sort(b.iv.begin(), b.iv.end());
@@ -176,6 +179,7 @@ DeviceReport device_report(const DeviceTimeline& t) {
   r.op = sorted(op);
   r.kernel = sorted(kernel);
   r.module = sorted(module);
+  r.phase = sorted(phase);
   r.category = sorted(category);
   r.stream = sorted(stream);
   return r;

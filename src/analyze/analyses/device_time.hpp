@@ -1,7 +1,8 @@
 // `dftracer-analyze device`: device time beside CPU time, from the linked
 // device timeline of kineto_import.hpp.
-//   per op, kernel, module, category (kernel, collective, memcpy, memset) and
-//   stream: device events, device time (their summed durations: a kernel has
+//   per op, kernel, module, phase (forward, backward, optimizer, inference:
+//   the launch's, kineto_import.hpp), category (kernel, collective, memcpy,
+//   memset) and stream: device events, device time (their summed durations: a kernel has
 //   no nested device work, so its self time is its duration), CPU time, and
 //   the launch delay (device start minus the launch call's start);
 //   per ProfilerStep: the step's CPU span, the time some GPU was busy and
@@ -43,7 +44,7 @@ struct DeviceStep {
 };
 
 // The tables `--by` accepts, in the JSON's order.
-inline constexpr const char* kDeviceTables[] = {"op", "kernel", "module", "category", "stream", "step"};
+inline constexpr const char* kDeviceTables[] = {"op", "kernel", "module", "phase", "category", "stream", "step"};
 
 struct DeviceReport {
   uint64_t device_events = 0, with_launch = 0, with_op = 0, op_by_external_id = 0, with_module = 0, in_step = 0;
@@ -51,7 +52,7 @@ struct DeviceReport {
   int64_t busy_ns = 0;    // union of the device intervals, per file and process (where known), added
   int64_t delay_sum_ns = 0;
   uint64_t delay_n = 0;
-  std::vector<DeviceGroup> op, kernel, module, category, stream;  // sorted by device time, then CPU time
+  std::vector<DeviceGroup> op, kernel, module, phase, category, stream;  // sorted by device time, then CPU time
   std::vector<DeviceStep> steps;
   uint64_t events_not_kept = 0;  // timeline events past kMaxTimelineEvents: not in any figure
   ReadStats stats;

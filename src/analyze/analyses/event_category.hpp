@@ -19,6 +19,7 @@
 
 #include <string_view>
 
+#include "device_track.hpp"
 #include "event.hpp"
 
 namespace dftracer::analyze {
@@ -45,6 +46,19 @@ inline bool is_item_fetch(std::string_view name) {
         (name.size() == m.size() || name[name.size() - m.size() - 1] == '.'))
       return true;
   return false;
+}
+
+// Device time, not a thread's: GPU work as torch.profiler/Kineto and our CUDA
+// source write it (cat kernel, gpu_memcpy, gpu_memset; Kineto's
+// gpu_user_annotation spans on the GPU track), or any event on a device track
+// of ours (format/device_track.hpp). The CPU analyses (summary, steps, the
+// report's CPU tables) leave them out; `dftracer-analyze device` reads them.
+inline bool is_device_cat(std::string_view cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "gpu_user_annotation" ||
+         cat == "cuda_sync";
+}
+inline bool is_device_event(const Event& e) {
+  return is_device_cat(e.cat) || format::parse_device_track_pid(e.pid_text, nullptr, nullptr);
 }
 
 inline std::string_view event_category(const Event& e) {

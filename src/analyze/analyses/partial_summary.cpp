@@ -206,7 +206,7 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
 // and version first, so a part from another build is refused, not misread.
 class PartialCodec {
  public:
-  static constexpr uint64_t kMagic = 0x33544150'54464444ULL;  // "DDFTPAT3" (2: ReadStats::indexed_files; 3: the memory sums)
+  static constexpr uint64_t kMagic = 0x34544150'54464444ULL;  // "DDFTPAT4" (2: ReadStats::indexed_files; 3: the memory sums; 4: device events)
 
   static std::string encode(SummaryAggregator& a, const ReadStats& st, const std::vector<size_t>& file_ids) {
     a.nesting_.finish();  // every self time known in its group, the runs kept
@@ -216,6 +216,7 @@ class PartialCodec {
     w.put_u64(a.complete_);
     w.put_u64(a.metadata_);
     w.put_u64(a.other_);
+    w.put_u64(a.device_);
     w.put_i64(a.first_ts_ns_);
     w.put_i64(a.last_end_ns_);
     for (uint64_t v : stats_fields(st)) w.put_u64(v);
@@ -274,6 +275,7 @@ class PartialCodec {
     part_agg.complete_ = r.get_u64();
     part_agg.metadata_ = r.get_u64();
     part_agg.other_ = r.get_u64();
+    part_agg.device_ = r.get_u64();
     part_agg.first_ts_ns_ = r.get_i64();
     part_agg.last_end_ns_ = r.get_i64();
     ReadStats ps;

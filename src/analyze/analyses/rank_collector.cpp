@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "device_track.hpp"
+#include "event_category.hpp"
 #include "trace_time.hpp"
 
 namespace dftracer::analyze {
@@ -74,6 +76,18 @@ void RankCollector::add_event(const Event& e) {
   }
   if (!e.is_complete() || !e.has_dur) return;
   RankProcess& p = process(e);
+  if (is_device_event(e)) {  // a GPU track: its own row, no thread time, no collectives
+    int64_t owner = -1, device = -1;
+    if (format::parse_device_track_pid(e.pid_text, &owner, &device)) {
+      p.device = device;
+      p.owner = std::to_string(owner);
+    } else if (p.device < 0 && !to_int(e.pid_text, p.device)) {
+      p.device = 0;
+    }
+    ++p.complete;
+    p.total_ns = saturating_add(p.total_ns, std::max<int64_t>(e.dur_ns, 0));
+    return;
+  }
   if (e.name == "end" && e.cat == "dftracer") p.ended = true;
   ++p.complete;
   p.total_ns = saturating_add(p.total_ns, std::max<int64_t>(e.dur_ns, 0));
@@ -117,6 +131,10 @@ void RankCollector::merge(RankCollector& o) {
       p.uncertainty_ns = q.uncertainty_ns;
     }
     p.ended = p.ended || q.ended;
+    if (q.device >= 0) {
+      p.device = q.device;
+      p.owner = q.owner;
+    }
     p.complete += q.complete;
     p.total_ns = saturating_add(p.total_ns, q.total_ns);
   }
@@ -151,6 +169,10 @@ std::vector<RankProcess> RankCollector::processes() const {
     out.push_back(p);
     auto it = self_.find(process_key(key.first, key.second));
     if (it != self_.end()) out.back().self_ns = it->second;
+    if (p.device >= 0) {  // a GPU track: the rank of its process, where the file says
+      auto owner = procs_.find({key.first, p.owner});
+      if (!p.owner.empty() && owner != procs_.end()) out.back().owner_rank = owner->second.rank;
+    }
   }
   return out;
 }

@@ -33,13 +33,22 @@ std::unique_ptr<RankCollector> collect(const std::vector<std::string>& files, un
   return std::move(cols[0]);
 }
 
-// Ranks first, by rank; processes without one after them, by file and pid.
+// Ranks first, by rank; processes without one after them, by file and pid;
+// a process's GPU tracks right after it, by device; GPU tracks of no known
+// process after the processes of their file.
 void sort_processes(std::vector<RankProcess>& ps) {
-  std::stable_sort(ps.begin(), ps.end(), [](const RankProcess& a, const RankProcess& b) {
-    const bool ra = a.rank >= 0, rb = b.rank >= 0;
+  auto rank_of = [](const RankProcess& p) { return p.device >= 0 ? p.owner_rank : p.rank; };
+  auto process_of = [](const RankProcess& p) -> const std::string& { return p.device >= 0 ? p.owner : p.pid; };
+  std::stable_sort(ps.begin(), ps.end(), [&](const RankProcess& a, const RankProcess& b) {
+    const bool ra = rank_of(a) >= 0, rb = rank_of(b) >= 0;
     if (ra != rb) return ra;
-    if (ra && a.rank != b.rank) return a.rank < b.rank;
-    return a.file != b.file ? a.file < b.file : a.pid < b.pid;
+    if (ra && rank_of(a) != rank_of(b)) return rank_of(a) < rank_of(b);
+    if (a.file != b.file) return a.file < b.file;
+    const bool ua = a.device >= 0 && a.owner.empty(), ub = b.device >= 0 && b.owner.empty();
+    if (ua != ub) return ub;
+    if (process_of(a) != process_of(b)) return process_of(a) < process_of(b);
+    if (a.device != b.device) return a.device < b.device;
+    return a.pid < b.pid;
   });
 }
 
@@ -352,8 +361,9 @@ RankReport analyze_ranks(const std::vector<std::string>& files, unsigned threads
   for (const RankProcess& p : r.processes) ranks += p.rank >= 0;
   std::unique_ptr<StepReport> steps;
   if (with_steps && ranks >= 2) steps = std::make_unique<StepReport>(analyze_steps(files, threads, options));
-  int64_t traced = 0;
-  for (const RankProcess& p : r.processes) traced = saturating_add(traced, p.self_ns);
+  int64_t traced = 0;  // thread time: a GPU track's is device time
+  for (const RankProcess& p : r.processes)
+    if (p.device < 0) traced = saturating_add(traced, p.self_ns);
   r.traced_us = ns_to_us(traced);
   match_collectives(r, c->comms(), steps ? steps->processes : std::vector<ProcessSteps>{});
   attribute(r, steps.get());
@@ -361,6 +371,12 @@ RankReport analyze_ranks(const std::vector<std::string>& files, unsigned threads
 }
 
 std::string process_label(const RankProcess& p) {
+  if (p.device >= 0) {
+    const std::string gpu = "GPU " + std::to_string(p.device);
+    if (p.owner_rank >= 0) return gpu + " of rank " + std::to_string(p.owner_rank);
+    if (!p.owner.empty()) return gpu + " of pid " + p.owner + " (file " + std::to_string(p.file) + ")";
+    return gpu + " (file " + std::to_string(p.file) + ")";
+  }
   if (p.rank >= 0) return "rank " + std::to_string(p.rank);
   return "pid " + p.pid + " (file " + std::to_string(p.file) + ")";
 }

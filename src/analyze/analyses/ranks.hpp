@@ -49,6 +49,14 @@ struct RankProcess {
   bool has_offset = false, has_uncertainty = false;
   int64_t clock_offset_ns = 0, uncertainty_ns = 0;
   bool ended = false;  // its `end` event was read: the file was finalized
+  // A GPU track (its events are device work, event_category.hpp), not a
+  // process: its device index (-1 for a process), the process it belongs to
+  // (a device track of ours names it, format/device_track.hpp; "" in a Kineto
+  // trace, whose GPU pid is the device index) and that process's rank. It has
+  // no rank of its own and no share of the traced (thread) time.
+  int64_t device = -1;
+  std::string owner;
+  int64_t owner_rank = -1;
   uint64_t complete = 0;
   int64_t self_ns = 0, total_ns = 0;
   // Matched collectives (those with a seq): wall time in them (overlapping

@@ -215,7 +215,8 @@ TEST(Ranks, CliJsonCsvAndTextCarryTheSameNumbers) {
   ASSERT_EQ(sum.status, 0) << sum.err;
   EXPECT_EQ(sum.out.substr(0, sum.out.find('\n')),
             "rank,local_rank,group_rank,world_size,hostname,pid,file,complete,count,self_us,total_us,share,comm_us,"
-            "wait_us,transfer_us,comm_calls,last_arrivals,caused_wait_us,clock_offset_ns,clock_offset_uncertainty_ns");
+            "wait_us,transfer_us,comm_calls,last_arrivals,caused_wait_us,clock_offset_ns,clock_offset_uncertainty_ns,"
+            "gpu,gpu_of");
   EXPECT_NE(sum.out.find("\n0,0,,2,node-a,100,"), std::string::npos) << sum.out;
 }
 

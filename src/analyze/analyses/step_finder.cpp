@@ -282,9 +282,10 @@ DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
 }
 
 void StepFinder::add_event(size_t file, const Event& e) {
-  // A device track (GPU work of a process, format/device_track.hpp) is no
-  // process of its own and no thread's time: no steps, no wall time.
-  if (format::parse_device_track_pid(e.pid_text, nullptr, nullptr)) return;
+  // Device work (a device track of a process, format/device_track.hpp, or
+  // Kineto's GPU events under the device's index as pid) is no process of
+  // its own and no thread's time: no steps, no wall time.
+  if (is_device_event(e)) return;
   const bool mark = is_step_mark(e);
   if (!mark && (!e.is_complete() || !e.has_dur || !e.has_ts)) return;
   // Most events belong to the process of the event before: found without a key.

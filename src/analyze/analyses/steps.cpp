@@ -59,7 +59,7 @@ class StepAttributor : public LineConsumer {
 
   void add_event(const Event& e) {
     if (!e.is_complete() || !e.has_dur) return;
-    if (format::parse_device_track_pid(e.pid_text, nullptr, nullptr)) return;  // GPU time: step_finder.hpp
+    if (is_device_event(e)) return;  // GPU time: step_finder.hpp
     const size_t cat = category_index(event_category(e));
     if (!e.has_ts) {  // cannot be placed nor nested
       *acc(outside_ + cat) = saturating_add(*acc(outside_ + cat), std::max<int64_t>(e.dur_ns, 0));

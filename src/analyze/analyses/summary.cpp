@@ -217,6 +217,10 @@ void SummaryAggregator::add_event(const Event& e) {
     if (!add_aggregated(e)) ++other_;
     return;
   }
+  if (is_device_event(e)) {  // GPU time is no thread's: `device` reads it
+    ++device_;
+    return;
+  }
   ++complete_;
   Group& group = group_of(e);
   GroupStats& g = group.second;
@@ -306,6 +310,7 @@ void SummaryAggregator::merge(SummaryAggregator& o) {
   complete_ += o.complete_;
   metadata_ += o.metadata_;
   other_ += o.other_;
+  device_ += o.device_;
   first_ts_ns_ = std::min(first_ts_ns_, o.first_ts_ns_);
   last_end_ns_ = std::max(last_end_ns_, o.last_end_ns_);
 }
@@ -320,10 +325,11 @@ void SummaryAggregator::add_indexed_group(const std::vector<std::string_view>& v
 }
 
 void SummaryAggregator::add_indexed_totals(uint64_t complete, uint64_t metadata, uint64_t other, int64_t first_ts,
-                                           int64_t last_end, const NestingStats& nesting) {
+                                           int64_t last_end, const NestingStats& nesting, uint64_t device) {
   complete_ += complete;
   metadata_ += metadata;
   other_ += other;
+  device_ += device;
   if (complete) {
     first_ts_ns_ = std::min(first_ts_ns_, first_ts);
     last_end_ns_ = std::max(last_end_ns_, last_end);
@@ -359,6 +365,7 @@ Summary build_summary(SummaryAggregator& agg, size_t top_n, SummarySort sort) {
   s.complete_events = agg.complete_events();
   s.metadata_events = agg.metadata_events();
   s.other_events = agg.other_events();
+  s.device_events = agg.device_events();
   s.groups = agg.groups().size();
   if (agg.last_end_ns() >= agg.first_ts_ns())
     s.span_us = ns_to_us(saturating_sub(agg.last_end_ns(), agg.first_ts_ns()));
@@ -510,7 +517,9 @@ void write_summary_table(std::ostream& os, const Summary& s) {
     os << "; " << s.nesting.approximated << " parents nested approximately (over "
        << SelfTimeTracker::kMaxOpenEvents << " events waiting on one thread)";
   if (s.rows.size() < s.groups) os << " (top " << s.rows.size() << " shown)";
-  os << "; " << s.metadata_events << " metadata events\n";
+  os << "; " << s.metadata_events << " metadata events";
+  if (s.device_events) os << "; " << s.device_events << " device events left out (GPU time: dftracer-analyze device)";
+  os << "\n";
 }
 
 void write_summary_json(std::ostream& os, const Summary& s) {
@@ -522,6 +531,7 @@ void write_summary_json(std::ostream& os, const Summary& s) {
   o += "],\"complete_events\":" + std::to_string(s.complete_events);
   o += ",\"metadata_events\":" + std::to_string(s.metadata_events);
   o += ",\"other_events\":" + std::to_string(s.other_events);
+  o += ",\"device_events\":" + std::to_string(s.device_events);
   o += ",\"groups\":" + std::to_string(s.groups);
   o += ",\"total_us\":" + json_num(s.total_us) + ",\"traced_us\":" + json_num(s.traced_us) +
        ",\"span_us\":" + json_num(s.span_us);

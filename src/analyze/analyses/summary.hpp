@@ -82,7 +82,7 @@ class SummaryAggregator : public LineConsumer {
   // one group's stats by its key values, and the file's totals.
   void add_indexed_group(const std::vector<std::string_view>& values, const GroupStats& g);
   void add_indexed_totals(uint64_t complete, uint64_t metadata, uint64_t other, int64_t first_ts, int64_t last_end,
-                          const NestingStats& nesting);
+                          const NestingStats& nesting, uint64_t device = 0);
 
   // Keyed by the group's values joined (split_group_key() takes them apart).
   const std::unordered_map<std::string, GroupStats>& groups() const { return groups_; }
@@ -90,6 +90,7 @@ class SummaryAggregator : public LineConsumer {
   uint64_t complete_events() const { return complete_; }
   uint64_t metadata_events() const { return metadata_; }
   uint64_t other_events() const { return other_; }
+  uint64_t device_events() const { return device_; }
   int64_t first_ts_ns() const { return first_ts_ns_; }
   int64_t last_end_ns() const { return last_end_ns_; }
 
@@ -117,6 +118,7 @@ class SummaryAggregator : public LineConsumer {
   };
   std::vector<CacheSlot> cache_ = std::vector<CacheSlot>(1024);
   uint64_t complete_ = 0, metadata_ = 0, other_ = 0;
+  uint64_t device_ = 0;  // device events (event_category.hpp is_device_event): not a thread's time, left out
   NestingStats indexed_nesting_;
   int64_t first_ts_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_end_ns_ = std::numeric_limits<int64_t>::min();
@@ -151,6 +153,7 @@ struct Summary {
   std::vector<SummaryRow> rows;  // by self (or total) time, descending
   SummarySort sort = SummarySort::self;
   uint64_t complete_events = 0, metadata_events = 0, other_events = 0, groups = 0;
+  uint64_t device_events = 0;    // GPU work (kernels, copies, sets): left out of the rows (`device` reads them)
   double total_us = 0;           // summed durations of all complete events
   double traced_us = 0;          // summed self times: each thread's time inside any event
   NestingStats nesting;

@@ -101,7 +101,7 @@ const char* kUsage =
     "            each linked to its launch call (correlation), CPU op (External id), module and\n"
     "            ProfilerStep; device time beside CPU time, launch delay, GPU idle time per step,\n"
     "            each step GPU-bound or CPU-bound\n"
-    "              --by T         op (default), kernel, module, category, stream or step\n"
+    "              --by T         op (default), kernel, module, phase, category, stream or step\n"
     "              --top N        table: the first N rows;  --format table|json|csv;  -o FILE\n"
     "  export    every event as a Parquet dataset, hive-partitioned by rank when the traces carry\n"
     "            rank metadata, else by pid (run by Python: pyarrow)\n"
@@ -367,7 +367,7 @@ int run_ranks(const Args& a, const std::vector<std::string>& files, const ReadOp
 int run_device(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
   const std::string by = a.by == "name" ? "op" : a.by;
   if (std::find(std::begin(kDeviceTables), std::end(kDeviceTables), by) == std::end(kDeviceTables))
-    usage_error("device: --by must be op, kernel, module, category, stream or step, not '" + by + "'");
+    usage_error("device: --by must be op, kernel, module, phase, category, stream or step, not '" + by + "'");
   if (!a.out.empty()) refuse_input_as_output(a.out, files);
   const DeviceReport r = device_report(read_device_timeline(files, a.threads, ro));
   std::ostringstream os;

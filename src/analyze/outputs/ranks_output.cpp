@@ -111,21 +111,36 @@ const RankProcess& proc(const RankReport& r, size_t i) { return r.processes[i]; 
 Table ranks_table(const RankReport& r) {
   Table t{{"rank", "local_rank", "group_rank", "world_size", "hostname", "pid", "file", "complete", "count", "self_us",
            "total_us", "share", "comm_us", "wait_us", "transfer_us", "comm_calls", "last_arrivals", "caused_wait_us",
-           "clock_offset_ns", "clock_offset_uncertainty_ns"},
+           "clock_offset_ns", "clock_offset_uncertainty_ns", "gpu", "gpu_of"},
           {}};
   for (const RankProcess& p : r.processes) {
     const double self_us = ns_to_us(p.self_ns);
+    // A GPU track's row: its device and its process; device time in total_us, no share of thread time.
+    const bool gpu = p.device >= 0;
+    const std::string of = !gpu ? "" : p.owner_rank >= 0 ? "rank " + std::to_string(p.owner_rank)
+                                     : !p.owner.empty() ? "pid " + p.owner : "";
     t.rows.push_back({rank_or_null(p.rank), rank_or_null(p.local_rank), rank_or_null(p.group_rank),
                       rank_or_null(p.world_size), text(p.hostname), text(p.pid),
                       text(p.file < r.files.size() ? r.files[p.file] : ""), boolean(p.ended),
                       integer(static_cast<int64_t>(p.complete)), num(self_us), num_ns(p.total_ns),
-                      num(r.traced_us > 0 ? self_us / r.traced_us : 0), num_ns(p.comm_ns), num_ns(p.wait_ns),
+                      gpu ? Cell{} : num(r.traced_us > 0 ? self_us / r.traced_us : 0), num_ns(p.comm_ns), num_ns(p.wait_ns),
                       num_ns(p.transfer_ns), integer(static_cast<int64_t>(p.comm_calls)),
                       integer(static_cast<int64_t>(p.last_arrivals)), num_ns(p.caused_wait_ns),
                       p.has_offset ? integer(p.clock_offset_ns) : Cell{},
-                      p.has_uncertainty ? integer(p.uncertainty_ns) : Cell{}});
+                      p.has_uncertainty ? integer(p.uncertainty_ns) : Cell{}, gpu ? integer(p.device) : Cell{},
+                      gpu && !of.empty() ? text(of) : Cell{}});
   }
   return t;
+}
+
+// "N processes" or "N processes and M GPU tracks" (their rows in the ranks table).
+std::string processes_text(const RankReport& r) {
+  size_t gpus = 0;
+  for (const RankProcess& p : r.processes) gpus += p.device >= 0;
+  const size_t procs = r.processes.size() - gpus;
+  std::string s = std::to_string(procs) + (procs == 1 ? " process" : " processes");
+  if (gpus) s += " and " + std::to_string(gpus) + (gpus == 1 ? " GPU track" : " GPU tracks");
+  return s;
 }
 
 Table steps_table(const RankReport& r) {
@@ -228,7 +243,7 @@ void run_text(std::ostream& os, const RankReport& r) {
   for (const RankProcess& p : r.processes) ranks += p.rank >= 0;
   os << ranks << " ranks";
   if (r.world_size >= 0) os << " of world size " << r.world_size;
-  os << ", " << r.processes.size() << " processes; " << alignment_note(r) << "\n";
+  os << ", " << processes_text(r) << "; " << alignment_note(r) << "\n";
   const std::string problems = rank_problems_line(r);
   if (!problems.empty()) os << problems << "\n";
 }
@@ -302,11 +317,13 @@ bool write_no_ranks(std::ostream& os, const RankReport& r, const std::string& fo
   for (const RankProcess& p : r.processes)
     if (p.rank >= 0) return false;
   const std::string note =
-      "no ranks: these traces carry no rank metadata (not a torchrun/torch.distributed job); " +
-      std::to_string(r.processes.size()) + (r.processes.size() == 1 ? " process" : " processes");
+      "no ranks: these traces carry no rank metadata (not a torchrun/torch.distributed job); " + processes_text(r);
+  size_t gpus = 0;
+  for (const RankProcess& p : r.processes) gpus += p.device >= 0;
   if (format == "json") {
-    std::string o = "{\"ranks\":0,\"processes\":" + std::to_string(r.processes.size()) + ",\"note\":";
+    std::string o = "{\"ranks\":0,\"processes\":" + std::to_string(r.processes.size() - gpus) + ",\"note\":";
     append_json_string(o, note);
+    o += ",\"gpu_tracks\":" + std::to_string(gpus);
     os << o << ",\"events\":" << r.stats.events << ",\"skipped\":" << skipped_json(r.stats) << "}\n";
   } else {
     os << note << "\n";

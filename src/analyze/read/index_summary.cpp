@@ -1,7 +1,9 @@
 #include "index_summary.hpp"
 
+#include <algorithm>
 #include <string_view>
 
+#include "event_category.hpp"
 #include "mapped_file.hpp"
 #include "trace_index.hpp"
 
@@ -74,7 +76,12 @@ bool add_file_from_index(const std::string& path, SummaryAggregator& agg, ReadSt
   if (!load_answering_index(path, map, &index, why_not)) return false;
   const std::vector<GroupKey>& keys = agg.keys();
   std::vector<std::string_view> values(keys.size());
+  uint64_t device = 0;
   for (const IndexedCell& c : index.cells) {
+    if (is_device_cat(index.names[c.cat])) {  // GPU work: left out, as a full read does (summary.cpp)
+      device += c.count;
+      continue;
+    }
     GroupStats g;
     g.count = c.count;
     g.total_ns = c.total;
@@ -99,8 +106,8 @@ bool add_file_from_index(const std::string& path, SummaryAggregator& agg, ReadSt
     }
     agg.add_indexed_group(values, g);
   }
-  agg.add_indexed_totals(index.complete, index.metadata, index.other, index.first_ts, index.last_end,
-                         NestingStats{index.approximated, index.folded});
+  agg.add_indexed_totals(index.complete - std::min(device, index.complete), index.metadata, index.other,
+                         index.first_ts, index.last_end, NestingStats{index.approximated, index.folded}, device);
   ++stats->files;
   ++stats->indexed_files;
   stats->input_bytes += map.size();

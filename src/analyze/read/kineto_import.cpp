@@ -56,9 +56,25 @@ int64_t profiler_step_of(std::string_view name) {
   return n;
 }
 
+uint8_t phase_code(std::string_view phase) {
+  for (uint8_t i = 1; i < std::size(kPhaseNames); ++i)
+    if (phase == kPhaseNames[i]) return i;
+  return kNoPhase;
+}
+
 namespace {
 
 bool is_cpu_role(TimelineRole r) { return !is_device_role(r); }
+
+// The phase a CPU event names by itself: its phase arg, else its name (the
+// optimizer's step, autograd's engine functions), else its module range's
+// name (HTA's `## forward ##`).
+uint8_t own_phase(const TimelineEvent& e, const std::string& own_module) {
+  if (e.phase != kNoPhase) return e.phase;
+  if (e.name.rfind("Optimizer.", 0) == 0) return kOptimizer;
+  if (e.name.rfind("autograd::engine::evaluate_function", 0) == 0) return kBackward;
+  return own_module.empty() ? kNoPhase : phase_code(own_module);
+}
 
 // Parent of each event on its own thread (proper nesting; a partial overlap is
 // no nesting). `idx`: the thread's events sorted by (ts, longer first).
@@ -146,6 +162,7 @@ void link_timeline(DeviceTimeline& t) {
   }
   std::vector<size_t> parent(n, kNoEvent);
   for (auto& [k, idx] : threads) nest(ev, idx, parent);
+  std::vector<uint8_t> cpu_phase(n, kNoPhase);
   std::vector<size_t> module_parent(n, kNoEvent);
   for (auto& [k, pm] : modules) nest(ev, pm.ranges, module_parent);
 
@@ -157,6 +174,8 @@ void link_timeline(DeviceTimeline& t) {
     if (parent[i] != kNoEvent) t.cpu_self[parent[i]] = saturating_sub(t.cpu_self[parent[i]], ev[i].dur);
     if (!own_module[i].empty()) t.cpu_module[i] = own_module[i];
     else if (parent[i] != kNoEvent) t.cpu_module[i] = t.cpu_module[parent[i]];
+    cpu_phase[i] = own_phase(ev[i], own_module[i]);
+    if (cpu_phase[i] == kNoPhase && parent[i] != kNoEvent) cpu_phase[i] = cpu_phase[parent[i]];
   }
   // Events with no module on their own thread: the process's module around them.
   for (size_t i = 0; i < n; ++i) {
@@ -166,6 +185,17 @@ void link_timeline(DeviceTimeline& t) {
     size_t m = it->second.around(ev, module_parent, ev[i].ts);
     if (m != kNoEvent) t.cpu_module[i] = own_module[m];
   }
+  // Phases from the process's module ranges (the autograd thread's ops inside
+  // the main thread's `## backward ##`): the innermost one naming a phase.
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_cpu_role(ev[i].role) || cpu_phase[i] != kNoPhase) continue;
+    auto it = modules.find({ev[i].file, ev[i].pid});
+    if (it == modules.end()) continue;
+    for (size_t m = it->second.around(ev, module_parent, ev[i].ts); m != kNoEvent && cpu_phase[i] == kNoPhase;
+         m = module_parent[m])
+      cpu_phase[i] = phase_code(own_module[m]);
+  }
+  t.cpu_phase = cpu_phase;
 
   // The steps of each file and of each (file, pid), in t.steps's order.
   std::map<uint32_t, StepLookup> file_steps;
@@ -215,6 +245,7 @@ void link_timeline(DeviceTimeline& t) {
     if (where != kNoEvent) {
       l.module = t.cpu_module[where];
       if (l.module.empty() && l.op != kNoEvent) l.module = t.cpu_module[l.op];
+      l.phase = l.op != kNoEvent && cpu_phase[l.op] != kNoPhase ? cpu_phase[l.op] : cpu_phase[where];
       l.step = step_at(e.file, &ev[where].pid, ev[where].ts);
       // Some exports write the step range under another pid than the ops.
       if (l.step < 0) l.step = step_at(e.file, nullptr, ev[where].ts);
@@ -266,7 +297,10 @@ class TimelineCollector : public LineConsumer {
     e.external_id = arg_int(ev_.extra_args[1]);
     e.device = arg_int(ev_.extra_args[2]);
     e.stream = arg_int(ev_.extra_args[3]);
-    if (role == TimelineRole::cpu_op) e.module = std::string(ev_.module);
+    if (role == TimelineRole::cpu_op) {
+      e.module = std::string(ev_.module);
+      e.phase = phase_code(ev_.phase);
+    }
     // GPU work carries its device or correlation id; a cat "kernel" region
     // without either (other tools' CPU-side kernel scopes) is not device time.
     if (is_device_role(role) && e.device < 0 && e.correlation < 0) return st;

@@ -11,6 +11,14 @@
 //                                 thread of the same process
 // dftracer's own op events (cat aten, autograd, torch, inductor, dynamo) are
 // CPU ops here; one with a "module" arg is a module range of that name.
+//   device event -> phase         forward, backward, optimizer or inference: the
+//                                 launching op's (dftracer's args.phase), else the
+//                                 innermost range around the launch (or op) that
+//                                 names one -- `Optimizer.*` (optimizer),
+//                                 `autograd::engine::evaluate_function*`
+//                                 (backward), a module range `forward`,
+//                                 `backward`, `optimizer` (HTA's `## NAME ##`),
+//                                 on its thread, else in its process
 //   device event -> step          the `ProfilerStep#N` range around the launch
 //                                 (a device event with no launch found: around
 //                                 its own start, in its process's steps first)
@@ -49,9 +57,16 @@ inline bool is_device_role(TimelineRole r) {
   return r == TimelineRole::kernel || r == TimelineRole::memcpy || r == TimelineRole::memset;
 }
 
+// The training phase of a device event's launch (kPhaseNames[code]).
+enum : uint8_t { kNoPhase = 0, kForward, kBackward, kOptimizer, kInference };
+inline constexpr const char* kPhaseNames[] = {"(none)", "forward", "backward", "optimizer", "inference"};
+// A phase arg's code (dftracer's args.phase), kNoPhase for any other value.
+uint8_t phase_code(std::string_view phase);
+
 struct TimelineEvent {
   uint32_t file = 0;
   TimelineRole role = TimelineRole::cpu_op;
+  uint8_t phase = kNoPhase;  // a CPU op's "phase" arg (dftracer's events)
   std::string name, pid, tid;
   std::string module;       // a CPU op's "module" arg (dftracer's events), "" when none
   std::string owner;        // a device event on a device track: its process's pid; "" when not known
@@ -75,6 +90,7 @@ struct DeviceLink {
   size_t op = kNoEvent;      // its CPU op (or annotation, when External id names one)
   bool op_by_external_id = false;
   std::string module;        // "" when no module range encloses it
+  uint8_t phase = kNoPhase;  // kPhaseNames
   int64_t step = -1;         // ProfilerStep number; -1 outside every step
 };
 
@@ -90,6 +106,7 @@ struct DeviceTimeline {
   std::vector<DeviceLink> links;   // one per device event, in (file, ts) order
   std::vector<int64_t> cpu_self;   // per event: CPU self time (ns), 0 for device events
   std::vector<std::string> cpu_module;  // per event: the module a CPU event runs in ("" none)
+  std::vector<uint8_t> cpu_phase;       // per event: the phase a CPU event runs in (kPhaseNames)
   std::vector<StepRange> steps;    // sorted by (file, ts)
   uint64_t not_kept = 0;           // timeline events past the cap: read but not analyzed
   ReadStats stats;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "activity_records_for_test.h"
+#include "linked_core_for_test.h"
 #include "device_activity.h"
 #include "device_track.hpp"
 #include "dftracer/dftracer.h"
@@ -27,21 +28,11 @@
 namespace dftracer::cuda {
 namespace {
 
+using test::linked_core;
+
 using dftracer_test::Event;
 using dftracer_test::int_arg;
 using dftracer_test::str_arg;
-
-CoreApi linked_core() {
-  CoreApi a;
-  a.complete = &dft_complete_ns_on_track;
-  a.flow = &dft_flow_ns_on_track;
-  a.name_track = &dft_name_track;
-  a.intern = &dft_intern_cstr;
-  a.set_launch_scope = &dft_set_launch_scope;
-  a.now_ns = &dft_now_ns;
-  a.enabled = &dft_enabled;
-  return a;
-}
 
 using test::api;
 using test::kernel;
@@ -157,7 +148,8 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
   EXPECT_EQ(r.with_op, 1u);
   EXPECT_EQ(t.stats.malformed + t.stats.bad_fields, 0u);
 
-  // `summary` reads the same file: the device events are rows of their category.
+  // `summary` reads the same file: its CPU tables leave the device events out
+  // (GPU time is no thread's) and count them; the launch call is a CPU event.
   const Summary sum = summarize({path}, parse_group_keys("cat"), 0, 1);
   EXPECT_EQ(sum.stats.malformed + sum.stats.bad_fields, 0u);
   uint64_t kernels = 0, launches = 0;
@@ -165,10 +157,45 @@ TEST(CoreEventSink, DeviceEventsInTheProcessTraceLinkedToTheirOp) {
     if (row.key[0] == "kernel") kernels = row.count;
     if (row.key[0] == "cuda_runtime") launches = row.count;
   }
-  EXPECT_EQ(kernels, 2u);
+  EXPECT_EQ(kernels, 0u);
+  EXPECT_EQ(sum.device_events, 2u);
   EXPECT_EQ(launches, 1u);
 #endif
 }
+
+#ifdef DFTRACER_HAVE_ANALYZER
+// The write-time index answers `summary` as a full read does: the device
+// events' cells are left out and counted.
+TEST(CoreEventSink, IndexedSummaryLeavesDeviceEventsOutAsAFullReadDoes) {
+  const std::string dir = dftracer_test::temp_dir("cuda-sink-index");
+  ASSERT_EQ(dft_init_opt_in((dir + "/t").c_str(), nullptr, -1), 0);
+  const std::string path = dft_trace_path();
+  const uint64_t t0 = dft_now_ns();
+  dft_complete_ns(dft_intern_cstr("aten::mm"), dft_intern_cstr("aten"), t0, 50000, nullptr, 0);
+  ClockMap clock;
+  clock.add_sample(0, 0);
+  ActivityConverter conv(clock, static_cast<uint32_t>(dft_pid()));
+  std::thread cupti([&] {
+    CoreEventSink sink(linked_core());
+    for (uint32_t i = 0; i < 3; ++i) conv.add(kernel("gemm", t0 + 1000 * i, t0 + 1000 * i + 500, 100 + i), &sink);
+  });
+  cupti.join();
+  dft_finalize();
+  using namespace dftracer::analyze;
+  ReadOptions full;
+  full.use_index = false;
+  const Summary indexed = summarize({path}, parse_group_keys("name"), 0, 1);
+  const Summary read = summarize({path}, parse_group_keys("name"), 0, 1, full);
+  ASSERT_TRUE(indexed.from_index);
+  ASSERT_FALSE(read.from_index);
+  for (const Summary* s : {&indexed, &read}) {
+    EXPECT_EQ(s->device_events, 3u);
+    for (const SummaryRow& row : s->rows) EXPECT_NE(row.key[0], "gemm");
+  }
+  EXPECT_EQ(indexed.complete_events, read.complete_events);
+  EXPECT_DOUBLE_EQ(indexed.traced_us, read.traced_us);
+}
+#endif
 
 }  // namespace
 }  // namespace dftracer::cuda

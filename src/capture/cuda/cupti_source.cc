@@ -88,6 +88,7 @@ struct State {
   std::string text;
   int64_t written = 0;
   uint64_t dropped = 0;
+  int64_t events = -1;  // as of stop (stopped once it is >= 0)
 };
 
 State* g_state = nullptr;
@@ -217,7 +218,12 @@ void pop_launch_scope() {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
-const dft_launch_scope kLaunchScope = {sizeof(dft_launch_scope), &push_launch_scope, &pop_launch_scope};
+// The core calls it once before the trace is finalized (at finalize, exit,
+// SIGTERM/SIGINT, _exit, exec), so CUPTI's last buffers go into the trace.
+void stop_before_finalize() { dftracer_cuda_stop(); }
+
+const dft_launch_scope kLaunchScope = {sizeof(dft_launch_scope), &push_launch_scope, &pop_launch_scope,
+                                       &stop_before_finalize};
 
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
                                      CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -320,6 +326,7 @@ extern "C" int64_t dftracer_cuda_stop(void) {
     g_error = "dftracer_cuda_stop: not started";
     return -1;
   }
+  if (s->events >= 0) return s->events;  // stopped already (the core's before_finalize, or a caller)
   // No new scopes: ops starting from here push nothing (those open pop
   // through the scope they hold, which stays valid).
   if (s->to_core) s->core.set_launch_scope(nullptr);
@@ -338,6 +345,7 @@ extern "C" int64_t dftracer_cuda_stop(void) {
     s->sink.reset();  // nothing more into the trace: CUPTI's late buffers are only released
   }
   s->dropped = dropped;
+  s->events = events;
   // The state stays (one capture per process): CUPTI may still call
   // buffer_completed for a buffer it held; it then finds no file and only
   // releases the buffer.
@@ -345,5 +353,7 @@ extern "C" int64_t dftracer_cuda_stop(void) {
 }
 
 extern "C" const char* dftracer_cuda_error(void) { return g_error.c_str(); }
+
+extern "C" int dftracer_cuda_running(void) { return g_state && g_state->sink && g_state->events < 0 ? 1 : 0; }
 
 extern "C" uint64_t dftracer_cuda_dropped(void) { return g_state ? g_state->dropped : 0; }

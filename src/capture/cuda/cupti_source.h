@@ -39,6 +39,9 @@ __attribute__((visibility("default"))) void dftracer_cuda_flush(void);
 __attribute__((visibility("default"))) int64_t dftracer_cuda_stop(void);
 // The last error as one line ("" when none).
 __attribute__((visibility("default"))) const char* dftracer_cuda_error(void);
+// 1 from a successful start until its stop (the core's before_finalize or a
+// caller's), else 0.
+__attribute__((visibility("default"))) int dftracer_cuda_running(void);
 // Records CUPTI dropped (no free buffer in the pool), as of the last stop.
 __attribute__((visibility("default"))) uint64_t dftracer_cuda_dropped(void);
 }

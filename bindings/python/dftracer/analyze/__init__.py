@@ -469,7 +469,7 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     """Device time of torch.profiler / Kineto traces, as `dftracer-analyze device`: a dict
     of pandas DataFrames, the same numbers as `device --format json`, from the same C++.
 
-    "op", "kernel", "module", "category", "stream": one row per key with events,
+    "op", "kernel", "module", "phase", "category", "stream": one row per key with events,
     device_us, max_us, cpu_us, launch_delay_mean_us, most device time first;
     "step": one row per ProfilerStep (step, file, pid, span_us, gpu_busy_us,
     gpu_idle_us, idle_share, device_us, events, launch_delay_mean_us, bound);
@@ -482,7 +482,7 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
 
     text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
     doc = json.loads(text)
-    out = {t: pd.DataFrame(doc.pop(t)) for t in ("op", "kernel", "module", "category", "stream", "step")}
+    out = {t: pd.DataFrame(doc.pop(t)) for t in ("op", "kernel", "module", "phase", "category", "stream", "step")}
     doc.pop("skipped", None)
     out["totals"] = doc
     out["stats"] = dict(stats)

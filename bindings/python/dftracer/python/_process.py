@@ -125,6 +125,11 @@ def tracing_started(from_env):
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.
     ranks.install()  # torch.distributed ranks, clocks and collectives
+    from . import cuda as cuda_source
+
+    # Before the I/O hooks too (its library's loading is not the program's I/O);
+    # the core stops it before finalizing.
+    cuda_source.start()  # device events (DFTRACER_CUDA)
     from . import io as io_tracing
 
     io_tracing.install()  # POSIX/STDIO events (FUNCTION mode)

@@ -6,11 +6,14 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
 
 #include "calibration.hpp"
+#include "device_track.hpp"
+#include "event_category.hpp"
 #include "efficiency.hpp"
 #include "event_decoder.hpp"
 #include "io_view.hpp"
@@ -88,6 +91,7 @@ class ReportConsumer : public LineConsumer {
     if (!ev_.is_complete() || !ev_.has_dur) return st;
     if (ev_.has_ts) {
       int64_t us = floor_us(ev_.ts_ns);
+      (is_device_event(ev_) ? device_pids_ : cpu_pids_).emplace(ev_.pid_text);
       timelines_[std::string(ev_.pid_text)].add(us);
       first_ts_us_ = std::min(first_ts_us_, us);
     }
@@ -99,12 +103,15 @@ class ReportConsumer : public LineConsumer {
     io_.merge(o.io_);
     for (auto& [pid, tl] : o.timelines_) timelines_[pid].merge(tl);
     for (auto& [pid, n] : o.process_names_) process_names_.emplace(pid, n);
+    device_pids_.insert(o.device_pids_.begin(), o.device_pids_.end());
+    cpu_pids_.insert(o.cpu_pids_.begin(), o.cpu_pids_.end());
     first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
   }
 
   SummaryAggregator groups_{parse_group_keys(kReportKeys)};
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
+  std::set<std::string> device_pids_, cpu_pids_;  // pids with device work, with CPU events: GPU rows of the timeline
   int64_t first_ts_us_ = INT64_MAX;  // INT64_MAX: no event had a ts
   IoAccumulator io_{io_report_options()};
 
@@ -364,12 +371,34 @@ std::string bad_input_json(const ReadStats& st, const NestingStats& nesting) {
   return o + "]}";
 }
 
+// A timeline row's label and order: a process's GPU (a device track of ours,
+// format/device_track.hpp) right below the process, "GPU <d> (pid <p>)"; a
+// Kineto trace's GPU (pid = the device index, its process not known) after
+// every process, "GPU <d>"; a process, "pid <p> <name>".
+std::pair<std::string, std::string> timeline_row(const ReportConsumer& r, const std::string& pid) {
+  int64_t owner = -1, device = -1;
+  if (format::parse_device_track_pid(pid, &owner, &device)) {
+    const std::string p = std::to_string(owner);
+    return {p + '\x01' + pid, "GPU " + std::to_string(device) + " (pid " + p + ")"};
+  }
+  if (r.device_pids_.count(pid) && !r.cpu_pids_.count(pid)) return {std::string("\x02") + pid, "GPU " + pid};
+  auto nm = r.process_names_.find(pid);
+  return {pid, "pid " + pid + (nm != r.process_names_.end() ? " " + nm->second : "")};
+}
+
 // Bins as [start_us_relative, count], at most ~200 per process for the page.
 std::string timeline_json(ReportConsumer& r) {
   std::string data = "[";
   bool first = true;
   char buf[96];
+  std::map<std::string, std::pair<std::string, const Timeline*>> rows;  // by order: label, bins
   for (auto& [pid, tl] : r.timelines_) {
+    auto [order, label] = timeline_row(r, pid);
+    rows.emplace(order, std::make_pair(label, &tl));
+  }
+  for (auto& [order, row] : rows) {
+    const std::string& label = row.first;
+    const Timeline& tl = *row.second;
     Timeline t = tl;  // coarsen a copy down to <= 200 bins
     if (!t.bins.empty()) {
       while (static_cast<double>(t.bins.rbegin()->first - t.bins.begin()->first) >= 200) t.coarsen_to(t.shift + 1);
@@ -377,8 +406,6 @@ std::string timeline_json(ReportConsumer& r) {
     const int shift = t.shift;
     if (!first) data += ',';
     first = false;
-    auto nm = r.process_names_.find(pid);
-    std::string label = "pid " + pid + (nm != r.process_names_.end() ? " " + nm->second : "");
     data += "{\"label\":";
     append_json_string(data, label);
     std::snprintf(buf, sizeof buf, ",\"width\":%.0f,\"bins\":[", std::ldexp(1.0, shift));
@@ -451,8 +478,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += "}";
   std::string page = fill_page(kReportPage, "@DATA@", data);  // page.html, page.css, page.js
   page = with_ranks_section(std::move(page), files, threads, options);  // several ranks: heat map, stragglers
-  // GPU events (cat kernel, gpu_memcpy, gpu_memset): device time, from one more read only then.
-  if (by_key[kCat].count("kernel") || by_key[kCat].count("gpu_memcpy") || by_key[kCat].count("gpu_memset"))
+  // GPU events (event_category.hpp is_device_event; not in the CPU tables): device time, from one more read only then.
+  if (r.groups_.device_events() > 0)
     page = with_device_section(std::move(page), files, threads, options, &res.answer);
   // Memory capture's args seen in the main pass: the memory section's own reads (chart, peaks).
   if (s.has_memory) page = with_memory_section(std::move(page), files, options);
