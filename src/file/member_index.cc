@@ -14,6 +14,7 @@
 // compiled into the core beside this file), not a second copy of them.
 #include "index_format.hpp"
 #include "log_histogram.hpp"
+#include "memory_args.hpp"
 #include "self_time.hpp"
 #include "trace_time.hpp"
 
@@ -129,8 +130,7 @@ bool is_memory_key(const char* args, const char* colon) {
   const char* open = close;
   while (open > args && *(open - 1) != '"') --open;
   if (open == args || (open - 1 > args && *(open - 2) == '\\')) return true;
-  const std::string_view key(open, static_cast<size_t>(close - open));
-  return key == "alloc_bytes" || key == "free_bytes" || key == "dev_alloc_bytes" || key == "dev_free_bytes";
+  return format::is_memory_bytes_arg(std::string_view(open, static_cast<size_t>(close - open)));
 }
 
 bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops, bool* has_bytes, double* bytes) {

@@ -31,6 +31,8 @@
 // (captured only when asked for).
 #pragma once
 
+#include "memory_args.hpp"
+
 // Top-level fields of an event line.
 #define DFT_EVENT_FIELDS(X) \
   X(name, "name", Text, Col)  \
@@ -56,8 +58,8 @@
   X(source, "source", Text, Col)      \
   X(shapes, "shapes", Json, Col)      \
   X(dtype, "dtype", Text, Col)        \
-  X(alloc_bytes, "alloc_bytes", Number, Col) \
-  X(free_bytes, "free_bytes", Number, Col)   \
+  X(alloc_bytes, ::dftracer::format::kArgAllocBytes, Number, Col) \
+  X(free_bytes, ::dftracer::format::kArgFreeBytes, Number, Col)   \
   X(meta_name, "name", Text, NoCol)   \
   X(agg_count, "dft_cnt", Number, NoCol) \
   X(agg_dur, "dur", Number, NoCol)     \
