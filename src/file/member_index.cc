@@ -20,7 +20,7 @@
 
 namespace dftracer {
 
-using analyze::saturating_add;
+using format::saturating_add;
 
 struct MemberIndex::Cell {
   uint32_t name = 0, cat = 0;
@@ -30,14 +30,14 @@ struct MemberIndex::Cell {
   int64_t total = 0, self = 0;
   int64_t min = std::numeric_limits<int64_t>::max();
   int64_t max = std::numeric_limits<int64_t>::min();
-  analyze::LogHistogram hist;
+  format::LogHistogram hist;
   double flops = 0, bytes = 0;  // as GroupStats: sums, the carriers' durations and count
   int64_t flops_ns = 0, bytes_ns = 0;
   uint64_t with_flops = 0, with_bytes = 0;
 };
 
 struct MemberIndex::Nesting {
-  analyze::SelfTimeTracker tracker;
+  format::SelfTimeTracker tracker;
 };
 
 void append_index_line(std::string* out, const std::string& payload) {
@@ -364,7 +364,7 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
     }
     append_index_line(&out, line);
   }
-  const analyze::NestingStats& ns = nesting_->tracker.stats();
+  const format::NestingStats& ns = nesting_->tracker.stats();
   line = format::kFinalRecord;
   for (uint64_t v : {complete_, metadata_, other_}) num(line, v);
   snum(line, first_ts_);

@@ -24,7 +24,7 @@
 //
 // How to add a well-known arg: add one X(...) line to DFT_ARG_FIELDS (keys of
 // at most 8 bytes are compared as one 8-byte word; a longer key needs its
-// length among the cases of decode_args in event_fast_path.cpp). It becomes an
+// length among the cases of arg_action in event_fast_path.cpp). It becomes an
 // Event member, a group key ("--by key" and "--by args.key"), an events()
 // column, and is compared between the decoders by the fuzz target. Any other
 // args key can already be grouped by as "args.<key>" without being listed here
@@ -67,7 +67,7 @@
   X(agg_min, "dur_min", Number, NoCol) \
   X(agg_max, "dur_max", Number, NoCol)
 
-namespace dftracer::analyze {
+namespace dftracer::format {
 
 // Every field of the tables, as one enum (group keys name them).
 enum class Field {
@@ -77,4 +77,9 @@ enum class Field {
   arg,  // any other args key, captured on request (GroupKey::arg)
 };
 
+}  // namespace dftracer::format
+
+// The analyzer (src/analyze) names these unqualified.
+namespace dftracer::analyze {
+using format::Field;
 }  // namespace dftracer::analyze
