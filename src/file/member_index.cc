@@ -14,12 +14,13 @@
 // compiled into the core beside this file), not a second copy of them.
 #include "index_format.hpp"
 #include "log_histogram.hpp"
+#include "memory_args.hpp"
 #include "self_time.hpp"
 #include "trace_time.hpp"
 
 namespace dftracer {
 
-using analyze::saturating_add;
+using format::saturating_add;
 
 struct MemberIndex::Cell {
   uint32_t name = 0, cat = 0;
@@ -29,14 +30,14 @@ struct MemberIndex::Cell {
   int64_t total = 0, self = 0;
   int64_t min = std::numeric_limits<int64_t>::max();
   int64_t max = std::numeric_limits<int64_t>::min();
-  analyze::LogHistogram hist;
+  format::LogHistogram hist;
   double flops = 0, bytes = 0;  // as GroupStats: sums, the carriers' durations and count
   int64_t flops_ns = 0, bytes_ns = 0;
   uint64_t with_flops = 0, with_bytes = 0;
 };
 
 struct MemberIndex::Nesting {
-  analyze::SelfTimeTracker tracker;
+  format::SelfTimeTracker tracker;
 };
 
 void append_index_line(std::string* out, const std::string& payload) {
@@ -129,8 +130,7 @@ bool is_memory_key(const char* args, const char* colon) {
   const char* open = close;
   while (open > args && *(open - 1) != '"') --open;
   if (open == args || (open - 1 > args && *(open - 2) == '\\')) return true;
-  const std::string_view key(open, static_cast<size_t>(close - open));
-  return key == "alloc_bytes" || key == "free_bytes" || key == "dev_alloc_bytes" || key == "dev_free_bytes";
+  return format::is_memory_bytes_arg(std::string_view(open, static_cast<size_t>(close - open)));
 }
 
 bool flops_and_bytes(const char* args, size_t n, bool* has_flops, double* flops, bool* has_bytes, double* bytes) {
@@ -364,7 +364,7 @@ std::string MemberIndex::finish_lines(uint64_t file_bytes) {
     }
     append_index_line(&out, line);
   }
-  const analyze::NestingStats& ns = nesting_->tracker.stats();
+  const format::NestingStats& ns = nesting_->tracker.stats();
   line = format::kFinalRecord;
   for (uint64_t v : {complete_, metadata_, other_}) num(line, v);
   snum(line, first_ts_);

@@ -24,12 +24,14 @@
 //
 // How to add a well-known arg: add one X(...) line to DFT_ARG_FIELDS (keys of
 // at most 8 bytes are compared as one 8-byte word; a longer key needs its
-// length among the cases of decode_args in event_fast_path.cpp). It becomes an
+// length among the cases of arg_action in event_fast_path.cpp). It becomes an
 // Event member, a group key ("--by key" and "--by args.key"), an events()
 // column, and is compared between the decoders by the fuzz target. Any other
 // args key can already be grouped by as "args.<key>" without being listed here
 // (captured only when asked for).
 #pragma once
+
+#include "memory_args.hpp"
 
 // Top-level fields of an event line.
 #define DFT_EVENT_FIELDS(X) \
@@ -56,8 +58,8 @@
   X(source, "source", Text, Col)      \
   X(shapes, "shapes", Json, Col)      \
   X(dtype, "dtype", Text, Col)        \
-  X(alloc_bytes, "alloc_bytes", Number, Col) \
-  X(free_bytes, "free_bytes", Number, Col)   \
+  X(alloc_bytes, ::dftracer::format::kArgAllocBytes, Number, Col) \
+  X(free_bytes, ::dftracer::format::kArgFreeBytes, Number, Col)   \
   X(meta_name, "name", Text, NoCol)   \
   X(agg_count, "dft_cnt", Number, NoCol) \
   X(agg_dur, "dur", Number, NoCol)     \
@@ -65,7 +67,7 @@
   X(agg_min, "dur_min", Number, NoCol) \
   X(agg_max, "dur_max", Number, NoCol)
 
-namespace dftracer::analyze {
+namespace dftracer::format {
 
 // Every field of the tables, as one enum (group keys name them).
 enum class Field {
@@ -75,4 +77,9 @@ enum class Field {
   arg,  // any other args key, captured on request (GroupKey::arg)
 };
 
+}  // namespace dftracer::format
+
+// The analyzer (src/analyze) names these unqualified.
+namespace dftracer::analyze {
+using format::Field;
 }  // namespace dftracer::analyze

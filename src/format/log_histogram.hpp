@@ -17,6 +17,10 @@
 #include <memory>
 
 namespace dftracer::analyze {
+class PartialCodec;  // the analyzer's partial summaries (partial_summary.cpp)
+}  // namespace dftracer::analyze
+
+namespace dftracer::format {
 
 class LogHistogram {
  public:
@@ -114,7 +118,7 @@ class LogHistogram {
   }
 
  private:
-  friend class PartialCodec;  // partial_summary.cpp: a histogram travels as bytes
+  friend class analyze::PartialCodec;  // partial_summary.cpp: a histogram travels as bytes
   using Octave = std::array<uint64_t, kSub>;
   static double clamp(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -123,4 +127,9 @@ class LogHistogram {
   std::array<std::unique_ptr<Octave>, kOctaves> octaves_{};
 };
 
+}  // namespace dftracer::format
+
+// The analyzer (src/analyze) names these unqualified.
+namespace dftracer::analyze {
+using format::LogHistogram;
 }  // namespace dftracer::analyze

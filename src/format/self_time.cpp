@@ -5,7 +5,7 @@
 
 #include "trace_time.hpp"
 
-namespace dftracer::analyze {
+namespace dftracer::format {
 
 namespace {
 
@@ -317,4 +317,4 @@ void SelfTimeTracker::resolve(const std::function<int64_t*(const std::string&)>&
   runs_.clear();
 }
 
-}  // namespace dftracer::analyze
+}  // namespace dftracer::format

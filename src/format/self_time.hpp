@@ -30,6 +30,10 @@
 #include <vector>
 
 namespace dftracer::analyze {
+class PartialCodec;  // the analyzer's partial summaries (partial_summary.cpp)
+}  // namespace dftracer::analyze
+
+namespace dftracer::format {
 
 struct NestingStats {
   // A parent that began inside a block of old events folded into one sum: its
@@ -72,7 +76,7 @@ class SelfTimeTracker {
   const NestingStats& stats() const { return stats_; }
 
  private:
-  friend class PartialCodec;  // partial_summary.cpp: runs travel as bytes to be resolved elsewhere
+  friend class analyze::PartialCodec;  // partial_summary.cpp: runs travel as bytes to be resolved elsewhere
   struct Open {
     int64_t ts, end, dur, self;
     int64_t* acc;         // null for a folded block and once counted
@@ -140,4 +144,10 @@ class SelfTimeTracker {
   NestingStats stats_;
 };
 
+}  // namespace dftracer::format
+
+// The analyzer (src/analyze) names these unqualified.
+namespace dftracer::analyze {
+using format::NestingStats;
+using format::SelfTimeTracker;
 }  // namespace dftracer::analyze

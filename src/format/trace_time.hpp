@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace dftracer::analyze {
+namespace dftracer::format {
 
 // `text` is a JSON number (sign, digits, fraction, exponent; nothing else) of
 // microseconds. Sets `ns` and returns true when it is one and fits in int64 ns.
@@ -120,4 +120,12 @@ inline int64_t saturating_sub(int64_t a, int64_t b) {
   return r;
 }
 
+}  // namespace dftracer::format
+
+// The analyzer (src/analyze) names these unqualified.
+namespace dftracer::analyze {
+using format::us_text_to_ns;
+using format::ns_to_us;
+using format::saturating_add;
+using format::saturating_sub;
 }  // namespace dftracer::analyze

@@ -88,11 +88,14 @@ def _train(a, torch, dist, dft_fn, dynamo, dftracer_dynamo_backend, DDP):
     step_fn = ddp
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     x, y = torch.randn(16, 64), torch.randn(16, 4)
-    step_times = []  # each iteration's perf_counter start and end, for the step tests
+    # each iteration's perf_counter brackets, for the step tests: its step begins
+    # between t0 and t0b, its region ends between t1a and t1: [t0, t0b, t1a, t1]
+    step_times = []
     for step in range(a.steps):
         t0 = time.perf_counter()
         dynamo.update(step=step)
         with dft_fn("train", "train_step", step=step):
+            t0b = time.perf_counter()
             if rank == a.sleep_rank and step == a.sleep_step:
                 time.sleep(a.sleep_s)
             if rank == a.kill_rank and step == a.kill_step:
@@ -104,7 +107,8 @@ def _train(a, torch, dist, dft_fn, dynamo, dftracer_dynamo_backend, DDP):
                 raise RuntimeError(f"rank {rank} fails in step {step}")
             loss.backward()
             opt.step()
-        step_times.append([t0, time.perf_counter()])
+            t1a = time.perf_counter()
+        step_times.append([t0, t0b, t1a, time.perf_counter()])
     out = os.path.dirname(os.environ.get("DFTRACER_LOG_FILE", "./x")) or "."
     info = ddp._get_ddp_logging_data()
     with open(os.path.join(out, f"ddp-rank{rank}.json"), "w") as f:

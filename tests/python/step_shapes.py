@@ -3,10 +3,13 @@ with perf_counter, for the step tests (test_step_shapes.py). Run as a script:
 
     python step_shapes.py SHAPE OUT_DIR
 
-traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.times (JSON): {"steps": [[start,
-end], ...]} in perf_counter seconds, where an iteration runs from its start to
-the next iteration's start (the last one, and the last one of an epoch, to
-the end of its own body).
+traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.times (JSON):
+{"iterations": [[t0, t0b, t1a, t1, epoch], ...]} in perf_counter seconds:
+each iteration's step begins (its region is entered, its mark written) between
+t0 and t0b and its body ends (its region is left) between t1a and t1; `epoch`
+counts the loop's epochs (one per shape without them). Brackets, not one time
+each: a preempted thread between a perf_counter call and the event it brackets
+(a loaded machine) moves the bracket's ends apart, not the event out of it.
 
 Shapes:
   epoch_regions   an `epoch` region around `train_step` regions (capture backend)
@@ -48,8 +51,10 @@ def epoch_regions(torch, out):
             for _ in range(STEPS):
                 t0 = time.perf_counter()
                 with dft_fn("train", name="train_step"):
+                    t0b = time.perf_counter()
                     work(torch, fwd, opt, x)
-                out.append([t0, time.perf_counter()])
+                    t1a = time.perf_counter()
+                out.append([t0, t0b, t1a, time.perf_counter(), epoch])
                 time.sleep(0.002)  # between iterations: inside the step that ends here
             time.sleep(0.05)  # end-of-epoch work: outside every step
 
@@ -63,9 +68,11 @@ def compile_update(torch, out):
     for step in range(2 * STEPS):
         t0 = time.perf_counter()
         dynamo.update(step=step)
+        t0b = time.perf_counter()
         dynamo.update(step=step, epoch=0)  # the same step again: no second mark
         work(torch, fwd, opt, x)
-        out.append([t0, time.perf_counter()])
+        t1 = time.perf_counter()
+        out.append([t0, t0b, t1, t1, 0])
     time.sleep(0.05)  # after the loop: outside
     fwd(x)  # an evaluation after the loop still carries the last step's tag
 
@@ -80,8 +87,10 @@ def dynamo_forward(torch, out):
     for step in range(2 * STEPS):
         t0 = time.perf_counter()
         d.update(step=step)
+        t0b = time.perf_counter()
         work(torch, m, opt, x)
-        out.append([t0, time.perf_counter()])
+        t1 = time.perf_counter()
+        out.append([t0, t0b, t1, t1, 0])
     time.sleep(0.05)
 
 
@@ -111,8 +120,10 @@ def dataloader(torch, out):
             for x in loader:
                 t0 = time.perf_counter()
                 with dft_fn("train", name="step"):
+                    t0b = time.perf_counter()
                     work(torch, fwd, opt, x)
-                out.append([t0, time.perf_counter()])
+                    t1a = time.perf_counter()
+                out.append([t0, t0b, t1a, time.perf_counter(), epoch])
 
 
 def main():
@@ -120,18 +131,11 @@ def main():
     import torch
     from dftracer.python import dftracer
     log = dftracer.initialize_log(os.path.join(out_dir, "run"), None, -1)
-    spans = []
-    globals()[shape](torch, spans)
+    iterations = []
+    globals()[shape](torch, iterations)
     log.finalize()
-    # An iteration runs to the next one's start, except where the loop left
-    # the steps (an epoch's end, the loop's end): there to its own end.
-    steps = []
-    gap_limit = 0.02
-    for i, (t0, t1) in enumerate(spans):
-        nxt = spans[i + 1][0] if i + 1 < len(spans) else None
-        steps.append([t0, nxt if nxt is not None and nxt - t1 < gap_limit else t1])
     with open(os.path.join(out_dir, "loop.times"), "w") as f:
-        json.dump({"steps": steps}, f)
+        json.dump({"iterations": iterations}, f)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "memory_args.hpp"
 #include "step_finder.hpp"
 #include "summary.hpp"
 #include "text_format.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 // The series the analyzer reads: the capture writes cpu and cuda:0..7; the
 // decoder captures at most kMaxExtraArgs keys.
-constexpr const char* kDevices[kMaxExtraArgs] = {"cpu",    "cuda:0", "cuda:1", "cuda:2",
+constexpr const char* kDevices[kMaxExtraArgs] = {format::kMemoryDeviceCpu, "cuda:0", "cuda:1", "cuda:2",
                                                  "cuda:3", "cuda:4", "cuda:5", "cuda:6"};
 
 // The memory counter's samples in a decoded line: calls `sample(device,
@@ -25,7 +26,7 @@ constexpr const char* kDevices[kMaxExtraArgs] = {"cpu",    "cuda:0", "cuda:1", "
 // (or when the line has no series the analyzer knows). False: not a memory counter.
 template <class Sample, class Bad>
 bool memory_samples(const Event& ev, Sample&& sample, Bad&& bad) {
-  if (ev.ph != "C" || ev.name != "memory" || ev.cat != "memory") return false;
+  if (ev.ph != "C" || ev.name != format::kMemoryTrack || ev.cat != format::kMemoryCat) return false;
   bool any = false, all_empty = true;
   for (size_t i = 0; i < std::size(kDevices); ++i) {
     const std::string_view v = ev.extra_args[i];

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "memory_args.hpp"
 #include "memory_planned.hpp"
 #include "memory_peak.hpp"
 #include "trace_reader.hpp"
@@ -25,7 +26,7 @@ struct SummaryRow;
 
 // The summary's memory columns (written when Summary::has_memory): the CSV,
 // JSON and DataFrame names, and the table's headings.
-inline constexpr const char* kMemoryColumns[] = {"alloc_bytes", "free_bytes", "net_bytes"};
+inline constexpr const char* kMemoryColumns[] = {format::kArgAllocBytes, format::kArgFreeBytes, "net_bytes"};
 inline constexpr const char* kMemoryColumnHeads[] = {"allocated", "freed", "net"};
 
 // "1.50 MiB", "-512 B": bytes for the table (binary units).

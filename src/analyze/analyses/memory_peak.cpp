@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "memory_args.hpp"
 #include "step_finder.hpp"
 #include "trace_time.hpp"
 
@@ -10,7 +11,7 @@ namespace dftracer::analyze {
 
 namespace {
 
-constexpr std::string_view kAddrKey = "\"addr\":";
+constexpr std::string_view kAddrKey = "\"addr\":";  // format::kBlockArgAddr as a key
 
 template <class T>
 bool parse(std::string_view v, T& out) {
@@ -24,11 +25,11 @@ bool parse(std::string_view v, T& out) {
 BlockDecoder::BlockDecoder() {
   ArgCapture c;
   c.size = 5;
-  c.keys[0] = "addr";
-  c.keys[1] = "size";
-  c.keys[2] = "total";
-  c.keys[3] = "op";
-  c.keys[4] = "dev";
+  c.keys[0] = format::kBlockArgAddr;
+  c.keys[1] = format::kBlockArgSize;
+  c.keys[2] = format::kBlockArgTotal;
+  c.keys[3] = format::kBlockArgOp;
+  c.keys[4] = format::kBlockArgDev;
   decoder_.capture_args(c);
 }
 
@@ -37,8 +38,10 @@ int BlockDecoder::decode(std::string_view line, size_t cap, BlockEvent& b, Decod
   if (line.find(kAddrKey) == std::string_view::npos) return 0;
   st = decoder_.decode(line, cap, ev_);
   if (st != DecodeStatus::Ok) return 0;
-  if (ev_.ph != "i" || ev_.cat != "memory" || (ev_.name != "alloc" && ev_.name != "free")) return 0;
-  b.alloc = ev_.name == "alloc";
+  if (ev_.ph != "i" || ev_.cat != format::kMemoryCat ||
+      (ev_.name != format::kBlockAllocName && ev_.name != format::kBlockFreeName))
+    return 0;
+  b.alloc = ev_.name == format::kBlockAllocName;
   if (!ev_.has_ts || !parse(ev_.extra_args[0], b.addr)) return -1;
   // An allocation has its size and total; a free has its address alone
   // (older traces also wrote a free's size and total: read, never needed).
@@ -49,7 +52,7 @@ int BlockDecoder::decode(std::string_view line, size_t cap, BlockEvent& b, Decod
                              !(b.size >= 0) || !(b.total >= 0)))
     return -1;
   b.op = ev_.extra_args[3];
-  b.device = ev_.extra_args[4].empty() ? std::string_view("cpu") : ev_.extra_args[4];
+  b.device = ev_.extra_args[4].empty() ? std::string_view(format::kMemoryDeviceCpu) : ev_.extra_args[4];
   b.pid = ev_.pid_text;
   b.tid = ev_.tid_text;
   b.ts = ev_.ts_ns;

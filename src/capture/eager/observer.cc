@@ -52,6 +52,7 @@
 
 #include "dftracer/dftracer.h"
 #include "dftracer/torch.h"
+#include "memory_args.hpp"
 #include "observer_internal.h"
 #include "op_name_cache.h"
 #include "torch_compat.h"  // lookup_name(): the one read of a private RecordFunction member
@@ -514,20 +515,20 @@ uint64_t ticks_for_us(uint64_t us) {
 }
 
 void intern_memory_constants() {
-  g_key_alloc = dft_intern_cstr("alloc_bytes");
-  g_key_free = dft_intern_cstr("free_bytes");
-  g_key_dev_alloc = dft_intern_cstr("dev_alloc_bytes");
-  g_key_dev_free = dft_intern_cstr("dev_free_bytes");
-  g_mem_track = dft_intern_cstr("memory");
-  g_cat_memory = dft_intern_cstr("memory");
-  g_name_alloc = dft_intern_cstr("alloc");
-  g_name_free = dft_intern_cstr("free");
-  g_key_addr = dft_intern_cstr("addr");
-  g_key_size = dft_intern_cstr("size");
-  g_key_total = dft_intern_cstr("total");
-  g_key_op = dft_intern_cstr("op");
-  g_key_dev = dft_intern_cstr("dev");
-  g_mem_device_key[0] = dft_intern_cstr("cpu");
+  g_key_alloc = dft_intern_cstr(format::kArgAllocBytes);
+  g_key_free = dft_intern_cstr(format::kArgFreeBytes);
+  g_key_dev_alloc = dft_intern_cstr(format::kArgDevAllocBytes);
+  g_key_dev_free = dft_intern_cstr(format::kArgDevFreeBytes);
+  g_mem_track = dft_intern_cstr(format::kMemoryTrack);
+  g_cat_memory = dft_intern_cstr(format::kMemoryCat);
+  g_name_alloc = dft_intern_cstr(format::kBlockAllocName);
+  g_name_free = dft_intern_cstr(format::kBlockFreeName);
+  g_key_addr = dft_intern_cstr(format::kBlockArgAddr);
+  g_key_size = dft_intern_cstr(format::kBlockArgSize);
+  g_key_total = dft_intern_cstr(format::kBlockArgTotal);
+  g_key_op = dft_intern_cstr(format::kBlockArgOp);
+  g_key_dev = dft_intern_cstr(format::kBlockArgDev);
+  g_mem_device_key[0] = dft_intern_cstr(format::kMemoryDeviceCpu);
   for (int i = 1; i < kMemDevices; ++i) {
     char key[16];
     std::snprintf(key, sizeof key, "cuda:%d", i - 1);

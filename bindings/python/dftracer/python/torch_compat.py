@@ -19,6 +19,9 @@ Users of this module:
                                        timers), frame_compile_metrics
   clock_sync                           default_store (the default process
                                        group's rendezvous store)
+  eager.torch_profiler_aside           wrap_profiler_start_stop (torch's
+                                       profiler's _enable_profiler /
+                                       _disable_profiler)
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "size_hint",
     "unwrap_disabled",
     "wrap_compile_phases",
+    "wrap_profiler_start_stop",
 ]
 
 TORCH_CHECKED = "2.13.0"
@@ -514,3 +518,52 @@ def default_store() -> Any:
     from torch.distributed import distributed_c10d
 
     return distributed_c10d._get_default_store()
+
+
+# ------------------------------------------------ torch's profiler start/stop
+# torch.autograd.profiler's profile (what torch.profiler.profile runs) starts
+# and stops torch's profiler through the module's globals _enable_profiler /
+# _disable_profiler (torch._C._autograd's, private). eager.torch_profiler_aside
+# wraps them so memory capture steps aside on the thread torch's profiler
+# starts on. Missing, or a torch older than the layout is known from: torch's
+# profiler refuses to start on a thread where memory capture is on ("Profiler
+# is already enabled on this thread"); turning memory capture off first works.
+PROFILER_START_STOP_SINCE = (2, 0)
+
+
+def torch_version() -> tuple[int, int]:
+    """(major, minor) of torch.__version__; (0, 0) when it does not parse."""
+    try:
+        major, minor = str(torch.__version__).split(".")[:2]
+        return int(major), int("".join(c for c in minor if c.isdigit()) or "0")
+    except Exception:
+        return 0, 0
+
+
+def wrap_profiler_start_stop(wrap_enable: Callable[[Callable], Callable],
+                             wrap_disable: Callable[[Callable], Callable]) -> bool:
+    """Replaces torch.autograd.profiler's ``_enable_profiler`` and
+    ``_disable_profiler`` by ``wrap_enable(original)`` and
+    ``wrap_disable(original)``, once per process. True when installed (now
+    or before); False, after one warning line, when the names are gone or
+    torch is older than PROFILER_START_STOP_SINCE."""
+    what = "torch.autograd.profiler._enable_profiler / _disable_profiler"
+    effect = "torch.profiler cannot start on a thread while memory capture is on there (turn it off first)"
+    if torch_version() < PROFILER_START_STOP_SINCE:
+        degraded(what, RuntimeError(f"needs torch >= {'.'.join(map(str, PROFILER_START_STOP_SINCE))}"), effect)
+        return False
+    try:
+        import torch.autograd.profiler as tap
+
+        enable, disable = tap._enable_profiler, tap._disable_profiler
+        if not (callable(enable) and callable(disable)):
+            raise TypeError("not callable")
+    except Exception as e:
+        degraded(what, e, effect)
+        return False
+    if getattr(enable, "_dftracer_wrapped", False):
+        return True
+    new_enable, new_disable = wrap_enable(enable), wrap_disable(disable)
+    new_enable._dftracer_wrapped = True
+    tap._enable_profiler, tap._disable_profiler = new_enable, new_disable
+    return True
