@@ -163,8 +163,7 @@ void Region_dealloc(PyObject* op) {
   Py_CLEAR(self->args);
 #ifndef Py_GIL_DISABLED
   if (tp == g_pooled_type && g_region_nfree < kRegionFreeMax) {
-    g_region_free[g_region_nfree++] = op;
-    Py_DECREF(tp);  // the instance's reference; the module keeps the class alive
+    g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
     return;
   }
 #endif
@@ -176,8 +175,13 @@ void Region_dealloc(PyObject* op) {
 PyObject* pooled_region(PyTypeObject* type) {
 #ifndef Py_GIL_DISABLED
   if (type == g_pooled_type && g_region_nfree > 0) {
+    // What PyObject_Init does, but the class reference was kept.
     PyObject* op = g_region_free[--g_region_nfree];
-    PyObject_Init(op, type);  // type reference and refcount, as tp_alloc
+#if defined(Py_TRACE_REFS) || defined(Py_REF_DEBUG)
+    _Py_NewReference(op);
+#else
+    Py_SET_REFCNT(op, 1);
+#endif
     return op;
   }
 #endif
@@ -534,6 +538,12 @@ PyObject* region_enter(PyObject* op) {
 
 void region_exit(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
+  // Never entered with tracing on, and no object-level event to write (the
+  // off path): no clock read, no look at the open stack.
+  if (!self->pushed && (self->t0 == 0 || self->flushed)) {
+    self->flushed = 1;
+    return;
+  }
   if (self->enable) {
     finish_event(self, true);
   } else {
