@@ -157,3 +157,26 @@ print("ok")
 """)
     assert proc.stdout.split() == ["ok"], proc.stdout
     assert [e["name"] for e in events if e.get("cat") == "c"] == ["traced"]
+
+
+def test_logger_methods_bound_and_unbound(run_python, trace_dir):
+    # get_time / log_event are C method descriptors of the logger class: the
+    # bound, unbound and module-level forms, and the Python path for
+    # keywords, all record.
+    from dftracer.python import get_time
+
+    events, proc = run_traced(run_python, trace_dir, """
+from dftracer.python import get_time
+t = log.get_time()
+print(t > 0, dftracer.get_time(log) >= t, get_time() >= t, log.log_event.__name__)
+log.log_event("bound", "c", t, 1)
+dftracer.log_event(log, "unbound", "c", t, 1)
+log.log_event("kw", "c", start_time=t, duration=1)
+try:
+    dftracer.log_event(object(), "x", "c", t, 1)
+except TypeError:
+    print("typeerror")
+""")
+    assert proc.stdout.split() == ["True", "True", "True", "log_event", "typeerror"], proc.stdout
+    assert sorted(e["name"] for e in events if e.get("cat") == "c") == ["bound", "kw", "unbound"]
+    assert isinstance(get_time(), int)  # the module-level form needs no logger
