@@ -145,7 +145,7 @@ def bench_dft_api(n=N, before_each=None):
 
     def floor_ctx():
         for _ in rng:
-            with floor:
+            with floor_cm:
                 pass
 
     loop_fn, call_fn = floor_fns(n)
@@ -167,7 +167,7 @@ def bench_dft_api(n=N, before_each=None):
         cases[NULL_CTX] = (null_ctx, loop_fn)
         from dftracer._core import _FloorContext
 
-        floor = _FloorContext()
+        floor_cm = _FloorContext()
         cases[FLOOR_CTX] = (floor_ctx, loop_fn)
     except ImportError:
         pass

@@ -260,8 +260,30 @@ PyObject* fast_construct(PyObject*, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+extern PyMethodDef Region_methods[];
+
+// _region_method(cls, name): Region's C method `name` as a method descriptor
+// of the subclass cls. CPython specializes a call of a C method only on an
+// instance of the descriptor's own class, so `node.start()` on a DFTracerAI
+// takes the direct call with DFTracerAI.start made here, and the generic
+// call with Region's.
+PyObject* region_method(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyType_Check(args[0]) ||
+      !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(args[0]), g_region_type) || !PyUnicode_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_region_method(cls, name): cls a subclass of Region");
+    return nullptr;
+  }
+  for (PyMethodDef* def = Region_methods; def->ml_name != nullptr; ++def)
+    if (PyUnicode_CompareWithASCIIString(args[1], def->ml_name) == 0)
+      return PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(args[0]), def);
+  PyErr_Format(PyExc_AttributeError, "Region has no C method %R", args[1]);
+  return nullptr;
+}
+
 PyMethodDef module_functions[] = {
     {"_fast_construct", fast_construct, METH_O, nullptr},
+    {"_region_method", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(region_method)), METH_FASTCALL,
+     nullptr},
     {nullptr, nullptr, 0, nullptr}};
 
 // Writes the innermost open event of this object on this thread (or the
