@@ -58,6 +58,17 @@ PyObject* Region_new(PyTypeObject* type, PyObject*, PyObject*) {
   return reinterpret_cast<PyObject*>(self);
 }
 
+// pydftracer starts the clock in the constructor (reset()), so that
+// `f = dft_fn(...); ...; f.flush()` times the code in between.
+inline void start_clock(RegionObject* self) {
+  if (self->enable && dft_enabled_inline()) {
+    region_ensure_ids(self);
+    self->t0 = dft_ticks_inline();
+  } else {
+    self->t0 = 0;
+  }
+}
+
 // Fills a Region from dft_fn's arguments (shared by tp_init and the
 // vectorcall constructor). `name`, `tags[i]` are Py_None when not given.
 int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* const tags[kNumTagKeys],
@@ -99,14 +110,7 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
     Py_DECREF(v);
     if (rc < 0) return -1;
   }
-  // pydftracer starts the clock in the constructor (reset()), so that
-  // `f = dft_fn(...); ...; f.flush()` times the code in between.
-  if (en && dft_enabled_inline()) {
-    region_ensure_ids(self);
-    self->t0 = dft_ticks_inline();
-  } else {
-    self->t0 = 0;
-  }
+  start_clock(self);
   return 0;
 }
 
@@ -195,6 +199,23 @@ PyObject* Region_vectorcall_new(PyObject* callable, PyObject* const* args, size_
                                 PyObject* kwnames) {
   auto* type = reinterpret_cast<PyTypeObject*>(callable);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  // dft_fn("cat", "name"), the common form, on a freed object (its fields
+  // cleared by Region_dealloc): what region_setup does for it.
+  if (nargs == 2 && kwnames == nullptr && PyUnicode_Check(args[0]) && PyUnicode_Check(args[1]) &&
+      PyUnicode_GET_LENGTH(args[1]) != 0) {
+    if (PyObject* op = pooled_region(type)) {
+      auto* self = reinterpret_cast<RegionObject*>(op);
+      self->name_obj = Py_NewRef(args[1]);
+      self->cat_obj = Py_NewRef(args[0]);
+      self->name = 0;
+      self->name_inline = 0;
+      self->cat = 0;
+      self->enable = 1;
+      self->flushed = 0;
+      start_clock(self);
+      return op;
+    }
+  }
   PyObject* v[kNumParams] = {nullptr, Py_None, Py_None, Py_None, Py_None, Py_None, Py_True};
   if (nargs > kNumParams) {
     PyErr_Format(PyExc_TypeError, "dft_fn() takes at most %d arguments (%zd given)", kNumParams,
@@ -298,6 +319,9 @@ void finish_event(RegionObject* self, bool close) {
       // Taken and claimed in one change of the stack; not written when
       // flushed already, nor when the signal-time cut took it.
       OpenEvent e = open_take(open, i);
+      // Nothing open on this thread: no entry of this region is left for
+      // its dealloc to look for.
+      if (open.depth == 0) self->pushed = 0;
       if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_XDECREF(e.pending);
     } else {
