@@ -147,10 +147,10 @@ int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
 
 // Freed dft_fn objects kept for the next dft_fn(...) (`with dft_fn(cat,
 // name):` makes and frees one per block); only the class _fast_construct
-// registered, and only with the GIL (no free list on free-threaded builds).
+// registered, and only where DFT_PY_REUSE_OBJECTS (region.h).
 // Their fields are cleared; the memory keeps its GC header, untracked.
 PyTypeObject* g_pooled_type = nullptr;
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
 constexpr int kRegionFreeMax = 16;
 PyObject* g_region_free[kRegionFreeMax];
 int g_region_nfree = 0;
@@ -165,7 +165,7 @@ void Region_dealloc(PyObject* op) {
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   if (tp == g_pooled_type && g_region_nfree < kRegionFreeMax) {
     g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
     return;
@@ -177,15 +177,11 @@ void Region_dealloc(PyObject* op) {
 
 // A Region of `type` from the free list, or NULL when there is none.
 PyObject* pooled_region(PyTypeObject* type) {
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   if (type == g_pooled_type && g_region_nfree > 0) {
     // What PyObject_Init does, but the class reference was kept.
     PyObject* op = g_region_free[--g_region_nfree];
-#if defined(Py_TRACE_REFS) || defined(Py_REF_DEBUG)
-    _Py_NewReference(op);
-#else
     Py_SET_REFCNT(op, 1);
-#endif
     return op;
   }
 #endif

@@ -14,6 +14,13 @@
 
 namespace dft_py {
 
+// The free lists of regions and of their bound methods, and the bound methods
+// embedded in regions, set refcounts themselves: only with the GIL, and not
+// in debug builds that track references (_Py_NewReference's bookkeeping).
+#if !defined(Py_GIL_DISABLED) && !defined(Py_TRACE_REFS) && !defined(Py_REF_DEBUG)
+#define DFT_PY_REUSE_OBJECTS 1
+#endif
+
 // What `r.__enter__` / `r.__exit__` evaluate to (region_with.cc): a small
 // callable holding a strong reference to the region. Each region embeds one
 // of each (`with r:` binds those, no allocation); a second binding while one

@@ -45,7 +45,7 @@ PyTypeObject* g_bound_type = nullptr;
 
 // Freed bound objects kept for reuse (only touched with the GIL held): a
 // `with` takes two and gives them back at its end.
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
 constexpr int kFreeListMax = 32;
 BoundOpObject* g_free[kFreeListMax];
 int g_nfree = 0;
@@ -62,7 +62,7 @@ PyObject* BoundOp_vectorcall(PyObject* callable, PyObject* const* args, size_t n
 
 PyObject* new_bound(PyObject* region, int op) {
   BoundOpObject* b;
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   // The region's own: unused (refcount 0) unless this region is bound
   // already. It holds the region, so the region outlives it.
   b = &reinterpret_cast<RegionObject*>(region)->bound[op];
@@ -73,11 +73,7 @@ PyObject* new_bound(PyObject* region, int op) {
       b->op = op;
       b->embedded = 1;
     }
-#if defined(Py_TRACE_REFS) || defined(Py_REF_DEBUG)
-    _Py_NewReference(reinterpret_cast<PyObject*>(b));
-#else
     Py_SET_REFCNT(b, 1);
-#endif
     b->region = Py_NewRef(region);
     return reinterpret_cast<PyObject*>(b);
   }
@@ -111,7 +107,7 @@ void BoundOp_dealloc(PyObject* op) {
   }
   Py_CLEAR(b->region);
   Py_DECREF(g_bound_type);  // never the last reference: the module keeps one
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   if (g_nfree < kFreeListMax) {
     g_free[g_nfree++] = b;
     return;
