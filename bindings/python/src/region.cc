@@ -308,7 +308,7 @@ PyMethodDef module_functions[] = {
 // marked flushed (flush()).
 void finish_event(RegionObject* self, bool close) {
   uint64_t t1 = dft_ticks_inline();
-  OpenStack& open = t_open;
+  OpenStack& open = this_thread_open();
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
     if (close) {
@@ -345,7 +345,7 @@ PyObject* Region_reset(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   if (self->enable && dft_enabled_inline()) {
     uint64_t t = dft_ticks_inline();
-    OpenStack& open = t_open;
+    OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, false);
     if (i >= 0) {
       open_at(open, i).t0 = t;
@@ -364,7 +364,7 @@ PyObject* Region_attach(PyObject* op, PyObject* mapping) {
   if (!self->enable) Py_RETURN_NONE;
   PyObject* norm = normalize_mapping(mapping);
   if (norm == nullptr) return nullptr;
-  OpenStack& open = t_open;
+  OpenStack& open = this_thread_open();
   int i = open_find_owner(open, self, false);
   int rc = (i >= 0) ? merge_into(&open_at(open, i).pending, norm) : merge_into(&self->args, norm);
   Py_DECREF(norm);
@@ -569,7 +569,7 @@ PyObject* region_enter(PyObject* op) {
     uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
-    open_push(t_open, self, self->name, self->cat, self->name_obj, t, false);
+    open_push(this_thread_open(), self, self->name, self->cat, self->name_obj, t, false);
     self->pushed = 1;
   } else {
     self->t0 = 0;
@@ -591,7 +591,7 @@ void region_exit(PyObject* op) {
   } else {
     // Disabled while open (dft_ai's disable() inside a `with`): the event is
     // dropped, as pydftracer drops it, and its entry must not stay open.
-    OpenStack& open = t_open;
+    OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, /*regions_only=*/true);
     if (i >= 0) Py_XDECREF(open_take(open, i).pending);
   }
