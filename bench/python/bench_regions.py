@@ -143,6 +143,11 @@ def bench_dft_api(n=N, before_each=None):
             with null:
                 pass
 
+    def floor_ctx():
+        for _ in rng:
+            with floor_cm:
+                pass
+
     loop_fn, call_fn = floor_fns(n)
     cases = {
         FORMS[0]: (deco, call_fn),
@@ -160,6 +165,10 @@ def bench_dft_api(n=N, before_each=None):
 
         null = _NullContext()
         cases[NULL_CTX] = (null_ctx, loop_fn)
+        from dftracer._core import _FloorContext
+
+        floor_cm = _FloorContext()
+        cases[FLOOR_CTX] = (floor_ctx, loop_fn)
     except ImportError:
         pass
     out = {}
@@ -184,18 +193,23 @@ FORMS = (
 # `with` on a C context manager whose __enter__/__exit__ do nothing, written
 # with ordinary tp_methods (_core._NullContext): what CPython itself costs.
 NULL_CTX = "with <no-op C context manager>"
+# `with` on _core._FloorContext, whose class holds unbound builtin
+# __enter__/__exit__ (nothing bound or allocated): the least any `with` costs.
+FLOOR_CTX = "with <unbound builtins> (floor)"
 # The side-by-side table: form x these columns (labels of COLUMNS below).
-TABLE = ("ours-on (DFTRACER_ENABLE=1)", "ours-off", "ours-off (DFTRACER_ENABLE=0)", "pydftracer-on", "pydftracer-off")
+TABLE = ("ours-on (DFTRACER_ENABLE=1)", "ours-off", "ours-off (DFTRACER_ENABLE=0)", "before-on", "before-off",
+         "pydftracer-on", "pydftracer-off")
 # Column headers of the table: ours-off is tracing not started (it may start
 # later: the checks run); ours-off0 is DFTRACER_ENABLE=0 (decorators return
 # the function unchanged).
 HEADERS = {"ours-on (DFTRACER_ENABLE=1)": "ours-on", "ours-off": "ours-off", "ours-off (DFTRACER_ENABLE=0)": "ours-off0",
-           "pydftracer-on": "pydft-on", "pydftracer-off": "pydft-off"}
+           "before-on": "before-on", "before-off": "before-off", "pydftracer-on": "pydft-on",
+           "pydftracer-off": "pydft-off"}
 
 
 def worker(kind, trace_dir):
     out = {}
-    if kind in ("ours-on", "pydftracer-on"):
+    if kind in ("ours-on", "before-on", "pydftracer-on"):
         from dftracer.python import dftracer
 
         log = dftracer.initialize_log(os.path.join(trace_dir, kind + ".pfw"), None, -1)
@@ -215,7 +229,7 @@ def worker(kind, trace_dir):
             out["(writer CPU ns per event)"] = ((p1 - p0) - (t1 - t0)) / max(st["events_written"], 1)
             out["(buffer peak MiB / cap MiB)"] = f"{st['pool_bytes_peak'] / 2**20:.0f} / {st['pool_bytes_cap'] / 2**20:.0f}"
         log.finalize()
-    elif kind in ("ours-off", "pydftracer-off"):
+    elif kind in ("ours-off", "before-off", "pydftracer-off"):
         out = bench_dft_api()
     elif kind == "viztracer":
         from viztracer import VizTracer, get_tracer, log_sparse
@@ -295,6 +309,8 @@ COLUMNS = [
     ("ours-on", None, {"DFTRACER_ENABLE": "1"}),
     ("ours-off", None, {}),
     ("ours-off", None, {"DFTRACER_ENABLE": "0"}),
+    ("before-on", "before", {"DFTRACER_ENABLE": "1"}),
+    ("before-off", "before", {}),
     ("pydftracer-on", "side", {"DFTRACER_ENABLE": "1"}),
     ("pydftracer-off", "side", {"DFTRACER_ENABLE": "0"}),
     ("viztracer", "side", {}),
@@ -316,7 +332,7 @@ def print_table(results):
         return
     print("\n## every form side by side, ns per region (net of the floor)")
     print(f"  {'form':32s}" + "".join(f"{HEADERS[c]:>12s}" for c in cols))
-    for form in FORMS + (NULL_CTX,):
+    for form in FORMS + (NULL_CTX, FLOOR_CTX):
         cells = "".join(f"{results[c].get(form, float('nan')):12.1f}" for c in cols)
         print(f"  {form:32s}{cells}")
 
@@ -325,11 +341,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--side-python", default=_default_side_python(),
                     help="interpreter with pydftracer, dftracer (PyPI) and viztracer")
+    ap.add_argument("--before-python", help="interpreter with another build of this package (the before-on / "
+                    "before-off columns, e.g. the main branch's): a change measured beside the old code in one run")
     ap.add_argument("--worker")
     ap.add_argument("--trace-dir")
     ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--columns", help="comma-separated kinds to run (floor, ours-on, ours-off, pydftracer-on, "
-                    "pydftracer-off, viztracer, torch); default all")
+    ap.add_argument("--columns", help="comma-separated kinds to run (floor, ours-on, ours-off, before-on, "
+                    "before-off, pydftracer-on, pydftracer-off, viztracer, torch); default all (before-* "
+                    "with --before-python)")
     a = ap.parse_args()
     if a.worker:
         worker(a.worker, a.trace_dir)
@@ -339,11 +358,11 @@ def main():
     with tempfile.TemporaryDirectory() as td:
         only = set(a.columns.split(",")) if a.columns else None
         for kind, interp, extra in COLUMNS:
-            if only is not None and kind not in only:
+            if only is not None and kind not in only or interp == "before" and not a.before_python:
                 continue
-            label = kind + ("" if not extra or kind.startswith("pydftracer") else
+            label = kind + ("" if not extra or kind.startswith(("pydftracer", "before")) else
                             " (" + ",".join(f"{k}={v}" for k, v in extra.items()) + ")")
-            python = a.side_python if interp == "side" else sys.executable
+            python = {"side": a.side_python, "before": a.before_python}.get(interp, sys.executable)
             if not os.path.exists(python):
                 results[label] = {"error": f"{python} not found (see --help to create it)"}
                 continue

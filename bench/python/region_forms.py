@@ -6,8 +6,9 @@ a shared machine does not move them):
 
 then the calling thread's total is the `totals:` line of <dir>/cg-01; a form's cost per
 region is (its total - the total of `loop`, or of `call` for decorators) / 50000.
-Forms: loop, call, deco, reused, new, aictx, aideco, aistartstop, logev, and nullctx (`with` on
-_core._NullContext, a C context manager that does nothing: CPython's floor for `with`; this package only). Runs under this package or
+Forms: loop, call, deco, reused, new, aictx, aideco, aistartstop, logev, timelogev (get_time + log_event), nullctx (`with` on
+_core._NullContext, a C context manager that does nothing, written with tp_methods) and floorctx (`with`
+on _core._FloorContext: unbound builtin __enter__/__exit__, the least any `with` costs); the last two this package only. Runs under this package or
 pydftracer (the same API). ON=1 starts tracing (initialize_log into $TD).
 """
 import os, sys
@@ -51,6 +52,15 @@ def main():
         nc = _core._NullContext()
         for _ in rng:
             with nc: pass
+    elif form == "floorctx":
+        from dftracer import _core
+        fc = _core._FloorContext()
+        for _ in rng:
+            with fc: pass
     elif form == "logev":
         for _ in rng: log.log_event("ev", "b", 1, 1)
+    elif form == "timelogev":
+        for _ in rng:
+            t = log.get_time()
+            log.log_event("ev", "b", t, 1)
 main()

@@ -338,3 +338,26 @@ print("ran")
 """, env={"DFTRACER_ENABLE": None})  # unset: tracing off
     assert proc.stdout.strip() == "ran"
     assert not [p for p in os.listdir(tmp_path) if ".pfw" in p]
+
+
+def test_start_stop_on_nodes_categories_and_unbound(run_python, trace_dir):
+    # start()/stop() are C method descriptors of DFTracerAI: on a node (a
+    # DFTracerAI), on a category (a subclass), unbound, and with metadata.
+    events, proc = run_traced(run_python, trace_dir, """
+from dftracer.python.ai_common import DFTracerAI
+ai.compute.forward.start()
+ai.compute.forward.stop()
+ai.compute.start()
+ai.compute.stop()
+DFTracerAI.start(ai.data.preprocess)
+DFTracerAI.stop(ai.data.preprocess)
+try:
+    DFTracerAI.start(object())
+except TypeError:
+    print("typeerror")
+print(type(ai.compute) is not DFTracerAI, type(ai.compute.forward) is DFTracerAI)
+""")
+    assert proc.stdout.split() == ["typeerror", "True", "True"], proc.stdout
+    assert one(events, "forward")["cat"] == "compute"
+    assert one(events, "preprocess")["cat"] == "data"
+    assert len([e for e in events if e.get("cat") == "compute"]) == 2

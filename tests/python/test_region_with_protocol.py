@@ -104,3 +104,79 @@ print(len({id(k) for k in kept}), [k.name for k in kept][-1], kept[0].cat)
     assert proc.stdout.split() == ["del", "sub", "True", "20", "k19", "k"], proc.stdout
     regions = [e for e in events if e.get("cat") == "c" and e["name"].startswith("r")]
     assert [(e["name"], e["args"]["step"]) for e in regions] == [(f"r{i % 3}", i) for i in range(40)]
+
+
+def test_bound_enter_exit_kept_while_the_region_is_used_again(run_python, trace_dir):
+    # A region's __enter__/__exit__ bind to objects embedded in it; one that is
+    # kept (or a second binding of the same region) is another object that
+    # holds the region, and every binding calls the region it was made from.
+    events, proc = run_traced(run_python, trace_dir, """
+import gc
+r = dft_fn("c", "kept")
+a, b = r.__exit__, r.__exit__
+print(a is not b, a.__self__ is r, b.__self__ is r)
+with r:                      # the embedded __exit__ is `a`: this one is another
+    pass
+assert r.__enter__() is r and a(None, None, None) is False
+assert r.__enter__() is r and b(None, None, None) is False
+del a, b
+ex = dft_fn("c", "orphan").__exit__    # the only reference to its region
+for i in range(20):                    # made and freed around it (free list)
+    with dft_fn("c", "other"):
+        pass
+gc.collect()
+print(ex.__self__.name)
+ex.__self__.__enter__()
+assert ex(None, None, None) is False
+del ex
+f = dft_fn("c", "object-level")          # pydftracer: the constructor starts the clock
+assert f.__exit__(None, None, None) is False  # an exit without an enter writes it
+assert f.__exit__(None, None, None) is False  # once
+""")
+    assert proc.stdout.split() == ["True", "True", "True", "orphan"], proc.stdout
+    names = sorted(e["name"] for e in events if e.get("cat") == "c")
+    assert names == ["kept"] * 3 + ["object-level", "orphan"] + ["other"] * 20
+
+
+def test_regions_used_after_tracing_stops_write_nothing(run_python, trace_dir):
+    # Exits with tracing off skip the clock and the open stack; a region
+    # entered while tracing was on still closes its entry.
+    events, proc = run_traced(run_python, trace_dir, """
+r = dft_fn("c", "traced")
+with r:
+    pass
+r.__enter__()
+log.finalize()
+assert r.__exit__(None, None, None) is False
+for _ in range(3):
+    with r:
+        pass
+    with dft_fn("c", "never"):
+        pass
+print("ok")
+""")
+    assert proc.stdout.split() == ["ok"], proc.stdout
+    assert [e["name"] for e in events if e.get("cat") == "c"] == ["traced"]
+
+
+def test_logger_methods_bound_and_unbound(run_python, trace_dir):
+    # get_time / log_event are C method descriptors of the logger class: the
+    # bound, unbound and module-level forms, and the Python path for
+    # keywords, all record.
+    from dftracer.python import get_time
+
+    events, proc = run_traced(run_python, trace_dir, """
+from dftracer.python import get_time
+t = log.get_time()
+print(t > 0, dftracer.get_time(log) >= t, get_time() >= t, log.log_event.__name__)
+log.log_event("bound", "c", t, 1)
+dftracer.log_event(log, "unbound", "c", t, 1)
+log.log_event("kw", "c", start_time=t, duration=1)
+try:
+    dftracer.log_event(object(), "x", "c", t, 1)
+except TypeError:
+    print("typeerror")
+""")
+    assert proc.stdout.split() == ["True", "True", "True", "log_event", "typeerror"], proc.stdout
+    assert sorted(e["name"] for e in events if e.get("cat") == "c") == ["bound", "kw", "unbound"]
+    assert isinstance(get_time(), int)  # the module-level form needs no logger

@@ -6,8 +6,9 @@
 // Python implementation in dftracer/python/logger.py, registered by
 // _set_logger_slow_paths().
 //
-// They are plain builtins in the class dict of `dftracer` (a builtin does
-// not bind), so `log.log_event(...)` calls them with the arguments as given.
+// They are method descriptors of the class `dftracer` (_bind_logger_methods;
+// `self`, the logger, is not used), and _core._log_event / _core._get_time
+// as plain functions.
 #include <Python.h>
 
 #include <cstdint>
@@ -100,16 +101,46 @@ PyObject* set_time_unit_ns(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+#define DFT_LOG_EVENT_DOC                                                                                    \
+  "log_event(name, cat, start_time, duration, int_args=None, float_args=None, string_args=None, "          \
+  "relations=None, *, args=None)\n--\n\n"                                                                  \
+  "Records a complete event, with pydftracer's signature. start_time and duration are in time_unit() "      \
+  "(int or float), as returned by get_time(). A no-op while tracing is off."
+#define DFT_GET_TIME_DOC                                                                                     \
+  "get_time()\n--\n\nTime since the Unix epoch on the trace's clock in time_unit(), an int; 0 while "      \
+  "tracing is off (pydftracer)."
+
+// The logger's methods (_bind_logger_methods): the same C functions as
+// method descriptors of the logger class.
+PyMethodDef logger_methods[] = {
+    {"log_event", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(log_event)),
+     METH_FASTCALL | METH_KEYWORDS, DFT_LOG_EVENT_DOC},
+    {"get_time", get_time, METH_NOARGS, DFT_GET_TIME_DOC}};
+
+// _bind_logger_methods(cls): cls.log_event / cls.get_time as method
+// descriptors of cls. `log.get_time()` on an instance of cls then takes the
+// interpreter's specialized method call (a cached lookup and a direct C
+// call); a builtin in the class dict, which does not bind, is looked up in
+// the instance's dict and then the class's on every call.
+PyObject* bind_logger_methods(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "_bind_logger_methods(cls): expected a class");
+    return nullptr;
+  }
+  for (PyMethodDef& def : logger_methods) {
+    PyObject* d = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls), &def);
+    int rc = d == nullptr ? -1 : PyObject_SetAttrString(cls, def.ml_name, d);
+    Py_XDECREF(d);
+    if (rc < 0) return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 PyMethodDef functions[] = {
     {"_log_event", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(log_event)),
-     METH_FASTCALL | METH_KEYWORDS,
-     "log_event(name, cat, start_time, duration, int_args=None, float_args=None, string_args=None, "
-     "relations=None, *, args=None)\n--\n\n"
-     "Records a complete event, with pydftracer's signature. start_time and duration are in time_unit() "
-     "(int or float), as returned by get_time(). A no-op while tracing is off."},
-    {"_get_time", get_time, METH_NOARGS,
-     "get_time()\n--\n\nTime since the Unix epoch on the trace's clock in time_unit(), an int; 0 while "
-     "tracing is off (pydftracer)."},
+     METH_FASTCALL | METH_KEYWORDS, DFT_LOG_EVENT_DOC},
+    {"_get_time", get_time, METH_NOARGS, DFT_GET_TIME_DOC},
+    {"_bind_logger_methods", bind_logger_methods, METH_O, nullptr},
     {"_set_logger_slow_paths", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_slow_paths)),
      METH_FASTCALL, nullptr},
     {"_set_time_unit_ns", set_time_unit_ns, METH_O, nullptr},

@@ -69,6 +69,15 @@ struct OpenStack {
 #endif
 extern DFT_PY_CONSTINIT thread_local OpenStack t_open;
 
+// This thread's stack, its address opaque to the compiler: otherwise GCC
+// computes it again (another __tls_get_addr call) after a fence or a call
+// rather than keep it, up to four times per region exit.
+inline OpenStack& this_thread_open() {
+  OpenStack* p = &t_open;
+  __asm__("" : "+r"(p));
+  return *p;
+}
+
 // The cut's snapshot, deferred by its handler to the end of a change of the
 // stack (open_events.cc).
 void open_cut_deferred(OpenStack& s);

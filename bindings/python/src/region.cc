@@ -58,6 +58,17 @@ PyObject* Region_new(PyTypeObject* type, PyObject*, PyObject*) {
   return reinterpret_cast<PyObject*>(self);
 }
 
+// pydftracer starts the clock in the constructor (reset()), so that
+// `f = dft_fn(...); ...; f.flush()` times the code in between.
+inline void start_clock(RegionObject* self) {
+  if (self->enable && dft_enabled_inline()) {
+    region_ensure_ids(self);
+    self->t0 = dft_ticks_inline();
+  } else {
+    self->t0 = 0;
+  }
+}
+
 // Fills a Region from dft_fn's arguments (shared by tp_init and the
 // vectorcall constructor). `name`, `tags[i]` are Py_None when not given.
 int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* const tags[kNumTagKeys],
@@ -99,14 +110,7 @@ int region_setup(RegionObject* self, PyObject* cat, PyObject* name, PyObject* co
     Py_DECREF(v);
     if (rc < 0) return -1;
   }
-  // pydftracer starts the clock in the constructor (reset()), so that
-  // `f = dft_fn(...); ...; f.flush()` times the code in between.
-  if (en && dft_enabled_inline()) {
-    region_ensure_ids(self);
-    self->t0 = dft_ticks_inline();
-  } else {
-    self->t0 = 0;
-  }
+  start_clock(self);
   return 0;
 }
 
@@ -143,10 +147,10 @@ int Region_init(PyObject* op, PyObject* args, PyObject* kwds) {
 
 // Freed dft_fn objects kept for the next dft_fn(...) (`with dft_fn(cat,
 // name):` makes and frees one per block); only the class _fast_construct
-// registered, and only with the GIL (no free list on free-threaded builds).
+// registered, and only where DFT_PY_REUSE_OBJECTS (region.h).
 // Their fields are cleared; the memory keeps its GC header, untracked.
 PyTypeObject* g_pooled_type = nullptr;
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
 constexpr int kRegionFreeMax = 16;
 PyObject* g_region_free[kRegionFreeMax];
 int g_region_nfree = 0;
@@ -161,10 +165,9 @@ void Region_dealloc(PyObject* op) {
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   if (tp == g_pooled_type && g_region_nfree < kRegionFreeMax) {
-    g_region_free[g_region_nfree++] = op;
-    Py_DECREF(tp);  // the instance's reference; the module keeps the class alive
+    g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
     return;
   }
 #endif
@@ -174,10 +177,11 @@ void Region_dealloc(PyObject* op) {
 
 // A Region of `type` from the free list, or NULL when there is none.
 PyObject* pooled_region(PyTypeObject* type) {
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   if (type == g_pooled_type && g_region_nfree > 0) {
+    // What PyObject_Init does, but the class reference was kept.
     PyObject* op = g_region_free[--g_region_nfree];
-    PyObject_Init(op, type);  // type reference and refcount, as tp_alloc
+    Py_SET_REFCNT(op, 1);
     return op;
   }
 #endif
@@ -191,6 +195,23 @@ PyObject* Region_vectorcall_new(PyObject* callable, PyObject* const* args, size_
                                 PyObject* kwnames) {
   auto* type = reinterpret_cast<PyTypeObject*>(callable);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  // dft_fn("cat", "name"), the common form, on a freed object (its fields
+  // cleared by Region_dealloc): what region_setup does for it.
+  if (nargs == 2 && kwnames == nullptr && PyUnicode_Check(args[0]) && PyUnicode_Check(args[1]) &&
+      PyUnicode_GET_LENGTH(args[1]) != 0) {
+    if (PyObject* op = pooled_region(type)) {
+      auto* self = reinterpret_cast<RegionObject*>(op);
+      self->name_obj = Py_NewRef(args[1]);
+      self->cat_obj = Py_NewRef(args[0]);
+      self->name = 0;
+      self->name_inline = 0;
+      self->cat = 0;
+      self->enable = 1;
+      self->flushed = 0;
+      start_clock(self);
+      return op;
+    }
+  }
   PyObject* v[kNumParams] = {nullptr, Py_None, Py_None, Py_None, Py_None, Py_None, Py_True};
   if (nargs > kNumParams) {
     PyErr_Format(PyExc_TypeError, "dft_fn() takes at most %d arguments (%zd given)", kNumParams,
@@ -256,8 +277,30 @@ PyObject* fast_construct(PyObject*, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+extern PyMethodDef Region_methods[];
+
+// _region_method(cls, name): Region's C method `name` as a method descriptor
+// of the subclass cls. CPython specializes a call of a C method only on an
+// instance of the descriptor's own class, so `node.start()` on a DFTracerAI
+// takes the direct call with DFTracerAI.start made here, and the generic
+// call with Region's.
+PyObject* region_method(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyType_Check(args[0]) ||
+      !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(args[0]), g_region_type) || !PyUnicode_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_region_method(cls, name): cls a subclass of Region");
+    return nullptr;
+  }
+  for (PyMethodDef* def = Region_methods; def->ml_name != nullptr; ++def)
+    if (PyUnicode_CompareWithASCIIString(args[1], def->ml_name) == 0)
+      return PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(args[0]), def);
+  PyErr_Format(PyExc_AttributeError, "Region has no C method %R", args[1]);
+  return nullptr;
+}
+
 PyMethodDef module_functions[] = {
     {"_fast_construct", fast_construct, METH_O, nullptr},
+    {"_region_method", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(region_method)), METH_FASTCALL,
+     nullptr},
     {nullptr, nullptr, 0, nullptr}};
 
 // Writes the innermost open event of this object on this thread (or the
@@ -265,13 +308,16 @@ PyMethodDef module_functions[] = {
 // marked flushed (flush()).
 void finish_event(RegionObject* self, bool close) {
   uint64_t t1 = dft_ticks_inline();
-  OpenStack& open = t_open;
+  OpenStack& open = this_thread_open();
   int i = open_find_owner(open, self, /*regions_only=*/close);
   if (i >= 0) {
     if (close) {
       // Taken and claimed in one change of the stack; not written when
       // flushed already, nor when the signal-time cut took it.
       OpenEvent e = open_take(open, i);
+      // Nothing open on this thread: no entry of this region is left for
+      // its dealloc to look for.
+      if (open.depth == 0) self->pushed = 0;
       if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_XDECREF(e.pending);
     } else {
@@ -299,7 +345,7 @@ PyObject* Region_reset(PyObject* op, PyObject*) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   if (self->enable && dft_enabled_inline()) {
     uint64_t t = dft_ticks_inline();
-    OpenStack& open = t_open;
+    OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, false);
     if (i >= 0) {
       open_at(open, i).t0 = t;
@@ -318,7 +364,7 @@ PyObject* Region_attach(PyObject* op, PyObject* mapping) {
   if (!self->enable) Py_RETURN_NONE;
   PyObject* norm = normalize_mapping(mapping);
   if (norm == nullptr) return nullptr;
-  OpenStack& open = t_open;
+  OpenStack& open = this_thread_open();
   int i = open_find_owner(open, self, false);
   int rc = (i >= 0) ? merge_into(&open_at(open, i).pending, norm) : merge_into(&self->args, norm);
   Py_DECREF(norm);
@@ -523,7 +569,7 @@ PyObject* region_enter(PyObject* op) {
     uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
-    open_push(t_open, self, self->name, self->cat, self->name_obj, t, false);
+    open_push(this_thread_open(), self, self->name, self->cat, self->name_obj, t, false);
     self->pushed = 1;
   } else {
     self->t0 = 0;
@@ -534,12 +580,18 @@ PyObject* region_enter(PyObject* op) {
 
 void region_exit(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
+  // Never entered with tracing on, and no object-level event to write (the
+  // off path): no clock read, no look at the open stack.
+  if (!self->pushed && (self->t0 == 0 || self->flushed)) {
+    self->flushed = 1;
+    return;
+  }
   if (self->enable) {
     finish_event(self, true);
   } else {
     // Disabled while open (dft_ai's disable() inside a `with`): the event is
     // dropped, as pydftracer drops it, and its entry must not stay open.
-    OpenStack& open = t_open;
+    OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, /*regions_only=*/true);
     if (i >= 0) Py_XDECREF(open_take(open, i).pending);
   }

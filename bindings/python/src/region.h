@@ -14,6 +14,25 @@
 
 namespace dft_py {
 
+// The free lists of regions and of their bound methods, and the bound methods
+// embedded in regions, set refcounts themselves: only with the GIL, and not
+// in debug builds that track references (_Py_NewReference's bookkeeping).
+#if !defined(Py_GIL_DISABLED) && !defined(Py_TRACE_REFS) && !defined(Py_REF_DEBUG)
+#define DFT_PY_REUSE_OBJECTS 1
+#endif
+
+// What `r.__enter__` / `r.__exit__` evaluate to (region_with.cc): a small
+// callable holding a strong reference to the region. Each region embeds one
+// of each (`with r:` binds those, no allocation); a second binding while one
+// is alive (nested `with r:`, a kept `r.__exit__`) comes from a free list.
+struct BoundOpObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* region;  // strong reference while the object is alive
+  int op;            // 0: __enter__, 1: __exit__
+  int embedded;      // lives inside its region (never freed on its own)
+};
+
 // One dft_fn: a category, a default event name, sticky args, and -- when
 // used as a context manager or the pydftracer way (constructor starts the
 // clock, flush() ends it) -- the start of its own event.
@@ -31,6 +50,9 @@ struct RegionObject {
   PyObject* name_obj; // str
   PyObject* cat_obj;  // str
   PyObject* args;     // dict of normalized sticky args, or NULL
+  // The embedded bound __enter__ / __exit__: refcount 0 when unused (the
+  // type is set on first use; zeroed memory is "never used").
+  BoundOpObject bound[2];
 };
 
 extern PyTypeObject* g_region_type;

@@ -5,8 +5,9 @@
 // GC-tracked PyCFunction object, allocated and freed on every `with` -- about
 // half of what a `with` on a dft_fn cost CPython. Here the two names are
 // descriptors of our own whose __get__ hands out a small untracked object
-// (a pointer to r and which method) from a free list, callable by
-// vectorcall. The bound object holds a strong reference to r but is not
+// (a pointer to r and which method), callable by vectorcall: the one
+// embedded in r (BoundOpObject), or, while that one is in use, one from a
+// free list. The bound object holds a strong reference to r but is not
 // GC-tracked (tracking it on every `with` would count toward the cyclic
 // collector's thresholds): a subclass instance that stores its own bound
 // __enter__/__exit__ on itself (`self.x = self.__exit__`) forms a cycle the
@@ -39,19 +40,12 @@ PyObject* run_op(int op, PyObject* region, PyObject* const* args, size_t nargs) 
   Py_RETURN_FALSE;  // never swallow the exception
 }
 
-// -- the bound form: what `r.__enter__` evaluates to -------------------------
-struct BoundOpObject {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
-  PyObject* region;  // strong reference
-  int op;
-};
-
+// -- the bound form: what `r.__enter__` evaluates to (BoundOpObject) -------
 PyTypeObject* g_bound_type = nullptr;
 
 // Freed bound objects kept for reuse (only touched with the GIL held): a
 // `with` takes two and gives them back at its end.
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
 constexpr int kFreeListMax = 32;
 BoundOpObject* g_free[kFreeListMax];
 int g_nfree = 0;
@@ -68,7 +62,21 @@ PyObject* BoundOp_vectorcall(PyObject* callable, PyObject* const* args, size_t n
 
 PyObject* new_bound(PyObject* region, int op) {
   BoundOpObject* b;
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
+  // The region's own: unused (refcount 0) unless this region is bound
+  // already. It holds the region, so the region outlives it.
+  b = &reinterpret_cast<RegionObject*>(region)->bound[op];
+  if (Py_REFCNT(b) == 0) {
+    if (Py_TYPE(b) == nullptr) {  // first use (no type reference: never freed)
+      Py_SET_TYPE(b, g_bound_type);
+      b->vectorcall = BoundOp_vectorcall;
+      b->op = op;
+      b->embedded = 1;
+    }
+    Py_SET_REFCNT(b, 1);
+    b->region = Py_NewRef(region);
+    return reinterpret_cast<PyObject*>(b);
+  }
   if (g_nfree > 0) {
     b = g_free[--g_nfree];
     // What PyObject_New does on fresh memory (with the type reference
@@ -83,14 +91,23 @@ PyObject* new_bound(PyObject* region, int op) {
   b->vectorcall = BoundOp_vectorcall;
   b->region = Py_NewRef(region);
   b->op = op;
+  b->embedded = 0;
   return reinterpret_cast<PyObject*>(b);
 }
 
 void BoundOp_dealloc(PyObject* op) {
   auto* b = reinterpret_cast<BoundOpObject*>(op);
+  if (b->embedded) {
+    // Back to unused (refcount 0); the region's last reference may be this
+    // one, and freeing the region frees b: nothing touches b after it.
+    PyObject* region = b->region;
+    b->region = nullptr;
+    Py_DECREF(region);
+    return;
+  }
   Py_CLEAR(b->region);
   Py_DECREF(g_bound_type);  // never the last reference: the module keeps one
-#ifndef Py_GIL_DISABLED
+#ifdef DFT_PY_REUSE_OBJECTS
   if (g_nfree < kFreeListMax) {
     g_free[g_nfree++] = b;
     return;

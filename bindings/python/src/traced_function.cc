@@ -111,11 +111,8 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
   }
   // The owner can be switched off after decorating (dft_ai's disable()).
   if (!tf->owner->enable) return PyObject_Vectorcall(tf->func, args, nargsf, kwnames);
-  // This thread's, before and after the call; opaque to the compiler, which
-  // would otherwise compute it again (a second __tls_get_addr) after the call.
-  OpenStack* open_p = &t_open;
-  __asm__("" : "+r"(open_p));
-  OpenStack& open = *open_p;
+  // This thread's, before and after the call (read once).
+  OpenStack& open = this_thread_open();
   uint64_t t0 = dft_ticks_inline();
   uint64_t token = open_push(open, tf->owner, tf->name, tf->owner->cat, tf->name_obj, t0, true);
   PyObject* result = PyObject_Vectorcall(tf->func, args, nargsf, kwnames);

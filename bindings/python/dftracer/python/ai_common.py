@@ -213,8 +213,7 @@ class DFTracerAI(_core.Region):
     # start(metadata=False) / stop(metadata=False), in C (region.cc): open
     # and close the node's event as `with` does; metadata=True writes
     # pydftracer's <name>.start / <name>.end metadata event (_time_metadata).
-    start = _core.Region._ai_start
-    stop = _core.Region._ai_stop
+    # Set below the class as its own method descriptors (_region_method).
 
     def _time_metadata(self, what):
         if self._enable and _enabled():
@@ -281,6 +280,11 @@ class DFTracerAI(_core.Region):
     def __repr__(self):
         return f"{type(self).__name__}(cat={self.cat!r}, name={self.name!r})"
 
+
+# Descriptors of DFTracerAI itself: on a node (every child is a DFTracerAI),
+# CPython then calls them without its generic call path.
+DFTracerAI.start = _core._region_method(DFTracerAI, "_ai_start")
+DFTracerAI.stop = _core._region_method(DFTracerAI, "_ai_stop")
 
 # pydftracer's private base class name.
 _DFTracerAI = DFTracerAI

@@ -245,9 +245,9 @@ class dftracer:
 
         io_tracing.set_data_dir(data_dir)
 
-    # C: one flag load while tracing is off; the Python _get_time below
-    # for a unit the C side does not know (log_event_fast.cc).
-    get_time = _core._get_time
+    # get_time: C (_bind_logger_methods below): one flag load while tracing
+    # is off; the Python _get_time for a unit the C side does not know
+    # (log_event_fast.cc).
 
     def get_config(self, key):
         """pydftracer's get_config: "" while tracing is off; otherwise the
@@ -305,9 +305,9 @@ class dftracer:
     def exit_event(self):
         """See enter_event."""
 
-    # C: one flag load while tracing is off, the record itself for int
-    # microseconds; the Python _log_event below for everything else.
-    log_event = _core._log_event
+    # log_event: C (_bind_logger_methods below): one flag load while tracing
+    # is off, the record itself for int microseconds; the Python _log_event
+    # for everything else.
 
     def log_metadata_event(self, key, value):
         """Records a metadata event as pydftracer does: named "CM", args
@@ -341,7 +341,7 @@ def finalize():
     dftracer.get_instance().finalize()
 
 
-get_time = dftracer.get_time
+get_time = _core._get_time
 
 
 def _get_time():
@@ -377,6 +377,9 @@ def _log_event(name, cat, start_time, duration, int_args=None, float_args=None,
 
 
 _core._set_logger_slow_paths(_log_event, _get_time)
+# Method descriptors of the class: `log.get_time()` / `log.log_event(...)`
+# take CPython's specialized method calls.
+_core._bind_logger_methods(dftracer)
 
 
 def trace_path():
