@@ -11,8 +11,8 @@ from trace_reader import read_finalized, trace_files
 # meanwhile, then lets B go on. Each test gives B's code.
 SHARED_REGION = """
 import os, threading
-from dftracer.python import dft_fn, dftracer
-r = dft_fn("c", "n")
+from dftracer.python import ai, dft_fn, dftracer
+r = {region}
 b_open = threading.Event()
 a_done = threading.Event()
 
@@ -36,12 +36,12 @@ log.finalize()
 """
 
 
-def _run(run_python, trace_dir, body):
-    code = TWO_THREADS.format(trace_dir=trace_dir, body=body)
+def _run(run_python, trace_dir, body, region='dft_fn("c", "n")', cat="c"):
+    code = TWO_THREADS.format(trace_dir=trace_dir, body=body, region=region)
     run_python(code, env={"DFTRACER_DISABLE_IO": "1"})
     files = trace_files(trace_dir)
     assert len(files) == 1, files
-    return [e for e in read_finalized(files[0]) if e.get("ph") == "X" and e.get("cat") == "c"]
+    return [e for e in read_finalized(files[0]) if e.get("ph") == "X" and e.get("cat") == cat]
 
 
 def _contains(outer, inner):
@@ -87,6 +87,21 @@ def test_start_stop_of_a_shared_region_on_two_threads(run_python, trace_dir):
     assert len({e["tid"] for e in events}) == 2, events
 
 
+def test_a_dft_ai_nodes_start_stop_on_two_threads(run_python, trace_dir):
+    # A DFTracerAI node is one object for the whole process: worker threads
+    # that open and close it overlap. A uses `with`, B start()/stop().
+    fwd = _run(run_python, trace_dir, """
+    r.start()
+    b_open.set()
+    a_done.wait()
+    r.stop()
+    r.start()
+    r.stop()
+""", region="ai.compute.forward", cat="compute")
+    assert [e["name"] for e in fwd] == ["forward"] * 3, fwd
+    assert len({e["tid"] for e in fwd}) == 2, fwd
+
+
 def test_a_shared_region_freed_after_its_exits_leaves_nothing_open(run_python, trace_dir):
     # After both exits `r` is freed on B; the next dft_fn is made in its
     # memory (free list). Its flush() writes its own event: no entry of the
@@ -123,7 +138,7 @@ def test_sigterm_after_the_shared_exits_cuts_only_what_is_open(tmp_path):
     # Both exits of `r` are done before the signal: the cut writes only the
     # region still open, and `r` twice, each once, not cut.
     from test_signal_cut_regions import start, terminate
-    proc, traces = start(tmp_path, CUT_AFTER_SHARED_EXITS)
+    proc, traces = start(tmp_path, CUT_AFTER_SHARED_EXITS.format(region='dft_fn("c", "n")'))
     _, files = terminate(proc, traces, 0.2)
     events = [e for e in read_finalized(files[0]) if e.get("ph") == "X" and e.get("cat") == "c"]
     cut = sorted(e["name"] for e in events if (e.get("args") or {}).get("cut") is True)
