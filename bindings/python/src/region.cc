@@ -160,7 +160,9 @@ void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
   if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
-  if (self->pushed && t_open.depth != 0) open_forget_owner(self);
+  // Its entries left open on this thread (entered, never exited). Those of
+  // another thread stay there: only that thread changes its stack.
+  if (self->pushed != 0 && t_open.depth != 0) open_forget_owner(self);
   self->pushed = 0;  // (a pooled object is used again)
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
@@ -303,6 +305,16 @@ PyMethodDef module_functions[] = {
      nullptr},
     {nullptr, nullptr, 0, nullptr}};
 
+// Counts an entry of `self` pushed (+1) or taken (-1) on any thread's open
+// stack. With the GIL a plain add (only the thread holding it runs here).
+inline void region_open_count_add(RegionObject* self, int n) {
+#ifdef Py_GIL_DISABLED
+  __atomic_fetch_add(&self->pushed, n, __ATOMIC_RELAXED);
+#else
+  self->pushed += n;
+#endif
+}
+
 // Writes the innermost open event of this object on this thread (or the
 // object-level one). `close` removes it (exit); otherwise it stays open but
 // marked flushed (flush()).
@@ -315,9 +327,7 @@ void finish_event(RegionObject* self, bool close) {
       // Taken and claimed in one change of the stack; not written when
       // flushed already, nor when the signal-time cut took it.
       OpenEvent e = open_take(open, i);
-      // Nothing open on this thread: no entry of this region is left for
-      // its dealloc to look for.
-      if (open.depth == 0) self->pushed = 0;
+      region_open_count_add(self, -1);
       if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_XDECREF(e.pending);
     } else {
@@ -569,8 +579,8 @@ PyObject* region_enter(PyObject* op) {
     uint64_t t = dft_ticks_inline();
     self->t0 = t;
     self->flushed = 0;
-    open_push(this_thread_open(), self, self->name, self->cat, self->name_obj, t, false);
-    self->pushed = 1;
+    if (open_push(this_thread_open(), self, self->name, self->cat, self->name_obj, t, false) != 0)
+      region_open_count_add(self, 1);
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped
@@ -578,14 +588,11 @@ PyObject* region_enter(PyObject* op) {
   return Py_NewRef(op);
 }
 
-void region_exit(PyObject* op) {
-  auto* self = reinterpret_cast<RegionObject*>(op);
-  // Never entered with tracing on, and no object-level event to write (the
-  // off path): no clock read, no look at the open stack.
-  if (!self->pushed && (self->t0 == 0 || self->flushed)) {
-    self->flushed = 1;
-    return;
-  }
+namespace {
+
+// region_exit past its off-path test, out of line: the test then needs no
+// stack frame.
+__attribute__((noinline)) void region_exit_open(RegionObject* self) {
   if (self->enable) {
     finish_event(self, true);
   } else {
@@ -593,8 +600,25 @@ void region_exit(PyObject* op) {
     // dropped, as pydftracer drops it, and its entry must not stay open.
     OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, /*regions_only=*/true);
-    if (i >= 0) Py_XDECREF(open_take(open, i).pending);
+    if (i >= 0) {
+      Py_XDECREF(open_take(open, i).pending);
+      region_open_count_add(self, -1);
+    }
   }
+}
+
+}  // namespace
+
+void region_exit(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  // No entry of it open on any thread, and no object-level event to write
+  // (the off path): no clock read, no look at the open stack. Another
+  // thread's exit of the same object leaves this thread's entry counted.
+  if (!self->pushed && (self->t0 == 0 || self->flushed)) {
+    self->flushed = 1;
+    return;
+  }
+  region_exit_open(self);
 }
 
 void register_region(nanobind::module_& m) {

@@ -44,8 +44,11 @@ struct RegionObject {
   int flushed;        // the object-level event was already written
   int name_inline;    // the intern cap refused name_obj: name stays 0 and
                       // events carry name_obj's bytes (no retry per event)
-  int pushed;         // entered with tracing on at least once: an entry of
-                      // it may be open, which its dealloc must drop
+  int pushed;         // its entries on the open stacks of all threads
+                      // (region_enter adds one, an exit takes one): while
+                      // nonzero an exit looks for its entry, and the dealloc
+                      // drops those of its thread. Changed with the GIL held
+                      // (region_open_count_add).
   uint64_t t0;        // start of the object-level event; 0 = not started
   PyObject* name_obj; // str
   PyObject* cat_obj;  // str
