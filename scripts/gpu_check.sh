@@ -16,14 +16,15 @@
 #
 # Checks: the GPU is there; the CUDA capture's unit tests; eager ops under
 # trace_eager, a model under the capture backend, under Inductor (Triton
-# kernels), a host<->device copy, an NCCL all-reduce of world size 1, SIGTERM
-# in the middle of a traced GPU loop, each
+# kernels), a host<->device copy, an NCCL all-reduce of world size 1, each
 # with the device events in the process's own trace file and every one linked
 # to its launch call and to the op or kernel event that launched it; CUDA's
 # caching allocator under the memory capture (the cuda:0 peak equals
 # torch.cuda.max_memory_allocated(), what holds it sums to it); kernel device time against
 # torch.profiler's (within 5 %); a GPT-2-small training step traced vs not
-# and vs torch.profiler (at most 1.03x, and below torch.profiler).
+# and vs torch.profiler (at most 1.03x, and below torch.profiler); SIGTERM in
+# the middle of a traced GPU loop (the trace complete with its CPU events; the
+# device events of CUPTI's last buffers are lost there, docs/DESIGN.md).
 # Where no GPU is found it fails (exit 2) and says so: it never skips.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -82,8 +82,8 @@ fi
 step "Python package"
 # With the CUDA capture source where the wheels are here: the package then
 # holds libdftracer_cuda.so beside its core (test_cuda_no_gpu.py checks it
-# loads by itself, and that DFTRACER_CUDA's automatic start changes nothing
-# without a GPU).
+# loads by itself, that it is not loaded unless DFTRACER_CUDA asks, 0 being
+# the default, and that DFTRACER_CUDA=auto changes nothing without a GPU).
 PIP_CUDA=()
 have_wheels && PIP_CUDA=(-C cmake.define.DFTRACER_CUDA=ON -C "cmake.define.CUPTI_ROOT=$ROOT/build-cuda/root/nvidia/cu13")
 "$PY" -m pip install -q --no-build-isolation --no-deps "${PIP_CUDA[@]}" "$ROOT"

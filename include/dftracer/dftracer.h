@@ -430,12 +430,18 @@ DFT_API void dft_stop_tracing_threads(void);
  * DFT_LAUNCH_SCOPE_MIN_SIZE (a caller that did not set it) or a NULL push or
  * pop; NULL (no scope) is always accepted.
  * before_finalize (optional, NULL for none): the device source's stop. The
- * core clears the scope and calls it once when the trace is about to be
- * finalized -- dft_finalize, the exit handler, SIGTERM/SIGINT's signal
- * thread, _exit and exec -- on the finalizing thread, before the trace's
- * last records are drained and with no lock of the core's held, so the
- * source can record its last buffers into the trace there. A forked child
- * starts with no scope (the device source's threads are the parent's). */
+ * core clears the scope and calls it once when the program's own thread is
+ * about to finalize the trace -- dft_finalize, the exit handler, and before
+ * a change of credentials (dft_stop_tracing_threads) -- on that thread,
+ * before the trace's last records are drained and with no lock of the
+ * core's held, so the source can record its last buffers into the trace
+ * there; a second thread finalizing meanwhile waits (up to 10 s) for it to
+ * return. Not at SIGTERM/SIGINT or _exit (the core's signal thread
+ * finalizes then: it has none of the program's descriptors, and the thread
+ * it stands in for may hold a lock the stop needs) nor at exec (a failed
+ * exec goes on tracing): there the events of the source's last buffers are
+ * lost. A forked child starts with no scope (the device source's threads
+ * are the parent's). */
 typedef struct dft_launch_scope {
   uint32_t struct_size; /* sizeof(dft_launch_scope): set it first */
   uint64_t (*push)(void);

@@ -67,13 +67,16 @@ void* signal_thread_main(void*) {
   }
   int sig = g_signal.load(std::memory_order_acquire);
   if (sig == 0 || sig == kStopRequest) return nullptr;
+  // Neither finalize here stops the device source (Session::DeviceSource):
+  // this thread has none of the program's descriptors, and the thread that
+  // signalled or called _exit may hold a lock the source's flush needs.
   if (sig == kExitRequest) {
-    Session::instance().finalize_before_image_ends();
+    Session::instance().finalize_before_image_ends(Session::DeviceSource::kLeave);
     sem_post(&g_done_sem);
     return nullptr;
   }
   if (dft_signal_hook hook = g_signal_hook.load(std::memory_order_acquire)) hook(sig);
-  Session::instance().finalize();  // waits for a finalize already under way, then is a no-op
+  Session::instance().finalize(Session::DeviceSource::kLeave);  // waits for a finalize under way, then a no-op
   sem_post(&g_done_sem);  // an _exit waiting for a finalize goes on (and loses to the signal)
   // Given back first: under PRELOAD this signal() is the I/O library's hook,
   // which would otherwise set our handler again for SIG_DFL.
@@ -174,7 +177,7 @@ void fork_child() {
 void finalize_before_exit() {
   if (!Session::instance().enabled()) return;
   if (!g_signal_thread.load(std::memory_order_acquire)) {
-    Session::instance().finalize_before_image_ends();
+    Session::instance().finalize_before_image_ends(Session::DeviceSource::kLeave);  // maybe in a signal handler
     return;
   }
   int saved = errno;
@@ -196,7 +199,7 @@ void finalize_before_exit() {
 // default action back, and the signal thread ends; from here the process
 // runs as untraced.
 void stop_tracing_threads() {
-  Session::instance().finalize_before_image_ends();
+  Session::instance().finalize_before_image_ends(Session::DeviceSource::kStop);
   for (int sig : {SIGTERM, SIGINT}) {
     if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
     struct sigaction now;
@@ -270,6 +273,7 @@ void Session::after_fork_in_child() {
   // A device source's threads and state are the parent's: no launch scope
   // (and no stop of the parent's source at the child's finalize).
   __atomic_store_n(&dft_launch_scope_current, nullptr, __ATOMIC_RELEASE);
+  device_stop_.store(0, std::memory_order_relaxed);  // a stop under way at fork is the parent's
   // The parent's signal thread was not copied: the child gets its own (a
   // signal the parent was handling is the parent's, not the child's).
   g_signal_thread.store(false, std::memory_order_relaxed);

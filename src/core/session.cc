@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -187,37 +188,47 @@ int Session::relocate(const char* log_file, std::string* error) {
   return 0;
 }
 
-namespace {
 // A device source's stop (dft_launch_scope::before_finalize): once, before
 // the trace's last records are drained and before the lifecycle lock, since
 // it records its last buffers into the trace (and CUPTI may complete them on
-// a thread of its own that records too).
-void stop_device_source() {
-  const dft_launch_scope* scope = dft_launch_scope_inline();
-  if (scope == nullptr || scope->struct_size < offsetof(dft_launch_scope, before_finalize) + sizeof(void (*)(void)) ||
-      scope->before_finalize == nullptr)
+// a thread of its own that records too). The thread that clears the scope
+// runs it; another finalizing thread waits until it returns (bounded: a
+// stop that hangs must not keep the trace from being written). Only on the
+// program's own threads (DeviceSource::kStop), never in a signal context.
+void Session::stop_device_source() {
+  int idle = device_stop_.load(std::memory_order_acquire);
+  if (idle != 1 && device_stop_.compare_exchange_strong(idle, 1, std::memory_order_acq_rel)) {
+    const dft_launch_scope* scope = dft_launch_scope_inline();
+    if (scope != nullptr &&
+        scope->struct_size >= offsetof(dft_launch_scope, before_finalize) + sizeof(void (*)(void)) &&
+        scope->before_finalize != nullptr &&
+        __atomic_compare_exchange_n(&dft_launch_scope_current, &scope, nullptr, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+      scope->before_finalize();
+    device_stop_.store(2, std::memory_order_release);
     return;
-  if (!__atomic_compare_exchange_n(&dft_launch_scope_current, &scope, nullptr, false, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE))
-    return;  // another finalizing thread took it
-  scope->before_finalize();
+  }
+  constexpr int kWaitSteps = 10000;  // 1 ms each: at most 10 s
+  const struct timespec step = {0, 1000 * 1000};
+  for (int i = 0; i < kWaitSteps && device_stop_.load(std::memory_order_acquire) == 1; ++i) nanosleep(&step, nullptr);
 }
-}  // namespace
 
-void Session::finalize() {
-  if (enabled()) stop_device_source();
+void Session::finalize(DeviceSource device) {
+  if (device == DeviceSource::kStop && enabled()) stop_device_source();
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   finalize_locked(false);
 }
 
-void Session::finalize_before_image_ends() {
-  if (enabled()) stop_device_source();
+void Session::finalize_before_image_ends(DeviceSource device) {
+  if (device == DeviceSource::kStop && enabled()) stop_device_source();
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   finalize_locked(true);
 }
 
+// The device source goes on: a failed exec (execvp trying each PATH entry)
+// resumes tracing, and its device events with it. A successful one ends
+// CUPTI with the image, and the events of its last buffers with it.
 void Session::suspend_for_exec() {
-  if (enabled()) stop_device_source();
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (!enabled_.load(std::memory_order_relaxed)) return;
   finalize_locked(true);

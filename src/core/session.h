@@ -46,14 +46,21 @@ class Session {
   // init): the current file is renamed, its events kept. 0 on success, -1
   // (one-line *error, nothing changed) otherwise or when tracing is off.
   int relocate(const char* log_file, std::string* error);
-  void finalize();
+  // Whether a finalize stops the device source (dft_launch_scope::
+  // before_finalize) first: only where the program's own thread finalizes
+  // (dft_finalize, the exit handler, stop_tracing_threads). The signal
+  // thread (SIGTERM/SIGINT, _exit) has no descriptors of the program's and
+  // may finalize while the thread it interrupted holds a lock the source's
+  // flush needs; an exec may fail and go on tracing.
+  enum class DeviceSource { kStop, kLeave };
+  void finalize(DeviceSource device = DeviceSource::kStop);
   // Before the process image ends without exit() (_exit, _Exit, exec*):
   // finalizes as finalize() does, and then removes the file if no thread
   // recorded anything into it (a forked child that only exec'd leaves no
   // stub: the exec'd image, if traced, writes its own file).
-  void finalize_before_image_ends();
-  // exec*: finalize_before_image_ends(), remembering to start again with
-  // the same settings if the exec fails (resume_after_failed_exec).
+  void finalize_before_image_ends(DeviceSource device);
+  // exec*: finalize_before_image_ends(kLeave), remembering to start again
+  // with the same settings if the exec fails (resume_after_failed_exec).
   void suspend_for_exec();
   void resume_after_failed_exec();
   void flush();
@@ -153,6 +160,12 @@ class Session {
   bool refill(ThreadBuffer* tb, uint32_t bytes);
   int start_session(const Config& cfg, int64_t process_id, std::string* error);
   void finalize_locked(bool discard_if_empty);
+  void stop_device_source();
+
+  // The device source's stop: 0 none under way, 1 a finalizing thread runs
+  // before_finalize, 2 it returned. A second finalizer waits for 2, so the
+  // source's last records come before the trace is finalized.
+  std::atomic<int> device_stop_{0};
 
   std::mutex lifecycle_mu_;  // init / finalize / fork
   void set_enabled(bool on);  // enabled_ and its public mirror dft_hot.enabled

@@ -25,6 +25,9 @@ class EventObserver {
   virtual void other(uint64_t ts_ns) = 0;
   // A metadata ("ph":"M") line.
   virtual void metadata() = 0;
+  // The complete line just observed is on a device's track (a pid of
+  // format/device_track.hpp, not the file's): GPU time, no thread's.
+  virtual void on_device_track() {}
 };
 
 }  // namespace dftracer

@@ -10,6 +10,7 @@
 #include "hash.h"
 #include "host_hash_key.h"
 #include "json_escape.h"
+#include "device_track.hpp"
 #include "string_table.h"
 
 namespace dftracer {
@@ -281,6 +282,7 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
           const size_t len = out->size() - args_at;
           const char* members = len > kOpen ? out->data() + args_at + kOpen : "";
           observer_->complete(n, nl, c, cl, tid, start_ns, dur_ns, members, len > kOpen ? len - kOpen - 1 : 0);
+          if (format::is_device_track_pid(pid)) observer_->on_device_track();
         }
       }
       break;

@@ -39,6 +39,10 @@ class MemberIndex final : public EventObserver {
                 uint64_t dur_ns, const char* args, size_t args_len) override;
   void other(uint64_t ts_ns) override;
   void metadata() override;
+  // Its cells are keyed by the file's pid: a device track's events would be
+  // summed (and nested, and spanned) as a thread's, so the index says it
+  // cannot reproduce a full read (which leaves them out).
+  void on_device_track() override { exact_ = false; }
 
   // The lines to append for the member just written (the header before the
   // first, names not yet named, the M line): the events observed since the

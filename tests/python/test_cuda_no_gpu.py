@@ -1,8 +1,10 @@
 """libdftracer_cuda.so on a machine without a GPU or CUDA driver: it loads,
 and starting it fails with one clear line, never a crash, leaving no file;
-the package's automatic start (DFTRACER_CUDA, dftracer/python/cuda) changes
-nothing there: no output, one debug line at most, one warning line when
-DFTRACER_CUDA=1 asked for it, and the trace is written as ever.
+the package (dftracer/python/cuda) never loads it unless DFTRACER_CUDA asks
+(0, off, is the default: opt-in until scripts/gpu_check.sh has passed on a
+GPU), and DFTRACER_CUDA=auto changes nothing there: no output, one debug
+line at most, one warning line when DFTRACER_CUDA=1 asked for it, and the
+trace is written as ever.
 
 The library's tests need it built (-DDFTRACER_CUDA=ON against CUPTI, e.g. the
 nvidia-cuda-cupti / nvidia-cuda-runtime / nvidia-cuda-crt 13.0 wheels
@@ -121,10 +123,18 @@ def _traced(tmp_path, setting, lib=None, level=None, via_initialize_log=False):
     return p
 
 
+@pytest.mark.parametrize("lib", [LIB or None, "/nonexistent/libdftracer_cuda.so"], ids=["built", "missing"])
+def test_off_by_default_never_loads_it_nor_says_anything(tmp_path, lib):
+    # GPU or not: with DFTRACER_CUDA unset nothing is looked for, not even at debug level.
+    p = _traced(tmp_path, None, lib, level="debug")
+    assert p.stdout.split() == ["NOT_LOADED"]
+    assert "device capture" not in p.stderr and "DFTRACER_CUDA" not in p.stderr, p.stderr
+
+
 @no_gpu
 @pytest.mark.parametrize("lib", [LIB or None, "/nonexistent/libdftracer_cuda.so"], ids=["built", "missing"])
 def test_auto_without_a_gpu_changes_nothing(tmp_path, lib):
-    p = _traced(tmp_path, None, lib)
+    p = _traced(tmp_path, "auto", lib)
     assert p.stderr == ""
     assert p.stdout.split() == ["NOT_LOADED"], "no GPU: the library is not even loaded"
 

@@ -17,11 +17,12 @@ PyObject* SC_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   return reinterpret_cast<PyObject*>(c);
 }
 
-PyObject* SC_next(PyObject* op) { return PyLong_FromLongLong(reinterpret_cast<SeqCounterObject*>(op)->next++); }
+PyObject* SC_next(PyObject* op) { return PyLong_FromLongLong(seq_fetch_next(reinterpret_cast<SeqCounterObject*>(op))); }
 
 PyObject* SC_repr(PyObject* op) {
   return PyUnicode_FromFormat("_SeqCounter(next=%lld)",
-                              static_cast<long long>(reinterpret_cast<SeqCounterObject*>(op)->next));
+                              static_cast<long long>(__atomic_load_n(&reinterpret_cast<SeqCounterObject*>(op)->next,
+                                                                     __ATOMIC_RELAXED)));
 }
 
 void SC_dealloc(PyObject* op) {

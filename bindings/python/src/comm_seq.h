@@ -19,11 +19,22 @@ struct SeqCounterObject {
 
 extern PyTypeObject* g_seq_counter_type;
 
-// The next seq of `counter` when it is a _SeqCounter (under the GIL, as
-// next() on it); false for any other object.
+// The counter's next value, advanced by one: under the GIL a plain
+// increment; on a free-threaded build (Py_GIL_DISABLED) two threads may take
+// one at once, so an atomic one (each value given once).
+inline int64_t seq_fetch_next(SeqCounterObject* c) {
+#ifdef Py_GIL_DISABLED
+  return __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
+#else
+  return c->next++;
+#endif
+}
+
+// The next seq of `counter` when it is a _SeqCounter (as next() on it);
+// false for any other object.
 inline bool seq_take(PyObject* counter, int64_t* out) {
   if (Py_TYPE(counter) != g_seq_counter_type) return false;
-  *out = reinterpret_cast<SeqCounterObject*>(counter)->next++;
+  *out = seq_fetch_next(reinterpret_cast<SeqCounterObject*>(counter));
   return true;
 }
 

@@ -48,7 +48,8 @@ bool load_answering_index(const std::string& path, const MappedFile& map, TraceI
                        : st != IndexStatus::Usable || index.version < 2 ? ": no write-time index"
                        : !index.finalized ? ": index not finalized (the run did not finish)"
                                           : ": the index cannot reproduce a full read (args.flops/bytes it could "
-                                            "not read exactly, a time past int64 ns, or too many threads)");
+                                            "not read exactly, a time past int64 ns, too many threads, or events on "
+                                            "a device's track)");
     return false;
   }
   // Its numbers describe the members the writer wrote: only when every
@@ -56,6 +57,15 @@ bool load_answering_index(const std::string& path, const MappedFile& map, TraceI
   if (first_unvouched_member(index, map.data(), &why) != index.members.size()) {
     *why_not = path + ": " + why;
     return false;
+  }
+  // GPU work: a full read leaves it out of the groups and of the span
+  // (summary.cpp is_device_event), and the index's span includes it; a
+  // device track's events of other categories the writer marks inexact.
+  for (const IndexedCell& c : index.cells) {
+    if (is_device_cat(index.names[c.cat])) {
+      *why_not = path + ": the index cannot leave its device events out of the span";
+      return false;
+    }
   }
   return true;
 }
@@ -76,12 +86,7 @@ bool add_file_from_index(const std::string& path, SummaryAggregator& agg, ReadSt
   if (!load_answering_index(path, map, &index, why_not)) return false;
   const std::vector<GroupKey>& keys = agg.keys();
   std::vector<std::string_view> values(keys.size());
-  uint64_t device = 0;
   for (const IndexedCell& c : index.cells) {
-    if (is_device_cat(index.names[c.cat])) {  // GPU work: left out, as a full read does (summary.cpp)
-      device += c.count;
-      continue;
-    }
     GroupStats g;
     g.count = c.count;
     g.total_ns = c.total;
@@ -106,8 +111,8 @@ bool add_file_from_index(const std::string& path, SummaryAggregator& agg, ReadSt
     }
     agg.add_indexed_group(values, g);
   }
-  agg.add_indexed_totals(index.complete - std::min(device, index.complete), index.metadata, index.other,
-                         index.first_ts, index.last_end, NestingStats{index.approximated, index.folded}, device);
+  agg.add_indexed_totals(index.complete, index.metadata, index.other, index.first_ts, index.last_end,
+                         NestingStats{index.approximated, index.folded}, 0);
   ++stats->files;
   ++stats->indexed_files;
   stats->input_bytes += map.size();

@@ -218,8 +218,9 @@ void pop_launch_scope() {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
-// The core calls it once before the trace is finalized (at finalize, exit,
-// SIGTERM/SIGINT, _exit, exec), so CUPTI's last buffers go into the trace.
+// The core calls it once before the trace is finalized by the program's own
+// thread (dft_finalize, exit), so CUPTI's last buffers go into the trace; not
+// at SIGTERM/SIGINT, _exit or exec (dft_launch_scope says why).
 void stop_before_finalize() { dftracer_cuda_stop(); }
 
 const dft_launch_scope kLaunchScope = {sizeof(dft_launch_scope), &push_launch_scope, &pop_launch_scope,

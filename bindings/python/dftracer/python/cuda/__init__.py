@@ -5,17 +5,19 @@ initialize_log), `start()` loads libdftracer_cuda.so -- installed beside the
 core library (dftracer/lib) when the package was built with
 -DDFTRACER_CUDA=ON -- and calls `dftracer_cuda_start(NULL)`: kernels, copies
 and sets then go into the process's own trace, linked to the op or kernel
-event that launched them. The core stops it before the trace is finalized,
-however that happens (finalize, exit, SIGTERM/SIGINT, _exit, exec), so
-CUPTI's last buffers are kept.
+event that launched them. The core stops it before the trace is finalized by
+finalize() or at exit, so CUPTI's last buffers are kept (at SIGTERM/SIGINT,
+_exit and exec the device events of those last buffers are lost).
 
-DFTRACER_CUDA chooses:
-  auto (default)  start it when the library is installed and an NVIDIA GPU is
-                  there (/proc/driver/nvidia/gpus or /dev/nvidia0); otherwise
-                  nothing happens (one debug line at DFTRACER_LOG_LEVEL=debug);
+DFTRACER_CUDA chooses (opt-in: CUPTI's activity callbacks are process-wide, so
+a torch.profiler started later replaces ours, and this path has not yet run on
+a GPU; auto becomes the default once scripts/gpu_check.sh has passed on one):
+  0 (default)     never load it (torch.profiler's own CUDA activities need
+                  CUPTI to themselves);
   1               start it, and say in one warning line why it could not;
-  0               never load it (torch.profiler's own CUDA activities need
-                  CUPTI to themselves).
+  auto            start it when the library is installed and an NVIDIA GPU is
+                  there (/proc/driver/nvidia/gpus or /dev/nvidia0); otherwise
+                  nothing happens (one debug line at DFTRACER_LOG_LEVEL=debug).
 DFTRACER_CUDA_LIB names another libdftracer_cuda.so (a build tree's).
 """
 import glob
@@ -31,6 +33,7 @@ _started_pid = None  # the pid that started it (a forked child did not)
 _tried_pid = None  # the pid that tried (once per process: CUPTI's activity API is process-wide)
 _said = set()  # warnings said once per process
 
+_DEFAULT = "0"  # auto once scripts/gpu_check.sh has passed on a GPU
 _OFF = ("0", "off", "false", "no")
 _ON = ("1", "on", "true", "yes")
 
@@ -80,12 +83,13 @@ def start():
     Never raises; a second call while it runs does nothing."""
     global _lib, _started_pid, _tried_pid
     try:
-        setting = os.environ.get("DFTRACER_CUDA", "auto").strip().lower() or "auto"
+        setting = os.environ.get("DFTRACER_CUDA", _DEFAULT).strip().lower() or _DEFAULT
+        if setting not in _OFF + _ON + ("auto",):
+            _say(True, f"DFTRACER_CUDA={setting!r}: expected 0, 1 or auto; using {_DEFAULT}")
+            setting = _DEFAULT
         if setting in _OFF:
             return False
         forced = setting in _ON
-        if not forced and setting != "auto":
-            _say(True, f"DFTRACER_CUDA={setting!r}: expected auto, 1 or 0; using auto")
         if _tried_pid == os.getpid():
             # One capture per process, for its first trace.
             if _started_pid == os.getpid() and not running():
