@@ -8,7 +8,7 @@ speaks. Never raises: a warning must not break the traced program.
 import os
 import sys
 
-__all__ = ["warn", "before_finalize", "run_before_finalize"]
+__all__ = ["warn", "debug", "before_finalize", "run_before_finalize"]
 
 _before_finalize = []
 
@@ -35,6 +35,17 @@ def warn(msg: str) -> None:
             print(f"[dftracer] warning: {msg}", file=sys.stderr)
         except Exception:
             pass
+
+
+def debug(msg: str) -> None:
+    """Writes one debug line, "[dftracer] debug: <msg>", only at
+    DFTRACER_LOG_LEVEL=debug or trace (what the core's log_debug does)."""
+    if os.environ.get("DFTRACER_LOG_LEVEL", "").strip().lower() not in ("debug", "trace"):
+        return
+    try:
+        print(f"[dftracer] debug: {msg}", file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001 - diagnostics never raise
+        pass
 
 
 def before_finalize(fn) -> None:

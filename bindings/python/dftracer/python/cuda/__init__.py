@@ -22,7 +22,6 @@ DFTRACER_CUDA_LIB names another libdftracer_cuda.so (a build tree's).
 """
 import glob
 import os
-import sys
 
 from .. import diagnostics
 
@@ -53,19 +52,10 @@ def _gpu_present():
     return bool(glob.glob("/proc/driver/nvidia/gpus/*")) or os.path.exists("/dev/nvidia0")
 
 
-def _debug(msg):
-    level = os.environ.get("DFTRACER_LOG_LEVEL", "").strip().lower()
-    if level in ("debug", "trace"):
-        try:
-            print(f"[dftracer] debug: {msg}", file=sys.stderr, flush=True)
-        except Exception:  # noqa: BLE001 - diagnostics never raise
-            pass
-
-
 def _say(forced, msg):
     """A warning when the user asked for the device source, else a debug line."""
     if not forced:
-        _debug(msg)
+        diagnostics.debug(msg)
         return
     if msg not in _said:
         _said.add(msg)
@@ -101,7 +91,7 @@ def start():
                          "build the package with -DDFTRACER_CUDA=ON); no device events")
             return False
         if not forced and not _gpu_present():
-            _debug("DFTRACER_CUDA=auto: no NVIDIA GPU found (/proc/driver/nvidia/gpus); no device events")
+            diagnostics.debug("DFTRACER_CUDA=auto: no NVIDIA GPU found (/proc/driver/nvidia/gpus); no device events")
             return False
         import ctypes
 
@@ -125,10 +115,10 @@ def start():
             _say(True if _gpu_present() else forced, f"device capture off: {err}")
             return False
         _started_pid = os.getpid()
-        _debug(f"device capture on ({path})")
+        diagnostics.debug(f"device capture on ({path})")
         return True
     except Exception as e:  # noqa: BLE001 - tracing must never break the program
-        _debug(f"device capture off: {type(e).__name__}: {e}")
+        diagnostics.debug(f"device capture off: {type(e).__name__}: {e}")
         return False
 
 
