@@ -18,13 +18,15 @@ namespace dft_py {
 
 DFT_PY_CONSTINIT thread_local OpenStack t_open;  // zero-initialised: no TLS init function
 
-void open_forget_owner(const void* owner) {
+int open_forget_owner(const void* owner) {
   OpenStack& s = t_open;
+  const int before = s.depth;
   for (int i = s.depth - 1; i >= 0; --i) {
     if (s.ev[i].owner != owner) continue;
     OpenEvent e = open_take(s, i);
     Py_XDECREF(e.pending);
   }
+  return before - s.depth;
 }
 
 namespace {
@@ -70,7 +72,7 @@ void take_cut_entries(OpenStack& s) {
   int n = 0;
   for (int i = 0; i < s.depth && i < kMaxOpen; ++i) {
     OpenEvent& e = s.ev[i];
-    if (e.live == 0 || e.name == 0) continue;  // written, or no interned name
+    if (e.live == 0 || e.name == 0 || open_owner_dead(e.owner)) continue;  // written, no interned name, dropped
     e.live = 0;
     g_cut[n++] = CutEntry{e.t0, e.name, e.cat};
   }
@@ -125,7 +127,9 @@ int read_stack_from_here(OpenStack* s) {
     for (int i = 0; i < depth; ++i) {
       const OpenEvent& e = s->ev[i];
       const uint64_t live = __atomic_load_n(&e.live, __ATOMIC_RELAXED);
-      if (live == 0 || e.name == 0) continue;
+      // An owner marked dead stays allocated while this entry is on the
+      // stack, and the frozen stack keeps its entries.
+      if (live == 0 || e.name == 0 || open_owner_dead(e.owner)) continue;
       g_cut[n++] = CutEntry{e.t0, e.name, e.cat};
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);

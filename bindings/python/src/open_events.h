@@ -32,7 +32,8 @@ struct OpenEvent {
   uint64_t live;
   dft_id name;        // event name (the function's for traced calls)
   dft_id cat;         // the owner's category, copied at push: the cut reads
-                      // it, never the owner (which may be freed)
+                      // it here (an owner freed meanwhile has its fields
+                      // cleared; its memory stays while this entry does)
   PyObject* name_obj; // the name as a str, set (and read) only for `name` 0
                       // (refused by the intern cap); borrowed from the
                       // Region / TracedFunction
@@ -179,8 +180,14 @@ inline OpenEvent open_take(OpenStack& s, int i) {
   return e;
 }
 
-// Drops every entry of `owner` on this thread (the owner is being freed).
-void open_forget_owner(const void* owner);
+// Drops every entry of `owner` on this thread (the owner is being freed);
+// returns how many it removed (none from a frozen stack).
+int open_forget_owner(const void* owner);
+
+// True when `owner` (an entry's) was freed while the entry stayed open: the
+// cut leaves it out, as the thread's own exit would have. Async-signal-safe
+// (region_freed.cc).
+bool open_owner_dead(const void* owner);
 
 // Called once, on the thread that imports the module; effective only on the
 // process's main thread (another thread's stack would be freed when that

@@ -160,10 +160,9 @@ void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
   if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
-  // Its entries left open on this thread (entered, never exited). Those of
-  // another thread stay there: only that thread changes its stack.
-  if (self->pushed != 0 && t_open.depth != 0) open_forget_owner(self);
-  self->pushed = 0;  // (a pooled object is used again)
+  // Entered and never exited: kept allocated while another thread holds an
+  // entry of it (region_freed.cc).
+  if (__builtin_expect(self->pushed != 0, 0) && region_dealloc_while_open(self)) return;
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
@@ -304,16 +303,6 @@ PyMethodDef module_functions[] = {
     {"_region_method", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(region_method)), METH_FASTCALL,
      nullptr},
     {nullptr, nullptr, 0, nullptr}};
-
-// Counts an entry of `self` pushed (+1) or taken (-1) on any thread's open
-// stack. With the GIL a plain add (only the thread holding it runs here).
-inline void region_open_count_add(RegionObject* self, int n) {
-#ifdef Py_GIL_DISABLED
-  __atomic_fetch_add(&self->pushed, n, __ATOMIC_RELAXED);
-#else
-  self->pushed += n;
-#endif
-}
 
 // Writes the innermost open event of this object on this thread (or the
 // object-level one). `close` removes it (exit); otherwise it stays open but
@@ -581,6 +570,8 @@ PyObject* region_enter(PyObject* op) {
     self->flushed = 0;
     if (open_push(this_thread_open(), self, self->name, self->cat, self->name_obj, t, false) != 0)
       region_open_count_add(self, 1);
+    else
+      region_push_after_dropping_dead(self, t);  // full (entries of freed objects?)
   } else {
     self->t0 = 0;
     if (self->enable) count_skipped_call();  // the region's one event, skipped

@@ -49,6 +49,9 @@ struct RegionObject {
                       // nonzero an exit looks for its entry, and the dealloc
                       // drops those of its thread. Changed with the GIL held
                       // (region_open_count_add).
+  int dead;           // freed while entries of it stay open on other threads:
+                      // kept allocated, and out of every open stack's use,
+                      // until those threads drop them (region_freed.cc)
   uint64_t t0;        // start of the object-level event; 0 = not started
   PyObject* name_obj; // str
   PyObject* cat_obj;  // str
@@ -59,6 +62,31 @@ struct RegionObject {
 };
 
 extern PyTypeObject* g_region_type;
+
+// Counts an entry of `self` pushed (+1) or taken (-1) on any thread's open
+// stack; returns the count after. With the GIL a plain add (only the thread
+// holding it runs here).
+inline int region_open_count_add(RegionObject* self, int n) {
+#ifdef Py_GIL_DISABLED
+  return __atomic_add_fetch(&self->pushed, n, __ATOMIC_ACQ_REL);
+#else
+  return self->pushed += n;
+#endif
+}
+
+// Region_dealloc of an object with entries open (entered, never exited):
+// drops those of this thread. When other threads' stacks still hold some,
+// clears the object's fields, marks it dead and returns true: it stays
+// allocated, and the last of those threads frees it when it drops them
+// (region_freed.cc), so that a stack never holds the address of freed
+// memory, which a later object could reuse. False: free it as usual.
+bool region_dealloc_while_open(RegionObject* self);
+
+// region_enter when this thread's open stack is full: drops its entries of
+// dead objects (freeing those no stack holds any more) and pushes `self`'s
+// entry when that made room. Out of line: the ordinary push keeps its
+// registers.
+void region_push_after_dropping_dead(RegionObject* self, uint64_t t0);
 
 // Interned keys and their Python names, in pydftracer's order.
 enum TagKey { kEpoch = 0, kStep, kImageIdx, kImageSize, kNumTagKeys };
