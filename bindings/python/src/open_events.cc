@@ -127,9 +127,10 @@ int read_stack_from_here(OpenStack* s) {
     for (int i = 0; i < depth; ++i) {
       const OpenEvent& e = s->ev[i];
       const uint64_t live = __atomic_load_n(&e.live, __ATOMIC_RELAXED);
-      // An owner marked dead stays allocated while this entry is on the
-      // stack, and the frozen stack keeps its entries.
-      if (live == 0 || e.name == 0 || open_owner_dead(e.owner)) continue;
+      // The owner is not read: the main thread may free it meanwhile (an
+      // exit on a frozen stack keeps the entry but not the object). So an
+      // entry of an object freed on another thread is written here, cut.
+      if (live == 0 || e.name == 0) continue;
       g_cut[n++] = CutEntry{e.t0, e.name, e.cat};
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -185,8 +185,8 @@ inline OpenEvent open_take(OpenStack& s, int i) {
 int open_forget_owner(const void* owner);
 
 // True when `owner` (an entry's) was freed while the entry stayed open: the
-// cut leaves it out, as the thread's own exit would have. Async-signal-safe
-// (region_freed.cc).
+// cut's handler on the entry's thread leaves it out, as a free on that
+// thread would have. Async-signal-safe (region_freed.cc).
 bool open_owner_dead(const void* owner);
 
 // Called once, on the thread that imports the module; effective only on the
