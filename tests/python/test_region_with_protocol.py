@@ -107,35 +107,77 @@ print(len({id(k) for k in kept}), [k.name for k in kept][-1], kept[0].cat)
 
 
 def test_bound_enter_exit_kept_while_the_region_is_used_again(run_python, trace_dir):
-    # A region's __enter__/__exit__ bind to objects embedded in it; one that is
-    # kept (or a second binding of the same region) is another object that
-    # holds the region, and every binding calls the region it was made from.
+    # A region keeps its bound __enter__/__exit__ (builtin methods whose
+    # __self__ it does not count); every binding calls the region it was
+    # made from, and one still held when the region's last reference goes
+    # keeps the region (its name, its open entry) until it is dropped.
     events, proc = run_traced(run_python, trace_dir, """
-import gc
+import gc, weakref
 r = dft_fn("c", "kept")
 a, b = r.__exit__, r.__exit__
-print(a is not b, a.__self__ is r, b.__self__ is r)
-with r:                      # the embedded __exit__ is `a`: this one is another
+print(a is b, a.__self__ is r, type(a).__name__)
+with r:                      # bound again while `a` is held
     pass
 assert r.__enter__() is r and a(None, None, None) is False
 assert r.__enter__() is r and b(None, None, None) is False
 del a, b
 ex = dft_fn("c", "orphan").__exit__    # the only reference to its region
-for i in range(20):                    # made and freed around it (free list)
+k = dft_fn("c", "handed")
+kx = k.__exit__                        # kept binding, then the region's last reference goes
+k.__enter__()
+del k
+en = dft_fn("c", "entered").__enter__  # the same, at once
+for i in range(20):                    # made and freed around them (free list)
     with dft_fn("c", "other"):
         pass
 gc.collect()
-print(ex.__self__.name)
+print(ex.__self__.name, kx.__self__.name, en.__self__.name)
 ex.__self__.__enter__()
 assert ex(None, None, None) is False
-del ex
+assert kx(None, None, None) is False
+assert en() is en.__self__ and en.__self__.__exit__(None, None, None) is False
+del ex, kx, en
+class Attrs(dft_fn):                   # freed by the generic subclass dealloc
+    pass
+s = Attrs("c", "subclass")
+s.x = 1
+sx = s.__exit__
+s.__enter__()
+del s
+gc.collect()
+print(sx.__self__.x)
+assert sx(None, None, None) is False
+del sx
+class Fin(dft_fn):                     # its own finalizer: bindings hold the region
+    def __del__(self):
+        print("del", self.name)
+fx = Fin("c", "finalized").__exit__
+fx.__self__.__enter__()
+print("held")
+assert fx(None, None, None) is False
+del fx
+w = weakref.ref(dft_fn("c", "weak").__enter__)
+print(w() is None)
+t = dft_fn("c", "weak-kept")
+w = weakref.ref(t.__exit__)
+del t
+print(w() is None)
+for i in range(3):
+    with dft_fn("c", "after"):
+        pass
+d = dft_fn("c", "explicit-del")
+d.__del__()                            # an explicit call: the region stays usable
+with d:
+    pass
 f = dft_fn("c", "object-level")          # pydftracer: the constructor starts the clock
 assert f.__exit__(None, None, None) is False  # an exit without an enter writes it
 assert f.__exit__(None, None, None) is False  # once
 """)
-    assert proc.stdout.split() == ["True", "True", "True", "orphan"], proc.stdout
+    assert proc.stdout.split() == ["True", "True", "builtin_function_or_method", "orphan", "handed", "entered",
+                                   "1", "held", "del", "finalized", "True", "True"], proc.stdout
     names = sorted(e["name"] for e in events if e.get("cat") == "c")
-    assert names == ["kept"] * 3 + ["object-level", "orphan"] + ["other"] * 20
+    assert names == sorted(["kept"] * 3 + ["object-level", "orphan", "handed", "entered", "subclass", "finalized",
+                            "explicit-del"] + ["other"] * 20 + ["after"] * 3)
 
 
 def test_regions_used_after_tracing_stops_write_nothing(run_python, trace_dir):

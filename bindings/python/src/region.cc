@@ -156,9 +156,31 @@ PyObject* g_region_free[kRegionFreeMax];
 int g_region_nfree = 0;
 #endif
 
+}  // namespace
+
+// A region that does nothing (enable=0), for bindings whose region is freed
+// by a dealloc that cannot keep it (region_hand_over_bindings).
+PyObject* g_dead_region = nullptr;
+
 void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
+#ifdef DFT_PY_REUSE_OBJECTS
+  const bool pool = tp == g_pooled_type && g_region_nfree < kRegionFreeMax;
+#else
+  const bool pool = false;
+#endif
+  // Its kept __enter__/__exit__ still in use (`with dft_fn(...)` drops the
+  // object right after binding them) hold it from now on: it lives on as
+  // theirs. Only in its class's own dealloc, before anything of it is
+  // freed; called as the base of the generic subclass dealloc, Region_finalize
+  // did that already, and what is left (a class given another finalizer
+  // after they were bound) goes to the region that does nothing.
+  const bool own = tp->tp_dealloc == Region_dealloc;
+  if (Py_ssize_t owners = region_hand_over_bindings(self, own ? op : g_dead_region, pool)) {
+    Py_SET_REFCNT(op, owners);
+    return;
+  }
   if (PyType_IS_GC(tp)) PyObject_GC_UnTrack(op);
   // Entered and never exited: kept allocated while another thread holds an
   // entry of it (region_freed.cc).
@@ -167,7 +189,8 @@ void Region_dealloc(PyObject* op) {
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
 #ifdef DFT_PY_REUSE_OBJECTS
-  if (tp == g_pooled_type && g_region_nfree < kRegionFreeMax) {
+  if (pool) {
+    self->bindings_own = 0;
     g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
     return;
   }
@@ -175,6 +198,18 @@ void Region_dealloc(PyObject* op) {
   tp->tp_free(op);
   Py_DECREF(tp);
 }
+
+// Run before the generic subclass dealloc frees anything of the object (and
+// by the collector, or an explicit __del__()): its bindings in use hold it
+// from now on, the others are freed. The finalizer runs once per object, so
+// later bindings hold their region themselves.
+void Region_finalize(PyObject* op) {
+  auto* self = reinterpret_cast<RegionObject*>(op);
+  for (Py_ssize_t owners = region_hand_over_bindings(self, op, false); owners > 0; --owners) Py_INCREF(op);
+  self->bindings_own = 1;
+}
+
+namespace {
 
 // A Region of `type` from the free list, or NULL when there is none.
 PyObject* pooled_region(PyTypeObject* type) {
@@ -266,12 +301,12 @@ PyObject* fast_construct(PyObject*, PyObject* cls) {
   if (t->tp_init == g_region_type->tp_init && t->tp_new == g_region_type->tp_new)
     t->tp_vectorcall = Region_vectorcall_new;
   // A class that adds nothing to Region's instances (no __dict__, no
-  // __weakref__, no slots, no finalizer) is freed by Region_dealloc itself,
+  // __weakref__, no slots, no finalizer but Region's) is freed by Region_dealloc itself,
   // not through the generic subclass dealloc, and its first such class
   // (dft_fn) gets the free list. Subclasses of it get the generic dealloc
   // again from type(), which ends in Region_dealloc.
   if (t->tp_basicsize == g_region_type->tp_basicsize && t->tp_dictoffset == 0 && t->tp_weaklistoffset == 0 &&
-      t->tp_finalize == nullptr && t->tp_del == nullptr && t->tp_vectorcall == Region_vectorcall_new) {
+      t->tp_finalize == g_region_type->tp_finalize && t->tp_del == nullptr && t->tp_vectorcall == Region_vectorcall_new) {
     t->tp_dealloc = Region_dealloc;
     if (g_pooled_type == nullptr) g_pooled_type = reinterpret_cast<PyTypeObject*>(Py_NewRef(cls));
   }
@@ -519,6 +554,7 @@ PyType_Slot Region_slots[] = {
     {Py_tp_new, reinterpret_cast<void*>(Region_new)},
     {Py_tp_init, reinterpret_cast<void*>(Region_init)},
     {Py_tp_dealloc, reinterpret_cast<void*>(Region_dealloc)},
+    {Py_tp_finalize, reinterpret_cast<void*>(Region_finalize)},
     {Py_tp_methods, Region_methods},
     {Py_tp_getset, Region_getset},
     {Py_tp_doc, const_cast<char*>("Base class of dftracer.python.dft_fn (C hot path).")},
@@ -634,6 +670,9 @@ void register_region(nanobind::module_& m) {
   g_region_type = reinterpret_cast<PyTypeObject*>(type);
   Py_INCREF(type);  // g_region_type keeps one reference for the process
   if (!register_with_methods(g_region_type)) throw nanobind::python_error();
+  g_dead_region = Region_new(g_region_type, nullptr, nullptr);
+  if (g_dead_region == nullptr) throw nanobind::python_error();
+  reinterpret_cast<RegionObject*>(g_dead_region)->enable = 0;
   if (PyModule_AddObject(m.ptr(), "Region", type) < 0) {
     Py_DECREF(type);
     throw nanobind::python_error();

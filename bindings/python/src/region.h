@@ -14,23 +14,20 @@
 
 namespace dft_py {
 
-// The free lists of regions and of their bound methods, and the bound methods
-// embedded in regions, set refcounts themselves: only with the GIL, and not
-// in debug builds that track references (_Py_NewReference's bookkeeping).
+// The free list of regions and the bound methods a region keeps set
+// refcounts themselves: only with the GIL, and not in debug builds that
+// track references (_Py_NewReference's bookkeeping).
 #if !defined(Py_GIL_DISABLED) && !defined(Py_TRACE_REFS) && !defined(Py_REF_DEBUG)
 #define DFT_PY_REUSE_OBJECTS 1
 #endif
 
-// What `r.__enter__` / `r.__exit__` evaluate to (region_with.cc): a small
-// callable holding a strong reference to the region. Each region embeds one
-// of each (`with r:` binds those, no allocation); a second binding while one
-// is alive (nested `with r:`, a kept `r.__exit__`) comes from a free list.
-struct BoundOpObject {
+// What `r.__exit__` evaluates to where r has no other reference (`with
+// dft_fn(cat, name):`, region_with.cc): a callable embedded in r that holds
+// r, refcount 0 when unused (its type set on first use).
+struct ExitBindingObject {
   PyObject_HEAD
   vectorcallfunc vectorcall;
-  PyObject* region;  // strong reference while the object is alive
-  int op;            // 0: __enter__, 1: __exit__
-  int embedded;      // lives inside its region (never freed on its own)
+  PyObject* region;  // strong reference while in use
 };
 
 // One dft_fn: a category, a default event name, sticky args, and -- when
@@ -56,9 +53,13 @@ struct RegionObject {
   PyObject* name_obj; // str
   PyObject* cat_obj;  // str
   PyObject* args;     // dict of normalized sticky args, or NULL
-  // The embedded bound __enter__ / __exit__: refcount 0 when unused (the
-  // type is set on first use; zeroed memory is "never used").
-  BoundOpObject bound[2];
+  // r.__enter__ / r.__exit__ (region_with.cc): builtin methods made on
+  // first use and kept, whose __self__ is this region without a reference
+  // of its own (a `with` binds them for an incref). NULL until first used.
+  PyObject* bound[2];
+  int bindings_own;   // bindings made from now on hold the region (after
+                      // Region_finalize, which runs once per object)
+  ExitBindingObject exit_binding;
 };
 
 extern PyTypeObject* g_region_type;
@@ -147,6 +148,31 @@ bool register_null_context(PyObject* module);
 PyObject* region_enter(PyObject* region);
 void region_exit(PyObject* region);
 bool register_with_methods(PyTypeObject* region_type);
+
+// Region's tp_dealloc and tp_finalize (region.cc).
+void Region_dealloc(PyObject* op);
+void Region_finalize(PyObject* op);
+
+// Whether a region of this class may keep its bindings (region_with.cc):
+// its dealloc, or the finalizer the generic subclass dealloc calls first,
+// hands bindings in use over before anything of the region is freed.
+inline bool region_keeps_bindings(PyTypeObject* tp) {
+  return tp->tp_dealloc == Region_dealloc || tp->tp_finalize == Region_finalize;
+}
+
+// The kept bindings of a region whose last reference is gone, or that is
+// finalized (region_with.cc). Those still in use elsewhere become owners of
+// `owner`: each then holds one reference to it; the count of those that
+// hold the region itself is returned (the caller adds that many to its
+// refcount). Bindings not in use are freed, or kept when `keep` (a region
+// going to the free list).
+Py_ssize_t region_hand_over_bindings_slow(RegionObject* r, PyObject* owner, bool keep);
+inline Py_ssize_t region_hand_over_bindings(RegionObject* r, PyObject* owner, bool keep) {
+  for (PyObject* f : r->bound)  // the usual case: none, or kept and unused
+    if (f != nullptr && (Py_REFCNT(f) > 1 || !keep || reinterpret_cast<PyCFunctionObject*>(f)->m_weakreflist))
+      return region_hand_over_bindings_slow(r, owner, keep);
+  return 0;
+}
 
 }  // namespace dft_py
 
