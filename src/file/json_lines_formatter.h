@@ -75,6 +75,9 @@ class JsonLinesFormatter final : public TraceFormatter {
   StringTable& strings_;
   Clock& clock_;
   uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed
+  // The interned id of the memory capture's category: its instants and
+  // counters are written without "id" (and instants without "s"), below.
+  uint32_t memory_cat_;
   EventObserver* observer_ = nullptr;  // the sink's index, when it keeps one
   std::string inline_name_;  // a kNameInline record's name, escaped (reused: no allocation per event)
 };
