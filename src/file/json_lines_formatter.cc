@@ -253,15 +253,13 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
     tid = static_cast<int64_t>(static_cast<uint32_t>(track->value));
   }
 
-  uint64_t start_ns, end_ns;
-  if (r->flags & kTimeIsNs) {
-    start_ns = r->start;
+  uint64_t start_ns = (r->flags & kTimeIsNs) ? r->start : clock_.to_ns(r->start);
+  uint64_t end_ns = start_ns;  // only a complete event has an end (a flow's `end` is its id)
+  if (r->kind == RecordKind::kComplete) {
     // dft_complete_ns takes any start and duration: an end past 2^64 ns
     // stops there rather than wrapping to before the start.
-    end_ns = r->end > UINT64_MAX - r->start ? UINT64_MAX : r->start + r->end;
-  } else {
-    start_ns = clock_.to_ns(r->start);
-    end_ns = clock_.to_ns(r->end);
+    if (r->flags & kTimeIsNs) end_ns = r->end > UINT64_MAX - r->start ? UINT64_MAX : r->start + r->end;
+    else end_ns = clock_.to_ns(r->end);
   }
   start_ns = written(start_ns);
   end_ns = written(end_ns);
@@ -329,9 +327,8 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
       out->lit(",\"id\":");
       out->u64(r->end);
       out->lit(",\"ts\":");
-      const uint64_t flow_ns = written((r->flags & kTimeIsNs) ? r->start : clock_.to_ns(r->start));
-      out->micros(flow_ns);
-      if (observer_) observer_->other(flow_ns);
+      out->micros(start_ns);
+      if (observer_) observer_->other(start_ns);
       if (r->kind == RecordKind::kFlowStart) out->lit(",\"ph\":\"s\"");
       else out->lit(",\"ph\":\"f\",\"bp\":\"e\"");
       break;

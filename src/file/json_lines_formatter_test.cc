@@ -442,6 +442,11 @@ TEST(OutBuffer, WritesEveryDigitCountExactly) {
   std::vector<uint64_t> values = {0, UINT64_MAX, UINT64_MAX - 1};
   for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10) values.insert(values.end(), {p - 1, p, p + 1, p * 10 - 1});
   values.push_back(10000000000000000000ull);
+  uint64_t x = 88172645463325252ull;  // xorshift64: values of every length, zeros inside them
+  for (int i = 0; i < 4000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(x >> (i % 64));
+  }
   dftracer::OutBuffer out{1};
   std::string expect;
   for (uint64_t v : values) {
