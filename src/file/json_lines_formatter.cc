@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "clock.h"
 #include "dftracer/dftracer.h"
@@ -44,7 +45,12 @@ JsonLinesFormatter::JsonLinesFormatter(const SessionInfo& info)
       strings_(StringTable::instance()),
       clock_(Clock::instance()),
       hhash_key_(strings_.intern(kHostHashKey, sizeof kHostHashKey - 1)),
-      memory_cat_(strings_.intern(format::kMemoryCat, sizeof format::kMemoryCat - 1)) {}
+      memory_cat_(strings_.intern(format::kMemoryCat, sizeof format::kMemoryCat - 1)),
+      block_addr_(strings_.intern(format::kBlockArgAddr, sizeof format::kBlockArgAddr - 1)),
+      block_size_(strings_.intern(format::kBlockArgSize, sizeof format::kBlockArgSize - 1)),
+      block_total_(strings_.intern(format::kBlockArgTotal, sizeof format::kBlockArgTotal - 1)),
+      block_op_(strings_.intern(format::kBlockArgOp, sizeof format::kBlockArgOp - 1)),
+      block_dev_(strings_.intern(format::kBlockArgDev, sizeof format::kBlockArgDev - 1)) {}
 
 void JsonLinesFormatter::set_observer(EventObserver* observer) {
   observer_ = observer;
@@ -226,6 +232,33 @@ void JsonLinesFormatter::args(const RecordHeader* r, OutBuffer* out, bool with_h
   out->ch('}');
 }
 
+bool JsonLinesFormatter::block_args(const RecordHeader* r, OutBuffer* out) {
+  static_assert(std::string_view(format::kBlockArgAddr) == "addr" && std::string_view(format::kBlockArgSize) == "size" &&
+                    std::string_view(format::kBlockArgTotal) == "total" && std::string_view(format::kBlockArgOp) == "op" &&
+                    std::string_view(format::kBlockArgDev) == "dev",
+                "the literals below are the block events' keys");
+  if (r->nargs == 0 || (r->flags & kOnTrack) || size_t{r->nargs} + 2 > r->nslots) return false;
+  const size_t at = out->size();
+  out->lit(",\"args\":{");
+  const ArgSlot* a = reinterpret_cast<const ArgSlot*>(r + 1);
+  for (uint32_t i = 0; i < r->nargs; ++i, ++a) {
+    if (i != 0) out->ch(',');
+    if (a->type == DFT_ARG_UINT && a->key == block_addr_) out->lit("\"addr\":");
+    else if (a->type == DFT_ARG_UINT && a->key == block_size_) out->lit("\"size\":");
+    else if (a->type == DFT_ARG_UINT && a->key == block_total_) out->lit("\"total\":");
+    else if (a->type == DFT_ARG_STR && a->key == block_op_) out->lit("\"op\":");
+    else if (a->type == DFT_ARG_STR && a->key == block_dev_) out->lit("\"dev\":");
+    else {
+      out->truncate(at);
+      return false;
+    }
+    if (a->type == DFT_ARG_UINT) out->u64(a->value);
+    else str_id(static_cast<uint32_t>(a->value), out);
+  }
+  out->ch('}');
+  return true;
+}
+
 void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* out) {
   const InternedString* cat = strings_.get(r->cat);
   const char* n = "";
@@ -297,6 +330,10 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
         out->lit(",\"ts\":");
         out->micros(start_ns);
         out->lit(",\"ph\":\"i\"");
+        if (!inc_metadata_ && block_args(r, out)) {
+          if (observer_) observer_->other(start_ns);
+          break;
+        }
       } else {
         head(n, nl, c, cl, tid, out);
         out->lit(",\"ts\":");

@@ -405,6 +405,13 @@ TEST(JsonLinesFormatter, MemoryBlockInstantsCarryNoIdOrScope) {
   h.fmt.event(free_.get(), 7, &h.out);
   RecordBuilder mark(RecordKind::kInstant, "mark", "cat", 5000, 0, kTimeIsNs);
   h.fmt.event(mark.get(), 7, &h.out);
+  RecordBuilder other(RecordKind::kInstant, "note", "memory", 6000, 0, kTimeIsNs);  // args of any other key
+  other.arg("addr", DFT_ARG_UINT, 1).arg("why", DFT_ARG_STR, id("x")).arg("total", DFT_ARG_INT, -2);
+  h.fmt.event(other.get(), 7, &h.out);
+  RecordBuilder dev(RecordKind::kInstant, "alloc", "memory", 7000, 0, kTimeIsNs);
+  dev.arg("addr", DFT_ARG_UINT, 2).arg("size", DFT_ARG_UINT, 0).arg("total", DFT_ARG_UINT, 18446744073709551615ull)
+      .arg("dev", DFT_ARG_STR, id("cuda:0"));
+  h.fmt.event(dev.get(), 7, &h.out);
   h.hand_over();
   EXPECT_EQ(h.sink.bytes(),
             "{\"id\":0,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,\"ph\":\"X\"}\n"
@@ -412,8 +419,21 @@ TEST(JsonLinesFormatter, MemoryBlockInstantsCarryNoIdOrScope) {
             "\"args\":{\"addr\":94673798908928,\"size\":16384,\"op\":\"aten::mm\"}}\n"
             "{\"name\":\"free\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":4,\"ph\":\"i\","
             "\"args\":{\"addr\":94673798908928}}\n"
-            "{\"id\":1,\"name\":\"mark\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":5,\"ph\":\"i\",\"s\":\"t\"}\n");
-  EXPECT_EQ(h.fmt.lines(), 4u);
+            "{\"id\":1,\"name\":\"mark\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":5,\"ph\":\"i\",\"s\":\"t\"}\n"
+            "{\"name\":\"note\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":6,\"ph\":\"i\","
+            "\"args\":{\"addr\":1,\"why\":\"x\",\"total\":-2}}\n"
+            "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":7,\"ph\":\"i\","
+            "\"args\":{\"addr\":2,\"size\":0,\"total\":18446744073709551615,\"dev\":\"cuda:0\"}}\n");
+  EXPECT_EQ(h.fmt.lines(), 6u);
+
+  // With DFTRACER_INC_METADATA=1 the host hash comes first, as in every event's args.
+  Harness full(test_session());
+  full.fmt.event(alloc.get(), 7, &full.out);
+  full.hand_over();
+  EXPECT_NE(full.sink.bytes().find("\"ph\":\"i\",\"args\":{\"hhash\":\""), std::string::npos) << full.sink.bytes();
+  EXPECT_NE(full.sink.bytes().find("\",\"addr\":94673798908928,\"size\":16384,\"op\":\"aten::mm\"}}\n"),
+            std::string::npos)
+      << full.sink.bytes();
 }
 
 }  // namespace
