@@ -59,6 +59,10 @@ class JsonLinesFormatter final : public TraceFormatter {
   // always; other events with DFTRACER_INC_METADATA=1, as DFTracer), then
   // the record's args; nothing at all when there is neither.
   void args(const RecordHeader* r, OutBuffer* out, bool with_hhash);
+  // The args of a memory block event as the capture writes them (numbers
+  // addr, size, total; strings op, dev), their keys written as literals
+  // with no lookup; false, with nothing written, for any other arg.
+  bool block_args(const RecordHeader* r, OutBuffer* out);
   void str_id(uint32_t id, OutBuffer* out);
   static const char* copied_bytes(const ArgSlot* a, const ArgSlot* end, size_t* n);
 
@@ -75,6 +79,10 @@ class JsonLinesFormatter final : public TraceFormatter {
   StringTable& strings_;
   Clock& clock_;
   uint32_t hhash_key_;  // the interned id of "hhash": a user arg with this key is renamed
+  // The interned id of the memory capture's category: its instants and
+  // counters are written without "id" (and instants without "s"), below.
+  uint32_t memory_cat_;
+  uint32_t block_addr_, block_size_, block_total_, block_op_, block_dev_;  // their arg keys' ids
   EventObserver* observer_ = nullptr;  // the sink's index, when it keeps one
   std::string inline_name_;  // a kNameInline record's name, escaped (reused: no allocation per event)
 };

@@ -369,14 +369,71 @@ TEST(JsonLinesFormatter, WithoutIncMetadataNoShFhAndNoHostHashInEvents) {
 
 // A counter record is a Chrome "ph":"C" event whose args are the series'
 // values and nothing else (no host hash: Perfetto would draw it as a series).
+// The memory track's samples carry no "id" (a counter's id is part of its
+// track's name in the Trace Event Format); another category's keep theirs.
 TEST(JsonLinesFormatter, ACounterIsPhCWithOnlyItsSeries) {
   Harness h(test_session());
   RecordBuilder r(RecordKind::kCounter, "memory", "memory", 3000, 3000, kTimeIsNs);
   r.arg("cpu", DFT_ARG_UINT, 4096).arg("cuda:0", DFT_ARG_UINT, 512);
   h.fmt.event(r.get(), 7, &h.out);
+  RecordBuilder other(RecordKind::kCounter, "queue", "app", 4000, 4000, kTimeIsNs);
+  other.arg("depth", DFT_ARG_UINT, 3);
+  h.fmt.event(other.get(), 7, &h.out);
   h.hand_over();
-  EXPECT_EQ(h.sink.bytes(), "{\"id\":0,\"name\":\"memory\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":3,"
-                            "\"ph\":\"C\",\"args\":{\"cpu\":4096,\"cuda:0\":512}}\n");
+  EXPECT_EQ(h.sink.bytes(), "{\"name\":\"memory\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":3,"
+                            "\"ph\":\"C\",\"args\":{\"cpu\":4096,\"cuda:0\":512}}\n"
+                            "{\"id\":0,\"name\":\"queue\",\"cat\":\"app\",\"pid\":4242,\"tid\":7,\"ts\":4,"
+                            "\"ph\":\"C\",\"args\":{\"depth\":3}}\n");
+}
+
+// The memory capture's block events are instants without "id" and "s" (an
+// instant's scope is the thread by default): the bytes the writer formats
+// and compresses for about half the events of a traced training step. Other
+// instants keep both, and the ids of the other events run on without a gap.
+TEST(JsonLinesFormatter, MemoryBlockInstantsCarryNoIdOrScope) {
+  SessionInfo info = test_session();
+  info.config.inc_metadata = false;
+  Harness h(info);
+  RecordBuilder op(RecordKind::kComplete, "op", "cat", 1000, 2000, kTimeIsNs);
+  h.fmt.event(op.get(), 7, &h.out);
+  RecordBuilder alloc(RecordKind::kInstant, "alloc", "memory", 3000, 0, kTimeIsNs);
+  alloc.arg("addr", DFT_ARG_UINT, 94673798908928ull).arg("size", DFT_ARG_UINT, 16384).arg("op", DFT_ARG_STR,
+                                                                                             id("aten::mm"));
+  h.fmt.event(alloc.get(), 7, &h.out);
+  RecordBuilder free_(RecordKind::kInstant, "free", "memory", 4000, 0, kTimeIsNs);
+  free_.arg("addr", DFT_ARG_UINT, 94673798908928ull);
+  h.fmt.event(free_.get(), 7, &h.out);
+  RecordBuilder mark(RecordKind::kInstant, "mark", "cat", 5000, 0, kTimeIsNs);
+  h.fmt.event(mark.get(), 7, &h.out);
+  RecordBuilder other(RecordKind::kInstant, "note", "memory", 6000, 0, kTimeIsNs);  // args of any other key
+  other.arg("addr", DFT_ARG_UINT, 1).arg("why", DFT_ARG_STR, id("x")).arg("total", DFT_ARG_INT, -2);
+  h.fmt.event(other.get(), 7, &h.out);
+  RecordBuilder dev(RecordKind::kInstant, "alloc", "memory", 7000, 0, kTimeIsNs);
+  dev.arg("addr", DFT_ARG_UINT, 2).arg("size", DFT_ARG_UINT, 0).arg("total", DFT_ARG_UINT, 18446744073709551615ull)
+      .arg("dev", DFT_ARG_STR, id("cuda:0"));
+  h.fmt.event(dev.get(), 7, &h.out);
+  h.hand_over();
+  EXPECT_EQ(h.sink.bytes(),
+            "{\"id\":0,\"name\":\"op\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":1,\"dur\":2,\"ph\":\"X\"}\n"
+            "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":3,\"ph\":\"i\","
+            "\"args\":{\"addr\":94673798908928,\"size\":16384,\"op\":\"aten::mm\"}}\n"
+            "{\"name\":\"free\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":4,\"ph\":\"i\","
+            "\"args\":{\"addr\":94673798908928}}\n"
+            "{\"id\":1,\"name\":\"mark\",\"cat\":\"cat\",\"pid\":4242,\"tid\":7,\"ts\":5,\"ph\":\"i\",\"s\":\"t\"}\n"
+            "{\"name\":\"note\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":6,\"ph\":\"i\","
+            "\"args\":{\"addr\":1,\"why\":\"x\",\"total\":-2}}\n"
+            "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":7,\"ph\":\"i\","
+            "\"args\":{\"addr\":2,\"size\":0,\"total\":18446744073709551615,\"dev\":\"cuda:0\"}}\n");
+  EXPECT_EQ(h.fmt.lines(), 6u);
+
+  // With DFTRACER_INC_METADATA=1 the host hash comes first, as in every event's args.
+  Harness full(test_session());
+  full.fmt.event(alloc.get(), 7, &full.out);
+  full.hand_over();
+  EXPECT_NE(full.sink.bytes().find("\"ph\":\"i\",\"args\":{\"hhash\":\""), std::string::npos) << full.sink.bytes();
+  EXPECT_NE(full.sink.bytes().find("\",\"addr\":94673798908928,\"size\":16384,\"op\":\"aten::mm\"}}\n"),
+            std::string::npos)
+      << full.sink.bytes();
 }
 
 }  // namespace
@@ -405,6 +462,11 @@ TEST(OutBuffer, WritesEveryDigitCountExactly) {
   std::vector<uint64_t> values = {0, UINT64_MAX, UINT64_MAX - 1};
   for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10) values.insert(values.end(), {p - 1, p, p + 1, p * 10 - 1});
   values.push_back(10000000000000000000ull);
+  uint64_t x = 88172645463325252ull;  // xorshift64: values of every length, zeros inside them
+  for (int i = 0; i < 4000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(x >> (i % 64));
+  }
   dftracer::OutBuffer out{1};
   std::string expect;
   for (uint64_t v : values) {

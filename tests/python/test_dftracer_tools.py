@@ -140,3 +140,36 @@ def test_view_per_name_counts_and_duration_sums_equal_ours(traced):
     got = {r["name"]: (r["count"], r["sum_dur"]) for r in rows}
     assert got == want
     assert sum(c for c, _ in got.values()) == ours(path)["count"]
+
+
+def test_tools_read_a_trace_with_memory_capture(tmp_path):
+    """A raw trace with memory capture on: its block events ("alloc"/"free",
+    cat memory) and the memory track's samples carry no "id", the block
+    events no "s"; DFTracer's tools validate the file and count every event
+    our analyzer counts."""
+    from conftest import run_python_in
+
+    path = run_training(lambda code, env, timeout: run_python_in(tmp_path, code, env, timeout),
+                        str(tmp_path / "mem"), env={"DFTRACER_TRACE_EAGER": "1", "DFTRACER_MEMORY": "1"})
+    with gzip.open(path, "rt") as f:
+        events = [json.loads(line) for line in f if line.startswith("{")]
+    memory = [e for e in events if e.get("cat") == "memory"]
+    blocks = [e for e in memory if e["ph"] == "i"]
+    assert {e["name"] for e in blocks} == {"alloc", "free"}, {e["name"] for e in memory}
+    assert any(e["ph"] == "C" for e in memory)
+    assert all("id" not in e for e in memory) and all("s" not in e for e in blocks)
+    assert all("id" in e for e in events if e["ph"] in ("X", "M"))
+    gz_dir = tmp_path / "gz"
+    gz_dir.mkdir()
+    gz = gz_dir / os.path.basename(path)
+    shutil.copyfile(path, gz)
+    out = tool("dftracer_validate", "--files", str(gz), cwd=str(tmp_path))
+    m = re.search(r"Validated 1 file\(s\): (\d+) passed, (\d+) failed, (\d+) lines", out)
+    assert m and m.group(1, 2) == ("1", "0"), out
+    assert int(m.group(3)) == len(events)
+    want = ours(path)
+    out = tool("dftracer_event_count", "-d", str(gz_dir), "--index-dir", str(tmp_path), cwd=str(tmp_path))
+    assert int(out.strip().splitlines()[-1]) == want["timed"], out
+    out = tool("dftracer_info", "--files", str(gz), "--index-dir", str(tmp_path), cwd=str(tmp_path))
+    assert re.search(r"Valid Events:\s+(\d+)", out).group(1) == str(want["timed"]), out
+    assert re.search(r"Failed:\s+(\d+)", out).group(1) == "0", out

@@ -125,6 +125,25 @@ def test_raw_trace_of_a_compiled_training_run_shows_every_complete_event(tmp_pat
     assert rep["slices"] == want
 
 
+# Memory capture on: the block events (instants without "s": thread scope by
+# default) are slices on their thread's track, every one of them, and the
+# samples (no "id") draw the one counter track "memory cpu".
+def test_raw_trace_with_memory_capture_shows_every_block_event_and_the_track(tmp_path, run_python):
+    from training_run import run_training
+
+    path = run_training(run_python, str(tmp_path / "mem"), env={"DFTRACER_TRACE_EAGER": "1", "DFTRACER_MEMORY": "1"})
+    with gzip.open(path, "rt") as f:
+        events = [json.loads(line) for line in f if line.startswith("{")]
+    blocks = collections.Counter(e["name"] for e in events if e.get("cat") == "memory" and e["ph"] == "i")
+    assert blocks["alloc"] > 0 and blocks["free"] > 0
+    assert not any("s" in e for e in events if e.get("cat") == "memory")
+    proc, rep = run_check(tmp_path, path, raw=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rep["loaded"] and rep["errors"] == {}, rep
+    assert {k: rep["slices"].get(k) for k in blocks} == dict(blocks)
+    assert "memory cpu" in rep["page_text"].splitlines(), rep["page_text"]
+
+
 # What DFTracer 2.2 itself writes (pydftracer in the reference venv): numeric
 # ph, integer nanoseconds (DFTRACER_TIME_METRIC=NS) and aggregated rows, merged
 # into one file: every event loads, the aggregated rows as instants.

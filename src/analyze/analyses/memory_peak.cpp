@@ -43,14 +43,16 @@ int BlockDecoder::decode(std::string_view line, size_t cap, BlockEvent& b, Decod
     return 0;
   b.alloc = ev_.name == format::kBlockAllocName;
   if (!ev_.has_ts || !parse(ev_.extra_args[0], b.addr)) return -1;
-  // An allocation has its size and total; a free has its address alone
-  // (older traces also wrote a free's size and total: read, never needed).
+  // An allocation has its size, and its total when that is a new high for
+  // its thread (older traces wrote it on every allocation); a free has its
+  // address alone (older traces also wrote a free's size and total: read,
+  // never needed). Without a total an event is never the peak.
   b.size = 0;
   b.total = -1;
-  const bool sized = !ev_.extra_args[1].empty() || !ev_.extra_args[2].empty();
-  if ((b.alloc || sized) && (!parse(ev_.extra_args[1], b.size) || !parse(ev_.extra_args[2], b.total) ||
-                             !(b.size >= 0) || !(b.total >= 0)))
-    return -1;
+  const bool has_total = !ev_.extra_args[2].empty();
+  const bool sized = !ev_.extra_args[1].empty() || has_total;
+  if ((b.alloc || sized) && (!parse(ev_.extra_args[1], b.size) || !(b.size >= 0))) return -1;
+  if ((has_total || (sized && !b.alloc)) && (!parse(ev_.extra_args[2], b.total) || !(b.total >= 0))) return -1;
   b.op = ev_.extra_args[3];
   b.device = ev_.extra_args[4].empty() ? std::string_view(format::kMemoryDeviceCpu) : ev_.extra_args[4];
   b.pid = ev_.pid_text;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -167,6 +168,17 @@ std::string free_block(long long ts, unsigned long long addr, int tid = 7) {
          std::to_string(addr) + "}}";
 }
 
+// The same peak, blocks and rows of what holds it.
+void expect_same_composition(const PeakComposition& c, const PeakComposition& old) {
+  EXPECT_EQ(std::tie(c.peak, c.peak_ts_ns, c.traced, c.before_trace, c.blocks),
+            std::tie(old.peak, old.peak_ts_ns, old.traced, old.before_trace, old.blocks));
+  for (const PeakHolderList& l : kPeakHolderLists) {
+    ASSERT_EQ((c.*l.rows).size(), (old.*l.rows).size()) << l.title;
+    for (size_t i = 0; i < (c.*l.rows).size(); ++i)
+      EXPECT_EQ(std::tie((c.*l.rows)[i].key, (c.*l.rows)[i].bytes), std::tie((old.*l.rows)[i].key, (old.*l.rows)[i].bytes));
+  }
+}
+
 // Frees written with their address alone replay as frees with their size
 // and total (older traces) did: the same peak and what holds it, in one
 // file of each kind and in one mixing both. A series of such frees alone
@@ -198,31 +210,91 @@ TEST(Memory, FreesWithTheirAddressAloneReadAsFreesWithSizeAndTotal) {
   EXPECT_EQ(runs[0].peaks[0].traced, 1000 + 4096 + 3000);
   for (const MemoryPeaks& m : runs) {
     ASSERT_EQ(m.peaks.size(), 1u);
-    const PeakComposition &c = m.peaks[0], &old = runs[0].peaks[0];
-    EXPECT_EQ(std::tie(c.peak, c.peak_ts_ns, c.traced, c.before_trace, c.blocks),
-              std::tie(old.peak, old.peak_ts_ns, old.traced, old.before_trace, old.blocks));
-    for (const PeakHolderList& l : kPeakHolderLists) {
-      ASSERT_EQ((c.*l.rows).size(), (old.*l.rows).size()) << l.title;
-      for (size_t i = 0; i < (c.*l.rows).size(); ++i)
-        EXPECT_EQ(std::tie((c.*l.rows)[i].key, (c.*l.rows)[i].bytes), std::tie((old.*l.rows)[i].key, (old.*l.rows)[i].bytes));
-    }
+    expect_same_composition(m.peaks[0], runs[0].peaks[0]);
     EXPECT_EQ(m.blocks.never_freed, 2u);
     EXPECT_EQ(m.blocks.free_without_alloc + m.blocks.alloc_over_live + m.blocks.late + m.blocks.bad, 0u);
   }
 
-  // Frees alone: no composition, each counted; a free without a numeric address, and an
-  // allocation without its total, are bad.
+  // Frees alone: no composition, each counted; a free without a numeric address, an
+  // allocation without its size, and one with a total that is not a number, are bad.
   const std::string f = d.file("frees.pfw");
   testing::write_file(
       f, testing::pfw_text({sample(1, "0"), free_block(5, 77), free_block(6, 78),
                             "{\"name\":\"free\",\"cat\":\"memory\",\"pid\":7,\"tid\":7,\"ts\":1000007,\"ph\":\"i\","
                             "\"args\":{\"addr\":\"x\"}}",
                             "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":7,\"tid\":7,\"ts\":1000008,\"ph\":\"i\","
-                            "\"args\":{\"addr\":9,\"size\":8}}"}));
+                            "\"args\":{\"addr\":9,\"total\":8}}",
+                            "{\"name\":\"alloc\",\"cat\":\"memory\",\"pid\":7,\"tid\":7,\"ts\":1000009,\"ph\":\"i\","
+                            "\"args\":{\"addr\":10,\"size\":8,\"total\":\"x\"}}"}));
   MemoryPeaks m = memory_peaks({f});
   EXPECT_TRUE(m.peaks.empty());
   EXPECT_EQ(m.blocks.free_without_alloc, 2u);
-  EXPECT_EQ(m.blocks.bad, 2u);
+  EXPECT_EQ(m.blocks.bad, 3u);
+}
+
+// A block event as the capture writes it: no "id", no "s", and an
+// allocation's total only when it is a new high for its thread (-1: none).
+std::string compact_block(bool alloc, long long ts, unsigned long long addr, long long size, long long total,
+                          const std::string& op_name, int tid) {
+  std::string a = "\"addr\":" + std::to_string(addr);
+  if (alloc) a += ",\"size\":" + std::to_string(size);
+  if (alloc && total >= 0) a += ",\"total\":" + std::to_string(total);
+  if (!op_name.empty()) a += ",\"op\":\"" + op_name + "\"";
+  return std::string("{\"name\":\"") + (alloc ? "alloc" : "free") + "\",\"cat\":\"memory\",\"pid\":7,\"tid\":" +
+         std::to_string(tid) + ",\"ts\":" + std::to_string(1'000'000 + ts) + ",\"ph\":\"i\",\"args\":{" + a + "}}";
+}
+
+// Allocations that carry their total only when it is higher than every
+// total their thread wrote before read as allocations that all carry it
+// (older traces): the same peak event (also when a later allocation ties
+// it), the same blocks at it and the same counts.
+TEST(Memory, AllocationsWithoutTheirTotalReadAsWithIt) {
+  TempDir d;
+  auto trace = [](bool compact) {
+    std::map<int, long long> high;  // per thread: the highest total written
+    auto b = [&](bool alloc, long long ts, unsigned long long addr, long long size, long long total,
+                 const std::string& op_name = "", int tid = 7) {
+      if (!compact) return block(alloc, ts, addr, size, total, op_name, tid);
+      long long written = -1;
+      if (alloc && (!high.count(tid) || total > high[tid])) written = high[tid] = total;
+      return compact_block(alloc, ts, addr, size, written, op_name, tid);
+    };
+    return testing::pfw_text({
+        region(0, 90), b(true, 10, 1, 1000, 1500, "aten::cat"), sample(10, "1500"),
+        region(100, 90),
+        b(true, 112, 2, 4096, 5596, "aten::mm"), b(true, 114, 3, 2048, 7644, "aten::mm"),
+        b(false, 116, 3, 2048, 5596, "", 8),
+        module_op("function.mm", 110, 10, "encoder.0"),
+        b(true, 120, 6, 512, 6108, "aten::view"),  // below thread 7's high: no total
+        b(true, 130, 4, 3000, 9108, "aten::add", 8), sample(130, "9108"),  // the peak
+        b(false, 130, 1, 1000, 8108, "", 8),
+        b(false, 140, 2, 4096, 4012, "", 8),
+        b(true, 150, 5, 64, 4076, "aten::relu"),      // no total
+        b(true, 160, 7, 5032, 9108, "aten::tie")});  // ties the peak, later: a new high for thread 7
+  };
+  std::vector<MemoryPeaks> runs;
+  for (bool compact : {false, true}) {
+    const std::string f = d.file(compact ? "compact.pfw" : "old.pfw");
+    const std::string text = trace(compact);
+    EXPECT_EQ(text.find("\"total\":6108") == std::string::npos, compact);
+    EXPECT_EQ(text.find("\"total\":4076") == std::string::npos, compact);
+    testing::write_file(f, text);
+    runs.push_back(memory_peaks({f}));
+  }
+  const MemoryPeaks &old = runs[0], &m = runs[1];
+  ASSERT_EQ(old.peaks.size(), 1u);
+  ASSERT_EQ(m.peaks.size(), 1u);
+  const PeakComposition& o = old.peaks[0];
+  EXPECT_EQ(o.peak, 9108);
+  EXPECT_EQ(o.peak_ts_ns, (1'000'000 + 130) * 1000LL);  // the earlier of the two equal totals
+  EXPECT_EQ(o.traced, 1000 + 4096 + 512 + 3000);
+  expect_same_composition(m.peaks[0], o);
+  EXPECT_EQ(std::tie(m.blocks.never_freed, m.blocks.free_without_alloc, m.blocks.alloc_over_live, m.blocks.late,
+                     m.blocks.bad),
+            std::tie(old.blocks.never_freed, old.blocks.free_without_alloc, old.blocks.alloc_over_live,
+                     old.blocks.late, old.blocks.bad));
+  EXPECT_EQ(m.blocks.bad, 0u);
+  EXPECT_EQ(memory_problems_line(m), "");
 }
 
 // The peak on a thread in the same microsecond as later events of its own

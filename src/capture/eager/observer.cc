@@ -94,6 +94,10 @@ struct MemSeries {
   uint64_t last;
   uint64_t peak;
   uint64_t peak_at;
+  // The least total this thread's next allocation writes (one more than the
+  // highest it wrote) in the trace file `total_session` names (dft_hot.session).
+  uint64_t total_next;
+  int total_session;
 };
 constexpr int kMemDevices = 9;  // cpu, cuda:0 .. cuda:7
 
@@ -159,8 +163,9 @@ uint64_t g_mem_interval_ticks = 0;  // the least ticks between two samples of on
 dft_id g_key_alloc, g_key_free, g_key_dev_alloc, g_key_dev_free, g_mem_track, g_cat_memory;
 dft_id g_mem_device_key[kMemDevices];
 // The per-allocation events: names "alloc" (args addr, size, total: the
-// allocator's bytes allocated after it, op: the innermost recorded op's
-// name) and "free" (addr); dev on both for devices other than the CPU.
+// allocator's bytes allocated after it, when a new high for the thread, op:
+// the innermost recorded op's name) and "free" (addr); dev on both for
+// devices other than the CPU.
 dft_id g_name_alloc, g_name_free, g_key_addr, g_key_size, g_key_total, g_key_op, g_key_dev;
 
 // --------------------------------------------------------------- shapes
@@ -421,7 +426,14 @@ __attribute__((noinline)) void write_mem_sample(int slot, uint64_t at, uint64_t 
 // allocation, and a free's total (lower than the event's before it) is
 // never the peak; the counter track has the totals after frees. Half the
 // events, so about a third fewer bytes to format and compress per block.
-void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op, int slot, uint64_t now) {
+// An allocation carries its total only when it is higher than every total
+// this thread wrote before in this trace file: the peak (the highest total,
+// the earliest of equal ones) is always such an allocation -- any earlier
+// event of its thread wrote a lower total or none -- so the analyzer finds
+// the same peak event, and after the first steps of a training loop most
+// allocations write no total (fewer bytes to format and compress).
+void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op, int slot, uint64_t now,
+                       MemSeries& s) {
   dft_arg a[5];
   uint32_t n = 0;
   a[n].key = g_key_addr;
@@ -431,9 +443,17 @@ void write_block_event(const void* ptr, int64_t size, uint64_t total, dft_id op,
     a[n].key = g_key_size;
     a[n].type = DFT_ARG_UINT;
     a[n++].v.u = static_cast<uint64_t>(size);
-    a[n].key = g_key_total;
-    a[n].type = DFT_ARG_UINT;
-    a[n++].v.u = total;
+    const int session = __atomic_load_n(&dft_hot.session, __ATOMIC_RELAXED);
+    if (s.total_session != session) {  // a new trace file (init, a forked child): its own highs
+      s.total_session = session;
+      s.total_next = 0;
+    }
+    if (total >= s.total_next) {
+      a[n].key = g_key_total;
+      a[n].type = DFT_ARG_UINT;
+      a[n++].v.u = total;
+      s.total_next = total + 1;
+    }
   }
   if (size >= 0 && op != 0) {
     a[n].key = g_key_op;
@@ -467,8 +487,8 @@ void on_memory(const void* ptr, int64_t size, uint64_t total, c10::Device device
   const int slot = mem_device_slot(device, cpu);
   if (slot < 0) return;
   const uint64_t now = dft_ticks_inline();
-  write_block_event(ptr, size, total, op, slot, now);
   MemSeries& s = t.mem[slot];
+  write_block_event(ptr, size, total, op, slot, now, s);
   if (total >= s.peak) {
     s.peak = total;
     s.peak_at = now;

@@ -314,7 +314,6 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
     if (e.ph == "i" && e.name == "alloc") {
       EXPECT_EQ(e.tid, dft_tid());
       EXPECT_NE(e.args_json.find("\"addr\":"), std::string::npos) << e.args_json;
-      EXPECT_NE(e.args_json.find("\"total\":"), std::string::npos) << e.args_json;
       if (e.args_json.find("\"size\":1024") != std::string::npos) {
         ++blocks_1024;
         EXPECT_TRUE(e.args_json.find("\"op\":\"aten::empty\"") != std::string::npos ||
@@ -346,6 +345,50 @@ TEST(Observer, MemoryCaptureAttributesAllocationsToTheInnermostOp) {
   EXPECT_EQ(blocks_1024, 3);  // a, t and c
   EXPECT_GE(frees, 1);
   EXPECT_TRUE(counter);
+}
+
+// The allocator's total after each allocation of one thread, in order (-1:
+// written without a total), from a trace's "alloc" block events.
+std::vector<long long> alloc_totals(const std::vector<Event>& all) {
+  std::vector<long long> out;
+  for (const Event& e : all) {
+    if (e.ph != "i" || e.name != "alloc") continue;
+    const size_t at = e.args_json.find("\"total\":");
+    out.push_back(at == std::string::npos ? -1 : std::stoll(e.args_json.substr(at + 8)));
+  }
+  return out;
+}
+
+// An allocation carries its total only when it is higher than every total
+// its thread wrote in this trace file: the highest total (the peak's event,
+// the earliest of equal ones) always has it, an allocation back at a level
+// written before has none. A new trace file starts its own highs.
+TEST(Observer, AnAllocationCarriesItsTotalOnlyWhenANewHighForItsThreadInTheFile) {
+  long long first_high = 0;
+  {
+    Trace trace;
+    dftracer::torch::enable();
+    dftracer::torch::enable_memory();
+    { torch::Tensor t = torch::empty({256}, torch::kFloat); }  // up to a level, then back
+    { torch::Tensor t = torch::empty({256}, torch::kFloat); }  // the same level again: no total
+    { torch::Tensor a = torch::empty({512}, torch::kFloat); }  // higher: a total
+    dftracer::torch::enable_memory(false);
+    const std::vector<long long> totals = alloc_totals(trace.finish());
+    ASSERT_EQ(totals.size(), 3u);
+    EXPECT_GE(totals[0], 1024);
+    EXPECT_EQ(totals[1], -1);
+    EXPECT_EQ(totals[2], totals[0] + 2048 - 1024);  // t freed, a's 2048 bytes allocated
+    first_high = totals[2];
+  }
+  Trace trace;  // another file: its first allocation has its total, though lower than the last file's high
+  dftracer::torch::enable();
+  dftracer::torch::enable_memory();
+  { torch::Tensor t = torch::empty({256}, torch::kFloat); }
+  dftracer::torch::enable_memory(false);
+  const std::vector<long long> totals = alloc_totals(trace.finish());
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_GE(totals[0], 1024);
+  EXPECT_LT(totals[0], first_high);
 }
 
 // The reporter sits under torch's profiler-state slot: torch must read it as
