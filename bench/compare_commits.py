@@ -165,6 +165,10 @@ RECORD_ROWS = {"Floor_L1": "record: L1 floor CPU ns/event", "BM_Ours_Region": "r
 WRITER_RATE = "writer: M events per writer-CPU-s (.pfw.gz, op mix)"  # higher is better: its best is the highest
 
 
+def fmt(v):
+    return f"{v:.3f}" if abs(v) < 10 else f"{v:,.1f}"
+
+
 class Build:
     def __init__(self, name, src, build, vpy):
         self.name, self.src, self.build, self.vpy = name, src, build, vpy
@@ -350,7 +354,7 @@ def main():
                 continue
             med, best = statistics.median(v), (max(v) if k == WRITER_RATE else min(v))
             meds.append(med)
-            cells.append(f"{med:.2f}" if len(v) == 1 else f"{med:.2f} ({best:.2f})")
+            cells.append(fmt(med) if len(v) == 1 else f"{fmt(med)} ({fmt(best)})")
         ratio = f"{meds[1] / meds[0]:.3f}" if None not in meds and meds[0] else "-"
         print(f"| {k} | {cells[0]} | {cells[1]} | {ratio} |")
 
