@@ -185,18 +185,33 @@ void Region_dealloc(PyObject* op) {
   // Entered and never exited: kept allocated while another thread holds an
   // entry of it (region_freed.cc).
   if (__builtin_expect(self->pushed != 0, 0) && region_dealloc_while_open(self)) return;
-  Py_CLEAR(self->name_obj);
-  Py_CLEAR(self->cat_obj);
-  Py_CLEAR(self->args);
+  // Released only once the object is pooled or freed: releasing them may
+  // run Python code (a str subclass's __del__) that frees other regions.
+  PyObject* name_obj = self->name_obj;
+  PyObject* cat_obj = self->cat_obj;
+  PyObject* args = self->args;
+  self->name_obj = nullptr;
+  self->cat_obj = nullptr;
+  self->args = nullptr;
 #ifdef DFT_PY_REUSE_OBJECTS
-  if (pool) {
+  // The list may have filled since `pool` was decided: Python code (a
+  // weakref callback of a binding freed by the hand-over, an entry's args
+  // dropped above) may have freed other regions meanwhile.
+  if (pool && __builtin_expect(g_region_nfree < kRegionFreeMax, 1)) {
     self->bindings_own = 0;
     g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
-    return;
-  }
+  } else
 #endif
-  tp->tp_free(op);
-  Py_DECREF(tp);
+  {
+    // The bindings kept for the free list, unused (in use, the hand-over
+    // returned above).
+    if (pool) region_hand_over_bindings_slow(self, op, false);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+  }
+  Py_XDECREF(name_obj);
+  Py_XDECREF(cat_obj);
+  Py_XDECREF(args);
 }
 
 // Run before the generic subclass dealloc frees anything of the object (and
@@ -351,7 +366,7 @@ void finish_event(RegionObject* self, bool close) {
       // Taken and claimed in one change of the stack; not written when
       // flushed already, nor when the signal-time cut took it.
       OpenEvent e = open_take(open, i);
-      region_open_count_add(self, -1);
+      if (e.owner != nullptr) region_open_count_add(self, -1);  // removed (not kept by a frozen stack)
       if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_XDECREF(e.pending);
     } else {
@@ -628,8 +643,9 @@ __attribute__((noinline)) void region_exit_open(RegionObject* self) {
     OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, /*regions_only=*/true);
     if (i >= 0) {
-      Py_XDECREF(open_take(open, i).pending);
-      region_open_count_add(self, -1);
+      OpenEvent e = open_take(open, i);
+      if (e.owner != nullptr) region_open_count_add(self, -1);
+      Py_XDECREF(e.pending);
     }
   }
 }
