@@ -166,7 +166,9 @@ void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
 #ifdef DFT_PY_REUSE_OBJECTS
-  const bool pool = tp == g_pooled_type && g_region_nfree < kRegionFreeMax;
+  // (Room in the free list is checked where the object is pushed: Python
+  // code may free other regions before that.)
+  const bool pool = tp == g_pooled_type;
 #else
   const bool pool = false;
 #endif
@@ -185,33 +187,24 @@ void Region_dealloc(PyObject* op) {
   // Entered and never exited: kept allocated while another thread holds an
   // entry of it (region_freed.cc).
   if (__builtin_expect(self->pushed != 0, 0) && region_dealloc_while_open(self)) return;
-  // Released only once the object is pooled or freed: releasing them may
-  // run Python code (a str subclass's __del__) that frees other regions.
-  PyObject* name_obj = self->name_obj;
-  PyObject* cat_obj = self->cat_obj;
-  PyObject* args = self->args;
-  self->name_obj = nullptr;
-  self->cat_obj = nullptr;
-  self->args = nullptr;
+  Py_CLEAR(self->name_obj);
+  Py_CLEAR(self->cat_obj);
+  Py_CLEAR(self->args);
 #ifdef DFT_PY_REUSE_OBJECTS
-  // The list may have filled since `pool` was decided: Python code (a
-  // weakref callback of a binding freed by the hand-over, an entry's args
-  // dropped above) may have freed other regions meanwhile.
+  // Room checked now: Python code run since the top (a weakref callback of
+  // a binding the hand-over freed, a str subclass's __del__ as the fields
+  // went) may have freed other regions into the list.
   if (pool && __builtin_expect(g_region_nfree < kRegionFreeMax, 1)) {
     self->bindings_own = 0;
     g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
-  } else
-#endif
-  {
-    // The bindings kept for the free list, unused (in use, the hand-over
-    // returned above).
-    if (pool) region_hand_over_bindings_slow(self, op, false);
-    tp->tp_free(op);
-    Py_DECREF(tp);
+    return;
   }
-  Py_XDECREF(name_obj);
-  Py_XDECREF(cat_obj);
-  Py_XDECREF(args);
+  // Full: the bindings kept for it go (unused: in use, the hand-over
+  // returned above).
+  if (pool) region_hand_over_bindings_slow(self, op, false);
+#endif
+  tp->tp_free(op);
+  Py_DECREF(tp);
 }
 
 // Run before the generic subclass dealloc frees anything of the object (and
