@@ -164,7 +164,9 @@ inline OpenEvent& open_at(OpenStack& s, int i) { return s.ev[i]; }
 // nonzero when the caller is to write it (neither the cut nor another
 // claim took it). The caller owns .pending. One change of the stack, so a
 // cut that interrupts it finds the entry gone. A frozen stack keeps the
-// entry (the cut's) and hands over only .pending.
+// entry (the cut's) and hands over only .pending: the copy's .owner is then
+// NULL (the entry still counts in its owner's `pushed`, and keeps the owner
+// allocated: region_freed.cc).
 inline OpenEvent open_take(OpenStack& s, int i) {
   open_begin_write(s);
   OpenEvent e = s.ev[i];
@@ -172,6 +174,7 @@ inline OpenEvent open_take(OpenStack& s, int i) {
     s.ev[i].pending = nullptr;
     open_cancel_write(s);
     e.live = 0;
+    e.owner = nullptr;
     return e;
   }
   for (int k = i; k < s.depth - 1; ++k) s.ev[k] = s.ev[k + 1];

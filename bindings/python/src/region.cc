@@ -166,7 +166,9 @@ void Region_dealloc(PyObject* op) {
   auto* self = reinterpret_cast<RegionObject*>(op);
   PyTypeObject* tp = Py_TYPE(op);
 #ifdef DFT_PY_REUSE_OBJECTS
-  const bool pool = tp == g_pooled_type && g_region_nfree < kRegionFreeMax;
+  // (Room in the free list is checked where the object is pushed: Python
+  // code may free other regions before that.)
+  const bool pool = tp == g_pooled_type;
 #else
   const bool pool = false;
 #endif
@@ -189,11 +191,17 @@ void Region_dealloc(PyObject* op) {
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);
 #ifdef DFT_PY_REUSE_OBJECTS
-  if (pool) {
+  // Room checked now: Python code run since the top (a weakref callback of
+  // a binding the hand-over freed, a str subclass's __del__ as the fields
+  // went) may have freed other regions into the list.
+  if (pool && __builtin_expect(g_region_nfree < kRegionFreeMax, 1)) {
     self->bindings_own = 0;
     g_region_free[g_region_nfree++] = op;  // keeps its reference to the class
     return;
   }
+  // Full: the bindings kept for it go (unused: in use, the hand-over
+  // returned above).
+  if (pool) region_hand_over_bindings_slow(self, op, false);
 #endif
   tp->tp_free(op);
   Py_DECREF(tp);
@@ -351,7 +359,7 @@ void finish_event(RegionObject* self, bool close) {
       // Taken and claimed in one change of the stack; not written when
       // flushed already, nor when the signal-time cut took it.
       OpenEvent e = open_take(open, i);
-      region_open_count_add(self, -1);
+      if (e.owner != nullptr) region_open_count_add(self, -1);  // removed (not kept by a frozen stack)
       if (!e.flushed && e.live != 0) record_region_event(self, e.name, e.name_obj, e.t0, t1, e.pending);
       Py_XDECREF(e.pending);
     } else {
@@ -628,8 +636,9 @@ __attribute__((noinline)) void region_exit_open(RegionObject* self) {
     OpenStack& open = this_thread_open();
     int i = open_find_owner(open, self, /*regions_only=*/true);
     if (i >= 0) {
-      Py_XDECREF(open_take(open, i).pending);
-      region_open_count_add(self, -1);
+      OpenEvent e = open_take(open, i);
+      if (e.owner != nullptr) region_open_count_add(self, -1);
+      Py_XDECREF(e.pending);
     }
   }
 }

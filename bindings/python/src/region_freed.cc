@@ -30,6 +30,9 @@ bool region_dealloc_while_open(RegionObject* self) {
   // came (a frozen stack keeps them: they stay counted).
   if (t_open.depth != 0) region_open_count_add(self, -open_forget_owner(self));
   if (self->pushed == 0) return false;
+  // Its kept bindings (unused: those in use took the object over before
+  // this), which the free of a dead object never sees.
+  region_hand_over_bindings_slow(self, reinterpret_cast<PyObject*>(self), false);
   Py_CLEAR(self->name_obj);
   Py_CLEAR(self->cat_obj);
   Py_CLEAR(self->args);

@@ -266,6 +266,14 @@ void WithMethod_dealloc(PyObject* op) {
   Py_DECREF(tp);
 }
 
+// Instances are made only here (a RegionExit is embedded in its region;
+// the two descriptors at registration): the types cannot be called.
+#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
+constexpr unsigned int kNotInstantiable = Py_TPFLAGS_DISALLOW_INSTANTIATION;
+#else
+constexpr unsigned int kNotInstantiable = 0;
+#endif
+
 PyTypeObject* make_type(PyType_Spec* spec) {
   return reinterpret_cast<PyTypeObject*>(PyType_FromSpec(spec));
 }
@@ -282,6 +290,9 @@ Py_ssize_t region_hand_over_bindings_slow(RegionObject* r, PyObject* owner, bool
       // `owner` where this one cannot stay), the region forgets it.
       if (owner != reinterpret_cast<PyObject*>(r)) fn->m_self = Py_NewRef(owner);
       else ++owners;
+      // Now an ordinary builtin method holding its __self__, never kept
+      // again: the collector sees it (a cycle through it is collected).
+      if (!PyObject_GC_IsTracked(f)) PyObject_GC_Track(f);
       Py_DECREF(f);  // not the last: it is in use
       f = nullptr;
     } else if (!keep || fn->m_weakreflist != nullptr) {
@@ -308,7 +319,8 @@ bool register_with_methods(PyTypeObject* region_type) {
       {Py_tp_getset, ExitBinding_getset},
       {0, nullptr}};
   static PyType_Spec exit_spec = {"dftracer._core.RegionExit", sizeof(ExitBindingObject), 0,
-                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, exit_slots};
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | kNotInstantiable,
+                                  exit_slots};
   g_exit_binding_type = make_type(&exit_spec);
   if (g_exit_binding_type == nullptr) return false;
 #endif
@@ -321,7 +333,8 @@ bool register_with_methods(PyTypeObject* region_type) {
       {Py_tp_getset, WithMethod_getset},
       {0, nullptr}};
   static PyType_Spec method_spec = {"dftracer._core.RegionWithMethod", sizeof(WithMethodObject), 0,
-                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR |
+                                        kNotInstantiable,
                                     method_slots};
   g_method_type = make_type(&method_spec);
   if (g_method_type == nullptr) return false;
