@@ -165,3 +165,8 @@ def test_a_window_after_an_earlier_high_has_the_exact_peak_composition(tmp_path)
     assert cpu[0]["traced_bytes"] > 0
     # the window's own peak: no total written in it reaches it (found through the track)
     assert all(e["args"].get("total", 0) < series[0]["peak_bytes"] for e in second)
+    # the track's highest sample in the window has the thread and time of an alloc
+    samples = [e for e in events if e.get("ph") == "C" and e.get("name") == "memory" and e["ts"] >= start]
+    top = max(e["args"]["cpu"] for e in samples)
+    at = min((e["ts"], e["tid"]) for e in samples if e["args"]["cpu"] == top)
+    assert any((e["ts"], e["tid"]) == at for e in second)
