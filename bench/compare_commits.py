@@ -44,8 +44,9 @@ and, once per build (instruction counts read the same in every round):
              region, record-only and op-event call (callgrind) [build dir]
   inductor-instructions  bench/dynamo/bench_inductor_instructions.py (this
              tree's, run by each build's Python): instructions per step
-             traced - plain Inductor, per kernel call, and the A/A control
-             (plain - plain), callgrind; --instr-models, --instr-steps
+             traced - plain Inductor, per kernel call, kernels per step,
+             and the A/A control (plain - plain), callgrind; --instr-models,
+             --instr-steps
 
 Prints the CPU model and the load at start and end, then per figure the
 median over the rounds and the best (lowest; for writer throughput the
@@ -113,13 +114,19 @@ def prepare(label, src, work, py):
 
 
 def scripts_of(rev, work):
-    """A directory holding `rev`'s bench/ (None: this tree)."""
+    """A directory holding `rev`'s bench/ (None: this tree), cached by the
+    commit `rev` names (a branch that moved gets its new scripts)."""
     if rev is None:
         return ROOT
-    out = os.path.join(work, f"scripts-{rev}")
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "--quiet", rev + "^{commit}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"--build: {rev} names no commit of {ROOT}")
+    sha = r.stdout.strip()
+    out = os.path.join(work, f"scripts-{sha}")
     if not os.path.isdir(os.path.join(out, "bench")):
         os.makedirs(out, exist_ok=True)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "bench"], check=True, capture_output=True).stdout
+        archive = subprocess.run(["git", "-C", ROOT, "archive", sha, "bench"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", out], input=archive, check=True)
     return out
 
@@ -254,7 +261,8 @@ def measure_once(b, figures, a, work):
             for x in json.load(f):
                 what = f"inductor instructions: {x['model']} inference"
                 r[f"{what}, traced - plain per step"] = x["added_per_step"]
-                r[f"{what}, per kernel call ({x['kernels_per_step']}/step)"] = x["added_per_kernel"]
+                r[f"{what}, per kernel call"] = x["added_per_kernel"]
+                r[f"{what}, kernels per step"] = x["kernels_per_step"]
                 r[f"{what}, A/A control (plain - plain) per step"] = x["aa_per_step"]
                 r[f"{what}, plain per step"] = x["plain_per_step"]
     return r
@@ -275,14 +283,24 @@ def builds_from_args(a, work):
         return builds
     dirs = {}
     for spec in a.build_dir or []:
-        name, _, d = spec.partition("=")
+        name, eq, d = spec.partition("=")
+        if not name or not eq or not d:
+            sys.exit(f"--build-dir {spec}: expected NAME=DIR")
+        if name in dirs:
+            sys.exit(f"--build-dir: {name} given twice")
         dirs[name] = os.path.abspath(d)
     builds = []
     for spec in a.build:
         name, _, rest = spec.partition("=")
-        py, _, rev = rest.partition("@")
+        py, at, rev = rest.rpartition("@")
+        if not at:  # no @REV
+            py, rev = rest, ""
         if not name or not py:
             sys.exit(f"--build {spec}: expected NAME=PYTHON[@REV]")
+        if any(b.name == name for b in builds):
+            sys.exit(f"--build: two builds named {name} (give each its own NAME)")
+        if "/" in py:  # a path (a bare name is looked up on PATH): the scripts run in other directories
+            py = os.path.abspath(py)
         builds.append(Build(name, scripts_of(rev or None, work), dirs.pop(name, None), py))
     if dirs:
         sys.exit(f"--build-dir for no --build: {', '.join(dirs)}")

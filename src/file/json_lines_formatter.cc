@@ -346,9 +346,11 @@ void JsonLinesFormatter::event(const RecordHeader* r, int64_t tid, OutBuffer* ou
     case RecordKind::kCounter:
       // Chrome counter: every arg is one series of the track `name`; no
       // host hash among them (a counter track draws each member as a line).
-      // The memory track's samples carry no "id": in the Trace Event
-      // Format a counter's id is part of its track's name.
-      head(n, nl, c, cl, tid, out, /*with_id=*/r->cat != memory_cat_);
+      // No counter sample carries an "id": in the Trace Event Format a
+      // counter's id is part of its track's name (Perfetto's importer names
+      // the track "<name> id: <id> <series>"), so each sample would get a
+      // track of its own.
+      head(n, nl, c, cl, tid, out, /*with_id=*/false);
       out->lit(",\"ts\":");
       out->micros(start_ns);
       out->lit(",\"ph\":\"C\"");

@@ -369,8 +369,9 @@ TEST(JsonLinesFormatter, WithoutIncMetadataNoShFhAndNoHostHashInEvents) {
 
 // A counter record is a Chrome "ph":"C" event whose args are the series'
 // values and nothing else (no host hash: Perfetto would draw it as a series).
-// The memory track's samples carry no "id" (a counter's id is part of its
-// track's name in the Trace Event Format); another category's keep theirs.
+// No sample carries an "id" (a counter's id is part of its track's name in
+// the Trace Event Format: one track per sample in Perfetto), the memory
+// track's and any other category's alike.
 TEST(JsonLinesFormatter, ACounterIsPhCWithOnlyItsSeries) {
   Harness h(test_session());
   RecordBuilder r(RecordKind::kCounter, "memory", "memory", 3000, 3000, kTimeIsNs);
@@ -382,8 +383,13 @@ TEST(JsonLinesFormatter, ACounterIsPhCWithOnlyItsSeries) {
   h.hand_over();
   EXPECT_EQ(h.sink.bytes(), "{\"name\":\"memory\",\"cat\":\"memory\",\"pid\":4242,\"tid\":7,\"ts\":3,"
                             "\"ph\":\"C\",\"args\":{\"cpu\":4096,\"cuda:0\":512}}\n"
-                            "{\"id\":0,\"name\":\"queue\",\"cat\":\"app\",\"pid\":4242,\"tid\":7,\"ts\":4,"
+                            "{\"name\":\"queue\",\"cat\":\"app\",\"pid\":4242,\"tid\":7,\"ts\":4,"
                             "\"ph\":\"C\",\"args\":{\"depth\":3}}\n");
+  // The next event's index runs on from the last one written (none above).
+  RecordBuilder op(RecordKind::kComplete, "op", "cat", 5000, 6000, kTimeIsNs);
+  h.fmt.event(op.get(), 7, &h.out);
+  h.hand_over();
+  EXPECT_NE(h.sink.bytes().find("{\"id\":0,\"name\":\"op\""), std::string::npos) << h.sink.bytes();
 }
 
 // The memory capture's block events are instants without "id" and "s" (an

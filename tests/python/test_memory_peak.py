@@ -133,3 +133,40 @@ def test_python_api_gives_the_peaks_composition(tmp_path):
     for by in ("op", "module", "phase", "step"):
         assert holders[holders["by"] == by]["bytes"].sum() == peaks["traced_bytes"][0], by
     assert df.attrs["block_events"]["bad"] == 0
+
+
+def test_a_window_after_an_earlier_high_has_the_exact_peak_composition(tmp_path):
+    """Two equal steps in one trace, the window on the second: its allocs
+    repeat the first step's totals, so (no new high for their thread) they
+    carry none; the window's peak is still composed, at the track's peak."""
+    import time
+
+    step = gpt2_step()
+    step()
+    with traced(tmp_path, "win") as events:
+        with trace_eager(memory=True):
+            step()
+            time.sleep(0.05)
+            step()
+    allocs = sorted(e["ts"] for e in events if e.get("cat") == "memory" and e.get("name") == "alloc")
+    gap, start = max((b - a, b) for a, b in zip(allocs, allocs[1:]))
+    assert gap >= 40_000  # the sleep between the steps (us)
+    second = [e for e in events if e.get("name") == "alloc" and e["ts"] >= start]
+    assert sum("total" in e["args"] for e in second) < len(second) // 2  # most repeat a total: none written
+    out = subprocess.run([analyzer(), "memory", str(tmp_path), "--from", str(start), "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    series = [s for s in doc["series"] if s["device"] == "cpu"]
+    cpu = [p for p in doc["peaks"] if p["device"] == "cpu"]
+    assert len(series) == 1 and len(cpu) == 1, (doc["series"], doc["peaks"], doc.get("peaks_without_composition"))
+    assert cpu[0]["peak_bytes"] == series[0]["peak_bytes"]
+    assert cpu[0]["peak_ts_us"] == series[0]["peak_ts_us"]
+    assert_sums_to_peak(cpu[0])
+    assert cpu[0]["traced_bytes"] > 0
+    # the window's own peak: no total written in it reaches it (found through the track)
+    assert all(e["args"].get("total", 0) < series[0]["peak_bytes"] for e in second)
+    # the track's highest sample in the window has the thread and time of an alloc
+    samples = [e for e in events if e.get("ph") == "C" and e.get("name") == "memory" and e["ts"] >= start]
+    top = max(e["args"]["cpu"] for e in samples)
+    at = min((e["ts"], e["tid"]) for e in samples if e["args"]["cpu"] == top)
+    assert any((e["ts"], e["tid"]) == at for e in second)

@@ -75,12 +75,12 @@ class MemoryTrackReader : public LineConsumer {
     const DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st != DecodeStatus::Ok) return st;
     memory_samples(
-        ev_, [&](const char* device, double bytes) { add(std::string(ev_.pid_text), device, ev_.ts_ns, bytes); },
+        ev_, [&](const char* device, double bytes) { add(std::string(ev_.pid_text), device, ev_.ts_ns, bytes, ev_.tid_text); },
         [&] { ++out.bad_samples; });
     return st;
   }
 
-  void add(const std::string& pid, const char* device, int64_t ts, double bytes) {
+  void add(const std::string& pid, const char* device, int64_t ts, double bytes, std::string_view tid) {
     MemorySeries& s = series_[{pid, device}];
     auto& last = last_ts_[{file_, pid + '\0' + device}];
     if (s.samples && ts < last) ++out.out_of_order;
@@ -90,8 +90,9 @@ class MemoryTrackReader : public LineConsumer {
       s.device = device;
       s.peak = s.first = s.last = bytes;
       s.peak_ts_ns = s.first_ts_ns = s.last_ts_ns = ts;
+      s.peak_tid = tid;
     } else {
-      if (bytes > s.peak || (bytes == s.peak && ts < s.peak_ts_ns)) s.peak = bytes, s.peak_ts_ns = ts;
+      if (bytes > s.peak || (bytes == s.peak && ts < s.peak_ts_ns)) s.peak = bytes, s.peak_ts_ns = ts, s.peak_tid = tid;
       if (ts < s.first_ts_ns) s.first = bytes, s.first_ts_ns = ts;
       if (ts >= s.last_ts_ns) s.last = bytes, s.last_ts_ns = ts;
     }
@@ -275,6 +276,22 @@ class SecondPass : public LineConsumer {
   Event ev_;
 };
 
+// An alloc carries its total only when it is a new high for its thread in
+// the file, so in a time window (or after a dropped record-high alloc) the
+// alloc that reached a series' peak can carry none, and the highest total
+// kept is a lower event. The track has the exact peak, and its highest
+// sample (the earliest of equal ones) the thread and time of the alloc that
+// reached it: that alloc is the peak when no total reaches the track's.
+void use_track_peaks(const std::vector<MemorySeries>& series, BlockPeakFinder& blocks) {
+  for (const MemorySeries& s : series) {
+    auto it = blocks.peaks.find({s.pid, s.device});
+    if (it == blocks.peaks.end()) continue;  // no block events: nothing to compose
+    BlockPeakFinder::Peak& p = it->second;
+    if (p.total >= s.peak) continue;
+    p = {s.peak, s.peak_ts_ns, s.peak_tid, 0, true};
+  }
+}
+
 std::string us_text(int64_t ns) { return fmt_num(static_cast<double>(ns) * 1e-3, 3); }
 
 }  // namespace
@@ -291,11 +308,17 @@ MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOption
   if (m.series.empty()) return std::move(m);
   m.blocks.bad = reader.blocks.bad;
   const StepPlan plan = reader.finder.plan();
+  use_track_peaks(m.series, reader.blocks);
   SecondPass second(m, plan, reader.blocks);
   read_traces(files, {&second}, o);  // the same input again: its problems are counted once, above
   second.finish();
-  m.peaks = second.replay.finish(plan, m.blocks);
+  m.peaks = second.replay.finish(plan, m.blocks, m.unheld);
   return std::move(m);
+}
+
+std::string unheld_line(const PeakComposition& c) {
+  return "pid " + c.pid + ", " + c.device + ": the peak " + human_bytes(c.peak) + " at " + us_text(c.peak_ts_ns) +
+         " us: what holds it cannot be given (the allocation that reached it is not in the input's block events)";
 }
 
 std::string memory_problems_line(const MemoryPeaks& m) {
@@ -330,6 +353,7 @@ void write_peak_compositions(std::ostream& os, const MemoryPeaks& m) {
       if (rows.size() > 1) write_aligned(os, rows, 1);
     }
   }
+  for (const PeakComposition& c : m.unheld) os << "\n" << unheld_line(c) << "\n";
   if (m.blocks.never_freed)
     os << "\n" << m.blocks.never_freed << " block" << (m.blocks.never_freed == 1 ? "" : "s")
        << " allocated in the trace still live at its end\n";
@@ -411,6 +435,15 @@ void write_memory_json(std::ostream& os, const MemoryPeaks& m) {
       o += "]";
     }
     o += "}";
+  }
+  o += "],\"peaks_without_composition\":[";
+  for (size_t i = 0; i < m.unheld.size(); ++i) {
+    const PeakComposition& c = m.unheld[i];
+    o += i ? ",{\"pid\":" : "{\"pid\":";
+    append_json_string(o, c.pid);
+    o += ",\"device\":";
+    append_json_string(o, c.device);
+    o += ",\"peak_ts_us\":" + us_text(c.peak_ts_ns) + ",\"peak_bytes\":" + json_num(c.peak) + "}";
   }
   const BlockProblems& p = m.blocks;
   o += "],\"block_events\":{\"bad\":" + std::to_string(p.bad) + ",\"free_without_alloc\":" +

@@ -42,6 +42,7 @@ struct MemorySeries {
   uint64_t samples = 0;
   double peak = 0;        // bytes allocated at the highest sample
   int64_t peak_ts_ns = 0;
+  std::string peak_tid;  // the thread that wrote the highest sample (the alloc that reached it, at its time)
   double first = 0, last = 0;  // the first and last samples' values (by time)
   int64_t first_ts_ns = 0, last_ts_ns = 0;
   // The series for a chart: at most kMemoryChartPoints (ts, bytes), the
@@ -67,6 +68,10 @@ struct MemoryPeaks {
   // What holds each process's and device's peak (memory_peak.hpp): from
   // the "alloc"/"free" block events; none in a trace without them.
   std::vector<PeakComposition> peaks;
+  // The peaks whose allocation the input lacks (a dropped event; a window
+  // whose alloc events carry no total where the track's sample is missing):
+  // pid, device, peak and its time alone -- what holds them cannot be given.
+  std::vector<PeakComposition> unheld;
   BlockProblems blocks;
   std::vector<MemorySeries> series;  // by pid, then device
   std::vector<MemoryStepPeak> steps; // by pid, device, then step
@@ -81,6 +86,8 @@ struct MemoryPeaks {
 MemoryPeaks memory_peaks(const std::vector<std::string>& files, const ReadOptions& options = {});
 void write_memory_table(std::ostream& os, const MemoryPeaks& m);
 void write_memory_json(std::ostream& os, const MemoryPeaks& m);
+// "pid 7, cpu: the peak 90 B at 1000110.000 us: what holds it cannot be given (...)".
+std::string unheld_line(const PeakComposition& c);
 // "skipped 2 memory counter samples without a numeric value; 3 frees
 // without an allocation in the trace (skipped)" ("" when none).
 std::string memory_problems_line(const MemoryPeaks& m);

@@ -82,7 +82,10 @@ void BlockPeakFinder::consume(std::string_view line, size_t cap) {
 
 BlockReplay::BlockReplay(const std::map<std::pair<std::string, std::string>, BlockPeakFinder::Peak>& peaks) {
   for (const auto& [k, p] : peaks) {
-    series_[key(k.first, k.second)].peak = p;
+    Series& s = series_[key(k.first, k.second)];
+    s.peak = p;
+    s.pending = p.by_sample;
+    pending_ += s.pending;
   }
   ArgCapture none;
   decoder_.capture_args(none);
@@ -188,25 +191,70 @@ void BlockReplay::replay(std::unordered_map<uint64_t, Block>& live, const BlockE
   x.replaced_ts = -1;
 }
 
-void BlockReplay::enclose(const Event& e) {
-  const bool backward = e.cat == "autograd";
-  if (e.module.empty() && e.phase.empty() && !backward) return;
-  auto t = by_thread_.find(key(e.pid_text, e.tid_text));
+void BlockReplay::enclose(std::string_view pid, std::string_view tid, int64_t ts, int64_t dur,
+                          std::string_view module, std::string_view phase, bool backward) {
+  if (module.empty() && phase.empty() && !backward) return;
+  auto t = by_thread_.find(key(pid, tid));
   if (t == by_thread_.end()) return;
-  const int64_t end = saturating_add(e.ts_ns, e.dur_ns);
-  for (auto i = t->second.lower_bound(e.ts_ns); i != t->second.end() && i->first <= end; ++i) {
+  const int64_t end = saturating_add(ts, dur);
+  for (auto i = t->second.lower_bound(ts); i != t->second.end() && i->first <= end; ++i) {
     auto b = i->second.first->at_peak.find(i->second.second);
     if (b == i->second.first->at_peak.end()) continue;
     Block& x = b->second;
-    if (!e.module.empty() && (x.module_dur < 0 || e.dur_ns < x.module_dur)) {
-      x.module = pooled(e.module);
-      x.module_dur = e.dur_ns;
+    if (!module.empty() && (x.module_dur < 0 || dur < x.module_dur)) {
+      x.module = pooled(module);
+      x.module_dur = dur;
     }
-    if ((!e.phase.empty() || backward) && (x.phase_dur < 0 || e.dur_ns < x.phase_dur)) {
-      x.phase = pooled(e.phase.empty() ? std::string_view("backward") : e.phase);
-      x.phase_dur = e.dur_ns;
+    if ((!phase.empty() || backward) && (x.phase_dur < 0 || dur < x.phase_dur)) {
+      x.phase = pooled(phase.empty() ? std::string_view("backward") : phase);
+      x.phase_dur = dur;
     }
   }
+}
+
+bool BlockReplay::up_to_peak(const Series& s, const BlockEvent& b) {
+  const BlockPeakFinder::Peak& p = s.peak;
+  if (p.tid != b.tid) return b.ts <= p.ts;
+  if (s.pending) return b.ts < p.ts;  // those at its time are held until all are read
+  return b.seq <= p.seq;              // 0: a peak by the track whose allocation is not in the input
+}
+
+// A peak by the track: of its thread's block events at its time, the alloc
+// after which their own bytes stand highest (the earliest of equal ones) is
+// the one that reached it -- the track's sample has that alloc's thread and
+// time. Its events up to it join the replay; none an alloc: not found.
+void BlockReplay::resolve(Series& s) {
+  s.pending = false;
+  --pending_;
+  double sum = 0, best = 0;
+  size_t cut = s.held.size();
+  std::unordered_map<uint64_t, double> held_live;
+  for (size_t i = 0; i < s.held.size(); ++i) {
+    const HeldEvent& h = s.held[i];
+    if (h.alloc) {
+      sum += h.size;
+      held_live[h.addr] = h.size;
+      if (cut == s.held.size() || sum > best) best = sum, cut = i;
+      continue;
+    }
+    if (auto f = held_live.find(h.addr); f != held_live.end()) {
+      sum -= f->second;
+      held_live.erase(f);
+    } else if (auto a = s.at_peak.find(h.addr); a != s.at_peak.end() && !a->second.freed) {
+      sum -= a->second.size;
+    }
+  }
+  if (cut < s.held.size()) {
+    for (size_t i = 0; i <= cut; ++i) {
+      const HeldEvent& h = s.held[i];
+      replay(s.at_peak, BlockEvent{h.alloc, h.addr, h.size, -1, h.op, h.device, h.pid, h.tid, h.ts, h.seq}, false);
+    }
+    s.peak.seq = s.held[cut].seq;
+    s.found = true;
+    for (const Enclosing& e : s.enclosing) enclose(e.pid, e.tid, e.ts, e.dur, e.module, e.phase, e.backward);
+  }
+  s.held.clear();
+  s.enclosing.clear();
 }
 
 void BlockReplay::consume(std::string_view line, size_t cap) {
@@ -217,18 +265,35 @@ void BlockReplay::consume(std::string_view line, size_t cap) {
   if (r > 0) {
     auto s = series_.find(key(b.pid, b.device));
     if (s == series_.end()) return;  // not in pass 1 (the file changed between the passes)
-    replay(s->second.all, b, true);
-    const BlockPeakFinder::Peak& peak = s->second.peak;
-    if (peak.tid == b.tid ? b.seq <= peak.seq : b.ts <= peak.ts) replay(s->second.at_peak, b, false);
+    Series& x = s->second;
+    replay(x.all, b, true);
+    if (x.pending && b.tid == x.peak.tid) {
+      if (b.ts == x.peak.ts) {
+        x.held.push_back({b.alloc, b.addr, b.seq, b.size, b.ts, std::string(b.op), std::string(b.device),
+                          std::string(b.pid), std::string(b.tid)});
+        return;
+      }
+      if (b.ts > x.peak.ts) resolve(x);
+    }
+    if (up_to_peak(x, b)) replay(x.at_peak, b, false);
     return;
   }
-  if (by_thread_.empty()) return;
+  if (by_thread_.empty() && pending_ == 0) return;
   // The complete events that can name a live block's module or phase.
   if (line.find("\"module\"") == std::string_view::npos && line.find("\"phase\"") == std::string_view::npos &&
       line.find("\"autograd\"") == std::string_view::npos)
     return;
   if (decoder_.decode(line, cap, ev_) != DecodeStatus::Ok || !ev_.is_complete() || !ev_.has_ts || !ev_.has_dur) return;
-  enclose(ev_);
+  const bool backward = ev_.cat == "autograd";
+  if (pending_ != 0) {  // around a peak by the track not found yet: its blocks come when it is
+    const int64_t end = saturating_add(ev_.ts_ns, ev_.dur_ns);
+    for (auto& [k, x] : series_)
+      if (x.pending && x.peak.tid == ev_.tid_text && ev_.ts_ns <= x.peak.ts && x.peak.ts <= end &&
+          k.compare(0, k.find('\0'), ev_.pid_text) == 0)
+        x.enclosing.push_back({std::string(ev_.pid_text), std::string(ev_.tid_text), std::string(ev_.module),
+                               std::string(ev_.phase), backward, ev_.ts_ns, ev_.dur_ns});
+  }
+  enclose(ev_.pid_text, ev_.tid_text, ev_.ts_ns, ev_.dur_ns, ev_.module, ev_.phase, backward);
 }
 
 namespace {
@@ -265,8 +330,12 @@ std::string step_key(const ProcessSteps* p, int64_t ts) {
 
 }  // namespace
 
-std::vector<PeakComposition> BlockReplay::finish(const StepPlan& plan, BlockProblems& problems) {
+std::vector<PeakComposition> BlockReplay::finish(const StepPlan& plan, BlockProblems& problems,
+                                                 std::vector<PeakComposition>& unheld) {
   std::vector<PeakComposition> out;
+  for (auto& [k, s] : series_) {
+    if (s.pending) resolve(s);
+  }
   for (auto& [k, s] : series_) {
     const size_t cut = k.find('\0');
     const std::string pid = k.substr(0, cut), device = k.substr(cut + 1);
@@ -275,14 +344,18 @@ std::vector<PeakComposition> BlockReplay::finish(const StepPlan& plan, BlockProb
       else ++problems_.never_freed;
     }
     if (s.peak.total < 0) continue;  // frees alone, without totals: no peak event to compose
-    const ProcessSteps* steps = nullptr;
-    for (const ProcessSteps& p : plan.processes)
-      if (p.pid == pid) steps = &p;
     PeakComposition c;
     c.pid = pid;
     c.device = device;
     c.peak_ts_ns = s.peak.ts;
     c.peak = s.peak.total;
+    if (s.peak.by_sample && !s.found) {
+      unheld.push_back(std::move(c));
+      continue;
+    }
+    const ProcessSteps* steps = nullptr;
+    for (const ProcessSteps& p : plan.processes)
+      if (p.pid == pid) steps = &p;
     Tally op, module, phase, step;
     for (const auto& [addr, x] : s.at_peak) {
       if (x.freed) continue;

@@ -121,6 +121,11 @@ class BlockPeakFinder {
     int64_t ts = 0;
     std::string tid;
     uint64_t seq = 0;
+    // Found through the counter track rather than a block event's total
+    // (the alloc that reached the track's peak carries none in the input:
+    // a time window, a dropped record-high alloc): the peak is the alloc of
+    // `tid` at `ts` (`seq` 0 until the replay finds it), the track's value.
+    bool by_sample = false;
   };
   std::map<std::pair<std::string, std::string>, Peak> peaks;  // (pid, device)
   uint64_t bad = 0;
@@ -136,8 +141,11 @@ class BlockReplay {
  public:
   explicit BlockReplay(const std::map<std::pair<std::string, std::string>, BlockPeakFinder::Peak>& peaks);
   void consume(std::string_view line, size_t cap);
-  // The compositions (by pid, then device) with the steps of `plan`; the counts.
-  std::vector<PeakComposition> finish(const StepPlan& plan, BlockProblems& problems);
+  // The compositions (by pid, then device) with the steps of `plan`; the counts;
+  // in `unheld`, the peaks whose allocation the input lacks (pid, device,
+  // peak and its time alone: their composition cannot be given).
+  std::vector<PeakComposition> finish(const StepPlan& plan, BlockProblems& problems,
+                                      std::vector<PeakComposition>& unheld);
 
  private:
   struct Block {
@@ -152,15 +160,39 @@ class BlockReplay {
     int64_t replaced_ts = -1;                 // the allocation it replaced at a live address (its free unread)
     bool freed = false;                       // a free read before its allocation (late): a tombstone
   };
+  // A block event kept whole (a peak found by the track: its thread's events at its time).
+  struct HeldEvent {
+    bool alloc = false;
+    uint64_t addr = 0, seq = 0;
+    double size = 0;
+    int64_t ts = 0;
+    std::string op, device, pid, tid;
+  };
+  // A complete event that can name a module or phase, kept whole.
+  struct Enclosing {
+    std::string pid, tid, module, phase;
+    bool backward = false;
+    int64_t ts = 0, dur = 0;
+  };
   struct Series {
     BlockPeakFinder::Peak peak;
     std::unordered_map<uint64_t, Block> at_peak;  // live at the peak (events up to it)
     std::unordered_map<uint64_t, Block> all;      // live at the end (every event): the counts
+    // A peak by the track, not yet found: the peak thread's block events at
+    // the peak's time (which of them reached it is known once they are all
+    // read), and the complete events read meanwhile around that time.
+    bool pending = false, found = false;
+    std::vector<HeldEvent> held;
+    std::vector<Enclosing> enclosing;
   };
+  // The peak's events before `b`: on its thread by number, elsewhere by time.
+  static bool up_to_peak(const Series& s, const BlockEvent& b);
+  void resolve(Series& s);
   void replay(std::unordered_map<uint64_t, Block>& live, const BlockEvent& b, bool count);
   // `b` comes after `x`: by the thread's order on one thread, else by time (a tie: after).
   static bool after(const BlockEvent& b, const Block& x) { return *x.tid == b.tid ? b.seq > x.seq : b.ts >= x.ts; }
-  void enclose(const Event& e);
+  void enclose(std::string_view pid, std::string_view tid, int64_t ts, int64_t dur, std::string_view module,
+               std::string_view phase, bool backward);
   const std::string* pooled(std::string_view s);
   // "a\0b" in key_ (reused: no allocation per event).
   const std::string& key(std::string_view a, std::string_view b);
@@ -175,6 +207,7 @@ class BlockReplay {
   EventDecoder decoder_;
   Event ev_;
   BlockProblems problems_;
+  size_t pending_ = 0;  // series whose peak (by the track) is not found yet
 };
 
 // "skipped 3 frees without an allocation; ..." ("" when nothing to say).

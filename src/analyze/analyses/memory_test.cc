@@ -416,5 +416,105 @@ TEST(Memory, TheReportHasAMemorySectionOnlyWithAMemoryTrack) {
   EXPECT_EQ(testing::read_file(d.file("without.html")).find("memory-section"), std::string::npos);
 }
 
+// A memory counter sample of thread `tid`.
+std::string sample_on(long long ts, const std::string& value, int tid) {
+  return "{\"name\":\"memory\",\"cat\":\"memory\",\"pid\":7,\"tid\":" + std::to_string(tid) +
+         ",\"ts\":" + std::to_string(1'000'000 + ts) + ",\"ph\":\"C\",\"args\":{\"cpu\":" + value + "}}";
+}
+
+// In a time window the alloc that reached the window's peak can carry no
+// total (its thread wrote a higher one before the window): the counter
+// track's highest sample (thread 7 at 110) points to it, and of thread 7's
+// events in that microsecond the alloc after which they stand highest is
+// the peak. The composition equals the one of a trace whose every alloc
+// carries its total, not the lower event of thread 8 that has one.
+TEST(Memory, APeakInAWindowWithoutItsTotalIsFoundThroughTheTrack) {
+  TempDir d;
+  auto trace = [](bool compact) {
+    auto b = [&](long long ts, unsigned long long addr, long long size, long long total, bool written,
+                 const std::string& op_name, int tid) {
+      return compact_block(true, ts, addr, size, compact && !written ? -1 : total, op_name, tid);
+    };
+    return testing::pfw_text({
+        b(10, 1, 100, 100, true, "aten::cat", 7), sample_on(10, "100", 7),
+        free_block(20, 1), sample_on(20, "0", 7),
+        // the window [100, ..): thread 7's high (100) lies before it
+        b(110, 2, 40, 40, false, "aten::view", 7), b(110, 3, 50, 90, false, "aten::mm", 7), free_block(110, 3),
+        module_op("function.mm", 105, 10, "encoder.0"), sample_on(110, "90", 7),
+        free_block(120, 2), sample_on(120, "0", 7),
+        b(130, 4, 50, 50, true, "aten::add", 8), sample_on(130, "50", 8),
+        free_block(140, 4, 8), sample_on(140, "0", 8)});
+  };
+  ReadOptions window;
+  window.from_ns = (1'000'000 + 100) * 1000LL;
+  std::vector<MemoryPeaks> runs;
+  for (bool compact : {false, true}) {
+    const std::string f = d.file(compact ? "compact.pfw" : "old.pfw");
+    testing::write_file(f, trace(compact));
+    runs.push_back(memory_peaks({f}, window));
+  }
+  for (const MemoryPeaks& m : runs) {
+    ASSERT_EQ(m.peaks.size(), 1u);
+    const PeakComposition& c = m.peaks[0];
+    EXPECT_EQ(c.peak, 90);
+    EXPECT_EQ(c.peak_ts_ns, (1'000'000 + 110) * 1000LL);
+    EXPECT_EQ(c.traced, 90);
+    EXPECT_EQ(c.blocks, 2u);
+    ASSERT_NE(row(c.by_op, "aten::mm"), nullptr);
+    EXPECT_EQ(row(c.by_op, "aten::mm")->bytes, 50);
+    ASSERT_NE(row(c.by_op, "aten::view"), nullptr);
+    EXPECT_EQ(row(c.by_op, "aten::view")->bytes, 40);
+    ASSERT_NE(row(c.by_module, "encoder.0"), nullptr);
+    EXPECT_EQ(row(c.by_module, "encoder.0")->bytes, 90);
+  }
+  expect_same_composition(runs[1].peaks[0], runs[0].peaks[0]);
+  auto r = testing::run_cli(d, "memory --from 1000100 " + d.file("compact.pfw"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("the peak 90 B at 1000110.000 us is held by 2 blocks"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("aten::add"), std::string::npos) << r.out;
+}
+
+// Where the writer dropped events, a dropped record-high alloc leaves the
+// thread's later allocs below it without a total: the track's peak still
+// points to its alloc (found, thread 7 at 40), and when that alloc is the
+// one dropped, one line says what holds the peak cannot be given (never
+// the composition of a lower event).
+TEST(Memory, APeakWhoseAllocationWasDroppedIsFoundOrSaidSo) {
+  TempDir d;
+  auto trace = [](bool keep_peak_alloc) {
+    std::vector<std::string> lines = {
+        compact_block(true, 10, 1, 100, 100, "aten::cat", 7), sample_on(10, "100", 7),
+        // dropped: the alloc of block 2 (150 B, total 250, a new high) and its sample
+        free_block(35, 2), sample_on(35, "100", 7)};
+    if (keep_peak_alloc) lines.push_back(compact_block(true, 40, 3, 140, -1, "aten::mm", 7));  // 240 < 250: no total
+    lines.push_back(sample_on(40, "240", 7));
+    lines.push_back(free_block(50, 3));
+    return testing::pfw_text(lines);
+  };
+  const std::string found = d.file("found.pfw"), lost = d.file("lost.pfw");
+  testing::write_file(found, trace(true));
+  testing::write_file(lost, trace(false));
+  MemoryPeaks m = memory_peaks({found});
+  ASSERT_EQ(m.peaks.size(), 1u);
+  EXPECT_TRUE(m.unheld.empty());
+  EXPECT_EQ(m.peaks[0].peak, 240);
+  EXPECT_EQ(m.peaks[0].traced, 240);
+  ASSERT_NE(row(m.peaks[0].by_op, "aten::mm"), nullptr);
+  EXPECT_EQ(row(m.peaks[0].by_op, "aten::mm")->bytes, 140);
+
+  m = memory_peaks({lost});
+  EXPECT_TRUE(m.peaks.empty());
+  ASSERT_EQ(m.unheld.size(), 1u);
+  EXPECT_EQ(m.unheld[0].peak, 240);
+  auto r = testing::run_cli(d, "memory " + lost);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("pid 7, cpu: the peak 240 B at 1000040.000 us: what holds it cannot be given"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("is held by"), std::string::npos) << r.out;
+  r = testing::run_cli(d, "memory --format json " + lost);
+  EXPECT_NE(r.out.find("\"peaks_without_composition\":[{\"pid\":\"7\",\"device\":\"cpu\",\"peak_ts_us\":1000040.000,"
+                       "\"peak_bytes\":240}]"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace dftracer::analyze

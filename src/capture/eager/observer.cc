@@ -88,8 +88,9 @@ struct Frame {
 };
 
 // The counter track of one device, per thread: when this thread last wrote
-// a sample, and the highest total it saw since (written before the next
-// sample, so the exact peak is on the track however samples are spaced).
+// a sample, and the highest total its allocations reached since, and when
+// (written before the next sample, so the exact peak is on the track
+// however samples are spaced).
 struct MemSeries {
   uint64_t last;
   uint64_t peak;
@@ -401,8 +402,9 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
 // "free" event with the block's address goes into the thread's buffer (the
 // analyzer replays them: what is live at the peak), and the device's
 // counter track gets a sample when this thread wrote none for
-// g_mem_interval_ticks -- preceded by the highest total seen since the last
-// sample when that was higher, so the track holds the exact peak.
+// g_mem_interval_ticks -- preceded by the highest total an allocation of
+// this thread reached since the last sample, at that allocation's time, so
+// the track holds the exact peak and points to the allocation that reached it.
 
 // The track's series for a device; -1: not drawn (devices past cuda:7, others).
 inline int mem_device_slot(c10::Device device, bool cpu) {
@@ -489,12 +491,16 @@ void on_memory(const void* ptr, int64_t size, uint64_t total, c10::Device device
   const uint64_t now = dft_ticks_inline();
   MemSeries& s = t.mem[slot];
   write_block_event(ptr, size, total, op, slot, now, s);
-  if (total >= s.peak) {
+  // The highest since the last sample is an allocation's (a total only
+  // rises at one), the earliest of equal ones: its sample has that
+  // allocation's time and thread, which the analyzer follows to the block
+  // event when the event carries no total (docs/DESIGN.md).
+  if (size >= 0 && total > s.peak) {
     s.peak = total;
     s.peak_at = now;
   }
   if (now - s.last < g_mem_interval_ticks) return;
-  if (s.peak > total) write_mem_sample(slot, s.peak_at, s.peak);
+  if (s.peak > total || (s.peak == total && s.peak_at != now)) write_mem_sample(slot, s.peak_at, s.peak);
   write_mem_sample(slot, now, total);
   s.last = now;
   s.peak = 0;

@@ -89,6 +89,7 @@ std::string with_memory_section(std::string page, const std::vector<std::string>
       if (rows.size() > 1) o += table(rows);
     }
   }
+  for (const PeakComposition& c : m.unheld) o += "<p class=\"note\">" + html(unheld_line(c)) + "</p>";
   o += "</div><style>table.memory{border-collapse:collapse;font-size:12px;margin:6px 0}table.memory td,table.memory "
        "th{border:1px solid #ddd;padding:2px 8px;text-align:right}</style>\n";
   page.insert(at, o);
