@@ -5,11 +5,20 @@ Tracing state is per process (DFTRACER_* is read once, at import), so tests
 that need a given environment run their code in a subprocess.
 """
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+# A shell without job control (`cmd &` in a script, nohup) starts its
+# background jobs with SIGINT ignored, an ignored signal stays ignored across
+# exec, and CPython then installs no KeyboardInterrupt handler: the tests that
+# send a child SIGINT would wait for nothing. Handled here, the children
+# start with the default again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 sys.path.insert(0, os.path.dirname(__file__))  # trace_reader.py
 
