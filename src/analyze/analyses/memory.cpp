@@ -52,7 +52,23 @@ void capture_devices(EventDecoder& d) {
   d.capture_args(c);
 }
 
-constexpr std::string_view kCounter = "\"ph\":\"C\"";
+// A counter line: `"ph"`, a colon and `"C"`, with the whitespace JSON allows
+// around the colon (writers other than ours, Python's json among them, put a
+// space there). Every occurrence of the key is tried: an arg may be named
+// "ph" too. A line taken wrongly costs a decode, which then tells.
+bool is_counter_line(std::string_view line) {
+  constexpr std::string_view kKey = "\"ph\"";
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  for (size_t at = line.find(kKey); at != std::string_view::npos; at = line.find(kKey, at + 1)) {
+    size_t i = at + kKey.size();
+    while (i < line.size() && space(line[i])) ++i;
+    if (i >= line.size() || line[i] != ':') continue;
+    ++i;
+    while (i < line.size() && space(line[i])) ++i;
+    if (line.compare(i, 3, "\"C\"") == 0) return true;
+  }
+  return false;
+}
 
 // Pass 1: each series' count, first, last and exact peak (no samples kept),
 // and the steps (step_finder.hpp).
@@ -67,7 +83,7 @@ class MemoryTrackReader : public LineConsumer {
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
     // Counter lines are few (the capture bounds their rate): the others go to the step finder only.
-    if (line.find(kCounter) == std::string_view::npos) {
+    if (!is_counter_line(line)) {
       planned.consume(line, cap);  // a compiled graph's call with its planned peak (memory_planned.hpp)
       blocks.consume(line, cap);
       return finder.consume(line, cap);
@@ -233,7 +249,7 @@ class SecondPass : public LineConsumer {
   }
 
   DecodeStatus consume(std::string_view line, size_t cap) override {
-    if (line.find(kCounter) == std::string_view::npos) {
+    if (!is_counter_line(line)) {
       replay.consume(line, cap);
       return DecodeStatus::Ok;
     }

@@ -11,7 +11,9 @@ namespace dftracer::analyze {
 
 namespace {
 
-constexpr std::string_view kAddrKey = "\"addr\":";  // format::kBlockArgAddr as a key
+// format::kBlockArgAddr as a key, without its colon: JSON allows whitespace
+// before it (Python's json writes `"addr": 1`); the decode then tells.
+constexpr std::string_view kAddrKey = "\"addr\"";
 
 template <class T>
 bool parse(std::string_view v, T& out) {

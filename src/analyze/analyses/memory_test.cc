@@ -479,6 +479,40 @@ TEST(Memory, APeakInAWindowWithoutItsTotalIsFoundThroughTheTrack) {
 // points to its alloc (found, thread 7 at 40), and when that alloc is the
 // one dropped, one line says what holds the peak cannot be given (never
 // the composition of a lower event).
+// JSON allows whitespace around a colon, and writers other than ours (Python's
+// json) put a space after each: a trace written that way reads as the compact
+// one, its counter track and its block events both.
+TEST(Memory, ATraceWithSpacesAfterItsColonsReadsAsTheCompactOne) {
+  TempDir d;
+  const std::vector<std::string> lines = {
+      compact_block(true, 10, 1, 100, 100, "aten::cat", 7), sample_on(10, "100", 7),
+      compact_block(true, 20, 2, 150, 250, "aten::mm", 7), sample_on(20, "250", 7),
+      free_block(30, 1), sample_on(30, "150", 7)};
+  std::vector<std::string> spaced;
+  for (std::string l : lines) {
+    std::string o;
+    bool in_string = false;
+    for (char c : l) {
+      o += c;
+      if (c == '"') in_string = !in_string;  // no escapes in these lines
+      if (!in_string && (c == ':' || c == ',')) o += ' ';
+    }
+    spaced.push_back(o);
+  }
+  const std::string compact = d.file("compact.pfw"), wide = d.file("spaced.pfw");
+  testing::write_file(compact, testing::pfw_text(lines));
+  testing::write_file(wide, testing::pfw_text(spaced));
+  const MemoryPeaks a = memory_peaks({compact}), b = memory_peaks({wide});
+  ASSERT_EQ(b.series.size(), 1u);
+  EXPECT_EQ(b.series[0].peak, a.series[0].peak);
+  EXPECT_EQ(b.series[0].samples, 3u);
+  ASSERT_EQ(a.peaks.size(), 1u);
+  ASSERT_EQ(b.peaks.size(), 1u);
+  expect_same_composition(b.peaks[0], a.peaks[0]);
+  EXPECT_EQ(b.peaks[0].peak, 250);
+  ASSERT_NE(row(b.peaks[0].by_op, "aten::mm"), nullptr);
+}
+
 TEST(Memory, APeakWhoseAllocationWasDroppedIsFoundOrSaidSo) {
   TempDir d;
   auto trace = [](bool keep_peak_alloc) {

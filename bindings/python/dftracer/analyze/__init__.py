@@ -399,6 +399,10 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
         by ("op", "module", "phase" or "step"), key ("" none), blocks, bytes,
         rest (True: the row "(rest)" summing the keys past the top 10). Per
         (pid, device, by) the bytes sum to traced_bytes.
+    "peaks_without_composition": a DataFrame (pid, device, peak_ts_us,
+        peak_bytes) of the peaks whose allocation is not in the trace (the
+        writer dropped it): the peak is known from the counter track, what
+        holds it is not given.
     "block_events": what the replay skipped or could not pair (counts: bad,
         free_without_alloc, alloc_over_live, late, never_freed)."""
     import json
@@ -420,6 +424,9 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
                 "bytes": r["bytes"], "rest": bool(r.get("rest", False))}
                for p in doc["peaks"] for by in ("op", "module", "phase", "step") for r in p["by_" + by]]
     df.attrs["holders"] = pd.DataFrame(holders, columns=["pid", "device", "by", "key", "blocks", "bytes", "rest"])
+    unheld_columns = ["pid", "device", "peak_ts_us", "peak_bytes"]
+    df.attrs["peaks_without_composition"] = pd.DataFrame(doc.get("peaks_without_composition", []),
+                                                         columns=unheld_columns)
     df.attrs["block_events"] = dict(doc["block_events"])
     return df
 
