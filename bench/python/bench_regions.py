@@ -148,6 +148,16 @@ def bench_dft_api(n=N, before_each=None):
             with floor_cm:
                 pass
 
+    def floor_new():
+        for _ in rng:
+            with floor_new_cls("cat", "name"):
+                pass
+
+    def floor_new_mutable():
+        for _ in rng:
+            with floor_mut_cls("cat", "name"):
+                pass
+
     loop_fn, call_fn = floor_fns(n)
     cases = {
         FORMS[0]: (deco, call_fn),
@@ -169,6 +179,11 @@ def bench_dft_api(n=N, before_each=None):
 
         floor_cm = _FloorContext()
         cases[FLOOR_CTX] = (floor_ctx, loop_fn)
+        from dftracer._core import _FloorNewContext as floor_new_cls
+        from dftracer._core import _FloorNewMutable as floor_mut_cls
+
+        cases[FLOOR_NEW] = (floor_new, loop_fn)
+        cases[FLOOR_NEW_MUTABLE] = (floor_new_mutable, loop_fn)
     except ImportError:
         pass
     out = {}
@@ -196,6 +211,13 @@ NULL_CTX = "with <no-op C context manager>"
 # `with` on _core._FloorContext, whose class holds unbound builtin
 # __enter__/__exit__ (nothing bound or allocated): the least any `with` costs.
 FLOOR_CTX = "with <unbound builtins> (floor)"
+# `with C(cat, name):` with a new object per statement at the least cost (a
+# one-slot free list, the floor's builtins): the floor of `with dft_fn(cat,
+# name)`. CPython 3.11 specializes the class call only for an immutable class;
+# the mutable one (dft_fn is mutable: user code may set or patch attributes on
+# it) takes the generic call.
+FLOOR_NEW = "with C(c, n), immutable (floor)"
+FLOOR_NEW_MUTABLE = "with C(c, n), mutable (floor)"
 # The side-by-side table: form x these columns (labels of COLUMNS below).
 TABLE = ("ours-on (DFTRACER_ENABLE=1)", "ours-off", "ours-off (DFTRACER_ENABLE=0)", "before-on", "before-off",
          "pydftracer-on", "pydftracer-off")
@@ -332,7 +354,7 @@ def print_table(results):
         return
     print("\n## every form side by side, ns per region (net of the floor)")
     print(f"  {'form':32s}" + "".join(f"{HEADERS[c]:>12s}" for c in cols))
-    for form in FORMS + (NULL_CTX, FLOOR_CTX):
+    for form in FORMS + (NULL_CTX, FLOOR_CTX, FLOOR_NEW, FLOOR_NEW_MUTABLE):
         cells = "".join(f"{results[c].get(form, float('nan')):12.1f}" for c in cols)
         print(f"  {form:32s}{cells}")
 

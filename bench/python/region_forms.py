@@ -8,7 +8,8 @@ then the calling thread's total is the `totals:` line of <dir>/cg-01; a form's c
 region is (its total - the total of `loop`, or of `call` for decorators) / 50000.
 Forms: loop, call, deco, reused, new, aictx, aideco, aistartstop, logev, timelogev (get_time + log_event), nullctx (`with` on
 _core._NullContext, a C context manager that does nothing, written with tp_methods) and floorctx (`with`
-on _core._FloorContext: unbound builtin __enter__/__exit__, the least any `with` costs); the last two this package only. Runs under this package or
+on _core._FloorContext: unbound builtin __enter__/__exit__, the least any `with` costs), floornew / floornewmut
+(`with C("b", "r")`: a new object per `with` at the least cost, C immutable / mutable); the last four this package only. Runs under this package or
 pydftracer (the same API). ON=1 starts tracing (initialize_log into $TD).
 """
 import os, sys
@@ -57,6 +58,11 @@ def main():
         fc = _core._FloorContext()
         for _ in rng:
             with fc: pass
+    elif form in ("floornew", "floornewmut"):
+        from dftracer import _core
+        C = _core._FloorNewContext if form == "floornew" else _core._FloorNewMutable
+        for _ in rng:
+            with C("b", "r"): pass
     elif form == "logev":
         for _ in rng: log.log_event("ev", "b", 1, 1)
     elif form == "timelogev":

@@ -82,6 +82,37 @@ def test_the_benchmarks_null_context_does_nothing():
             raise ValueError("passes through")
 
 
+def test_the_benchmarks_new_object_floors_make_a_new_object_per_call():
+    # bench_regions.py's floor of `with dft_fn(cat, name)`: a new object per
+    # call (a one-slot free list), the class immutable or not as documented.
+    import gc
+    import sys
+
+    from dftracer import _core
+
+    for cls, immutable in ((_core._FloorNewContext, True), (_core._FloorNewMutable, False)):
+        with cls("c", "n") as got:
+            assert got is None
+        a, b = cls("c", "n"), cls()
+        assert a is not b and type(a) is cls and type(b) is cls
+        refs = sys.getrefcount(cls)
+        del a, b  # one kept as the spare, one freed with its class reference
+        gc.collect()
+        for _ in range(1000):  # one from the spare, one allocated and freed
+            x, y = cls(), cls()
+            del x, y
+        assert sys.getrefcount(cls) <= refs  # no class reference leaked per object
+        assert bool(cls.__flags__ & (1 << 8)) is immutable  # Py_TPFLAGS_IMMUTABLETYPE
+        if immutable:
+            with pytest.raises(TypeError):
+                cls.x = 1
+        else:
+            cls.x = 1
+            del cls.x
+        with pytest.raises(TypeError):
+            cls(k=1)
+
+
 def test_a_region_freed_while_open_leaves_nothing_for_the_next_one(run_python, trace_dir):
     # `r` is entered and dropped without its exit; the next dft_fn is made in
     # its memory (free list): its flush() must write its own event, not the
