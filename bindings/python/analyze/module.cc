@@ -380,18 +380,23 @@ nb::object stream_next(EventStream& s) {
 }
 
 // An analysis written as the CLI's JSON text, run without the GIL: `write`
-// takes (files, threads, options, stream) and returns the read stats.
+// takes (files, threads, options, stream) and returns the read stats. A
+// window (from_us, to_us: "" for none) is resolved as the CLI's --from/--to.
 template <class Write>
 nb::tuple json_and_stats(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                         long long max_document_mib, Write write) {
+                         long long max_document_mib, Write write, const std::string& from_us = "",
+                         const std::string& to_us = "") {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
   unsigned nthreads = thread_count(threads);
   std::ostringstream os;
   ReadStats stats;
   {
     nb::gil_scoped_release unlocked;
-    stats = write(expand_or_throw(paths), nthreads, ro, os);
+    std::vector<std::string> files = expand_or_throw(paths);
+    resolve_window(from, to, files, nthreads, &ro);
+    stats = write(files, nthreads, ro, os);
   }
   return nb::make_tuple(os.str(), stats_dict(stats));
 }
@@ -480,13 +485,16 @@ nb::tuple py_device(const std::vector<std::string>& paths, long long threads, lo
 }
 
 // The memory counter tracks as the CLI's JSON text (`memory --format json`), plus the read stats.
-nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mib, long long max_document_mib) {
-  return json_and_stats(paths, 1, max_line_mib, max_document_mib,
-                        [](const std::vector<std::string>& files, unsigned, const ReadOptions& ro, std::ostream& os) {
-                          MemoryPeaks m = memory_peaks(files, ro);
-                          write_memory_json(os, m);
-                          return m.stats;
-                        });
+nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mib, long long max_document_mib,
+                    const std::string& from_us, const std::string& to_us) {
+  return json_and_stats(
+      paths, 1, max_line_mib, max_document_mib,
+      [](const std::vector<std::string>& files, unsigned, const ReadOptions& ro, std::ostream& os) {
+        MemoryPeaks m = memory_peaks(files, ro);
+        write_memory_json(os, m);
+        return m.stats;
+      },
+      from_us, to_us);
 }
 
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
@@ -543,7 +551,7 @@ NB_MODULE(_analyze, m) {
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("memory_json", &py_memory, nb::arg("paths"), nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "The memory counter tracks as `memory --format json` text, and the read stats.");
   m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
         nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,

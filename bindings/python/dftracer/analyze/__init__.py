@@ -382,7 +382,7 @@ def _int_option(name, v):
     return int(v)
 
 
-def memory(paths, *, max_line_mib=None, max_document_mib=None):
+def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None):
     """The memory counter tracks of `dftracer-analyze memory` (memory capture:
     DFTRACER_MEMORY=1): a pandas DataFrame, one row per process and device
     (pid, device, samples, peak_bytes, peak_ts_us, first_bytes, last_bytes);
@@ -404,12 +404,18 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
         writer dropped it): the peak is known from the counter track, what
         holds it is not given.
     "block_events": what the replay skipped or could not pair (counts: bad,
-        free_without_alloc, alloc_over_live, late, never_freed)."""
+        free_without_alloc, alloc_over_live, late, never_freed).
+
+    from_ts, to_ts: a time window, as for summary() and `memory --from/--to`:
+        only the samples and block events with from_ts <= ts < to_ts are read,
+        so the peaks are the window's, and the blocks allocated before it and
+        live at a peak count in its before_trace_bytes."""
     import json
 
     import pandas as pd
 
-    text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib))
+    text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib),
+                                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     doc = json.loads(text)
     df = pd.DataFrame(doc["series"], columns=["pid", "device", "samples", "peak_bytes", "peak_ts_us", "first_bytes",
                                               "last_bytes"])

@@ -1,0 +1,52 @@
+"""dftracer.analyze's time windows give what the CLI's --from/--to give:
+memory(from_ts=, to_ts=) against `dftracer-analyze memory --from --to
+--format json` on a real GPT-2 training trace with allocation capture."""
+import json
+import subprocess
+
+import pytest
+
+from analyzer_cli import analyzer
+from test_analyze_respaced import gpt2_trace  # noqa: F401  (the fixture)
+
+
+def cli_memory(trace, window):
+    args = [analyzer(), "memory", trace, "--format", "json", "--no-progress"]
+    if window[0] is not None:
+        args += ["--from", str(window[0])]
+    if window[1] is not None:
+        args += ["--to", str(window[1])]
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, timeout=300).stdout)
+
+
+def rows(df):
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in df.to_dict("records")]
+
+
+def test_memory_window_is_the_clis(gpt2_trace):  # noqa: F811
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    whole = cli_memory(gpt2_trace, (None, None))
+    peak_ts = whole["peaks"][0]["peak_ts_us"]
+    windows = [("+2.5s", "-300ms"), ("+1s", None), (None, "-1s"),
+               (repr(peak_ts), None),                  # from the peak on: it is in
+               (None, repr(peak_ts)),                  # up to it: it is not
+               (peak_ts - 200000, peak_ts + 1)]        # numbers, as the API also takes them
+    answers = set()
+    for w in windows:
+        want = cli_memory(gpt2_trace, w)
+        df = da.memory(gpt2_trace, from_ts=w[0], to_ts=w[1])
+        assert rows(df) == want["series"], w
+        peaks = rows(df.attrs["peaks"])
+        assert peaks == [{k: p[k] for k in peaks[0]} for p in want["peaks"]] if peaks else not want["peaks"], w
+        assert rows(df.attrs["peaks_without_composition"]) == want.get("peaks_without_composition", []), w
+        holders = [(h["by"], h["key"], h["bytes"]) for h in rows(df.attrs["holders"])]
+        assert holders == [(by, r["key"], r["bytes"]) for p in want["peaks"]
+                           for by in ("op", "module", "phase", "step") for r in p["by_" + by]], w
+        assert df.attrs["block_events"] == want["block_events"], w
+        answers.add(json.dumps([want["series"], want["peaks"]], sort_keys=True))
+    assert len(answers) > 2  # the windows cut the track differently
+    assert da.memory(gpt2_trace, from_ts=None, to_ts=None).attrs["block_events"] == whole["block_events"]
+    with pytest.raises(TypeError):
+        da.memory(gpt2_trace, from_ts=[1])
