@@ -50,3 +50,33 @@ def test_memory_window_is_the_clis(gpt2_trace):  # noqa: F811
     assert da.memory(gpt2_trace, from_ts=None, to_ts=None).attrs["block_events"] == whole["block_events"]
     with pytest.raises(TypeError):
         da.memory(gpt2_trace, from_ts=[1])
+
+
+def cli_json(command, trace, window):
+    args = [analyzer(), command, trace, "--format", "json", "--no-progress", "--from", window[0], "--to", window[1]]
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, timeout=300).stdout)
+
+
+def test_io_and_device_windows_are_the_clis():
+    import os
+
+    import pandas as pd
+
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    posix = os.path.join(data, "dftracer-samples", "test-2023.pfw.gz")  # DFTracer's POSIX calls of a DLIO run
+    kineto = os.path.join(data, "kineto", "alexnet_trace.json.gz")     # a GPU job's kernels
+    for window in (("+200ms", "-500ms"), ("+1s", "-1ms")):
+        want = cli_json("io", posix, window)
+        got = da.io(posix, from_ts=window[0], to_ts=window[1])
+        assert got["total"] == want["total"] and got["by_kind"] == want["by_kind"], window
+        assert got["total"] != da.io(posix)["total"], window  # the window cut something
+        assert sorted(got["by_call"]["call"]) == sorted(want["by_call"]), window
+    for window in (("+100ms", "-100ms"), ("+10s", "-1s")):
+        want = cli_json("device", kineto, window)
+        got = da.device(kineto, from_ts=window[0], to_ts=window[1])
+        for t in ("op", "kernel", "module", "phase", "category", "stream", "step"):
+            pd.testing.assert_frame_equal(got[t], pd.DataFrame(want[t]), obj=f"{t} {window}")
+        assert got["totals"]["device_events"] == want["device_events"] != da.device(kineto)["totals"]["device_events"]

@@ -456,7 +456,8 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
 // The I/O view as the CLI's JSON text (`io --format json`), plus the read
 // stats: one implementation (io_view.cpp), so Python and the command agree.
 nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long long small_bytes, long long bin_ms,
-                long long max_line_mib, long long max_document_mib) {
+                long long max_line_mib, long long max_document_mib, const std::string& from_us,
+                const std::string& to_us) {
   if (small_bytes < 0 || small_bytes > (1LL << 40))
     throw nb::value_error(("small_bytes must be between 0 and 2**40, not " + std::to_string(small_bytes)).c_str());
   if (bin_ms < 1 || bin_ms > (1LL << 32))
@@ -470,18 +471,20 @@ nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long l
                           IoView v = io_view(files, opt, n, ro);
                           write_io_json(os, v);
                           return v.stats;
-                        });
+                        },
+                        from_us, to_us);
 }
 
 // Device time from Kineto traces as the CLI's JSON text (`device --format json`), plus the read stats.
 nb::tuple py_device(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                    long long max_document_mib) {
+                    long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
                           DeviceReport r = device_report(read_device_timeline(files, n, ro));
                           write_device_json(os, r);
                           return r.stats;
-                        });
+                        },
+                        from_us, to_us);
 }
 
 // The memory counter tracks as the CLI's JSON text (`memory --format json`), plus the read stats.
@@ -555,9 +558,10 @@ NB_MODULE(_analyze, m) {
         "The memory counter tracks as `memory --format json` text, and the read stats.");
   m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
         nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("from_us") = "", nb::arg("to_us") = "",
         "The I/O view (`dftracer-analyze io --format json`) as JSON text, and the read stats.");
   m.def("device_json", &py_device, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");

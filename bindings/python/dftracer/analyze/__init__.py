@@ -437,7 +437,8 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_
     return df
 
 
-def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None):
+def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None,
+       from_ts=None, to_ts=None):
     """The I/O view of `dftracer-analyze io`: what the POSIX and STDIO events say, as a
     dict of pandas DataFrames (the same numbers as `io --format json`, from the same C++).
 
@@ -454,13 +455,15 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     "bandwidth": one row per `bin_ms` bin holding data calls: t_s (seconds since the
         first bin), read_bytes, write_bytes, read_mib_s, write_mib_s.
     "small_bytes", "bin_s": the options used; "stats": what was read and skipped.
+    from_ts, to_ts: a time window, as for summary() and `io --from/--to`.
     """
     import json
 
     import pandas as pd
 
     text, stats = _module().io_json(_path_list(paths), _threads(threads), _int_option("small_bytes", small_bytes),
-                                    _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib))
+                                    _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib),
+                                    from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     doc = json.loads(text)
     out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"],
            "by_kind": doc["by_kind"]}
@@ -478,7 +481,7 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     return out
 
 
-def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None):
     """Device time of torch.profiler / Kineto traces, as `dftracer-analyze device`: a dict
     of pandas DataFrames, the same numbers as `device --format json`, from the same C++.
 
@@ -488,12 +491,14 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     gpu_idle_us, idle_share, device_us, events, launch_delay_mean_us, bound);
     "totals": device_events, device_us, busy_us, launch_delay_mean_us, linked;
     "stats": what was read and skipped. docs/analyzer.md "Device time" defines each figure.
+    from_ts, to_ts: a time window, as for summary() and `device --from/--to`.
     """
     import json
 
     import pandas as pd
 
-    text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
+    text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib),
+                                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     doc = json.loads(text)
     out = {t: pd.DataFrame(doc.pop(t)) for t in ("op", "kernel", "module", "phase", "category", "stream", "step")}
     doc.pop("skipped", None)
