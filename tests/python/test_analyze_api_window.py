@@ -80,3 +80,27 @@ def test_io_and_device_windows_are_the_clis():
         for t in ("op", "kernel", "module", "phase", "category", "stream", "step"):
             pd.testing.assert_frame_equal(got[t], pd.DataFrame(want[t]), obj=f"{t} {window}")
         assert got["totals"]["device_events"] == want["device_events"] != da.device(kineto)["totals"]["device_events"]
+
+
+def test_merge_epoch_ts_and_window_are_the_clis(tmp_path):
+    import os
+
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    trace = os.path.join(data, "dftracer-samples", "cm1-DEFAULT-3537780-preload.pfw.gz")
+    outputs = set()
+    for i, (epoch, window) in enumerate([(True, (None, None)), (False, ("+10s", "-60s")), (True, ("+1s", "-100s"))]):
+        cli_out, api_out = str(tmp_path / f"cli{i}.json"), str(tmp_path / f"api{i}.json")
+        args = [analyzer(), "merge", trace, "-o", cli_out, "--threads", "1", "--no-progress"]
+        args += ["--epoch-ts"] if epoch else []
+        args += ["--from", window[0], "--to", window[1]] if window[0] else []
+        subprocess.run(args, capture_output=True, check=True, timeout=300)
+        r = da.merge(trace, api_out, threads=1, epoch_ts=epoch, from_ts=window[0], to_ts=window[1])
+        with open(cli_out, "rb") as a, open(api_out, "rb") as b:
+            cli_bytes = a.read()
+            assert cli_bytes == b.read(), (epoch, window)
+        assert r["events_written"] == len(json.loads(cli_bytes)["traceEvents"])
+        outputs.add(cli_bytes)
+    assert len(outputs) == 3

@@ -337,14 +337,18 @@ nb::dict module_tree_dict(const ModuleTree& t) {
 }
 
 nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long long threads,
-                  long long max_line_mib, long long max_document_mib) {
+                  long long max_line_mib, long long max_document_mib, bool epoch_ts, const std::string& from_us,
+                  const std::string& to_us) {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
   unsigned nthreads = thread_count(threads);
   MergeResult r;
   {
     nb::gil_scoped_release unlocked;
-    r = merge_traces(expand_or_throw(paths), output, nthreads, ro);
+    std::vector<std::string> files = expand_or_throw(paths);
+    resolve_window(from, to, files, nthreads, &ro);
+    r = merge_traces(files, output, nthreads, ro, epoch_ts);
   }
   nb::dict out;
   out["events_written"] = r.events_written;
@@ -551,7 +555,8 @@ NB_MODULE(_analyze, m) {
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
-        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("epoch_ts") = false,
+        nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("memory_json", &py_memory, nb::arg("paths"), nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",

@@ -508,13 +508,17 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None, fro
     return out
 
 
-def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None):
+def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None, epoch_ts=False, from_ts=None,
+          to_ts=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
     Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats", "rank_note"}
     (rank_note: with rank metadata, how many ranks were merged, how well their clocks are
-    aligned, and which ranks are missing or cut short; "" otherwise)."""
+    aligned, and which ranks are missing or cut short; "" otherwise).
+    epoch_ts: keep epoch timestamps (`merge --epoch-ts`; default: microseconds from
+    otherData.ts_base_us). from_ts, to_ts: a time window, as for summary() and `merge --from/--to`."""
     r = _module().merge(_path_list(paths), _fs_path(output), _threads(threads),
-                        **_limits(max_line_mib, max_document_mib))
+                        **_limits(max_line_mib, max_document_mib), epoch_ts=bool(epoch_ts),
+                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     _warn_skipped(r["stats"])
     return r
 
