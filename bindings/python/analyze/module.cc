@@ -337,14 +337,18 @@ nb::dict module_tree_dict(const ModuleTree& t) {
 }
 
 nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long long threads,
-                  long long max_line_mib, long long max_document_mib) {
+                  long long max_line_mib, long long max_document_mib, bool epoch_ts, const std::string& from_us,
+                  const std::string& to_us) {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
   unsigned nthreads = thread_count(threads);
   MergeResult r;
   {
     nb::gil_scoped_release unlocked;
-    r = merge_traces(expand_or_throw(paths), output, nthreads, ro);
+    std::vector<std::string> files = expand_or_throw(paths);
+    resolve_window(from, to, files, nthreads, &ro);
+    r = merge_traces(files, output, nthreads, ro, epoch_ts);
   }
   nb::dict out;
   out["events_written"] = r.events_written;
@@ -380,18 +384,23 @@ nb::object stream_next(EventStream& s) {
 }
 
 // An analysis written as the CLI's JSON text, run without the GIL: `write`
-// takes (files, threads, options, stream) and returns the read stats.
+// takes (files, threads, options, stream) and returns the read stats. A
+// window (from_us, to_us: "" for none) is resolved as the CLI's --from/--to.
 template <class Write>
 nb::tuple json_and_stats(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                         long long max_document_mib, Write write) {
+                         long long max_document_mib, Write write, const std::string& from_us = "",
+                         const std::string& to_us = "") {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
   unsigned nthreads = thread_count(threads);
   std::ostringstream os;
   ReadStats stats;
   {
     nb::gil_scoped_release unlocked;
-    stats = write(expand_or_throw(paths), nthreads, ro, os);
+    std::vector<std::string> files = expand_or_throw(paths);
+    resolve_window(from, to, files, nthreads, &ro);
+    stats = write(files, nthreads, ro, os);
   }
   return nb::make_tuple(os.str(), stats_dict(stats));
 }
@@ -451,7 +460,8 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
 // The I/O view as the CLI's JSON text (`io --format json`), plus the read
 // stats: one implementation (io_view.cpp), so Python and the command agree.
 nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long long small_bytes, long long bin_ms,
-                long long max_line_mib, long long max_document_mib) {
+                long long max_line_mib, long long max_document_mib, const std::string& from_us,
+                const std::string& to_us) {
   if (small_bytes < 0 || small_bytes > (1LL << 40))
     throw nb::value_error(("small_bytes must be between 0 and 2**40, not " + std::to_string(small_bytes)).c_str());
   if (bin_ms < 1 || bin_ms > (1LL << 32))
@@ -465,28 +475,33 @@ nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long l
                           IoView v = io_view(files, opt, n, ro);
                           write_io_json(os, v);
                           return v.stats;
-                        });
+                        },
+                        from_us, to_us);
 }
 
 // Device time from Kineto traces as the CLI's JSON text (`device --format json`), plus the read stats.
 nb::tuple py_device(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                    long long max_document_mib) {
+                    long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
                           DeviceReport r = device_report(read_device_timeline(files, n, ro));
                           write_device_json(os, r);
                           return r.stats;
-                        });
+                        },
+                        from_us, to_us);
 }
 
 // The memory counter tracks as the CLI's JSON text (`memory --format json`), plus the read stats.
-nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mib, long long max_document_mib) {
-  return json_and_stats(paths, 1, max_line_mib, max_document_mib,
-                        [](const std::vector<std::string>& files, unsigned, const ReadOptions& ro, std::ostream& os) {
-                          MemoryPeaks m = memory_peaks(files, ro);
-                          write_memory_json(os, m);
-                          return m.stats;
-                        });
+nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mib, long long max_document_mib,
+                    const std::string& from_us, const std::string& to_us) {
+  return json_and_stats(
+      paths, 1, max_line_mib, max_document_mib,
+      [](const std::vector<std::string>& files, unsigned, const ReadOptions& ro, std::ostream& os) {
+        MemoryPeaks m = memory_peaks(files, ro);
+        write_memory_json(os, m);
+        return m.stats;
+      },
+      from_us, to_us);
 }
 
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
@@ -540,16 +555,18 @@ NB_MODULE(_analyze, m) {
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
-        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("epoch_ts") = false,
+        nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("memory_json", &py_memory, nb::arg("paths"), nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "The memory counter tracks as `memory --format json` text, and the read stats.");
   m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
         nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("from_us") = "", nb::arg("to_us") = "",
         "The I/O view (`dftracer-analyze io --format json`) as JSON text, and the read stats.");
   m.def("device_json", &py_device, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");

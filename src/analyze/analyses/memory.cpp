@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "json_member.hpp"
 #include "memory_args.hpp"
 #include "step_finder.hpp"
 #include "summary.hpp"
@@ -57,16 +58,9 @@ void capture_devices(EventDecoder& d) {
 // space there). Every occurrence of the key is tried: an arg may be named
 // "ph" too. A line taken wrongly costs a decode, which then tells.
 bool is_counter_line(std::string_view line) {
-  constexpr std::string_view kKey = "\"ph\"";
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  for (size_t at = line.find(kKey); at != std::string_view::npos; at = line.find(kKey, at + 1)) {
-    size_t i = at + kKey.size();
-    while (i < line.size() && space(line[i])) ++i;
-    if (i >= line.size() || line[i] != ':') continue;
-    ++i;
-    while (i < line.size() && space(line[i])) ++i;
-    if (line.compare(i, 3, "\"C\"") == 0) return true;
-  }
+  for (size_t v = member_value_at(line, "\"ph\""); v != std::string_view::npos;
+       v = member_value_at(line, "\"ph\"", v))
+    if (line.compare(v, 3, "\"C\"") == 0) return true;
   return false;
 }
 

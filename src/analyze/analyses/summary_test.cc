@@ -196,7 +196,7 @@ TEST(Summary, AnyArgsKeyIsAGroupKey) {
   Summary by_rank = summarize(files, parse_group_keys("args.rank"), 0, 2);
   got.clear();
   for (auto& r : by_rank.rows) got[r.key[0]] = {r.count, r.total_us};
-  want = {{"0", {4, 9}}, {"1", {3, 15}}, {"[0, 1]", {1, 5}}};  // "\u0031" is "1" unescaped
+  want = {{"0", {4, 9}}, {"1", {3, 15}}, {"[0,1]", {1, 5}}};  // "\u0031" is "1" unescaped; an array without spaces
   EXPECT_EQ(got, want);
 
   Summary both = summarize(files, parse_group_keys("args.rank,args.step,name"), 0, 2);

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "json_member.hpp"
 #include "merge_ranks.hpp"
 #include "output_file.hpp"
 #include "summary.hpp"  // append_json_string
@@ -277,9 +278,10 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
     std::string_view text(buf.data(), static_cast<size_t>(n));
     const int64_t merged_base = merged_ts_base_us(text.substr(0, kOwnOutputHeadBytes));  // a merge output's ts count from it
     const int64_t per_us = declares_ns_times(text) ? 1000 : 1;  // a DFTracer file of nanoseconds
-    for (size_t p = text.find("\"ts\":"); p != std::string_view::npos; p = text.find("\"ts\":", p + 5)) {
-      size_t i = p + 5;
-      while (i < text.size() && (text[i] == ' ' || text[i] == '"')) ++i;
+    for (size_t p = member_value_at(text, "\"ts\""); p != std::string_view::npos;
+         p = member_value_at(text, "\"ts\"", p)) {
+      size_t i = p;
+      if (i < text.size() && text[i] == '"') ++i;  // DFTracer v1 quotes numbers
       size_t j = i;
       while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
       if (j == i || j - i > (per_us == 1 ? 18 : 19)) continue;
@@ -287,6 +289,7 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
       std::from_chars(text.data() + i, text.data() + j, v);
       size_t k = j;  // the exponent form: 1.795e15 is not 1
       while (k < text.size() && (std::isdigit(static_cast<unsigned char>(text[k])) || text[k] == '.')) ++k;
+      if (k == text.size() && text.size() == buf.size()) break;  // cut by the buffer's end: not the whole number
       if (k < text.size() && (text[k] == 'e' || text[k] == 'E')) {
         double d = 0;
         auto r = std::from_chars(text.data() + i, text.data() + text.size(), d);

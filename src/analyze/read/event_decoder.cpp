@@ -1,10 +1,15 @@
 #include "event_decoder.hpp"
 
 #include "event_fast_path.hpp"
+#include "json_member.hpp"
 #include "trace_phase.hpp"
 #include "trace_time.hpp"
 
+#include <algorithm>
 #include <charconv>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <cstring>
 
 namespace dftracer::analyze {
@@ -181,11 +186,71 @@ DecodeStatus EventDecoder::decode(std::string_view line, size_t padded_capacity,
     return DecodeStatus::Malformed;
   }
   DecodeStatus st;
-  if (fast_decode_line(line, ev, st, capture(), *shapes_)) return st;
-  return decode_with_simdjson(line, padded_capacity, ev);
+  if (!fast_decode_line(line, ev, st, capture(), *shapes_)) return decode_with_simdjson(line, padded_capacity, ev);
+  // The usual line has no array or object value: two compares, no call.
+  const bool container = !ev.shapes.empty() && (ev.shapes[0] == '[' || ev.shapes[0] == '{');
+  if (st == DecodeStatus::Ok && (container || capture_.size != 0)) compact_json_values(line, ev);
+  return st;
 }
 
 DecodeStatus EventDecoder::decode_with_simdjson(std::string_view line, size_t padded_capacity, Event& ev) {
+  const DecodeStatus st = simdjson_decode(line, padded_capacity, ev);
+  if (st == DecodeStatus::Ok) compact_json_values(line, ev);
+  return st;
+}
+
+namespace {
+
+// Whether `v` has a byte <= ' ' (whitespace, or a control byte). 16 bytes a
+// compare: `v` lies in a line, which kLinePadding readable bytes follow.
+inline bool has_byte_up_to_space(std::string_view v) {
+#if defined(__SSE2__)
+  const __m128i space = _mm_set1_epi8(' ');
+  for (size_t i = 0; i < v.size(); i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.data() + i));
+    unsigned m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(x, space), x)));
+    if (v.size() - i < 16) m &= (1u << (v.size() - i)) - 1;
+    if (m != 0) return true;
+  }
+  return false;
+#else
+  return std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) <= ' '; });
+#endif
+}
+
+// `v`, when it is an array or object's text in `line` (a string's content
+// is no such text: it follows its quote, or lies in simdjson's buffer) with
+// whitespace outside its strings, without that whitespace, in `buf`.
+void compact_json(std::string_view line, std::string_view& v, std::string& buf) {
+  if (v.empty() || (v[0] != '[' && v[0] != '{') || v.data() <= line.data() ||
+      v.data() >= line.data() + line.size() || v.data()[-1] == '"')
+    return;
+  // Compact text has no byte <= ' ' (a space may be in a string: looked at below).
+  if (!has_byte_up_to_space(v)) return;
+  buf.clear();
+  bool in_string = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
+    if (in_string) {
+      buf += c;
+      if (c == '\\' && i + 1 < v.size()) buf += v[++i];
+      else if (c == '"') in_string = false;
+    } else if (!json_space(c)) {
+      in_string = c == '"';
+      buf += c;
+    }
+  }
+  v = buf;
+}
+
+}  // namespace
+
+void EventDecoder::compact_json_values(std::string_view line, Event& ev) {
+  compact_json(line, ev.shapes, json_buf_[0]);
+  for (size_t i = 0; i < capture_.size; ++i) compact_json(line, ev.extra_args[i], json_buf_[1 + i]);
+}
+
+DecodeStatus EventDecoder::simdjson_decode(std::string_view line, size_t padded_capacity, Event& ev) {
   ev = Event{};
   if (line.empty() || line.front() != '{') return DecodeStatus::Malformed;
   // One validity rule for every command: the whole line must be JSON, as

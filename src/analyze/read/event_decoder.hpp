@@ -46,6 +46,9 @@ class EventDecoder {
   // Tries the hand-written fast path (event_fast_path.hpp) first and falls
   // back to simdjson for every line it does not take.
   DecodeStatus decode(std::string_view line, size_t padded_capacity, Event& out);
+  // An array or object value (shapes, a captured args key) comes as its JSON
+  // text without whitespace outside strings, as our writer writes it, so it
+  // reads and groups alike whichever writer spaced it (`[[4, 64]]`: `[[4,64]]`).
   // simdjson only: the reference the fast path must agree with. The line is
   // first validated whole (simdjson's DOM parser: RFC 8259, every field,
   // also those On-Demand would skip), so every command -- summary, report,
@@ -60,6 +63,9 @@ class EventDecoder {
   ArgCapture capture_;
   std::unique_ptr<LineShapes> shapes_;  // the fast path's line shapes (event_fast_path.hpp)
   std::string pid_buf_, tid_buf_;
+  DecodeStatus simdjson_decode(std::string_view line, size_t padded_capacity, Event& out);
+  void compact_json_values(std::string_view line, Event& ev);
+  std::array<std::string, 1 + kMaxExtraArgs> json_buf_;  // compact_json_values' text: shapes, then extra_args
 };
 
 // Strips the line framing of .pfw files: surrounding whitespace, a trailing

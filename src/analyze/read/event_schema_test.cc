@@ -22,7 +22,7 @@ namespace {
 #define DFT_VALUE_Id(m) "77"
 #define DFT_VALUE_Time(m) "1.5"
 #define DFT_CHECK_Text(m) EXPECT_EQ(ev.m, "v_" #m) << line;
-#define DFT_CHECK_Json(m) EXPECT_EQ(ev.m, "[\"v_" #m "\", 1]") << line;
+#define DFT_CHECK_Json(m) EXPECT_EQ(ev.m, "[\"v_" #m "\",1]") << line;  // handed on without whitespace
 #define DFT_CHECK_Number(m) \
   EXPECT_TRUE(ev.has_##m) << line; \
   EXPECT_EQ(ev.m, 42.5) << line;

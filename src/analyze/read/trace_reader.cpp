@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gzip_members.hpp"
+#include "json_member.hpp"
 #include "path_check.hpp"
 #include "trace_index.hpp"
 #include "trace_time.hpp"
@@ -135,12 +136,15 @@ std::string rewrite_numbers(std::string_view ev, F&& replace) {
 }  // namespace
 
 bool declares_ns_times(std::string_view head) {
-  constexpr std::string_view key = "\"name\":\"time_metric\"";
-  for (size_t k = head.find(key); k != std::string_view::npos; k = head.find(key, k + key.size())) {
-    size_t eol = head.find('\n', k);
-    std::string_view rest = head.substr(k, eol == std::string_view::npos ? std::string_view::npos : eol - k);
-    if (rest.find("\"value\":\"NS\"") != std::string_view::npos) return true;
-    if (rest.find("\"value\":") != std::string_view::npos) return false;  // US (or another unit): microseconds
+  // `"name":"time_metric"` and, on its line, `"value":"NS"`, spaced as any writer spaces them.
+  constexpr std::string_view kMetric = "\"time_metric\"";
+  for (size_t k = head.find(kMetric); k != std::string_view::npos; k = head.find(kMetric, k + kMetric.size())) {
+    if (!is_value_of(head, k, "\"name\"")) continue;
+    size_t bol = head.rfind('\n', k);
+    bol = bol == std::string_view::npos ? 0 : bol + 1;
+    std::string_view line = head.substr(bol, head.find('\n', k) - bol);
+    size_t v = member_value_at(line, "\"value\"");
+    if (v != std::string_view::npos) return line.compare(v, 4, "\"NS\"") == 0;  // US (or another unit): microseconds
   }
   return false;
 }
@@ -310,7 +314,7 @@ std::string_view before_events(std::string_view head) {
   return head.substr(0, head.find("\"traceEvents\""));
 }
 
-constexpr std::string_view kMergeMarker = "\"dftracer_merge\":";
+constexpr std::string_view kMergeMarker = "\"dftracer_merge\"";  // a member: member_value_at
 // merge's opening before it wrote kMergeMarker: still one of ours.
 constexpr std::string_view kOldMergeOpening = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ts_base_us\":";
 constexpr std::string_view kCalibrationOpening = "{\"dftracer_calibration\":";
@@ -321,7 +325,7 @@ const char* own_output_kind(std::string_view head) {
   std::string_view h = trim_head(head);
   if (h.substr(0, kCalibrationOpening.size()) == kCalibrationOpening) return "calibration file";
   if (h.substr(0, kOldMergeOpening.size()) == kOldMergeOpening ||
-      before_events(h).find(kMergeMarker) != std::string_view::npos)
+      member_value_at(before_events(h), kMergeMarker) != std::string_view::npos)
     return "merge output";
   return nullptr;
 }
@@ -330,10 +334,9 @@ int64_t merged_ts_base_us(std::string_view head) {
   std::string_view h = before_events(head);
   size_t other = h.find("\"otherData\"");
   if (other == std::string_view::npos) return 0;
-  constexpr std::string_view key = "\"ts_base_us\":";
-  size_t k = h.find(key, other);
-  if (k == std::string_view::npos) return 0;
-  size_t b = k + key.size(), e = b;
+  size_t b = member_value_at(h, "\"ts_base_us\"", other);
+  if (b == std::string_view::npos) return 0;
+  size_t e = b;
   while (e < h.size() && (std::isdigit(static_cast<unsigned char>(h[e])) || (e == b && h[e] == '-'))) ++e;
   int64_t v = 0;
   if (std::from_chars(h.data() + b, h.data() + e, v).ec != std::errc()) return 0;
@@ -414,10 +417,9 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, st
 // The line's top-level "ts" as exact ns (our lines and DFTracer's write it
 // before args, so the first "ts" key is the event's). False when it has none.
 bool line_ts(std::string_view s, int64_t& ns) {
-  size_t k = s.find("\"ts\":");
-  if (k == std::string_view::npos) return false;
-  size_t b = k + 5;
-  while (b < s.size() && (s[b] == ' ' || s[b] == '"')) ++b;  // DFTracer v1 quotes numbers
+  size_t b = member_value_at(s, "\"ts\"");
+  if (b == std::string_view::npos) return false;
+  if (b < s.size() && s[b] == '"') ++b;  // DFTracer v1 quotes numbers
   size_t e = b;
   while (e < s.size() && (std::isdigit(static_cast<unsigned char>(s[e])) || s[e] == '.' || s[e] == '-' ||
                           s[e] == '+' || s[e] == 'e' || s[e] == 'E'))

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <thread>
@@ -389,6 +390,70 @@ TEST(Observer, AnAllocationCarriesItsTotalOnlyWhenANewHighForItsThreadInTheFile)
   ASSERT_EQ(totals.size(), 1u);
   EXPECT_GE(totals[0], 1024);
   EXPECT_LT(totals[0], first_high);
+}
+
+// The counter track's pending peak, driven through the reporter c10 calls
+// (what the CPU allocator calls), with totals as other threads' allocations
+// make them: the highest total since a thread's last sample is an
+// allocation's -- a free's total (other threads allocated meanwhile) is never
+// it --, the earliest of equal ones, and it is written before the next
+// sample even when that sample's total equals it; turning capture off writes
+// what is pending. Each sample is checked exactly, by value and by the time
+// of the allocation it came from; an allocation's block event carries its
+// total only on a new high.
+TEST(Observer, MemoryTrackPendingPeakIsTheEarliestAllocationsAcrossInterleavedFrees) {
+  using std::chrono::milliseconds;
+  ScopedEnv interval("DFTRACER_MEMORY_INTERVAL_US", "300000");  // samples 300 ms apart at least
+  Trace trace;
+  dftracer::torch::enable();
+  dftracer::torch::enable_memory();
+  auto* reporter = dynamic_cast<c10::MemoryReportingInfoBase*>(
+      c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE));
+  ASSERT_NE(reporter, nullptr);
+  auto report = [reporter](uintptr_t addr, int64_t size, size_t total) {
+    reporter->reportMemoryUsage(reinterpret_cast<void*>(addr), size, total, 0, c10::Device(c10::kCPU));
+    std::this_thread::sleep_for(milliseconds(2));  // distinct microsecond times
+  };
+  auto past_interval = [] { std::this_thread::sleep_for(milliseconds(400)); };
+  past_interval();         // whatever this thread sampled before
+  report(0xa0, 100, 1100);  // A: the first sample
+  report(0xb0, 200, 1300);  // B: pending 1300
+  report(0xb0, -200, 1100);
+  report(0xc0, 200, 1300);  // C: 1300 again, later: B stays the pending peak
+  report(0xa0, -100, 5000);  // a free after other threads allocated: not this thread's peak
+  past_interval();
+  report(0xd0, 100, 1300);  // D: a sample of 1300, B's 1300 before it
+  report(0xe0, 50, 1350);   // E: pending 1350
+  report(0xe0, -50, 1300);
+  past_interval();
+  report(0xf0, 50, 1350);   // F: a sample equal to E's pending 1350, written after it
+  report(0x10, 50, 1400);   // G: pending when capture turns off
+  dftracer::torch::enable_memory(false);
+  const std::vector<Event> all = trace.finish();
+
+  std::map<uintptr_t, double> alloc_ts;  // by address: the last allocation there
+  std::vector<long long> totals = alloc_totals(all);
+  std::vector<std::pair<double, long long>> samples;
+  for (const Event& e : all) {
+    if (e.ph == "i" && e.name == "alloc") {
+      const size_t at = e.args_json.find("\"addr\":");
+      ASSERT_NE(at, std::string::npos) << e.args_json;
+      alloc_ts[std::stoull(e.args_json.substr(at + 7))] = e.ts;
+    }
+    if (e.ph == "C" && e.name == "memory") {
+      const size_t at = e.args_json.find("\"cpu\":");
+      ASSERT_NE(at, std::string::npos) << e.args_json;
+      samples.emplace_back(e.ts, std::stoll(e.args_json.substr(at + 6)));
+    }
+  }
+  ASSERT_EQ(alloc_ts.size(), 7u);
+  const std::vector<std::pair<double, long long>> want = {
+      {alloc_ts[0xa0], 1100}, {alloc_ts[0xb0], 1300}, {alloc_ts[0xd0], 1300}, {alloc_ts[0xe0], 1350},
+      {alloc_ts[0xf0], 1350}, {alloc_ts[0x10], 1400}};
+  EXPECT_EQ(samples, want);
+  EXPECT_LT(alloc_ts[0xb0], alloc_ts[0xc0]);
+  // A, B, E and G were new highs of this thread in the file; C, D and F were not.
+  EXPECT_EQ(totals, (std::vector<long long>{1100, 1300, -1, -1, 1350, -1, 1400}));
 }
 
 // The reporter sits under torch's profiler-state slot: torch must read it as

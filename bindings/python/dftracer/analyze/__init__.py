@@ -382,7 +382,7 @@ def _int_option(name, v):
     return int(v)
 
 
-def memory(paths, *, max_line_mib=None, max_document_mib=None):
+def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None):
     """The memory counter tracks of `dftracer-analyze memory` (memory capture:
     DFTRACER_MEMORY=1): a pandas DataFrame, one row per process and device
     (pid, device, samples, peak_bytes, peak_ts_us, first_bytes, last_bytes);
@@ -404,12 +404,18 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
         writer dropped it): the peak is known from the counter track, what
         holds it is not given.
     "block_events": what the replay skipped or could not pair (counts: bad,
-        free_without_alloc, alloc_over_live, late, never_freed)."""
+        free_without_alloc, alloc_over_live, late, never_freed).
+
+    from_ts, to_ts: a time window, as for summary() and `memory --from/--to`:
+        only the samples and block events with from_ts <= ts < to_ts are read,
+        so the peaks are the window's, and the blocks allocated before it and
+        live at a peak count in its before_trace_bytes."""
     import json
 
     import pandas as pd
 
-    text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib))
+    text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib),
+                                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     doc = json.loads(text)
     df = pd.DataFrame(doc["series"], columns=["pid", "device", "samples", "peak_bytes", "peak_ts_us", "first_bytes",
                                               "last_bytes"])
@@ -431,7 +437,8 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None):
     return df
 
 
-def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None):
+def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None,
+       from_ts=None, to_ts=None):
     """The I/O view of `dftracer-analyze io`: what the POSIX and STDIO events say, as a
     dict of pandas DataFrames (the same numbers as `io --format json`, from the same C++).
 
@@ -448,13 +455,15 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     "bandwidth": one row per `bin_ms` bin holding data calls: t_s (seconds since the
         first bin), read_bytes, write_bytes, read_mib_s, write_mib_s.
     "small_bytes", "bin_s": the options used; "stats": what was read and skipped.
+    from_ts, to_ts: a time window, as for summary() and `io --from/--to`.
     """
     import json
 
     import pandas as pd
 
     text, stats = _module().io_json(_path_list(paths), _threads(threads), _int_option("small_bytes", small_bytes),
-                                    _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib))
+                                    _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib),
+                                    from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     doc = json.loads(text)
     out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"],
            "by_kind": doc["by_kind"]}
@@ -472,7 +481,7 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     return out
 
 
-def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
+def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None):
     """Device time of torch.profiler / Kineto traces, as `dftracer-analyze device`: a dict
     of pandas DataFrames, the same numbers as `device --format json`, from the same C++.
 
@@ -482,12 +491,14 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     gpu_idle_us, idle_share, device_us, events, launch_delay_mean_us, bound);
     "totals": device_events, device_us, busy_us, launch_delay_mean_us, linked;
     "stats": what was read and skipped. docs/analyzer.md "Device time" defines each figure.
+    from_ts, to_ts: a time window, as for summary() and `device --from/--to`.
     """
     import json
 
     import pandas as pd
 
-    text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib))
+    text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib),
+                                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     doc = json.loads(text)
     out = {t: pd.DataFrame(doc.pop(t)) for t in ("op", "kernel", "module", "phase", "category", "stream", "step")}
     doc.pop("skipped", None)
@@ -497,13 +508,17 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None):
     return out
 
 
-def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None):
+def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None, epoch_ts=False, from_ts=None,
+          to_ts=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
     Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats", "rank_note"}
     (rank_note: with rank metadata, how many ranks were merged, how well their clocks are
-    aligned, and which ranks are missing or cut short; "" otherwise)."""
+    aligned, and which ranks are missing or cut short; "" otherwise).
+    epoch_ts: keep epoch timestamps (`merge --epoch-ts`; default: microseconds from
+    otherData.ts_base_us). from_ts, to_ts: a time window, as for summary() and `merge --from/--to`."""
     r = _module().merge(_path_list(paths), _fs_path(output), _threads(threads),
-                        **_limits(max_line_mib, max_document_mib))
+                        **_limits(max_line_mib, max_document_mib), epoch_ts=bool(epoch_ts),
+                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     _warn_skipped(r["stats"])
     return r
 

@@ -1,0 +1,44 @@
+// Finding a member's value in raw JSON text without parsing it: what the
+// prefilters (a file's time unit, a line's ts, a merge output's base) use.
+// JSON allows any whitespace around a member's colon (Python's json writes
+// `"ts": 1`, a pretty-printer `"ts" : 1`): these accept it, so a trace gives
+// the same answers whichever writer spaced it.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace dftracer::analyze {
+
+inline bool json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Where the value of the first member `quoted_key` (its text with the quotes:
+// "\"ts\"") at or after `from` starts: after the key, whitespace, ':' and
+// whitespace. npos when there is none. The key's text found as a string value
+// (no colon after it) is passed over; a key of a nested object counts, as for
+// the compact searches these replace.
+inline size_t member_value_at(std::string_view text, std::string_view quoted_key, size_t from = 0) {
+  for (size_t at = text.find(quoted_key, from); at != std::string_view::npos;
+       at = text.find(quoted_key, at + 1)) {
+    size_t i = at + quoted_key.size();
+    while (i < text.size() && json_space(text[i])) ++i;
+    if (i >= text.size() || text[i] != ':') continue;
+    ++i;
+    while (i < text.size() && json_space(text[i])) ++i;
+    return i;
+  }
+  return std::string_view::npos;
+}
+
+// Whether the string `quoted_value` at `at` in `text` is the value of a member
+// `quoted_key` (the key, whitespace, ':', whitespace before it).
+inline bool is_value_of(std::string_view text, size_t at, std::string_view quoted_key) {
+  size_t i = at;
+  while (i > 0 && json_space(text[i - 1])) --i;
+  if (i == 0 || text[i - 1] != ':') return false;
+  --i;
+  while (i > 0 && json_space(text[i - 1])) --i;
+  return i >= quoted_key.size() && text.substr(i - quoted_key.size(), quoted_key.size()) == quoted_key;
+}
+
+}  // namespace dftracer::analyze

@@ -1,0 +1,106 @@
+"""dftracer.analyze's time windows give what the CLI's --from/--to give:
+memory(from_ts=, to_ts=) against `dftracer-analyze memory --from --to
+--format json` on a real GPT-2 training trace with allocation capture."""
+import json
+import subprocess
+
+import pytest
+
+from analyzer_cli import analyzer
+from test_analyze_respaced import gpt2_trace  # noqa: F401  (the fixture)
+
+
+def cli_memory(trace, window):
+    args = [analyzer(), "memory", trace, "--format", "json", "--no-progress"]
+    if window[0] is not None:
+        args += ["--from", str(window[0])]
+    if window[1] is not None:
+        args += ["--to", str(window[1])]
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, timeout=300).stdout)
+
+
+def rows(df):
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in df.to_dict("records")]
+
+
+def test_memory_window_is_the_clis(gpt2_trace):  # noqa: F811
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    whole = cli_memory(gpt2_trace, (None, None))
+    peak_ts = whole["peaks"][0]["peak_ts_us"]
+    windows = [("+2.5s", "-300ms"), ("+1s", None), (None, "-1s"),
+               (repr(peak_ts), None),                  # from the peak on: it is in
+               (None, repr(peak_ts)),                  # up to it: it is not
+               (peak_ts - 200000, peak_ts + 1)]        # numbers, as the API also takes them
+    answers = set()
+    for w in windows:
+        want = cli_memory(gpt2_trace, w)
+        df = da.memory(gpt2_trace, from_ts=w[0], to_ts=w[1])
+        assert rows(df) == want["series"], w
+        peaks = rows(df.attrs["peaks"])
+        assert peaks == [{k: p[k] for k in peaks[0]} for p in want["peaks"]] if peaks else not want["peaks"], w
+        assert rows(df.attrs["peaks_without_composition"]) == want.get("peaks_without_composition", []), w
+        holders = [(h["by"], h["key"], h["bytes"]) for h in rows(df.attrs["holders"])]
+        assert holders == [(by, r["key"], r["bytes"]) for p in want["peaks"]
+                           for by in ("op", "module", "phase", "step") for r in p["by_" + by]], w
+        assert df.attrs["block_events"] == want["block_events"], w
+        answers.add(json.dumps([want["series"], want["peaks"]], sort_keys=True))
+    assert len(answers) > 2  # the windows cut the track differently
+    assert da.memory(gpt2_trace, from_ts=None, to_ts=None).attrs["block_events"] == whole["block_events"]
+    with pytest.raises(TypeError):
+        da.memory(gpt2_trace, from_ts=[1])
+
+
+def cli_json(command, trace, window):
+    args = [analyzer(), command, trace, "--format", "json", "--no-progress", "--from", window[0], "--to", window[1]]
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, timeout=300).stdout)
+
+
+def test_io_and_device_windows_are_the_clis():
+    import os
+
+    import pandas as pd
+
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    posix = os.path.join(data, "dftracer-samples", "test-2023.pfw.gz")  # DFTracer's POSIX calls of a DLIO run
+    kineto = os.path.join(data, "kineto", "alexnet_trace.json.gz")     # a GPU job's kernels
+    for window in (("+200ms", "-500ms"), ("+1s", "-1ms")):
+        want = cli_json("io", posix, window)
+        got = da.io(posix, from_ts=window[0], to_ts=window[1])
+        assert got["total"] == want["total"] and got["by_kind"] == want["by_kind"], window
+        assert got["total"] != da.io(posix)["total"], window  # the window cut something
+        assert sorted(got["by_call"]["call"]) == sorted(want["by_call"]), window
+    for window in (("+100ms", "-100ms"), ("+10s", "-1s")):
+        want = cli_json("device", kineto, window)
+        got = da.device(kineto, from_ts=window[0], to_ts=window[1])
+        for t in ("op", "kernel", "module", "phase", "category", "stream", "step"):
+            pd.testing.assert_frame_equal(got[t], pd.DataFrame(want[t]), obj=f"{t} {window}")
+        assert got["totals"]["device_events"] == want["device_events"] != da.device(kineto)["totals"]["device_events"]
+
+
+def test_merge_epoch_ts_and_window_are_the_clis(tmp_path):
+    import os
+
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    trace = os.path.join(data, "dftracer-samples", "cm1-DEFAULT-3537780-preload.pfw.gz")
+    outputs = set()
+    for i, (epoch, window) in enumerate([(True, (None, None)), (False, ("+10s", "-60s")), (True, ("+1s", "-100s"))]):
+        cli_out, api_out = str(tmp_path / f"cli{i}.json"), str(tmp_path / f"api{i}.json")
+        args = [analyzer(), "merge", trace, "-o", cli_out, "--threads", "1", "--no-progress"]
+        args += ["--epoch-ts"] if epoch else []
+        args += ["--from", window[0], "--to", window[1]] if window[0] else []
+        subprocess.run(args, capture_output=True, check=True, timeout=300)
+        r = da.merge(trace, api_out, threads=1, epoch_ts=epoch, from_ts=window[0], to_ts=window[1])
+        with open(cli_out, "rb") as a, open(api_out, "rb") as b:
+            cli_bytes = a.read()
+            assert cli_bytes == b.read(), (epoch, window)
+        assert r["events_written"] == len(json.loads(cli_bytes)["traceEvents"])
+        outputs.add(cli_bytes)
+    assert len(outputs) == 3
