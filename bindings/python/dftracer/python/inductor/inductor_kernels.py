@@ -270,6 +270,13 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
     fw_info, module_of_seq = (dynamo_pairing.find_forward(list(nodes.values())) if phase == BACKWARD
                               else (None, {}))
     described: dict[str, dynamo_nodes.OpEntry] = {}
+
+    def describe(n: torch.fx.Node) -> dynamo_nodes.OpEntry:
+        if n.name not in described:  # a gradient accumulation describes its inputs first
+            described[n.name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes,
+                                                           lambda a: describe(a).module)
+        return described[n.name]
+
     site_ops = []
     complete = all(s.handle in provenance for s in sites if s.handle)
     for s in sites:
@@ -279,9 +286,7 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
             if n is None:
                 complete = False
                 continue
-            if name not in described:
-                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes)
-            ops.append((name, described[name]))
+            ops.append((name, describe(n)))
         site_ops.append(ops)
     # A node can be listed by two kernels (a convolution by the layout copy
     # that prepares its input and by the extern kernel that runs it): its
