@@ -246,10 +246,14 @@ def graph_digest(gm: torch.fx.GraphModule, phase: int) -> Digest:
     seqs = [n.meta.get("seq_nr") for n in ops]
     base = min((q for q in seqs if isinstance(q, int) and q >= 0), default=-1)
     h = hashlib.sha256(dynamo_nodes.PHASES[phase].encode())
+    modules: dict = {}
     for n, seq in zip(ops, seqs):
         module = dynamo_nodes.module_path(n.meta)
-        if module is None and isinstance(seq, int):
+        if module is None and n.meta.get("is_gradient_acc"):
+            module = dynamo_nodes.gradient_acc_module(n, modules.get)
+        elif module is None and isinstance(seq, int):
             module = module_of_seq.get(seq)
+        modules[n] = module
         rel = seq - base if isinstance(seq, int) and seq >= 0 else seq
         h.update(f"\n{n.name} {n.target} {module} {rel} {dynamo_nodes.is_optimizer_node(n.meta)}".encode())
     return Digest(h.hexdigest()[:24], base)
