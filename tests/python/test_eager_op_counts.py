@@ -4,7 +4,9 @@ observer, and the same step profiled by torch.profiler in another process.
 Every aten op is counted as torch.profiler counts it (its key_averages):
 an overload redispatching to another of the same name (dropout's
 ``div_(Scalar)`` calling ``div_(Tensor)``, ``mul`` by a Python float) is one
-op, not two nested events.
+op, not two nested events. (torch.profiler merges such a child only when it
+is its parent's only child; this model runs no op where that differs, see
+docs/torch.md.)
 """
 import json
 import subprocess
