@@ -77,6 +77,13 @@ enum class Field {
   arg,  // any other args key, captured on request (GroupKey::arg)
 };
 
+// args.module "" names the compiled model itself (its own forward's ops,
+// outside any submodule: a loss computed in forward, a residual add, BN
+// buffer updates); absent names no module (regions, graph calls, eager ops).
+// The decoders read "" as this path, so every output keeps the model's own
+// time apart from the time of events with no module.
+inline constexpr const char* kRootModulePath = "(root)";
+
 }  // namespace dftracer::format
 
 // The analyzer (src/analyze) names these unqualified.

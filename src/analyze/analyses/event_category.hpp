@@ -10,7 +10,8 @@
 //   optimizer  a name starting with "Optimizer." (torch's RecordFunction, e.g.
 //              "Optimizer.step#SGD.step") or containing "optimizer" (a region),
 //              or args.phase "optimizer" (a compiled optimizer step's ops)
-//   backward   args.phase "backward"
+//   backward   args.phase "backward", or cat "autograd" (the LibTorch observer's
+//              event of an autograd node the engine runs: eager backward work)
 //   forward    args.phase "forward" or "inference"
 //   comm       cat "comm" (torch.distributed collectives, DDP's bucket
 //              all-reduces)
@@ -68,7 +69,7 @@ inline std::string_view event_category(const Event& e) {
     return "data";
   if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer") || e.phase == "optimizer")
     return "optimizer";
-  if (e.phase == "backward") return "backward";
+  if (e.phase == "backward" || e.cat == "autograd") return "backward";
   if (e.phase == "forward" || e.phase == "inference") return "forward";
   if (e.cat == "comm") return "comm";
   return "other";

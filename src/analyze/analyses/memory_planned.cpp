@@ -84,7 +84,7 @@ void write_planned_table(std::ostream& os, const std::vector<PlannedGraph>& rows
   for (const PlannedGraph& g : rows) {
     const bool any = !g.modules.empty();
     t.push_back({g.pid, g.graph, g.phase, g.peak_op.empty() ? "-" : g.peak_op,
-                 !any ? "-" : (g.modules[0].first.empty() ? "(none)" : g.modules[0].first), std::to_string(g.calls),
+                 !any ? "-" : (g.modules[0].first.empty() ? format::kRootModulePath : g.modules[0].first), std::to_string(g.calls),
                  human_bytes(g.peak), g.peak_node < 0 ? "-" : std::to_string(g.peak_node),
                  any ? human_bytes(g.modules[0].second) : "-"});
   }

@@ -88,6 +88,13 @@ TEST(MemoryPlanned, ListedWithoutAMemoryTrack) {
   write_memory_table(table, m);
   EXPECT_NE(table.str().find("no memory counter track"), std::string::npos);
   EXPECT_NE(table.str().find("function.add.Tensor"), std::string::npos);
+
+  // A module "" is the compiled model's own nodes: "(root)", as summary shows them.
+  testing::write_file(f, testing::pfw_text({graph_call("2", "inference", 0, "2048", 1, "function.add.Tensor",
+                                                       "{\"\":2048}")}));
+  std::ostringstream root;
+  write_memory_table(root, memory_peaks({f}));
+  EXPECT_NE(root.str().find("function.add.Tensor  (root)"), std::string::npos) << root.str();
 }
 
 }  // namespace

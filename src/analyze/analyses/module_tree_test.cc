@@ -86,6 +86,27 @@ TEST(ModuleTree, FromCompositeGroupsIsTheSame) {
   EXPECT_EQ(node(composite, "enc.layer.0.attn").self_ns, 30000);  // forward 10 + backward 20 on one node
 }
 
+// "module":"" is the compiled model's own op: the node "(root)", never an
+// event without a module. Both line decoders read it so (an escape in the
+// name sends the second line to the full JSON decoder).
+TEST(ModuleTree, TheModelsOwnOpsAreTheRootNode) {
+  TempDir d;
+  write_file(d.file("t.pfw"), pfw_text({
+                                  op_event(1, "train_step", 0, 200, "forward", ""),
+                                  op_event(2, "mean", 0, 10, "forward", "", -1, -1, 4242, 4243, "\"module\":\"\""),
+                                  op_event(3, "r\\u0065lu", 10, 6, "forward", "", -1, -1, 4242, 4243,
+                                           "\"module\":\"\""),
+                                  op_event(4, "mm", 20, 30, "forward", "enc"),
+                              }));
+  ModuleTree t = module_tree({d.file("t.pfw")}, 1);
+  EXPECT_EQ(node(t, "(root)").self_ns, 16000);
+  EXPECT_EQ(node(t, "(root)").count, 2u);
+  EXPECT_EQ(node(t, "(root)").depth, 0);
+  EXPECT_EQ(t.tree_ns, 46000);
+  EXPECT_EQ(t.unattributed_ns, 154000);  // the step's own time
+  EXPECT_EQ(t.unattributed_count, 1u);
+}
+
 TEST(ModuleTree, CliTreeTableJsonCsv) {
   TempDir d;
   write_file(d.file("t.pfw"), module_trace());

@@ -52,6 +52,16 @@ inline bool read_text(ondemand::value& v, std::string_view& out) {
   return false;
 }
 
+// A Text arg; args.module "" is the compiled model's own path (kRootModulePath).
+template <Field F>
+inline bool read_text_arg(ondemand::value& v, std::string_view& out) {
+  if (!read_text(v, out)) return false;
+  if constexpr (F == Field::module) {
+    if (out.empty()) out = format::kRootModulePath;
+  }
+  return true;
+}
+
 // ts/dur: microseconds written bare or quoted, as exact nanoseconds.
 inline bool read_time(ondemand::value& v, int64_t& ns) {
   ondemand::json_type t;
@@ -125,7 +135,7 @@ DecodeStatus decode_args(ondemand::value& v, Event& ev, const ArgCapture* captur
     const char* k = f.key().raw();
     ondemand::value av = f.value();
     // The schema's args keys (event_schema.hpp); the first byte settles most.
-#define DFT_ARG_READ_Text(m) read_text(av, ev.m)
+#define DFT_ARG_READ_Text(m) read_text_arg<Field::m>(av, ev.m)
 #define DFT_ARG_READ_Json(m) read_json(av, ev.m)
 #define DFT_ARG_READ_Number(m) ev.has_##m = read_number(av, ev.m)
 #define DFT_X(member, key, kind, column) \

@@ -414,6 +414,16 @@ inline P text_value(P p, P e, std::string_view& out) {
   return q;
 }
 
+// A Text arg; args.module "" is the compiled model's own path (kRootModulePath).
+template <Field F>
+inline P text_arg(P p, P e, std::string_view& out) {
+  P q = text_value(p, e, out);
+  if constexpr (F == Field::module) {
+    if (q && out.empty()) out = format::kRootModulePath;
+  }
+  return q;
+}
+
 // pid/tid: a plain integer (kept as written) or a string, as read_id does.
 inline P id_value(P p, P e, int64_t& num, std::string_view& text) {
   if (p < e && *p == '"') {
@@ -541,7 +551,7 @@ struct LineState {
       return skip_value(p, e, 1);
     case kSkipArg:
       return skip_value(p, e, 2);
-#define DFT_ARG_READ_Text(m) text_value(p, e, ev.m)
+#define DFT_ARG_READ_Text(m) text_arg<Field::m>(p, e, ev.m)
 #define DFT_ARG_READ_Json(m) json_value(p, e, ev.m)
 #define DFT_ARG_READ_Number(m) noted(double_value(p, e, ev.m), ev.has_##m)
 #define DFT_X(member, key, kind, column) \

@@ -106,14 +106,17 @@ inline std::string op_event(int id, const std::string& name, double ts, double d
   char buf[1024];
   std::string extra;
   if (!more_args.empty()) extra += "," + more_args;
+  // module "": no args.module (a region, a graph call); the compiled model's
+  // own ops carry "module":"" (give it in more_args).
+  const std::string module_arg = module.empty() ? "" : ",\"module\":\"" + module + "\"";
   if (flops >= 0) extra += ",\"flops\":" + std::to_string(static_cast<long long>(flops));
   if (bytes >= 0) extra += ",\"bytes\":" + std::to_string(static_cast<long long>(bytes));
   std::snprintf(buf, sizeof buf,
                 "{\"id\":%d,\"name\":\"%s\",\"cat\":\"op\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"ph\":\"X\","
                 "\"args\":{\"hhash\":\"a1b2c3d4e5f60718\",\"grad_enabled\":true,\"phase\":\"%s\",\"graph\":0,"
-                "\"node\":%d,\"module\":\"%s\",\"shapes\":\"[[8, 16], [16, 32]]\",\"dtype\":\"float32\"%s,"
+                "\"node\":%d%s,\"shapes\":\"[[8, 16], [16, 32]]\",\"dtype\":\"float32\"%s,"
                 "\"seq_nr\":%d,\"epoch\":1}}",
-                id, name.c_str(), pid, tid, ts, dur, phase.c_str(), id, module.c_str(), extra.c_str(), id);
+                id, name.c_str(), pid, tid, ts, dur, phase.c_str(), id, module_arg.c_str(), extra.c_str(), id);
   return buf;
 }
 

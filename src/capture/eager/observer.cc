@@ -287,6 +287,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (const auto probe = g_probe.load(std::memory_order_relaxed)) {
     if (probe() > 0) return nullptr;
   }
+  // An operator called directly inside an operator of the same name is that
+  // call redispatching to another overload (aten::div_ with a Scalar
+  // calling aten::div_ with a Tensor): one op, as torch.profiler counts it
+  // (it merges such a child into its parent). Not recorded: its time, and
+  // its memory, are its parent's.
+  if (d > 0 && (f.info.flags & kOperator) && (t.frames[d - 1].kind & kRecorded) &&
+      t.frames[d - 1].info.name == f.info.name)
+    return nullptr;
   f.kind |= kRecorded;
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();

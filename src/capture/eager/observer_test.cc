@@ -110,6 +110,28 @@ TEST(Observer, ForwardOpsNamesCountsAndNesting) {
   }
 }
 
+// A Scalar overload redispatching to the Tensor one (div_(Scalar) calls
+// div_(Tensor), both "aten::div_") is one op, as torch.profiler counts it:
+// no event nested directly in one of the same name.
+TEST(Observer, AnOverloadRedispatchIsOneOp) {
+  torch::Tensor x = torch::randn({4, 4});
+  Trace trace;
+  dftracer::torch::enable();
+  {
+    torch::NoGradGuard no_grad;
+    x.div_(2.0);
+    x.mul(3.0);
+    x.add(1.0);
+  }
+  const std::vector<Event> ops = with_cat(trace.finish(), "aten");
+  auto n = count_names(ops);
+  EXPECT_EQ(n["aten::div_"], 1);
+  EXPECT_EQ(n["aten::mul"], 1);
+  EXPECT_EQ(n["aten::add"], 1);
+  // Each still holds the ops it ran (the scalar wrapped into a tensor).
+  EXPECT_GT(ops.size(), 3u);
+}
+
 TEST(Observer, ShapesWhenAsked) {
   torch::Tensor a = torch::randn({4, 8});
   torch::Tensor b = torch::randn({8, 3});

@@ -67,7 +67,11 @@ def instrument(gm: torch.fx.GraphModule, phase: int, graph_id: int) -> GraphInfo
         graph_id = fw_info.graph  # forward and backward share the Dynamo graph id
 
     sizes = dynamo_sizes.GraphSizes(gm)
-    entries = [dynamo_nodes.describe_node(n, i, module_of_seq.get, sizes) for i, n in enumerate(ops)]
+    modules: dict = {}  # op node -> its module path, for the gradient accumulations after it
+    entries = []
+    for i, n in enumerate(ops):
+        entries.append(dynamo_nodes.describe_node(n, i, module_of_seq.get, sizes, modules.get))
+        modules[n] = entries[-1].module
     flows, flow_groups = dynamo_pairing.flow_groups(phase, entries, fw_info)
 
     phase_name = dynamo_nodes.PHASES[phase]

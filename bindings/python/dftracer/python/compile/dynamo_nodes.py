@@ -325,18 +325,44 @@ def _symbolic(node: torch.fx.Node, args: Any, kwargs: Any, out: Any, in_tensors:
     return flops, nbytes, shapes
 
 
+def gradient_acc_module(node: torch.fx.Node, module_of: Callable[[torch.fx.Node], str | None]) -> str | None:
+    """Module path of a backward graph's gradient accumulation (``add`` of
+    two gradients of one forward tensor: a weight of a module called twice,
+    tied weights, a residual branch's input): the longest dotted prefix the
+    modules of its op inputs share (``module_of`` gives an input's), "" when
+    they share none; None when no input has a module. Such a node runs
+    outside any autograd node, so its ``seq_nr`` is no forward node's (torch
+    gives it the last forward op's: the loss, a model's last layer)."""
+    mods = [m for m in (module_of(a) for a in node.all_input_nodes if a.op == "call_function") if m is not None]
+    if not mods:
+        return None
+    common = mods[0].split(".") if mods[0] else []
+    for m in mods[1:]:
+        parts = m.split(".") if m else []
+        k = 0
+        while k < min(len(common), len(parts)) and common[k] == parts[k]:
+            k += 1
+        del common[k:]
+    return ".".join(common)
+
+
 def describe_node(node: torch.fx.Node, index: int, module_of_seq: Callable[[int], str | None],
-                  sizes: "dynamo_sizes.GraphSizes | None" = None) -> OpEntry:
+                  sizes: "dynamo_sizes.GraphSizes | None" = None,
+                  module_of: Callable[[torch.fx.Node], str | None] | None = None) -> OpEntry:
     """Builds the static entry of op node ``node`` (``index``: its position
     among the op nodes). ``module_of_seq`` maps a seq_nr to a forward node's
-    module, for backward nodes whose meta lacks a module stack. ``sizes``
+    module, for backward nodes whose meta lacks a module stack; ``module_of``
+    gives the module of another op node of the graph, for a gradient
+    accumulation (``gradient_acc_module``). ``sizes``
     (a dynamic-shape graph's): the entry also keeps its FLOPs, bytes and
     shapes as expressions of the input sizes (``OpEntry.at``)."""
     meta = node.meta
     seq = meta.get("seq_nr")
     seq_nr = int(seq) if isinstance(seq, int) else -1
     module = module_path(meta)
-    if module is None and seq_nr >= 0:
+    if module is None and meta.get("is_gradient_acc"):
+        module = gradient_acc_module(node, module_of) if module_of is not None else None
+    elif module is None and seq_nr >= 0:
         module = module_of_seq(seq_nr)
     if module is None:
         module = frame_module_path()

@@ -246,10 +246,14 @@ def graph_digest(gm: torch.fx.GraphModule, phase: int) -> Digest:
     seqs = [n.meta.get("seq_nr") for n in ops]
     base = min((q for q in seqs if isinstance(q, int) and q >= 0), default=-1)
     h = hashlib.sha256(dynamo_nodes.PHASES[phase].encode())
+    modules: dict = {}
     for n, seq in zip(ops, seqs):
         module = dynamo_nodes.module_path(n.meta)
-        if module is None and isinstance(seq, int):
+        if module is None and n.meta.get("is_gradient_acc"):
+            module = dynamo_nodes.gradient_acc_module(n, modules.get)
+        elif module is None and isinstance(seq, int):
             module = module_of_seq.get(seq)
+        modules[n] = module
         rel = seq - base if isinstance(seq, int) and seq >= 0 else seq
         h.update(f"\n{n.name} {n.target} {module} {rel} {dynamo_nodes.is_optimizer_node(n.meta)}".encode())
     return Digest(h.hexdigest()[:24], base)
@@ -270,6 +274,13 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
     fw_info, module_of_seq = (dynamo_pairing.find_forward(list(nodes.values())) if phase == BACKWARD
                               else (None, {}))
     described: dict[str, dynamo_nodes.OpEntry] = {}
+
+    def describe(n: torch.fx.Node) -> dynamo_nodes.OpEntry:
+        if n.name not in described:  # a gradient accumulation describes its inputs first
+            described[n.name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes,
+                                                           lambda a: describe(a).module)
+        return described[n.name]
+
     site_ops = []
     complete = all(s.handle in provenance for s in sites if s.handle)
     for s in sites:
@@ -279,9 +290,7 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
             if n is None:
                 complete = False
                 continue
-            if name not in described:
-                described[name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes)
-            ops.append((name, described[name]))
+            ops.append((name, describe(n)))
         site_ops.append(ops)
     # A node can be listed by two kernels (a convolution by the layout copy
     # that prepares its input and by the extern kernel that runs it): its
