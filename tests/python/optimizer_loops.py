@@ -20,6 +20,9 @@ Shapes:
   eager     no compile (the LibTorch observer: DFTRACER_TRACE_EAGER=1), the
             model built and a batch made before the loop
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
+  untraced  eager without the observer: only the optimizer's steps are traced
+            (the capture writes them once dftracer.python.dynamo is imported),
+            each iteration's untraced work (k + 1) * 3 ms long
 """
 import json
 import os
@@ -42,6 +45,8 @@ def main():
         fwd = torch.compile(m, backend=dftracer_dynamo_backend)
     else:
         fwd = m
+    if shape == "untraced":
+        import dftracer.python.dynamo  # noqa: F401  (the optimizer step events)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
     micro = 4 if shape == "gradacc" else 1
     if shape == "ai":
@@ -73,6 +78,8 @@ def main():
             bwd_s += c - b
             fwd_in += b1 - a1
             bwd_in += c1 - b2
+        if shape == "untraced":
+            time.sleep((i + 1) * 0.003)
         t_opt = time.perf_counter()
         opt.step()
         t1 = time.perf_counter()

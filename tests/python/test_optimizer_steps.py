@@ -82,6 +82,21 @@ def test_optimizer_steps_are_the_iterations(tmp_path, shape):
         assert all(r["backward_us"] > 0 for r in rows)  # the autograd nodes
 
 
+def test_an_iteration_with_nothing_traced_before_its_optimizer_step(tmp_path):
+    """The model untraced (an eager model without the observer, a DDP module
+    Dynamo ran eagerly): step k > 0 runs from the end of optimizer step k-1 to
+    the end of its own, so each iteration's work is in its own step."""
+    its = run_loop("untraced", tmp_path)["iterations"]
+    doc = analyze("summary", "--by", "step", "--format", "json", str(tmp_path))
+    rows = doc["steps"]
+    assert [p["source"] for p in doc["processes"] if p["steps"]] == ["optimizer"]
+    assert len(rows) == len(its)
+    for i in range(1, len(its)):
+        g = rows[i]["duration_us"] / 1e6
+        lo, hi = its[i][2] - its[i - 1][3], its[i][3] - its[i - 1][2]
+        assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
+
+
 def test_eager_backward_and_dft_ai_compute_are_their_phases(tmp_path):
     loop = run_loop("ai", tmp_path)
     doc = analyze("summary", "--by", "category", "--format", "json", str(tmp_path))

@@ -282,7 +282,8 @@ std::vector<Candidate> holding_one_optimizer_step(const std::vector<Candidate>& 
 // Optimizer-ended steps: step k is the span from its first work on the main
 // thread to the end of optimizer step k. Step k > 0 begins with the first work
 // after optimizer step k-1 (an inference call, an evaluation, never begins
-// one), moved back over the compile work right before it. The first step
+// one), moved back over the compile work right before it; with none before
+// its optimizer step, at the end of optimizer step k-1. The first step
 // begins where the works before its optimizer step first hold those of the
 // last step (by name and count; a name that no work before it has, such as
 // a zero_grad after each step, is not waited for), and the compile work right
@@ -306,12 +307,16 @@ Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopL
   for (size_t k = 0; k < opt.size(); ++k) {
     int64_t ts = opt[k].ts;
     if (k > 0) {
+      // No work of the main thread before this optimizer step (its forward
+      // and backward untraced, their collectives on another thread): the
+      // iteration began when the last one ended.
+      int64_t first = opt[k - 1].end;
       for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
-        if (counted(it->second)) {
-          ts = it->first;
+        if (counted(it->second) && it->first != ts) {
+          first = it->first;
           break;
         }
-      ts = back_over_compile(ts, opt[k - 1].end);
+      ts = back_over_compile(first, opt[k - 1].end);
     }
     c.occ.push_back({ts, opt[k].end});
   }
