@@ -1,9 +1,9 @@
 """Compile time of a plain torch.compile (a backend not ours) in a process
 that never imports dftracer.python.dynamo: DFTRACER_ENABLE=1 and the
 program's own loop. The compile phases and optimizer steps are recorded all
-the same, so `summary --by category` gives compile its wall time (at least
-what Dynamo's own timer measured for the frame compile, at most the first
-iteration) and the steps are the optimizer's."""
+the same, so `summary --by category` gives compile its wall time (what
+Dynamo's own timer measured for the frame compile, within 5 %, and at most
+the first iteration) and the steps are the optimizer's."""
 import json
 import os
 import subprocess
@@ -71,9 +71,11 @@ def test_plain_torch_compile_time_and_steps_are_recorded(tmp_path):
 
     doc = json.loads(analyze("summary", "--by", "category", "--format", "json", str(traces)))
     compile_s = {r["category"]: r for r in doc["rows"]}["compile"]["wall_us"] / 1e6
-    # Our events span torch's own phases (their timer inside ours), the
-    # backward's lazy compile included; all of it within the first iteration.
-    assert loop["frame_compile_s"] <= compile_s <= first, (loop, compile_s, first)
+    # Our events span torch's timed phases (their timers inside ours), the
+    # backward's lazy compile included, all within the first iteration;
+    # Dynamo's own total for the frame compile (_compile.compile_inner) also
+    # counts its bookkeeping around the phases.
+    assert 0.95 * loop["frame_compile_s"] <= compile_s <= first, (loop, compile_s, first)
 
     steps = json.loads(analyze("summary", "--by", "step", "--format", "json", str(traces)))
     assert [p["source"] for p in steps["processes"] if p["steps"]] == ["optimizer"]
