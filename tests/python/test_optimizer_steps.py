@@ -43,17 +43,18 @@ def analyze(*args):
 
 
 def step_bounds(its):
-    """(lo, hi) seconds for each iteration's step. A step begins with the
-    iteration's first traced work, between t0 and t_fwd; it reaches the next
-    step's start, except before an evaluation (far longer than the usual gap)
-    and at the last step, which end with the optimizer step (t_opt..t1)."""
+    """(lo, hi) seconds for each iteration's step. A step ends with its
+    optimizer step (t_opt..t1) and begins where the one before ended, except
+    the first and the one after an evaluation (a wait far longer than the
+    usual one): they begin with the iteration's first traced work, between
+    t0 and t_fwd."""
     out = []
-    for i, (t0, t_fwd, t_opt, t1, eval_after) in enumerate(its):
-        if i + 1 < len(its) and not eval_after:
-            end = (its[i + 1][0], its[i + 1][1])
+    for i, (t0, t_fwd, t_opt, t1, _) in enumerate(its):
+        if i == 0 or its[i - 1][4]:
+            start = (t0, t_fwd)
         else:
-            end = (t_opt, t1)
-        out.append((end[0] - t_fwd, end[1] - t0))
+            start = (its[i - 1][2], its[i - 1][3])
+        out.append((t_opt - start[1], t1 - start[0]))
     return out
 
 

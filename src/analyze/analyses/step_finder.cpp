@@ -279,16 +279,15 @@ std::vector<Candidate> holding_one_optimizer_step(const std::vector<Candidate>& 
   return out;
 }
 
-// Optimizer-ended steps: step k is the span from its first work on the main
-// thread to the end of optimizer step k. Step k > 0 begins with the first work
-// after optimizer step k-1 (an inference call, an evaluation, never begins
-// one), moved back over the compile work right before it; with none before
-// its optimizer step, at the end of optimizer step k-1. The first step
-// begins where the works before its optimizer step first hold those of the
-// last step (by name and count; a name that no work before it has, such as
-// a zero_grad after each step, is not waited for), and the compile work right
-// before them: the setup before the loop (a model's init ops, the batch made
-// once) stays outside.
+// Optimizer-ended steps: step k ends with optimizer step k. Step k > 0 begins
+// at the end of optimizer step k-1, unless its first work after it (an
+// inference call, an evaluation, never begins one; moved back over the
+// compile work right before it) comes far later than usual: then there. The
+// first step begins where the works before its optimizer step first hold
+// those every one of the last steps has (by name and count; a name that no
+// work before it has, such as a zero_grad after each step, is not waited
+// for), and the compile work right before them: the setup before the loop (a
+// model's init ops, the batch made once) stays outside.
 Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
@@ -309,7 +308,7 @@ Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopL
     if (k > 0) {
       // No work of the main thread before this optimizer step (its forward
       // and backward untraced, their collectives on another thread): the
-      // iteration began when the last one ended.
+      // previous one's end.
       int64_t first = opt[k - 1].end;
       for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
         if (counted(it->second) && it->first != ts) {
@@ -325,9 +324,25 @@ Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopL
   if (c.occ.size() == 1) {  // nothing to compare with: all the work before it
     if (!work.empty()) ts = std::min(ts, work.begin()->first);
   } else {
-    std::map<std::string_view, size_t> need;  // the last step's works by name
-    for (auto it = work.lower_bound(c.occ.back().ts); it != work.end() && it->first < c.occ.back().end; ++it)
-      if (counted(it->second)) ++need[it->second.name];
+    // The works every one of the last (up to 8) steps has, by name, each as
+    // often as the step with fewest: an op the observer records in some
+    // iterations only (a detach between two autograd nodes) would otherwise
+    // send the walk back to the model's construction.
+    std::map<std::string_view, size_t> need;
+    const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
+    for (size_t k = from; k < c.occ.size(); ++k) {
+      std::map<std::string_view, size_t> here;
+      for (auto it = work.lower_bound(c.occ[k].ts); it != work.end() && it->first < c.occ[k].end; ++it)
+        if (counted(it->second)) ++here[it->second.name];
+      if (k == from) {
+        need = std::move(here);
+        continue;
+      }
+      for (auto& [n, count] : need) {
+        auto h = here.find(n);
+        count = std::min(count, h == here.end() ? size_t{0} : h->second);
+      }
+    }
     std::map<std::string_view, size_t> before;  // what the works before the first optimizer step can give
     const auto first_end = work.upper_bound(opt[0].ts);
     for (auto it = work.begin(); it != first_end; ++it)
@@ -344,6 +359,20 @@ Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopL
     ts = back_over_compile(ts, INT64_MIN);
   }
   c.occ[0].ts = ts;
+  // A step runs from the previous optimizer step's end: the untraced work
+  // before an iteration's first traced call (Dynamo's guards, the model's
+  // Python before its first graph, data made untraced) is its own. Only a
+  // wait far beyond the usual one (an evaluation, a checkpoint) stays
+  // outside: that step begins at its first work.
+  std::vector<int64_t> gaps, durs;
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    gaps.push_back(c.occ[k].ts - opt[k - 1].end);
+    durs.push_back(c.occ[k].end - c.occ[k].ts);
+  }
+  const int64_t gap_med = median_of(gaps);
+  const int64_t long_gap = std::max(4 * gap_med, gap_med + median_of(durs));
+  for (size_t k = 1; k < c.occ.size(); ++k)
+    if (c.occ[k].ts - opt[k - 1].end <= long_gap) c.occ[k].ts = opt[k - 1].end;
   for (const Span& s : c.occ) c.coverage = saturating_add(c.coverage, s.end - s.ts);
   return c;
 }

@@ -15,10 +15,10 @@
 //     optimizer step per occurrence (not a micro-batch's, a layer's or an
 //     epoch's region);
 //   - else torch's optimizer steps (`Optimizer.step#AdamW.step`, any depth of
-//     the main thread): each ends a step, which begins with the first model
-//     work after the previous one (the first step: as many ops and graph
-//     calls before its optimizer step as the others had, and the compile
-//     work right before them).
+//     the main thread): each ends a step, which begins at the previous one's
+//     end, or at its first model work when that comes far later than usual
+//     (an evaluation between); the first step where the work before its
+//     optimizer step holds the last step's, and the compile work before it.
 // Where marks or args exist, a region whose occurrences hold one step start
 // each bounds the steps (exact last step); else the marks or args do, and the
 // last step ends after as many top-level events as the others had, plus their
