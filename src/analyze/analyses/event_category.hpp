@@ -9,10 +9,12 @@
 //              or a method name's last part)
 //   optimizer  a name starting with "Optimizer." (torch's RecordFunction, e.g.
 //              "Optimizer.step#SGD.step") or containing "optimizer" (a region),
-//              or args.phase "optimizer" (a compiled optimizer step's ops)
-//   backward   args.phase "backward", or cat "autograd" (the LibTorch observer's
-//              event of an autograd node the engine runs: eager backward work)
-//   forward    args.phase "forward" or "inference"
+//              args.phase "optimizer" (a compiled optimizer step's ops), or
+//              dft_ai's compute.step (cat "compute", name "step")
+//   backward   args.phase "backward"; cat "autograd" without a phase (the
+//              LibTorch observer's autograd nodes in eager backward);
+//              dft_ai's compute.backward
+//   forward    args.phase "forward" or "inference"; dft_ai's compute.forward
 //   comm       cat "comm" (torch.distributed collectives, DDP's bucket
 //              all-reduces)
 //   other      anything else (regions, eager ops outside a phase)
@@ -67,10 +69,16 @@ inline std::string_view event_category(const Event& e) {
   if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
       e.name.rfind("DataLoader", 0) == 0 || is_item_fetch(e.name))
     return "data";
-  if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer") || e.phase == "optimizer")
+  // dft_ai's compute nodes (cat "compute": forward, backward, step) say what
+  // they are; so do the LibTorch observer's autograd nodes (cat "autograd":
+  // eager backward, AccumulateGrad), which carry no phase.
+  const bool compute = e.cat == "compute" && e.phase.empty();
+  if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer") || e.phase == "optimizer" ||
+      (compute && e.name == "step"))
     return "optimizer";
-  if (e.phase == "backward" || e.cat == "autograd") return "backward";
-  if (e.phase == "forward" || e.phase == "inference") return "forward";
+  if (e.phase == "backward" || (e.phase.empty() && e.cat == "autograd") || (compute && e.name == "backward"))
+    return "backward";
+  if (e.phase == "forward" || e.phase == "inference" || (compute && e.name == "forward")) return "forward";
   if (e.cat == "comm") return "comm";
   return "other";
 }

@@ -73,9 +73,29 @@ void add_top(StepFinder::TopLevel& top, int64_t ts, int64_t end, std::string_vie
   if (top.size() < cap) top.emplace(ts, StepFinder::Top{end, std::string(name), category});
 }
 
+// Torch's RecordFunction around an optimizer's step ("Optimizer.step#AdamW.step").
+bool is_optimizer_step(const Event& e) { return starts_with(e.name, "Optimizer.step"); }
+
+// A work event that never begins a training step: an inference call (an
+// evaluation between steps).
+constexpr size_t kInferenceWork = kNumStepCategories;
+
 void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
-                      size_t top_cap, size_t& capped) {
+                      bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
+  if (work && end > e.ts_ns)
+    add_top(t.work, e.ts_ns, end, e.name, e.phase == "inference" ? kInferenceWork : category, top_cap);
+  if (is_optimizer_step(e) && end > e.ts_ns) {
+    if (t.optimizer.size() >= kMaxRegionOccurrences) {
+      ++capped;
+    } else {
+      t.optimizer.push_back({e.ts_ns, end});
+      if (e.ts_ns < t.optimizer_first) {
+        t.optimizer_first = e.ts_ns;
+        t.optimizer_name.assign(e.name);
+      }
+    }
+  }
   if (!candidate) return;
   if (t.region_count >= kMaxRegionOccurrences) {
     ++capped;
@@ -89,6 +109,15 @@ void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t
 
 void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top_cap, size_t& capped) {
   for (auto& [ts, t] : from.top) add_top(into.top, ts, t.end, t.name, t.category, top_cap);
+  for (auto& [ts, t] : from.work) add_top(into.work, ts, t.end, t.name, t.category, top_cap);
+  const size_t room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.optimizer.size());
+  const size_t n = std::min(room, from.optimizer.size());
+  capped += from.optimizer.size() - n;
+  into.optimizer.insert(into.optimizer.end(), from.optimizer.begin(), from.optimizer.begin() + n);
+  if (from.optimizer_first < into.optimizer_first) {
+    into.optimizer_first = from.optimizer_first;
+    into.optimizer_name = std::move(from.optimizer_name);
+  }
   for (auto& [name, occ] : from.regions) {
     const size_t room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.region_count);
     const size_t n = std::min(room, occ.size());
@@ -221,7 +250,7 @@ std::vector<StepInterval> region_steps(const Candidate& step, const std::vector<
     if (i + 1 < occ.size()) {
       bool cut = occ[i + 1].ts - occ[i].end > long_gap;
       for (const Candidate& c : cands) {
-        if (cut || &c == &step) continue;
+        if (cut || c.name == step.name) continue;
         const Span* h = holder(c, occ[i]);
         cut = h && h != holder(c, occ[i + 1]);
       }
@@ -230,6 +259,122 @@ std::vector<StepInterval> region_steps(const Candidate& step, const std::vector<
     out.push_back(std::move(s));
   }
   return out;
+}
+
+// How many of the (outermost, sorted) optimizer steps lie inside s, up to 2.
+size_t optimizer_steps_in(const std::vector<Span>& opt, const Span& s) {
+  size_t n = 0;
+  auto it = std::lower_bound(opt.begin(), opt.end(), s.ts, [](const Span& o, int64_t ts) { return o.ts < ts; });
+  for (; it != opt.end() && it->ts <= s.end && n < 2; ++it) n += it->end <= s.end;
+  return n;
+}
+
+// The candidates that hold one optimizer step in each occurrence: a training
+// step's region, not a micro-batch's (none), a layer's or an epoch's (many).
+std::vector<Candidate> holding_one_optimizer_step(const std::vector<Candidate>& cands, const std::vector<Span>& opt) {
+  std::vector<Candidate> out;
+  for (const Candidate& c : cands)
+    if (std::all_of(c.occ.begin(), c.occ.end(), [&](const Span& s) { return optimizer_steps_in(opt, s) == 1; }))
+      out.push_back(c);
+  return out;
+}
+
+// Optimizer-ended steps: step k ends with optimizer step k. Step k > 0 begins
+// at the end of optimizer step k-1, unless its first work after it (an
+// inference call, an evaluation, never begins one; moved back over the
+// compile work right before it) comes far later than usual: then there. The
+// first step begins where the works before its optimizer step first hold
+// those every one of the last steps has (by name and count; a name that no
+// work before it has, such as a zero_grad after each step, is not waited
+// for), and the compile work right before them: the setup before the loop (a
+// model's init ops, the batch made once) stays outside.
+Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopLevel& work, const std::string& name) {
+  constexpr size_t compile = 0;
+  auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
+  // Moves a start back over the compile work right before it, not before floor.
+  auto back_over_compile = [&](int64_t ts, int64_t floor) {
+    auto it = work.lower_bound(ts);
+    while (it != work.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first < floor || prev->second.category != compile || prev->second.end > ts) break;
+      ts = prev->first;
+      it = prev;
+    }
+    return ts;
+  };
+  Candidate c{name, {}, 0};
+  for (size_t k = 0; k < opt.size(); ++k) {
+    int64_t ts = opt[k].ts;
+    if (k > 0) {
+      // No work of the main thread before this optimizer step (its forward
+      // and backward untraced, their collectives on another thread): the
+      // previous one's end.
+      int64_t first = opt[k - 1].end;
+      for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
+        if (counted(it->second) && it->first != ts) {
+          first = it->first;
+          break;
+        }
+      ts = back_over_compile(first, opt[k - 1].end);
+    }
+    c.occ.push_back({ts, opt[k].end});
+  }
+  if (c.occ.empty()) return c;
+  int64_t ts = opt[0].ts;
+  if (c.occ.size() == 1) {  // nothing to compare with: all the work before it
+    if (!work.empty()) ts = std::min(ts, work.begin()->first);
+  } else {
+    // The works every one of the last (up to 8) steps has, by name, each as
+    // often as the step with fewest: an op the observer records in some
+    // iterations only (a detach between two autograd nodes) would otherwise
+    // send the walk back to the model's construction.
+    std::map<std::string_view, size_t> need;
+    const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
+    for (size_t k = from; k < c.occ.size(); ++k) {
+      std::map<std::string_view, size_t> here;
+      for (auto it = work.lower_bound(c.occ[k].ts); it != work.end() && it->first < c.occ[k].end; ++it)
+        if (counted(it->second)) ++here[it->second.name];
+      if (k == from) {
+        need = std::move(here);
+        continue;
+      }
+      for (auto& [n, count] : need) {
+        auto h = here.find(n);
+        count = std::min(count, h == here.end() ? size_t{0} : h->second);
+      }
+    }
+    std::map<std::string_view, size_t> before;  // what the works before the first optimizer step can give
+    const auto first_end = work.upper_bound(opt[0].ts);
+    for (auto it = work.begin(); it != first_end; ++it)
+      if (auto n = need.find(it->second.name); n != need.end()) ++before[n->first];
+    size_t missing = 0;
+    for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
+    for (auto it = first_end; it != work.begin() && missing;) {
+      --it;
+      if (!counted(it->second)) continue;
+      ts = std::min(ts, it->first);
+      auto n = need.find(it->second.name);
+      if (n != need.end() && n->second) --n->second, --missing;
+    }
+    ts = back_over_compile(ts, INT64_MIN);
+  }
+  c.occ[0].ts = ts;
+  // A step runs from the previous optimizer step's end: the untraced work
+  // before an iteration's first traced call (Dynamo's guards, the model's
+  // Python before its first graph, data made untraced) is its own. Only a
+  // wait far beyond the usual one (an evaluation, a checkpoint) stays
+  // outside: that step begins at its first work.
+  std::vector<int64_t> gaps, durs;
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    gaps.push_back(c.occ[k].ts - opt[k - 1].end);
+    durs.push_back(c.occ[k].end - c.occ[k].ts);
+  }
+  const int64_t gap_med = median_of(gaps);
+  const int64_t long_gap = std::max(4 * gap_med, gap_med + median_of(durs));
+  for (size_t k = 1; k < c.occ.size(); ++k)
+    if (c.occ[k].ts - opt[k - 1].end <= long_gap) c.occ[k].ts = opt[k - 1].end;
+  for (const Span& s : c.occ) c.coverage = saturating_add(c.coverage, s.end - s.ts);
+  return c;
 }
 
 // Mark- or arg-started steps: each reaches the next one's start; the last
@@ -303,7 +448,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
   const std::string_view category = event_category(e);
   const size_t cat = category_index(category);
   p.wall.add(cat, e.ts_ns, end);
-  if (model_work(e, category)) p.model_work = true;
+  if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
   // An I/O call is never a step, nor bounds one: a DataLoader worker that only
   // reads, or a loop saving files outside any region, would otherwise have its
   // most-timed repeated call (fread, write) taken for the step region. I/O
@@ -317,11 +462,12 @@ void StepFinder::add_event(size_t file, const Event& e) {
     }
   }
   const bool candidate = region_candidate(e, category);
+  const bool work = model_work(e, category);
   if (e.tid_text == e.pid_text) {
-    add_thread_event(p.main, e, end, cat, candidate, kMaxTopLevel, capped_);
+    add_thread_event(p.main, e, end, cat, candidate, work, kMaxTopLevel, capped_);
     p.others.clear();  // not needed once the tid == pid thread is known
   } else if (p.main.top.empty()) {
-    add_thread_event(p.others[std::string(e.tid_text)], e, end, cat, candidate, kMaxTopLevelOther, capped_);
+    add_thread_event(p.others[std::string(e.tid_text)], e, end, cat, candidate, work, kMaxTopLevelOther, capped_);
   }
 }
 
@@ -393,12 +539,21 @@ StepPlan StepFinder::plan() {
       starts = starts_from_args(p, main.top);
       ps.source = "args.step";
     }
-    const Candidate* region = starts.empty() ? region_by_shape(cands) : region_matching(cands, starts);
+    const std::vector<Span> opt = outermost(main.optimizer);
+    // Without marks or args, a training loop's regions are told apart by
+    // the optimizer steps they hold (one per occurrence for a step's).
+    const std::vector<Candidate> holding = opt.size() >= 2 ? holding_one_optimizer_step(cands, opt) : cands;
+    const Candidate* region = starts.empty() ? region_by_shape(holding) : region_matching(cands, starts);
     if (region) {
       ps.steps = region_steps(*region, cands);
       ps.region = region->name;
       ps.source = "region";
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
+    } else if (starts.empty() && !opt.empty()) {
+      const Candidate c = optimizer_bounded(opt, main.work, main.optimizer_name);
+      ps.steps = region_steps(c, cands);
+      ps.region = c.name;
+      ps.source = "optimizer";
     } else if (!starts.empty()) {
       int64_t last_arg_end = INT64_MIN;
       auto it = p.by_arg.find(starts.back().value);

@@ -10,7 +10,15 @@
 //   - the `step` arg on events (pydftracer and DFTracer traces): a value's
 //     first event starts its step (compile work just before it included);
 //   - a repeated region at any depth of the main thread (the user's
-//     `train_step`, inside an `epoch` or not): each occurrence starts a step.
+//     `train_step`, inside an `epoch` or not): each occurrence starts a step;
+//     where the main thread has optimizer steps, only a region holding one
+//     optimizer step per occurrence (not a micro-batch's, a layer's or an
+//     epoch's region);
+//   - else torch's optimizer steps (`Optimizer.step#AdamW.step`, any depth of
+//     the main thread): each ends a step, which begins at the previous one's
+//     end, or at its first model work when that comes far later than usual
+//     (an evaluation between); the first step where the work before its
+//     optimizer step holds the last step's, and the compile work before it.
 // Where marks or args exist, a region whose occurrences hold one step start
 // each bounds the steps (exact last step); else the marks or args do, and the
 // last step ends after as many top-level events as the others had, plus their
@@ -59,8 +67,9 @@ struct ProcessSteps {
   std::string pid;
   // "region" (bounded by a repeated region), "marks" (Dynamo/dft_ai update
   // marks), "args.step" (the step arg's first events); without steps: "" or "helper".
+  // "optimizer" (each step ends with one of torch's Optimizer.step events);
   std::string source;
-  std::string region;  // the repeated region's name (source "region")
+  std::string region;  // the repeated region's name (source "region"), the optimizer step's (source "optimizer")
   bool model_work = false;  // ops, compile or optimizer events (a helper has none)
   std::vector<StepInterval> steps;  // by start
   ProcessWall wall;    // for the steps' and the run's wall-time split
@@ -98,6 +107,13 @@ class StepFinder : public LineConsumer {
     TopLevel top;
     std::map<std::string, std::vector<Span>, std::less<>> regions;  // user regions' occurrences, any depth
     size_t region_count = 0;
+    // The model's work alone (ops, graph calls, compile, optimizer; inference
+    // calls kept apart): where an optimizer-ended step begins, inside a
+    // user region around the whole loop too.
+    TopLevel work;
+    std::vector<Span> optimizer;  // torch's Optimizer.step events, any depth
+    std::string optimizer_name;   // the earliest one's name
+    int64_t optimizer_first = INT64_MAX;
   };
   struct Process {
     std::map<std::string, std::pair<int64_t, int64_t>> by_arg;  // step value -> first start, last end

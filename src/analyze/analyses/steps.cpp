@@ -274,13 +274,14 @@ std::string pct(double share) {
 std::string source_text(const ProcessSteps& p) {
   if (p.source == "region") return "the repeated region '" + p.region + "' of the main thread";
   if (p.source == "marks") return "the step marks of Dynamo/dft_ai update(step=...)";
+  if (p.source == "optimizer") return "the optimizer steps '" + p.region + "' of the main thread (each ends a step)";
   return "the step arg's first event per value";
 }
 }  // namespace
 
 void write_steps_table(std::ostream& os, const StepReport& r) {
   if (r.processes.empty()) {
-    os << "no steps found: no step mark or step arg, and no user region repeats on a main thread\n";
+    os << "no steps found: no step mark or step arg, no optimizer step, and no user region repeats on a main thread\n";
   }
   size_t row = 0;
   for (const ProcessSteps& p : r.processes) {

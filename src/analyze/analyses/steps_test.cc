@@ -196,6 +196,37 @@ TEST(Steps, NoStepsWithoutArgOrRepeatedRegion) {
   EXPECT_NE(os.str().find("no steps found"), std::string::npos);
 }
 
+// A loop that marks no step (no region around an iteration, no
+// update(step=...)), as the LibTorch observer records an eager one: torch's
+// Optimizer.step events end the steps. The model's init ops before the loop
+// are outside, though the last step has one of their names (a detach the
+// observer records in some iterations only), and torch's `detach` scope
+// inside each optimizer step, repeated, is no step region.
+TEST(Steps, OptimizerStepsEndTheStepsOfALoopThatMarksNone) {
+  std::vector<std::string> v = {ev("aten::detach", "aten", 10, 10, 0, 5), ev("aten::uniform_", "aten", 10, 10, 10, 5)};
+  for (int k = 0; k < 3; ++k) {
+    const long long t = 2000 + 100 * k;
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    if (k == 2) v.push_back(ev("aten::detach", "aten", 10, 10, t + 35, 2));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("detach", "torch", 10, 10, t + 75, 5));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+  }
+  v.push_back(ev("aten::empty", "aten", 10, 10, 2500, 5));  // after the loop: outside
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(r.processes[0].region, "Optimizer.step#AdamW.step");
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 2000);  // the first zero_grad, not the init ops
+  EXPECT_EQ(r.rows[0].duration_us, 90);
+  EXPECT_EQ(r.rows[1].duration_us, 100);  // from the previous optimizer step's end to its own
+  EXPECT_EQ(r.rows[2].duration_us, 100);
+  EXPECT_EQ(r.rows[2].wall_us[kBackward], 20);  // the autograd node
+  EXPECT_EQ(r.outside_traced_us, 5 + 5 + 5);
+}
+
 TEST(Steps, IOCallsAreNeverSteps) {
   // A DataLoader worker (pid 40) that only reads: repeated fread/read calls,
   // no steps. The main process (pid 30) saves 3 files at top level outside any

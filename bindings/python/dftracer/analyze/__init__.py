@@ -189,9 +189,10 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
 
     A step is one iteration of the loop, from its start to the next one's start
     (docs/analyzer.md, "Steps"): found from the step marks Dynamo/dft_ai update(step=...)
-    write, the `step` arg, or a repeated user region at any depth of the main thread.
-    Columns: pid, step (0-based within the process), label (the step value or the region
-    name), start_us, duration_us; compile_us, forward_us, backward_us, optimizer_us,
+    write, the `step` arg, a repeated user region at any depth of the main thread, or
+    else torch's optimizer steps (each ends a step).
+    Columns: pid, step (0-based within the process), label (the step value, the region
+    name or the optimizer step's), start_us, duration_us; compile_us, forward_us, backward_us, optimizer_us,
     comm_us (exposed communication), data_us, other_us, untraced_us (wall time: the duration split by what any thread of
     the process was doing, by priority; they add up to duration_us); traced_us and
     compile_thread_us .. other_thread_us (thread time: self time added over threads);
@@ -199,7 +200,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
     "fast" or None), end_estimated (the last step of marks or args, whose end no region
     gives).
 
-    df.attrs: "processes" (pid, source -- "region", "marks", "args.step", "" or "helper"
+    df.attrs: "processes" (pid, source -- "region", "marks", "args.step", "optimizer", "" or "helper"
     for a data-loader worker -- region, steps, model_work), "runs" (per process: span_us
     and its wall time by category), "outside" (thread time of events in no step, by
     category), "first_step_compile_share", "outlier_rule", "nesting", "capped_regions",

@@ -125,6 +125,9 @@ def tracing_started(from_env):
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.
     ranks.install()  # torch.distributed ranks, clocks and collectives
+    from .compile import auto_install
+
+    auto_install.when_tracing_starts()  # torch.compile's phases and optimizer steps, any backend
     from . import cuda as cuda_source
 
     # Before the I/O hooks too (its library's loading is not the program's I/O);

@@ -263,7 +263,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     }
     lines.push_back(l2 + (outliers.empty() ? "; no outlier" : "; outliers: " + outliers));
   } else {
-    lines.push_back("Steps: none found (no step mark or step arg, and no user region repeats on a main thread).");
+    lines.push_back("Steps: none found (no step mark or step arg, no optimizer step, and no user region repeats on a main thread).");
   }
   lines.push_back(std::to_string(s.complete_events) + " complete events, " + human_time(traced) + " traced.");
   return lines;

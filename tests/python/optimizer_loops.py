@@ -1,0 +1,106 @@
+"""Training loops with nothing that marks a step (no region around an
+iteration, no update(step=...)): only the optimizer's steps say where an
+iteration ends. For test_optimizer_steps.py. Run as a script:
+
+    python optimizer_loops.py SHAPE OUT_DIR
+
+traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.json:
+{"iterations": [[t0, t_fwd, t_opt, t1, eval_after], ...], "backward_s": ...,
+"forward_s": ..., "forward_inside_s": ...} in perf_counter seconds: the iteration begins at t0 (its
+first traced call is made after it), its first forward has returned by t_fwd,
+its optimizer step is called after t_opt and has returned by t1; eval_after
+says an evaluation (no_grad forwards) ran after it. backward_s / forward_s
+sum the brackets around the loop's backward / forward calls (and their
+regions, shape ai), *_inside_s the brackets inside those regions.
+
+Every other iteration of compile, gradacc and eager begins with 4 ms of
+untraced work.
+
+Shapes:
+  compile   torch.compile(m, backend=dftracer_dynamo_backend), AdamW, an
+            evaluation of three no_grad forwards after iteration 2
+  gradacc   the same, four micro-batches per optimizer step, no evaluation
+  eager     no compile (the LibTorch observer: DFTRACER_TRACE_EAGER=1), the
+            model built and a batch made before the loop
+  ai        eager, dft_ai's compute.forward / compute.backward around the calls
+  untraced  eager without the observer: only the optimizer's steps are traced
+            (the capture writes them once dftracer.python.dynamo is imported),
+            each iteration's untraced work (k + 1) * 3 ms long
+"""
+import json
+import os
+import sys
+import time
+
+STEPS = 5
+
+
+def main():
+    shape, out_dir = sys.argv[1], sys.argv[2]
+    import torch
+    from dftracer.python import dftracer
+    log = dftracer.initialize_log(os.path.join(out_dir, "run"), None, -1)
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
+    x = torch.randn(32, 64)
+    if shape in ("compile", "gradacc"):
+        from dftracer.python import dftracer_dynamo_backend
+        fwd = torch.compile(m, backend=dftracer_dynamo_backend)
+    else:
+        fwd = m
+    if shape == "untraced":
+        import dftracer.python.dynamo  # noqa: F401  (the optimizer step events)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    micro = 4 if shape == "gradacc" else 1
+    if shape == "ai":
+        from dftracer.python import ai
+        fwd_ctx, bwd_ctx = ai.compute.forward, ai.compute.backward
+    else:
+        import contextlib
+        fwd_ctx = bwd_ctx = contextlib.nullcontext()
+    its, fwd_s, bwd_s, fwd_in, bwd_in = [], 0.0, 0.0, 0.0, 0.0
+    time.sleep(0.02)  # setup before the loop: outside every step
+    for i in range(STEPS):
+        t0 = time.perf_counter()
+        if shape in ("compile", "gradacc", "eager"):
+            time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
+        opt.zero_grad()
+        t_fwd = None
+        for _ in range(micro):
+            a = time.perf_counter()
+            with fwd_ctx:
+                a1 = time.perf_counter()
+                y = fwd(x)
+                b1 = time.perf_counter()
+            b = time.perf_counter()
+            t_fwd = t_fwd or b
+            with bwd_ctx:
+                b2 = time.perf_counter()
+                y.sum().backward()
+                c1 = time.perf_counter()
+            c = time.perf_counter()
+            fwd_s += b - a
+            bwd_s += c - b
+            fwd_in += b1 - a1
+            bwd_in += c1 - b2
+        if shape == "untraced":
+            time.sleep((i + 1) * 0.003)
+        t_opt = time.perf_counter()
+        opt.step()
+        t1 = time.perf_counter()
+        ev = shape == "compile" and i == 2
+        its.append([t0, t_fwd, t_opt, t1, ev])
+        if ev:
+            with torch.no_grad():
+                for _ in range(3):
+                    fwd(x)
+        time.sleep(0.002)  # untraced work between iterations (logging)
+    time.sleep(0.02)  # after the loop: outside every step
+    log.finalize()
+    with open(os.path.join(out_dir, "loop.json"), "w") as f:
+        json.dump({"iterations": its, "forward_s": fwd_s, "backward_s": bwd_s, "forward_inside_s": fwd_in,
+                   "backward_inside_s": bwd_in}, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Steps of loops that mark none (optimizer_loops.py): no region around an
+iteration and no update(step=...), the plainest training loop. The
+optimizer's steps end the iterations: `summary --by step` finds one step per
+optimizer step taken (not per micro-batch, not per op region torch opens),
+each as long as the loop's perf_counter brackets allow, the evaluation
+between two steps and the setup before the loop outside them. In eager runs
+the autograd nodes are backward time, and dft_ai's compute.forward /
+compute.backward regions are forward / backward time."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from analyzer_cli import analyzer  # noqa: E402
+
+# The trace's clock against perf_counter over one step: rate and the file's
+# microsecond rounding.
+CLOCK_SLACK_S = 100e-6
+
+
+def run_loop(shape, out_dir):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
+    if shape in ("eager", "ai"):
+        env["DFTRACER_TRACE_EAGER"] = "1"
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "optimizer_loops.py"), shape, str(out_dir)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(os.path.join(out_dir, "loop.json")) as f:
+        return json.load(f)
+
+
+def analyze(*args):
+    out = subprocess.run([analyzer(), *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def step_bounds(its):
+    """(lo, hi) seconds for each iteration's step. A step ends with its
+    optimizer step (t_opt..t1) and begins where the one before ended, except
+    the first and the one after an evaluation (a wait far longer than the
+    usual one): they begin with the iteration's first traced work, between
+    t0 and t_fwd."""
+    out = []
+    for i, (t0, t_fwd, t_opt, t1, _) in enumerate(its):
+        if i == 0 or its[i - 1][4]:
+            start = (t0, t_fwd)
+        else:
+            start = (its[i - 1][2], its[i - 1][3])
+        out.append((t_opt - start[1], t1 - start[0]))
+    return out
+
+
+@pytest.mark.parametrize("shape", ["compile", "gradacc", "eager"])
+def test_optimizer_steps_are_the_iterations(tmp_path, shape):
+    loop = run_loop(shape, tmp_path)
+    its = loop["iterations"]
+    doc = analyze("summary", "--by", "step", "--format", "json", str(tmp_path))
+    with_steps = [p for p in doc["processes"] if p["steps"]]
+    assert len(with_steps) == 1, doc["processes"]
+    assert with_steps[0]["source"] == "optimizer", with_steps[0]
+    assert with_steps[0]["region"] == "Optimizer.step#AdamW.step"
+    rows = doc["steps"]
+    got = [r["duration_us"] / 1e6 for r in rows]
+    bounds = step_bounds(its)
+    assert len(got) == len(its), (got, bounds)  # one step per optimizer step, micro-batches or not
+    for i, (g, (lo, hi)) in enumerate(zip(got, bounds)):
+        assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
+        assert not rows[i]["end_estimated"]
+        assert rows[i]["optimizer_us"] > 0
+    if shape != "eager":
+        assert rows[0]["compile_us"] > 0.5 * rows[0]["duration_us"]  # the first step compiled
+        assert all(r["compile_us"] == 0 for r in rows[1:])  # the evaluation's compile is outside
+        assert all(r["forward_us"] > 0 and r["backward_us"] > 0 for r in rows)
+    else:
+        assert all(r["backward_us"] > 0 for r in rows)  # the autograd nodes
+
+
+def test_an_iteration_with_nothing_traced_before_its_optimizer_step(tmp_path):
+    """The model untraced (an eager model without the observer, a DDP module
+    Dynamo ran eagerly): step k > 0 runs from the end of optimizer step k-1 to
+    the end of its own, so each iteration's work is in its own step."""
+    its = run_loop("untraced", tmp_path)["iterations"]
+    doc = analyze("summary", "--by", "step", "--format", "json", str(tmp_path))
+    rows = doc["steps"]
+    assert [p["source"] for p in doc["processes"] if p["steps"]] == ["optimizer"]
+    assert len(rows) == len(its)
+    for i in range(1, len(its)):
+        g = rows[i]["duration_us"] / 1e6
+        lo, hi = its[i][2] - its[i - 1][3], its[i][3] - its[i - 1][2]
+        assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
+
+
+def test_eager_backward_and_dft_ai_compute_are_their_phases(tmp_path):
+    loop = run_loop("ai", tmp_path)
+    doc = analyze("summary", "--by", "category", "--format", "json", str(tmp_path))
+    rows = {r["category"]: r for r in doc["rows"]}
+    # Each compute.forward / compute.backward region lies between the loop's
+    # perf_counter brackets around it and those inside it.
+    for cat in ("forward", "backward"):
+        got, outer, inner = rows[cat]["wall_us"] / 1e6, loop[f"{cat}_s"], loop[f"{cat}_inside_s"]
+        assert inner - CLOCK_SLACK_S <= got <= outer + CLOCK_SLACK_S, (cat, got, inner, outer)
+    steps = analyze("summary", "--by", "step", "--format", "json", str(tmp_path))
+    assert len(steps["steps"]) == len(loop["iterations"])
+    assert all(r["forward_us"] > 0 and r["backward_us"] > 0 for r in steps["steps"])
