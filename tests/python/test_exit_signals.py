@@ -106,3 +106,29 @@ def test_a_signal_the_program_sends_itself_ends_it_there(tmp_path, sig, how):
     stop = (f"for i in range(30000):\n    with dft_fn('app', 'busy'):\n        pass\n"
             f"signal.signal({int(sig)}, signal.SIG_DFL)\n{send}\nprint('ran on after the signal', flush=True)\n")
     assert check_same_ending_and_finalized(tmp_path, RECORD.format(setup="", stop=stop)) == -sig
+
+
+def test_uncaught_keyboard_interrupt_under_preload_still_dies_of_sigint(tmp_path):
+    # Under PRELOAD the core takes SIGINT before CPython starts; CPython then
+    # installs its handler over it. After an uncaught KeyboardInterrupt it
+    # sets SIGINT to SIG_DFL (the hooks put the core's handler there) and
+    # kills itself, exiting 130 should it survive. With a handler that
+    # returned at once, that exit raced the re-raise: 130 on about 1 run in 3.
+    from test_io_signals import preload_library
+
+    code = RECORD.format(setup="", stop="raise KeyboardInterrupt")
+    rc_u, out_u, _, _ = run(tmp_path, code, traced=False)
+    assert (rc_u, out_u) == (-signal.SIGINT, "ready\n")
+    for attempt in range(8):
+        traces = tmp_path / f"preload{attempt}"
+        traces.mkdir()
+        env = _clean_env()
+        env.update(DFTRACER_ENABLE="1", DFTRACER_INIT="PRELOAD", LD_PRELOAD=preload_library(),
+                   DFTRACER_FLUSH_INTERVAL_MS="60000", DFTRACER_LOG_FILE=str(traces / "t"))
+        p = subprocess.run([sys.executable, str(tmp_path / "stopped.py")], cwd=str(tmp_path), env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert (p.returncode, p.stdout) == (rc_u, out_u), (attempt, p.stderr)
+        files = trace_files(str(traces))
+        assert len(files) == 1, files
+        events = read_finalized(files[0])
+        assert sum(e["name"] == "before_stop" for e in events) == 100
