@@ -77,7 +77,8 @@ DFT_API int dft_init_from_env(void);
 
 /* Flushes everything recorded, writes the `end` event and closes the file.
  * Idempotent. Also run at normal exit and on SIGTERM/SIGINT (also SIGHUP,
- * SIGQUIT, SIGUSR1, SIGUSR2) when that signal would have killed the process. After it, recording calls are counted
+ * SIGQUIT, SIGUSR1, SIGUSR2, SIGABRT and the faults SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL) when that signal would have killed the process. After it, recording calls are counted
  * no-ops until the next dft_init. */
 DFT_API void dft_finalize(void);
 
@@ -382,7 +383,7 @@ typedef void (*dft_thread_hook)(void);
 DFT_API void dft_set_tracer_thread_hook(dft_thread_hook hook);
 
 /* For the I/O library's sigaction/signal hooks: whether `handler` is the
- * core's SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 handler (installed
+ * core's handler of SIGTERM, SIGINT and the other signals it takes (installed
  * where the disposition was the default, to finalize the trace before the
  * process dies of the signal; an SA_SIGINFO handler, passed here as a plain
  * pointer), which the hooks report to the program as SIG_DFL.

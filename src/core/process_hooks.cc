@@ -37,8 +37,14 @@ void at_exit() { Session::instance().finalize(); }
 // thread, and with a handler that returns the write fails with EPIPE/EFBIG
 // instead, which the program would report (`yes | head` would print an
 // error). Not SIGALRM: the handler's deadline is an alarm. Not
-// SIGPROF/SIGVTALRM: profilers' timers.
-constexpr int kTakenSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// SIGPROF/SIGVTALRM: profilers' timers. And the signals a program dies of
+// by itself: SIGABRT (abort(), a failed assert) and the faults (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL) -- the thread that raised them waits in the
+// handler for the finalize (on_signal), then dies of it where it was.
+constexpr int kTakenSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+                                 SIGABRT, SIGSEGV, SIGBUS,  SIGFPE,  SIGILL};
+
+bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
 
 // SIGTERM/SIGINT & co.: finalizing means taking locks, allocating, joining the
 // writer and writing the file, none of which is safe in a signal handler:
@@ -66,10 +72,14 @@ constexpr int kExitRequest = 1000;
 constexpr int kStopRequest = 1001;  // end the signal thread, nothing else (stop_tracing_threads)
 pthread_t g_signal_thread_id;
 sem_t g_done_sem;
-// Posted by the signal thread once it has re-raised the signal: a handler
-// run for a signal the process sent itself waits for it (on_signal).
-sem_t g_raised_sem;
-constexpr long kSelfSignalWaitMs = 2000;
+// A handler that waits for the finalize (on_signal): the signal thread
+// moves g_wait from kWaiting to kFinalized and posts g_finalized_sem, and
+// the handler's thread then dies of the signal itself; or the handler gives
+// up (kGaveUp) and the signal thread re-raises when it is done.
+enum : int { kNotWaiting = 0, kWaiting = 1, kFinalized = 2, kGaveUp = 3 };
+std::atomic<int> g_wait{kNotWaiting};
+sem_t g_finalized_sem;
+constexpr long kHandlerWaitMs = 2000;
 std::atomic<bool> g_signal_thread{false};  // this process has a signal thread (and its semaphores)
 std::atomic<dft_signal_hook> g_signal_hook{nullptr};  // dft_set_signal_hook
 
@@ -98,10 +108,14 @@ void* signal_thread_main(void*) {
   // which would otherwise set our handler again for SIG_DFL.
   __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
   signal(sig, SIG_DFL);
+  int waiting = kWaiting;
+  if (g_wait.compare_exchange_strong(waiting, kFinalized, std::memory_order_acq_rel)) {
+    sem_post(&g_finalized_sem);  // the handler's thread dies of it, where it was
+    return nullptr;
+  }
   // Every signal is blocked in this thread, so the kernel delivers it to
   // another thread, where the default action ends the process.
   kill(getpid(), sig);
-  sem_post(&g_raised_sem);
   return nullptr;
 }
 
@@ -109,7 +123,7 @@ void* signal_thread_main(void*) {
 // of it). Signals are blocked in it, so it never runs a handler itself.
 void start_signal_thread() {
   g_signal_thread.store(false, std::memory_order_relaxed);
-  if (sem_init(&g_signal_sem, 0, 0) != 0 || sem_init(&g_done_sem, 0, 0) != 0 || sem_init(&g_raised_sem, 0, 0) != 0)
+  if (sem_init(&g_signal_sem, 0, 0) != 0 || sem_init(&g_done_sem, 0, 0) != 0 || sem_init(&g_finalized_sem, 0, 0) != 0)
     return;
   sigset_t all, old;
   sigfillset(&all);
@@ -122,35 +136,46 @@ void start_signal_thread() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-// A signal the process sent itself (raise, kill(getpid(), ...),
+// A signal the process sent itself (raise, abort, kill(getpid(), ...),
 // pthread_kill; also CPython's exit after an uncaught KeyboardInterrupt,
 // which sets SIGINT to SIG_DFL and kills itself, exiting 130 should it
 // survive) is expected to end it inside that call: the code after it must
-// not run. So the handler then waits, at most kSelfSignalWaitMs, until the
-// signal thread has finalized and re-raised the signal; the re-raised signal
-// is pending when the handler returns and ends the process before the
-// interrupted code goes on. Where the interrupted thread holds a lock the
-// finalize needs (another thread sent the signal), the wait ends at the
-// deadline and the process dies a moment later, as for a signal from
-// outside, for which the handler returns at once.
+// not run. A fault (SIGSEGV & co. from the kernel) would re-run the
+// faulting instruction. So for both the handler waits, at most
+// kHandlerWaitMs, until the signal thread has finalized; then a sent signal
+// is raised again on this thread (SA_RESETHAND left the default action:
+// it is pending until the handler returns and ends the process before the
+// interrupted code goes on, on the thread that raised it, so a core dump
+// shows that thread), and a fault happens again. Where the interrupted
+// thread holds a lock the finalize needs (another thread sent the signal, a
+// fault inside malloc), the wait ends at the deadline: a sent signal
+// returns and is re-raised by the signal thread once the lock is free, as
+// one from outside, for which the handler returns at once; a fault dies at
+// once, unfinished.
 void on_signal(int sig, siginfo_t* info, void*) {
   int none = 0;
   if (!g_signal.compare_exchange_strong(none, sig, std::memory_order_acq_rel)) return;  // already handling one
   int saved = errno;
   struct sigaction alrm;
   if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL) alarm(kFinalizeDeadlineSeconds);
+  const bool fault = info != nullptr && info->si_code > 0 && is_fault(sig);
+  const bool own = info != nullptr && info->si_code <= 0 && info->si_pid == getpid();
+  if (fault || own) g_wait.store(kWaiting, std::memory_order_release);
   sem_post(&g_signal_sem);
-  if (info != nullptr && info->si_code <= 0 && info->si_pid == getpid()) {
+  if (fault || own) {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += kSelfSignalWaitMs / 1000;
-    deadline.tv_nsec += (kSelfSignalWaitMs % 1000) * 1000000;
+    deadline.tv_sec += kHandlerWaitMs / 1000;
+    deadline.tv_nsec += (kHandlerWaitMs % 1000) * 1000000;
     if (deadline.tv_nsec >= 1000000000) {
       deadline.tv_nsec -= 1000000000;
       ++deadline.tv_sec;
     }
-    while (sem_timedwait(&g_raised_sem, &deadline) != 0 && errno == EINTR) {
+    while (sem_timedwait(&g_finalized_sem, &deadline) != 0 && errno == EINTR) {
     }
+    int waiting = kWaiting;
+    const bool gave_up = g_wait.compare_exchange_strong(waiting, kGaveUp, std::memory_order_acq_rel);
+    if (!gave_up && !fault) raise(sig);
   }
   errno = saved;
 }
@@ -320,6 +345,7 @@ void Session::after_fork_in_child() {
   forget_tracer_threads();
   if (g_handlers_installed) {
     g_signal.store(0, std::memory_order_relaxed);
+    g_wait.store(kNotWaiting, std::memory_order_relaxed);
     start_signal_thread();
   }
   Clock::instance().unlock_after_fork();

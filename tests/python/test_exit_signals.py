@@ -9,6 +9,10 @@ signal it sent itself.
   warning signal); they used to lose every event still in its buffer.
 - A program that gives SIGINT the default action itself (command-line tools
   do, for a quick Ctrl-C) lost its buffered events the same way.
+- os.abort() (SIGABRT) and crashes (SIGSEGV, SIGFPE; also on another
+  thread, and with faulthandler on, which re-raises after its traceback)
+  lost every event still in its buffer: the thread that dies now waits in
+  the handler for the finalize, then dies of the signal where it was.
 - A program that resets a signal to SIG_DFL and sends it to itself expects
   to die in that call; with the tracer's handler put back for SIG_DFL, the
   code after the kill ran (it printed its next line).
@@ -132,3 +136,21 @@ def test_uncaught_keyboard_interrupt_under_preload_still_dies_of_sigint(tmp_path
         assert len(files) == 1, files
         events = read_finalized(files[0])
         assert sum(e["name"] == "before_stop" for e in events) == 100
+
+
+CRASHES = {
+    "abort": "os.abort()",
+    "segv": "import ctypes\nctypes.string_at(0)",
+    "segv_on_a_thread": "import ctypes, threading\nt = threading.Thread(target=ctypes.string_at, args=(0,))\n"
+                        "t.start()\nt.join()",
+    "fpe": "signal.raise_signal(signal.SIGFPE)",
+}
+
+
+@pytest.mark.parametrize("faulthandler", ["", "faulthandler"])
+@pytest.mark.parametrize("crash", sorted(CRASHES))
+def test_a_crash_finalizes_and_still_dies_of_its_signal(tmp_path, crash, faulthandler):
+    setup = "import faulthandler\nfaulthandler.enable()" if faulthandler else ""
+    stop = CRASHES[crash] + "\nprint('ran on after the crash', flush=True)\n"
+    rc = check_same_ending_and_finalized(tmp_path, RECORD.format(setup=setup, stop=stop))
+    assert rc == -{"abort": signal.SIGABRT, "fpe": signal.SIGFPE}.get(crash, signal.SIGSEGV)
