@@ -56,7 +56,8 @@ bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE
 // sem_wait with every signal masked, finalizes in normal thread context and
 // then re-raises the signal with its default action, so the process still
 // dies of it (status and all) a few milliseconds later. If finalize ever
-// hangs, an alarm set by the handler ends the process anyway.
+// hangs, an alarm set by the handler ends the process anyway, of the
+// signal (on_deadline).
 // The signals the core took (their disposition was the default) and the
 // action it set: the I/O library's hooks report it as SIG_DFL and put it
 // back when the program asks for SIG_DFL.
@@ -136,6 +137,31 @@ void start_signal_thread() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
+// The finalize's deadline (an alarm: a pool of a GiB to drain, a slow
+// parallel file system) ends the process of the signal it was finalizing
+// for, not of SIGALRM's default action: the status stays the signal's
+// (the file is then as after SIGKILL).
+void on_deadline(int) {
+  const int sig = g_signal.load(std::memory_order_acquire);
+  if (sig > 0 && sig < 32) {
+    // Given back first: under PRELOAD this sigaction is the I/O library's
+    // hook, which would set our handler again for SIG_DFL.
+    __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    raise(sig);
+  }
+  signal(SIGALRM, SIG_DFL);  // not one of ours (cannot happen): as the alarm would have
+  raise(SIGALRM);
+}
+
 // A signal the process sent itself (raise, abort, kill(getpid(), ...),
 // pthread_kill; also CPython's exit after an uncaught KeyboardInterrupt,
 // which sets SIGINT to SIG_DFL and kills itself, exiting 130 should it
@@ -157,7 +183,13 @@ void on_signal(int sig, siginfo_t* info, void*) {
   if (!g_signal.compare_exchange_strong(none, sig, std::memory_order_acq_rel)) return;  // already handling one
   int saved = errno;
   struct sigaction alrm;
-  if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL) alarm(kFinalizeDeadlineSeconds);
+  if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL && !(alrm.sa_flags & SA_SIGINFO)) {
+    struct sigaction deadline;
+    std::memset(&deadline, 0, sizeof deadline);
+    deadline.sa_handler = &on_deadline;
+    sigemptyset(&deadline.sa_mask);
+    if (sigaction(SIGALRM, &deadline, nullptr) == 0) alarm(kFinalizeDeadlineSeconds);
+  }
   const bool fault = info != nullptr && info->si_code > 0 && is_fault(sig);
   const bool own = info != nullptr && info->si_code <= 0 && info->si_pid == getpid();
   if (fault || own) g_wait.store(kWaiting, std::memory_order_release);
