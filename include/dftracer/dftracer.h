@@ -76,8 +76,9 @@ DFT_API int dft_env_enable(void);
 DFT_API int dft_init_from_env(void);
 
 /* Flushes everything recorded, writes the `end` event and closes the file.
- * Idempotent. Also run at normal exit and on SIGTERM/SIGINT when that signal
- * would have killed the process. After it, recording calls are counted
+ * Idempotent. Also run at normal exit and on SIGTERM/SIGINT (also SIGHUP,
+ * SIGQUIT, SIGUSR1, SIGUSR2, SIGABRT and the faults SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL) when that signal would have killed the process. After it, recording calls are counted
  * no-ops until the next dft_init. */
 DFT_API void dft_finalize(void);
 
@@ -382,13 +383,17 @@ typedef void (*dft_thread_hook)(void);
 DFT_API void dft_set_tracer_thread_hook(dft_thread_hook hook);
 
 /* For the I/O library's sigaction/signal hooks: whether `handler` is the
- * core's SIGTERM/SIGINT handler (installed where the disposition was the
- * default, to finalize the trace before the process dies of the signal),
- * which the hooks report to the program as SIG_DFL. Async-signal-safe. */
+ * core's handler of SIGTERM, SIGINT and the other signals it takes (installed
+ * where the disposition was the default, to finalize the trace before the
+ * process dies of the signal; an SA_SIGINFO handler, passed here as a plain
+ * pointer), which the hooks report to the program as SIG_DFL.
+ * Async-signal-safe. */
 DFT_API int dft_is_tracer_signal_handler(void (*handler)(int));
-/* Whether the core took `sig` (SIGTERM, SIGINT) at start; if so, fills
- * `action` (a struct sigaction *) with the action it set, which the hooks set
- * again where the program asks for SIG_DFL. Async-signal-safe. */
+/* Whether the core takes `sig` (one of those signals) where the program
+ * asks for SIG_DFL: taken at start, or one the program had a handler for
+ * then, while the core's signal thread runs; if so, fills `action` (a
+ * struct sigaction *) with the core's action, which the hooks set in place
+ * of SIG_DFL. Async-signal-safe. */
 struct sigaction;
 DFT_API int dft_tracer_signal_action(int sig, struct sigaction* action);
 
@@ -407,7 +412,7 @@ DFT_API void dft_resume_after_failed_exec(void);
  * applies a credential change to every thread (and aborts when one of the
  * tracer's own refuses), and a new user namespace needs a single-threaded
  * process. Finalizes the trace (a file with nothing recorded is removed),
- * gives SIGTERM/SIGINT their default action back and ends the tracer's
+ * gives the signals it took their default action back and ends the tracer's
  * threads: the process runs on as untraced. Never from a vfork child. */
 DFT_API void dft_stop_tracing_threads(void);
 

@@ -28,7 +28,25 @@ namespace {
 
 void at_exit() { Session::instance().finalize(); }
 
-// SIGTERM/SIGINT: finalizing means taking locks, allocating, joining the
+// The signals whose default action ends the process and that are sent to
+// it from outside (kill, a terminal, a launcher, a batch system): SIGTERM,
+// SIGINT, SIGHUP (the terminal or ssh session went away), SIGQUIT (Ctrl+backslash,
+// still dumps core), SIGUSR1/SIGUSR2 (sent by schedulers before a job's end
+// and by programs to each other: at the default action they kill). Not
+// SIGPIPE and SIGXFSZ: they are raised by the failing write on the writing
+// thread, and with a handler that returns the write fails with EPIPE/EFBIG
+// instead, which the program would report (`yes | head` would print an
+// error). Not SIGALRM: the handler's deadline is an alarm. Not
+// SIGPROF/SIGVTALRM: profilers' timers. And the signals a program dies of
+// by itself: SIGABRT (abort(), a failed assert) and the faults (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL) -- the thread that raised them waits in the
+// handler for the finalize (on_signal), then dies of it where it was.
+constexpr int kTakenSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+                                 SIGABRT, SIGSEGV, SIGBUS,  SIGFPE,  SIGILL};
+
+bool is_fault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
+
+// SIGTERM/SIGINT & co.: finalizing means taking locks, allocating, joining the
 // writer and writing the file, none of which is safe in a signal handler:
 // a thread interrupted inside pthread_create/join or malloc holds a glibc
 // lock that finalize would then wait for, forever (8 of 60 runs of a
@@ -38,7 +56,8 @@ void at_exit() { Session::instance().finalize(); }
 // sem_wait with every signal masked, finalizes in normal thread context and
 // then re-raises the signal with its default action, so the process still
 // dies of it (status and all) a few milliseconds later. If finalize ever
-// hangs, an alarm set by the handler ends the process anyway.
+// hangs, an alarm set by the handler ends the process anyway, of the
+// signal (on_deadline).
 // The signals the core took (their disposition was the default) and the
 // action it set: the I/O library's hooks report it as SIG_DFL and put it
 // back when the program asks for SIG_DFL.
@@ -54,6 +73,14 @@ constexpr int kExitRequest = 1000;
 constexpr int kStopRequest = 1001;  // end the signal thread, nothing else (stop_tracing_threads)
 pthread_t g_signal_thread_id;
 sem_t g_done_sem;
+// A handler that waits for the finalize (on_signal): the signal thread
+// moves g_wait from kWaiting to kFinalized and posts g_finalized_sem, and
+// the handler's thread then dies of the signal itself; or the handler gives
+// up (kGaveUp) and the signal thread re-raises when it is done.
+enum : int { kNotWaiting = 0, kWaiting = 1, kFinalized = 2, kGaveUp = 3 };
+std::atomic<int> g_wait{kNotWaiting};
+sem_t g_finalized_sem;
+constexpr long kHandlerWaitMs = 2000;
 std::atomic<bool> g_signal_thread{false};  // this process has a signal thread (and its semaphores)
 std::atomic<dft_signal_hook> g_signal_hook{nullptr};  // dft_set_signal_hook
 
@@ -82,6 +109,11 @@ void* signal_thread_main(void*) {
   // which would otherwise set our handler again for SIG_DFL.
   __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
   signal(sig, SIG_DFL);
+  int waiting = kWaiting;
+  if (g_wait.compare_exchange_strong(waiting, kFinalized, std::memory_order_acq_rel)) {
+    sem_post(&g_finalized_sem);  // the handler's thread dies of it, where it was
+    return nullptr;
+  }
   // Every signal is blocked in this thread, so the kernel delivers it to
   // another thread, where the default action ends the process.
   kill(getpid(), sig);
@@ -92,7 +124,8 @@ void* signal_thread_main(void*) {
 // of it). Signals are blocked in it, so it never runs a handler itself.
 void start_signal_thread() {
   g_signal_thread.store(false, std::memory_order_relaxed);
-  if (sem_init(&g_signal_sem, 0, 0) != 0 || sem_init(&g_done_sem, 0, 0) != 0) return;
+  if (sem_init(&g_signal_sem, 0, 0) != 0 || sem_init(&g_done_sem, 0, 0) != 0 || sem_init(&g_finalized_sem, 0, 0) != 0)
+    return;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -104,15 +137,82 @@ void start_signal_thread() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-void on_signal(int sig) {
+// The finalize's deadline (an alarm: a pool of a GiB to drain, a slow
+// parallel file system) ends the process of the signal it was finalizing
+// for, not of SIGALRM's default action: the status stays the signal's
+// (the file is then as after SIGKILL).
+void on_deadline(int) {
+  const int sig = g_signal.load(std::memory_order_acquire);
+  if (sig > 0 && sig < 32) {
+    // Given back first: under PRELOAD this sigaction is the I/O library's
+    // hook, which would set our handler again for SIG_DFL.
+    __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    raise(sig);
+  }
+  signal(SIGALRM, SIG_DFL);  // not one of ours (cannot happen): as the alarm would have
+  raise(SIGALRM);
+}
+
+// A signal the process sent itself (raise, abort, kill(getpid(), ...),
+// pthread_kill; also CPython's exit after an uncaught KeyboardInterrupt,
+// which sets SIGINT to SIG_DFL and kills itself, exiting 130 should it
+// survive) is expected to end it inside that call: the code after it must
+// not run. A fault (SIGSEGV & co. from the kernel) would re-run the
+// faulting instruction. So for both the handler waits, at most
+// kHandlerWaitMs, until the signal thread has finalized; then a sent signal
+// is raised again on this thread (SA_RESETHAND left the default action:
+// it is pending until the handler returns and ends the process before the
+// interrupted code goes on, on the thread that raised it, so a core dump
+// shows that thread), and a fault happens again. Where the interrupted
+// thread holds a lock the finalize needs (another thread sent the signal, a
+// fault inside malloc), the wait ends at the deadline: a sent signal
+// returns and is re-raised by the signal thread once the lock is free, as
+// one from outside, for which the handler returns at once; a fault dies at
+// once, unfinished.
+void on_signal(int sig, siginfo_t* info, void*) {
   int none = 0;
   if (!g_signal.compare_exchange_strong(none, sig, std::memory_order_acq_rel)) return;  // already handling one
   int saved = errno;
   struct sigaction alrm;
-  if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL) alarm(kFinalizeDeadlineSeconds);
+  if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL && !(alrm.sa_flags & SA_SIGINFO)) {
+    struct sigaction deadline;
+    std::memset(&deadline, 0, sizeof deadline);
+    deadline.sa_handler = &on_deadline;
+    sigemptyset(&deadline.sa_mask);
+    if (sigaction(SIGALRM, &deadline, nullptr) == 0) alarm(kFinalizeDeadlineSeconds);
+  }
+  const bool fault = info != nullptr && info->si_code > 0 && is_fault(sig);
+  const bool own = info != nullptr && info->si_code <= 0 && info->si_pid == getpid();
+  if (fault || own) g_wait.store(kWaiting, std::memory_order_release);
   sem_post(&g_signal_sem);
+  if (fault || own) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += kHandlerWaitMs / 1000;
+    deadline.tv_nsec += (kHandlerWaitMs % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+      deadline.tv_nsec -= 1000000000;
+      ++deadline.tv_sec;
+    }
+    while (sem_timedwait(&g_finalized_sem, &deadline) != 0 && errno == EINTR) {
+    }
+    int waiting = kWaiting;
+    const bool gave_up = g_wait.compare_exchange_strong(waiting, kGaveUp, std::memory_order_acq_rel);
+    if (!gave_up && !fault) raise(sig);
+  }
   errno = saved;
 }
+
+bool is_on_signal(const struct sigaction& sa) { return (sa.sa_flags & SA_SIGINFO) && sa.sa_sigaction == &on_signal; }
 
 bool g_handlers_installed = false;
 
@@ -132,7 +232,7 @@ void map_tree_flags() {
 // process tree (every time where the shared word could not be mapped).
 bool first_child_to_say() { return g_tree_said == nullptr || g_tree_said->exchange(1, std::memory_order_relaxed) == 0; }
 
-// SIGTERM/SIGINT stay blocked in the forking thread from prepare until the
+// The taken signals stay blocked in the forking thread from prepare until the
 // after-fork handlers are done. A signal sent to the child in that window
 // (Pool.terminate() signals a worker it has just forked) would otherwise run
 // on_signal there, post the parent's copy of the semaphore and be forgotten
@@ -147,8 +247,7 @@ thread_local sigset_t t_mask_before_fork;
 void block_terminating_signals() {
   sigset_t term;
   sigemptyset(&term);
-  sigaddset(&term, SIGTERM);
-  sigaddset(&term, SIGINT);
+  for (int sig : kTakenSignals) sigaddset(&term, sig);
   pthread_sigmask(SIG_BLOCK, &term, &t_mask_before_fork);
 }
 
@@ -200,10 +299,10 @@ void finalize_before_exit() {
 // runs as untraced.
 void stop_tracing_threads() {
   Session::instance().finalize_before_image_ends(Session::DeviceSource::kStop);
-  for (int sig : {SIGTERM, SIGINT}) {
+  for (int sig : kTakenSignals) {
     if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
     struct sigaction now;
-    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler == &on_signal) signal(sig, SIG_DFL);
+    if (sigaction(sig, nullptr, &now) == 0 && is_on_signal(now)) signal(sig, SIG_DFL);
   }
   g_handlers_installed = false;  // a later fork starts none either
   if (!g_signal_thread.exchange(false, std::memory_order_acq_rel)) {
@@ -222,24 +321,22 @@ void install_process_hooks() {
   static std::once_flag once;
   std::call_once(once, [] {
     map_tree_flags();
+    std::memset(&g_action, 0, sizeof g_action);
+    g_action.sa_sigaction = &on_signal;
+    sigemptyset(&g_action.sa_mask);
+    // A second signal while finalizing kills at once, as the user asked.
+    g_action.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_RESTART;
     std::atexit(&at_exit);
     pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
     // Only where the signal would kill the process anyway: an application's
     // own handler (Python's SIGINT -> KeyboardInterrupt, say) is left alone.
-    for (int sig : {SIGTERM, SIGINT}) {
+    for (int sig : kTakenSignals) {
       struct sigaction old;
       if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
         if (!g_handlers_installed) start_signal_thread();
         g_handlers_installed = true;
-        struct sigaction sa;
-        std::memset(&sa, 0, sizeof sa);
-        sa.sa_handler = &on_signal;
-        sigemptyset(&sa.sa_mask);
-        // A second SIGTERM while finalizing kills at once, as the user asked.
-        sa.sa_flags = SA_RESETHAND | SA_RESTART;
-        g_action = sa;
         __atomic_or_fetch(&g_taken, 1u << sig, __ATOMIC_RELEASE);
-        sigaction(sig, &sa, nullptr);
+        sigaction(sig, &g_action, nullptr);
       }
     }
   });
@@ -280,6 +377,7 @@ void Session::after_fork_in_child() {
   forget_tracer_threads();
   if (g_handlers_installed) {
     g_signal.store(0, std::memory_order_relaxed);
+    g_wait.store(kNotWaiting, std::memory_order_relaxed);
     start_signal_thread();
   }
   Clock::instance().unlock_after_fork();
@@ -317,10 +415,28 @@ extern "C" void dft_stop_tracing_threads(void) { dftracer::stop_tracing_threads(
 extern "C" void dft_suspend_for_exec(void) { dftracer::Session::instance().suspend_for_exec(); }
 extern "C" void dft_resume_after_failed_exec(void) { dftracer::Session::instance().resume_after_failed_exec(); }
 
-extern "C" int dft_is_tracer_signal_handler(void (*handler)(int)) { return handler == &dftracer::on_signal; }
+// The handler is an SA_SIGINFO one; signal() returns it as a plain pointer.
+extern "C" int dft_is_tracer_signal_handler(void (*handler)(int)) {
+  return reinterpret_cast<void*>(handler) == reinterpret_cast<void*>(&dftracer::on_signal);
+}
 
+// Also for a signal of the set the core did not take at start because the
+// program had a handler then (Python's SIGINT) and now gives it the default
+// action (`signal.signal(SIGINT, SIG_DFL)`, common in command-line tools):
+// it is taken from here on, where this process has a signal thread and is
+// not already ending of a signal (the signal thread's own signal(sig,
+// SIG_DFL) before it re-raises must get the default action).
 extern "C" int dft_tracer_signal_action(int sig, struct sigaction* action) {
-  if (sig <= 0 || sig >= 32 || !(__atomic_load_n(&dftracer::g_taken, __ATOMIC_ACQUIRE) & (1u << sig))) return 0;
-  *action = dftracer::g_action;
+  using namespace dftracer;
+  if (sig <= 0 || sig >= 32) return 0;
+  const unsigned bit = 1u << sig;
+  if (!(__atomic_load_n(&g_taken, __ATOMIC_ACQUIRE) & bit)) {
+    bool in_set = false;
+    for (int s : kTakenSignals) in_set |= s == sig;
+    if (!in_set || !g_signal_thread.load(std::memory_order_acquire) || g_signal.load(std::memory_order_acquire) != 0)
+      return 0;
+    __atomic_or_fetch(&g_taken, bit, __ATOMIC_ACQ_REL);
+  }
+  *action = g_action;
   return 1;
 }

@@ -1,7 +1,9 @@
 // Process hooks: what the process does to the tracing session from outside
 // the program's own calls. Installed once, at the first session start:
 //   atexit          finalize, so a normal exit leaves a complete file;
-//   SIGTERM/SIGINT  finalize, then die of the signal as before (only where
+//   SIGTERM/SIGINT  finalize, then die of the signal as before (also
+//                   SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGABRT and the
+//                   faults SIGSEGV, SIGBUS, SIGFPE, SIGILL; only where
 //                   the signal would kill the process anyway: an
 //                   application's own handler is left alone); the handler
 //                   only wakes a signal thread, which finalizes outside

@@ -50,6 +50,11 @@ namespace {
 std::mutex g_patch_mu;  // install and dlopen, never a hook
 dftracer::io::GotPatcher* g_patcher = nullptr;
 int g_mode = DFT_IO_OFF;
+// DFTRACER_DISABLE_IO=1: no I/O hook, but the hooks that finish the trace
+// where the image ends or the process changes (_exit, exec, signal
+// dispositions, credentials, vfork) are in: a program that ends in
+// os._exit lost its last flush interval and its `end` without them.
+bool g_process_hooks_only = false;
 void* (*g_real_dlopen)(const char*, int) = nullptr;
 
 // Never patched: ours (core, this library, the preload shim), the C library
@@ -75,24 +80,27 @@ void* hook_dlopen(const char* file, int flags) {
 
 extern "C" int dft_io_install(void) {
   std::lock_guard<std::mutex> lock(g_patch_mu);
-  if (g_mode != DFT_IO_OFF) return g_mode;
+  if (g_mode != DFT_IO_OFF || g_process_hooks_only) return g_mode;
   // Under LD_PRELOAD the preload library already sees every call.
   if (dlsym(RTLD_DEFAULT, "dft_io_preload_loaded") != nullptr) return g_mode = DFT_IO_PRELOAD;
-  if (!dft_enabled() || !dftio_start()) return DFT_IO_OFF;
+  if (!dft_enabled()) return DFT_IO_OFF;
+  const bool io = dftio_start() != 0;  // 0: DFTRACER_DISABLE_IO
   g_real_dlopen = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_DEFAULT, "dlopen"));
   g_patcher = new dftracer::io::GotPatcher();
+  if (io) {
 #define DFTIO_ADD_HOOK(fn) \
   if (dftio_real.fn != nullptr) g_patcher->add(#fn, reinterpret_cast<void*>(&dftio_hook_##fn));
-  DFTIO_ALL_CALLS(DFTIO_ADD_HOOK)
+    DFTIO_ALL_CALLS(DFTIO_ADD_HOOK)
 #undef DFTIO_ADD_HOOK
+    g_patcher->add("pthread_cancel", reinterpret_cast<void*>(&dftio_hook_pthread_cancel));
+    dftio_resolve_close_range_calls();
+    g_patcher->add("close_range", reinterpret_cast<void*>(&dftio_hook_close_range));
+    g_patcher->add("closefrom", reinterpret_cast<void*>(&dftio_hook_closefrom));
+  }
   if (g_real_dlopen != nullptr) g_patcher->add("dlopen", reinterpret_cast<void*>(&hook_dlopen));
-  g_patcher->add("pthread_cancel", reinterpret_cast<void*>(&dftio_hook_pthread_cancel));
   dftio_resolve_signal_calls();
   g_patcher->add("sigaction", reinterpret_cast<void*>(&dftio_hook_sigaction));
   g_patcher->add("signal", reinterpret_cast<void*>(&dftio_hook_signal));
-  dftio_resolve_close_range_calls();
-  g_patcher->add("close_range", reinterpret_cast<void*>(&dftio_hook_close_range));
-  g_patcher->add("closefrom", reinterpret_cast<void*>(&dftio_hook_closefrom));
   dftio_resolve_exit_calls();
   g_patcher->add("_exit", reinterpret_cast<void*>(&dftio_hook__exit));
   g_patcher->add("_Exit", reinterpret_cast<void*>(&dftio_hook__Exit));
@@ -113,6 +121,10 @@ extern "C" int dft_io_install(void) {
   if (dftio_real_vfork != nullptr) g_patcher->add("vfork", reinterpret_cast<void*>(&dftio_hook_vfork));
 #endif
   patch_everything();
+  if (!io) {
+    g_process_hooks_only = true;
+    return DFT_IO_OFF;
+  }
   return g_mode = DFT_IO_FUNCTION;
 }
 

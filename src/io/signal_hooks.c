@@ -43,7 +43,7 @@ int DFTIO_HOOK(sigaction)(int sig, const struct sigaction* act, struct sigaction
   if (act != NULL && act->sa_handler == SIG_DFL && !(act->sa_flags & SA_SIGINFO) && dft_tracer_signal_action(sig, &ours))
     act = &ours;
   int r = fn(sig, act, old);
-  if (r == 0 && old != NULL && !(old->sa_flags & SA_SIGINFO) && dft_is_tracer_signal_handler(old->sa_handler)) {
+  if (r == 0 && old != NULL && (old->sa_flags & SA_SIGINFO) && dft_is_tracer_signal_handler((sighandler_t)old->sa_sigaction)) {
     old->sa_handler = SIG_DFL;
     old->sa_flags = 0;
     sigemptyset(&old->sa_mask);

@@ -4,8 +4,9 @@ threads still running. Each must leave a finalized file: `[`, one object a line,
 `end` event last, and nothing recorded before the stop lost.
 
 After an uncaught KeyboardInterrupt CPython finalizes the interpreter and
-then kills itself with SIGINT, so C atexit handlers never run; only the
-package's Python exit hook can finalize. The flush interval is set to a
+then kills itself with SIGINT, so C atexit handlers never run; the
+extension finalizes at the end of Py_FinalizeEx (Py_AtExit), after every
+Python atexit handler, also those registered before dftracer was imported. The flush interval is set to a
 minute so that, without it, every event would still sit in its buffer.
 """
 import os
@@ -13,6 +14,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from trace_reader import read_finalized, read_trace, trace_files
 
@@ -145,3 +148,31 @@ raise KeyboardInterrupt
     assert rc == -signal.SIGINT, err
     events = check_finalized(path, err)
     assert sum(e["name"] == "at_exit" for e in events) == 1
+
+
+EARLY_ATEXIT = """
+import atexit, os, sys
+def bye():
+    from dftracer.python import dft_fn
+    for _ in range(5):
+        with dft_fn("app", "early_at_exit"):
+            pass
+atexit.register(bye)  # before dftracer is imported: runs after the package's own handler
+from dftracer.python import dft_fn
+for i in range(100):
+    with dft_fn("app", "before_stop"):
+        pass
+print("ready", flush=True)
+{stop}
+"""
+
+
+@pytest.mark.parametrize("stop", ["sys.exit(0)", "raise KeyboardInterrupt"])
+def test_atexit_handlers_registered_before_the_import_still_record(tmp_path, trace_dir, stop):
+    # Python's atexit runs them after the package's own handler, which used
+    # to finalize: their events were lost (not even counted as dropped).
+    # The extension finalizes at the end of Py_FinalizeEx now (Py_AtExit).
+    rc, err, path = run_until_stopped(tmp_path, trace_dir, EARLY_ATEXIT.format(stop=stop), send_sigint=False)
+    assert rc == (0 if stop.startswith("sys") else -signal.SIGINT), err
+    events = check_finalized(path, err)
+    assert sum(e["name"] == "early_at_exit" for e in events) == 5

@@ -124,6 +124,12 @@ PyObject* TF_vectorcall(PyObject* op, PyObject* const* args, size_t nargsf, PyOb
     if (i >= 0) {
       // Claimed: not written yet by flush() or by the signal-time cut.
       OpenEvent e = open_take(open, i);  // claimed with it
+      // A frozen stack (the cut reads it from the signal thread) keeps the
+      // entry, which names the owner: counted in its `pushed` from here on,
+      // as a region's entry is from its push, so the owner is kept
+      // allocated when freed (region_freed.cc) and no entry ever names
+      // freed memory (a child forked from here drops it, count and all).
+      if (e.owner == nullptr) region_open_count_add(tf->owner, 1);
       pending = e.pending;
       flushed = e.live == 0 || e.flushed;
     }

@@ -15,8 +15,14 @@ that its file is complete.
   program stopped by Ctrl-C never reaches it: after an uncaught
   KeyboardInterrupt, CPython finalizes the interpreter and then kills
   itself with SIGINT (default action) so the shell sees the signal, and
-  C atexit handlers do not run. Python's own atexit handlers do (inside
-  Py_FinalizeEx), so the package finalizes there too (install_exit_hook).
+  C atexit handlers do not run. So the extension finalizes at the end of
+  Py_FinalizeEx (Py_AtExit): after every Python atexit handler -- also
+  those registered before dftracer was imported, which run after the
+  package's own and whose events were lost when the package finalized in
+  its atexit handler -- and after the interpreter's teardown (objects'
+  __del__, the last flush of sys.stdout). The package's atexit handler
+  runs the diagnostics (Python code) and finalizes only where Py_AtExit
+  could not be registered (install_exit_hook).
 """
 import atexit
 import os
@@ -55,7 +61,8 @@ def _finalize_at_exit():
             from . import diagnostics
 
             diagnostics.run_before_finalize()
-        _core.finalize()  # a no-op when tracing is off or already finalized
+        if not getattr(_core, "finalizes_after_the_interpreter", False):
+            _core.finalize()  # a no-op when tracing is off or already finalized
     except Exception:  # never turn an exit into a traceback
         pass
 
