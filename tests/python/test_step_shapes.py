@@ -44,6 +44,16 @@ def median(v):
     return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) // 2
 
 
+def median_s(v):
+    """median_of's rule on seconds: the mean of the middle two (the integer
+    median's floor division would make a sub-second median 0)."""
+    v = sorted(v)
+    if not v:
+        return 0.0
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
 def loop_bounds(its, source):
     """(lo, hi) seconds for each iteration's step, from the loop's brackets.
     A step runs to the next one's start; a region's step ends with its region
@@ -52,7 +62,7 @@ def loop_bounds(its, source):
     limit allows both). The last one is None for marks (estimated)."""
     durs = [(t1a + t1) / 2 - (t0 + t0b) / 2 for t0, t0b, t1a, t1, _ in its]
     gaps = [max(0.0, (n[0] + n[1]) / 2 - (c[2] + c[3]) / 2) for c, n in zip(its, its[1:])]
-    long_gap = max(4 * median(gaps) if gaps else 0, (median(gaps) if gaps else 0) + median(durs)) if gaps else 0
+    long_gap = max(4 * median_s(gaps), median_s(gaps) + median_s(durs)) if gaps else 0
     out = []
     for i, (t0, t0b, t1a, t1, epoch) in enumerate(its):
         nxt = its[i + 1] if i + 1 < len(its) else None
