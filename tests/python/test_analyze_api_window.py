@@ -104,3 +104,32 @@ def test_merge_epoch_ts_and_window_are_the_clis(tmp_path):
         assert r["events_written"] == len(json.loads(cli_bytes)["traceEvents"])
         outputs.add(cli_bytes)
     assert len(outputs) == 3
+
+
+def test_a_window_reads_the_events_own_ts_whatever_the_key_order(tmp_path):
+    # A writer that sorts keys puts args before ts: an args.ts is not the
+    # event's time, in the CLI's window and in the API's.
+    trace = tmp_path / "sorted.pfw"
+    trace.write_text("[\n"
+                     '{"args":{"ts":5000},"cat":"op","dur":10,"name":"a","ph":"X","pid":1,"tid":1,"ts":1000}\n'
+                     '{"args":{"ts":10},"cat":"op","dur":10,"name":"b","ph":"X","pid":1,"tid":1,"ts":6000}\n')
+    out = subprocess.run([analyzer(), "summary", str(trace), "--from", "0", "--to", "2000", "--format", "json"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    assert [r["name"] for r in json.loads(out)["rows"]] == ["a"]
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    df = da.summary(str(trace), from_ts=4000, to_ts=7000)
+    assert list(df.index if "name" not in df.columns else df["name"]) == ["b"]
+
+
+def test_merge_epoch_ts_takes_a_yes_or_no_only(tmp_path):
+    da = pytest.importorskip("dftracer.analyze")
+    if da._ext is None:
+        pytest.skip("dftracer was built without the analyzer")
+    trace = tmp_path / "t.pfw"
+    trace.write_text('[\n{"name":"a","ph":"X","pid":1,"tid":1,"ts":1000,"dur":1}\n')
+    with pytest.raises(TypeError, match="epoch_ts must be True or False"):
+        da.merge(str(trace), str(tmp_path / "m.json"), epoch_ts="no")
+    da.merge(str(trace), str(tmp_path / "m.json"), epoch_ts=True)
+    assert json.loads((tmp_path / "m.json").read_text())["traceEvents"]

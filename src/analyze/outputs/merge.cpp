@@ -280,6 +280,10 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
     const int64_t per_us = declares_ns_times(text) ? 1000 : 1;  // a DFTracer file of nanoseconds
     for (size_t p = member_value_at(text, "\"ts\""); p != std::string_view::npos;
          p = member_value_at(text, "\"ts\"", p)) {
+      // only a line's own ts: a nested args.ts is no event's time
+      const size_t ls = text.rfind('\n', p) == std::string_view::npos ? 0 : text.rfind('\n', p) + 1;
+      const std::string_view line = text.substr(ls, text.find('\n', p) - ls);
+      if (top_member_value_at(line, "\"ts\"") != p - ls) continue;
       size_t i = p;
       if (i < text.size() && text[i] == '"') ++i;  // DFTracer v1 quotes numbers
       size_t j = i;
@@ -293,6 +297,7 @@ int64_t earliest_leading_ts_us(const std::vector<std::string>& files) {
       if (k < text.size() && (text[k] == 'e' || text[k] == 'E')) {
         double d = 0;
         auto r = std::from_chars(text.data() + i, text.data() + text.size(), d);
+        if (r.ptr == text.data() + text.size() && text.size() == buf.size()) break;  // its exponent cut
         if (r.ec != std::errc() || !(d > 0 && d < 9e18)) continue;
         v = static_cast<int64_t>(d);
       }

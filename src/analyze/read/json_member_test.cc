@@ -63,6 +63,32 @@ TEST(JsonMember, LineTsReadWhateverTheSpacing) {
   }
 }
 
+// A writer that sorts keys puts args before ts: args.ts, a key text inside a
+// string and a nested object's ts are not the event's time.
+TEST(JsonMember, LineTsIsTheTopLevelMemberWhateverTheKeyOrder) {
+  for (std::string line : {R"({"args":{"ts":5000},"cat":"op","dur":10,"name":"a","ph":"X","ts":1000})",
+                           R"({"args": {"ts": 5000}, "name": "a", "ts": 1000})",
+                           R"({"args":{"k\"ts":5000},"name":"a","ts":1000})",
+                           R"({"name":"x\"ts\":5000","ts":1000})",
+                           R"({"args":{"shapes":[[1,2]],"o":{"ts":5000}},"ts":1000})",
+                           R"({"name":"{[","ts":1000,"args":{"ts":5000}})"}) {
+    int64_t ns = 0;
+    ASSERT_TRUE(line_ts(line, ns)) << line;
+    EXPECT_EQ(ns, 1000000) << line;
+  }
+  int64_t ns = 0;
+  EXPECT_FALSE(line_ts(R"({"args":{"ts":5000},"name":"a"})", ns));
+  EXPECT_EQ(top_member_value_at(R"({"a":"ts","b":1})", "\"ts\""), std::string::npos);
+}
+
+// The merge base is the earliest event ts, never an args.ts before it.
+TEST(JsonMember, MergeBaseSkipsNestedTs) {
+  TempDir d;
+  write_file(d.file("a.pfw"), "[\n{\"args\":{\"ts\":5},\"name\":\"a\",\"ph\":\"X\",\"ts\":1795280406425600,\"dur\":1}\n"
+                              "{\"name\":\"b\",\"ph\":\"X\",\"ts\":1795280406425700,\"dur\":1,\"args\":{\"ts\":7}}\n");
+  EXPECT_EQ(earliest_leading_ts_us({d.file("a.pfw")}), 1795280406425600);
+}
+
 TEST(JsonMember, MergeOutputKnownAndItsBaseReadWhateverTheSpacing) {
   for (std::string head : {R"({"displayTimeUnit":"ms","otherData":{"dftracer_merge":1,"ts_base_us":1795276806000000},"traceEvents":[)",
                            R"({"displayTimeUnit": "ms", "otherData": {"dftracer_merge": 1, "ts_base_us": 1795276806000000}, "traceEvents": [)",
@@ -93,6 +119,22 @@ TEST(JsonMember, MergeBaseIgnoresATimestampCutByTheReadLimit) {
   text.append(at - text.size(), ' ');
   text += cut + ",\"dur\":1}\n";
   ASSERT_EQ(text.substr((size_t{1} << 20) - 4, 4), "1795");
+  write_file(d.file("a.pfw"), text);
+  EXPECT_EQ(earliest_leading_ts_us({d.file("a.pfw")}), 1795280406425524);
+}
+
+// The same for a ts in exponent form whose exponent the MiB's end cuts
+// ("ts":1.79528040642552e1 of ...e15).
+TEST(JsonMember, MergeBaseIgnoresAnExponentCutByTheReadLimit) {
+  TempDir d;
+  const std::string line = R"({"name":"a","ph":"X","ts":1795280406425524,"dur":1})";
+  std::string text = "[\n";
+  while (text.size() + line.size() + 1 < (size_t{1} << 20)) text += line + "\n";
+  const std::string cut = R"({"name":"a","ph":"X","ts":1.79528040642552e1)";
+  const size_t at = (size_t{1} << 20) - cut.size();
+  text.append(at - text.size(), ' ');
+  text += cut + "5,\"dur\":1}\n";
+  ASSERT_EQ(text.substr((size_t{1} << 20) - 2, 3), "e15");
   write_file(d.file("a.pfw"), text);
   EXPECT_EQ(earliest_leading_ts_us({d.file("a.pfw")}), 1795280406425524);
 }

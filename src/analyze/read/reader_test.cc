@@ -238,10 +238,12 @@ TEST(Reader, MissingPathsAreErrors) {
 TEST(Reader, DecoderAcceptsQuotedNumbersAndRejectsWrongTypes) {
   EventDecoder dec;
   Event ev;
+  std::string line;  // outlives each call: ev's text views point into it
   auto run = [&](std::string s) {
     size_t n = s.size();
     s.resize(n + kLinePadding);
-    return dec.decode(std::string_view(s.data(), n), s.size(), ev);
+    line = std::move(s);
+    return dec.decode(std::string_view(line.data(), n), line.size(), ev);
   };
   ASSERT_EQ(run(R"({"id":"0","name":"open","cat":"POSIX","pid":"12","tid":"13","ts":"100","dur":"7","ph":"X"})"),
             DecodeStatus::Ok);

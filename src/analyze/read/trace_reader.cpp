@@ -414,10 +414,10 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, st
 // ---------------------------------------------------------------------------
 // Lines
 
-// The line's top-level "ts" as exact ns (our lines and DFTracer's write it
-// before args, so the first "ts" key is the event's). False when it has none.
+// The line's top-level "ts" as exact ns, whatever the key order (a nested
+// args.ts is not the event's). False when it has none.
 bool line_ts(std::string_view s, int64_t& ns) {
-  size_t b = member_value_at(s, "\"ts\"");
+  size_t b = top_member_value_at(s, "\"ts\"");
   if (b == std::string_view::npos) return false;
   if (b < s.size() && s[b] == '"') ++b;  // DFTracer v1 quotes numbers
   size_t e = b;

@@ -509,6 +509,14 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None, fro
     return out
 
 
+def _flag(value, name):
+    """A yes/no option: a bool (or 0/1), never any truthy value."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)) or \
+            getattr(getattr(value, "dtype", None), "kind", None) == "b":  # numpy's bool
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, not {value!r}")
+
+
 def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None, epoch_ts=False, from_ts=None,
           to_ts=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
@@ -518,7 +526,7 @@ def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=No
     epoch_ts: keep epoch timestamps (`merge --epoch-ts`; default: microseconds from
     otherData.ts_base_us). from_ts, to_ts: a time window, as for summary() and `merge --from/--to`."""
     r = _module().merge(_path_list(paths), _fs_path(output), _threads(threads),
-                        **_limits(max_line_mib, max_document_mib), epoch_ts=bool(epoch_ts),
+                        **_limits(max_line_mib, max_document_mib), epoch_ts=_flag(epoch_ts, "epoch_ts"),
                         from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
     _warn_skipped(r["stats"])
     return r
