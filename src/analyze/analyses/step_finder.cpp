@@ -1,6 +1,7 @@
 #include "step_finder.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "device_track.hpp"
@@ -76,6 +77,13 @@ void add_top(StepFinder::TopLevel& top, int64_t ts, int64_t end, std::string_vie
 // Torch's RecordFunction around an optimizer's step ("Optimizer.step#AdamW.step").
 bool is_optimizer_step(const Event& e) { return starts_with(e.name, "Optimizer.step"); }
 
+// args.opt (the capture's number of the optimizer), -1 when absent or not a number.
+int64_t optimizer_number(std::string_view v) {
+  int64_t n = -1;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  return ec == std::errc() && end == v.data() + v.size() && n >= 0 ? n : -1;
+}
+
 // A work event that never begins a training step: an inference call (an
 // evaluation between steps).
 constexpr size_t kInferenceWork = kNumStepCategories;
@@ -89,7 +97,7 @@ void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t
     if (t.optimizer.size() >= kMaxRegionOccurrences) {
       ++capped;
     } else {
-      t.optimizer.push_back({e.ts_ns, end});
+      t.optimizer.push_back({e.ts_ns, end, optimizer_number(e.extra_args[0])});
       if (e.ts_ns < t.optimizer_first) {
         t.optimizer_first = e.ts_ns;
         t.optimizer_name.assign(e.name);
@@ -129,15 +137,15 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
 }
 
 using Span = StepFinder::Span;
+using OptStep = StepFinder::OptStep;
 
-// A region's occurrences by start, the ones inside an earlier one of the same
-// name (recursion) dropped.
-std::vector<Span> outermost(std::vector<Span> occ) {
-  std::sort(occ.begin(), occ.end(), [](const Span& a, const Span& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.end > b.end;
-  });
-  std::vector<Span> out;
-  for (const Span& s : occ)
+// A region's (or the optimizer's) occurrences by start, the ones inside an
+// earlier one of the same name (recursion) dropped.
+template <typename S>
+std::vector<S> outermost(std::vector<S> occ) {
+  std::sort(occ.begin(), occ.end(), [](const S& a, const S& b) { return a.ts != b.ts ? a.ts < b.ts : a.end > b.end; });
+  std::vector<S> out;
+  for (const S& s : occ)
     if (out.empty() || s.ts >= out.back().end) out.push_back(s);
   return out;
 }
@@ -261,26 +269,96 @@ std::vector<StepInterval> region_steps(const Candidate& step, const std::vector<
   return out;
 }
 
-// How many of the (outermost, sorted) optimizer steps lie inside s, up to 2.
-size_t optimizer_steps_in(const std::vector<Span>& opt, const Span& s) {
+// The optimizer steps (outermost, sorted) inside s: how many, counted up to
+// cap, and their time.
+struct OptimizerIn {
   size_t n = 0;
-  auto it = std::lower_bound(opt.begin(), opt.end(), s.ts, [](const Span& o, int64_t ts) { return o.ts < ts; });
-  for (; it != opt.end() && it->ts <= s.end && n < 2; ++it) n += it->end <= s.end;
-  return n;
+  int64_t time = 0;
+};
+OptimizerIn optimizer_in(const std::vector<OptStep>& opt, const Span& s, size_t cap) {
+  OptimizerIn in;
+  auto it = std::lower_bound(opt.begin(), opt.end(), s.ts, [](const OptStep& o, int64_t ts) { return o.ts < ts; });
+  for (; it != opt.end() && it->ts <= s.end && in.n < cap; ++it)
+    if (it->end <= s.end) ++in.n, in.time += it->end - it->ts;
+  return in;
 }
 
-// The candidates that hold one optimizer step in each occurrence: a training
-// step's region, not a micro-batch's (none), a layer's or an epoch's (many).
-std::vector<Candidate> holding_one_optimizer_step(const std::vector<Candidate>& cands, const std::vector<Span>& opt) {
+// The optimizer cycle (step_finder.hpp): the steps that close one, how many
+// optimizer steps one holds (the median over the last eight), and whether
+// args.opt said so (else every step closes a cycle of one).
+struct OptimizerCycle {
+  std::vector<OptStep> closing;
+  size_t size = 1;
+  bool numbered = false;
+};
+OptimizerCycle optimizer_cycle(const std::vector<OptStep>& opt) {
+  OptimizerCycle c;
+  c.numbered = !opt.empty() && std::all_of(opt.begin(), opt.end(), [](const OptStep& o) { return o.opt >= 0; });
+  if (!c.numbered) {
+    c.closing = opt;
+    return c;
+  }
+  std::vector<size_t> sizes;
+  size_t n = 0;
+  for (const OptStep& o : opt) {
+    ++n;
+    if (o.opt != opt.back().opt) continue;
+    c.closing.push_back(o);
+    sizes.push_back(n);
+    n = 0;
+  }
+  if (sizes.size() > 8) sizes.erase(sizes.begin(), sizes.end() - 8);
+  c.size = std::max<size_t>(1, median_of(sizes));
+  return c;
+}
+
+// The candidates whose occurrences hold one optimizer cycle each: a training
+// step's region, not a micro-batch's (mostly none), a layer's or an epoch's
+// (many). At least two thirds of the occurrences hold the cycle's optimizer
+// steps and the others none (a GradScaler skips the optimizer step of an
+// iteration whose gradients overflowed). Without args.opt the cycle is one
+// optimizer step, or the same few ones in each occurrence of a step-like
+// name (the fewest that any candidate holds). A candidate whose occurrences
+// hold under a quarter of a cycle's time outside its optimizer steps is
+// around the optimizer steps alone (an `update` region), not an iteration.
+std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& cands, const OptimizerCycle& cycle,
+                                                const std::vector<OptStep>& opt) {
+  constexpr size_t kMaxCycle = 64;  // unnumbered optimizer steps one step region may hold
+  // A cycle's time outside the optimizer steps: the usual time between two
+  // closing steps' ends, less the optimizer steps there.
+  std::vector<int64_t> outside;
+  for (size_t i = 1; i < cycle.closing.size(); ++i) {
+    const Span s{cycle.closing[i - 1].end, cycle.closing[i].end};
+    outside.push_back(s.end - s.ts - optimizer_in(opt, s, SIZE_MAX).time);
+  }
+  const int64_t cycle_outside = median_of(outside);
+  std::vector<std::pair<size_t, const Candidate*>> held;  // (optimizer steps per occurrence, candidate)
+  for (const Candidate& c : cands) {
+    std::map<size_t, size_t> by_count;  // optimizer steps held -> occurrences
+    for (const Span& s : c.occ) ++by_count[optimizer_in(opt, s, kMaxCycle + 1).n];
+    size_t k = 0, most = 0;
+    for (const auto& [n, occurrences] : by_count)
+      if (n && occurrences > most) k = n, most = occurrences;
+    const size_t none = by_count.count(0) ? by_count.at(0) : 0;
+    if (!k || 3 * most < 2 * c.occ.size() || most + none != c.occ.size()) continue;
+    if (cycle.numbered ? k != cycle.size : k > kMaxCycle || (k > 1 && name_class(c.name) != 0)) continue;
+    std::vector<int64_t> own;
+    for (const Span& s : c.occ)
+      if (const OptimizerIn in = optimizer_in(opt, s, k + 1); in.n == k) own.push_back(s.end - s.ts - in.time);
+    if (4 * median_of(own) < cycle_outside) continue;
+    held.emplace_back(k, &c);
+  }
+  size_t fewest = SIZE_MAX;
+  for (const auto& [k, c] : held) fewest = std::min(fewest, k);
   std::vector<Candidate> out;
-  for (const Candidate& c : cands)
-    if (std::all_of(c.occ.begin(), c.occ.end(), [&](const Span& s) { return optimizer_steps_in(opt, s) == 1; }))
-      out.push_back(c);
+  for (const auto& [k, c] : held)
+    if (k == fewest) out.push_back(*c);
   return out;
 }
 
-// Optimizer-ended steps: step k ends with optimizer step k. Step k > 0 begins
-// at the end of optimizer step k-1, unless its first work after it (an
+// Optimizer-ended steps: step k ends with optimizer step k of `opt` (the
+// steps closing a cycle: optimizer_cycle). Step k > 0 begins at the end of
+// optimizer step k-1, unless its first work after it (an
 // inference call, an evaluation, never begins one; moved back over the
 // compile work right before it) comes far later than usual: then there. The
 // first step begins where the works before its optimizer step first hold
@@ -288,7 +366,7 @@ std::vector<Candidate> holding_one_optimizer_step(const std::vector<Candidate>& 
 // work before it has, such as a zero_grad after each step, is not waited
 // for), and the compile work right before them: the setup before the loop (a
 // model's init ops, the batch made once) stays outside.
-Candidate optimizer_bounded(const std::vector<Span>& opt, const StepFinder::TopLevel& work, const std::string& name) {
+Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
   // Moves a start back over the compile work right before it, not before floor.
@@ -418,7 +496,12 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
 }
 }  // namespace
 
-StepFinder::StepFinder() = default;
+StepFinder::StepFinder() {
+  ArgCapture c;
+  c.size = 1;
+  c.keys[0] = "opt";  // an optimizer step's optimizer (optimizer_number)
+  decoder_.capture_args(c);
+}
 
 DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
   DecodeStatus st = decoder_.decode(line, cap, ev_);
@@ -539,10 +622,11 @@ StepPlan StepFinder::plan() {
       starts = starts_from_args(p, main.top);
       ps.source = "args.step";
     }
-    const std::vector<Span> opt = outermost(main.optimizer);
+    const std::vector<OptStep> opt = outermost(main.optimizer);
+    const OptimizerCycle cycle = optimizer_cycle(opt);
     // Without marks or args, a training loop's regions are told apart by
-    // the optimizer steps they hold (one per occurrence for a step's).
-    const std::vector<Candidate> holding = opt.size() >= 2 ? holding_one_optimizer_step(cands, opt) : cands;
+    // the optimizer steps they hold (one cycle per occurrence for a step's).
+    const std::vector<Candidate> holding = opt.size() >= 2 ? holding_optimizer_cycles(cands, cycle, opt) : cands;
     const Candidate* region = starts.empty() ? region_by_shape(holding) : region_matching(cands, starts);
     if (region) {
       ps.steps = region_steps(*region, cands);
@@ -550,7 +634,7 @@ StepPlan StepFinder::plan() {
       ps.source = "region";
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
     } else if (starts.empty() && !opt.empty()) {
-      const Candidate c = optimizer_bounded(opt, main.work, main.optimizer_name);
+      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.optimizer_name);
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";

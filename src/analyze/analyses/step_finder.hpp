@@ -11,14 +11,23 @@
 //     first event starts its step (compile work just before it included);
 //   - a repeated region at any depth of the main thread (the user's
 //     `train_step`, inside an `epoch` or not): each occurrence starts a step;
-//     where the main thread has optimizer steps, only a region holding one
-//     optimizer step per occurrence (not a micro-batch's, a layer's or an
-//     epoch's region);
+//     where the main thread has optimizer steps, only a region whose
+//     occurrences hold one optimizer cycle each (at least two thirds of them;
+//     the others none: a GradScaler's skipped steps), not a micro-batch's
+//     (mostly none), a layer's or an epoch's (many), and not one around the
+//     optimizer steps alone (holding under a quarter of a cycle's time
+//     outside them);
 //   - else torch's optimizer steps (`Optimizer.step#AdamW.step`, any depth of
-//     the main thread): each ends a step, which begins at the previous one's
-//     end, or at its first model work when that comes far later than usual
-//     (an evaluation between); the first step where the work before its
-//     optimizer step holds the last step's, and the compile work before it.
+//     the main thread): the last of each cycle ends a step, which begins at
+//     the previous one's end, or at its first model work when that comes far
+//     later than usual (an evaluation between); the first step where the work
+//     before its optimizer step holds the last step's, and the compile work
+//     before it.
+// The optimizer cycle: with args.opt on every optimizer step, the optimizer
+// of the last one closes a cycle (a GAN's generator after its
+// discriminator), which holds the usual number of optimizer steps between
+// two closing ones; without it, one optimizer step (a region with a
+// step-like name may hold another same number).
 // Where marks or args exist, a region whose occurrences hold one step start
 // each bounds the steps (exact last step); else the marks or args do, and the
 // last step ends after as many top-level events as the others had, plus their
@@ -97,6 +106,12 @@ class StepFinder : public LineConsumer {
   struct Span {
     int64_t ts, end;
   };
+  // An optimizer step; `opt` its optimizer's number (args.opt, written by
+  // dftracer's optimizer hooks), -1 where the event has none.
+  struct OptStep {
+    int64_t ts, end;
+    int64_t opt;
+  };
   struct Top {
     int64_t end;
     std::string name;
@@ -111,7 +126,7 @@ class StepFinder : public LineConsumer {
     // calls kept apart): where an optimizer-ended step begins, inside a
     // user region around the whole loop too.
     TopLevel work;
-    std::vector<Span> optimizer;  // torch's Optimizer.step events, any depth
+    std::vector<OptStep> optimizer;  // torch's Optimizer.step events, any depth
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;
   };

@@ -513,5 +513,69 @@ TEST(Steps, JsonAndCsvCarryTheRows) {
   EXPECT_EQ(std::count(c.begin(), c.end(), '\n'), 4);
 }
 
+// A loop of `n` iterations, 100 us apart, on pid/tid 10: each holds `opts`
+// optimizer steps (args.opt 0, 1, ... when `numbered`) after forward and
+// backward work, in a `region` when one is named (`update`: around the
+// optimizer steps alone); the iterations in `skipped` take no optimizer step
+// (a GradScaler's overflow).
+struct Loop {
+  int n = 4, opts = 1;
+  bool numbered = true;
+  std::string region;
+  std::vector<int> skipped;
+};
+std::string loop_trace(const Loop& l) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};  // the model's init
+  for (int k = 0; k < l.n; ++k) {
+    const long long t = 1000 + 100 * k;
+    const bool skip = std::count(l.skipped.begin(), l.skipped.end(), k) > 0;
+    for (int o = 0; o < l.opts; ++o) {
+      const long long u = t + 40 * o;
+      v.push_back(ev("aten::linear", "aten", 10, 10, u + 2, 15));
+      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, u + 18, 15));
+      if (skip) continue;
+      v.push_back(ev("Optimizer.step#Adam.step", "torch", 10, 10, u + 35, 4,
+                     l.numbered ? "\"opt\":" + std::to_string(o) : ""));
+      if (l.region == "update") v.push_back(ev("update", "app", 10, 10, u + 34, 6));
+    }
+    if (!l.region.empty() && l.region != "update") v.push_back(ev(l.region, "app", 10, 10, t, 40 * l.opts));
+  }
+  return lines(v);
+}
+
+// Two optimizers per iteration (a GAN's discriminator, then its generator):
+// the cycle's last optimizer step ends a step, where the optimizer hooks
+// number the optimizers; without the numbers each optimizer step ends one.
+TEST(Steps, TwoOptimizersPerIterationEndOneStepWhenNumbered) {
+  StepReport r = run(loop_trace({4, 2, true, "", {}}), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(durations(r), (std::vector<double>{79 - 2, 100, 100, 100}));
+  EXPECT_EQ(run(loop_trace({4, 2, false, "", {}}), 1).rows.size(), 8u);
+}
+
+// A region holding both optimizer steps of each iteration is the step,
+// numbered or not (a step-like name), and so is one holding none in a few
+// iterations (a GradScaler's skipped steps): every iteration is a step.
+TEST(Steps, ARegionHoldingEachIterationsOptimizerCycleIsTheStep) {
+  for (const Loop& l : {Loop{4, 2, true, "train_step", {}}, Loop{4, 2, false, "train_step", {}},
+                        Loop{6, 1, true, "train_step", {0, 1}}, Loop{6, 2, true, "train_step", {1}}}) {
+    StepReport r = run(loop_trace(l), 1);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].source, "region") << l.opts << " " << l.skipped.size();
+    EXPECT_EQ(r.processes[0].region, "train_step");
+    EXPECT_EQ(r.rows.size(), size_t(l.n));
+  }
+}
+
+// A region around the optimizer step alone is no step: the optimizer's steps
+// end the iterations.
+TEST(Steps, ARegionAroundTheOptimizerStepAloneIsNoStep) {
+  StepReport r = run(loop_trace({4, 1, true, "update", {}}), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(durations(r), (std::vector<double>{37, 100, 100, 100}));
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

@@ -8,41 +8,65 @@ optimizer took, and the analyzer could not see where a step's work ends. The
 LibTorch observer (trace_eager) already records torch's own scope, so while it
 is on these hooks record nothing. Two Python calls per optimizer step; they
 never raise into the training loop.
+
+Each event carries `args.opt`: the optimizer instance's number in the order
+of their first steps (0, 1, ...). With two optimizers per iteration (a GAN's
+discriminator then generator) the analyzer sees the cycle and ends a step at
+its last optimizer step only.
 """
+import itertools
 import threading
+import weakref
 
 from ... import _core
 
 _installed = False
+_install_lock = threading.Lock()
 _starts = threading.local()
 _CAT = "torch"
+_numbers = weakref.WeakKeyDictionary()  # optimizer -> {"opt": n}
+_next_number = itertools.count()
+
+
+def _never_compiling() -> bool:
+    return False
+
+
+# torch.compiler.is_compiling once installed. Dynamo folds it to a constant
+# True, so a compiled optimizer step leaves the hooks there and never reaches
+# a call it cannot trace (the _core functions): no graph break.
+_is_compiling = _never_compiling
 
 
 def install() -> None:
-    """Registers the hooks once (torch >= 2.0); a no-op without them."""
-    global _installed
-    if _installed:
-        return
-    try:
-        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
-    except ImportError:
-        return
-    register_optimizer_step_pre_hook(_pre)
-    register_optimizer_step_post_hook(_post)
-    _installed = True
+    """Registers the hooks once (torch >= 2.0), from any number of threads;
+    a no-op without them."""
+    global _installed, _is_compiling
+    with _install_lock:
+        if _installed:
+            return
+        try:
+            from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+        except ImportError:
+            return
+        import torch
+
+        _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never_compiling)
+        register_optimizer_step_pre_hook(_pre)
+        register_optimizer_step_post_hook(_post)
+        _installed = True
 
 
 def _recording() -> bool:
-    if not _core.enabled():
+    if _is_compiling() or not _core.enabled():
         return False
     from .. import eager
-    if eager.eager_enabled():
-        return False
-    import torch
-    return not torch.compiler.is_compiling()
+    return not eager.eager_enabled()
 
 
 def _pre(optimizer, args, kwargs):
+    if _is_compiling():  # nothing more while Dynamo traces the step
+        return
     try:
         if _recording():
             stack = getattr(_starts, "stack", None)
@@ -54,13 +78,19 @@ def _pre(optimizer, args, kwargs):
 
 
 def _post(optimizer, args, kwargs):
+    if _is_compiling():
+        return
     try:
         stack = getattr(_starts, "stack", None)
         if not stack:
             return
         t0 = stack.pop()
         if _core.enabled():
+            t1 = _core.ticks()
+            args = _numbers.get(optimizer)
+            if args is None:  # its first step; setdefault: one number if two threads race
+                args = _numbers.setdefault(optimizer, {"opt": next(_next_number)})
             name = f"Optimizer.step#{type(optimizer).__name__}.step"
-            _core.record_ticks(_core.intern(name), _core.intern(_CAT), t0, _core.ticks(), None)
+            _core.record_ticks(_core.intern(name), _core.intern(_CAT), t0, t1, args)
     except Exception:
         pass

@@ -208,14 +208,18 @@ def _apply_env_now() -> None:
 
 
 class _AfterImport:
-    """A one-shot meta path finder: runs `then()` right after module `name`
-    has finished executing. Lets DFTRACER_TRACE_EAGER apply to a program that
-    imports dftracer before torch (dftracer itself never imports torch), and
-    the compile pause wait for torch._dynamo instead of importing it."""
+    """A one-shot meta path finder: runs its callbacks, in the order they were
+    added, right after module `name` has finished executing. Lets
+    DFTRACER_TRACE_EAGER apply to a program that imports dftracer before torch
+    (dftracer itself never imports torch), and the compile pause and the
+    compile/optimizer hooks wait for torch._dynamo instead of importing it.
+    One finder per module name holds every callback for it: two finders for
+    the same name would each see the other's import, and only the first would
+    run."""
 
-    def __init__(self, name, then):
+    def __init__(self, name):
         self.name = name
-        self.then = then
+        self.callbacks = []
 
     def find_spec(self, name, path=None, target=None):
         if name != self.name:
@@ -231,7 +235,7 @@ class _AfterImport:
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         original = loader.exec_module
-        then = self.then
+        callbacks = self.callbacks
 
         def exec_module(module):
             original(module)
@@ -239,18 +243,26 @@ class _AfterImport:
                 del loader.exec_module  # back to the class's method
             except AttributeError:
                 pass
-            try:
-                then()
-            except Exception as e:  # tracing never breaks the traced program
-                warn(f"eager tracing setup after importing {name} failed: {e}")
+            for then in callbacks:
+                try:
+                    then()
+                except Exception as e:  # tracing never breaks the traced program
+                    warn(f"eager tracing setup after importing {name} failed: {e}")
 
         loader.exec_module = exec_module
         return spec
 
 
 def _after_import(name, then) -> None:
-    if not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(name, then))
+    """Runs `then()` right after module `name` is imported (once per callback)."""
+    for f in sys.meta_path:
+        if isinstance(f, _AfterImport) and f.name == name:
+            if then not in f.callbacks:
+                f.callbacks.append(then)
+            return
+    finder = _AfterImport(name)
+    finder.callbacks.append(then)
+    sys.meta_path.insert(0, finder)
 
 
 def _env_on(name: str) -> bool:

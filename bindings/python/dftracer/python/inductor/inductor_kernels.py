@@ -274,11 +274,24 @@ def _entries_from_provenance(sites: list[KernelSite], gm: torch.fx.GraphModule, 
     fw_info, module_of_seq = (dynamo_pairing.find_forward(list(nodes.values())) if phase == BACKWARD
                               else (None, {}))
     described: dict[str, dynamo_nodes.OpEntry] = {}
+    position = {n: i for i, n in enumerate(gm.graph.nodes)}
 
     def describe(n: torch.fx.Node) -> dynamo_nodes.OpEntry:
-        if n.name not in described:  # a gradient accumulation describes its inputs first
-            described[n.name] = dynamo_nodes.describe_node(n, 0, module_of_seq.get, sizes,
-                                                           lambda a: describe(a).module)
+        if n.name not in described:
+            # A gradient accumulation's module is its inputs': describe
+            # them first, in graph (topological) order, without recursion (a
+            # weight used hundreds of times chains hundreds of them).
+            found, pending = {}, [n]
+            while pending:
+                m = pending.pop()
+                if m.name in described or m.name in found:
+                    continue
+                found[m.name] = m
+                if m.meta.get("is_gradient_acc"):
+                    pending.extend(a for a in m.all_input_nodes if a.op == "call_function")
+            for m in sorted(found.values(), key=lambda m: position.get(m, -1)):
+                described[m.name] = dynamo_nodes.describe_node(m, 0, module_of_seq.get, sizes,
+                                                               lambda a: describe(a).module)
         return described[n.name]
 
     site_ops = []
