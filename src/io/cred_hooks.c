@@ -13,6 +13,10 @@
  * installation's directory: ld.so then writes an error into the program's
  * stderr).
  *
+ * Without I/O tracing (DFTRACER_DISABLE_IO=1) a credential change keeps
+ * tracing where our threads have the caller's capabilities
+ * (before_credential_change).
+ *
  * Passed straight through in a vfork child and on the tracer's own threads
  * (their unshare(CLONE_FILES) is the core's own), and for an unshare that
  * needs no single thread (no CLONE_NEWUSER, CLONE_THREAD, CLONE_SIGHAND or
