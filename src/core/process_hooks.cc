@@ -280,6 +280,19 @@ bool is_on_signal(const struct sigaction& sa) { return (sa.sa_flags & SA_SIGINFO
 
 bool g_handlers_installed = false;
 
+// The signals the core took get their default action back where the
+// handler is still ours. Under the I/O hooks sigaction() reports ours as
+// SIG_DFL (signal_hooks.c), so that reading counts as ours too; the bit is
+// cleared first, so the hooks' signal() sets the real SIG_DFL.
+void give_back_taken_signals() {
+  for (int sig : kTakenSignals) {
+    if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
+    struct sigaction now;
+    if (sigaction(sig, nullptr, &now) != 0) continue;
+    if (is_on_signal(now) || (now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO))) signal(sig, SIG_DFL);
+  }
+}
+
 // One word shared by this process and every process forked from it (an
 // anonymous shared mapping survives fork, not exec): set by the first of
 // them that says a forked child cannot trace. Under `ulimit -n 5` every
@@ -324,8 +337,9 @@ void fork_parent() {
   if (g_handlers_installed) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 void fork_child() {
+  const bool blocked = g_handlers_installed;  // false from here where the child's signal thread cannot start
   Session::instance().after_fork_in_child();
-  if (g_handlers_installed) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+  if (blocked) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
 }  // namespace
@@ -370,13 +384,12 @@ void finalize_before_exit() {
 // runs as untraced.
 void stop_tracing_threads() {
   Session::instance().finalize_before_image_ends(Session::DeviceSource::kStop);
-  for (int sig : kTakenSignals) {
-    if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
-    struct sigaction now;
-    if (sigaction(sig, nullptr, &now) == 0 && is_on_signal(now)) signal(sig, SIG_DFL);
-  }
+  // No signal thread first: the hooks' signal(SIG_DFL) would take the
+  // signal again while there is one.
+  const bool had_signal_thread = g_signal_thread.exchange(false, std::memory_order_acq_rel);
+  give_back_taken_signals();
   g_handlers_installed = false;  // a later fork starts none either
-  if (!g_signal_thread.exchange(false, std::memory_order_acq_rel)) {
+  if (!had_signal_thread) {
     wait_until_tracer_threads_gone();  // the writer's
     return;
   }
@@ -453,11 +466,7 @@ void Session::after_fork_in_child() {
     if (!start_signal_thread()) {
       // The parent's handlers were inherited: the default action back,
       // as untraced, since nothing here would finalize.
-      for (int sig : kTakenSignals) {
-        if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
-        struct sigaction now;
-        if (sigaction(sig, nullptr, &now) == 0 && is_on_signal(now)) signal(sig, SIG_DFL);
-      }
+      give_back_taken_signals();
       g_handlers_installed = false;
     }
   }

@@ -29,3 +29,21 @@ def test_tracing_goes_on_after_a_credential_change_without_io_tracing(run_python
     names = [e["name"] for e in read_trace(files[0])]
     assert "before_setuid" in names and "after_setuid" in names, names
     assert names[-1] == "end"
+
+
+def test_a_signal_after_tracing_ended_at_a_credential_change_kills_as_untraced(run_python, tmp_path):
+    # Under PRELOAD a credential change ends tracing and gives the signals
+    # back: the tracer's handler used to stay (the core read it through the
+    # preload library's sigaction, which reports it as SIG_DFL), and the code
+    # after the program's own SIGTERM ran on.
+    from test_io_signals import preload_library
+
+    code = """
+    import os, signal
+    os.setuid(os.getuid())
+    os.kill(os.getpid(), signal.SIGTERM)
+    print("ran on", flush=True)
+    """
+    p = run_python(code, env={"DFTRACER_LOG_FILE": str(tmp_path / "t"), "DFTRACER_INIT": "PRELOAD",
+                              "LD_PRELOAD": preload_library()}, check=False)
+    assert (p.returncode, p.stdout) == (-15, ""), (p.returncode, p.stdout, p.stderr)
