@@ -416,6 +416,11 @@ DFT_API void dft_resume_after_failed_exec(void);
  * threads: the process runs on as untraced. Never from a vfork child. */
 DFT_API void dft_stop_tracing_threads(void);
 
+/* 1 when every thread of the tracer's has the calling thread's capability
+ * sets (a credential change then goes through on them as on the caller,
+ * and nothing needs stopping), else 0. */
+DFT_API int dft_tracer_threads_share_capabilities(void);
+
 /* --------------------------------------------------- device capture sources */
 
 /* Launch scopes: how the op and kernel events of the capture sources (the

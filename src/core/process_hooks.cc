@@ -4,6 +4,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +83,14 @@ std::atomic<int> g_wait{kNotWaiting};
 sem_t g_finalized_sem;
 constexpr long kHandlerWaitMs = 2000;
 std::atomic<bool> g_signal_thread{false};  // this process has a signal thread (and its semaphores)
+// The process whose signal thread the semaphores and g_signal belong to. A
+// vfork child shares this memory until it execs (CPython's _posixsubprocess
+// sets SIG_DFL there, which takes our handler): a signal it gets must touch
+// none of it, or the parent's signal thread would finalize and kill the parent.
+std::atomic<pid_t> g_owner_pid{0};
+// Bumped by the writer as it drains and writes (note_writer_progress): a
+// handler waiting for the finalize waits on while it moves.
+std::atomic<uint64_t> g_writer_progress{0};
 std::atomic<dft_signal_hook> g_signal_hook{nullptr};  // dft_set_signal_hook
 
 void* signal_thread_main(void*) {
@@ -114,6 +123,7 @@ void* signal_thread_main(void*) {
     sem_post(&g_finalized_sem);  // the handler's thread dies of it, where it was
     return nullptr;
   }
+  if (waiting == kFinalized) return nullptr;  // released at the file's end (note_trace_file_complete)
   // Every signal is blocked in this thread, so the kernel delivers it to
   // another thread, where the default action ends the process.
   kill(getpid(), sig);
@@ -122,10 +132,14 @@ void* signal_thread_main(void*) {
 
 // Started once per process (and again in a forked child, which has no copy
 // of it). Signals are blocked in it, so it never runs a handler itself.
-void start_signal_thread() {
+// False where it could not start: then no handler may be installed (one
+// would post a semaphore nobody waits on, and the process would live on
+// until the alarm).
+bool start_signal_thread() {
   g_signal_thread.store(false, std::memory_order_relaxed);
+  g_owner_pid.store(getpid(), std::memory_order_release);
   if (sem_init(&g_signal_sem, 0, 0) != 0 || sem_init(&g_done_sem, 0, 0) != 0 || sem_init(&g_finalized_sem, 0, 0) != 0)
-    return;
+    return false;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -135,7 +149,26 @@ void start_signal_thread() {
   else
     g_signal_thread.store(true, std::memory_order_release);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return g_signal_thread.load(std::memory_order_relaxed);
 }
+
+// Waits for `sem` until `ms` from now on the monotonic clock (a change of the
+// wall clock neither shortens nor stretches it); 0 once posted.
+int wait_posted(sem_t* sem, long ms) {
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += ms / 1000;
+  deadline.tv_nsec += (ms % 1000) * 1000000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_nsec -= 1000000000;
+    ++deadline.tv_sec;
+  }
+  int r;
+  while ((r = sem_clockwait(sem, CLOCK_MONOTONIC, &deadline)) != 0 && errno == EINTR) {
+  }
+  return r;
+}
+
 
 // The finalize's deadline (an alarm: a pool of a GiB to drain, a slow
 // parallel file system) ends the process of the signal it was finalizing
@@ -167,21 +200,42 @@ void on_deadline(int) {
 // which sets SIGINT to SIG_DFL and kills itself, exiting 130 should it
 // survive) is expected to end it inside that call: the code after it must
 // not run. A fault (SIGSEGV & co. from the kernel) would re-run the
-// faulting instruction. So for both the handler waits, at most
-// kHandlerWaitMs, until the signal thread has finalized; then a sent signal
-// is raised again on this thread (SA_RESETHAND left the default action:
-// it is pending until the handler returns and ends the process before the
+// faulting instruction. So for both the handler waits until the file is
+// complete (the writer posts g_finalized_sem once `end` and the index are
+// written, note_trace_file_complete, before the join and the freeing that
+// may wait for a lock the interrupted code holds); then a sent signal is
+// raised again on this thread (SA_RESETHAND left the default action: it is
+// pending until the handler returns and ends the process before the
 // interrupted code goes on, on the thread that raised it, so a core dump
-// shows that thread), and a fault happens again. Where the interrupted
-// thread holds a lock the finalize needs (another thread sent the signal, a
-// fault inside malloc), the wait ends at the deadline: a sent signal
-// returns and is re-raised by the signal thread once the lock is free, as
-// one from outside, for which the handler returns at once; a fault dies at
-// once, unfinished.
+// shows that thread), and a fault happens again. The wait goes on while the
+// writer makes progress (a large pool to drain), up to the finalize's
+// deadline, and ends after kHandlerWaitMs without progress (the interrupted
+// thread holds a lock the finalize needs: a fault inside malloc): the
+// process then dies all the same, its file unfinished, as after SIGKILL --
+// the program must not run on because of the tracer. A signal another
+// thread sent (pthread_kill(main, SIGTERM)) ends the process a few
+// milliseconds later, but the sending thread runs on meanwhile.
 void on_signal(int sig, siginfo_t* info, void*) {
-  int none = 0;
-  if (!g_signal.compare_exchange_strong(none, sig, std::memory_order_acq_rel)) return;  // already handling one
   int saved = errno;
+  if (getpid() != g_owner_pid.load(std::memory_order_acquire)) {
+    // A vfork child (or a child cloned past pthread_atfork): the signal
+    // thread, its semaphores and g_signal are another process's. It dies of
+    // the signal as untraced: SA_RESETHAND left the default action in
+    // this process's own table (a vfork child has a table of its own), and
+    // no alarm is armed (it would outlive the exec).
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    raise(sig);
+    errno = saved;
+    return;
+  }
+  int none = 0;
+  if (!g_signal.compare_exchange_strong(none, sig, std::memory_order_acq_rel)) {
+    errno = saved;
+    return;  // already handling one
+  }
   struct sigaction alrm;
   if (sigaction(SIGALRM, nullptr, &alrm) == 0 && alrm.sa_handler == SIG_DFL && !(alrm.sa_flags & SA_SIGINFO)) {
     struct sigaction deadline;
@@ -195,19 +249,29 @@ void on_signal(int sig, siginfo_t* info, void*) {
   if (fault || own) g_wait.store(kWaiting, std::memory_order_release);
   sem_post(&g_signal_sem);
   if (fault || own) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += kHandlerWaitMs / 1000;
-    deadline.tv_nsec += (kHandlerWaitMs % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-      deadline.tv_nsec -= 1000000000;
-      ++deadline.tv_sec;
+    // While the writer moves (a large pool to drain), on to the deadline;
+    // kHandlerWaitMs without a move (a lock the interrupted code holds),
+    // no longer.
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    uint64_t seen = g_writer_progress.load(std::memory_order_relaxed);
+    while (wait_posted(&g_finalized_sem, kHandlerWaitMs) != 0) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      const uint64_t moved = g_writer_progress.load(std::memory_order_relaxed);
+      if (moved == seen || now.tv_sec - start.tv_sec >= static_cast<time_t>(kFinalizeDeadlineSeconds)) {
+        int waiting = kWaiting;
+        if (g_wait.compare_exchange_strong(waiting, kGaveUp, std::memory_order_acq_rel)) {
+          // Unfinished, rather than letting the code after kill/raise run
+          // (or the fault's instruction run again into a handler).
+          // SA_RESETHAND left the default action: a fault happens again and
+          // kills, a sent signal is raised below.
+          __atomic_and_fetch(&g_taken, ~(1u << sig), __ATOMIC_RELEASE);
+        }
+        break;
+      }
+      seen = moved;
     }
-    while (sem_timedwait(&g_finalized_sem, &deadline) != 0 && errno == EINTR) {
-    }
-    int waiting = kWaiting;
-    const bool gave_up = g_wait.compare_exchange_strong(waiting, kGaveUp, std::memory_order_acq_rel);
-    if (!gave_up && !fault) raise(sig);
+    if (!fault) raise(sig);  // the default action (SA_RESETHAND); pending until the handler returns
   }
   errno = saved;
 }
@@ -215,6 +279,19 @@ void on_signal(int sig, siginfo_t* info, void*) {
 bool is_on_signal(const struct sigaction& sa) { return (sa.sa_flags & SA_SIGINFO) && sa.sa_sigaction == &on_signal; }
 
 bool g_handlers_installed = false;
+
+// The signals the core took get their default action back where the
+// handler is still ours. Under the I/O hooks sigaction() reports ours as
+// SIG_DFL (signal_hooks.c), so that reading counts as ours too; the bit is
+// cleared first, so the hooks' signal() sets the real SIG_DFL.
+void give_back_taken_signals() {
+  for (int sig : kTakenSignals) {
+    if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
+    struct sigaction now;
+    if (sigaction(sig, nullptr, &now) != 0) continue;
+    if (is_on_signal(now) || (now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO))) signal(sig, SIG_DFL);
+  }
+}
 
 // One word shared by this process and every process forked from it (an
 // anonymous shared mapping survives fork, not exec): set by the first of
@@ -260,17 +337,29 @@ void fork_parent() {
   if (g_handlers_installed) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 void fork_child() {
+  const bool blocked = g_handlers_installed;  // false from here where the child's signal thread cannot start
   Session::instance().after_fork_in_child();
-  if (g_handlers_installed) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+  if (blocked) pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
 }  // namespace
+
+void note_writer_progress() { g_writer_progress.fetch_add(1, std::memory_order_relaxed); }
+
+// The trace's `end` and index are written (the writer thread, at its finish):
+// a handler waiting for it lets its thread die of the signal now, without
+// waiting for the rest of the finalize (joining the writer, freeing the pool:
+// free() may wait for malloc's lock, held by a thread that aborted in it).
+void note_trace_file_complete() {
+  int waiting = kWaiting;
+  if (g_wait.compare_exchange_strong(waiting, kFinalized, std::memory_order_acq_rel)) sem_post(&g_finalized_sem);
+}
 
 // _exit may be called from a signal handler (torch's DataLoader workers end
 // so on their parent's SIGTERM), where finalizing on this thread could wait
 // forever for a lock the interrupted code holds (process_hooks.cc's signal
 // handler says why): the signal thread finalizes while this thread waits,
-// at most kFinalizeDeadlineSeconds. Only sem_post, sem_timedwait and
+// at most kFinalizeDeadlineSeconds. Only sem_post, sem_clockwait and
 // clock_gettime here. Without a signal thread (none was needed), on this
 // thread.
 void finalize_before_exit() {
@@ -282,11 +371,7 @@ void finalize_before_exit() {
   int saved = errno;
   int none = 0;
   if (g_signal.compare_exchange_strong(none, kExitRequest, std::memory_order_acq_rel)) sem_post(&g_signal_sem);
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += kFinalizeDeadlineSeconds;
-  while (sem_timedwait(&g_done_sem, &deadline) != 0 && errno == EINTR) {
-  }
+  wait_posted(&g_done_sem, kFinalizeDeadlineSeconds * 1000L);
   sem_post(&g_done_sem);  // another thread's _exit goes on too
   errno = saved;
 }
@@ -299,13 +384,12 @@ void finalize_before_exit() {
 // runs as untraced.
 void stop_tracing_threads() {
   Session::instance().finalize_before_image_ends(Session::DeviceSource::kStop);
-  for (int sig : kTakenSignals) {
-    if (!(__atomic_fetch_and(&g_taken, ~(1u << sig), __ATOMIC_ACQ_REL) & (1u << sig))) continue;
-    struct sigaction now;
-    if (sigaction(sig, nullptr, &now) == 0 && is_on_signal(now)) signal(sig, SIG_DFL);
-  }
+  // No signal thread first: the hooks' signal(SIG_DFL) would take the
+  // signal again while there is one.
+  const bool had_signal_thread = g_signal_thread.exchange(false, std::memory_order_acq_rel);
+  give_back_taken_signals();
   g_handlers_installed = false;  // a later fork starts none either
-  if (!g_signal_thread.exchange(false, std::memory_order_acq_rel)) {
+  if (!had_signal_thread) {
     wait_until_tracer_threads_gone();  // the writer's
     return;
   }
@@ -330,10 +414,11 @@ void install_process_hooks() {
     pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
     // Only where the signal would kill the process anyway: an application's
     // own handler (Python's SIGINT -> KeyboardInterrupt, say) is left alone.
+    // None where the signal thread cannot start.
     for (int sig : kTakenSignals) {
       struct sigaction old;
       if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
-        if (!g_handlers_installed) start_signal_thread();
+        if (!g_handlers_installed && !start_signal_thread()) break;
         g_handlers_installed = true;
         __atomic_or_fetch(&g_taken, 1u << sig, __ATOMIC_RELEASE);
         sigaction(sig, &g_action, nullptr);
@@ -378,7 +463,12 @@ void Session::after_fork_in_child() {
   if (g_handlers_installed) {
     g_signal.store(0, std::memory_order_relaxed);
     g_wait.store(kNotWaiting, std::memory_order_relaxed);
-    start_signal_thread();
+    if (!start_signal_thread()) {
+      // The parent's handlers were inherited: the default action back,
+      // as untraced, since nothing here would finalize.
+      give_back_taken_signals();
+      g_handlers_installed = false;
+    }
   }
   Clock::instance().unlock_after_fork();
   StringTable::instance().unlock_after_fork();
@@ -429,6 +519,9 @@ extern "C" int dft_is_tracer_signal_handler(void (*handler)(int)) {
 extern "C" int dft_tracer_signal_action(int sig, struct sigaction* action) {
   using namespace dftracer;
   if (sig <= 0 || sig >= 32) return 0;
+  // A vfork child (its signal state is its own, its memory the parent's):
+  // the real SIG_DFL, and nothing of the parent's state changed.
+  if (getpid() != g_owner_pid.load(std::memory_order_acquire)) return 0;
   const unsigned bit = 1u << sig;
   if (!(__atomic_load_n(&g_taken, __ATOMIC_ACQUIRE) & bit)) {
     bool in_set = false;

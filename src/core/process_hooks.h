@@ -37,6 +37,11 @@ void finalize_before_exit();
 // so the process runs on single-threaded and untraced.
 void stop_tracing_threads();
 
+// The writer, as it drains and writes (a waiting signal handler waits on
+// while it moves), and once the file's `end` and index are written.
+void note_writer_progress();
+void note_trace_file_complete();
+
 }  // namespace dftracer
 
 #endif  // DFTRACER_SRC_CORE_PROCESS_HOOKS_H_

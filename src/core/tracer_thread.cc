@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -89,6 +90,37 @@ void wait_until_tracer_threads_gone() {
   }
 }
 
+// capget(2) of thread `tid` (0: the calling thread): effective, permitted
+// and inheritable sets, both 32-bit halves.
+bool thread_capabilities(int tid, uint32_t out[6]) {
+  struct {
+    uint32_t version;
+    int pid;
+  } header = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, tid};
+  struct {
+    uint32_t effective, permitted, inheritable;
+  } data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  for (int i = 0; i < 2; ++i) {
+    out[3 * i] = data[i].effective;
+    out[3 * i + 1] = data[i].permitted;
+    out[3 * i + 2] = data[i].inheritable;
+  }
+  return true;
+}
+
+bool tracer_threads_share_capabilities() {
+  uint32_t mine[6];
+  if (!thread_capabilities(0, mine)) return false;
+  for (auto& slot : g_tracer_tids) {
+    const int tid = slot.load(std::memory_order_acquire);
+    uint32_t theirs[6];
+    if (tid == 0 || !thread_capabilities(tid, theirs)) continue;  // gone
+    if (std::memcmp(mine, theirs, sizeof mine) != 0) return false;
+  }
+  return true;
+}
+
 void close_descriptor_raw(int fd) {
   if (fd >= 0) syscall(SYS_close, fd);
 }
@@ -148,6 +180,10 @@ int program_stderr() {
 }
 
 }  // namespace dftracer
+
+extern "C" int dft_tracer_threads_share_capabilities(void) {
+  return dftracer::tracer_threads_share_capabilities() ? 1 : 0;
+}
 
 extern "C" void dft_set_tracer_thread_hook(dft_thread_hook hook) {
   dftracer::g_thread_hook.store(hook, std::memory_order_release);

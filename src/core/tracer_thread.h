@@ -48,6 +48,11 @@ bool in_private_table();
 void wait_until_tracer_threads_gone();
 void forget_tracer_threads();
 
+// Whether every live tracer thread has the calling thread's capability
+// sets: glibc's setuid & co. then succeed or fail on them as on the caller
+// (no abort of the process for a thread that refused).
+bool tracer_threads_share_capabilities();
+
 // On such a thread: a descriptor of this thread's table for the program's
 // stderr as it is now (pidfd_getfd(2), else /proc/<pid>/fd/2), to write one
 // message to and close; -1 when it cannot be had (the message is dropped).

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "buffer_registry.h"
 #include "diagnostics.h"
+#include "process_hooks.h"
 #include "thread_buffer.h"
 #include "tracer_thread.h"
 
@@ -168,6 +169,7 @@ void Writer::drain(ThreadBuffer* tb) {
     Chunk* next = c->next.load(std::memory_order_acquire);
     pool_.release(c);
     pool_.note_sealed_released();
+    note_writer_progress();
     tb->rchunk = next;
     tb->roff = 0;
     if (next == nullptr) {  // sealed without a successor: the thread exited
@@ -230,6 +232,7 @@ void Writer::emit() {
   }
   bytes_written_.store(sink_->bytes_written(), std::memory_order_relaxed);
   out_.clear();
+  note_writer_progress();
 }
 
 void Writer::flush() {
@@ -262,6 +265,7 @@ void Writer::finish() {
             dropped_.load(std::memory_order_relaxed), &out_);
   emit();
   sink_->close();
+  note_trace_file_complete();
 }
 
 }  // namespace dftracer

@@ -13,6 +13,10 @@
  * installation's directory: ld.so then writes an error into the program's
  * stderr).
  *
+ * Without I/O tracing (DFTRACER_DISABLE_IO=1) a credential change keeps
+ * tracing where our threads have the caller's capabilities
+ * (before_credential_change).
+ *
  * Passed straight through in a vfork child and on the tracer's own threads
  * (their unshare(CLONE_FILES) is the core's own), and for an unshare that
  * needs no single thread (no CLONE_NEWUSER, CLONE_THREAD, CLONE_SIGHAND or
@@ -59,6 +63,21 @@ static void before_process_change(void) {
   drop_our_preload();
 }
 
+/* Without I/O tracing (DFTRACER_DISABLE_IO=1: only the process hooks are
+ * in) a credential change ends tracing only where glibc could abort: a
+ * thread of the tracer's lacks a capability the calling thread has
+ * (setpriv's case). With the same capabilities our threads take the change
+ * as the caller does (os.setuid(os.getuid()), a root launcher dropping to a
+ * user), and the trace goes on, under the new ids. */
+static void before_credential_change(void) {
+  if (!__atomic_load_n(&dftio_on, __ATOMIC_ACQUIRE) && dftio_closes_programs_fds() &&
+      dft_tracer_threads_share_capabilities()) {
+    drop_our_preload();
+    return;
+  }
+  before_process_change();
+}
+
 /* The hook of `name`: stop the tracer's threads, then the real call. */
 #define DFTIO_CRED_HOOK(name, params, args)                                   \
   int DFTIO_HOOK(name) params {                                               \
@@ -68,7 +87,7 @@ static void before_process_change(void) {
       errno = ENOSYS;                                                         \
       return -1;                                                              \
     }                                                                         \
-    before_process_change();                                                  \
+    before_credential_change();                                               \
     return fn_ args;                                                          \
   }
 
@@ -81,7 +100,17 @@ DFTIO_CRED_HOOK(setregid, (gid_t r, gid_t e), (r, e))
 DFTIO_CRED_HOOK(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
 DFTIO_CRED_HOOK(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
 DFTIO_CRED_HOOK(setgroups, (size_t n, const gid_t* list), (n, list))
-DFTIO_CRED_HOOK(setns, (int fd, int nstype), (fd, nstype))
+/* setns may need a single-threaded process (a user or mount namespace). */
+int DFTIO_HOOK(setns)(int fd, int nstype) {
+  static int (*real)(int, int);
+  int (*fn)(int, int) = (int (*)(int, int))dftio_resolve_named((void**)&real, "setns");
+  if (fn == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  before_process_change();
+  return fn(fd, nstype);
+}
 
 int DFTIO_HOOK(unshare)(int flags) {
   static int (*real)(int);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 
 namespace dftracer::io {
@@ -34,6 +35,8 @@ struct PatchContext {
   const char* const* skip;
   uintptr_t self_base;
   size_t patched;
+  std::unordered_set<const void*>* seen;
+  unsigned long long* subs_seen;
 };
 
 }  // namespace
@@ -96,11 +99,18 @@ size_t GotPatcher::patch_object(uintptr_t base, const void* phdrs_v, size_t phnu
 
 size_t GotPatcher::patch_all(const char* const* skip_names, const void* self) {
   Dl_info info{};
-  PatchContext ctx{this, skip_names, 0, 0};
+  PatchContext ctx{this, skip_names, 0, 0, &seen_, &subs_seen_};
   if (self != nullptr && dladdr(self, &info) != 0) ctx.self_base = reinterpret_cast<uintptr_t>(info.dli_fbase);
   dl_iterate_phdr(
-      [](struct dl_phdr_info* o, size_t, void* data) -> int {
+      [](struct dl_phdr_info* o, size_t size, void* data) -> int {
         auto* c = static_cast<PatchContext*>(data);
+        if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(o->dlpi_subs)) {
+          if (o->dlpi_subs != *c->subs_seen) {
+            c->seen->clear();
+            *c->subs_seen = o->dlpi_subs;
+          }
+          if (!c->seen->insert(o->dlpi_phdr).second) return 0;
+        }
         const char* name = o->dlpi_name != nullptr ? o->dlpi_name : "";
         // The object's load base as dladdr reports it: its first PT_LOAD.
         for (int i = 0; i < o->dlpi_phnum; ++i) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace dftracer::io {
 
@@ -23,7 +24,10 @@ class GotPatcher {
   // `skip_names` (nullptr-terminated) and is not the object holding
   // `self` (an address in the caller's own library). Returns the number of
   // GOT entries changed. Entries already pointing at a hook are left alone,
-  // so it is idempotent; call it again after a dlopen.
+  // so it is idempotent; call it again after a dlopen. An object seen by an
+  // earlier call is not looked at again (a dlopen costs the new objects'
+  // relocations only, not every loaded library's), until an object has been
+  // unloaded (dlpi_subs moved): another may then be loaded at its place.
   size_t patch_all(const char* const* skip_names, const void* self);
 
   // Patches one object given its load base and program headers (tests).
@@ -31,6 +35,8 @@ class GotPatcher {
 
  private:
   std::unordered_map<std::string_view, void*> hooks_;
+  std::unordered_set<const void*> seen_;  // each seen object's program headers
+  unsigned long long subs_seen_ = 0;
 };
 
 }  // namespace dftracer::io

@@ -16,6 +16,7 @@ import textwrap
 import time
 
 from conftest import _clean_env
+from trace_reader import read_trace, trace_files
 
 PROGRAM = """
 import os, threading, time
@@ -61,3 +62,7 @@ def test_a_finalize_past_its_deadline_still_ends_the_process_of_its_signal(tmp_p
             p.kill()
             p.communicate()
     assert p.returncode == -signal.SIGTERM, (p.returncode, err)
+    # The deadline ended it, not a finalize that completed: the file has no `end`.
+    files = trace_files(str(tmp_path))
+    assert len(files) == 1, files
+    assert "end" not in {e["name"] for e in read_trace(files[0])}

@@ -145,6 +145,23 @@ CRASHES = {
                         "t.start()\nt.join()",
     "fpe": "signal.raise_signal(signal.SIGFPE)",
 }
+# Real faults from the CPU (si_code > 0: the handler waits, then the
+# instruction faults again): an integer division by zero and ud2, run from
+# an executable page; a read past the end of a file mapped beyond it.
+RUN_CODE = ("import ctypes, mmap\n"
+            "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+            "m.write(bytes.fromhex({!r}))\n"
+            "ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()")
+if os.uname().machine == "x86_64":
+    CRASHES["fpe_divide"] = RUN_CODE.format("31c9b801000000" "99f7f9c3")  # xor ecx,ecx; mov eax,1; cdq; idiv ecx
+    CRASHES["ill_ud2"] = RUN_CODE.format("0f0bc3")
+CRASHES["bus"] = ("import ctypes, os, tempfile\n"
+                  "f = tempfile.TemporaryFile()\nf.write(b'x' * 4096)\nf.flush()\n"
+                  "libc = ctypes.CDLL(None, use_errno=True)\nlibc.mmap.restype = ctypes.c_void_p\n"
+                  "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,"
+                  " ctypes.c_long]\n"
+                  "p = libc.mmap(None, 8192, 1, 1, f.fileno(), 0)\n"  # PROT_READ, MAP_SHARED
+                  "ctypes.string_at(p + 4096, 1)")
 
 
 @pytest.mark.parametrize("faulthandler", ["", "faulthandler"])
@@ -153,4 +170,5 @@ def test_a_crash_finalizes_and_still_dies_of_its_signal(tmp_path, crash, faultha
     setup = "import faulthandler\nfaulthandler.enable()" if faulthandler else ""
     stop = CRASHES[crash] + "\nprint('ran on after the crash', flush=True)\n"
     rc = check_same_ending_and_finalized(tmp_path, RECORD.format(setup=setup, stop=stop))
-    assert rc == -{"abort": signal.SIGABRT, "fpe": signal.SIGFPE}.get(crash, signal.SIGSEGV)
+    assert rc == -{"abort": signal.SIGABRT, "fpe": signal.SIGFPE, "fpe_divide": signal.SIGFPE, "ill_ud2": signal.SIGILL,
+                   "bus": signal.SIGBUS}.get(crash, signal.SIGSEGV)

@@ -21,8 +21,10 @@ that its file is complete.
   package's own and whose events were lost when the package finalized in
   its atexit handler -- and after the interpreter's teardown (objects'
   __del__, the last flush of sys.stdout). The package's atexit handler
-  runs the diagnostics (Python code) and finalizes only where Py_AtExit
-  could not be registered (install_exit_hook).
+  runs the diagnostics (Python code) and flushes what was recorded so far
+  to the file (a teardown that hangs and is killed loses only its own
+  events), and finalizes only where Py_AtExit could not be registered
+  (install_exit_hook).
 """
 import atexit
 import os
@@ -63,6 +65,11 @@ def _finalize_at_exit():
             diagnostics.run_before_finalize()
         if not getattr(_core, "finalizes_after_the_interpreter", False):
             _core.finalize()  # a no-op when tracing is off or already finalized
+        elif _core.enabled():
+            # What was recorded so far goes to disk now: a teardown that then
+            # hangs (a __del__ that blocks, a process group's destructor) and
+            # is SIGKILLed loses only what it recorded itself.
+            _core.flush()
     except Exception:  # never turn an exit into a traceback
         pass
 
