@@ -10,30 +10,12 @@ test_exit_deadline.py); that is below the 10 s deadline, so the finalize
 completes and the file ends with its `end` event."""
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 
-from conftest import _clean_env
+import full_pool
 from trace_reader import read_trace, trace_files
 
-PROGRAM = """
-import os, signal, threading, time
-from dftracer.python import dftracer
-
-log = dftracer.get_instance()
-args = [{"s": os.urandom(1000).hex()} for _ in range(1000)]
-
-def record():
-    while True:
-        for a in args:
-            log.log_event("busy", "app", log.get_time(), 1, string_args=a)
-
-for _ in range(2):
-    threading.Thread(target=record, daemon=True).start()
-time.sleep(1)  # the pool fills: the finalize has it all to write
-print("ready", flush=True)
+THEN = """
 time.sleep(0.2)
 os.kill(os.getpid(), signal.SIGTERM)
 for i in range(100):
@@ -43,13 +25,7 @@ for i in range(100):
 
 
 def test_code_after_a_self_sent_signal_never_runs_while_the_finalize_is_slow(tmp_path):
-    script = tmp_path / "slow.py"
-    script.write_text(textwrap.dedent(PROGRAM))
-    env = _clean_env()
-    env.update(DFTRACER_ENABLE="1", DFTRACER_FLUSH_INTERVAL_MS="60000", DFTRACER_BUFFER_SIZE="64M",
-               DFTRACER_LOG_FILE=str(tmp_path / "t"))
-    p = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = full_pool.start(tmp_path, THEN)
     try:
         assert p.stdout.readline() == "ready\n"
         time.sleep(0.25)  # the program has signalled itself; its handler waits, the finalize drains the pool
