@@ -365,7 +365,12 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // those every one of the last steps has (by name and count; a name that no
 // work before it has, such as a zero_grad after each step, is not waited
 // for), and the compile work right before them: the setup before the loop (a
-// model's init ops, the batch made once) stays outside.
+// model's init ops, the batch made once) stays outside. Two things keep a
+// name the first iteration lacks from pulling the walk back into the setup:
+// a work whose interval another work shares exactly is not counted (in whole
+// microseconds a sub-microsecond op and its caller can share one, and which
+// contains the other is unknown, so the name is top-level by chance), and the
+// walk never crosses a gap with no work longer than the longest later step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
@@ -406,12 +411,21 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     // often as the step with fewest: an op the observer records in some
     // iterations only (a detach between two autograd nodes) would otherwise
     // send the walk back to the model's construction.
+    auto shared = [&](StepFinder::TopLevel::const_iterator it) {
+      const auto [lo, hi] = work.equal_range(it->first);
+      for (auto o = lo; o != hi; ++o)
+        if (o != it && o->second.end == it->second.end) return true;
+      return false;
+    };
+    auto counts = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second) && !shared(it); };
     std::map<std::string_view, size_t> need;
     const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
+    int64_t longest = 0;
     for (size_t k = from; k < c.occ.size(); ++k) {
+      longest = std::max(longest, c.occ[k].end - c.occ[k].ts);
       std::map<std::string_view, size_t> here;
       for (auto it = work.lower_bound(c.occ[k].ts); it != work.end() && it->first < c.occ[k].end; ++it)
-        if (counted(it->second)) ++here[it->second.name];
+        if (counts(it)) ++here[it->second.name];
       if (k == from) {
         need = std::move(here);
         continue;
@@ -424,12 +438,15 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     std::map<std::string_view, size_t> before;  // what the works before the first optimizer step can give
     const auto first_end = work.upper_bound(opt[0].ts);
     for (auto it = work.begin(); it != first_end; ++it)
-      if (auto n = need.find(it->second.name); n != need.end()) ++before[n->first];
+      if (auto n = need.find(it->second.name); n != need.end() && counts(it)) ++before[n->first];
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
+    int64_t reach = ts;  // the earliest work walked over, compile work too
     for (auto it = first_end; it != work.begin() && missing;) {
       --it;
-      if (!counted(it->second)) continue;
+      if (it->second.end < reach && reach - it->second.end > longest) break;  // the setup before the loop
+      reach = std::min(reach, it->first);
+      if (!counts(it)) continue;
       ts = std::min(ts, it->first);
       auto n = need.find(it->second.name);
       if (n != need.end() && n->second) --n->second, --missing;

@@ -227,6 +227,50 @@ TEST(Steps, OptimizerStepsEndTheStepsOfALoopThatMarksNone) {
   EXPECT_EQ(r.outside_traced_us, 5 + 5 + 5);
 }
 
+// In whole microseconds a sub-microsecond op and its caller can share one
+// interval: both are kept as top-level, so the op's name is top-level in
+// some iterations by chance. Here every later iteration has such an
+// `aten::detach` (sharing AccumulateGrad's interval) and the first has its
+// detach nested: the first step still begins at the loop's first work, not
+// at the model's init detach right before the loop.
+TEST(Steps, AnOpSharingItsCallersMicrosecondDoesNotPullTheFirstStepIntoTheSetup) {
+  std::vector<std::string> v = {ev("aten::detach", "aten", 10, 10, 1950, 5),
+                                ev("aten::uniform_", "aten", 10, 10, 1960, 5)};
+  for (int k = 0; k < 3; ++k) {
+    const long long t = 2000 + 100 * k;
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("aten::detach", "aten", 10, 10, t + 65, k == 0 ? 0 : 1));
+    v.push_back(ev("torch::autograd::AccumulateGrad", "autograd", 10, 10, t + 65, 1));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 2000);
+  EXPECT_EQ(r.rows[0].duration_us, 90);
+}
+
+// A name every later iteration has at top level and the first lacks (a
+// running loss updated from the second iteration on) is found in the setup
+// long before the loop: the first step's walk stops at a gap longer than any
+// later step, so the setup stays outside.
+TEST(Steps, TheFirstStepNeverReachesOverAGapLongerThanAnyStep) {
+  std::vector<std::string> v = {ev("aten::add", "aten", 10, 10, 0, 5), ev("aten::uniform_", "aten", 10, 10, 10, 5)};
+  for (int k = 0; k < 3; ++k) {
+    const long long t = 20000 + 100 * k;
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    if (k > 0) v.push_back(ev("aten::add", "aten", 10, 10, t + 32, 2));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 20000);
+  EXPECT_EQ(r.rows[0].duration_us, 90);
+}
+
 TEST(Steps, IOCallsAreNeverSteps) {
   // A DataLoader worker (pid 40) that only reads: repeated fread/read calls,
   // no steps. The main process (pid 30) saves 3 files at top level outside any
