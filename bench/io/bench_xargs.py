@@ -5,7 +5,7 @@ DFTracer's own (the PyPI `dftracer` wheel), in one run.
 
     python3 bench/io/bench_xargs.py --build build [--rounds 5] [--jobs 200]
         [--dftracer-preload .venv-ref/lib/python3.11/site-packages/dftracer/lib64/libdftracer_preload.so]
-        [--previous OTHER_BUILD/src/io/libdftracer_preload.so]
+        [--previous OTHER_BUILD/src/capture/io/libdftracer_preload.so]
 
 Every job is a fork+exec of `sh` whose redirection and `cat` are traced I/O
 (under DFTRACER_DATA_DIR):
@@ -70,7 +70,7 @@ def main():
     ap.add_argument("--dftracer-preload", default=find_dftracer_preload())
     ap.add_argument("--previous", help="another build's libdftracer_preload.so, as an extra row")
     a = ap.parse_args()
-    ours = os.path.abspath(os.path.join(a.build, "src/io/libdftracer_preload.so"))
+    ours = os.path.abspath(os.path.join(a.build, "src/capture/io/libdftracer_preload.so"))
     if not os.path.exists(ours):
         sys.exit(f"{ours}: not found (build the dftracer_preload target)")
     traced = {"DFTRACER_ENABLE": "1", "DFTRACER_INIT": "PRELOAD", "DFTRACER_DATA_DIR": "@WORK@/d",

@@ -52,7 +52,7 @@ def main():
     ap.add_argument("--dftracer-preload", default=find_dftracer_preload())
     a = ap.parse_args()
     binary = os.path.join(a.build, "bench/io/bench_io_calls")
-    ours = os.path.join(a.build, "src/io/libdftracer_preload.so")
+    ours = os.path.join(a.build, "src/capture/io/libdftracer_preload.so")
     work = tempfile.mkdtemp(prefix="io_bench_")
     try:
         data = os.path.join(work, "data")

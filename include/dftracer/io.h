@@ -54,7 +54,7 @@ DFT_API int dft_io_mode(void);
  * DFT_IO_DIRECT_OPEN (open, open64, openat, openat64) and
  * DFT_IO_DIRECT_CLOSE. 0 before I/O tracing starts, when another library
  * interposes those calls, once the program has called pthread_cancel, and
- * in sanitizer builds. src/io/direct_syscall.h gives the rules. */
+ * in sanitizer builds. src/capture/io/direct_syscall.h gives the rules. */
 #define DFT_IO_DIRECT_OPEN 1
 #define DFT_IO_DIRECT_CLOSE 2
 DFT_API int dft_io_direct_syscalls(void);

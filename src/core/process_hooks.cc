@@ -498,7 +498,7 @@ void Session::after_fork_in_child() {
 }  // namespace dftracer
 
 // The I/O library's sigaction/signal hooks report this handler as SIG_DFL
-// and set it where the program asks for SIG_DFL (src/io/signal_hooks.c).
+// and set it where the program asks for SIG_DFL (src/capture/io/signal_hooks.c).
 extern "C" void dft_finalize_before_exit(void) { dftracer::finalize_before_exit(); }
 extern "C" void dft_set_signal_hook(dft_signal_hook hook) { dftracer::g_signal_hook.store(hook, std::memory_order_release); }
 extern "C" void dft_stop_tracing_threads(void) { dftracer::stop_tracing_threads(); }

@@ -1,5 +1,5 @@
 """A process whose image ends without exit() -- _exit, _Exit, an exec --
-keeps its trace: the hooks finalize first (src/io/exit_hooks.c). dash ends
+keeps its trace: the hooks finalize first (src/capture/io/exit_hooks.c). dash ends
 every `sh -c` with _exit, multiprocessing children with os._exit, and every
 fork+exec replaces the child's image; each used to leave a file without its
 events and without its end. A forked child that only exec'd leaves no file
@@ -185,7 +185,7 @@ def test_persistent_dataloader_workers_keep_their_reads(tmp_path, mode):
 
 
 # A process that changes its credentials or namespaces runs on untraced
-# (src/io/cred_hooks.c): glibc applies setresgid to every thread and aborted
+# (src/capture/io/cred_hooks.c): glibc applies setresgid to every thread and aborted
 # setpriv (SIGABRT) when the tracer's threads refused, and a new user
 # namespace needs a single-threaded process (unshare failed with EINVAL).
 CREDENTIAL_CHANGES = {

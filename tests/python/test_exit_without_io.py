@@ -2,7 +2,7 @@
 trace: a Python program that ends in os._exit, execs another traced
 program, or gives SIGINT the default action itself must leave finalized
 files as with I/O tracing on. The hooks that finish the trace where the
-image ends (src/io/exit_hooks.c, signal_hooks.c, vfork_hook.c) used to be
+image ends (src/capture/io/exit_hooks.c, signal_hooks.c, vfork_hook.c) used to be
 installed only with the I/O hooks: os._exit lost the events of the last
 flush interval and the `end`.
 

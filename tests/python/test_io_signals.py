@@ -1,6 +1,6 @@
 """The tracer's SIGTERM/SIGINT handler (finalize the trace, then die of the
 signal) is invisible to the program: sigaction/signal report it as SIG_DFL
-(src/io/signal_hooks.c). Under PRELOAD the core starts before CPython does,
+(src/capture/io/signal_hooks.c). Under PRELOAD the core starts before CPython does,
 and CPython used to see a foreign SIGINT handler: no KeyboardInterrupt
 (Ctrl-C killed it), both handlers reported as None, and code that saves and
 restores a handler (multiprocessing's forkserver) failing with TypeError.

@@ -2,7 +2,7 @@
 tracing state alone. The vfork child runs in the parent's memory until it
 execs: its dup2() of a log file onto stdout/stderr, its chdir() to `cwd=` and
 its closes used to act on the parent's descriptor table and working
-directory, and were recorded as the parent's (src/io/vfork_hook.c). Runs in
+directory, and were recorded as the parent's (src/capture/io/vfork_hook.c). Runs in
 FUNCTION mode and under PRELOAD; reads the parent's trace back."""
 import os
 import subprocess

@@ -37,7 +37,7 @@ inline bool contains_nocase(std::string_view s, std::string_view word) {
   return false;
 }
 
-// A POSIX or STDIO call recorded by the I/O capture (src/io), as DFTracer
+// A POSIX or STDIO call recorded by the I/O capture (src/capture/io), as DFTracer
 // writes its categories.
 inline bool is_io_cat(std::string_view cat) { return cat == "POSIX" || cat == "STDIO"; }
 inline bool is_io_event(const Event& e) { return is_io_cat(e.cat); }

@@ -1,5 +1,5 @@
 /*
- * The calls src/io intercepts, one X-macro list per DFTracer category.
+ * The calls src/capture/io intercepts, one X-macro list per DFTracer category.
  *
  * One list drives everything that must agree: the pointers to the real
  * functions (io_real.c), the hook names (posix_hooks.c, stdio_hooks.c), the

@@ -6,7 +6,7 @@
 // so a path is named again in each file that uses it, and a relocated file
 // (dft_relocate renames it) is still the same file. Beside the session, a
 // slot keeps two bits about the path that the I/O hooks learn once per
-// session (what kind of file it is: src/io/direct_syscall.h).
+// session (what kind of file it is: src/capture/io/direct_syscall.h).
 #ifndef DFTRACER_IO_FILE_HASHES_H_
 #define DFTRACER_IO_FILE_HASHES_H_
 
