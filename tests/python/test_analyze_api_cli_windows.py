@@ -264,6 +264,8 @@ def test_dask_windows_equal_the_local_ones(runs, job, tmp_path):  # noqa: F811
                 local += event_counts(b["name"].astype(str), b["ph"].astype(str))
             ddf = da.events(job, format="dask", client=client, raw_args=False, **kw).compute()
             assert event_counts(ddf["name"], ddf["ph"]) == local, w
+            ddf = da.events(job, format="dask", raw_args=False, **kw).compute()  # dask's default scheduler
+            assert event_counts(ddf["name"], ddf["ph"]) == local, w
             out = str(tmp_path / f"dask{i}")
             da.to_parquet(job, out, client=client, **kw)
             assert parquet_counts(out) == local, w
