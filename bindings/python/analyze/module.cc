@@ -24,6 +24,7 @@
 #include "steps.hpp"
 #include "module_tree.hpp"
 #include "ranks.hpp"
+#include "report.hpp"
 #include "memory.hpp"
 #include "summary.hpp"
 #include "trace_time.hpp"
@@ -144,6 +145,18 @@ nb::dict batch_dict(EventBatch& b) {
   return d;
 }
 
+// The window bounds' texts ("" = open; absolute us or "+1.5s" / "-2s"),
+// parsed before any input is read: bad text is a ValueError naming it.
+struct WindowTexts {
+  WindowBound from, to;
+  WindowTexts(const std::string& from_us, const std::string& to_us)
+      : from(parse_window_bound(from_us)), to(parse_window_bound(to_us)) {}
+  // Sets ro's window for `files` as the CLI's --from/--to (ValueError when it is empty).
+  void apply(const std::vector<std::string>& files, unsigned threads, ReadOptions* ro) const {
+    resolve_window(from, to, files, threads, ro);
+  }
+};
+
 nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
                     long long max_line_mib, long long max_document_mib, const std::string& sort,
                     const std::string& from_us, const std::string& to_us, bool use_index) {
@@ -152,14 +165,14 @@ nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by
   SummarySort order = parse_summary_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
   // Absolute microseconds or relative ("+1.5s", "-2s"): trace_window.hpp.
-  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
+  const WindowTexts window(from_us, to_us);
   ro.use_index = use_index;
   unsigned nthreads = thread_count(threads);
   std::vector<std::string> files = expand_or_throw(paths);
   Summary s;
   {
     nb::gil_scoped_release unlocked;
-    resolve_window(from, to, files, nthreads, &ro);
+    window.apply(files, nthreads, &ro);
     s = summarize(files, keys, top, nthreads, ro, order);
   }
   return summary_dict(s);
@@ -233,16 +246,24 @@ nb::dict summary_dict(const Summary& s) {
 // diff(a, b): {'keys', 'columns' (the key columns, then kDiffColumns; rows by
 // impact), 'totals', 'stats_a', 'stats_b'}: the numbers of `diff --format json`.
 nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::string& by,
-                 size_t top, long long threads, long long max_line_mib, long long max_document_mib) {
+                 size_t top, long long threads, long long max_line_mib, long long max_document_mib,
+                 const std::string& from_us, const std::string& to_us) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  const WindowTexts window(from_us, to_us);
   unsigned nthreads = thread_count(threads);
   std::vector<std::string> files_a = expand_or_throw(a), files_b = expand_or_throw(b);
   Diff d;
   {
     nb::gil_scoped_release unlocked;
-    d = diff_traces(files_a, files_b, keys, top, nthreads, ro);
+    // A relative window is each run's own, as `diff --from/--to`: "+10s" is the first ten seconds of A and of B.
+    ReadOptions ro_a = ro, ro_b = ro;
+    window.apply(files_a, nthreads, &ro_a);
+    window.apply(files_b, nthreads, &ro_b);
+    d = diff_summaries(summarize(files_a, keys, 0, nthreads, ro_a), summarize(files_b, keys, 0, nthreads, ro_b), top);
+    // The noise estimate, as the command: each run's step-to-step spread.
+    mark_noise(d, step_spread(analyze_steps(files_a, nthreads, ro_a)), step_spread(analyze_steps(files_b, nthreads, ro_b)));
   }
   return diff_dict(d);
 }
@@ -260,7 +281,9 @@ nb::dict diff_dict(const Diff& d) {
   std::vector<uint64_t> count_a, count_b;
   std::vector<int64_t> count_delta;
   std::vector<double> times[8];
+  std::vector<bool> within_noise;
   for (const DiffRow& r : d.rows) {
+    within_noise.push_back(r.within_noise);
     count_a.push_back(r.count_a);
     count_b.push_back(r.count_b);
     count_delta.push_back(r.count_delta());
@@ -271,6 +294,9 @@ nb::dict diff_dict(const Diff& d) {
   cols["count_b"] = numpy_array(std::move(count_b));
   cols["count_delta"] = numpy_array(std::move(count_delta));
   for (size_t c = 0; c < 8; ++c) cols[kDiffColumns[kDiffFirstTime + c]] = numpy_array(std::move(times[c]));
+  nb::list noise;
+  for (bool b : within_noise) noise.append(b);
+  cols["within_noise"] = noise;
   nb::dict totals;
   totals["groups"] = d.groups;
   totals["traced_a_us"] = d.traced_a_us;
@@ -279,6 +305,15 @@ nb::dict diff_dict(const Diff& d) {
   totals["total_b_us"] = d.total_b_us;
   totals["complete_events_a"] = d.events_a;
   totals["complete_events_b"] = d.events_b;
+  totals["noise_pct"] = d.noise_pct;  // NaN: a run with fewer than 2 steps (no row marked)
+  for (auto [name, sp] : {std::pair{"spread_a", &d.spread_a}, std::pair{"spread_b", &d.spread_b}}) {
+    nb::dict spread;  // the JSON's a/b steps, step_outliers, step_median_us, step_spread_pct
+    spread["steps"] = sp->steps;
+    spread["step_outliers"] = sp->outliers;
+    spread["step_median_us"] = sp->median_us;
+    spread["step_spread_pct"] = sp->spread_pct;
+    totals[name] = spread;
+  }
   nb::dict out;
   out["keys"] = key_names;
   out["columns"] = cols;
@@ -290,14 +325,16 @@ nb::dict diff_dict(const Diff& d) {
 
 // module_tree(paths): {'columns' (kModuleTreeColumns, depth-first), 'totals', 'stats'}.
 nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                        long long max_document_mib) {
+                        long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  const WindowTexts window(from_us, to_us);
   unsigned nthreads = thread_count(threads);
   std::vector<std::string> files = expand_or_throw(paths);
   ModuleTree t;
   {
     nb::gil_scoped_release unlocked;
+    window.apply(files, nthreads, &ro);
     t = module_tree(files, nthreads, ro);
   }
   return module_tree_dict(t);
@@ -341,13 +378,13 @@ nb::dict py_merge(const std::vector<std::string>& paths, const std::string& outp
                   const std::string& to_us) {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
+  const WindowTexts window(from_us, to_us);
   unsigned nthreads = thread_count(threads);
   MergeResult r;
   {
     nb::gil_scoped_release unlocked;
     std::vector<std::string> files = expand_or_throw(paths);
-    resolve_window(from, to, files, nthreads, &ro);
+    window.apply(files, nthreads, &ro);
     r = merge_traces(files, output, nthreads, ro, epoch_ts);
   }
   nb::dict out;
@@ -360,16 +397,21 @@ nb::dict py_merge(const std::vector<std::string>& paths, const std::string& outp
 
 EventStream* py_open_events(const std::vector<std::string>& paths, size_t batch_size, long long threads, bool raw_args,
                             const std::string& ph, size_t queue_capacity, long long max_line_mib,
-                            long long max_document_mib) {
+                            long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   check_cpu();
   StreamOptions opt;
   opt.read = read_options(max_line_mib, max_document_mib);
+  const WindowTexts window(from_us, to_us);
   opt.batch_size = batch_size;
   opt.threads = thread_count(threads);
   opt.raw_args = raw_args;
   opt.ph = ph;
   opt.queue_capacity = queue_capacity;
   std::vector<std::string> files = expand_or_throw(paths);  // errors now, not at the first batch
+  {
+    nb::gil_scoped_release unlocked;  // a relative bound reads the inputs' time range
+    window.apply(files, opt.threads, &opt.read);
+  }
   return new EventStream(std::move(files), std::move(opt));
 }
 
@@ -392,14 +434,14 @@ nb::tuple json_and_stats(const std::vector<std::string>& paths, long long thread
                          const std::string& to_us = "") {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  const WindowBound from = parse_window_bound(from_us), to = parse_window_bound(to_us);
+  const WindowTexts window(from_us, to_us);
   unsigned nthreads = thread_count(threads);
   std::ostringstream os;
   ReadStats stats;
   {
     nb::gil_scoped_release unlocked;
     std::vector<std::string> files = expand_or_throw(paths);
-    resolve_window(from, to, files, nthreads, &ro);
+    window.apply(files, nthreads, &ro);
     stats = write(files, nthreads, ro, os);
   }
   return nb::make_tuple(os.str(), stats_dict(stats));
@@ -407,25 +449,33 @@ nb::tuple json_and_stats(const std::vector<std::string>& paths, long long thread
 
 // Efficiency as the CLI's JSON text (summary --efficiency --format json).
 nb::tuple py_efficiency(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
-                        const std::string& calibration, long long max_line_mib, long long max_document_mib) {
-  check_cpu();
-  ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  std::vector<GroupKey> keys;
-  try {
-    keys = parse_group_keys(by);
-  } catch (const std::invalid_argument& e) {
-    throw nb::value_error(e.what());
-  }
-  unsigned nthreads = thread_count(threads);
-  std::string text;
-  ReadStats stats;
-  {
-    nb::gil_scoped_release unlocked;
-    Efficiency e = efficiency(expand_or_throw(paths), keys, top, nthreads, ro, calibration);
-    text = efficiency_text(e, "json");
-    stats = e.stats;
-  }
-  return nb::make_tuple(text, stats_dict(stats));
+                        const std::string& calibration, long long max_line_mib, long long max_document_mib,
+                        const std::string& from_us, const std::string& to_us) {
+  std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [&](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
+                            std::ostream& os) {
+                          Efficiency e = efficiency(files, keys, top, n, ro, calibration);
+                          os << efficiency_text(e, "json");
+                          return e.stats;
+                        },
+                        from_us, to_us);
+}
+
+// `dftracer-analyze report -o OUTPUT`: the HTML page written to `output`;
+// returns (the answer's lines the command prints, the read stats).
+nb::tuple py_report(const std::vector<std::string>& paths, const std::string& output, size_t top, long long threads,
+                    const std::string& calibration, long long max_line_mib, long long max_document_mib,
+                    const std::string& from_us, const std::string& to_us) {
+  if (top < 1) throw std::invalid_argument("top must be a positive number of rows, not " + std::to_string(top));
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [&](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
+                            std::ostream& os) {
+                          ReportResult r = write_report(files, output, top, n, ro, calibration);
+                          os << r.answer;
+                          return r.stats;
+                        },
+                        from_us, to_us);
 }
 
 // `dftracer-analyze calibrate`: measures, writes, returns the JSON written.
@@ -448,13 +498,14 @@ std::string py_calibrate(const std::string& directory, const std::string& output
 // Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
 // what `summary --by step --format json` prints; plus the read stats.
 nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                   long long max_document_mib) {
+                   long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
                           StepReport r = analyze_steps(files, n, ro);
                           write_steps_json(os, r);
                           return r.stats;
-                        });
+                        },
+                        from_us, to_us);
 }
 
 // The I/O view as the CLI's JSON text (`io --format json`), plus the read
@@ -507,7 +558,7 @@ nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mi
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
 // `summary --by rank --format json` without steps), plus the read stats.
 nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, bool with_steps, long long max_line_mib,
-                   long long max_document_mib) {
+                   long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [with_steps](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
                                      std::ostream& os) {
@@ -515,7 +566,8 @@ nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, boo
                           if (with_steps) write_ranks_json(os, r);
                           else write_rank_summary_json(os, r);
                           return r.stats;
-                        });
+                        },
+                        from_us, to_us);
 }
 
 }  // namespace dftracer::analyze::py
@@ -550,10 +602,11 @@ NB_MODULE(_analyze, m) {
         "Summary of complete events: {'keys', 'columns', 'totals', 'stats', 'index'} (threads 0 = all cores).");
   m.def("diff", &py_diff, nb::arg("a"), nb::arg("b"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        "Two runs compared per group, as `dftracer-analyze diff --format json`.");
+        nb::arg("from_us") = "", nb::arg("to_us") = "",
+        "Two runs compared per group, as `dftracer-analyze diff --format json` (a relative window is each run's own).");
   m.def("module_tree", &py_module_tree, nb::arg("paths"), nb::arg("threads") = 0,
-        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
+        nb::arg("to_us") = "", "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("epoch_ts") = false,
         nb::arg("from_us") = "", nb::arg("to_us") = "",
@@ -569,16 +622,22 @@ NB_MODULE(_analyze, m) {
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib, "Per-step breakdown as JSON text, and the read stats.");
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
+        "Per-step breakdown as JSON text, and the read stats.");
   m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib,
-        nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
+  m.def("report", &py_report, nb::arg("paths"), nb::arg("output"), nb::arg("top") = 20, nb::arg("threads") = 0,
+        nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("from_us") = "", nb::arg("to_us") = "",
+        "Writes `dftracer-analyze report`'s HTML page to OUTPUT; returns (the answer's lines, the read stats).");
   m.def("calibrate", &py_calibrate, nb::arg("directory") = "", nb::arg("output") = "", nb::arg("threads") = 0,
         nb::arg("force") = false, nb::arg("torch") = true,
         "Measures this machine's peaks and writes them (as `dftracer-analyze calibrate`); returns the JSON.");
   m.def("ranks_json", &py_ranks, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("with_steps") = true,
-        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
+        nb::arg("to_us") = "",
         "Cross-rank tables (ranks, steps, stragglers, collectives, waits) as JSON text, and the read stats.");
   m.def("default_threads", &default_threads);
   register_partial_summary(m);
@@ -613,6 +672,7 @@ NB_MODULE(_analyze, m) {
       .def_prop_ro("stats", [](EventStream& s) { return stats_dict(s.stats()); });
   m.def("open_events", &py_open_events, nb::arg("paths"), nb::arg("batch_size") = 65536, nb::arg("threads") = 1,
         nb::arg("raw_args") = true, nb::arg("ph") = "", nb::arg("queue_capacity") = 2,
-        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::rv_policy::take_ownership, "Start reading PATHS into batches of events.");
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
+        nb::arg("to_us") = "", nb::rv_policy::take_ownership,
+        "Start reading PATHS into batches of events (of from_us <= ts < to_us; metadata always).");
 }

@@ -117,15 +117,32 @@ Summary combine(const std::vector<nb::bytes>& parts, const std::string& by, size
   return combine_partials(blobs, keys, top, order);
 }
 
-// diff()'s dict from the partial summaries of run A and run B (each made with `by`).
+// A run's step spread from its steps' durations and outlier flags (steps()'s rows).
+StepSpread spread_of(const std::vector<double>& durations_us, const std::vector<bool>& outliers) {
+  if (durations_us.size() != outliers.size()) throw std::invalid_argument("durations and outliers differ in length");
+  StepReport r;
+  for (size_t i = 0; i < durations_us.size(); ++i) {
+    StepRow row;
+    row.duration_us = durations_us[i];
+    row.outlier = outliers[i];
+    r.rows.push_back(std::move(row));
+  }
+  return step_spread(r);
+}
+
+// diff()'s dict from the partial summaries of run A and run B (each made with `by`),
+// its rows marked by the runs' step spreads (each run's step durations and outliers).
 nb::dict py_diff_partials(const std::vector<nb::bytes>& parts_a, const std::vector<nb::bytes>& parts_b,
-                          const std::string& by, size_t top) {
+                          const std::string& by, size_t top, const std::vector<double>& steps_a_us,
+                          const std::vector<bool>& outliers_a, const std::vector<double>& steps_b_us,
+                          const std::vector<bool>& outliers_b) {
   std::vector<GroupKey> keys = parse_group_keys(by);
   std::vector<std::string> a = blobs_of(parts_a), b = blobs_of(parts_b);
   Diff d;
   {
     nb::gil_scoped_release unlocked;
     d = diff_summaries(combine_partials(a, keys, 0), combine_partials(b, keys, 0), top);
+    mark_noise(d, spread_of(steps_a_us, outliers_a), spread_of(steps_b_us, outliers_b));
   }
   return diff_dict(d);
 }
@@ -164,10 +181,11 @@ std::string py_combine_text(const std::vector<nb::bytes>& parts, const std::stri
 // All events of one piece (a member range, or a whole file as (0, size)) as a
 // list of batch dicts, and the read stats: one Dask partition's worth.
 nb::tuple py_range_events(const std::string& path, uint64_t begin, uint64_t end, size_t batch_size, bool raw_args,
-                          const std::string& ph, long long max_line_mib, long long max_document_mib) {
+                          const std::string& ph, long long max_line_mib, long long max_document_mib,
+                          int64_t from_ns, int64_t to_ns) {
   check_cpu();
   StreamOptions opt;
-  opt.read = read_options(max_line_mib, max_document_mib);
+  opt.read = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
   opt.batch_size = batch_size ? batch_size : 65536;
   opt.raw_args = raw_args;
   opt.ph = ph;
@@ -217,7 +235,10 @@ void register_partial_summary(nb::module_& m) {
   m.def("combine_partials", &py_combine, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", "Merge partial summaries into summary()'s dict.");
   m.def("diff_partials", &py_diff_partials, nb::arg("parts_a"), nb::arg("parts_b"), nb::arg("by") = "name",
-        nb::arg("top") = 0, "diff()'s dict from the partial summaries of run A and run B.");
+        nb::arg("top") = 0, nb::arg("steps_a_us") = std::vector<double>(), nb::arg("outliers_a") = std::vector<bool>(),
+        nb::arg("steps_b_us") = std::vector<double>(), nb::arg("outliers_b") = std::vector<bool>(),
+        "diff()'s dict from the partial summaries of run A and run B, marked by their step spreads "
+        "(each run's step durations and outlier flags).");
   m.def("module_tree_partials", &py_module_tree_partials, nb::arg("parts"),
         "module_tree()'s dict from partial summaries made with by='module'.");
   m.def("combine_partials_text", &py_combine_text, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
@@ -226,7 +247,9 @@ void register_partial_summary(nb::module_& m) {
   m.def("range_events", &py_range_events, nb::arg("path"), nb::arg("begin"), nb::arg("end"),
         nb::arg("batch_size") = 65536, nb::arg("raw_args") = true, nb::arg("ph") = "",
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        "([batch dict], stats) of the events of one member range (or a whole file as (0, size)).");
+        nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
+        "([batch dict], stats) of the events of one member range (or a whole file as (0, size)) with "
+        "from_ns <= ts < to_ns (metadata always).");
 }
 
 }  // namespace dftracer::analyze::py

@@ -36,11 +36,12 @@ import warnings
 
 from ._common import (  # noqa: F401  (_IMPORT_ERROR: why the extension is missing)
     _IMPORT_ERROR, SkippedInputWarning, _ext, _fs_path, _limits, _module, _path_list, _threads, _warn_skipped,
+    _window, _window_bound,
 )
 
 SkippedInputWarning.__module__ = __name__  # its public home
 
-__all__ = ["summary", "memory", "steps", "efficiency", "calibrate", "events", "merge", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
+__all__ = ["summary", "memory", "steps", "efficiency", "calibrate", "events", "merge", "report", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
            "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "device", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
            "to_parquet", "local_cluster"]
 
@@ -65,17 +66,6 @@ _NS_COLUMNS = {c: c[:-3] for c, k in _KINDS.items() if k == "time_ns"}
 def files(paths):
     """The trace files PATHS names, sorted and de-duplicated (FileNotFoundError if one is missing)."""
     return list(_module().expand_inputs(_path_list(paths)))
-
-
-def _window_bound(name, v):
-    """A from_ts/to_ts bound as text ("" = none): the exact decimal text of microseconds,
-    or a relative str as given ("+1.5s", "-2s"; checked by the extension)."""
-    if v is None:
-        return ""
-    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
-        raise TypeError(f"{name} must be microseconds (int, float or decimal str), a relative time str "
-                        f"('+1.5s', '-2s') or None, not {v!r}")
-    return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
 
 
 def local_cluster(n_workers=2, threads_per_worker=1, **kwargs):
@@ -145,7 +135,7 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         by = ",".join(by)
     if by == "rank":  # per process of a torchrun job: _ranks.py
         return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
-                     _steps=False).ranks
+                     from_ts=from_ts, to_ts=to_ts, _steps=False).ranks
     if top is None:
         top = 0
     elif int(top) < 1:
@@ -157,16 +147,13 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     client = _dask().resolve_client(client)
     if client is None:
         raw = _module().summary(_path_list(paths), by, int(top), threads, **limits, sort=sort,
-                                from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts),
-                                use_index=bool(use_index))
+                                **_window(from_ts, to_ts), use_index=bool(use_index))
     else:
-        window = (_window_bound("from_ts", from_ts), _window_bound("to_ts", to_ts))
-        for w in window:
-            if w:
-                _module().window_is_relative(w)  # bad text fails here, before any work
+        window = _window(from_ts, to_ts)
+        _dask().check_window(_module(), window)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
-        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits, window=window,
-                              use_index=bool(use_index))
+        raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits,
+                              window=(window["from_us"], window["to_us"]), use_index=bool(use_index))
     memory = [c for c in ("alloc_bytes", "free_bytes", "net_bytes") if c in raw["columns"]]  # memory capture
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS) + memory
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
@@ -183,7 +170,7 @@ def _dask():
     return distributed
 
 
-def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
+def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None, client=None):
     """Per training step, its time split by kind of work, as a pandas DataFrame: the
     rows of `dftracer-analyze summary --by step --format json` (same numbers).
 
@@ -205,8 +192,10 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
     and its wall time by category), "outside" (thread time of events in no step, by
     category), "first_step_compile_share", "outlier_rule", "nesting", "capped_regions",
     "stats" (what was read and skipped).
+    from_ts, to_ts: a time window, as for summary() and `summary --by step --from/--to`:
+    the steps are those of the events in it.
     client: as for summary(); whole files are read on the workers (a process's steps
-    need all of its events).
+    need all of its events), each keeping the window the client resolved.
     """
     import json
 
@@ -214,12 +203,15 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
 
     limits = _limits(max_line_mib, max_document_mib)
     threads = _threads(threads)
+    window = _window(from_ts, to_ts)
     client = _dask().resolve_client(client)
     if client is None:
-        text, stats = _module().steps_json(_path_list(paths), threads, **limits)
+        text, stats = _module().steps_json(_path_list(paths), threads, **limits, **window)
         doc = json.loads(text)
     else:
-        doc, stats = _dask().steps(client, _module(), files(paths), limits)
+        inputs = files(paths)
+        doc, stats = _dask().steps(client, _module(), inputs, limits, _dask().window_of(client, _module(), inputs,
+                                                                                         window, limits))
     cats = ("compile", "forward", "backward", "optimizer", "comm", "data", "other")
     columns = (["pid", "step", "label", "start_us", "duration_us"] + [f"{c}_us" for c in cats] +
                ["untraced_us", "traced_us"] + [f"{c}_thread_us" for c in cats] +
@@ -235,7 +227,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
 
 
 def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, max_line_mib=None,
-               max_document_mib=None):
+               max_document_mib=None, from_ts=None, to_ts=None):
     """FLOPs, bytes and how close to this machine's roofline each group ran, as a pandas
     DataFrame: the rows of `dftracer-analyze summary --efficiency --format json`.
 
@@ -249,14 +241,18 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     dftracer-calibration.json beside an input, else the user's cache dir (see
     calibrate()); without one, attainable_gflops and peak_frac are NaN.
     df.attrs: "calibration" (peaks, host, path, or None), "group_by", "skipped", "stats".
+    from_ts, to_ts: a time window, as for summary() and `summary --efficiency --from/--to`.
+    Read on this machine (no client: the roofline needs no cluster).
     """
     import json
 
     import pandas as pd
 
+    if not isinstance(by, str):
+        by = ",".join(by)
     text, stats = _module().efficiency_json(_path_list(paths), by, _top(top), _threads(threads),
-                                            calibration=os.fspath(calibration) if calibration else "",
-                                            **_limits(max_line_mib, max_document_mib))
+                                            calibration=_fs_path(calibration) if calibration else "",
+                                            **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts))
     doc = json.loads(text)
     columns = list(doc["group_by"]) + list(_module().EFFICIENCY_COLUMNS)
     df = pd.DataFrame(doc.pop("rows"), columns=columns)
@@ -304,7 +300,8 @@ def _top(top):
     return int(top)
 
 
-def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
+def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None,
+         to_ts=None, client=None):
     """Two runs compared group by group, as a pandas DataFrame sorted by impact.
 
     a, b: each a file, directory, glob or list of them (run A and run B).
@@ -313,12 +310,18 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
 
     Columns: the key column(s), then count_a, count_b, count_delta, self_a_us, self_b_us,
     self_delta_us, self_delta_pct, total_a_us, total_b_us, total_delta_us, total_delta_pct
-    (delta = B - A; pct relative to A, NaN where A is 0). A group found in one run only
-    has 0 in the other. Rows by |self_delta_us|, then |total_delta_us|, then key: the same
-    numbers and order as `dftracer-analyze diff A B --format json`.
+    (delta = B - A; pct relative to A, NaN where A is 0), within_noise (bool: the self
+    time changed by no more than noise_pct, in a group found in both runs). A group found
+    in one run only has 0 in the other. Rows by |self_delta_us|, then |total_delta_us|, then
+    key: the same numbers and order as `dftracer-analyze diff A B --format json`.
     df.attrs["totals"]: groups, traced_a_us, traced_b_us (each run's summed self time),
-    total_a_us, total_b_us, complete_events_a, complete_events_b;
+    total_a_us, total_b_us, complete_events_a, complete_events_b; noise_pct (the larger
+    run's step-to-step spread, %; NaN when a run has fewer than 2 steps: no row marked) and
+    spread_a, spread_b (steps, step_outliers, step_median_us, step_spread_pct: the JSON's
+    a / b), from each run's steps (steps()), as the command;
     df.attrs["stats_a"], df.attrs["stats_b"]: what was read and skipped on each side.
+    from_ts, to_ts: a time window, as for summary() and `diff --from/--to`; a relative bound
+    is each run's own ("+10s": the first ten seconds of A and of B).
     client: as for summary(): both runs are read on the workers as partial summaries and
     joined on the client; the same numbers.
     """
@@ -329,14 +332,19 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     limits = _limits(max_line_mib, max_document_mib)
     top = _top(top)
     threads = _threads(threads)
+    window = _window(from_ts, to_ts)
     client = _dask().resolve_client(client)
     if client is None:
-        raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits)
+        raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits, **window)
     else:
+        _dask().check_window(_module(), window)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, "self")  # a bad key fails here, before any work
-        raw = _dask().diff(client, _module(), files(a), files(b), by, top, limits)
-    order = list(raw["keys"]) + list(DIFF_COLUMNS)
+        fa, fb = files(a), files(b)
+        raw = _dask().diff(client, _module(), fa, fb, by, top, limits,
+                           windows=[_dask().window_of(client, _module(), f, window, limits) for f in (fa, fb)])
+    order = list(raw["keys"]) + list(DIFF_COLUMNS) + ["within_noise"]
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
+    df["within_noise"] = df["within_noise"].astype(bool)
     df.attrs["totals"] = dict(raw["totals"])
     df.attrs["stats_a"] = dict(raw["stats_a"])
     df.attrs["stats_b"] = dict(raw["stats_b"])
@@ -345,7 +353,8 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     return df
 
 
-def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None):
+def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None,
+                client=None):
     """Self and total time per nn.Module path (args.module) as a tree, one row a node.
 
     Rows depth-first (a parent before its children, siblings by total time), as
@@ -358,6 +367,7 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     time, the roots' totals). df.attrs["totals"]: tree_us, unattributed_us and
     unattributed_events (events with no module, not in the tree), traced_us;
     df.attrs["stats"]: what was read and skipped.
+    from_ts, to_ts: a time window, as for summary() and `summary --by module --tree --from/--to`.
     client: as for summary(): partial summaries by module read on the workers, the tree
     built on the client; the same numbers.
     """
@@ -366,10 +376,13 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     limits = _limits(max_line_mib, max_document_mib)
     threads = _threads(threads)
     client = _dask().resolve_client(client)
+    window = _window(from_ts, to_ts)
     if client is None:
-        raw = _module().module_tree(_path_list(paths), threads, **limits)
+        raw = _module().module_tree(_path_list(paths), threads, **limits, **window)
     else:
-        raw = _dask().module_tree(client, _module(), files(paths), limits)
+        inputs = files(paths)
+        raw = _dask().module_tree(client, _module(), inputs, limits,
+                                  window=_dask().window_of(client, _module(), inputs, window, limits))
     df = pd.DataFrame({c: raw["columns"][c] for c in MODULE_TREE_COLUMNS}, columns=list(MODULE_TREE_COLUMNS))
     df.attrs["totals"] = dict(raw["totals"])
     df.attrs["stats"] = dict(raw["stats"])
@@ -416,7 +429,7 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_
     import pandas as pd
 
     text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib),
-                                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
+                                        **_window(from_ts, to_ts))
     doc = json.loads(text)
     df = pd.DataFrame(doc["series"], columns=["pid", "device", "samples", "peak_bytes", "peak_ts_us", "first_bytes",
                                               "last_bytes"])
@@ -464,7 +477,7 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
 
     text, stats = _module().io_json(_path_list(paths), _threads(threads), _int_option("small_bytes", small_bytes),
                                     _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib),
-                                    from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
+                                    **_window(from_ts, to_ts))
     doc = json.loads(text)
     out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"],
            "by_kind": doc["by_kind"]}
@@ -499,7 +512,7 @@ def device(paths, threads=None, *, max_line_mib=None, max_document_mib=None, fro
     import pandas as pd
 
     text, stats = _module().device_json(_path_list(paths), _threads(threads), **_limits(max_line_mib, max_document_mib),
-                                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
+                                        **_window(from_ts, to_ts))
     doc = json.loads(text)
     out = {t: pd.DataFrame(doc.pop(t)) for t in ("op", "kernel", "module", "phase", "category", "stream", "step")}
     doc.pop("skipped", None)
@@ -527,13 +540,13 @@ def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=No
     otherData.ts_base_us). from_ts, to_ts: a time window, as for summary() and `merge --from/--to`."""
     r = _module().merge(_path_list(paths), _fs_path(output), _threads(threads),
                         **_limits(max_line_mib, max_document_mib), epoch_ts=_flag(epoch_ts, "epoch_ts"),
-                        from_us=_window_bound("from_ts", from_ts), to_us=_window_bound("to_ts", to_ts))
+                        **_window(from_ts, to_ts))
     _warn_skipped(r["stats"])
     return r
 
 
 def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, threads=1, max_line_mib=None,
-           max_document_mib=None, client=None):
+           max_document_mib=None, from_ts=None, to_ts=None, client=None):
     """Iterate over every decoded event of PATHS in batches of at most `batch_size` events.
 
     format="pandas" (default): each batch is a DataFrame; the string columns (name, cat,
@@ -555,6 +568,8 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
         With 1 (default) batches follow file order (except
         lines at the seams of parallel gzip pieces, which come at the end); with
         more, batches of different file pieces interleave.
+    from_ts, to_ts: a time window, as for summary(): only the events with
+        from_ts <= ts < to_ts (metadata always), the events `merge --from/--to` writes.
 
     Reading runs on a background thread, at most two batches ahead of the
     consumer, so memory is bounded by the batch size and not by the trace.
@@ -567,17 +582,20 @@ def events(paths, batch_size=65536, *, format="pandas", ph=None, raw_args=True, 
         computed. Same columns; string columns hold str (None where missing), ts_ns and
         dur_ns are Int64. batch_size and threads do not apply.
     """
+    window = _window(from_ts, to_ts)
     if format == "dask":
         client = _dask().resolve_client(client)
         meta = _frame_of_arrays({c: [] for c in EVENT_COLUMNS if raw_args or c != "args"})
-        return _dask().events(client, _module(), files(paths), bool(raw_args), ph or "",
-                              _limits(max_line_mib, max_document_mib), meta)
+        limits = _limits(max_line_mib, max_document_mib)
+        inputs = files(paths)
+        return _dask().events(client, _module(), inputs, bool(raw_args), ph or "", limits, meta,
+                              window=_dask().window_of(client, _module(), inputs, window, limits))
     if format not in ("pandas", "numpy"):
         raise ValueError(f"format must be 'pandas', 'numpy' or 'dask', not {format!r}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
     stream = _module().open_events(_path_list(paths), int(batch_size), _threads(threads),
-                                   bool(raw_args), ph or "", **_limits(max_line_mib, max_document_mib))
+                                   bool(raw_args), ph or "", **_limits(max_line_mib, max_document_mib), **window)
     return EventBatches(stream, format)
 
 
@@ -674,6 +692,7 @@ class EventBatches:
 
 
 from ._ranks import RankAnalysis, ranks  # noqa: E402  (uses the helpers above)
+from ._report import report  # noqa: E402
 def _frame_of_arrays(arrays):
     """A pandas DataFrame of a numpy-format batch with plain dtypes (str objects, Int64
     ns columns with <NA> where absent): the same dtypes in every Dask partition."""
@@ -697,7 +716,7 @@ def _frame_of_arrays(arrays):
 
 
 def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_mib=None,
-               piece_bytes=None):
+               piece_bytes=None, from_ts=None, to_ts=None):
     """Writes every event of PATHS as a Parquet dataset under `out_dir` (which must not
     exist or be empty: else FileExistsError), one row per event, hive-partitioned by
     rank (out_dir/rank=<rank>/*.parquet) when the traces carry rank metadata (every
@@ -705,17 +724,21 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
     (out_dir/pid=<pid>/*.parquet). Columns: see dftracer.analyze.parquet. With a
     Dask `client` (or $DFTRACER_DASK_SCHEDULER) the files' rank metadata is found and
     the files and member ranges are written by the workers (out_dir must then be on a
-    file system they share).
+    file system they share). from_ts, to_ts: a time window, as for summary() and
+    `export --from/--to`: the events events(from_ts=, to_ts=) gives (metadata always).
     Returns {"rows": events written, "files": input files, "partitioning": "rank" or
     "pid", "stats": read stats}."""
     from . import parquet
 
     limits = _limits(max_line_mib, max_document_mib)
     inputs = files(paths)
-    out_dir = os.path.abspath(os.fsdecode(out_dir))
-    parquet.check_output_dir(out_dir)
-    client = _dask().resolve_client(client)
+    window = _window(from_ts, to_ts)
     dist = _dask()
+    dist.check_window(_module(), window)  # bad text fails before the output directory is made
+    out_dir = os.path.abspath(os.fsdecode(out_dir))
+    client = dist.resolve_client(client)
+    window = dist.window_of(client, _module(), inputs, window, limits)
+    parquet.check_output_dir(out_dir)
     kwargs = {} if piece_bytes is None else {"piece_bytes": int(piece_bytes)}
     pieces = dist.plan_pieces(_module(), inputs, dist._n_workers(client) if client is not None else 1,
                               split_members=client is not None, **kwargs)
@@ -733,7 +756,7 @@ def to_parquet(paths, out_dir, *, client=None, max_line_mib=None, max_document_m
         file_ranks = client.gather(client.map(parquet.process_ranks, inputs, limits=limits, pure=False))
     by_rank = all(file_ranks)
     ranks_of = dict(zip(inputs, file_ranks))
-    args = [(i, path, b, e, out_dir, limits, ranks_of[path] if by_rank else None)
+    args = [(i, path, b, e, out_dir, limits, ranks_of[path] if by_rank else None, window)
             for i, (path, b, e) in enumerate(jobs)]
     if client is None:
         results = [parquet.write_piece(*a) for a in args]

@@ -62,6 +62,22 @@ def _warn_skipped(stats, stacklevel=3):
         warnings.warn(f"dftracer.analyze: {stats['problems']}", SkippedInputWarning, stacklevel=stacklevel)
 
 
+def _window_bound(name, v):
+    """A from_ts/to_ts bound as text ("" = none): the exact decimal text of microseconds,
+    or a relative str as given ("+1.5s", "-2s"; checked by the extension)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(f"{name} must be microseconds (int, float or decimal str), a relative time str "
+                        f"('+1.5s', '-2s') or None, not {v!r}")
+    return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
+
+
+def _window(from_ts, to_ts):
+    """The window as the extension's keyword arguments from_us, to_us (the texts of --from/--to)."""
+    return {"from_us": _window_bound("from_ts", from_ts), "to_us": _window_bound("to_ts", to_ts)}
+
+
 def _limits(max_line_mib, max_document_mib):
     """The reader's size limits as keyword arguments of the extension (None: the default)."""
     out = {}

@@ -4,7 +4,7 @@ prints, so the numbers are the command's own."""
 import json
 import os
 
-from ._common import _limits, _module, _path_list, _threads, _warn_skipped
+from ._common import _limits, _module, _path_list, _threads, _warn_skipped, _window
 from .distributed import SCHEDULER_ENV
 
 
@@ -61,13 +61,15 @@ _LOCAL_ONLY = ("ranks() reads on this machine, not on the Dask cluster: matching
                "each call's per-rank arrival times, which are events, not mergeable aggregates")
 
 
-def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, client=None, _steps=True):
+def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None, client=None,
+          _steps=True):
     """Ranks, steps x ranks, stragglers per step, and every collective matched across
     ranks (who arrived last, how long the others waited, transfer time), as a
     RankAnalysis of DataFrames: the numbers of `dftracer-analyze ranks --format json`.
 
     Missing ranks (fewer files than world_size says), files cut short (no `end` event) and
     collectives seen on some ranks only are reported in `.info`, never an error.
+    from_ts, to_ts: a time window, as for summary() and `ranks --from/--to`.
     client: not used to read (one warning line says so): the cross-rank matching needs
     per-call records of every rank, not aggregates, so this machine reads the files.
     """
@@ -76,6 +78,6 @@ def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, clie
 
         warn(_LOCAL_ONLY)
     text, stats = _module().ranks_json(_path_list(paths), _threads(threads), _steps,
-                                       **_limits(max_line_mib, max_document_mib))
+                                       **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts))
     _warn_skipped(stats)
     return RankAnalysis(json.loads(text), stats)

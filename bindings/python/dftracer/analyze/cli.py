@@ -4,7 +4,7 @@ them over, arguments unchanged: src/analyze/cli/python_delegate.cpp):
     dftracer-analyze summary --dask SCHEDULER [--workers N] [--by KEYS] [--top N]
                              [--sort self|total] [--format table|json|csv] [-o FILE]
                              [--from TS] [--to TS] [--no-index] PATH...
-    dftracer-analyze export --format parquet -o DIR [--dask SCHEDULER] [--workers N] PATH...
+    dftracer-analyze export --format parquet -o DIR [--dask SCHEDULER] [--workers N] [--from TS] [--to TS] PATH...
 
 SCHEDULER is a Dask scheduler address (tcp://host:8786) or `local` for a
 LocalCluster of --workers processes (default 2) on this machine. The summary
@@ -93,7 +93,7 @@ def _export(a, client):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SkippedInputWarning)
         r = to_parquet(a.paths, a.out, client=client, max_line_mib=a.max_line_mib,
-                       max_document_mib=a.max_document_mib)
+                       max_document_mib=a.max_document_mib, from_ts=a.from_ts or None, to_ts=a.to_ts or None)
     for w in caught:
         if issubclass(w.category, SkippedInputWarning):
             sys.stderr.write(f"dftracer-analyze: {str(w.message).removeprefix('dftracer.analyze: ')}\n")

@@ -112,9 +112,22 @@ def _ext():
     return _analyze
 
 
+def _bounds(window):
+    """(from_ns, to_ns) as the extension's keyword arguments ({} for no window)."""
+    return dict(zip(("from_ns", "to_ns"), window))
+
+
+def _us_text(ns, open_value):
+    """An absolute bound in ns as the exact decimal text of microseconds ("" when open)."""
+    if ns == open_value:
+        return ""
+    sign = "-" if ns < 0 else ""
+    return f"{sign}{abs(ns) // 1000}.{abs(ns) % 1000:03d}"
+
+
 def _partial(piece, by, limits, window=(), use_index=True):
     ext = _ext()
-    bounds = dict(zip(("from_ns", "to_ns"), window))
+    bounds = _bounds(window)
     if piece[0] == "files":  # finalized .pfw.gz files answer from their .idx here (nothing inflated)
         return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds, use_index=use_index)
     _, path, file_id, begin, end = piece
@@ -125,12 +138,16 @@ def _time_range(piece, limits):
     return _ext().time_range(piece[1], 1, **limits)
 
 
-def _steps_part(piece, limits):
-    text, stats = _ext().steps_json(piece[1], 1, **limits)
+def _steps_part(piece, limits, window=()):
+    # steps_json takes the window as text: the client's resolved ns, exactly.
+    texts = {}
+    if window:
+        texts = {"from_us": _us_text(window[0], -(1 << 63)), "to_us": _us_text(window[1], (1 << 63) - 1)}
+    text, stats = _ext().steps_json(piece[1], 1, **limits, **texts)
     return piece[2][0], text, stats
 
 
-def _piece_frame(piece, raw_args, ph, limits):
+def _piece_frame(piece, raw_args, ph, limits, window=()):
     from . import _frame_of_arrays, EventBatches
 
     ext = _ext()
@@ -140,7 +157,7 @@ def _piece_frame(piece, raw_args, ph, limits):
     else:
         paths = [(piece[1], piece[3], piece[4])]
     for path, begin, end in paths:
-        batches, _stats = ext.range_events(path, begin, end, 1 << 20, raw_args, ph, **limits)
+        batches, _stats = ext.range_events(path, begin, end, 1 << 20, raw_args, ph, **limits, **_bounds(window))
         out.extend(_frame_of_arrays(EventBatches._arrays(b)) for b in batches)
     return out
 
@@ -166,11 +183,26 @@ def window_ns(client, ext, files, from_text, to_text, limits):
         return ()
     rng = (False, 0, 0)
     if any(ext.window_is_relative(t) for t in (from_text, to_text) if t):
-        pieces = plan_pieces(ext, files, _n_workers(client), split_members=False)
-        found = [r for r in client.gather(client.map(_time_range, pieces, limits=limits, pure=False)) if r[0]]
+        if client is None:  # events(format="dask") on dask's default scheduler, to_parquet(): read here
+            found = [r for r in [ext.time_range(files, 0, **limits)] if r[0]]
+        else:
+            pieces = plan_pieces(ext, files, _n_workers(client), split_members=False)
+            found = [r for r in client.gather(client.map(_time_range, pieces, limits=limits, pure=False)) if r[0]]
         if found:
             rng = (True, min(r[1] for r in found), max(r[2] for r in found))
     return tuple(ext.resolve_window(from_text, to_text, *rng))
+
+
+def check_window(ext, window):
+    """A window's texts ({"from_us", "to_us"}) checked before any work: ValueError for bad text."""
+    for t in window.values():
+        if t:
+            ext.window_is_relative(t)
+
+
+def window_of(client, ext, files, window, limits):
+    """window_ns() of a window given as {"from_us", "to_us"} texts (a relative bound: `files`' own start / end)."""
+    return window_ns(client, ext, files, window["from_us"], window["to_us"], limits)
 
 
 # The keys a write-time index answers (src/analyze/read/index_summary.cpp).
@@ -190,17 +222,22 @@ def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_in
     return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index))
 
 
-def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None):
+def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windows=((), ())):
     """diff()'s raw dict: each run's partial summaries read on the cluster (both runs'
-    pieces queued at once), the two combined summaries joined on the client."""
-    fa = _partial_futures(client, ext, files_a, by, limits, piece_bytes)
-    fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes)
-    return ext.diff_partials(client.gather(fa), client.gather(fb), by, top)
+    pieces queued at once), the two combined summaries joined on the client;
+    `windows`: each run's (from_ns, to_ns)."""
+    fa = _partial_futures(client, ext, files_a, by, limits, piece_bytes, window=windows[0])
+    fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes, window=windows[1])
+    spreads = []  # the noise estimate, as `diff`: each run's step durations and outliers
+    for files, window in ((files_a, windows[0]), (files_b, windows[1])):
+        rows = steps(client, ext, files, limits, window)[0]["steps"]
+        spreads += [[r["duration_us"] for r in rows], [bool(r["outlier"]) for r in rows]]
+    return ext.diff_partials(client.gather(fa), client.gather(fb), by, top, *spreads)
 
 
-def module_tree(client, ext, files, limits, piece_bytes=None):
+def module_tree(client, ext, files, limits, piece_bytes=None, window=()):
     """module_tree()'s raw dict: partial summaries by module, combined into the tree."""
-    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes))
+    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes, window))
 
 
 def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", ""), use_index=True):
@@ -209,10 +246,11 @@ def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=
     return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes, ns, use_index), by, top, sort)
 
 
-def steps(client, ext, files, limits):
-    """steps()'s JSON document and stats, from whole files mapped over the workers."""
+def steps(client, ext, files, limits, window=()):
+    """steps()'s JSON document and stats, from whole files mapped over the workers;
+    `window` = (from_ns, to_ns), resolved against the whole input."""
     pieces = [p for p in plan_pieces(ext, files, _n_workers(client), split_members=False)]
-    results = client.gather(client.map(_steps_part, pieces, limits=limits, pure=False))
+    results = client.gather(client.map(_steps_part, pieces, limits=limits, window=tuple(window), pure=False))
     doc, stats = None, {}
     for first_id, text, st in results:
         part = json.loads(text)
@@ -256,11 +294,13 @@ def _drop_helper_steps(doc):
     doc["steps"] = [r for r in doc["steps"] if r["pid"] not in helpers]
 
 
-def events(client, ext, files, raw_args, ph, limits, meta, piece_bytes=None):
-    """A dask.dataframe of the events: one partition per piece, in input order."""
+def events(client, ext, files, raw_args, ph, limits, meta, piece_bytes=None, window=()):
+    """A dask.dataframe of the events: one partition per piece, in input order;
+    `window` = (from_ns, to_ns) kept by every piece."""
     import dask.dataframe as dd
     from dask import delayed
 
     pieces = plan_pieces(ext, files, _n_workers(client) if client is not None else 2, piece_bytes)
-    parts = [delayed(_frames_concat)(delayed(_piece_frame)(p, raw_args, ph, limits), meta) for p in pieces]
+    parts = [delayed(_frames_concat)(delayed(_piece_frame)(p, raw_args, ph, limits, tuple(window)), meta)
+             for p in pieces]
     return dd.from_delayed(parts, meta=meta, verify_meta=False)

@@ -105,18 +105,20 @@ def process_ranks(path, limits):
     return ranks
 
 
-def write_piece(piece_id, path, begin, end, out_dir, limits, ranks=None):
+def write_piece(piece_id, path, begin, end, out_dir, limits, ranks=None, window=()):
     """Writes the events of one piece (a whole file as (0, size), or a member range)
     under out_dir, partitioned by pid, or by rank when `ranks` ({pid: rank} of the
-    piece's file) is given; returns (rows written, read stats). Runs on a Dask worker too."""
+    piece's file) is given; `window`: (from_ns, to_ns), the events with from_ns <= ts < to_ns
+    (metadata always). Returns (rows written, read stats). Runs on a Dask worker too."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.dataset as pads
 
     from . import _KINDS, EVENT_COLUMNS, EventBatches, _module
+    from .distributed import _bounds
 
     ext = _module()
-    batches, stats = ext.range_events(path, begin, end, 1 << 18, True, "", **limits)
+    batches, stats = ext.range_events(path, begin, end, 1 << 18, True, "", **limits, **_bounds(window))
     rows = 0
     column = PARTITION_COLUMN if ranks is None else RANK_COLUMN
     for k, b in enumerate(batches):
