@@ -88,16 +88,29 @@ int64_t optimizer_number(std::string_view v) {
 // evaluation between steps).
 constexpr size_t kInferenceWork = kNumStepCategories;
 
+// The Event::extra_args slots StepFinder captures.
+constexpr size_t kArgOpt = 0, kArgGrad = 1;
+
+// Inference work: a compile backend's inference graph call (args.phase
+// "inference"), or eager work the LibTorch observer recorded with grad mode
+// off (args.grad 0: the outermost such op or scope of its thread) that is no
+// optimizer, backward or compile work.
+bool inference_work(const Event& e, std::string_view category) {
+  if (e.phase == "inference") return true;
+  return e.extra_args[kArgGrad] == "0" && e.phase.empty() && (category == "other" || category == "forward");
+}
+
 void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
                       bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end > e.ts_ns)
-    add_top(t.work, e.ts_ns, end, e.name, e.phase == "inference" ? kInferenceWork : category, top_cap);
+    add_top(t.work, e.ts_ns, end, e.name, inference_work(e, kStepCategories[category]) ? kInferenceWork : category,
+            top_cap);
   if (is_optimizer_step(e) && end > e.ts_ns) {
     if (t.optimizer.size() >= kMaxRegionOccurrences) {
       ++capped;
     } else {
-      t.optimizer.push_back({e.ts_ns, end, optimizer_number(e.extra_args[0])});
+      t.optimizer.push_back({e.ts_ns, end, optimizer_number(e.extra_args[kArgOpt])});
       if (e.ts_ns < t.optimizer_first) {
         t.optimizer_first = e.ts_ns;
         t.optimizer_name.assign(e.name);
@@ -515,8 +528,9 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
 
 StepFinder::StepFinder() {
   ArgCapture c;
-  c.size = 1;
-  c.keys[0] = "opt";  // an optimizer step's optimizer (optimizer_number)
+  c.size = 2;
+  c.keys[kArgOpt] = "opt";    // an optimizer step's optimizer (optimizer_number)
+  c.keys[kArgGrad] = "grad";  // 0: eager work with grad mode off (inference_work)
   decoder_.capture_args(c);
 }
 

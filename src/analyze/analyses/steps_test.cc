@@ -621,5 +621,31 @@ TEST(Steps, ARegionAroundTheOptimizerStepAloneIsNoStep) {
   EXPECT_EQ(durations(r), (std::vector<double>{37, 100, 100, 100}));
 }
 
+// An eager loop (the LibTorch observer) with an evaluation after iteration 2:
+// the observer writes "grad": 0 on the outermost work run with grad mode off,
+// which is inference work and never begins a step, like a compiled
+// inference graph call. The evaluation is outside every step, and so is the
+// no_grad update each iteration makes after its optimizer step (an EMA),
+// which is no wait: steps 1, 2 and 4 run from the optimizer step before.
+TEST(Steps, GradOffEagerWorkIsInferenceAndNeverBeginsAStep) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 100 * k + (k >= 3 ? 2100 : 0);
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, 3, "\"grad\":0"));  // EMA under no_grad
+    if (k == 2)  // the evaluation: three no_grad forwards
+      for (int e = 0; e < 3; ++e) v.push_back(ev("aten::linear", "aten", 10, 10, t + 200 + 600 * e, 500, "\"grad\":0"));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 100, 100, 90, 100}));
+  EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 300 + 2100);  // its zero_grad, after the evaluation
+  EXPECT_GE(r.outside_traced_us, 3 * 500);
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing
