@@ -84,28 +84,34 @@ int64_t optimizer_number(std::string_view v) {
   return ec == std::errc() && end == v.data() + v.size() && n >= 0 ? n : -1;
 }
 
-// A work event that never begins a training step: an inference call (an
-// evaluation between steps).
+// Work events that never begin a training step: an inference call (an
+// evaluation between steps), and eager work run with grad mode off (an
+// evaluation's ops, but also a no_grad block inside an iteration: a teacher
+// model's forward, a metric, an EMA update; so, unlike an inference call,
+// it still counts in the first step's walk back to the loop's start).
 constexpr size_t kInferenceWork = kNumStepCategories;
+constexpr size_t kGradOffWork = kNumStepCategories + 1;
 
 // The Event::extra_args slots StepFinder captures.
 constexpr size_t kArgOpt = 0, kArgGrad = 1;
 
-// Inference work: a compile backend's inference graph call (args.phase
-// "inference"), or eager work the LibTorch observer recorded with grad mode
-// off (args.grad 0: the outermost such op or scope of its thread) that is no
-// optimizer, backward or compile work.
-bool inference_work(const Event& e, std::string_view category) {
-  if (e.phase == "inference") return true;
-  return e.extra_args[kArgGrad] == "0" && e.phase.empty() && (category == "other" || category == "forward");
+// The category a work event is kept under: kInferenceWork for a compile
+// backend's inference graph call (args.phase "inference"), kGradOffWork for
+// eager work the LibTorch observer recorded with grad mode off (args.grad 0:
+// the outermost such op or scope of its thread) that is no optimizer,
+// backward or compile work.
+size_t work_category(const Event& e, size_t category) {
+  if (e.phase == "inference") return kInferenceWork;
+  const std::string_view name = kStepCategories[category];
+  if (e.extra_args[kArgGrad] == "0" && e.phase.empty() && (name == "other" || name == "forward")) return kGradOffWork;
+  return category;
 }
 
 void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
                       bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end > e.ts_ns)
-    add_top(t.work, e.ts_ns, end, e.name, inference_work(e, kStepCategories[category]) ? kInferenceWork : category,
-            top_cap);
+    add_top(t.work, e.ts_ns, end, e.name, work_category(e, category), top_cap);
   if (is_optimizer_step(e) && end > e.ts_ns) {
     if (t.optimizer.size() >= kMaxRegionOccurrences) {
       ++capped;
@@ -386,6 +392,11 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // walk never crosses a gap with no work longer than the longest later step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
+  // Work that can begin a step; work the first step's walk counts (grad-off
+  // work too: a teacher's no_grad forward opening each iteration).
+  auto begins = [](const StepFinder::Top& t) {
+    return t.category != compile && t.category != kInferenceWork && t.category != kGradOffWork;
+  };
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
   // Moves a start back over the compile work right before it, not before floor.
   auto back_over_compile = [&](int64_t ts, int64_t floor) {
@@ -399,19 +410,22 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     return ts;
   };
   Candidate c{name, {}, 0};
+  std::vector<int64_t> walked_from;  // per step: where its works the first step's walk looks for begin
   for (size_t k = 0; k < opt.size(); ++k) {
     int64_t ts = opt[k].ts;
     if (k > 0) {
       // No work of the main thread before this optimizer step (its forward
       // and backward untraced, their collectives on another thread): the
       // previous one's end.
-      int64_t first = opt[k - 1].end;
-      for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
-        if (counted(it->second) && it->first != ts) {
-          first = it->first;
-          break;
-        }
-      ts = back_over_compile(first, opt[k - 1].end);
+      auto first = [&](auto&& which) {
+        for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
+          if (which(it->second) && it->first != ts) return back_over_compile(it->first, opt[k - 1].end);
+        return opt[k - 1].end;
+      };
+      walked_from.push_back(first(counted));
+      ts = first(begins);
+    } else {
+      walked_from.push_back(ts);
     }
     c.occ.push_back({ts, opt[k].end});
   }
@@ -437,7 +451,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     for (size_t k = from; k < c.occ.size(); ++k) {
       longest = std::max(longest, c.occ[k].end - c.occ[k].ts);
       std::map<std::string_view, size_t> here;
-      for (auto it = work.lower_bound(c.occ[k].ts); it != work.end() && it->first < c.occ[k].end; ++it)
+      for (auto it = work.lower_bound(walked_from[k]); it != work.end() && it->first < c.occ[k].end; ++it)
         if (counts(it)) ++here[it->second.name];
       if (k == from) {
         need = std::move(here);

@@ -647,5 +647,25 @@ TEST(Steps, GradOffEagerWorkIsInferenceAndNeverBeginsAStep) {
   EXPECT_GE(r.outside_traced_us, 3 * 500);
 }
 
+// A no_grad block opening each iteration (a teacher model's forward, for
+// distillation) is the iteration's own: the first step begins with it, not
+// with the student's first op, and the model's init under no_grad (nn.init)
+// before the loop stays outside.
+TEST(Steps, AGradOffBlockOpeningEachIterationIsInItsStep) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 1900, 5, "\"grad\":0")};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 2000 + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 8, "\"grad\":0"));  // the teacher
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 2000);
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 100, 100, 100}));
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing
