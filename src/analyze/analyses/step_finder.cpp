@@ -389,7 +389,8 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // a work whose interval another work shares exactly is not counted (in whole
 // microseconds a sub-microsecond op and its caller can share one, and which
 // contains the other is unknown, so the name is top-level by chance), and the
-// walk never crosses a gap with no work longer than the longest later step.
+// walk never crosses a gap with no work longer than the longest later step,
+// unless compile work borders it (the first iteration's compile).
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
   // Work that can begin a step; work the first step's walk counts (grad-off
@@ -469,10 +470,17 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
     int64_t reach = ts;  // the earliest work walked over, compile work too
+    bool reach_compile = false;  // that work is compile work
     for (auto it = first_end; it != work.begin() && missing;) {
       --it;
-      if (it->second.end < reach && reach - it->second.end > longest) break;  // the setup before the loop
-      reach = std::min(reach, it->first);
+      // A gap next to compile work is the compile's own (Dynamo and AOT
+      // autograd's untraced Python between its phases, the first call's
+      // wait for a backward compile): the loop's first iteration compiles,
+      // the setup before it does not.
+      const bool compile_work = it->second.category == compile;
+      if (it->second.end < reach && reach - it->second.end > longest && !compile_work && !reach_compile)
+        break;  // the setup before the loop
+      if (it->first < reach) reach = it->first, reach_compile = compile_work;
       if (!counts(it)) continue;
       ts = std::min(ts, it->first);
       auto n = need.find(it->second.name);

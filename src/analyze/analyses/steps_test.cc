@@ -667,5 +667,31 @@ TEST(Steps, AGradOffBlockOpeningEachIterationIsInItsStep) {
   EXPECT_EQ(durations(r), (std::vector<double>{90, 100, 100, 100}));
 }
 
+// The first iteration of a compiled loop waits for its backward's compile,
+// and between that compile and the backward graph's call Python runs
+// untraced for longer than any later step: the first step's walk crosses
+// that gap (compile work borders it) and begins with the forward's compile;
+// the setup before it stays outside.
+TEST(Steps, TheFirstStepCrossesAGapNextToItsCompile) {
+  std::vector<std::string> v = {
+      ev("aten::uniform_", "aten", 10, 10, 0, 5),
+      ev("dynamo.trace", "compile", 10, 10, 1000, 500),
+      ev("graph.forward", "dynamo", 10, 10, 1510, 10, "\"phase\":\"forward\""),
+      ev("backend_compile", "compile", 10, 10, 1525, 30),
+      ev("graph.backward", "dynamo", 10, 10, 1760, 10, "\"phase\":\"backward\""),
+      ev("Optimizer.step#AdamW.step", "torch", 10, 10, 1775, 5, "\"opt\":0"),
+  };
+  for (int k = 1; k < 4; ++k) {
+    const long long t = 1800 + 50 * (k - 1);
+    v.push_back(ev("graph.forward", "dynamo", 10, 10, t + 5, 10, "\"phase\":\"forward\""));
+    v.push_back(ev("graph.backward", "dynamo", 10, 10, t + 20, 10, "\"phase\":\"backward\""));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 35, 5, "\"opt\":0"));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);
+  EXPECT_EQ(r.rows[0].duration_us, 780);
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing
