@@ -399,6 +399,17 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     return t.category != compile && t.category != kInferenceWork && t.category != kGradOffWork;
   };
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
+  // In whole microseconds an op nested in a grad-off op can share its
+  // interval (relu's clamp_min): both are kept as top-level, and the nested
+  // one, which carries no grad arg, must not begin a step either.
+  auto begins_here = [&](StepFinder::TopLevel::const_iterator it) {
+    if (!begins(it->second)) return false;
+    const auto [lo, hi] = work.equal_range(it->first);
+    for (auto o = lo; o != hi; ++o)
+      if (o->second.end == it->second.end && !begins(o->second) && o->second.category != compile) return false;
+    return true;
+  };
+  auto counted_here = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second); };
   // Moves a start back over the compile work right before it, not before floor.
   auto back_over_compile = [&](int64_t ts, int64_t floor) {
     auto it = work.lower_bound(ts);
@@ -420,11 +431,11 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       // previous one's end.
       auto first = [&](auto&& which) {
         for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
-          if (which(it->second) && it->first != ts) return back_over_compile(it->first, opt[k - 1].end);
+          if (which(it) && it->first != ts) return back_over_compile(it->first, opt[k - 1].end);
         return opt[k - 1].end;
       };
-      walked_from.push_back(first(counted));
-      ts = first(begins);
+      walked_from.push_back(first(counted_here));
+      ts = first(begins_here);
     } else {
       walked_from.push_back(ts);
     }

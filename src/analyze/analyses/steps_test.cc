@@ -636,8 +636,13 @@ TEST(Steps, GradOffEagerWorkIsInferenceAndNeverBeginsAStep) {
     v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
     v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
     v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, 3, "\"grad\":0"));  // EMA under no_grad
-    if (k == 2)  // the evaluation: three no_grad forwards
+    if (k == 2) {  // the evaluation: three no_grad forwards
       for (int e = 0; e < 3; ++e) v.push_back(ev("aten::linear", "aten", 10, 10, t + 200 + 600 * e, 500, "\"grad\":0"));
+      // An op nested in a grad-off one, sharing its microseconds: kept as
+      // top-level too, and without the arg.
+      v.push_back(ev("aten::clamp_min", "aten", 10, 10, t + 1950, 5));
+      v.push_back(ev("aten::relu", "aten", 10, 10, t + 1950, 5, "\"grad\":0"));
+    }
   }
   StepReport r = run(lines(v), 1);
   ASSERT_EQ(r.processes.size(), 1u);
