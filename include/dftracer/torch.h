@@ -19,8 +19,13 @@
 //   cat   "aten" for operators, "autograd" for autograd nodes, "torch" for
 //         other scopes (compiled regions, user scopes, other RecordFunctions)
 //   args  seq_nr (autograd sequence number, when the op has one; a node's is
-//         the forward op's) and, with
-//         shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]").
+//         the forward op's); "grad": 0 on an op or scope that starts with
+//         grad mode off (no_grad, inference_mode) outside any recorded op,
+//         autograd node, optimizer step or grad-off scope of its thread --
+//         only the outermost of such work, not autograd nodes (the engine
+//         runs them with grad mode off); "opt" on an optimizer's
+//         "Optimizer.step#..." scope given a number by set_optimizer_number();
+//         with shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]").
 // Events are recorded only while the core is tracing (dft_enabled()).
 //
 // Ops that run inside compiled graphs (torch.compile with an AOT-autograd
@@ -114,6 +119,12 @@ DFT_TORCH_API void set_graph_depth_probe(GraphDepthProbe probe);
 // mistaken for the program's own. resume without suspend does nothing.
 DFT_TORCH_API void suspend_this_thread();
 DFT_TORCH_API void resume_this_thread();
+
+// Numbers the optimizer step scope ("Optimizer.step#<Class>.step") open
+// innermost on the calling thread: its event gets args.opt = n (the Python
+// optimizer step hooks call it, from inside torch's scope). Does nothing when
+// the innermost open scope is not a recorded optimizer step.
+DFT_TORCH_API void set_optimizer_number(long long n);
 
 }  // namespace torch
 }  // namespace dftracer

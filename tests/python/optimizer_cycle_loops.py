@@ -9,6 +9,9 @@ iteration's first call, t1 after its last).
 
 Shapes (no compile, no eager op tracing: the optimizer hooks record the steps):
   gan          two optimizers per iteration (discriminator, then generator)
+  gan_eager    the same with eager op tracing (the test sets
+               DFTRACER_TRACE_EAGER=1): the LibTorch observer records torch's
+               optimizer step scopes, numbered by the hooks
   gan_region   the same in a `train_step` region
   skip_region  one optimizer, `train_step` region, no optimizer step in the
                first two iterations (a GradScaler skipping on overflow)

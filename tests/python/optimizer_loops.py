@@ -13,8 +13,8 @@ says an evaluation (no_grad forwards) ran after it. backward_s / forward_s
 sum the brackets around the loop's backward / forward calls (and their
 regions, shape ai), *_inside_s the brackets inside those regions.
 
-Every other iteration of compile, gradacc and eager begins with 4 ms of
-untraced work.
+Every other iteration of compile, gradacc, eager and eager_eval begins with
+4 ms of untraced work.
 
 Shapes:
   compile   torch.compile(m, backend=dftracer_dynamo_backend), AdamW, an
@@ -22,6 +22,11 @@ Shapes:
   gradacc   the same, four micro-batches per optimizer step, no evaluation
   eager     no compile (the LibTorch observer: DFTRACER_TRACE_EAGER=1), the
             model built and a batch made before the loop
+  eager_eval  eager with the compile shape's evaluation after iteration 2 (10 ms
+            of untraced batch reading before each forward), and
+            two no_grad blocks inside every iteration: a metric on the
+            forward's output before the backward, an EMA of the weights after
+            the optimizer step
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
@@ -51,6 +56,7 @@ def main():
     if shape == "untraced":
         import dftracer.python.dynamo  # noqa: F401  (the optimizer step events)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    ema = [p.detach().clone() for p in m.parameters()]
     micro = 4 if shape == "gradacc" else 1
     if shape == "ai":
         from dftracer.python import ai
@@ -62,7 +68,7 @@ def main():
     time.sleep(0.02)  # setup before the loop: outside every step
     for i in range(STEPS):
         t0 = time.perf_counter()
-        if shape in ("compile", "gradacc", "eager"):
+        if shape in ("compile", "gradacc", "eager", "eager_eval"):
             time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
         opt.zero_grad()
         t_fwd = None
@@ -74,6 +80,9 @@ def main():
                 b1 = time.perf_counter()
             b = time.perf_counter()
             t_fwd = t_fwd or b
+            if shape == "eager_eval":
+                with torch.no_grad():
+                    (y.argmax(1) == 0).float().mean()  # a metric
             with bwd_ctx:
                 b2 = time.perf_counter()
                 y.sum().backward()
@@ -88,11 +97,16 @@ def main():
         t_opt = time.perf_counter()
         opt.step()
         t1 = time.perf_counter()
-        ev = shape == "compile" and i == 2
+        if shape == "eager_eval":
+            with torch.no_grad():
+                torch._foreach_lerp_(ema, list(m.parameters()), 0.1)  # an EMA of the weights
+        ev = shape in ("compile", "eager_eval") and i == 2
         its.append([t0, t_fwd, t_opt, t1, ev])
         if ev:
             with torch.no_grad():
                 for _ in range(3):
+                    if shape == "eager_eval":
+                        time.sleep(0.01)  # the evaluation's batch, read untraced
                     fwd(x)
         time.sleep(0.002)  # untraced work between iterations (logging)
     time.sleep(0.02)  # after the loop: outside every step

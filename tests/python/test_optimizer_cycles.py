@@ -21,6 +21,7 @@ from analyzer_cli import analyzer  # noqa: E402
 
 @pytest.mark.parametrize("shape,source,region", [
     ("gan", "optimizer", "Optimizer.step#Adam.step"),
+    ("gan_eager", "optimizer", "Optimizer.step#Adam.step"),
     ("gan_region", "region", "train_step"),
     ("skip_region", "region", "train_step"),
     ("update", "optimizer", "Optimizer.step#Adam.step"),
@@ -28,6 +29,8 @@ from analyzer_cli import analyzer  # noqa: E402
 def test_one_step_per_iteration(tmp_path, shape, source, region):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
+    if shape == "gan_eager":
+        env["DFTRACER_TRACE_EAGER"] = "1"
     proc = subprocess.run([sys.executable, os.path.join(HERE, "optimizer_cycle_loops.py"), shape, str(tmp_path)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

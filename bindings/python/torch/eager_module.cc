@@ -87,6 +87,13 @@ PyObject* py_resume(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+PyObject* py_set_optimizer_number(PyObject*, PyObject* arg) {
+  const long long n = PyLong_AsLongLong(arg);
+  if (n == -1 && PyErr_Occurred()) return nullptr;
+  dftracer::torch::set_optimizer_number(n);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef g_methods[] = {
     {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_enable)),
      METH_VARARGS | METH_KEYWORDS,
@@ -109,6 +116,8 @@ PyMethodDef g_methods[] = {
     {"suspend_this_thread", py_suspend, METH_NOARGS,
      "Pause recording on this thread until resume_this_thread (calls nest)."},
     {"resume_this_thread", py_resume, METH_NOARGS, "Undo one suspend_this_thread."},
+    {"set_optimizer_number", py_set_optimizer_number, METH_O,
+     "set_optimizer_number(n): args.opt = n on the optimizer step scope open innermost on this thread."},
     {"_tensor_meta_fn", dft_py_tensor_meta_fn, METH_VARARGS,
      "_tensor_meta_fn(torch.Tensor, torch.nn.Parameter): the traced collective's tensor reader (a capsule)."},
     {nullptr, nullptr, 0, nullptr}};

@@ -84,20 +84,39 @@ int64_t optimizer_number(std::string_view v) {
   return ec == std::errc() && end == v.data() + v.size() && n >= 0 ? n : -1;
 }
 
-// A work event that never begins a training step: an inference call (an
-// evaluation between steps).
+// Work events that never begin a training step: an inference call (an
+// evaluation between steps), and eager work run with grad mode off (an
+// evaluation's ops, but also a no_grad block inside an iteration: a teacher
+// model's forward, a metric, an EMA update; so, unlike an inference call,
+// it still counts in the first step's walk back to the loop's start).
 constexpr size_t kInferenceWork = kNumStepCategories;
+constexpr size_t kGradOffWork = kNumStepCategories + 1;
+
+// The Event::extra_args slots StepFinder captures.
+constexpr size_t kArgOpt = 0, kArgGrad = 1;
+
+// The category a work event is kept under: kInferenceWork for a compile
+// backend's inference graph call (args.phase "inference"), kGradOffWork for
+// eager work the LibTorch observer recorded with grad mode off (args.grad 0:
+// the outermost such op or scope of its thread) that is no optimizer,
+// backward or compile work.
+size_t work_category(const Event& e, size_t category) {
+  if (e.phase == "inference") return kInferenceWork;
+  const std::string_view name = kStepCategories[category];
+  if (e.extra_args[kArgGrad] == "0" && e.phase.empty() && (name == "other" || name == "forward")) return kGradOffWork;
+  return category;
+}
 
 void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
                       bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end > e.ts_ns)
-    add_top(t.work, e.ts_ns, end, e.name, e.phase == "inference" ? kInferenceWork : category, top_cap);
+    add_top(t.work, e.ts_ns, end, e.name, work_category(e, category), top_cap);
   if (is_optimizer_step(e) && end > e.ts_ns) {
     if (t.optimizer.size() >= kMaxRegionOccurrences) {
       ++capped;
     } else {
-      t.optimizer.push_back({e.ts_ns, end, optimizer_number(e.extra_args[0])});
+      t.optimizer.push_back({e.ts_ns, end, optimizer_number(e.extra_args[kArgOpt])});
       if (e.ts_ns < t.optimizer_first) {
         t.optimizer_first = e.ts_ns;
         t.optimizer_name.assign(e.name);
@@ -370,10 +389,27 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // a work whose interval another work shares exactly is not counted (in whole
 // microseconds a sub-microsecond op and its caller can share one, and which
 // contains the other is unknown, so the name is top-level by chance), and the
-// walk never crosses a gap with no work longer than the longest later step.
+// walk never crosses a gap with no work longer than the longest later step,
+// unless compile work borders it (the first iteration's compile).
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
+  // Work that can begin a step; work the first step's walk counts (grad-off
+  // work too: a teacher's no_grad forward opening each iteration).
+  auto begins = [](const StepFinder::Top& t) {
+    return t.category != compile && t.category != kInferenceWork && t.category != kGradOffWork;
+  };
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
+  // In whole microseconds an op nested in a grad-off op can share its
+  // interval (relu's clamp_min): both are kept as top-level, and the nested
+  // one, which carries no grad arg, must not begin a step either.
+  auto begins_here = [&](StepFinder::TopLevel::const_iterator it) {
+    if (!begins(it->second)) return false;
+    const auto [lo, hi] = work.equal_range(it->first);
+    for (auto o = lo; o != hi; ++o)
+      if (o->second.end == it->second.end && !begins(o->second) && o->second.category != compile) return false;
+    return true;
+  };
+  auto counted_here = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second); };
   // Moves a start back over the compile work right before it, not before floor.
   auto back_over_compile = [&](int64_t ts, int64_t floor) {
     auto it = work.lower_bound(ts);
@@ -386,19 +422,22 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     return ts;
   };
   Candidate c{name, {}, 0};
+  std::vector<int64_t> walked_from;  // per step: where its works the first step's walk looks for begin
   for (size_t k = 0; k < opt.size(); ++k) {
     int64_t ts = opt[k].ts;
     if (k > 0) {
       // No work of the main thread before this optimizer step (its forward
       // and backward untraced, their collectives on another thread): the
       // previous one's end.
-      int64_t first = opt[k - 1].end;
-      for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
-        if (counted(it->second) && it->first != ts) {
-          first = it->first;
-          break;
-        }
-      ts = back_over_compile(first, opt[k - 1].end);
+      auto first = [&](auto&& which) {
+        for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
+          if (which(it) && it->first != ts) return back_over_compile(it->first, opt[k - 1].end);
+        return opt[k - 1].end;
+      };
+      walked_from.push_back(first(counted_here));
+      ts = first(begins_here);
+    } else {
+      walked_from.push_back(ts);
     }
     c.occ.push_back({ts, opt[k].end});
   }
@@ -424,7 +463,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     for (size_t k = from; k < c.occ.size(); ++k) {
       longest = std::max(longest, c.occ[k].end - c.occ[k].ts);
       std::map<std::string_view, size_t> here;
-      for (auto it = work.lower_bound(c.occ[k].ts); it != work.end() && it->first < c.occ[k].end; ++it)
+      for (auto it = work.lower_bound(walked_from[k]); it != work.end() && it->first < c.occ[k].end; ++it)
         if (counts(it)) ++here[it->second.name];
       if (k == from) {
         need = std::move(here);
@@ -442,10 +481,17 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
     int64_t reach = ts;  // the earliest work walked over, compile work too
+    bool reach_compile = false;  // that work is compile work
     for (auto it = first_end; it != work.begin() && missing;) {
       --it;
-      if (it->second.end < reach && reach - it->second.end > longest) break;  // the setup before the loop
-      reach = std::min(reach, it->first);
+      // A gap next to compile work is the compile's own (Dynamo and AOT
+      // autograd's untraced Python between its phases, the first call's
+      // wait for a backward compile): the loop's first iteration compiles,
+      // the setup before it does not.
+      const bool compile_work = it->second.category == compile;
+      if (it->second.end < reach && reach - it->second.end > longest && !compile_work && !reach_compile)
+        break;  // the setup before the loop
+      if (it->first < reach) reach = it->first, reach_compile = compile_work;
       if (!counts(it)) continue;
       ts = std::min(ts, it->first);
       auto n = need.find(it->second.name);
@@ -515,8 +561,9 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
 
 StepFinder::StepFinder() {
   ArgCapture c;
-  c.size = 1;
-  c.keys[0] = "opt";  // an optimizer step's optimizer (optimizer_number)
+  c.size = 2;
+  c.keys[kArgOpt] = "opt";    // an optimizer step's optimizer (optimizer_number)
+  c.keys[kArgGrad] = "grad";  // 0: eager work with grad mode off (inference_work)
   decoder_.capture_args(c);
 }
 

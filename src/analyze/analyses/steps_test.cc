@@ -621,5 +621,82 @@ TEST(Steps, ARegionAroundTheOptimizerStepAloneIsNoStep) {
   EXPECT_EQ(durations(r), (std::vector<double>{37, 100, 100, 100}));
 }
 
+// An eager loop (the LibTorch observer) with an evaluation after iteration 2:
+// the observer writes "grad": 0 on the outermost work run with grad mode off,
+// which is inference work and never begins a step, like a compiled
+// inference graph call. The evaluation is outside every step, and so is the
+// no_grad update each iteration makes after its optimizer step (an EMA),
+// which is no wait: steps 1, 2 and 4 run from the optimizer step before.
+TEST(Steps, GradOffEagerWorkIsInferenceAndNeverBeginsAStep) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 100 * k + (k >= 3 ? 2100 : 0);
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, 3, "\"grad\":0"));  // EMA under no_grad
+    if (k == 2) {  // the evaluation: three no_grad forwards
+      for (int e = 0; e < 3; ++e) v.push_back(ev("aten::linear", "aten", 10, 10, t + 200 + 600 * e, 500, "\"grad\":0"));
+      // An op nested in a grad-off one, sharing its microseconds: kept as
+      // top-level too, and without the arg.
+      v.push_back(ev("aten::clamp_min", "aten", 10, 10, t + 1950, 5));
+      v.push_back(ev("aten::relu", "aten", 10, 10, t + 1950, 5, "\"grad\":0"));
+    }
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 100, 100, 90, 100}));
+  EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 300 + 2100);  // its zero_grad, after the evaluation
+  EXPECT_GE(r.outside_traced_us, 3 * 500);
+}
+
+// A no_grad block opening each iteration (a teacher model's forward, for
+// distillation) is the iteration's own: the first step begins with it, not
+// with the student's first op, and the model's init under no_grad (nn.init)
+// before the loop stays outside.
+TEST(Steps, AGradOffBlockOpeningEachIterationIsInItsStep) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 1900, 5, "\"grad\":0")};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 2000 + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 8, "\"grad\":0"));  // the teacher
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 2000);
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 100, 100, 100}));
+}
+
+// The first iteration of a compiled loop waits for its backward's compile,
+// and between that compile and the backward graph's call Python runs
+// untraced for longer than any later step: the first step's walk crosses
+// that gap (compile work borders it) and begins with the forward's compile;
+// the setup before it stays outside.
+TEST(Steps, TheFirstStepCrossesAGapNextToItsCompile) {
+  std::vector<std::string> v = {
+      ev("aten::uniform_", "aten", 10, 10, 0, 5),
+      ev("dynamo.trace", "compile", 10, 10, 1000, 500),
+      ev("graph.forward", "dynamo", 10, 10, 1510, 10, "\"phase\":\"forward\""),
+      ev("backend_compile", "compile", 10, 10, 1525, 30),
+      ev("graph.backward", "dynamo", 10, 10, 1760, 10, "\"phase\":\"backward\""),
+      ev("Optimizer.step#AdamW.step", "torch", 10, 10, 1775, 5, "\"opt\":0"),
+  };
+  for (int k = 1; k < 4; ++k) {
+    const long long t = 1800 + 50 * (k - 1);
+    v.push_back(ev("graph.forward", "dynamo", 10, 10, t + 5, 10, "\"phase\":\"forward\""));
+    v.push_back(ev("graph.backward", "dynamo", 10, 10, t + 20, 10, "\"phase\":\"backward\""));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 35, 5, "\"opt\":0"));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);
+  EXPECT_EQ(r.rows[0].duration_us, 780);
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

@@ -51,6 +51,7 @@ uint8_t classify_name(const char* name, size_t n) {
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
     if (i > 6 && s.substr(i, 5) == "_cpp_") flags |= kInductorKernel;
   }
+  if (s.substr(0, 15) == "Optimizer.step#") flags |= kOptimizerStep;
   return flags;
 }
 

@@ -15,6 +15,7 @@ using dftracer::torch_observer::kAutogradNode;
 using dftracer::torch_observer::kCompiledScope;
 using dftracer::torch_observer::kInductorKernel;
 using dftracer::torch_observer::kOperator;
+using dftracer::torch_observer::kOptimizerStep;
 
 namespace {
 
@@ -35,7 +36,10 @@ TEST(NameClassification, Operators) {
   EXPECT_EQ(classify("aten::"), 0);
   EXPECT_EQ(classify("::mm"), 0);
   EXPECT_EQ(classify("torch::autograd::AccumulateGrad"), 0);  // two namespaces: not an op
-  EXPECT_EQ(classify("Optimizer.step#SGD.step"), 0);
+  EXPECT_EQ(classify("Optimizer.step#SGD.step"), kOptimizerStep);  // a scope, not an op
+  EXPECT_EQ(classify("Optimizer.step#"), kOptimizerStep);
+  EXPECT_EQ(classify("Optimizer.step"), 0);
+  EXPECT_EQ(classify("Optimizer.zero_grad#SGD.zero_grad"), 0);
 }
 
 TEST(NameClassification, EngineScopeIsTheAutogradNode) {

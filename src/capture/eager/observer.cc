@@ -39,6 +39,7 @@
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/function.h>
 
 #include <atomic>
@@ -69,6 +70,12 @@ enum FrameKind : uint8_t {
   kIgnored = 0,      // tracing off or nested in a compiled graph: no event
   kRecorded = 1,     // becomes an event at end
   kCompiled = 2,     // a compiled-function scope: ops inside are skipped
+  // Grad mode (the analyzer's inference work, docs/analyzer.md "Steps"):
+  // asked only of a thread's outermost work, so that an op or scope inside
+  // an op, an autograd node, an optimizer step or a grad-off frame never pays
+  // for the read nor writes the arg.
+  kShadows = 4,      // frames inside this one do not ask: an op, node, optimizer step, grad off, or inside one
+  kGradOff = 8,      // recorded with grad mode off: written with "grad": 0
 };
 
 struct Frame {
@@ -109,6 +116,10 @@ struct ThreadState {
   int suspended;       // suspend_this_thread() calls not yet resumed
   char* shapes;        // kMaxDepth shapes strings, allocated on first use
   MemSeries mem[kMemDevices];
+  // set_optimizer_number(): the frame (index + 1; 0: none) of the optimizer
+  // step scope to write with args.opt = opt_number.
+  int opt_frame;
+  int64_t opt_number;
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
@@ -156,7 +167,8 @@ std::atomic<bool> g_shapes{false};
 std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
 
 // Interned once (by enable(), before the callback exists).
-dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external;
+dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external, g_key_grad,
+    g_key_opt;
 
 // Memory capture (enable_memory()): interned once before it turns on.
 std::atomic<bool> g_memory{false};
@@ -262,7 +274,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (d >= kMaxDepth) return nullptr;
   Frame& f = t.frames[d];
   f.rf = &fn;
-  f.kind = kIgnored;
+  f.kind = d > 0 && (t.frames[d - 1].kind & kShadows) ? kShadows : kIgnored;
   f.external_id = 0;
   if (!dft_enabled_inline()) return nullptr;
 
@@ -296,6 +308,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       t.frames[d - 1].info.name == f.info.name)
     return nullptr;
   f.kind |= kRecorded;
+  if (!(f.kind & kShadows)) {
+    // The thread's outermost work: says whether grad mode is off (not for
+    // an autograd node: the engine runs backward with grad mode off).
+    if (f.info.flags & (kOperator | kAutogradNode | kOptimizerStep)) f.kind |= kShadows;
+    if (!(f.info.flags & (kAutogradNode | kOptimizerStep)) && !c10::GradMode::is_enabled()) f.kind |= kShadows | kGradOff;
+  }
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();
   f.shapes_len = 0;
@@ -330,7 +348,7 @@ void finish(ThreadState& t, int index, uint64_t end) {
     t.graph_frame = f.outer_graph_frame;
   }
   if (!(f.kind & kRecorded) || end == 0) return;
-  dft_arg args[7];
+  dft_arg args[9];
   uint32_t n = 0;
   if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
   if (f.seq_nr >= 0) {
@@ -344,6 +362,19 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].type = DFT_ARG_UINT;
     args[n].v.u = f.external_id;
     ++n;
+  }
+  if (f.kind & kGradOff) {
+    args[n].key = g_key_grad;
+    args[n].type = DFT_ARG_INT;
+    args[n].v.i = 0;
+    ++n;
+  }
+  if (__builtin_expect(f.info.flags & kOptimizerStep, 0) && t.opt_frame == index + 1) {
+    args[n].key = g_key_opt;
+    args[n].type = DFT_ARG_INT;
+    args[n].v.i = t.opt_number;
+    ++n;
+    t.opt_frame = 0;
   }
   if (f.shapes_len > 0) {
     args[n].key = g_key_shapes;
@@ -587,6 +618,8 @@ void intern_constants() {
   g_key_seq = dft_intern_cstr("seq_nr");
   g_key_shapes = dft_intern_cstr("shapes");
   g_key_external = dft_intern_cstr("External id");
+  g_key_grad = dft_intern_cstr("grad");
+  g_key_opt = dft_intern_cstr("opt");
 }
 
 // The benchmark floor: the same registration with callbacks that do
@@ -696,6 +729,15 @@ void suspend_this_thread() {
 void resume_this_thread() {
   ThreadState* st = tl_state;
   if (st != nullptr && st->suspended > 0) --st->suspended;
+}
+
+void set_optimizer_number(long long n) {
+  ThreadState* st = tl_state;
+  if (st == nullptr || st->depth <= 0 || st->depth > kMaxDepth) return;
+  const Frame& f = st->frames[st->depth - 1];
+  if (!(f.kind & kRecorded) || !(f.info.flags & kOptimizerStep)) return;
+  st->opt_frame = st->depth;
+  st->opt_number = n;
 }
 
 }  // namespace torch

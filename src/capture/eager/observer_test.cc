@@ -113,6 +113,48 @@ TEST(Observer, ForwardOpsNamesCountsAndNesting) {
 // A Scalar overload redispatching to the Tensor one (div_(Scalar) calls
 // div_(Tensor), both "aten::div_") is one op, as torch.profiler counts it:
 // no event nested directly in one of the same name.
+// Grad mode off is written ("grad": 0) on a thread's outermost work only:
+// the top-level ops of a no_grad forward, not the ops nested in them; never
+// in a training forward or backward (the engine runs nodes with grad mode
+// off), nor inside an optimizer step's scope. set_optimizer_number() numbers
+// the optimizer step scope open innermost.
+TEST(Observer, GradOffOnOutermostWorkAndTheOptimizerNumber) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::Tensor x = torch::randn({2, 8});
+  Trace trace;
+  dftracer::torch::enable();
+  model.forward(x).sum().backward();  // training: grad on
+  {
+    torch::NoGradGuard no_grad;
+    model.forward(x);  // an evaluation
+  }
+  {
+    RECORD_USER_SCOPE("Optimizer.step#SGD.step");
+    dftracer::torch::set_optimizer_number(3);
+    torch::NoGradGuard no_grad;
+    for (auto& p : model.parameters()) p.add_(1.0);
+  }
+  dftracer::torch::set_optimizer_number(4);  // no optimizer scope open: nothing
+  const std::vector<Event> all = trace.finish();
+  std::vector<Event> off;
+  for (const Event& e : all)
+    if (e.ph == "X" && int_arg(e, "grad") == 0) off.push_back(e);
+  // The evaluation's top-level ops: 2 x (t, addmm) and relu; not transpose
+  // (inside t) nor clamp_min (inside relu).
+  auto n = count_names(off);
+  EXPECT_EQ(n["aten::t"], 2);
+  EXPECT_EQ(n["aten::addmm"], 2);
+  EXPECT_EQ(n["aten::relu"], 1);
+  EXPECT_EQ(off.size(), 5u) << "grad off elsewhere";
+  const std::vector<Event> scopes = with_cat(all, "torch");
+  auto step = std::find_if(scopes.begin(), scopes.end(), [](const Event& e) { return e.name == "Optimizer.step#SGD.step"; });
+  ASSERT_NE(step, scopes.end());
+  EXPECT_EQ(int_arg(*step, "opt"), 3);
+  EXPECT_EQ(int_arg(*step, "grad"), -1);
+  for (const Event& e : off) EXPECT_FALSE(inside(e, *step)) << e.name;
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;

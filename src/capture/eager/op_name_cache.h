@@ -39,6 +39,7 @@ enum NameFlags : uint8_t {
   kCompiledScope = 2,  // AOT autograd's compiled forward/backward
   kAutogradNode = 4,   // the engine running one autograd node (see classify_name)
   kInductorKernel = 8, // an Inductor C++ kernel's RECORD_FUNCTION (cpp.enable_kernel_profile)
+  kOptimizerStep = 16, // torch's "Optimizer.step#<Class>.step" scope around an optimizer's step()
 };
 
 // The autograd engine's RecordFunction around each node it runs.

@@ -6,8 +6,10 @@ With the compile backends the optimizer runs eagerly and nothing else records
 it: its time read as untraced, the report could not say how much of a step the
 optimizer took, and the analyzer could not see where a step's work ends. The
 LibTorch observer (trace_eager) already records torch's own scope, so while it
-is on these hooks record nothing. Two Python calls per optimizer step; they
-never raise into the training loop.
+is on these hooks record no event: the pre hook only numbers the scope torch
+has open (the observer writes its args.opt). The observer installs them when
+it loads. Two Python calls per optimizer step; they never raise into the
+training loop.
 
 Each event carries `args.opt`: the optimizer instance's number in the order
 of their first steps (0, 1, ...). With two optimizers per iteration (a GAN's
@@ -57,18 +59,24 @@ def install() -> None:
         _installed = True
 
 
-def _recording() -> bool:
-    if _is_compiling() or not _core.enabled():
-        return False
-    from .. import eager
-    return not eager.eager_enabled()
+def _number(optimizer) -> dict:
+    """The optimizer's args: {"opt": its number}, given at its first step."""
+    args = _numbers.get(optimizer)
+    if args is None:  # its first step; setdefault: one number if two threads race
+        args = _numbers.setdefault(optimizer, {"opt": next(_next_number)})
+    return args
 
 
 def _pre(optimizer, args, kwargs):
     if _is_compiling():  # nothing more while Dynamo traces the step
         return
     try:
-        if _recording():
+        if not _core.enabled():
+            return
+        from .. import eager
+        if eager.eager_enabled():  # the observer records torch's scope: number it
+            eager._ext.set_optimizer_number(_number(optimizer)["opt"])
+        else:
             stack = getattr(_starts, "stack", None)
             if stack is None or len(stack) > 64:  # a step that raised never popped
                 stack = _starts.stack = []
@@ -87,10 +95,7 @@ def _post(optimizer, args, kwargs):
         t0 = stack.pop()
         if _core.enabled():
             t1 = _core.ticks()
-            args = _numbers.get(optimizer)
-            if args is None:  # its first step; setdefault: one number if two threads race
-                args = _numbers.setdefault(optimizer, {"opt": next(_next_number)})
             name = f"Optimizer.step#{type(optimizer).__name__}.step"
-            _core.record_ticks(_core.intern(name), _core.intern(_CAT), t0, t1, args)
+            _core.record_ticks(_core.intern(name), _core.intern(_CAT), t0, t1, _number(optimizer))
     except Exception:
         pass

@@ -66,6 +66,12 @@ def _load():
         from .torch_profiler_aside import install
 
         install(_ext, _lock)
+        # The optimizer step hooks number each optimizer's step scope (args.opt:
+        # a GAN's two optimizers make one step). torch.optim is loaded with
+        # torch, so this imports nothing more.
+        from ..compile import optimizer_events
+
+        optimizer_events.install()
         # Both matter only once torch._dynamo is in use (no instrumented graph
         # and no compile can exist before): a pure eager program pays no probe
         # call per op.
