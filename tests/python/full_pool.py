@@ -1,8 +1,10 @@
 """A traced program whose buffer pool is full of records gzip cannot shrink,
 so that its finalize has a pool to drain (the slow-finalize exit tests)."""
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 from conftest import _clean_env
 
@@ -37,3 +39,26 @@ def start(tmp_path, then):
                DFTRACER_LOG_FILE=str(tmp_path / "t"))
     return subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def catches_sigalrm(pid):
+    """Whether `pid` has a handler for SIGALRM (/proc/PID/status SigCgt)."""
+    with open(f"/proc/{pid}/status") as f:
+        cgt = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    return bool(cgt & (1 << (signal.SIGALRM - 1)))
+
+
+def wait_for_the_handler(p, timeout=60):
+    """Waits until the tracer's SIGTERM handler runs in `p`: it installs the
+    finalize's deadline (a SIGALRM handler), arms the alarm at once, and (a
+    signal the process sent itself) waits for the finalize; then 50 ms more,
+    so that the handler is well past arming the alarm. A fixed sleep from the
+    signal would not do: on a loaded machine the signalled process may not
+    run for a while, and stopped (SIGSTOP) before its handler ran it arms the
+    alarm only after SIGCONT."""
+    end = time.monotonic() + timeout
+    while not catches_sigalrm(p.pid):
+        assert p.poll() is None, "the process ended before its handler ran"
+        assert time.monotonic() < end, f"no SIGTERM handler ran within {timeout} s"
+        time.sleep(0.001)
+    time.sleep(0.05)

@@ -4,8 +4,9 @@ test_optimizer_cycles.py. Run as a script:
     python optimizer_cycle_loops.py SHAPE OUT_DIR
 
 traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.json:
-{"iterations": [[t0, t1], ...]} in perf_counter seconds (t0 before the
-iteration's first call, t1 after its last).
+{"iterations": [[t0, t0b, t1a, t1], ...]} in perf_counter seconds (t0 before the
+iteration's first call, t1 after its last; with a region, t0b once it is
+entered and t1a before it is left, else t0b = t0 and t1a = t1).
 
 Shapes (no compile, no eager op tracing: the optimizer hooks record the steps):
   gan          two optimizers per iteration (discriminator, then generator)
@@ -43,6 +44,7 @@ def main():
         region = dft_fn("app", "train_step") if shape.endswith("_region") else None
         if region:
             region.__enter__()
+        t0b = time.perf_counter()
         if shape.startswith("gan"):
             opt_d.zero_grad()
             D(G(x).detach()).sum().backward()
@@ -59,9 +61,10 @@ def main():
                     opt_g.step()
             elif not (shape == "skip_region" and i in (0, 1)):
                 opt_g.step()
+        t1a = time.perf_counter()
         if region:
             region.__exit__(None, None, None)
-        its.append([t0, time.perf_counter()])
+        its.append([t0, t0b, t1a, time.perf_counter()])
         time.sleep(0.002)
     time.sleep(0.02)
     log.finalize()

@@ -25,8 +25,9 @@ def test_a_finalize_past_its_deadline_still_ends_the_process_of_its_signal(tmp_p
     p = full_pool.start(tmp_path, THEN)
     try:
         assert p.stdout.readline() == "ready\n"
+        assert not full_pool.catches_sigalrm(p.pid)
         os.kill(p.pid, signal.SIGTERM)
-        time.sleep(0.05)  # its handler has run (and set the alarm); the finalize drains the pool
+        full_pool.wait_for_the_handler(p)  # the alarm is set; the finalize drains the pool
         os.kill(p.pid, signal.SIGSTOP)
         time.sleep(11)  # past the 10 s deadline while stopped: not a timing assert
         os.kill(p.pid, signal.SIGCONT)

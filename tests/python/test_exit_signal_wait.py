@@ -28,7 +28,8 @@ def test_code_after_a_self_sent_signal_never_runs_while_the_finalize_is_slow(tmp
     p = full_pool.start(tmp_path, THEN)
     try:
         assert p.stdout.readline() == "ready\n"
-        time.sleep(0.25)  # the program has signalled itself; its handler waits, the finalize drains the pool
+        assert not full_pool.catches_sigalrm(p.pid)
+        full_pool.wait_for_the_handler(p)  # the program has signalled itself; its handler waits, the finalize drains the pool
         os.kill(p.pid, signal.SIGSTOP)
         time.sleep(3)  # past the handler's first 2 s wait, below the 10 s deadline: not a timing assert
         os.kill(p.pid, signal.SIGCONT)

@@ -18,6 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from analyzer_cli import analyzer  # noqa: E402
 
+# The trace's clock against perf_counter over one step: rate and the file's
+# microsecond rounding.
+CLOCK_SLACK_S = 100e-6
+
 
 @pytest.mark.parametrize("shape,source,region", [
     ("gan", "optimizer", "Optimizer.step#Adam.step"),
@@ -45,5 +49,5 @@ def test_one_step_per_iteration(tmp_path, shape, source, region):
     assert (with_steps[0]["source"], with_steps[0]["region"]) == (source, region)
     assert len(doc["steps"]) == len(its)
     if source == "region":  # each step holds its iteration's region, up to the next one's start
-        for row, (t0, t1) in zip(doc["steps"], its):
-            assert row["duration_us"] / 1e6 >= (t1 - t0) - 2e-3
+        for row, (_, t0b, t1a, _) in zip(doc["steps"], its):
+            assert row["duration_us"] / 1e6 >= (t1a - t0b) - CLOCK_SLACK_S

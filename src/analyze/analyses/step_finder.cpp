@@ -390,7 +390,10 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // microseconds a sub-microsecond op and its caller can share one, and which
 // contains the other is unknown, so the name is top-level by chance), and the
 // walk never crosses a gap with no work longer than the longest later step,
-// unless compile work borders it (the first iteration's compile).
+// each from where it begins (mostly the previous optimizer step's end),
+// unless compile work borders it: the untraced stretches of the first
+// iteration's compile (the backward compiled after the forward ran) are
+// often longer than a later step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
   constexpr size_t compile = 0;
   // Work that can begin a step; work the first step's walk counts (grad-off
@@ -442,6 +445,19 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     c.occ.push_back({ts, opt[k].end});
   }
   if (c.occ.empty()) return c;
+  // A step runs from the previous optimizer step's end: the untraced work
+  // before an iteration's first traced call (Dynamo's guards, the model's
+  // Python before its first graph, data made untraced) is its own. Only a
+  // wait far beyond the usual one (an evaluation, a checkpoint) stays
+  // outside: that step begins at its first work.
+  std::vector<int64_t> gaps, durs;
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    gaps.push_back(c.occ[k].ts - opt[k - 1].end);
+    durs.push_back(c.occ[k].end - c.occ[k].ts);
+  }
+  const int64_t gap_med = median_of(gaps);
+  const int64_t long_gap = std::max(4 * gap_med, gap_med + median_of(durs));
+  auto step_start = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end <= long_gap ? opt[k - 1].end : c.occ[k].ts; };
   int64_t ts = opt[0].ts;
   if (c.occ.size() == 1) {  // nothing to compare with: all the work before it
     if (!work.empty()) ts = std::min(ts, work.begin()->first);
@@ -461,7 +477,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
     int64_t longest = 0;
     for (size_t k = from; k < c.occ.size(); ++k) {
-      longest = std::max(longest, c.occ[k].end - c.occ[k].ts);
+      longest = std::max(longest, c.occ[k].end - step_start(k));
       std::map<std::string_view, size_t> here;
       for (auto it = work.lower_bound(walked_from[k]); it != work.end() && it->first < c.occ[k].end; ++it)
         if (counts(it)) ++here[it->second.name];
@@ -500,20 +516,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     ts = back_over_compile(ts, INT64_MIN);
   }
   c.occ[0].ts = ts;
-  // A step runs from the previous optimizer step's end: the untraced work
-  // before an iteration's first traced call (Dynamo's guards, the model's
-  // Python before its first graph, data made untraced) is its own. Only a
-  // wait far beyond the usual one (an evaluation, a checkpoint) stays
-  // outside: that step begins at its first work.
-  std::vector<int64_t> gaps, durs;
-  for (size_t k = 1; k < c.occ.size(); ++k) {
-    gaps.push_back(c.occ[k].ts - opt[k - 1].end);
-    durs.push_back(c.occ[k].end - c.occ[k].ts);
-  }
-  const int64_t gap_med = median_of(gaps);
-  const int64_t long_gap = std::max(4 * gap_med, gap_med + median_of(durs));
-  for (size_t k = 1; k < c.occ.size(); ++k)
-    if (c.occ[k].ts - opt[k - 1].end <= long_gap) c.occ[k].ts = opt[k - 1].end;
+  for (size_t k = 1; k < c.occ.size(); ++k) c.occ[k].ts = step_start(k);
   for (const Span& s : c.occ) c.coverage = saturating_add(c.coverage, s.end - s.ts);
   return c;
 }

@@ -271,6 +271,36 @@ TEST(Steps, TheFirstStepNeverReachesOverAGapLongerThanAnyStep) {
   EXPECT_EQ(r.rows[0].duration_us, 90);
 }
 
+// A compiled loop's first iteration has untraced stretches inside its
+// compile (the backward compiled lazily after the forward ran): one longer
+// than the traced part of any later step (here 50 us against 40) but shorter
+// than a later step (100 us or more, from the previous optimizer step's end)
+// is crossed, so the first step holds its forward and the compile before it.
+TEST(Steps, TheFirstStepCrossesAnUntracedStretchOfItsCompileShorterThanAStep) {
+  std::vector<std::string> v = {ev("setup", "app", 10, 10, 0, 5),
+                                ev("dynamo.trace", "compile", 10, 10, 100, 300),
+                                ev("graph.forward", "dynamo", 10, 10, 405, 20, "\"phase\":\"forward\""),
+                                ev("backend_compile", "compile", 10, 10, 475, 30),
+                                ev("graph.backward", "dynamo", 10, 10, 510, 20, "\"phase\":\"backward\""),
+                                ev("Optimizer.step#AdamW.step", "torch", 10, 10, 540, 20)};
+  for (int k = 1; k < 4; ++k) {
+    const long long t = 500 + 100 * k;  // 50 us untraced (a batch read), then 40 us traced
+    v.push_back(ev("graph.forward", "dynamo", 10, 10, t + 50, 10, "\"phase\":\"forward\""));
+    v.push_back(ev("graph.backward", "dynamo", 10, 10, t + 65, 10, "\"phase\":\"backward\""));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 80, 10));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 100);  // the compile before the forward, not the setup
+  EXPECT_EQ(r.rows[0].duration_us, 460);
+  EXPECT_EQ(r.rows[0].wall_us[kForward], 20);
+  EXPECT_EQ(r.rows[0].wall_us[kCompile], 300 + 30);
+  EXPECT_EQ(r.rows[1].duration_us, 130);
+  EXPECT_EQ(r.outside_traced_us, 5);
+}
+
 TEST(Steps, IOCallsAreNeverSteps) {
   // A DataLoader worker (pid 40) that only reads: repeated fread/read calls,
   // no steps. The main process (pid 30) saves 3 files at top level outside any
