@@ -126,15 +126,27 @@ TEST(Crash, SigkillKeepsEverythingOlderThanOneFlushInterval) {
 
 TEST(Crash, SigtermFinalizesTheFile) {
   std::string dir = temp_dir("term");
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
   pid_t child = fork();
   if (child == 0) {
+    close(ready[0]);
     if (dft_init_opt_in((dir + "/t").c_str(), nullptr, -1) != 0) _exit(3);
     for (int64_t seq = 0;; ++seq) {
       emit("work", seq);
+      if (seq == 2000) {  // tracing, with events recorded: the signal may come (a fixed wait fails under load)
+        const char c = 1;
+        if (write(ready[1], &c, 1) != 1) _exit(4);
+        close(ready[1]);
+      }
       if (seq % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the child exited before tracing";
+  close(ready[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   kill(child, SIGTERM);
   int status;
   waitpid(child, &status, 0);
