@@ -1,6 +1,6 @@
 """The hook alone: per-node cost of the instrumentation inside a graph.
 
-    python bench/dynamo/bench_hook.py [--nodes 1000] [--rounds 60]
+    python bench/dynamo/bench_hook.py [--nodes 1000] [--rounds 60] [--memory]
 
 Builds one FX graph of `--nodes` cheap ATen ops (add, view) three times:
 plain; instrumented by the capture backend (`dynamo_backend.instrument`,
@@ -11,6 +11,12 @@ compiler (boxed_nop, what the backend delegates to), interleaved round by
 round; the best run's calling-thread CPU
 time per node is reported, then its wall time, with the differences to the
 plain graph.
+
+--memory: memory capture on (the allocation reports of dftracer._eager,
+without the op observer), so each `add` node allocates and frees a block
+that is reported: the hook's figure then includes what counting those bytes
+on the node costs (the capture backend's memory probe, where the build has
+one; a build without it gives them to no op).
 """
 import argparse
 import os
@@ -61,6 +67,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=60)
+    p.add_argument("--memory", action="store_true", help="memory capture on (allocation reports)")
     a = p.parse_args()
     torch.set_num_threads(1)
     log = dftracer.initialize_log(os.path.join(tempfile.mkdtemp(prefix="dft-hook-"), "hook"), None, -1, enable=True)
@@ -74,6 +81,12 @@ def main():
     trivial = boxed_nop(gm_abs, [])
     type(gm_abs).forward.__globals__["dftracer__core_dynamo_mark"] = abs  # same statements, no work
 
+    if a.memory:
+        from dftracer import _eager
+
+        _eager.enable_memory(True)
+        if hasattr(_eager, "set_graph_memory_probe"):
+            _eager.set_graph_memory_probe(_core.dynamo_memory_fn)
     x = torch.randn(4)
     begin, end = _core.dynamo_begin, _core.dynamo_end
 
@@ -84,6 +97,8 @@ def main():
 
     runs = {"plain": lambda: plain([x]), "instrumented": run_hooked, "abs-hooks": lambda: trivial([x])}
     best = best_times(runs, a.rounds, 5)
+    if a.memory:
+        _eager.enable_memory(False)
     log.finalize()
     n = a.nodes
     for clock, what in (("cpu", "calling-thread CPU"), ("wall", "wall")):
