@@ -40,6 +40,37 @@ def build(n):
     return gm
 
 
+def memory_capture(on):
+    """Memory capture on or off on this thread (dftracer._eager's allocation
+    reports, without the op observer), with the build's graph memory probe
+    where it has one (a build without one gives graph nodes' bytes to no op)."""
+    from dftracer import _core, _eager
+
+    _eager.enable_memory(on)
+    if on and hasattr(_eager, "set_graph_memory_probe"):
+        _eager.set_graph_memory_probe(_core.dynamo_memory_fn)
+
+
+def instrumented(n, graph_id, x):
+    """build(n) instrumented by the capture backend (inference), compiled by
+    aot_eager's compiler: a callable running one traced call on [x]."""
+    from dftracer import _core
+    from dftracer.python.compile import dynamo_backend as db
+    from dftracer.python.torch_compat import boxed_nop
+
+    gm = build(n)
+    info = db.instrument(gm, db.INFERENCE, graph_id)
+    graph = boxed_nop(gm, [])
+    begin, end = _core.dynamo_begin, _core.dynamo_end
+
+    def run():
+        begin(info.slot, 0, 0)
+        graph([x])
+        end()
+
+    return run
+
+
 def best_times(runs, rounds, reps):
     """Runs each callable of `runs` reps times a round, interleaved, for
     `rounds` rounds; returns {(name, "cpu"|"wall"): best ns of one run}
@@ -59,7 +90,6 @@ def best_times(runs, rounds, reps):
 def main():
     # Imported here, not at the top: bench_hook_ab.py imports build() from
     # this file next to two other builds of dftracer._core.
-    from dftracer import _core
     from dftracer.python import dftracer
     from dftracer.python.compile import dynamo_backend as db
     from dftracer.python.torch_compat import boxed_nop
@@ -72,33 +102,20 @@ def main():
     torch.set_num_threads(1)
     log = dftracer.initialize_log(os.path.join(tempfile.mkdtemp(prefix="dft-hook-"), "hook"), None, -1, enable=True)
 
+    x = torch.randn(4)
     plain = boxed_nop(build(a.nodes), [])
-    gm = build(a.nodes)
-    info = db.instrument(gm, db.INFERENCE, 10**6)
-    hooked = boxed_nop(gm, [])
+    run_hooked = instrumented(a.nodes, 10**6, x)
     gm_abs = build(a.nodes)
     db.instrument(gm_abs, db.INFERENCE, 10**6 + 1)
     trivial = boxed_nop(gm_abs, [])
     type(gm_abs).forward.__globals__["dftracer__core_dynamo_mark"] = abs  # same statements, no work
 
     if a.memory:
-        from dftracer import _eager
-
-        _eager.enable_memory(True)
-        if hasattr(_eager, "set_graph_memory_probe"):
-            _eager.set_graph_memory_probe(_core.dynamo_memory_fn)
-    x = torch.randn(4)
-    begin, end = _core.dynamo_begin, _core.dynamo_end
-
-    def run_hooked():
-        begin(info.slot, 0, 0)
-        hooked([x])
-        end()
-
+        memory_capture(True)
     runs = {"plain": lambda: plain([x]), "instrumented": run_hooked, "abs-hooks": lambda: trivial([x])}
     best = best_times(runs, a.rounds, 5)
     if a.memory:
-        _eager.enable_memory(False)
+        memory_capture(False)
     log.finalize()
     n = a.nodes
     for clock, what in (("cpu", "calling-thread CPU"), ("wall", "wall")):

@@ -90,16 +90,25 @@ void record_marks(Frame& f, uint64_t now) {
   const size_t n_nodes = t->nodes.size();
   const bool forward = t->phase == kForward;
   const dft_id cat = g_event_ids.cat;
+  // The frame's fields in locals: the frame lives in thread-local storage,
+  // which the compiler would look up again (__tls_get_addr) after every
+  // record call of the loop to reread them.
+  const Mark* const marks = f.marks;
+  const uint32_t n_marks = f.n_marks;
+  const MemEntry* const mem = f.mem;  // in mark order
+  const uint32_t n_mem = f.n_mem;
+  const dft_id ctx = f.ctx;
+  const uint64_t flow_base = f.flow_base;
   // Every arg is a fragment id (DFT_ARG_JSON) or a number, never copied
   // bytes: the _plain record path, one slot per arg with no per-arg type
   // checks. The whole 64-bit value is set, as that path writes v.u.
   dft_arg args[7];
-  uint32_t next_mem = 0;  // f.mem is in mark order
-  for (uint32_t k = 0; k < f.n_marks; ++k) {
-    const int64_t i = f.marks[k].node;
+  uint32_t next_mem = 0;
+  for (uint32_t k = 0; k < n_marks; ++k) {
+    const int64_t i = marks[k].node;
     if (i < 0 || static_cast<size_t>(i) >= n_nodes) continue;  // the closing mark
-    const uint64_t start = f.marks[k].ticks;
-    const uint64_t end = k + 1 < f.n_marks ? f.marks[k + 1].ticks : now;
+    const uint64_t start = marks[k].ticks;
+    const uint64_t end = k + 1 < n_marks ? marks[k + 1].ticks : now;
     const NodeEntry& e = t->nodes[i];
     uint32_t n = 0;
     if (e.fragment) {
@@ -107,22 +116,22 @@ void record_marks(Frame& f, uint64_t now) {
       args[n].type = DFT_ARG_JSON;
       args[n++].v.u = e.fragment;
     }
-    if (f.ctx) {
+    if (ctx) {
       args[n].key = 0;
       args[n].type = DFT_ARG_JSON;
-      args[n++].v.u = f.ctx;
+      args[n++].v.u = ctx;
     }
-    if (const uint64_t ext = f.marks[k].external_id) {
+    if (const uint64_t ext = marks[k].external_id) {
       args[n].key = g_event_ids.external;
       args[n].type = DFT_ARG_UINT;
       args[n++].v.u = ext;
     }
-    if (next_mem < f.n_mem && f.mem[next_mem].mark == k) add_memory_args(f.mem[next_mem++], args, n);
+    if (next_mem < n_mem && mem[next_mem].mark == k) add_memory_args(mem[next_mem++], args, n);
     dft_complete_ticks_plain(e.name, cat, start, end, args, n);
-    if (e.flow >= 0 && f.flow_base != 0) {
+    if (e.flow >= 0 && flow_base != 0) {
       // Bind the flow point to the middle of the slice: Perfetto attaches it
       // to the slice enclosing that instant on this thread.
-      dft_flow(g_event_ids.flow, cat, f.flow_base + static_cast<uint64_t>(e.flow), forward ? 1 : 0,
+      dft_flow(g_event_ids.flow, cat, flow_base + static_cast<uint64_t>(e.flow), forward ? 1 : 0,
                start + (end - start) / 2);
     }
   }
