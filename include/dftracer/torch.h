@@ -43,6 +43,8 @@
 #define DFT_TORCH_API __attribute__((visibility("default")))
 #endif
 
+#include <cstdint>
+
 namespace dftracer {
 namespace torch {
 
@@ -112,6 +114,19 @@ DFT_TORCH_API bool enable_from_env();
 // nullptr removes it. The probe is called once per op start: make it cheap.
 using GraphDepthProbe = int (*)();
 DFT_TORCH_API void set_graph_depth_probe(GraphDepthProbe probe);
+
+// Memory capture inside those graphs: the observer records no op there, so
+// the bytes an allocation or free moves while a graph node runs would count
+// on the op around the graph call ("CompiledFunction"). A memory probe gets
+// each allocation (bytes > 0) or free (bytes < 0) reported on the calling
+// thread first, `cpu` non-zero for the CPU: it counts it on the graph node
+// open on that thread and returns the node's event name (an interned id of
+// the core, written as the "op" arg of the "alloc" event), or 0 when no node
+// is open, and the observer then counts it as without a probe. Called on
+// every report while memory capture is on: no lock, no allocation.
+// nullptr removes it.
+using GraphMemoryProbe = uint32_t (*)(int64_t bytes, int cpu);
+DFT_TORCH_API void set_graph_memory_probe(GraphMemoryProbe probe);
 
 // Pauses recording on the calling thread until the matching resume (calls
 // nest). The Python switch pauses while torch.compile compiles, so the ops

@@ -84,6 +84,7 @@ DFT_PUBLIC(dftracer::torch::shapes_enabled);
 DFT_PUBLIC(dftracer::torch::enable_noop_for_benchmark);
 DFT_PUBLIC(dftracer::torch::enable_from_env);
 DFT_PUBLIC(dftracer::torch::set_graph_depth_probe);
+DFT_PUBLIC(dftracer::torch::set_graph_memory_probe);
 DFT_PUBLIC(dftracer::torch::suspend_this_thread);
 DFT_PUBLIC(dftracer::torch::resume_this_thread);
 

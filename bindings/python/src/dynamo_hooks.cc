@@ -151,6 +151,8 @@ void register_dynamo(nb::module_& m) {
         "Records a compiled-region event from begin_ticks to now.");
   m.attr("dynamo_depth_fn") =
       nb::capsule(reinterpret_cast<void*>(&dyn::call_depth_probe), "dftracer.dynamo_depth_fn");
+  m.attr("dynamo_memory_fn") =
+      nb::capsule(reinterpret_cast<void*>(&dyn::add_memory), "dftracer.dynamo_memory_fn");
   m.def("dynamo_depth", &dyn::call_depth, "Open graph calls on this thread (for tests: 0 between calls).");
 }
 

@@ -18,6 +18,9 @@ namespace {
 // `int (*)(void)` returning the instrumented graph calls open on the
 // calling thread.
 constexpr const char* kProbeCapsule = "dftracer.dynamo_depth_fn";
+// ... and of its memory probe: `uint32_t (*)(int64_t, int)`, which counts an
+// allocation on the graph node open on the calling thread.
+constexpr const char* kMemoryProbeCapsule = "dftracer.dynamo_memory_fn";
 
 PyObject* py_enable(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* kw[] = {"shapes", nullptr};
@@ -61,19 +64,30 @@ PyObject* py_memory_here(PyObject*, PyObject*) {
   return PyBool_FromLong(dftracer::torch::memory_reported_on_this_thread());
 }
 
+// The pointer a probe capsule named `capsule` holds, nullptr for None;
+// false with a TypeError for anything else.
+bool probe_arg(PyObject* arg, const char* capsule, const char* fn, void** out) {
+  *out = nullptr;
+  if (arg == Py_None) return true;
+  if (!PyCapsule_IsValid(arg, capsule)) {
+    PyErr_Format(PyExc_TypeError, "%s: expected a '%s' capsule or None, got %s", fn, capsule, Py_TYPE(arg)->tp_name);
+    return false;
+  }
+  *out = PyCapsule_GetPointer(arg, capsule);
+  return *out != nullptr;
+}
+
 PyObject* py_set_graph_depth_probe(PyObject*, PyObject* arg) {
-  if (arg == Py_None) {
-    dftracer::torch::set_graph_depth_probe(nullptr);
-    Py_RETURN_NONE;
-  }
-  if (!PyCapsule_IsValid(arg, kProbeCapsule)) {
-    PyErr_Format(PyExc_TypeError, "set_graph_depth_probe: expected a '%s' capsule or None, got %s",
-                 kProbeCapsule, Py_TYPE(arg)->tp_name);
-    return nullptr;
-  }
-  void* p = PyCapsule_GetPointer(arg, kProbeCapsule);
-  if (p == nullptr) return nullptr;
+  void* p;
+  if (!probe_arg(arg, kProbeCapsule, "set_graph_depth_probe", &p)) return nullptr;
   dftracer::torch::set_graph_depth_probe(reinterpret_cast<dftracer::torch::GraphDepthProbe>(p));
+  Py_RETURN_NONE;
+}
+
+PyObject* py_set_graph_memory_probe(PyObject*, PyObject* arg) {
+  void* p;
+  if (!probe_arg(arg, kMemoryProbeCapsule, "set_graph_memory_probe", &p)) return nullptr;
+  dftracer::torch::set_graph_memory_probe(reinterpret_cast<dftracer::torch::GraphMemoryProbe>(p));
   Py_RETURN_NONE;
 }
 
@@ -113,6 +127,8 @@ PyMethodDef g_methods[] = {
      "True when allocation capture is on and reaches the calling thread."},
     {"set_graph_depth_probe", py_set_graph_depth_probe, METH_O,
      "Install the capture backend's open-graph probe (a capsule) or None."},
+    {"set_graph_memory_probe", py_set_graph_memory_probe, METH_O,
+     "Install the capture backend's memory probe (a capsule) or None: allocations in a graph node count on it."},
     {"suspend_this_thread", py_suspend, METH_NOARGS,
      "Pause recording on this thread until resume_this_thread (calls nest)."},
     {"resume_this_thread", py_resume, METH_NOARGS, "Undo one suspend_this_thread."},

@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "memory_args.hpp"
+
 namespace dftracer::dynamo {
 
 EventIds g_event_ids;
@@ -14,6 +16,10 @@ void init_event_ids() {
     g_event_ids.cat = dft_intern_cstr("dynamo");
     g_event_ids.flow = dft_intern_cstr("autograd");
     g_event_ids.external = dft_intern_cstr("External id");
+    g_event_ids.alloc_bytes = dft_intern_cstr(format::kArgAllocBytes);
+    g_event_ids.free_bytes = dft_intern_cstr(format::kArgFreeBytes);
+    g_event_ids.dev_alloc_bytes = dft_intern_cstr(format::kArgDevAllocBytes);
+    g_event_ids.dev_free_bytes = dft_intern_cstr(format::kArgDevFreeBytes);
   });
 }
 

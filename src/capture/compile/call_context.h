@@ -17,6 +17,8 @@ struct EventIds {
   dft_id cat = 0;   // "dynamo"
   dft_id flow = 0;  // "autograd": name of the forward->backward flow arrows
   dft_id external = 0;  // "External id": the launch scope's id (dft_launch_scope)
+  // Memory capture's per-op args (format/memory_args.hpp).
+  dft_id alloc_bytes = 0, free_bytes = 0, dev_alloc_bytes = 0, dev_free_bytes = 0;
 };
 extern EventIds g_event_ids;
 void init_event_ids();

@@ -29,6 +29,13 @@
 // mark and popped at the next, so the kernels it launches carry its id
 // ("External id" of its event). Off, mark() pays one load and one branch.
 //
+// Memory capture (the LibTorch observer's allocation reports, reaching
+// add_memory() through the probe dftracer._eager installs): bytes allocated
+// and freed while a node is open count on that node's event, as an eager
+// op's self bytes count on its event. They go into a second scratch array,
+// one entry per mark that saw an allocation or free, so mark() stays as it
+// is and a call without memory capture records nothing more.
+//
 // A small stack of open graph calls: a graph can only be re-entered on the
 // same thread through Python code run by an op, which is rare but legal.
 // Beyond kMaxDepth nested calls we stop recording instead of corrupting
@@ -52,6 +59,13 @@ struct Mark {
   uint64_t external_id;  // the node's launch scope id; 0: none
 };
 
+// Bytes allocated and freed while the node of mark `mark` was open: on the
+// CPU, and on other devices (dev_).
+struct MemEntry {
+  uint32_t mark;
+  uint64_t alloc, freed, dev_alloc, dev_freed;
+};
+
 // One open graph call.
 struct Frame {
   GraphTable* table;    // nullptr: unknown slot, nothing is recorded
@@ -62,6 +76,8 @@ struct Frame {
   Mark* marks;          // this call's marks, recorded as events at end_call
   uint32_t n_marks;
   uint32_t cap;
+  MemEntry* mem;        // memory of this call's nodes, in mark order (as many entries as marks at most)
+  uint32_t n_mem;
   const dft_launch_scope* pushed;  // the scope holding this call's open node's id, popped at the next mark
 };
 
@@ -72,6 +88,7 @@ struct CallStack {
   // (graph_call.cc) that grows it when a bigger graph is first seen on the
   // thread and frees it at thread exit; never touched by mark().
   Mark* scratch[kMaxDepth];
+  MemEntry* mem_scratch[kMaxDepth];  // as many entries as scratch_cap
   uint32_t scratch_cap[kMaxDepth];
   int depth;  // open calls, including those beyond kMaxDepth
 };
@@ -110,6 +127,15 @@ inline int call_depth() { return tl_calls.depth; }
 // (dftracer._eager): ops run while a graph call is open on this thread are
 // recorded by this capture already, so the observer skips them.
 int call_depth_probe();
+
+// One allocation (bytes > 0) or free (bytes < 0) reported on this thread, on
+// the CPU (cpu != 0) or another device: counted on the node open in the
+// innermost graph call, whose event name it returns; 0 (nothing counted)
+// when no node is open (no call, before the first mark, after the closing
+// mark, an unknown slot). The LibTorch observer calls it from its allocation
+// report, before its own ops (dftracer._eager: it records no op inside an
+// open graph call). No lock, no allocation.
+dft_id add_memory(int64_t bytes, int cpu);
 
 }  // namespace dftracer::dynamo
 

@@ -117,6 +117,13 @@ dftracer::dynamo::GraphSpec simple_graph(int phase, int n, int graph_id, std::ve
   return s;
 }
 
+dftracer::dynamo::GraphSpec inner_graph(int graph_id) {
+  dftracer::dynamo::GraphSpec g = simple_graph(dftracer::dynamo::kInference, 1, graph_id);
+  g.event_name = "graph.inner";
+  g.names[0] = "function.inner_op";
+  return g;
+}
+
 void run_call(int slot, int n, int grad, uint32_t tags, uint64_t begin_key, uint64_t end_key) {
   dftracer::dynamo::begin_call(slot, grad, tags, begin_key);
   for (int i = 0; i <= n; ++i) dftracer::dynamo::mark(i);

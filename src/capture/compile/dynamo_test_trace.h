@@ -59,6 +59,10 @@ std::vector<GraphCall> graph_calls(const std::vector<TracedEvent>& all);
 dftracer::dynamo::GraphSpec simple_graph(int phase, int n, int graph_id, std::vector<int> flows = {},
                                           uint32_t n_flow_groups = 0, int pair_slot = -1);
 
+// A graph of one op node "function.inner_op", graph-call event "graph.inner":
+// what a node of another graph calls in the nesting tests.
+dftracer::dynamo::GraphSpec inner_graph(int graph_id);
+
 // Runs one call of `slot` through every mark: begin, mark 0..n, end.
 void run_call(int slot, int n, int grad, uint32_t tags, uint64_t begin_key, uint64_t end_key);
 

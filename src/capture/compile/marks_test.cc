@@ -97,10 +97,7 @@ TEST(Marks, EveryCallRecordsItsOwnEvents) {
 TEST(Marks, NestedCallIsInsideTheNodeThatRanIt) {
   Session s;
   const int outer = register_graph(simple_graph(kInference, 2, 1));
-  GraphSpec inner_spec = simple_graph(kInference, 1, 2);
-  inner_spec.event_name = "graph.inner";
-  inner_spec.names[0] = "function.inner_op";
-  const int inner = register_graph(inner_spec);
+  const int inner = register_graph(inner_graph(2));
   begin_call(outer, 0, 0, 0);
   mark(0);
   EXPECT_EQ(call_depth(), 1);

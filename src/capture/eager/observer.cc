@@ -165,6 +165,8 @@ inline ThreadState* state() {
 
 std::atomic<bool> g_shapes{false};
 std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
+std::atomic<dftracer::torch::GraphMemoryProbe> g_mem_probe{nullptr};
+static_assert(sizeof(dft_id) == sizeof(uint32_t), "GraphMemoryProbe returns a dft_id");
 
 // Interned once (by enable(), before the callback exists).
 dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external, g_key_grad,
@@ -436,8 +438,9 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
 // c10's allocators report each allocation (size > 0) and free (size < 0)
 // to the MemoryReportingInfoBase in the allocating thread's debug info,
 // with the allocator's new total (torch_compat.h). On that thread, with no
-// lock, allocation or formatting: the bytes are added to the innermost
-// recorded op's frame (written as its args when it ends), an "alloc" or
+// lock, allocation or formatting: the bytes are added to the open node of an
+// instrumented graph (the capture backend's, through its memory probe), else
+// to the innermost recorded op's frame (written as its args when it ends), an "alloc" or
 // "free" event with the block's address goes into the thread's buffer (the
 // analyzer replays them: what is live at the peak), and the device's
 // counter track gets a sample when this thread wrote none for
@@ -516,8 +519,12 @@ void on_memory(const void* ptr, int64_t size, uint64_t total, c10::Device device
   ThreadState& t = *st;
   const c10::DeviceType type = device.type();
   const bool cpu = type == c10::DeviceType::CPU || type == c10::DeviceType::MKLDNN || type == c10::DeviceType::IDEEP;
-  dft_id op = 0;
-  for (int i = (t.depth < kMaxDepth ? t.depth : kMaxDepth) - 1; i >= 0; --i) {
+  // A node of an instrumented graph open on this thread is the innermost op
+  // (no op is recorded here while one is open): the capture backend counts
+  // the bytes on its event.
+  const auto probe = g_mem_probe.load(std::memory_order_relaxed);
+  dft_id op = probe != nullptr ? probe(size, cpu ? 1 : 0) : 0;
+  for (int i = (t.depth < kMaxDepth ? t.depth : kMaxDepth) - 1; op == 0 && i >= 0; --i) {
     Frame& f = t.frames[i];
     if (!(f.kind & kRecorded)) continue;
     if (size >= 0) (cpu ? f.alloc : f.dev_alloc) += static_cast<uint64_t>(size);
@@ -721,6 +728,8 @@ bool memory_enabled() { return g_memory.load(std::memory_order_relaxed); }
 bool memory_reported_on_this_thread() { return g_memory.load(std::memory_order_relaxed) && memory_reporter_installed(g_reporter); }
 
 void set_graph_depth_probe(GraphDepthProbe probe) { g_probe.store(probe, std::memory_order_relaxed); }
+
+void set_graph_memory_probe(GraphMemoryProbe probe) { g_mem_probe.store(probe, std::memory_order_relaxed); }
 
 void suspend_this_thread() {
   if (ThreadState* st = state()) ++st->suspended;

@@ -90,7 +90,8 @@ def _on_dynamo_import() -> None:
 def _install_graph_probe(ext) -> None:
     """Lets the observer skip ops inside the capture backend's instrumented
     graphs (they are recorded there already), through the capture hooks'
-    per-thread count of open graph calls, when dftracer._core exports it."""
+    per-thread count of open graph calls, and count what a graph node
+    allocates on that node's event, when dftracer._core exports them."""
     try:
         from ... import _core
     except ImportError:
@@ -98,6 +99,10 @@ def _install_graph_probe(ext) -> None:
     probe = getattr(_core, "dynamo_depth_fn", None)
     if probe is not None:
         ext.set_graph_depth_probe(probe)
+    # Memory capture: what a graph node allocates counts on the node's event.
+    mem_probe = getattr(_core, "dynamo_memory_fn", None)
+    if mem_probe is not None and hasattr(ext, "set_graph_memory_probe"):
+        ext.set_graph_memory_probe(mem_probe)
 
 
 _compile_hooks_installed = False

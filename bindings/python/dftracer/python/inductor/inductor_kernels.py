@@ -190,7 +190,14 @@ def kernel_sites(src: str) -> list[KernelSite]:
 
 def _rewritten_call(src: str, filename: str, sites: list[KernelSite]) -> Any:
     """Code object of call() with ``_dftracer_mark(i)`` before kernel call i and
-    ``_dftracer_mark(n)`` before each return."""
+    ``_dftracer_mark(n)`` before each return.
+
+    Kernel i's mark goes before the first buffer allocation since the
+    previous kernel call (``buf3 = empty_strided_cpu(...)``: Inductor
+    allocates a kernel's output buffers right above its call), else right
+    before the call: with memory capture the allocation counts on the kernel
+    that fills the buffer, and the ``del`` of a buffer after its last use on
+    the kernel that used it last."""
     tree = ast.parse(src)
     fdef = find_call(tree)
     index = {s.line: i for i, s in enumerate(sites)}
@@ -199,15 +206,24 @@ def _rewritten_call(src: str, filename: str, sites: list[KernelSite]) -> Any:
         call = ast.Expr(ast.Call(ast.Name(MARK, ast.Load()), [ast.Constant(i)], []))
         return ast.copy_location(call, at)
 
+    def allocates(stmt: ast.stmt) -> bool:
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        return isinstance(value, ast.Call) and _dotted(value.func).rsplit(".", 1)[-1].startswith("empty")
+
     def rewrite(body: list) -> list:
         out = []
+        first_alloc = None  # where in `out` the allocations for the next kernel start
         for stmt in body:
             for attr in ("body", "orelse", "finalbody"):
                 inner = getattr(stmt, attr, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
                     setattr(stmt, attr, rewrite(inner))
             if isinstance(stmt, (ast.Expr, ast.Assign)) and stmt.lineno in index:
-                out.append(mark(index[stmt.lineno], stmt))
+                at = len(out) if first_alloc is None else first_alloc
+                out.insert(at, mark(index[stmt.lineno], stmt))
+                first_alloc = None
+            elif first_alloc is None and allocates(stmt):
+                first_alloc = len(out)
             elif isinstance(stmt, ast.Return):
                 out.append(mark(len(sites), stmt))
             out.append(stmt)
