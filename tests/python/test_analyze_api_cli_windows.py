@@ -222,7 +222,9 @@ def test_events_and_to_parquet_windows_are_what_merge_and_export_keep(job, tmp_p
 def test_report_window_is_the_clis(runs, tmp_path):  # noqa: F811
     trace = runs[0]
     pages = set()
-    for i, w in enumerate(windows(trace)[:2]):
+    # Steps 1-2 and step 2 on: windows 0 and 1 differ only by a millisecond
+    # at each end, which on a fast machine may hold no event.
+    for i, w in enumerate(windows(trace)[0:3:2]):
         cli_out, api_out = str(tmp_path / f"cli{i}.html"), str(tmp_path / f"api{i}.html")
         answer = run_cli("report", trace, "-o", cli_out, window=w).stdout
         r = da.report(trace, api_out, from_ts=w[0], to_ts=w[1])

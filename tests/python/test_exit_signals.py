@@ -52,6 +52,10 @@ print("not stopped", flush=True)
 
 def no_core_dump():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # The default actions under test, whatever this runner inherited (nohup
+    # ignores SIGHUP, and ignored signals stay ignored across exec).
+    for s in (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT):
+        signal.signal(s, signal.SIG_DFL)
 
 
 def run(tmp_path, code, traced, send=None):
