@@ -405,12 +405,16 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // In whole microseconds an op nested in a grad-off op can share its
   // interval (relu's clamp_min): both are kept as top-level, and the nested
   // one, which carries no grad arg, must not begin a step either.
-  auto begins_here = [&](StepFinder::TopLevel::const_iterator it) {
-    if (!begins(it->second)) return false;
+  // Whether another work has exactly its interval and satisfies pred.
+  auto twin = [&](StepFinder::TopLevel::const_iterator it, auto&& pred) {
     const auto [lo, hi] = work.equal_range(it->first);
     for (auto o = lo; o != hi; ++o)
-      if (o->second.end == it->second.end && !begins(o->second) && o->second.category != compile) return false;
-    return true;
+      if (o != it && o->second.end == it->second.end && pred(o->second)) return true;
+    return false;
+  };
+  auto begins_here = [&](StepFinder::TopLevel::const_iterator it) {
+    return begins(it->second) &&
+           !twin(it, [&](const StepFinder::Top& t) { return !begins(t) && t.category != compile; });
   };
   auto counted_here = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second); };
   // Moves a start back over the compile work right before it, not before floor.
@@ -466,12 +470,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     // often as the step with fewest: an op the observer records in some
     // iterations only (a detach between two autograd nodes) would otherwise
     // send the walk back to the model's construction.
-    auto shared = [&](StepFinder::TopLevel::const_iterator it) {
-      const auto [lo, hi] = work.equal_range(it->first);
-      for (auto o = lo; o != hi; ++o)
-        if (o != it && o->second.end == it->second.end) return true;
-      return false;
-    };
+    auto shared = [&](StepFinder::TopLevel::const_iterator it) { return twin(it, [](const StepFinder::Top&) { return true; }); };
     auto counts = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second) && !shared(it); };
     std::map<std::string_view, size_t> need;
     const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
