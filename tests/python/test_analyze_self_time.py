@@ -168,8 +168,13 @@ def test_compile_versus_run_by_category(tmp_path):
            ev(7, "train_step", "region", 0, 1000, step=0)]
     path = tmp_path / "c.pfw"
     path.write_text("[\n" + "".join(json.dumps(e) + ",\n" for e in evs))
+    # One thread: each category's wall time is its self time (the thread time beside it).
     df = da.summary(str(path), by="category").set_index("category")
-    assert df["self_us"].to_dict() == pytest.approx(
-        {"compile": 300, "forward": 100, "backward": 200, "optimizer": 100, "data": 100, "other": 200})
-    assert df["share"].sum() == pytest.approx(1.0)
-    assert df.loc["compile", "share"] == pytest.approx(0.3)
+    want = {"compile": 300, "forward": 100, "backward": 200, "optimizer": 100, "comm": 0, "data": 100, "other": 200}
+    assert df["thread_us"].to_dict() == pytest.approx(dict(want, untraced=0))
+    assert df["wall_us"].to_dict() == pytest.approx(dict(want, untraced=0))
+    assert df["count"].to_dict() == {"compile": 2, "forward": 1, "backward": 1, "optimizer": 1, "comm": 0, "data": 1,
+                                     "other": 1, "untraced": 0}
+    assert df["wall_share"].sum() == pytest.approx(1.0)
+    assert df.loc["compile", "wall_share"] == pytest.approx(0.3)
+    assert df.attrs["span_us"] == df.attrs["traced_us"] == 1000

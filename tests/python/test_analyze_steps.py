@@ -146,7 +146,7 @@ def test_three_compiled_steps(loop_trace):
             tol = 2 + (0.01 * r["traced_us"] if approx else 0)
             assert r[f"{c}_thread_us"] == pytest.approx(w[c] / 1000, abs=tol), (r["step"], c)
     # Steps plus outside are the summary's self time per category, exactly (one model).
-    by_cat = da.summary(path, by="category").set_index("category")["self_us"]
+    by_cat = da.summary(path, by="category").set_index("category")["thread_us"]
     for c in CATEGORIES:
         got = sum(r[f"{c}_thread_us"] for r in rows) + doc["outside"][f"{c}_us"]
         assert got == pytest.approx(by_cat.get(c, 0.0), abs=1e-3), c

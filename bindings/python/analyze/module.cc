@@ -15,6 +15,7 @@
 
 #include "event_batches.hpp"
 #include "calibration.hpp"
+#include "category_wall.hpp"
 #include "module_helpers.hpp"
 #include "device_time.hpp"
 #include "diff.hpp"
@@ -508,6 +509,20 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
                         from_us, to_us);
 }
 
+// `summary --by category` (compile vs run in wall time) as the CLI's JSON text, and the
+// read stats of its summary, as the command reports them.
+nb::tuple py_category_wall(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
+                           long long max_document_mib, const std::string& from_us, const std::string& to_us) {
+  return json_and_stats(paths, threads, max_line_mib, max_document_mib,
+                        [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
+                          const StepReport steps = analyze_steps(files, n, ro);
+                          const Summary s = summarize(files, parse_group_keys("category"), 0, n, ro);
+                          write_category_wall(os, steps, s, "json");
+                          return s.stats;
+                        },
+                        from_us, to_us);
+}
+
 // The I/O view as the CLI's JSON text (`io --format json`), plus the read
 // stats: one implementation (io_view.cpp), so Python and the command agree.
 nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long long small_bytes, long long bin_ms,
@@ -624,6 +639,9 @@ NB_MODULE(_analyze, m) {
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Per-step breakdown as JSON text, and the read stats.");
+  m.def("category_wall_json", &py_category_wall, nb::arg("paths"), nb::arg("threads") = 0,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
+        nb::arg("to_us") = "", "`summary --by category` (wall time per category) as JSON text, and the read stats.");
   m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",

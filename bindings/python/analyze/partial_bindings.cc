@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "module_helpers.hpp"
+#include "category_wall.hpp"
 #include "index_summary.hpp"
 #include "partial_summary.hpp"
 #include "trace_window.hpp"
@@ -178,6 +179,33 @@ std::string py_combine_text(const std::vector<nb::bytes>& parts, const std::stri
   return os.str();
 }
 
+// `summary --by category`'s JSON text from partial summaries made with by="category"
+// and the processes' runs of steps()' document (per process: its source, span, wall
+// time per category in kStepCategories' order, untraced time): the command's writer.
+std::string py_category_wall_partials(const std::vector<nb::bytes>& parts, const std::vector<std::string>& sources,
+                                      const std::vector<double>& spans_us,
+                                      const std::vector<std::vector<double>>& walls_us,
+                                      const std::vector<double>& untraced_us) {
+  const size_t n = sources.size();
+  if (spans_us.size() != n || walls_us.size() != n || untraced_us.size() != n)
+    throw std::invalid_argument("runs: sources, spans, walls and untraced differ in length");
+  StepReport steps;
+  for (size_t i = 0; i < n; ++i) {
+    if (walls_us[i].size() != kNumStepCategories)
+      throw std::invalid_argument("runs: a wall time per category (" + std::to_string(kNumStepCategories) + ")");
+    ProcessRun run;
+    run.source = sources[i];
+    run.span_us = spans_us[i];
+    run.untraced_us = untraced_us[i];
+    for (size_t c = 0; c < kNumStepCategories; ++c) run.wall_us[c] = walls_us[i][c];
+    steps.runs.push_back(std::move(run));
+  }
+  const Summary s = combine(parts, "category", 0, "self");
+  std::ostringstream os;
+  write_category_wall(os, steps, s, "json");
+  return os.str();
+}
+
 // All events of one piece (a member range, or a whole file as (0, size)) as a
 // list of batch dicts, and the read stats: one Dask partition's worth.
 nb::tuple py_range_events(const std::string& path, uint64_t begin, uint64_t end, size_t batch_size, bool raw_args,
@@ -244,6 +272,9 @@ void register_partial_summary(nb::module_& m) {
   m.def("combine_partials_text", &py_combine_text, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", nb::arg("format") = "table",
         "Merge partial summaries into the text `summary --format FORMAT` prints.");
+  m.def("category_wall_partials", &py_category_wall_partials, nb::arg("parts"), nb::arg("sources"),
+        nb::arg("spans_us"), nb::arg("walls_us"), nb::arg("untraced_us"),
+        "`summary --by category`'s JSON text from partial summaries by category and the processes' runs.");
   m.def("range_events", &py_range_events, nb::arg("path"), nb::arg("begin"), nb::arg("end"),
         nb::arg("batch_size") = 65536, nb::arg("raw_args") = true, nb::arg("ph") = "",
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,

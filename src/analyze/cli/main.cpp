@@ -402,6 +402,9 @@ int main(int argc, char** argv) {
   const bool by_step = a.command == "summary" && a.by == "step";  // steps.hpp; args.step still groups
   const bool by_rank = a.command == "summary" && a.by == "rank";  // ranks.hpp
   if (by_step && (a.top_set || a.sort != "self")) usage_error("--by step shows every step: no --top or --sort");
+  const bool by_category = a.command == "summary" && a.by == "category" && !a.efficiency && !a.tree;
+  if (by_category && (a.top_set || a.sort != "self"))
+    usage_error("--by category shows every category: no --top or --sort");
   if ((a.command == "summary" && !by_step && !by_rank) || a.command == "diff") {
     try {
       keys = parse_group_keys(a.by);
@@ -438,7 +441,7 @@ int main(int argc, char** argv) {
         return finish(r.stats);
       }
       if (a.tree) return run_module_tree(a, files, ro);
-      if (a.by == "category" && !a.efficiency) {  // compile vs run: wall time (category_wall.hpp)
+      if (by_category) {  // compile vs run: wall time (category_wall.hpp)
         const StepReport steps = analyze_steps(files, a.threads, ro);
         Summary s = summarize(files, keys, 0, a.threads, ro, sort);
         std::ostringstream os;

@@ -35,13 +35,14 @@ import os
 import warnings
 
 from ._common import (  # noqa: F401  (_IMPORT_ERROR: why the extension is missing)
-    _IMPORT_ERROR, SkippedInputWarning, _ext, _fs_path, _limits, _module, _path_list, _threads, _warn_skipped,
+    _IMPORT_ERROR, STEP_CATEGORIES, SkippedInputWarning, _ext, _fs_path, _limits, _module, _path_list, _threads, _warn_skipped,
     _window, _window_bound,
 )
 
 SkippedInputWarning.__module__ = __name__  # its public home
 
 __all__ = ["summary", "memory", "steps", "efficiency", "calibrate", "events", "merge", "report", "files", "EventBatches", "SkippedInputWarning", "SUMMARY_COLUMNS",
+           "CATEGORY_WALL_COLUMNS",
            "EVENT_COLUMNS", "diff", "module_tree", "io", "IO_COLUMNS", "device", "DIFF_COLUMNS", "MODULE_TREE_COLUMNS", "ranks", "RankAnalysis",
            "to_parquet", "local_cluster"]
 
@@ -50,6 +51,8 @@ __all__ = ["summary", "memory", "steps", "efficiency", "calibrate", "events", "m
 _KINDS = dict(_ext.EVENT_COLUMN_KINDS) if _ext is not None else {}
 #: Columns of summary() after the group key column(s).
 SUMMARY_COLUMNS = tuple(_ext.SUMMARY_COLUMNS) if _ext is not None else ()
+#: Columns of summary(by="category"): `summary --by category`'s compile vs run in wall time.
+CATEGORY_WALL_COLUMNS = ("category", "wall_us", "wall_share", "thread_us", "count")
 #: Columns of diff() after the group key column(s).
 DIFF_COLUMNS = tuple(_ext.DIFF_COLUMNS) if _ext is not None else ()
 #: Columns of module_tree().
@@ -85,9 +88,14 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         value as written, a list or object as its JSON text); several as a comma-joined
         string or a list ("module,phase" / ["module", "args.step"]). The key columns are
         named as given. A bad key raises ValueError naming it and the accepted keys.
-        (by="step" groups by the step arg, as `--by args.step`; the per-step breakdown of
-        `dftracer-analyze summary --by step` is steps().) by="rank": one row per process of
-        a torchrun job, the `ranks` table of ranks() (`summary --by rank`).
+        by="step" alone: the per-step breakdown of `summary --by step`, steps() (the step
+        arg as a key: "args.step"). by="rank": one row per process of
+        a torchrun job, the `ranks` table of ranks() (`summary --by rank`). by="category"
+        alone: compile vs run in wall time, `summary --by category`'s rows (columns
+        CATEGORY_WALL_COLUMNS: category, wall_us, wall_share, thread_us -- the self time of
+        its events added over threads -- and count; attrs span_us, processes, traced_us,
+        rule, stats); "category,KEY" groups by self time as any key. Neither "step" nor
+        "category" takes top or sort (ValueError), as the command.
     top: keep the `top` groups with the most self time (or total time with sort="total"; None: all).
     sort: "self" (default) or "total": the row order, and which time `top` keeps the most of.
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
@@ -136,6 +144,14 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     if by == "rank":  # per process of a torchrun job: _ranks.py
         return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
                      from_ts=from_ts, to_ts=to_ts, _steps=False).ranks
+    if by in ("step", "category") and (top is not None or sort != "self"):  # as the command
+        raise ValueError(f"by={by!r} shows every {by}: no top or sort")
+    if by == "step":  # the per-step breakdown, as `summary --by step`
+        return steps(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, from_ts=from_ts,
+                     to_ts=to_ts, client=client)
+    if by == "category":  # compile vs run in wall time, as `summary --by category`
+        return _category_wall(paths, threads, _limits(max_line_mib, max_document_mib), _window(from_ts, to_ts),
+                              _dask().resolve_client(client))
     if top is None:
         top = 0
     elif int(top) < 1:
@@ -161,6 +177,27 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     df.attrs["totals"] = dict(raw["totals"])
     df.attrs["index"] = bool(raw["index"])
     _warn_skipped(raw["stats"])
+    return df
+
+
+def _category_wall(paths, threads, limits, window, client):
+    """summary(by="category"): the rows of `summary --by category --format json`."""
+    import json
+
+    import pandas as pd
+
+    threads = _threads(threads)
+    if client is None:
+        text, stats = _module().category_wall_json(_path_list(paths), threads, **limits, **window)
+    else:
+        text, stats = _dask().category_wall(client, _module(), files(paths), limits, window)
+    doc = json.loads(text)
+    df = pd.DataFrame(doc.pop("rows"), columns=list(CATEGORY_WALL_COLUMNS))
+    df["count"] = df["count"].astype("uint64")
+    doc.pop("skipped")
+    df.attrs.update(doc)
+    df.attrs["stats"] = dict(stats)
+    _warn_skipped(stats)
     return df
 
 
@@ -212,7 +249,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
         inputs = files(paths)
         doc, stats = _dask().steps(client, _module(), inputs, limits, _dask().window_of(client, _module(), inputs,
                                                                                          window, limits))
-    cats = ("compile", "forward", "backward", "optimizer", "comm", "data", "other")
+    cats = STEP_CATEGORIES
     columns = (["pid", "step", "label", "start_us", "duration_us"] + [f"{c}_us" for c in cats] +
                ["untraced_us", "traced_us"] + [f"{c}_thread_us" for c in cats] +
                ["compile_share", "outlier", "outlier_kind", "end_estimated"])

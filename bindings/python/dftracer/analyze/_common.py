@@ -16,6 +16,11 @@ except ImportError as e:  # built without the analyzer (no simdjson)
     _IMPORT_ERROR = e
 
 
+# The kinds of work of steps() and summary(by="category"), in the analyzer's order
+# (kStepCategories, src/analyze/analyses/steps.hpp).
+STEP_CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "other")
+
+
 class SkippedInputWarning(UserWarning):
     """Some input was skipped (malformed lines, truncated gzip members...): see the stats."""
 

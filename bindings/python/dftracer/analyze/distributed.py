@@ -278,6 +278,22 @@ def steps(client, ext, files, limits, window=()):
     return doc, stats
 
 
+def category_wall(client, ext, files, limits, window):
+    """summary(by="category")'s JSON text and stats: the processes' runs from steps() on
+    whole files, the thread time from partial summaries by category, joined by the
+    command's writer; `window` = the {"from_us", "to_us"} texts."""
+    ns = window_of(client, ext, files, window, limits)
+    doc, stats = steps(client, ext, files, limits, ns)
+    parts = partials(client, ext, files, "category", limits, window=ns)
+    runs = doc["runs"] if doc else []
+    from ._common import STEP_CATEGORIES as cats
+
+    text = ext.category_wall_partials(parts, [r["source"] for r in runs], [r["span_us"] for r in runs],
+                                      [[r[f"{c}_us"] for c in cats] for r in runs],
+                                      [r["untraced_us"] for r in runs])
+    return text, stats
+
+
 def _drop_helper_steps(doc):
     """A process without model work beside one with it is a helper (a
     DataLoader worker) and has no steps, as steps.cpp decides for one read:

@@ -1,0 +1,239 @@
+"""The command and dftracer.analyze give the same answer, figure by figure, on
+real traces: a compiled transformer encoder trained 4 steps
+(test_analyze_diff_tree's runs), an eager loop with memory capture, a 2-rank
+DDP job under torchrun (ranks_job.py) and DFTracer's own traces (tests/data:
+pydftracer's in microseconds and in nanoseconds, a DLIO run's POSIX calls, a
+preloaded CM1 run).
+
+Each command with a Python counterpart runs with `--format json` and its rows
+are compared with the function's, row by row: `summary` under every `--by`
+(with `--sort total --top`, `--no-index`), `summary --by category` (the wall
+split, locally and on Dask), `summary --by step`, `--efficiency`, `--by module
+--tree`, `diff`, `ranks` / `--by rank`, `memory`, and `--from/--to` windows.
+(io and device: test_analyze_io_api.py, test_analyze_device.py; the window
+forms: test_analyze_api_cli_windows.py.)
+"""
+import os
+
+import pytest
+
+from analyzer_cli import ROOT
+from test_analyze_api_cli_windows import job  # noqa: F401  (the fixture: a 2-rank DDP job)
+from test_analyze_api_cli_windows import cli_json, plain, records, run_cli, tree_rows, windows
+from test_analyze_diff_tree import runs  # noqa: F401  (the fixture: two real compiled training runs)
+from trace_reader import trace_files
+
+import dftracer.analyze as da
+
+pd = pytest.importorskip("pandas")
+
+EAGER = """
+import os, time, torch
+from dftracer.python import dftracer, dft_fn, trace_eager
+torch.manual_seed(0)
+torch.set_num_threads(1)
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run.pfw"), None, -1)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(16, 32)
+with trace_eager(memory=True):
+    for step in range(4):
+        with dft_fn("train", "train_step", step=step):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+            time.sleep(0.01)  # steps of milliseconds: the windows cut between them
+log.finalize()
+"""
+
+BYS = ["name", "cat", "pid", "tid", "module", "phase", "graph", "args.step", "module,phase",
+       "category,name"]
+
+
+@pytest.fixture(scope="module")
+def eager(tmp_path_factory):
+    pytest.importorskip("torch")
+    from conftest import run_python_in
+
+    base = tmp_path_factory.mktemp("eager")
+    d = base / "trace"
+    d.mkdir()
+    run_python_in(str(base), EAGER, env={"TRACE_DIR": str(d), "DFTRACER_DISABLE_IO": "1"}, timeout=300)
+    [path] = trace_files(str(d))
+    return path
+
+
+def dftracer_traces():
+    data = os.path.join(ROOT, "tests", "data")
+    samples = os.environ.get("DFTRACER_SAMPLES_DIR") or os.path.join(data, "dftracer-samples")
+    found = [os.path.join(data, "dftracer-2.2-pydftracer.pfw.gz"), os.path.join(data, "dftracer-2.2-pydftracer-ns.pfw.gz"),
+             os.path.join(samples, "test-2023.pfw.gz"), os.path.join(samples, "cm1-DEFAULT-3537780-preload.pfw.gz")]
+    return [p for p in found if os.path.exists(p)]
+
+
+@pytest.fixture(scope="module")
+def traces(runs, eager, job):  # noqa: F811
+    """{name: paths} of every trace compared."""
+    out = {"compiled": [runs[0]], "eager": [eager], "ddp": job}
+    out.update({os.path.basename(p): [p] for p in dftracer_traces()})
+    return out
+
+
+TOTALS = ("complete_events", "metadata_events", "other_events", "groups", "total_us", "traced_us", "span_us")
+
+
+def check_summary(paths, by, *cli_args, **kw):
+    want = cli_json("summary", *paths, "--by", by, *cli_args)
+    got = da.summary(paths, by=by, **kw)
+    assert records(got) == want["rows"], (paths, by, cli_args)
+    for k in TOTALS:
+        assert got.attrs["totals"][k] == want[k], (paths, by, k)
+    return want
+
+
+def test_summary_under_every_by_is_the_clis(traces):
+    for name, paths in traces.items():
+        rows = 0
+        for by in BYS:
+            rows += len(check_summary(paths, by)["rows"])
+        check_summary(paths, "name", "--sort", "total", "--top", "3", sort="total", top=3)
+        check_summary(paths, "cat", "--no-index", use_index=False)
+        assert rows > len(BYS), name
+
+
+def category_rows(paths, *window_args, **window):
+    want = cli_json("summary", *paths, "--by", "category", *window_args)
+    got = da.summary(paths, by="category", **window)
+    assert records(got) == want["rows"], (paths, window)
+    for k in ("span_us", "processes", "traced_us", "rule"):
+        assert got.attrs[k] == want[k], (paths, k)
+    return got
+
+
+def test_summary_by_category_is_the_clis_wall_split(traces):
+    for name, paths in traces.items():
+        got = category_rows(paths)
+        assert list(got.columns) == list(da.CATEGORY_WALL_COLUMNS)
+        assert got["wall_us"].sum() == pytest.approx(got.attrs["span_us"], rel=1e-9), name
+        # Its thread time is the self time per category of `--by category,KEY`.
+        self_us = da.summary(paths, by="category,name").groupby("category")["self_us"].sum()
+        for r in got.itertuples():
+            assert r.thread_us == pytest.approx(self_us.get(r.category, 0), rel=1e-9, abs=1e-6), (name, r.category)
+    # Both runs' processes: the split is in process-seconds, over 2 processes.
+    assert category_rows(traces["ddp"]).attrs["processes"] == 2
+    assert category_rows(traces["compiled"]).set_index("category").loc["compile", "wall_us"] > 0
+
+
+def window_args(w):
+    return [a for opt, v in zip(("--from", "--to"), w) if v is not None for a in (opt, str(v))]
+
+
+def test_by_category_and_by_step_show_every_row(traces):
+    paths = traces["compiled"]
+    for args in (("--top", "3"), ("--sort", "total")):
+        p = run_cli("summary", *paths, "--by", "category", *args, check=False)
+        assert p.returncode == 2 and "--by category shows every category: no --top or --sort" in p.stderr, args
+    for kw in (dict(top=3), dict(sort="total")):
+        for by in ("category", "step"):
+            with pytest.raises(ValueError, match=f"shows every {by}: no top or sort"):
+                da.summary(paths, by=by, **kw)
+
+
+def test_summary_by_category_on_dask_is_the_local_one(traces):
+    pytest.importorskip("dask.distributed")
+    client = da.local_cluster(n_workers=2)
+    try:
+        for name in ("compiled", "ddp", "eager"):
+            for w in ((None, None), windows(traces[name])[0]):
+                local = da.summary(traces[name], by="category", from_ts=w[0], to_ts=w[1])
+                remote = da.summary(traces[name], by="category", from_ts=w[0], to_ts=w[1], client=client)
+                pd.testing.assert_frame_equal(remote, local, check_exact=False, rtol=1e-12)
+                for k in ("span_us", "processes", "traced_us"):
+                    assert remote.attrs[k] == pytest.approx(local.attrs[k], rel=1e-12), (name, k)
+                assert remote.attrs["rule"] == local.attrs["rule"]
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
+def test_steps_efficiency_module_tree_and_memory_are_the_clis(traces):
+    for name, paths in traces.items():
+        want = cli_json("summary", *paths, "--by", "step")
+        got = da.steps(paths)
+        assert records(got) == [{c: r[c] for c in got.columns} for r in want["steps"]], name
+        assert records(da.summary(paths, by="step")) == records(got), name  # `summary --by step`, as the command
+        for k in ("processes", "runs", "outside", "first_step_compile_share", "nesting", "capped_regions"):
+            assert got.attrs[k] == want[k], (name, k)
+
+        for by in ("name", "module", "category"):
+            want = cli_json("summary", *paths, "--efficiency", "--by", by)
+            assert records(da.efficiency(paths, by=by)) == want["rows"], (name, by)
+
+        want = cli_json("summary", *paths, "--by", "module", "--tree")
+        got = da.module_tree(paths)
+        assert records(got) == tree_rows(want), name
+        assert got.attrs["totals"]["unattributed_events"] == want["unattributed_events"], name
+
+        want = cli_json("memory", *paths)
+        got = da.memory(paths)
+        assert records(got) == [{c: s[c] for c in got.columns} for s in want["series"]], name
+        peaks = got.attrs["peaks"]
+        assert records(peaks) == [{c: p[c] for c in peaks.columns} for p in want["peaks"]], name
+        holders = [{"pid": p["pid"], "device": p["device"], "by": by, "key": r["key"], "blocks": r["blocks"],
+                    "bytes": r["bytes"], "rest": r.get("rest", False)}
+                   for p in want["peaks"] for by in ("op", "module", "phase", "step") for r in p["by_" + by]]
+        assert records(got.attrs["holders"]) == holders, name
+        assert got.attrs["block_events"] == want["block_events"], name
+        for k in ("out_of_order", "bad_samples"):
+            assert got.attrs[k] == want[k], (name, k)
+    assert len(da.memory(traces["eager"])), "the eager loop's memory capture has a counter track"
+
+
+def test_diff_is_the_clis(runs, traces):  # noqa: F811
+    pairs = [(runs[0], runs[1], "module"), (runs[0], runs[1], "category"), (runs[1], runs[0], "name")]
+    us, ns = (traces.get(f"dftracer-2.2-pydftracer{s}.pfw.gz") for s in ("", "-ns"))
+    if us and ns:  # one program traced in microseconds and in nanoseconds
+        pairs.append((us[0], ns[0], "name"))
+    for a, b, by in pairs:
+        want = cli_json("diff", a, b, "--by", by)
+        got = da.diff(a, b, by=by)
+        assert records(got) == [{c: r[c] for c in [by, *da.DIFF_COLUMNS, "within_noise"]} for r in want["rows"]], by
+        for side in "ab":
+            assert got.attrs["totals"][f"traced_{side}_us"] == want[side]["traced_us"], by
+        assert plain(got.attrs["totals"]["noise_pct"]) == want["noise_pct"], by
+
+
+def test_ranks_and_summary_by_rank_are_the_clis(traces):
+    for name, paths in traces.items():
+        want = cli_json("summary", *paths, "--by", "rank")
+        got = da.summary(paths, by="rank")
+        assert [[plain(v) for v in r] for r in got.itertuples(index=False, name=None)] == want["ranks"]["rows"], name
+        want = cli_json("ranks", *paths)
+        got = da.ranks(paths)
+        if want["ranks"] == 0:  # no rank metadata: the command's JSON is a note, not tables
+            assert got.info["world_size"] is None and len(got.ranks) == want["processes"], name
+            continue
+        for t in da.RankAnalysis.TABLES:
+            table = getattr(got, t)
+            assert list(table.columns) == want[t]["columns"], (name, t)
+            assert [[plain(v) for v in r] for r in table.itertuples(index=False, name=None)] == want[t]["rows"], \
+                (name, t)
+    assert cli_json("ranks", *traces["ddp"])["ranks"]["rows"], "the DDP job's ranks are compared"
+
+
+def test_windows_are_the_clis(traces):
+    for name in ("compiled", "eager", "ddp"):
+        paths = traces[name]
+        whole = category_rows(paths).attrs["span_us"]
+        for w in windows(paths)[:3]:  # cut at the steps' starts: relative, absolute, one-sided
+            args = window_args(w)
+            for by in ("name", "module,phase"):
+                check_summary(paths, by, *args, from_ts=w[0], to_ts=w[1])
+            want = cli_json("memory", *paths, *args)
+            got = da.memory(paths, from_ts=w[0], to_ts=w[1])
+            assert records(got) == [{c: s[c] for c in got.columns} for s in want["series"]], (name, w)
+            want = cli_json("summary", *paths, "--by", "step", *args)["steps"]
+            got = da.steps(paths, from_ts=w[0], to_ts=w[1])
+            assert records(got) == [{c: r[c] for c in got.columns} for r in want], (name, w)
+            assert category_rows(paths, *args, from_ts=w[0], to_ts=w[1]).attrs["span_us"] < whole, (name, w)
