@@ -98,6 +98,7 @@ def test_summary_under_every_by_is_the_clis(traces):
             rows += len(check_summary(paths, by)["rows"])
         check_summary(paths, "name", "--sort", "total", "--top", "3", sort="total", top=3)
         check_summary(paths, "cat", "--no-index", use_index=False)
+        check_summary(paths, "category,name", "--top", "3", top=3)
         assert rows > len(BYS), name
 
 
@@ -151,6 +152,18 @@ def test_summary_by_category_on_dask_is_the_local_one(traces):
                 for k in ("span_us", "processes", "traced_us"):
                     assert remote.attrs[k] == pytest.approx(local.attrs[k], rel=1e-12), (name, k)
                 assert remote.attrs["rule"] == local.attrs["rule"]
+        # The command's --dask form is the same view (it once printed self time per category).
+        paths = traces["ddp"]
+        want = cli_json("summary", *paths, "--by", "category")
+        got = cli_json("summary", *paths, "--by", "category", "--dask", client.scheduler.address)
+        assert [r["category"] for r in got["rows"]] == [r["category"] for r in want["rows"]]
+        for a, b in zip(got["rows"], want["rows"]):
+            assert a == {k: v if k == "category" else pytest.approx(v, rel=1e-12) for k, v in b.items()}
+        table = run_cli("summary", *paths, "--by", "category", "--dask", client.scheduler.address).stdout
+        assert table.splitlines()[0].split() == ["category", "wall_ms", "wall%", "thread_ms", "count"]
+        for by in ("step", "rank"):
+            p = run_cli("summary", *paths, "--by", by, "--dask", client.scheduler.address, check=False)
+            assert p.returncode == 2 and f"--by {by}" in p.stderr and "without --dask" in p.stderr, p.stderr
     finally:
         cluster = client.cluster
         client.close()
@@ -169,6 +182,8 @@ def test_steps_efficiency_module_tree_and_memory_are_the_clis(traces):
         for by in ("name", "module", "category"):
             want = cli_json("summary", *paths, "--efficiency", "--by", by)
             assert records(da.efficiency(paths, by=by)) == want["rows"], (name, by)
+        want = cli_json("summary", *paths, "--efficiency", "--top", "2")
+        assert records(da.efficiency(paths, top=2)) == want["rows"], name
 
         want = cli_json("summary", *paths, "--by", "module", "--tree")
         got = da.module_tree(paths)
@@ -195,9 +210,9 @@ def test_diff_is_the_clis(runs, traces):  # noqa: F811
     us, ns = (traces.get(f"dftracer-2.2-pydftracer{s}.pfw.gz") for s in ("", "-ns"))
     if us and ns:  # one program traced in microseconds and in nanoseconds
         pairs.append((us[0], ns[0], "name"))
-    for a, b, by in pairs:
-        want = cli_json("diff", a, b, "--by", by)
-        got = da.diff(a, b, by=by)
+    for a, b, by, *top in pairs + [(runs[0], runs[1], "name", 4)]:
+        want = cli_json("diff", a, b, "--by", by, *(["--top", str(top[0])] if top else []))
+        got = da.diff(a, b, by=by, top=top[0] if top else None)
         assert records(got) == [{c: r[c] for c in [by, *da.DIFF_COLUMNS, "within_noise"]} for r in want["rows"]], by
         for side in "ab":
             assert got.attrs["totals"][f"traced_{side}_us"] == want[side]["traced_us"], by

@@ -179,13 +179,15 @@ std::string py_combine_text(const std::vector<nb::bytes>& parts, const std::stri
   return os.str();
 }
 
-// `summary --by category`'s JSON text from partial summaries made with by="category"
+// `summary --by category`'s text (--format FORMAT) from partial summaries made with by="category"
 // and the processes' runs of steps()' document (per process: its source, span, wall
 // time per category in kStepCategories' order, untraced time): the command's writer.
 std::string py_category_wall_partials(const std::vector<nb::bytes>& parts, const std::vector<std::string>& sources,
                                       const std::vector<double>& spans_us,
                                       const std::vector<std::vector<double>>& walls_us,
-                                      const std::vector<double>& untraced_us) {
+                                      const std::vector<double>& untraced_us, const std::string& format) {
+  if (format != "table" && format != "json" && format != "csv")
+    throw std::invalid_argument("--format must be table, json or csv, not '" + format + "'");
   const size_t n = sources.size();
   if (spans_us.size() != n || walls_us.size() != n || untraced_us.size() != n)
     throw std::invalid_argument("runs: sources, spans, walls and untraced differ in length");
@@ -202,7 +204,7 @@ std::string py_category_wall_partials(const std::vector<nb::bytes>& parts, const
   }
   const Summary s = combine(parts, "category", 0, "self");
   std::ostringstream os;
-  write_category_wall(os, steps, s, "json");
+  write_category_wall(os, steps, s, format);
   return os.str();
 }
 
@@ -273,8 +275,8 @@ void register_partial_summary(nb::module_& m) {
         nb::arg("sort") = "self", nb::arg("format") = "table",
         "Merge partial summaries into the text `summary --format FORMAT` prints.");
   m.def("category_wall_partials", &py_category_wall_partials, nb::arg("parts"), nb::arg("sources"),
-        nb::arg("spans_us"), nb::arg("walls_us"), nb::arg("untraced_us"),
-        "`summary --by category`'s JSON text from partial summaries by category and the processes' runs.");
+        nb::arg("spans_us"), nb::arg("walls_us"), nb::arg("untraced_us"), nb::arg("format") = "json",
+        "`summary --by category --format FORMAT`'s text from partial summaries by category and the processes' runs.");
   m.def("range_events", &py_range_events, nb::arg("path"), nb::arg("begin"), nb::arg("end"),
         nb::arg("batch_size") = 65536, nb::arg("raw_args") = true, nb::arg("ph") = "",
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,

@@ -190,7 +190,9 @@ def _category_wall(paths, threads, limits, window, client):
     if client is None:
         text, stats = _module().category_wall_json(_path_list(paths), threads, **limits, **window)
     else:
-        text, stats = _dask().category_wall(client, _module(), files(paths), limits, window)
+        inputs = files(paths)
+        ns = _dask().window_of(client, _module(), inputs, window, limits)
+        text, stats = _dask().category_wall(client, _module(), inputs, limits, ns)
     doc = json.loads(text)
     df = pd.DataFrame(doc.pop("rows"), columns=list(CATEGORY_WALL_COLUMNS))
     df["count"] = df["count"].astype("uint64")

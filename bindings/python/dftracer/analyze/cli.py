@@ -61,6 +61,14 @@ def _summary(a, client):
     fmt = a.format or "table"
     if a.top < 0:
         raise ValueError(f"--top must be a positive number, not {a.top}")
+    # A process's steps and the ranks' collectives need whole processes' events, not partial aggregates.
+    if a.by == "step":
+        raise ValueError("--by step has no --dask form: run it without --dask (Python: "
+                         "dftracer.analyze.steps(paths, client=...) reads whole files on the cluster)")
+    if a.by == "rank":
+        raise ValueError("--by rank reads on this machine: run it without --dask")
+    if a.by == "category" and (a.top or a.sort != "self"):
+        raise ValueError("--by category shows every category: no --top or --sort")
     ext.combine_partials_text([], a.by, 0, a.sort, fmt)  # bad --by/--sort/--format: before any work
     limits = _limits(a.max_line_mib, a.max_document_mib)
     inputs = files(a.paths)
@@ -68,9 +76,12 @@ def _summary(a, client):
         if w:
             ext.window_is_relative(w)  # a bad --from/--to: before any work
     window = distributed.window_ns(client, ext, inputs, a.from_ts, a.to_ts, limits)
-    parts = distributed.partials(client, ext, inputs, a.by, limits, window=window, use_index=a.use_index)
-    text = ext.combine_partials_text(parts, a.by, a.top, a.sort, fmt)
-    raw = ext.combine_partials(parts, a.by, 1, a.sort)  # the stats, for the one-line report
+    if a.by == "category":  # compile vs run in wall time, as without --dask
+        text, stats = distributed.category_wall(client, ext, inputs, limits, window, fmt)
+    else:
+        parts = distributed.partials(client, ext, inputs, a.by, limits, window=window, use_index=a.use_index)
+        text = ext.combine_partials_text(parts, a.by, a.top, a.sort, fmt)
+        stats = ext.combine_partials(parts, a.by, 1, a.sort)["stats"]  # for the one-line report
     if a.out:
         if os.path.exists(a.out):
             raise FileExistsError(f"output exists: {a.out}")
@@ -78,9 +89,9 @@ def _summary(a, client):
             f.write(text)
     else:
         sys.stdout.write(text)
-    if raw["stats"].get("problems"):
-        sys.stderr.write(f"dftracer-analyze: {raw['stats']['problems']}\n")
-    return 0 if raw["stats"]["events"] else 1
+    if stats.get("problems"):
+        sys.stderr.write(f"dftracer-analyze: {stats['problems']}\n")
+    return 0 if stats["events"] else 1
 
 
 def _export(a, client):

@@ -278,11 +278,10 @@ def steps(client, ext, files, limits, window=()):
     return doc, stats
 
 
-def category_wall(client, ext, files, limits, window):
-    """summary(by="category")'s JSON text and stats: the processes' runs from steps() on
-    whole files, the thread time from partial summaries by category, joined by the
-    command's writer; `window` = the {"from_us", "to_us"} texts."""
-    ns = window_of(client, ext, files, window, limits)
+def category_wall(client, ext, files, limits, ns, format="json"):
+    """`summary --by category --format FORMAT`'s text and the read stats: the processes'
+    runs from steps() on whole files, the thread time from partial summaries by
+    category, joined by the command's writer; `ns` = (from_ns, to_ns) or ()."""
     doc, stats = steps(client, ext, files, limits, ns)
     parts = partials(client, ext, files, "category", limits, window=ns)
     runs = doc["runs"] if doc else []
@@ -290,7 +289,7 @@ def category_wall(client, ext, files, limits, window):
 
     text = ext.category_wall_partials(parts, [r["source"] for r in runs], [r["span_us"] for r in runs],
                                       [[r[f"{c}_us"] for c in cats] for r in runs],
-                                      [r["untraced_us"] for r in runs])
+                                      [r["untraced_us"] for r in runs], format)
     return text, stats
 
 
