@@ -200,6 +200,9 @@ def test_steps_efficiency_module_tree_and_memory_are_the_clis(traces):
                    for p in want["peaks"] for by in ("op", "module", "phase", "step") for r in p["by_" + by]]
         assert records(got.attrs["holders"]) == holders, name
         assert got.attrs["block_events"] == want["block_events"], name
+        for k in ("planned", "peaks_without_composition"):
+            table = got.attrs[k]
+            assert records(table) == [{c: r[c] for c in table.columns} for r in want.get(k, [])], (name, k)
         for k in ("out_of_order", "bad_samples"):
             assert got.attrs[k] == want[k], (name, k)
     assert len(da.memory(traces["eager"])), "the eager loop's memory capture has a counter track"
@@ -227,8 +230,10 @@ def test_ranks_and_summary_by_rank_are_the_clis(traces):
         want = cli_json("ranks", *paths)
         got = da.ranks(paths)
         if want["ranks"] == 0:  # no rank metadata: the command's JSON is a note, not tables
+            assert got.info["note"] == want["note"] and got.info["note"].startswith("no ranks: "), name
             assert got.info["world_size"] is None and len(got.ranks) == want["processes"], name
             continue
+        assert "note" not in got.info, name
         for t in da.RankAnalysis.TABLES:
             table = getattr(got, t)
             assert list(table.columns) == want[t]["columns"], (name, t)

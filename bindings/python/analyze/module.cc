@@ -578,8 +578,22 @@ nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, boo
                         [with_steps](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
                                      std::ostream& os) {
                           RankReport r = analyze_ranks(files, n, ro, with_steps);
-                          if (with_steps) write_ranks_json(os, r);
-                          else write_rank_summary_json(os, r);
+                          if (!with_steps) {
+                            write_rank_summary_json(os, r);
+                            return r.stats;
+                          }
+                          std::ostringstream tables, note;
+                          write_ranks_json(tables, r);
+                          std::string o = tables.str();
+                          if (write_no_ranks(note, r, "table")) {  // the command's line instead of tables
+                            std::string line = note.str();
+                            line.pop_back();  // its newline
+                            o.resize(o.rfind('}'));
+                            o += ",\"note\":";
+                            append_json_string(o, line);
+                            o += "}\n";
+                          }
+                          os << o;
                           return r.stats;
                         },
                         from_us, to_us);

@@ -28,7 +28,9 @@ class RankAnalysis:
 
     info: world_size, missing_ranks, incomplete_ranks, ended_early, alignment (max_uncertainty_us,
     offsets_unknown, note), partial_collectives, unmatched_comm, duplicate_comm, events,
-    skipped, traced_us; stats: what was read and skipped.
+    skipped, traced_us, and on traces without rank metadata "note" (the line `ranks` prints
+    instead of its tables: "no ranks: ..."; the tables still hold one row per process);
+    stats: what was read and skipped.
     """
 
     TABLES = ("ranks", "steps", "stragglers", "collectives", "waits")
