@@ -134,6 +134,11 @@ def test_by_category_and_by_step_show_every_row(traces):
     for args in (("--top", "3"), ("--sort", "total")):
         p = run_cli("summary", *paths, "--by", "category", *args, check=False)
         assert p.returncode == 2 and "--by category shows every category: no --top or --sort" in p.stderr, args
+    for by in ("step", "rank"):  # views of their own, not groups with FLOPs
+        p = run_cli("summary", *paths, "--efficiency", "--by", by, check=False)
+        assert p.returncode == 2 and "--efficiency works only with summary" in p.stderr, (by, p.stderr)
+        with pytest.raises(ValueError, match=f"not by='{by}'"):
+            da.efficiency(paths, by=by)
     for kw in (dict(top=3), dict(sort="total")):
         for by in ("category", "step"):
             with pytest.raises(ValueError, match=f"shows every {by}: no top or sort"):

@@ -243,8 +243,8 @@ Args parse_args(int argc, char** argv) {
     else a.paths.push_back(s);
   }
   if (a.paths.empty() && a.command != "calibrate") usage_error("no input path given");
-  if (a.efficiency && (a.command != "summary" || a.tree || a.by == "step"))
-    usage_error("--efficiency works only with summary (--by name, module, ...; not step or --tree)");
+  if (a.efficiency && (a.command != "summary" || a.tree || a.by == "step" || a.by == "rank"))
+    usage_error("--efficiency works only with summary (--by name, module, ...; not step, rank or --tree)");
   using Anchor = WindowBound::Anchor;
   if (a.from.anchor != Anchor::none && a.from.anchor == a.to.anchor &&
       (a.from.anchor == Anchor::end ? a.from.ns <= a.to.ns : a.from.ns >= a.to.ns))

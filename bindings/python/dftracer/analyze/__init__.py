@@ -289,6 +289,9 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
 
     if not isinstance(by, str):
         by = ",".join(by)
+    if by in ("step", "rank"):  # as `summary --efficiency --by step|rank`: their views have no FLOPs
+        raise ValueError(f"efficiency works with group keys (name, module, ...), not by={by!r} "
+                         "(the step arg as a key: by='args.step')")
     text, stats = _module().efficiency_json(_path_list(paths), by, _top(top), _threads(threads),
                                             calibration=_fs_path(calibration) if calibration else "",
                                             **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts))
