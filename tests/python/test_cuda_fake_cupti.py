@@ -24,6 +24,7 @@ import collections
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -47,7 +48,10 @@ pytestmark = pytest.mark.skipif(
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_gpu_job.py")
 STEPS = 3
-GPU_BOUND = dict(fwd=2_000_000, bwd=3_000_000, copy=500_000, set=100_000)  # ns of GPU time per launch
+# ns of GPU time per launch. GPU-bound: 265 ms of GPU work a step, so the
+# CPU's own time in a step (under 10 ms; tens of ms on a loaded machine)
+# leaves the GPU busy well over the 80 % that makes a step GPU-bound.
+GPU_BOUND = dict(fwd=50_000_000, bwd=75_000_000, copy=10_000_000, set=5_000_000)
 CPU_BOUND = dict(fwd=2_000, bwd=3_000, copy=1_000, set=1_000)
 API_NAME = {0: "cudaLaunchKernel", 1: "cuLaunchKernel", 2: "cudaMemcpyAsync", 3: "cudaMemsetAsync"}
 CAT = {0: "kernel", 1: "kernel", 2: "gpu_memcpy", 3: "gpu_memset"}
@@ -248,7 +252,25 @@ def _check_analyzer(trace, out, mode, bound):
         busy = _union_in(intervals, lo, hi)
         assert row["gpu_busy_us"] == pytest.approx(busy / 1000, abs=1e-3), (row, busy)
         assert row["gpu_idle_us"] == pytest.approx((hi - lo - busy) / 1000, abs=1e-3)
+        assert row["bound"] == ("gpu-bound" if busy >= 0.8 * (hi - lo) else "cpu-bound"), (row, busy / (hi - lo))
         assert row["bound"] == bound, (row, busy / (hi - lo))
+    # The report's answer line says the same.
+    p = subprocess.run([analyzer(), "report", "-o", trace + ".html", trace], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("GPU: "))
+    idle = sum(r["gpu_idle_us"] for r in j["step"]) / sum(r["span_us"] for r in j["step"])
+    n_gpu = sum(r["bound"] == "gpu-bound" for r in j["step"])
+    m = re.fullmatch(r"GPU: (\d+) device events, ([\d.]+) (s|ms|us) of device time; steps: (\d+) GPU-bound, "
+                     r"(\d+) CPU-bound, GPU idle ([\d.]+)% of their time", line)
+    assert m, line
+    assert (int(m[1]), int(m[4]), int(m[5])) == (len(out), n_gpu, STEPS - n_gpu), line
+    scale = {"s": 1e6, "ms": 1e3, "us": 1}[m[3]]
+    assert float(m[2]) * scale == pytest.approx(j["device_us"], abs=scale * 1e-3), line
+    assert float(m[6]) == pytest.approx(idle * 100, abs=0.05), line
+    # The CPU side counts no device work, and says how much it left out.
+    summary = json.loads(_analyze("summary", "--format", "json", trace))
+    assert summary["device_events"] == len(out), {k: v for k, v in summary.items() if not isinstance(v, list)}
     return j
 
 
@@ -262,9 +284,10 @@ def test_gpu_bound_training_end_to_end(tmp_path, mode):
 def test_cpu_bound_training_with_cuptis_own_clock_and_small_buffers(tmp_path):
     """Short kernels: the GPU waits on the CPU. CUPTI's own clock (no
     timestamp callback: an older CUPTI) is mapped onto the trace's, and
-    buffers of a few records each cycle through the source's pool while the
-    job runs."""
+    buffers of 16 records each (~6 for the ~90 records of the run, fewer than
+    the source's pool of 16, so none is dropped however late the completion
+    thread runs) are completed while the job runs."""
     trace, events, truth = _run_job(tmp_path, "eager", CPU_BOUND, {
-        "FAKE_CUPTI_NO_TIMESTAMP_CALLBACK": "1", "FAKE_CUPTI_RECORDS_PER_BUFFER": "5"})
+        "FAKE_CUPTI_NO_TIMESTAMP_CALLBACK": "1", "FAKE_CUPTI_RECORDS_PER_BUFFER": "16"})
     out = _check_trace(events, truth, "eager", CPU_BOUND)
     _check_analyzer(trace, out, "eager", "cpu-bound")

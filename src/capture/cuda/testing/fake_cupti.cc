@@ -98,8 +98,8 @@ struct Fake {
   CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   Buffer current;
   std::deque<Buffer> to_complete;
-  bool completing = false;
-  std::thread completer;
+  bool completing = false;  // the completion thread is handing a buffer back
+  bool completer_started = false;
   size_t dropped = 0;
   uint32_t next_correlation = 1;
   std::map<uint32_t, uint64_t> stream_end;
@@ -153,9 +153,9 @@ void hand_over(Fake& f) {
   if (!f.current.data) return;
   f.to_complete.push_back(f.current);
   f.current = Buffer{};
-  if (!f.completer.joinable()) {
-    f.completer = std::thread(completer_loop, &f);
-    f.completer.detach();
+  if (!f.completer_started) {  // one thread, for the process's life (as CUPTI's worker)
+    f.completer_started = true;
+    std::thread(completer_loop, &f).detach();
   }
   f.cv.notify_all();
 }
