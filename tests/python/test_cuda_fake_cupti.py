@@ -155,6 +155,7 @@ def _check_trace(events, truth, mode, ns):
         assert (a["pid"], a["tid"]) == (pid, t["tid"]), (a, t)
         assert a["args"]["External id"] == t["external"]
         assert a["cat"] == ("cuda_driver" if t["kind"] == 1 else "cuda_runtime")
+        assert (t["tid"] != pid) == (t["kind"] == 2), "copies from the loader thread, the rest from the main one"
         # The flow arrow from the launch call to the device work.
         fl = flows[c + FLOW_BASE]
         assert (fl["s"]["pid"], fl["s"]["tid"], fl["s"]["ts_ns"]) == (a["pid"], a["tid"], a["ts_ns"])
