@@ -21,8 +21,10 @@
 // buffer the client gave (requested on the recording thread, as CUPTI does),
 // walked by cuptiActivityGetNextRecord by the size of its kind. A buffer is
 // completed, on a thread of the fake's own, when it is full, when it holds
-// FAKE_CUPTI_RECORDS_PER_BUFFER records (unset: no such limit), and at a
-// flush (which waits for it, as cuptiActivityFlushAll blocks).
+// the client's maxNumRecords or FAKE_CUPTI_RECORDS_PER_BUFFER records (unset:
+// no such limit), and at a flush (which waits for it, as
+// cuptiActivityFlushAll blocks). With no buffer given, records are dropped
+// and counted (cuptiActivityGetNumDroppedRecords).
 //
 // Timestamps: the client's timestamp callback when it registered one, else
 // CUPTI's own clock (cuptiGetTimestamp): CLOCK_MONOTONIC + 1000 s, so a
@@ -86,6 +88,7 @@ uint64_t monotonic_ns() {
 struct Buffer {
   uint8_t* data = nullptr;
   size_t size = 0, used = 0, records = 0;
+  size_t max_records = 0;  // the client's limit (0: none) or FAKE_CUPTI_RECORDS_PER_BUFFER, the lower
 };
 
 struct Fake {
@@ -167,7 +170,7 @@ bool emit(Fake& f, CUpti_ActivityKind kind, Fill fill) {
   if (!f.enabled[kind] || !f.request) return false;
   const size_t need = align_up(sizeof(Record));
   if (f.current.data && (f.current.size - f.current.used < need ||
-                         (f.records_per_buffer && f.current.records >= f.records_per_buffer)))
+                         (f.current.max_records && f.current.records >= f.current.max_records)))
     hand_over(f);
   if (!f.current.data) {
     uint8_t* data = nullptr;
@@ -177,7 +180,9 @@ bool emit(Fake& f, CUpti_ActivityKind kind, Fill fill) {
       ++f.dropped;
       return false;
     }
-    f.current = Buffer{data, size, 0, 0};
+    if (f.records_per_buffer && (max_records == 0 || f.records_per_buffer < max_records))
+      max_records = f.records_per_buffer;
+    f.current = Buffer{data, size, 0, 0, max_records};
   }
   Record r;
   std::memset(&r, 0, sizeof(r));
