@@ -4,7 +4,7 @@ processes (fake_gpu_job.py) with DFTRACER_CUDA=1 load libdftracer_cuda.so
 fake_cupti.cc, libcupti.so.13 in $DFTRACER_FAKE_CUPTI_DIR, put first in
 LD_LIBRARY_PATH) instead of NVIDIA's. The job's ops launch fake kernels,
 copies and sets from inside traced ops (eager under trace_eager, graph nodes
-of the capture backend); the fake writes CUPTI's records and, beside them,
+of the capture backend, Inductor's kernel calls); the fake writes CUPTI's records and, beside them,
 what it chose (FAKE_CUPTI_TRUTH: names, streams, correlation and external
 ids, launching thread, GPU start and end on its clock).
 
@@ -68,7 +68,7 @@ def _run_job(tmp_path, mode, ns, extra_env=None):
         "DFTRACER_ENABLE": "1", "DFTRACER_CUDA": "1", "DFTRACER_CUDA_LIB": LIB,
         "DFTRACER_LOG_FILE": str(tmp_path / "run"), "DFTRACER_TRACE_COMPRESSION": "0",
         "DFTRACER_DISABLE_IO": "1", "DFTRACER_TIME_RESOLUTION": "ns",
-        "FAKE_CUPTI_TRUTH": str(tmp_path / "truth.jsonl"),
+        "FAKE_CUPTI_TRUTH": str(tmp_path / "truth.jsonl"), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
         "LD_LIBRARY_PATH": FAKE_DIR + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else ""),
     })
     env.update(extra_env or {})
@@ -183,9 +183,10 @@ def _check_launching_ops(out, mode, complete):
         t, op = r["truth"], r["op"]
         if t["kind"] == 2:
             assert op["name"] == "fake::h2d"  # outside the model: the observer's op, in both modes
-        elif mode == "compile":
-            node = {"gemm_fwd": "function.fake.gpu_linear.default", "gemm_bwd": "function.fake.gpu_linear_bwd.default",
-                    "": "function.fake.gpu_zero.default"}[t["name"]]
+        elif mode in ("compile", "inductor"):  # the capture backend's node, Inductor's (fallback) kernel call
+            node = ("function." if mode == "compile" else "kernel.") + {
+                "gemm_fwd": "fake.gpu_linear.default", "gemm_bwd": "fake.gpu_linear_bwd.default",
+                "": "fake.gpu_zero.default"}[t["name"]]
             assert op["name"] == node and op["cat"] == "dynamo", op
             # The model's own op (the set in Net.forward): module "" (the analyzer's "(root)").
             want = {"gemm_fwd": ("enc", "dec"), "gemm_bwd": ("enc", "dec"), "": ("",)}[t["name"]]
@@ -228,7 +229,7 @@ def _check_analyzer(trace, out, mode, bound):
     _check_table(j["kernel"], *_sums(out, lambda r: r["dev"]["name"]))
     _check_table(j["op"], *_sums(out, lambda r: r["op"]["name"]))
     _check_table(j["stream"], *_sums(out, lambda r: f"GPU 0 stream {r['truth']['stream']} (pid {r['api']['pid']})"))
-    if mode == "compile":  # the graph nodes' module; the copy is outside every module
+    if mode != "eager":  # the graph nodes' module; the copy is outside every module
         _check_table(j["module"], *_sums(out, lambda r: r["op"]["args"].get("module", "(none)") or "(root)"))
         _check_table(j["phase"], *_sums(out, lambda r: r["op"]["args"].get("phase", "(none)")))
     # Launch delay: GPU start minus launch call start, per kernel name (mean).
@@ -275,7 +276,7 @@ def _check_analyzer(trace, out, mode, bound):
     return j
 
 
-@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize("mode", ["eager", "compile", "inductor"])
 def test_gpu_bound_training_end_to_end(tmp_path, mode):
     trace, events, truth = _run_job(tmp_path, mode, GPU_BOUND)
     out = _check_trace(events, truth, mode, GPU_BOUND)
