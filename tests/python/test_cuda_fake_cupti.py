@@ -105,7 +105,7 @@ def _union_in(intervals, lo, hi):
     return total
 
 
-def _check_trace(events, truth, mode, ns):
+def _check_trace(events, truth, mode):
     """Every launch the fake made, in the trace as promised; returns, per
     launch (by correlation id): its device event, launch call, launching
     event and step."""
@@ -225,10 +225,11 @@ def _check_analyzer(trace, out, mode, bound):
     linked = j["linked"]
     assert linked["launch"] == linked["op"] == linked["op_by_external_id"] == len(out), linked
     assert linked["step"] == sum(r["step"] is not None for r in out.values()) == STEPS * 6, linked
-    # Device time per kernel (Kineto's names: the kernel's, Memcpy HtoD, Memset), per op, per stream.
+    # Device time per kernel (Kineto's names: the kernel's, Memcpy HtoD, Memset), op, stream, category.
     _check_table(j["kernel"], *_sums(out, lambda r: r["dev"]["name"]))
     _check_table(j["op"], *_sums(out, lambda r: r["op"]["name"]))
     _check_table(j["stream"], *_sums(out, lambda r: f"GPU 0 stream {r['truth']['stream']} (pid {r['api']['pid']})"))
+    _check_table(j["category"], *_sums(out, lambda r: ("kernel", "kernel", "memcpy", "memset")[r["truth"]["kind"]]))
     if mode != "eager":  # the graph nodes' module; the copy is outside every module
         _check_table(j["module"], *_sums(out, lambda r: r["op"]["args"].get("module", "(none)") or "(root)"))
         _check_table(j["phase"], *_sums(out, lambda r: r["op"]["args"].get("phase", "(none)")))
@@ -279,7 +280,7 @@ def _check_analyzer(trace, out, mode, bound):
 @pytest.mark.parametrize("mode", ["eager", "compile", "inductor"])
 def test_gpu_bound_training_end_to_end(tmp_path, mode):
     trace, events, truth = _run_job(tmp_path, mode, GPU_BOUND)
-    out = _check_trace(events, truth, mode, GPU_BOUND)
+    out = _check_trace(events, truth, mode)
     _check_analyzer(trace, out, mode, "gpu-bound")
 
 
@@ -291,5 +292,5 @@ def test_cpu_bound_training_with_cuptis_own_clock_and_small_buffers(tmp_path):
     thread runs) are completed while the job runs."""
     trace, events, truth = _run_job(tmp_path, "eager", CPU_BOUND, {
         "FAKE_CUPTI_NO_TIMESTAMP_CALLBACK": "1", "FAKE_CUPTI_RECORDS_PER_BUFFER": "16"})
-    out = _check_trace(events, truth, "eager", CPU_BOUND)
+    out = _check_trace(events, truth, "eager")
     _check_analyzer(trace, out, "eager", "cpu-bound")
