@@ -62,7 +62,7 @@ def _device_pid(pid, device=0):
     return 0x40000000 | pid << 8 | device  # src/format/device_track.hpp
 
 
-def _run_job(tmp_path, mode, ns, extra_env=None):
+def _run_job(tmp_path, mode, ns, extra_env=None, want_stderr=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACER_", "FAKE_CUPTI_"))}
     env.update({
         "DFTRACER_ENABLE": "1", "DFTRACER_CUDA": "1", "DFTRACER_CUDA_LIB": LIB,
@@ -79,7 +79,9 @@ def _run_job(tmp_path, mode, ns, extra_env=None):
     traces = glob.glob(str(tmp_path / "run-*.pfw"))
     assert len(traces) == 1, (os.listdir(tmp_path), p.stderr)
     truth = [json.loads(line) for line in open(tmp_path / "truth.jsonl")]
-    return traces[0], trace_reader.read_trace(traces[0]), truth
+    if not want_stderr:
+        assert p.stderr == "", p.stderr
+    return traces[0], trace_reader.read_trace(traces[0]), truth, p.stderr
 
 
 def _analyze(*args):
@@ -279,7 +281,7 @@ def _check_analyzer(trace, out, mode, bound):
 
 @pytest.mark.parametrize("mode", ["eager", "compile", "inductor"])
 def test_gpu_bound_training_end_to_end(tmp_path, mode):
-    trace, events, truth = _run_job(tmp_path, mode, GPU_BOUND)
+    trace, events, truth, _ = _run_job(tmp_path, mode, GPU_BOUND)
     out = _check_trace(events, truth, mode)
     _check_analyzer(trace, out, mode, "gpu-bound")
 
@@ -290,7 +292,27 @@ def test_cpu_bound_training_with_cuptis_own_clock_and_small_buffers(tmp_path):
     buffers of 16 records each (~6 for the ~90 records of the run, fewer than
     the source's pool of 16, so none is dropped however late the completion
     thread runs) are completed while the job runs."""
-    trace, events, truth = _run_job(tmp_path, "eager", CPU_BOUND, {
+    trace, events, truth, _ = _run_job(tmp_path, "eager", CPU_BOUND, {
         "FAKE_CUPTI_NO_TIMESTAMP_CALLBACK": "1", "FAKE_CUPTI_RECORDS_PER_BUFFER": "16"})
     out = _check_trace(events, truth, "eager")
     _check_analyzer(trace, out, "eager", "cpu-bound")
+
+
+def test_records_cupti_dropped_are_said_once(tmp_path):
+    """A completion thread that falls behind (the fake holds every buffer
+    until the flush at stop, one record each): the source's pool of 16
+    buffers runs out and CUPTI drops the rest of the records. What reached
+    the trace is there; what did not is said in one warning line with
+    CUPTI's count, since the trace alone cannot tell a missing kernel."""
+    trace, events, truth, stderr = _run_job(tmp_path, "eager", CPU_BOUND, {
+        "FAKE_CUPTI_HOLD_BUFFERS": "1", "FAKE_CUPTI_RECORDS_PER_BUFFER": "1"}, want_stderr=True)
+    launches = len(truth)
+    # Records per launch: its external correlation, its API call, its device
+    # work; one API record per synchronize (a step's end, the warm-up's too).
+    records = 3 * launches + (STEPS + 1)
+    assert stderr.splitlines() == [
+        f"[dftracer] warning: device capture: CUPTI dropped {records - 16} activity records (no free buffer in the "
+        "pool of 16 x 4 MiB): their device events are not in the trace"], stderr
+    # The first 16 records: five launches' three each, then the sixth's external correlation.
+    got = sorted(e["args"]["correlation"] for e in events if e.get("ph") == "X" and "correlation" in e.get("args", {}))
+    assert got == sorted([t["correlation"] for t in truth[:5]] * 2)

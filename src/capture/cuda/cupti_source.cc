@@ -366,6 +366,14 @@ extern "C" int64_t dftracer_cuda_stop(void) {
   }
   s->dropped = dropped;
   s->events = events;
+  // Lost device work is said where the user sees it, once, as the core says
+  // its own drops: the trace alone cannot tell a missing kernel.
+  if (dropped > 0 && s->to_core && s->core.warn) {
+    const std::string msg = "device capture: CUPTI dropped " + std::to_string(dropped) +
+                            " activity records (no free buffer in the pool of " + std::to_string(kBuffers) + " x " +
+                            std::to_string(kBufferBytes >> 20) + " MiB): their device events are not in the trace";
+    s->core.warn(msg.c_str());
+  }
   // The state stays (one capture per process): CUPTI may still call
   // buffer_completed for a buffer it held; it then finds no file and only
   // releases the buffer.

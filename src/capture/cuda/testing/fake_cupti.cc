@@ -24,7 +24,8 @@
 // the client's maxNumRecords or FAKE_CUPTI_RECORDS_PER_BUFFER records (unset:
 // no such limit), and at a flush (which waits for it, as
 // cuptiActivityFlushAll blocks). With no buffer given, records are dropped
-// and counted (cuptiActivityGetNumDroppedRecords).
+// and counted (cuptiActivityGetNumDroppedRecords). FAKE_CUPTI_HOLD_BUFFERS=1
+// holds the buffers until a flush (a completion thread that falls behind).
 //
 // Timestamps: the client's timestamp callback when it registered one, else
 // CUPTI's own clock (cuptiGetTimestamp): CLOCK_MONOTONIC + 1000 s, so a
@@ -102,6 +103,8 @@ struct Fake {
   Buffer current;
   std::deque<Buffer> to_complete;
   bool completing = false;  // the completion thread is handing a buffer back
+  bool hold = false;        // FAKE_CUPTI_HOLD_BUFFERS=1: complete buffers only at a flush
+  bool flushing = false;
   bool completer_started = false;
   size_t dropped = 0;
   uint32_t next_correlation = 1;
@@ -116,6 +119,7 @@ Fake& fake() {
     auto* s = new Fake;  // never destroyed: CUPTI's state outlives the client's exit handlers
     if (const char* n = std::getenv("FAKE_CUPTI_RECORDS_PER_BUFFER")) s->records_per_buffer = std::strtoul(n, nullptr, 10);
     if (const char* p = std::getenv("FAKE_CUPTI_TRUTH"); p && *p) s->truth = std::fopen(p, "a");
+    if (const char* h = std::getenv("FAKE_CUPTI_HOLD_BUFFERS")) s->hold = std::strcmp(h, "1") == 0;
     return s;
   }();
   return *f;
@@ -138,7 +142,7 @@ uint32_t thread_id(const Fake& f) {
 void completer_loop(Fake* f) {
   std::unique_lock<std::mutex> lock(f->mu);
   for (;;) {
-    f->cv.wait(lock, [f] { return !f->to_complete.empty(); });
+    f->cv.wait(lock, [f] { return !f->to_complete.empty() && (!f->hold || f->flushing); });
     Buffer b = f->to_complete.front();
     f->to_complete.pop_front();
     f->completing = true;
@@ -326,7 +330,10 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
   std::unique_lock<std::mutex> lock(f.mu);
   if (!f.request) return CUPTI_ERROR_INVALID_OPERATION;
   hand_over(f);
+  f.flushing = true;
+  f.cv.notify_all();
   f.cv.wait(lock, [&f] { return f.to_complete.empty() && !f.completing; });  // blocking, as CUPTI's
+  f.flushing = false;
   return CUPTI_SUCCESS;
 }
 
