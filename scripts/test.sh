@@ -12,9 +12,11 @@
 #      SIGTERM-during-thread-churn tests at a small scale (TSan cannot run
 #      the fork test), and the _exit/exec/credential hooks on a real program
 #      under the instrumented preload library;
-#   5. builds the CUDA capture source (libdftracer_cuda) against the headers
-#      and libcupti of NVIDIA's CUDA 13 wheels: no GPU is needed to compile
-#      it, and pytest checks it fails cleanly without a driver;
+#   5. builds the CUDA capture source (libdftracer_cuda) and a fake CUPTI
+#      (its end-to-end test's) against the headers and libcupti of NVIDIA's
+#      CUDA 13 wheels: no GPU is needed to compile
+#      it; pytest checks it fails cleanly without a driver, and runs it on
+#      the fake CUPTI end to end;
 #   6. installs the Python package and runs pytest (the interop tests run
 #      DFTracer's own tools from the reference venv setup.sh made).
 # Exits non-zero on the first failure.
@@ -70,9 +72,13 @@ if have_wheels; then
   cmake -S . -B build-cuda/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFTRACER_CUDA=ON \
     -DCUPTI_ROOT="$ROOT/build-cuda/root/nvidia/cu13" -DDFTRACER_BUILD_TESTS=OFF -DDFTRACER_BUILD_ANALYZER=OFF \
     -DDFTRACER_BUILD_BENCH=OFF -DDFTRACER_BUILD_EXAMPLES=OFF
-  cmake --build build-cuda/build -j "$JOBS" --target dftracer_cuda
+  # With the fake CUPTI (libcupti.so.13 against the same cupti.h), which
+  # test_cuda_fake_cupti.py puts first in the library path: the source runs
+  # end to end in traced training processes, no GPU needed.
+  cmake --build build-cuda/build -j "$JOBS" --target dftracer_cuda fake_cupti
   DFTRACER_CUDA_LIB=$(find "$ROOT/build-cuda/build" -name 'libdftracer_cuda.so' -print -quit)
-  export DFTRACER_CUDA_LIB
+  DFTRACER_FAKE_CUPTI_DIR=$(dirname "$(find "$ROOT/build-cuda/build" -path '*/fake_cupti/libcupti.so.13' -print -quit)")
+  export DFTRACER_CUDA_LIB DFTRACER_FAKE_CUPTI_DIR
 else
   # Offline, or the index is down: the rest of the suite still runs; the
   # no-driver test says it skipped, and why, under pytest's summary.

@@ -22,6 +22,7 @@ bool find_core_api(const char* soname, CoreApi* api, std::string* error) {
   a.set_launch_scope = reinterpret_cast<decltype(a.set_launch_scope)>(find("dft_set_launch_scope"));
   a.now_ns = reinterpret_cast<decltype(a.now_ns)>(find("dft_now_ns"));
   a.enabled = reinterpret_cast<decltype(a.enabled)>(find("dft_enabled"));
+  a.warn = reinterpret_cast<decltype(a.warn)>(find("dft_warn"));
   if (core != nullptr) dlclose(core);  // NOLOAD took a reference; the library stays loaded by its owner
   if (!a.complete_set()) {
     *error = std::string("the tracing core (") + (soname ? soname : "libdftracer_core") +

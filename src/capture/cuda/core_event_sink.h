@@ -29,6 +29,7 @@ struct CoreApi {
   decltype(&dft_set_launch_scope) set_launch_scope = nullptr;
   decltype(&dft_now_ns) now_ns = nullptr;
   decltype(&dft_enabled) enabled = nullptr;
+  decltype(&dft_warn) warn = nullptr;  // optional: the stop's one warning line
   bool complete_set() const {
     return complete && flow && name_track && intern && set_launch_scope && now_ns && enabled;
   }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "core_event_sink.h"
 #include "device_activity.h"
@@ -89,6 +90,7 @@ struct State {
   int64_t written = 0;
   uint64_t dropped = 0;
   int64_t events = -1;  // as of stop (stopped once it is >= 0)
+  std::unordered_map<uint64_t, std::string> api_names;  // (domain, cbid) -> name (api_name)
 };
 
 State* g_state = nullptr;
@@ -116,10 +118,22 @@ void release(State* s, uint8_t* buffer) {
   if (i < kBuffers) s->in_use[i].store(false, std::memory_order_release);
 }
 
-const char* api_name(CUpti_CallbackDomain domain, uint32_t cbid) {
+// The API function's name as the program calls it: CUPTI's callback names
+// carry the version their callback id was added in ("cudaLaunchKernel_v7000",
+// "cuMemcpyHtoDAsync_v2"), cut here as Kineto does. Kept per callback id, on
+// the completion thread (with State::mu held).
+const char* api_name(State* s, CUpti_CallbackDomain domain, uint32_t cbid) {
+  const uint64_t key = uint64_t(domain) << 32 | cbid;
+  auto it = s->api_names.find(key);
+  if (it != s->api_names.end()) return it->second.c_str();
   const char* name = nullptr;
-  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) return "cuda_api";
-  return name;
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) name = "cuda_api";
+  std::string cut(name);
+  const size_t v = cut.rfind("_v");
+  if (v != std::string::npos && v > 0 && v + 2 < cut.size() &&
+      cut.find_first_not_of("0123456789", v + 2) == std::string::npos)
+    cut.resize(v);
+  return s->api_names.emplace(key, std::move(cut)).first->second.c_str();
 }
 
 // The fields every device record has, under the same names.
@@ -163,7 +177,7 @@ void convert(State* s, const CUpti_Activity* rec) {
       r.thread_id = a->threadId;
       r.correlation_id = a->correlationId;
       r.cbid = a->cbid;
-      r.name = api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
+      r.name = api_name(s, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid);
       break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -263,6 +277,11 @@ extern "C" int dftracer_cuda_start(const char* path) {
   // GPU timestamps on CLOCK_MONOTONIC, then the core's epoch offset, so
   // device events line up with the CPU events of the same process.
   ClockMap clock;
+  // API records name their thread by its system id (gettid), the trace's
+  // tid, not by CUPTI's default (pthread_self), which no event of the trace
+  // has. Linux supports it; were it refused, the launch calls would sit on
+  // tracks of their own, still linked by correlation and External id.
+  cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   const int64_t offset = trace_offset_ns();
   const uint64_t mono = monotonic_ns();
   if (cuptiActivityRegisterTimestampCallback(trace_clock) == CUPTI_SUCCESS) {
@@ -347,6 +366,14 @@ extern "C" int64_t dftracer_cuda_stop(void) {
   }
   s->dropped = dropped;
   s->events = events;
+  // Lost device work is said where the user sees it, once, as the core says
+  // its own drops: the trace alone cannot tell a missing kernel.
+  if (dropped > 0 && s->to_core && s->core.warn) {
+    const std::string msg = "device capture: CUPTI dropped " + std::to_string(dropped) +
+                            " activity records (no free buffer in the pool of " + std::to_string(kBuffers) + " x " +
+                            std::to_string(kBufferBytes >> 20) + " MiB): their device events are not in the trace";
+    s->core.warn(msg.c_str());
+  }
   // The state stays (one capture per process): CUPTI may still call
   // buffer_completed for a buffer it held; it then finds no file and only
   // releases the buffer.

@@ -42,7 +42,8 @@ __attribute__((visibility("default"))) const char* dftracer_cuda_error(void);
 // 1 from a successful start until its stop (the core's before_finalize or a
 // caller's), else 0.
 __attribute__((visibility("default"))) int dftracer_cuda_running(void);
-// Records CUPTI dropped (no free buffer in the pool), as of the last stop.
+// Records CUPTI dropped (no free buffer in the pool), as of the last stop
+// (which, into the trace, also says them in one warning line: dft_warn).
 __attribute__((visibility("default"))) uint64_t dftracer_cuda_dropped(void);
 }
 
