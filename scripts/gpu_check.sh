@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
 # GPU checks in one command: builds what they need, runs them, prints a
-# pass/fail table. NOT YET RUN ON A GPU (written and checked on a CPU machine
-# only: its no-GPU failure path and --prepare have run; nothing past the GPU
-# probe has).
+# pass/fail table. NOT YET RUN ON A GPU. What has run, on a CPU machine
+# (Debian 12, Python 3.12.1 venv with torch 2.11.0+cu130, triton 3.6.0,
+# transformers 5.17.0 from PyPI: the GPU image's versions): --prepare; the
+# no-GPU failure path; --build-only offline (pip without an index or find-links,
+# no network namespace) with this machine's -dev packages, Python 3.12's
+# Python.h and /usr/local/cuda hidden, so the bundle's .debs, its Python
+# headers and CUDA header wheels and torch's nvidia wheels (libcupti,
+# cupti.h) were what it built with; the unit suites passed; gpu_check.py's
+# own code ran through every check on the CPU (--cpu). Not run: anything
+# past the GPU probe, and the build on the GPU image itself (Ubuntu 24.04
+# probably: its compiler, glibc, and whether it has python3.12-dev, zlib1g-dev
+# or a CUDA toolkit at /usr/local/cuda are unseen; the script copes with
+# each missing).
 #
 #   scripts/gpu_check.sh --prepare   on a machine with apt and pip (and the
 #                                    internet): downloads into .gpu_bundle/ the
 #                                    .deb and .whl files a bare GPU machine may
-#                                    lack (~20 MiB); carry .gpu_bundle with the tree
+#                                    lack, and Python 3.12's headers (PY312=,
+#                                    else python3.12 on PATH): ~16 MiB; carry
+#                                    .gpu_bundle with the tree
 #   scripts/gpu_check.sh             on the GPU machine (one NVIDIA GPU, Python
 #                                    with torch + CUDA + Triton, no internet, no
-#                                    apt): builds into build-gpu/ and .gpu_venv/,
+#                                    apt; PYTHON= names it, else python3):
+#                                    builds into build-gpu/ and .gpu_venv/,
 #                                    runs scripts/gpu_check.py's checks, prints
 #                                    the table; exit 0 only when all pass
+#   scripts/gpu_check.sh --build-only  the dependencies, the build and the CUDA
+#                                    unit suites, then the table, without the
+#                                    GPU probe (any machine): exit 0 only when
+#                                    those pass; tells build failures from GPU ones
 #
 # Checks: the GPU is there; the CUDA capture's unit tests; eager ops under
 # trace_eager, a model under the capture backend, under Inductor (Triton
@@ -209,7 +226,11 @@ CUDA_LIB=$("$VPY" -c "from dftracer.python import cuda; print(cuda.library_path(
 [ -f "$CUDA_LIB" ] || fail_now build "the package holds no libdftracer_cuda.so ($CUDA_LIB; see $LOG)"
 ANALYZE=$VENV/bin/dftracer-analyze
 [ -x "$ANALYZE" ] || fail_now build "$ANALYZE was not installed (see $LOG)"
-record build PASS "$(( $(date +%s) - START )) s: dftracer (with $(basename "$CUDA_LIB")) and dftracer-analyze in $VENV"
+"$ANALYZE" --help >/dev/null 2>>"$LOG" || fail_now build "$ANALYZE does not run (its libraries? see $LOG)"
+# The LibTorch observer, built against this torch, loads into it (ABI).
+"$VPY" -c "import torch, dftracer._eager" 2>>"$LOG" ||
+  fail_now build "the LibTorch observer (dftracer._eager) does not load with this torch (see $LOG)"
+record build PASS "$(( $(date +%s) - START )) s: dftracer (with $(basename "$CUDA_LIB") and the LibTorch observer for torch $("$VPY" -c 'import torch; print(torch.__version__)')) and dftracer-analyze in $VENV"
 
 # --------------------------------------------------------------- unit tests
 if "$B/src/capture/cuda/cuda_activity_test" >"$B/unit.log" 2>&1 &&
