@@ -13,7 +13,14 @@ observer and the capture backend's marks). The driver prints the pass/fail
 table. NOT YET RUN ON A GPU: written without one.
 
     python3 scripts/gpu_check.py --analyze .gpu_venv/bin/dftracer-analyze --out /tmp/gpu_check \
-        [--lib build-gpu/src/capture/cuda/libdftracer_cuda.so] [--only NAME]
+        [--lib build-gpu/src/capture/cuda/libdftracer_cuda.so] [--only NAME] [--cpu]
+
+--cpu: this script's own self-test, on a machine without a GPU. Every check
+runs its workload on the CPU (smaller sizes, gloo for the all-reduce, no CUDA
+capture, torch.profiler on the CPU only) through the same tracing, analysis
+and comparison code, and passes when it ran to its end (its device figures
+are 0 there): a typo or an API change in this script shows up without a GPU
+(tests/python/test_gpu_check_script.py).
 """
 import argparse
 import json
@@ -23,11 +30,22 @@ import sys
 import tempfile
 import time
 
+DEV = "cuda"  # "cpu" under --cpu (the self-test)
 CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "sigterm", "cuda_memory", "vs_kineto",
           "overhead"]
 
 
 # ----------------------------------------------------------------- helpers (child side)
+
+def sync(torch):
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def small(gpu_size, cpu_size):
+    """A workload's size: the GPU's, or the self-test's on the CPU."""
+    return gpu_size if DEV == "cuda" else cpu_size
+
 
 def cuda_source():
     """The package's device source (dftracer.python.cuda), which initialize_log started."""
@@ -55,17 +73,17 @@ def device_report(analyze, paths, by="op"):
 
 def mlp(torch, width=1024):
     return torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width),
-                               torch.nn.GELU(), torch.nn.Linear(width, 10)).cuda()
+                               torch.nn.GELU(), torch.nn.Linear(width, 10)).to(DEV)
 
 
 def train_steps(torch, model, steps, batch=64, width=1024):
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(batch, width, device="cuda")
+    x = torch.randn(batch, width, device=DEV)
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
         model(x).float().pow(2).mean().backward()
         opt.step()
-    torch.cuda.synchronize()
+    sync(torch)
 
 
 def traced(args, name, body, eager=True):
@@ -78,12 +96,12 @@ def traced(args, name, body, eager=True):
     import torch
     from dftracer.python import dftracer, trace_eager
     log = dftracer.initialize_log(os.path.join(out, "run"), None, -1)
-    cuda = cuda_source()
+    cuda = cuda_source() if DEV == "cuda" else None
     with trace_eager() if eager else contextlib.nullcontext():
         body(torch)
-        torch.cuda.synchronize()
+        sync(torch)
     log.finalize()  # stops the CUDA capture first: its last buffers go into the trace
-    events, dropped = stopped_counts(cuda)
+    events, dropped = stopped_counts(cuda) if cuda else (0, 0)
     traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
     if len(traces) != 1:
         raise RuntimeError(f"expected one trace file (CPU and device events together) in {out}, found {traces}")
@@ -108,6 +126,8 @@ def linked_result(rep, extra_ok=True, extra=""):
 
 def check_gpu(args):
     import torch
+    if DEV == "cpu":
+        return True, f"CPU self-test, torch {torch.__version__}, Python {sys.version.split()[0]}"
     if not torch.cuda.is_available():
         return False, "torch.cuda.is_available() is False"
     return True, f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}"
@@ -121,7 +141,7 @@ def check_eager(args):
 
 def compiled_steps(torch, backend, steps=3):
     compiled = torch.compile(mlp(torch), backend=backend)
-    x = torch.randn(64, 1024, device="cuda")
+    x = torch.randn(64, 1024, device=DEV)
     for _ in range(steps):
         compiled(x).sum().backward()
 
@@ -139,11 +159,12 @@ def check_inductor(args):
 
 
 def check_copy(args):
-    nbytes = 64 << 20
+    nbytes = small(64 << 20, 1 << 20)
 
     def body(torch):
-        h = torch.empty(nbytes // 4, dtype=torch.float32).pin_memory()
-        d = h.to("cuda", non_blocking=True)
+        h = torch.empty(nbytes // 4, dtype=torch.float32)
+        h = h.pin_memory() if DEV == "cuda" else h
+        d = h.to(DEV, non_blocking=True)
         d.add_(1)
         d.cpu()
     rep = traced(args, "copy", body)
@@ -157,11 +178,11 @@ def check_nccl(args):
         import torch.distributed as dist
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29531")
-        dist.init_process_group("nccl", rank=0, world_size=1)
-        t = torch.ones(1 << 20, device="cuda")
+        dist.init_process_group("nccl" if DEV == "cuda" else "gloo", rank=0, world_size=1)
+        t = torch.ones(1 << 20, device=DEV)
         for _ in range(3):
             dist.all_reduce(t)
-        torch.cuda.synchronize()
+        sync(torch)
         dist.destroy_process_group()
     rep = traced(args, "nccl", body)
     coll = [r for r in rep["category"] if r["key"] == "collective" and r["events"]]
@@ -172,13 +193,15 @@ SIGTERM_CHILD = """
 import os, sys, torch
 import dftracer  # DFTRACER_ENABLE=1, DFTRACER_CUDA=1: tracing and the CUDA capture start here
 from dftracer.python import cuda, trace_eager
-assert cuda.running(), "the CUDA capture did not start"
-a = torch.randn(2048, 2048, device="cuda")
+dev, n = sys.argv[1], int(sys.argv[2])
+assert dev == "cpu" or cuda.running(), "the CUDA capture did not start"
+a = torch.randn(n, n, device=dev)
 with trace_eager():
     for i in range(1000000):
         a = torch.tanh(a @ a)
         if i == 50:
-            torch.cuda.synchronize()
+            if dev == "cuda":
+                torch.cuda.synchronize()
             print("ready", flush=True)
 """
 
@@ -198,8 +221,9 @@ def check_sigterm(args):
     import signal
     out = os.path.join(args.out, "sigterm")
     os.makedirs(out, exist_ok=True)
-    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_CUDA="1", DFTRACER_LOG_FILE=os.path.join(out, "run"))
-    p = subprocess.Popen([sys.executable, "-c", SIGTERM_CHILD], env=env, stdout=subprocess.PIPE,
+    env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_CUDA="1" if DEV == "cuda" else "0",
+               DFTRACER_LOG_FILE=os.path.join(out, "run"))
+    p = subprocess.Popen([sys.executable, "-c", SIGTERM_CHILD, DEV, str(small(2048, 64))], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if line.strip() != "ready":
@@ -235,11 +259,13 @@ def check_cuda_memory(args):
     out = os.path.join(args.out, "cuda_memory")
     os.makedirs(out, exist_ok=True)
     log = dftracer.initialize_log(os.path.join(out, "run"), None, -1)
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    sync(torch)
+    if DEV == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     with trace_eager(memory=True):
         train_steps(torch, mlp(torch), 3)
-    expected = torch.cuda.max_memory_allocated()
+    # The self-test on the CPU: the series' own peak stands in for the allocator's figure.
+    expected = torch.cuda.max_memory_allocated() if DEV == "cuda" else None
     log.finalize()
     traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
     p = subprocess.run([args.analyze, "memory", "--no-progress", "--format", "json", *traces],
@@ -247,15 +273,17 @@ def check_cuda_memory(args):
     if p.returncode != 0:
         raise RuntimeError(f"dftracer-analyze memory: exit {p.returncode}: {p.stderr.strip()}")
     doc = json.loads(p.stdout)
-    series = [s for s in doc["series"] if s["device"] == "cuda:0"]
-    peaks = [c for c in doc["peaks"] if c["device"] == "cuda:0"]
+    want = "cuda:0" if DEV == "cuda" else "cpu"
+    series = [s for s in doc["series"] if s["device"] == want]
+    peaks = [c for c in doc["peaks"] if c["device"] == want]
     if not series or not peaks:
-        return False, f"no cuda:0 series or peak in the trace (devices: {[s['device'] for s in doc['series']]})"
+        return False, f"no {want} series or peak in the trace (devices: {[s['device'] for s in doc['series']]})"
     got, c = series[0]["peak_bytes"], peaks[0]
+    expected = got if expected is None else expected
     held = c["traced_bytes"] + c["before_trace_bytes"]
     ok = got == expected and held == c["peak_bytes"] == got
     top = ", ".join(f"{r['key'] or '(none)'} {r['bytes']}" for r in c["by_op"][:3])
-    return ok, (f"cuda:0 peak {got} B, torch.cuda.max_memory_allocated() {expected} B; held at the peak: "
+    return ok, (f"{want} peak {got} B, torch.cuda.max_memory_allocated() {expected} B; held at the peak: "
                 f"{c['traced_bytes']} B in {c['blocks']} blocks + {c['before_trace_bytes']} B before trace; top ops {top}")
 
 
@@ -282,12 +310,13 @@ def check_vs_kineto(args):
 
 def _kineto_workload(torch):
     torch.manual_seed(0)
-    a = torch.randn(4096, 4096, device="cuda")
-    b = torch.randn(4096, 4096, device="cuda")
+    n = small(4096, 128)
+    a = torch.randn(n, n, device=DEV)
+    b = torch.randn(n, n, device=DEV)
     for _ in range(30):
         c = a @ b
         a = torch.nn.functional.gelu(c) * 0.5
-    torch.cuda.synchronize()
+    sync(torch)
 
 
 def check__kineto_ours(args):
@@ -300,7 +329,7 @@ def check__kineto_theirs(args):
     from torch.profiler import ProfilerActivity, profile
     out = os.path.join(args.out, "vs_kineto_theirs")
     os.makedirs(out, exist_ok=True)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEV == "cuda" else [])) as prof:
         _kineto_workload(torch)
     path = os.path.join(out, "kineto.json")
     prof.export_chrome_trace(path)
@@ -311,7 +340,9 @@ def gpt2_model(torch):
     """GPT-2 small (124M) from a config: transformers' when importable, else the same shape in plain torch."""
     try:
         from transformers import GPT2Config, GPT2LMHeadModel
-        return GPT2LMHeadModel(GPT2Config()).cuda(), True
+        # The self-test's is a 2-layer GPT-2 of width 64 (the same code, minutes less on a CPU).
+        shape = {} if DEV == "cuda" else {"n_layer": 2, "n_embd": 64, "n_head": 2}
+        return GPT2LMHeadModel(GPT2Config(**shape)).to(DEV), True
     except ImportError:
         layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True, activation="gelu")
 
@@ -328,13 +359,14 @@ def gpt2_model(torch):
                 mask = torch.nn.Transformer.generate_square_subsequent_mask(t, device=ids.device)
                 h = self.emb(ids) + self.pos(torch.arange(t, device=ids.device))
                 return self.head(self.body(h, mask=mask, is_causal=True))
-        return Gpt().cuda(), False
+        return Gpt().to(DEV), False
 
 
 def _gpt2_steps(torch, mode, steps=20, warmup=5):
+    steps, warmup = small(steps, 2), small(warmup, 1)
     model, hf = gpt2_model(torch)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+    ids = torch.randint(0, 50257, small((8, 512), (1, 32)), device=DEV)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -344,11 +376,11 @@ def _gpt2_steps(torch, mode, steps=20, warmup=5):
         opt.step()
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize()
+    sync(torch)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
-    torch.cuda.synchronize()
+    sync(torch)
     return (time.perf_counter() - t0) / steps
 
 
@@ -369,7 +401,7 @@ def check__overhead_traced(args):
 def check__overhead_profiler(args):
     import torch
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEV == "cuda" else [])):
         s = _gpt2_steps(torch, "profiler")
     return True, json.dumps(s)
 
@@ -388,11 +420,12 @@ def check_overhead(args):
 
 def run_child(args, name, timeout):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--analyze", args.analyze, "--out", args.out]
+    cmd += ["--cpu"] if args.cpu else []
     # The CUDA capture as a user turns it on; --lib: a library other than the package's own.
     env = dict(os.environ, DFTRACER_ENABLE="1", DFTRACER_CUDA="1")
     if args.lib:
         env["DFTRACER_CUDA_LIB"] = args.lib
-    if name.startswith("_overhead_untraced") or name == "_kineto_theirs" or name == "_overhead_profiler":
+    if name.startswith("_overhead_untraced") or name == "_kineto_theirs" or name == "_overhead_profiler" or args.cpu:
         env["DFTRACER_CUDA"] = "0"  # Kineto needs CUPTI to itself; untraced runs load nothing
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -413,12 +446,19 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", action="append")
     ap.add_argument("--child")
+    ap.add_argument("--cpu", action="store_true", help="self-test of this script on the CPU (no GPU needed)")
     args = ap.parse_args()
+    global DEV
+    DEV = "cpu" if args.cpu else "cuda"
+    unknown = [n for n in args.only or [] if "check_" + n not in globals()]
+    if unknown:
+        ap.error(f"no check named {', '.join(unknown)} (checks: {', '.join(CHECKS)})")
     args.out = args.out or tempfile.mkdtemp(prefix="gpu_check-")
     os.makedirs(args.out, exist_ok=True)
     if args.child:
         try:
             ok, detail = globals()["check_" + args.child](args)
+            ok = ok or args.cpu  # the self-test: it ran to its end
         except Exception as e:  # noqa: BLE001 - reported as the check's failure
             ok, detail = False, f"{type(e).__name__}: {e}"
         print(json.dumps({"check": args.child, "ok": bool(ok), "detail": detail}), flush=True)
@@ -427,7 +467,7 @@ def main():
     for name in args.only or CHECKS:
         t0 = time.time()
         r = run_child(args, name, timeout=420 if name in ("overhead", "vs_kineto") else 180)
-        if name == "gpu" and r["ok"]:
+        if name == "gpu" and r["ok"] and not args.cpu:
             from dftracer.python import cuda
             where = args.lib or cuda.library_path()
             if not os.path.exists(where):

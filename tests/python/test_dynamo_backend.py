@@ -19,7 +19,9 @@ def test_bundled_autograd_cache(run_python, tmp_path):
     needs the compiler's OutputCode (boxed_nop returns one): a copy of
     boxed_nop that returns a plain function makes torch.compile raise
     "expected OutputCode". Two processes in a row (the second may find the
-    cache): outputs and grads equal eager's, every call traced."""
+    cache): outputs and grads equal eager's, every call traced. Skipped where
+    torch's own aot_eager cannot bundle either (torch 2.11: its boxed_nop
+    returns a plain function)."""
     code = f"""
         import json, sys, torch
         sys.path.insert(0, {str(__import__("os").path.dirname(__file__))!r})
@@ -33,6 +35,13 @@ def test_bundled_autograd_cache(run_python, tmp_path):
         ref.load_state_dict(m.state_dict())
         x = torch.randn(5, 3)
         with torch._functorch.config.patch(force_autograd_cache=True, bundled_autograd_cache=True):
+            try:  # torch's own aot_eager, on another graph
+                torch.compile(torch.nn.Linear(2, 2), backend="aot_eager")(torch.randn(1, 2)).sum().backward()
+            except AssertionError as e:
+                if "expected OutputCode" not in str(e):
+                    raise
+                print(json.dumps({{"torch_cannot": str(e)}}))
+                sys.exit(0)
             c = torch.compile(m, backend=dftracer_dynamo_backend)
             with traced({str(tmp_path)!r}, "run@RUN@") as events:
                 out = c(x)
@@ -48,6 +57,8 @@ def test_bundled_autograd_cache(run_python, tmp_path):
     for i in range(2):
         r = run_python(code.replace("@RUN@", str(i)), env=env)
         res = json.loads(r.stdout.strip().splitlines()[-1])
+        if "torch_cannot" in res:
+            pytest.skip(f"torch's own aot_eager cannot bundle the AOT autograd cache here: {res['torch_cannot']}")
         assert res["same"] and res["calls"] == [1, 1] and res["ops"] > 0, r.stderr
 
 

@@ -6,7 +6,9 @@ In torch 2.13 FSDP2 (`fully_shard`) all-gathers each group's shards with
 `dist.all_gather_single` and reduce-scatters its gradients with
 `dist.reduce_scatter_single` (the *_into_tensor / *_tensor names are now
 deprecated aliases of these); FSDP1 on CPU all-gathers with `dist.all_gather`
-and reduce-scatters with `reduce_scatter_single`. The job is fsdp_job.py.
+and reduce-scatters with `reduce_scatter_single`. torch 2.11 has no `_single`
+functions: FSDP calls `all_gather_into_tensor` and `reduce_scatter_tensor`
+(AG, RS below). The job is fsdp_job.py.
 """
 import json
 import os
@@ -19,6 +21,12 @@ from test_ranks_torchrun import _analyzer, _check_job
 from trace_reader import complete_events
 
 _fsdp = pytest.importorskip("torch.distributed.fsdp")
+_dist = pytest.importorskip("torch.distributed")
+# The names FSDP's all-gathers and reduce-scatters are traced under: torch
+# 2.13's all_gather_single / reduce_scatter_single (which its *_into_tensor /
+# *_tensor call), the older functions themselves before (torch 2.11).
+AG, RS = (("all_gather_single", "reduce_scatter_single") if hasattr(_dist, "all_gather_single")
+          else ("all_gather_into_tensor", "reduce_scatter_tensor"))
 
 
 def _run(tmp_path_factory, name, fsdp1):
@@ -52,7 +60,7 @@ def test_fsdp2_all_gathers_and_reduce_scatters_match_shards(fsdp2_job):
     assert len(groups) == 5  # one FSDP group per Linear layer; the root holds no parameters
     shard, whole = [s for s, _ in groups], [w for _, w in groups]
     for r, (_, events) in ranks.items():
-        ag, rs = _comm(events, "all_gather_single"), _comm(events, "reduce_scatter_single")
+        ag, rs = _comm(events, AG), _comm(events, RS)
         assert sorted(ag) == sorted(rs) == [0, 1, 2], (r, ag, rs)
         for step in ag:
             # Forward: each group all-gathers its shard, layer by layer; backward
@@ -94,7 +102,7 @@ def _check_matched(ranks, names):
 
 def test_fsdp2_collectives_matched_across_ranks(fsdp2_job):
     ranks, _ = fsdp2_job
-    doc = _check_matched(ranks, ("all_gather_single", "reduce_scatter_single"))
+    doc = _check_matched(ranks, (AG, RS))
     # Each collective of the training lands in its step, and each rank's steps spend
     # time in them; the end-of-job barrier is after the loop, in no step (-1).
     t = doc["steps"]
@@ -113,7 +121,7 @@ def test_fsdp1_cpu_all_gather_and_reduce_scatter(tmp_path_factory):
     ranks, groups = _run(tmp_path_factory, "fsdp1", fsdp1=True)
     [(shard, whole)] = groups
     for r, (_, events) in ranks.items():
-        ag, rs = _comm(events, "all_gather"), _comm(events, "reduce_scatter_single")
+        ag, rs = _comm(events, "all_gather"), _comm(events, RS)
         assert {s: [b for _, b in v] for s, v in ag.items()} == {0: [shard], 1: [shard], 2: [shard]}, (r, ag)
         assert {s: [b for _, b in v] for s, v in rs.items()} == {0: [whole], 1: [whole], 2: [whole]}, (r, rs)
-    _check_matched(ranks, ("all_gather", "reduce_scatter_single"))
+    _check_matched(ranks, ("all_gather", RS))

@@ -60,9 +60,10 @@ SCRIPT = """
 
     # The kernel calls of each generated wrapper's call(), counted from its text.
     from torch._inductor.codecache import PyCodeCache
+    # One count per wrapper file (torch 2.11 lists a module it loaded twice twice).
     calls = []
-    for mod in list(PyCodeCache.modules):
-        src = open(mod.__file__).read()
+    for path in dict.fromkeys(mod.__file__ for mod in PyCodeCache.modules):
+        src = open(path).read()
         body = src[src.index("    def call(self, args):"):]
         body = body[:body.index("runner = Runner(")]
         n = len(re.findall(r"^\\s+(?:buf\\w+ = )?(?:cpp_fused_\\w+|extern_kernels\\.\\w+|torch\\.ops\\.\\w+\\.\\w+\\.\\w+)\\(",

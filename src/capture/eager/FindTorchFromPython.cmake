@@ -30,7 +30,7 @@ function(dftracer_find_torch out_var)
     set(_why "no Python interpreter found")
   else()
     execute_process(
-      COMMAND "${Python_EXECUTABLE}" -c "import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.__version__)"
+      COMMAND "${Python_EXECUTABLE}" -c "import torch, torch.utils; print(torch.utils.cmake_prefix_path); print(torch.__version__); print(torch.version.cuda or '')"
       RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err
       OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(NOT _rc EQUAL 0)
@@ -48,6 +48,21 @@ function(dftracer_find_torch out_var)
   string(REPLACE "\n" ";" _lines "${_out}")
   list(GET _lines 0 _prefix)
   list(GET _lines 1 _version)
+  list(LENGTH _lines _n)
+  set(_cuda "")
+  if(_n GREATER 2)
+    list(GET _lines 2 _cuda)
+  endif()
+  # A CUDA wheel's Caffe2 config enables the CUDA language and looks for a CUDA
+  # toolkit (nvcc, cudart, nvrtc), failing the configure where there is none
+  # (pip's nvidia wheels ship no nvcc). The observer uses no CUDA API: an empty
+  # torch::cudart makes that part (Caffe2/public/cuda.cmake) return at its
+  # include guard; libtorch_cuda and libc10_cuda are still linked by path, and
+  # `import torch` has loaded what they need.
+  if(NOT _cuda STREQUAL "" AND NOT TARGET torch::cudart)
+    add_library(torch::cudart INTERFACE IMPORTED GLOBAL)
+    message(STATUS "dftracer: torch ${_version} is a CUDA ${_cuda} build; its CUDA toolkit part is not looked for")
+  endif()
   # Caffe2's config looks for CUDA/kineto/MKL pieces a CPU wheel lacks; its
   # warnings are harmless.
   list(APPEND CMAKE_PREFIX_PATH "${_prefix}")
