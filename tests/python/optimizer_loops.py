@@ -27,11 +27,14 @@ Shapes:
             two no_grad blocks inside every iteration: a metric on the
             forward's output before the backward, an EMA of the weights after
             the optimizer step
+  eager_eval_scope  eager_eval with the evaluation inside a record_function
+            scope opened before its no_grad
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
             each iteration's untraced work (k + 1) * 3 ms long
 """
+import contextlib
 import json
 import os
 import sys
@@ -62,13 +65,12 @@ def main():
         from dftracer.python import ai
         fwd_ctx, bwd_ctx = ai.compute.forward, ai.compute.backward
     else:
-        import contextlib
         fwd_ctx = bwd_ctx = contextlib.nullcontext()
     its, fwd_s, bwd_s, fwd_in, bwd_in = [], 0.0, 0.0, 0.0, 0.0
     time.sleep(0.02)  # setup before the loop: outside every step
     for i in range(STEPS):
         t0 = time.perf_counter()
-        if shape in ("compile", "gradacc", "eager", "eager_eval"):
+        if shape in ("compile", "gradacc", "eager") or shape.startswith("eager_eval"):
             time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
         opt.zero_grad()
         t_fwd = None
@@ -80,7 +82,7 @@ def main():
                 b1 = time.perf_counter()
             b = time.perf_counter()
             t_fwd = t_fwd or b
-            if shape == "eager_eval":
+            if shape.startswith("eager_eval"):
                 with torch.no_grad():
                     (y.argmax(1) == 0).float().mean()  # a metric
             with bwd_ctx:
@@ -97,15 +99,18 @@ def main():
         t_opt = time.perf_counter()
         opt.step()
         t1 = time.perf_counter()
-        if shape == "eager_eval":
+        if shape.startswith("eager_eval"):
             with torch.no_grad():
                 torch._foreach_lerp_(ema, list(m.parameters()), 0.1)  # an EMA of the weights
-        ev = shape in ("compile", "eager_eval") and i == 2
+        ev = (shape == "compile" or shape.startswith("eager_eval")) and i == 2
         its.append([t0, t_fwd, t_opt, t1, ev])
         if ev:
-            with torch.no_grad():
+            # eager_eval_scope: a record_function scope opened with grad on
+            # around the no_grad evaluation
+            scope = torch.autograd.profiler.record_function("eval") if shape == "eager_eval_scope" else None
+            with scope or contextlib.nullcontext(), torch.no_grad():
                 for _ in range(3):
-                    if shape == "eager_eval":
+                    if shape.startswith("eager_eval"):
                         time.sleep(0.01)  # the evaluation's batch, read untraced
                     fwd(x)
         time.sleep(0.002)  # untraced work between iterations (logging)

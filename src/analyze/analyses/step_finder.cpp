@@ -338,8 +338,13 @@ OptimizerCycle optimizer_cycle(const std::vector<OptStep>& opt) {
 // iteration whose gradients overflowed). Without args.opt the cycle is one
 // optimizer step, or the same few ones in each occurrence of a step-like
 // name (the fewest that any candidate holds). A candidate whose occurrences
-// hold under a quarter of a cycle's time outside its optimizer steps is
-// around the optimizer steps alone (an `update` region), not an iteration.
+// spend most of their time in their optimizer steps, and hold under a
+// quarter of a cycle's time outside the optimizer steps, is around the
+// optimizer steps alone (an `update` region), not an iteration. Neither
+// alone says so: the time between two occurrences of a step region can be
+// idle (a wait for data, a sleep stretched by a busy machine) and dwarf the
+// iteration's work, and a small model's optimizer step can be shorter than
+// its caller's Python around it.
 std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& cands, const OptimizerCycle& cycle,
                                                 const std::vector<OptStep>& opt) {
   constexpr size_t kMaxCycle = 64;  // unnumbered optimizer steps one step region may hold
@@ -361,10 +366,14 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
     const size_t none = by_count.count(0) ? by_count.at(0) : 0;
     if (!k || 3 * most < 2 * c.occ.size() || most + none != c.occ.size()) continue;
     if (cycle.numbered ? k != cycle.size : k > kMaxCycle || (k > 1 && name_class(c.name) != 0)) continue;
-    std::vector<int64_t> own;
+    std::vector<int64_t> own, inside;
     for (const Span& s : c.occ)
-      if (const OptimizerIn in = optimizer_in(opt, s, k + 1); in.n == k) own.push_back(s.end - s.ts - in.time);
-    if (4 * median_of(own) < cycle_outside) continue;
+      if (const OptimizerIn in = optimizer_in(opt, s, k + 1); in.n == k) {
+        own.push_back(s.end - s.ts - in.time);
+        inside.push_back(in.time);
+      }
+    const int64_t own_med = median_of(own);
+    if (4 * own_med < cycle_outside && own_med < median_of(inside)) continue;
     held.emplace_back(k, &c);
   }
   size_t fewest = SIZE_MAX;

@@ -587,7 +587,7 @@ TEST(Steps, JsonAndCsvCarryTheRows) {
   EXPECT_EQ(std::count(c.begin(), c.end(), '\n'), 4);
 }
 
-// A loop of `n` iterations, 100 us apart, on pid/tid 10: each holds `opts`
+// A loop of `n` iterations, `period` us apart, on pid/tid 10: each holds `opts`
 // optimizer steps (args.opt 0, 1, ... when `numbered`) after forward and
 // backward work, in a `region` when one is named (`update`: around the
 // optimizer steps alone); the iterations in `skipped` take no optimizer step
@@ -597,11 +597,12 @@ struct Loop {
   bool numbered = true;
   std::string region;
   std::vector<int> skipped;
+  long long period = 100;
 };
 std::string loop_trace(const Loop& l) {
   std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};  // the model's init
   for (int k = 0; k < l.n; ++k) {
-    const long long t = 1000 + 100 * k;
+    const long long t = 1000 + l.period * k;
     const bool skip = std::count(l.skipped.begin(), l.skipped.end(), k) > 0;
     for (int o = 0; o < l.opts; ++o) {
       const long long u = t + 40 * o;
@@ -649,6 +650,24 @@ TEST(Steps, ARegionAroundTheOptimizerStepAloneIsNoStep) {
   ASSERT_EQ(r.processes.size(), 1u);
   EXPECT_EQ(r.processes[0].source, "optimizer");
   EXPECT_EQ(durations(r), (std::vector<double>{37, 100, 100, 100}));
+}
+
+// Between two iterations of a step region the loop can wait far longer than
+// the iteration works (a slow data loader, a sleep stretched by a busy
+// machine): the region is still the step, since most of its time is not its
+// optimizer steps'. A region around the optimizer step alone stays no step
+// with the same waits.
+TEST(Steps, AStepRegionFarApartIsStillTheStepAndAnUpdateRegionIsNot) {
+  for (int opts : {1, 2}) {
+    StepReport r = run(loop_trace({4, opts, true, "train_step", {}, 1000}), 1);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].source, "region") << opts;
+    EXPECT_EQ(r.processes[0].region, "train_step");
+    EXPECT_EQ(durations(r), (std::vector<double>{1000, 1000, 1000, 40.0 * opts}));
+  }
+  StepReport r = run(loop_trace({4, 1, true, "update", {}, 1000}), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
 }
 
 // An eager loop (the LibTorch observer) with an evaluation after iteration 2:
