@@ -561,13 +561,15 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
 }
 }  // namespace
 
-StepFinder::StepFinder() {
+ArgCapture StepFinder::arg_capture() {
   ArgCapture c;
   c.size = 2;
   c.keys[kArgOpt] = "opt";    // an optimizer step's optimizer (optimizer_number)
   c.keys[kArgGrad] = "grad";  // 0: eager work with grad mode off (inference_work)
-  decoder_.capture_args(c);
+  return c;
 }
+
+StepFinder::StepFinder() { decoder_.capture_args(arg_capture()); }
 
 DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
   DecodeStatus st = decoder_.decode(line, cap, ev_);
