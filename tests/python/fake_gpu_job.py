@@ -2,14 +2,16 @@
 launch work through the fake CUPTI's fake_cupti_launch, as a CUDA op's CPU
 side would, and each step ends with a device synchronize (a loss.item()).
 
-    python fake_gpu_job.py MODE STEPS FWD_NS BWD_NS COPY_NS SET_NS
+    python fake_gpu_job.py MODE STEPS FWD_NS BWD_NS COPY_NS SET_NS [MARKS]
 
 MODE: eager (trace_eager: the LibTorch observer), compile (torch.compile
 with the capture backend) or inductor (with dftracer's Inductor backend: the
 custom ops are fallback kernel calls); the observer records the ops outside
-the graphs. Each step is a ProfilerStep#N range (cat
-user_annotation), written with dft_fn, as the device analysis finds steps;
-a warm-up step (compiling in compile mode) comes first, outside them.
+the graphs. MARKS `profiler` (the default): each step is a ProfilerStep#N
+range (cat user_annotation), written with dft_fn, as torch.profiler writes
+them; a warm-up step (compiling in compile mode) comes first, outside them.
+MARKS `none`: nothing marks the steps (the analyzer finds them, from the
+optimizer's steps).
 The model: two Linear-like blocks (`enc`, `dec`) whose matmuls are the custom
 op fake::gpu_linear (kernel gemm_fwd, cudaLaunchKernel, stream 7; backward
 fake::gpu_linear_bwd, kernel gemm_bwd, cuLaunchKernel as Triton launches),
@@ -30,6 +32,7 @@ from dftracer.python import dftracer as log_api
 MODE = sys.argv[1]
 STEPS = int(sys.argv[2])
 FWD_NS, BWD_NS, COPY_NS, SET_NS = (int(a) for a in sys.argv[3:7])
+MARKS = sys.argv[7] if len(sys.argv) > 7 else "profiler"
 COMPUTE, COPY = 7, 3  # streams
 
 fake = ctypes.CDLL("libcupti.so.13")  # the one libdftracer_cuda loaded
@@ -151,6 +154,9 @@ def train_step():
 
 train_step()  # warm-up (compiles), outside the steps
 for step in range(STEPS):
+    if MARKS == "none":
+        train_step()
+        continue
     with dft_fn("user_annotation", f"ProfilerStep#{step}"):
         train_step()
 log_api.get_instance().finalize()

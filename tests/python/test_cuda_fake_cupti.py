@@ -20,6 +20,7 @@ and the GPU-/CPU-bound classification, and the report's GPU line.
 Skipped only where the CUDA capture source and the fake are not built
 (scripts/test.sh builds both against CUDA 13's wheels).
 """
+import bisect
 import collections
 import glob
 import json
@@ -62,7 +63,7 @@ def _device_pid(pid, device=0):
     return 0x40000000 | pid << 8 | device  # src/format/device_track.hpp
 
 
-def _run_job(tmp_path, mode, ns, extra_env=None, want_stderr=False):
+def _run_job(tmp_path, mode, ns, extra_env=None, want_stderr=False, marks="profiler"):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACER_", "FAKE_CUPTI_"))}
     env.update({
         "DFTRACER_ENABLE": "1", "DFTRACER_CUDA": "1", "DFTRACER_CUDA_LIB": LIB,
@@ -73,7 +74,7 @@ def _run_job(tmp_path, mode, ns, extra_env=None, want_stderr=False):
     })
     env.update(extra_env or {})
     p = subprocess.run([sys.executable, JOB, mode, str(STEPS), str(ns["fwd"]), str(ns["bwd"]), str(ns["copy"]),
-                        str(ns["set"])], capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+                        str(ns["set"]), marks], capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "device capture off" not in p.stderr, p.stderr
     traces = glob.glob(str(tmp_path / "run-*.pfw"))
@@ -107,10 +108,11 @@ def _union_in(intervals, lo, hi):
     return total
 
 
-def _check_trace(events, truth, mode):
+def _check_trace(events, truth, mode, step_ranges=None):
     """Every launch the fake made, in the trace as promised; returns, per
     launch (by correlation id): its device event, launch call, launching
-    event and step."""
+    event and step (the ProfilerStep#N range around its launch call, else
+    the one of `step_ranges`, {step: (start_ns, end_ns)})."""
     start = next(e for e in events if e.get("name") == "start" and e.get("cat") == "dftracer")
     pid = start["pid"]
     dpid = _device_pid(pid)
@@ -120,7 +122,11 @@ def _check_trace(events, truth, mode):
     launching = {e["args"]["External id"]: e for e in complete
                  if e["pid"] == pid and e.get("cat") not in ("cuda_runtime", "cuda_driver")
                  and "External id" in e.get("args", {})}
-    steps = [e for e in complete if e["name"].startswith("ProfilerStep#")]
+    steps = {int(e["name"][13:]): (e["ts_ns"], e["ts_ns"] + e["dur_ns"])
+             for e in complete if e["name"].startswith("ProfilerStep#")}
+    synchronized = bool(steps)  # a ProfilerStep range ends after the step's synchronize
+    assert bool(steps) != (step_ranges is not None)
+    steps = steps or step_ranges
     flows = collections.defaultdict(dict)
     for e in events:
         if e.get("ph") in ("s", "f") and e.get("cat") == "ac2g":
@@ -167,13 +173,12 @@ def _check_trace(events, truth, mode):
         op = launching[t["external"]]
         assert op["tid"] == t["tid"]
         assert op["ts_ns"] <= a["ts_ns"] and a["ts_ns"] + a["dur_ns"] <= op["ts_ns"] + op["dur_ns"], (op, a)
-        step = [s for s in steps if s["ts_ns"] <= a["ts_ns"] < s["ts_ns"] + s["dur_ns"]]
+        step = [k for k, (lo, hi) in steps.items() if lo <= a["ts_ns"] < hi]
         assert len(step) <= 1
-        if step:  # launched in a step: its device work ran in it too (the step ends synchronizing)
-            s = step[0]
-            assert s["ts_ns"] <= d["ts_ns"] and d["ts_ns"] + d["dur_ns"] <= s["ts_ns"] + s["dur_ns"], (s, d)
-        out[c] = dict(truth=t, dev=d, api=a, op=op, step=int(step[0]["name"][13:]) if step else None,
-                      step_range=(step[0]["ts_ns"], step[0]["ts_ns"] + step[0]["dur_ns"]) if step else None)
+        if step and synchronized:  # launched in a step: its device work ran in it too
+            lo, hi = steps[step[0]]
+            assert lo <= d["ts_ns"] and d["ts_ns"] + d["dur_ns"] <= hi, (steps[step[0]], d)
+        out[c] = dict(truth=t, dev=d, api=a, op=op, step=step[0] if step else None)
     assert len(offsets) == 1, f"one clock offset for all records, not {sorted(offsets)}"
     _check_launching_ops(out, mode, complete)
     return out
@@ -221,12 +226,14 @@ def _check_table(rows, sums, counts):
         assert got[k]["device_us"] == pytest.approx(ns / 1000, abs=1e-3), (k, got[k], ns)
 
 
-def _check_analyzer(trace, out, mode, bound):
+def _check_analyzer(trace, out, mode, bound, step_ranges):
+    """`device` against the truth; `step_ranges` {step: (start_ns, end_ns)}:
+    the steps it must find; `bound`: every step's class, or {step: class}."""
     j = json.loads(_analyze("device", "--format", "json", trace))
     assert j["device_events"] == len(out)
     linked = j["linked"]
     assert linked["launch"] == linked["op"] == linked["op_by_external_id"] == len(out), linked
-    assert linked["step"] == sum(r["step"] is not None for r in out.values()) == STEPS * 6, linked
+    assert linked["step"] == sum(r["step"] is not None for r in out.values()), linked
     # Device time per kernel (Kineto's names: the kernel's, Memcpy HtoD, Memset), op, stream, category.
     _check_table(j["kernel"], *_sums(out, lambda r: r["dev"]["name"]))
     _check_table(j["op"], *_sums(out, lambda r: r["op"]["name"]))
@@ -247,18 +254,20 @@ def _check_analyzer(trace, out, mode, bound):
     offset = offset["dev"]["ts_ns"] - offset["truth"]["start"]
     intervals = [(r["truth"]["start"] + offset, r["truth"]["end"] + offset) for r in out.values()]
     steps = {row["step"]: row for row in j["step"]}
-    assert sorted(steps) == list(range(STEPS))
+    assert sorted(steps) == sorted(step_ranges)
     for k, row in steps.items():
         mine = [r for r in out.values() if r["step"] == k]
-        lo, hi = mine[0]["step_range"]
+        lo, hi = step_ranges[k]
+        assert row["start_us"] == pytest.approx(lo / 1000, abs=1e-3)
         assert row["span_us"] == pytest.approx((hi - lo) / 1000, abs=1e-3)
-        assert row["events"] == len(mine) == 6
+        assert row["events"] == len(mine) and mine
         assert row["device_us"] == pytest.approx(sum(r["dev"]["dur_ns"] for r in mine) / 1000, abs=1e-3)
         busy = _union_in(intervals, lo, hi)
         assert row["gpu_busy_us"] == pytest.approx(busy / 1000, abs=1e-3), (row, busy)
         assert row["gpu_idle_us"] == pytest.approx((hi - lo - busy) / 1000, abs=1e-3)
         assert row["bound"] == ("gpu-bound" if busy >= 0.8 * (hi - lo) else "cpu-bound"), (row, busy / (hi - lo))
-        assert row["bound"] == bound, (row, busy / (hi - lo))
+        if isinstance(bound, str) or k in bound:
+            assert row["bound"] == (bound if isinstance(bound, str) else bound[k]), (row, busy / (hi - lo))
     # The report's answer line says the same.
     p = subprocess.run([analyzer(), "report", "-o", trace + ".html", trace], capture_output=True, text=True,
                        timeout=120)
@@ -269,7 +278,7 @@ def _check_analyzer(trace, out, mode, bound):
     m = re.fullmatch(r"GPU: (\d+) device events, ([\d.]+) (s|ms|us) of device time; steps: (\d+) GPU-bound, "
                      r"(\d+) CPU-bound, GPU idle ([\d.]+)% of their time", line)
     assert m, line
-    assert (int(m[1]), int(m[4]), int(m[5])) == (len(out), n_gpu, STEPS - n_gpu), line
+    assert (int(m[1]), int(m[4]), int(m[5])) == (len(out), n_gpu, len(j["step"]) - n_gpu), line
     scale = {"s": 1e6, "ms": 1e3, "us": 1}[m[3]]
     assert float(m[2]) * scale == pytest.approx(j["device_us"], abs=scale * 1e-3), line
     assert float(m[6]) == pytest.approx(idle * 100, abs=0.05), line
@@ -279,11 +288,56 @@ def _check_analyzer(trace, out, mode, bound):
     return j
 
 
+def _profiler_steps(events):
+    return {int(e["name"][13:]): (e["ts_ns"], e["ts_ns"] + e["dur_ns"])
+            for e in events if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")}
+
+
+def _summary_steps(trace, events):
+    """`summary --by step`'s steps, {step: (start_ns, end_ns)}, and its rows.
+    Its microseconds since the epoch hold a quarter of one as doubles: each
+    bound is snapped to the CPU event start or end it is (within 1 us)."""
+    rows = json.loads(_analyze("summary", "--by", "step", "--format", "json", trace))["steps"]
+    edges = sorted({t for e in events if e.get("ph") == "X" and e["pid"] < 0x40000000
+                    for t in (e["ts_ns"], e["ts_ns"] + e["dur_ns"])})
+
+    def snap(us):
+        i = bisect.bisect_left(edges, us * 1000)
+        best = min(edges[max(i - 1, 0):i + 1], key=lambda t: abs(t - us * 1000))
+        assert abs(best - us * 1000) <= 1000, (us, best)
+        return best
+    ranges = {r["step"]: (snap(r["start_us"]), snap(r["start_us"] + r["duration_us"])) for r in rows}
+    return ranges, rows
+
+
 @pytest.mark.parametrize("mode", ["eager", "compile", "inductor"])
 def test_gpu_bound_training_end_to_end(tmp_path, mode):
     trace, events, truth, _ = _run_job(tmp_path, mode, GPU_BOUND)
     out = _check_trace(events, truth, mode)
-    _check_analyzer(trace, out, mode, "gpu-bound")
+    j = _check_analyzer(trace, out, mode, "gpu-bound", _profiler_steps(events))
+    assert j["linked"]["step"] == STEPS * 6
+    assert {r["source"] for r in j["step"]} == {"ProfilerStep"}
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_steps_of_a_job_that_marks_none_are_those_summary_finds(tmp_path, mode):
+    """A plain loop, no ProfilerStep#N range (dftracer's own trace, no
+    torch.profiler): `device` takes the steps `summary --by step` finds
+    (the optimizer's steps end them, the warm-up step too): the same
+    number, labels and spans; its GPU busy and idle time and bound per step
+    are the fake's truth inside those spans, each launch in the step its
+    launch call is in; the report's GPU line counts those steps."""
+    trace, events, truth, _ = _run_job(tmp_path, mode, GPU_BOUND, marks="none")
+    assert not _profiler_steps(events)
+    ranges, rows = _summary_steps(trace, events)
+    assert len(ranges) == STEPS + 1, rows
+    out = _check_trace(events, truth, mode, ranges)
+    # The warm-up step (compiling in compile mode, the GPU waiting) is what the truth says, checked above.
+    j = _check_analyzer(trace, out, mode, {k: "gpu-bound" for k in ranges if k > 0}, ranges)
+    assert [(s["step"], s["label"], s["pid"], s["source"]) for s in j["step"]] == \
+        [(r["step"], r["label"], r["pid"], "optimizer") for r in rows]
+    for s, r in zip(j["step"], rows):
+        assert s["span_us"] == pytest.approx(r["duration_us"], abs=1e-3)
 
 
 def test_cpu_bound_training_with_cuptis_own_clock_and_small_buffers(tmp_path):
@@ -295,7 +349,8 @@ def test_cpu_bound_training_with_cuptis_own_clock_and_small_buffers(tmp_path):
     trace, events, truth, _ = _run_job(tmp_path, "eager", CPU_BOUND, {
         "FAKE_CUPTI_NO_TIMESTAMP_CALLBACK": "1", "FAKE_CUPTI_RECORDS_PER_BUFFER": "16"})
     out = _check_trace(events, truth, "eager")
-    _check_analyzer(trace, out, "eager", "cpu-bound")
+    j = _check_analyzer(trace, out, "eager", "cpu-bound", _profiler_steps(events))
+    assert j["linked"]["step"] == STEPS * 6
 
 
 def test_records_cupti_dropped_are_said_once(tmp_path):

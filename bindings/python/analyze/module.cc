@@ -17,6 +17,7 @@
 #include "calibration.hpp"
 #include "category_wall.hpp"
 #include "module_helpers.hpp"
+#include "device_steps.hpp"
 #include "device_time.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
@@ -550,7 +551,7 @@ nb::tuple py_device(const std::vector<std::string>& paths, long long threads, lo
                     long long max_document_mib, const std::string& from_us, const std::string& to_us) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
-                          DeviceReport r = device_report(read_device_timeline(files, n, ro));
+                          DeviceReport r = device_report(read_device_timeline_with_steps(files, n, ro));
                           write_device_json(os, r);
                           return r.stats;
                         },

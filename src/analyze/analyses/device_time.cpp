@@ -86,19 +86,18 @@ DeviceReport device_report(const DeviceTimeline& t) {
   const auto& ev = t.events;
   Groups op, kernel, module, phase, category, stream;
   std::map<std::pair<uint32_t, std::string>, Busy> busy;  // by (file, owner)
-  std::map<std::tuple<uint32_t, std::string, int64_t>, DeviceStep*> step_of;
-  r.steps.reserve(t.steps.size());
+  r.steps.reserve(t.steps.size());  // r.steps[i] is t.steps[i]'s
   for (const StepRange& s : t.steps) {
     DeviceStep d;
     d.file = s.file;
     d.pid = s.pid;
     d.step = s.step;
+    d.label = s.label;
+    d.source = s.source;
+    d.ts_ns = s.ts;
     d.span_ns = saturating_sub(s.end, s.ts);
     r.steps.push_back(std::move(d));
   }
-  for (size_t i = 0; i < r.steps.size(); ++i) step_of.emplace(std::make_tuple(r.steps[i].file, r.steps[i].pid, r.steps[i].step), &r.steps[i]);
-  std::map<std::pair<uint32_t, int64_t>, DeviceStep*> file_step_of;  // the file's step N: its first pid's
-  for (const auto& [k, s] : step_of) file_step_of.emplace(std::make_pair(std::get<0>(k), std::get<2>(k)), s);
 
   for (const DeviceLink& l : t.links) {
     const TimelineEvent& d = ev[l.event];
@@ -128,23 +127,14 @@ DeviceReport device_report(const DeviceTimeline& t) {
                                        (d.owner.empty() ? "" : " (pid " + d.owner + ")"));
     add_device(s, d, launch);
     add_cpu(s, launch_ns);
-    if (l.step >= 0) {
-      const std::string& pid = launch ? launch->pid : l.op != kNoEvent ? ev[l.op].pid : d.owner;
-      auto it = step_of.find({d.file, pid, l.step});
-      DeviceStep* found = it != step_of.end() ? it->second : nullptr;
-      if (!found) {  // placed by time, or the step range is under another pid: the file's step N
-        auto f = file_step_of.find({d.file, l.step});
-        if (f != file_step_of.end()) found = f->second;
-      }
-      if (found) {
-        ++r.in_step;
-        DeviceStep& st = *found;
-        ++st.events;
-        st.device_ns = saturating_add(st.device_ns, d.dur);
-        if (launch) {
-          st.delay_sum_ns = saturating_add(st.delay_sum_ns, launch_delay(d, *launch));
-          ++st.delay_n;
-        }
+    if (l.step_index != kNoEvent) {  // the step link_timeline placed its launch in
+      ++r.in_step;
+      DeviceStep& st = r.steps[l.step_index];
+      ++st.events;
+      st.device_ns = saturating_add(st.device_ns, d.dur);
+      if (launch) {
+        st.delay_sum_ns = saturating_add(st.delay_sum_ns, launch_delay(d, *launch));
+        ++st.delay_n;
       }
     }
   }
@@ -198,7 +188,7 @@ double mean_us(int64_t sum_ns, uint64_t n) { return n ? ns_to_us(sum_ns) / doubl
 double idle_share(const DeviceStep& s) { return s.span_ns ? double(s.span_ns - s.busy_ns) / double(s.span_ns) : 0; }
 
 const char* kGroupHeader[] = {"events", "device_us", "share", "mean_us", "max_us", "cpu_us", "launch_delay_us"};
-const char* kStepHeader[] = {"step", "pid", "span_us", "gpu_busy_us", "gpu_idle_us", "idle", "device_us",
+const char* kStepHeader[] = {"step", "label", "pid", "span_us", "gpu_busy_us", "gpu_idle_us", "idle", "device_us",
                              "events", "launch_delay_us", "bound"};
 
 std::vector<std::string> group_cells(const DeviceGroup& g, int64_t total) {
@@ -214,6 +204,7 @@ std::vector<std::string> group_cells(const DeviceGroup& g, int64_t total) {
 
 std::vector<std::string> step_cells(const DeviceStep& s) {
   return {std::to_string(s.step),
+          s.label,
           s.pid,
           fmt_num(ns_to_us(s.span_ns)),
           fmt_num(ns_to_us(s.busy_ns)),
@@ -241,7 +232,7 @@ void write_device_table(std::ostream& os, const DeviceReport& r, const std::stri
     rows.emplace_back(std::begin(kStepHeader), std::end(kStepHeader));
     for (const DeviceStep& s : r.steps) rows.push_back(step_cells(s));
     if (r.steps.empty()) {
-      os << "no ProfilerStep#N ranges in the input\n";
+      os << "no steps: no ProfilerStep#N range, and none that summary --by step finds\n";
       return;
     }
     write_aligned(os, rows, 2);
@@ -265,7 +256,7 @@ void write_device_csv(std::ostream& os, const DeviceReport& r, const std::string
     line({std::begin(kStepHeader), std::end(kStepHeader)});
     for (const DeviceStep& s : r.steps) {
       auto c = step_cells(s);
-      c[5] = fmt_num(idle_share(s), 6);
+      c[6] = fmt_num(idle_share(s), 6);
       line(c);
     }
     return;
@@ -298,9 +289,13 @@ void write_device_json(std::ostream& os, const DeviceReport& r) {
       for (const DeviceStep& s : r.steps) {
         if (!first) o += ',';
         first = false;
-        o += "{\"step\":" + std::to_string(s.step) + ",\"file\":" + std::to_string(s.file) + ",\"pid\":";
+        o += "{\"step\":" + std::to_string(s.step) + ",\"label\":";
+        append_json_string(o, s.label);
+        o += ",\"source\":";
+        append_json_string(o, s.source);
+        o += ",\"file\":" + std::to_string(s.file) + ",\"pid\":";
         append_json_string(o, s.pid);
-        o += ",\"span_us\":" + json_num(ns_to_us(s.span_ns)) + ",\"gpu_busy_us\":" + json_num(ns_to_us(s.busy_ns)) +
+        o += ",\"start_us\":" + json_num(ns_to_us(s.ts_ns)) + ",\"span_us\":" + json_num(ns_to_us(s.span_ns)) + ",\"gpu_busy_us\":" + json_num(ns_to_us(s.busy_ns)) +
              ",\"gpu_idle_us\":" + json_num(ns_to_us(s.span_ns - s.busy_ns)) +
              ",\"idle_share\":" + json_num(idle_share(s)) + ",\"device_us\":" + json_num(ns_to_us(s.device_ns)) +
              ",\"events\":" + std::to_string(s.events) +

@@ -5,9 +5,10 @@
 //   memset) and stream: device events, device time (their summed durations: a kernel has
 //   no nested device work, so its self time is its duration), CPU time, and
 //   the launch delay (device start minus the launch call's start);
-//   per ProfilerStep: the step's CPU span, the time some GPU was busy and
-//   idle inside it, and whether the step was GPU-bound (busy at least
-//   kGpuBoundBusyShare of it) or CPU-bound.
+//   per step (a ProfilerStep#N range, else in dftracer's traces the steps of
+//   `summary --by step`: device_steps.hpp): the step's CPU span, the time
+//   some GPU was busy and idle inside it, and whether the step was GPU-bound
+//   (busy at least kGpuBoundBusyShare of it) or CPU-bound.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +34,11 @@ struct DeviceGroup {
 struct DeviceStep {
   uint32_t file = 0;
   std::string pid;
-  int64_t step = -1;
-  int64_t span_ns = 0;    // the ProfilerStep range on the CPU
+  int64_t step = -1;      // StepRange::step: N of ProfilerStep#N, else the step's number in its process
+  std::string label;      // StepRange::label
+  std::string source;     // StepRange::source: "ProfilerStep", or the steps analysis's ("optimizer", ...)
+  int64_t ts_ns = 0;      // the step's start on the CPU
+  int64_t span_ns = 0;    // the step's range on the CPU
   int64_t busy_ns = 0;    // inside it, time any GPU of its process (of the file, where not known) ran something
   int64_t device_ns = 0;  // device time of the work launched in the step
   uint64_t events = 0;    // device events launched in the step

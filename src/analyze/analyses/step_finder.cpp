@@ -30,10 +30,13 @@ size_t category_index(std::string_view cat) {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // Cats the capture sources write for ops, graphs, compile work and their own
-// records: never a user's loop region.
+// records: never a user's loop region. Kineto's ops (`cpu_op`) and the CUDA
+// runtime and driver calls (dftracer's CUDA source and Kineto write them on
+// the launching thread) repeat as often as the loop runs ops or launches
+// work: no iteration either.
 bool tracer_cat(std::string_view cat) {
   return cat == "dynamo" || cat == "compile" || cat == "aten" || cat == "autograd" || cat == "comm" ||
-         cat == "dftracer" || is_io_cat(cat);
+         cat == "dftracer" || cat == "cpu_op" || cat == "cuda_runtime" || cat == "cuda_driver" || is_io_cat(cat);
 }
 
 // The model's own work: an op, a graph call, compile or optimizer work.
@@ -570,13 +573,15 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
 }
 }  // namespace
 
-StepFinder::StepFinder() {
+ArgCapture StepFinder::arg_capture() {
   ArgCapture c;
   c.size = 2;
   c.keys[kArgOpt] = "opt";    // an optimizer step's optimizer (optimizer_number)
   c.keys[kArgGrad] = "grad";  // 0: eager work with grad mode off (inference_work)
-  decoder_.capture_args(c);
+  return c;
 }
+
+StepFinder::StepFinder() { decoder_.capture_args(arg_capture()); }
 
 DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
   DecodeStatus st = decoder_.decode(line, cap, ev_);

@@ -99,6 +99,8 @@ class StepFinder : public LineConsumer {
   StepFinder();
   void begin_piece(size_t file_index) override { file_ = file_index; }
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
+  // add_event() reads these args in Event::extra_args' first slots.
+  static ArgCapture arg_capture();
   void add_event(size_t file, const Event& e);
   void merge(StepFinder& other);
   StepPlan plan();

@@ -12,6 +12,7 @@
 
 #include "calibration.hpp"
 #include "category_wall.hpp"
+#include "device_steps.hpp"
 #include "device_time.hpp"
 #include "diff.hpp"
 #include "efficiency.hpp"
@@ -369,7 +370,7 @@ int run_device(const Args& a, const std::vector<std::string>& files, const ReadO
   if (std::find(std::begin(kDeviceTables), std::end(kDeviceTables), by) == std::end(kDeviceTables))
     usage_error("device: --by must be op, kernel, module, phase, category, stream or step, not '" + by + "'");
   if (!a.out.empty()) refuse_input_as_output(a.out, files);
-  const DeviceReport r = device_report(read_device_timeline(files, a.threads, ro));
+  const DeviceReport r = device_report(read_device_timeline_with_steps(files, a.threads, ro));
   std::ostringstream os;
   if (a.format == "json") write_device_json(os, r);
   else if (a.format == "csv") write_device_csv(os, r, by);

@@ -113,20 +113,40 @@ struct ProcessModules {
 
 // Steps sorted by start, for the first (in that order) around a time.
 struct StepLookup {
-  std::vector<int64_t> ts, max_end, step;  // max_end: the latest end of the steps up to each
-  void add(const StepRange& s) {
+  std::vector<int64_t> ts, max_end;  // max_end: the latest end of the steps up to each
+  std::vector<size_t> index;         // into DeviceTimeline::steps
+  void add(const StepRange& s, size_t i) {
     ts.push_back(s.ts);
     max_end.push_back(std::max(max_end.empty() ? INT64_MIN : max_end.back(), s.end));
-    step.push_back(s.step);
+    index.push_back(i);
   }
-  // The first step with ts <= t < end, else -1: among the steps starting by
-  // t, the first whose end passes t is where max_end first passes t.
-  int64_t at(int64_t t) const {
+  // The first step with ts <= t < end, else kNoEvent: among the steps starting
+  // by t, the first whose end passes t is where max_end first passes t.
+  size_t at(int64_t t) const {
     const size_t started = std::upper_bound(ts.begin(), ts.end(), t) - ts.begin();
     const size_t i = std::upper_bound(max_end.begin(), max_end.end(), t) - max_end.begin();
-    return i < started ? step[i] : -1;
+    return i < started ? index[i] : kNoEvent;
   }
 };
+
+// The found steps of the files without a ProfilerStep#N range join t.steps,
+// which stays sorted by (file, ts).
+void add_found_steps(DeviceTimeline& t) {
+  std::vector<uint32_t> profiled;
+  for (const StepRange& s : t.steps) profiled.push_back(s.file);
+  std::sort(profiled.begin(), profiled.end());
+  bool added = false;
+  for (StepRange& s : t.found_steps) {
+    if (std::binary_search(profiled.begin(), profiled.end(), s.file)) continue;
+    t.steps.push_back(std::move(s));
+    added = true;
+  }
+  t.found_steps.clear();
+  if (added)
+    std::stable_sort(t.steps.begin(), t.steps.end(), [](const StepRange& a, const StepRange& b) {
+      return std::make_tuple(a.file, a.ts, a.pid) < std::make_tuple(b.file, b.ts, b.pid);
+    });
+}
 
 }  // namespace
 
@@ -158,8 +178,9 @@ void link_timeline(DeviceTimeline& t) {
       by_external.emplace(key(e.file, e.external_id), i);
     const int64_t step = profiler_step_of(e.name);
     if (step >= 0 && (e.role == TimelineRole::annotation || e.role == TimelineRole::cpu_op))
-      t.steps.push_back({e.file, e.pid, step, e.ts, e.end()});
+      t.steps.push_back({e.file, e.pid, step, e.ts, e.end(), e.name});
   }
+  add_found_steps(t);
   std::vector<size_t> parent(n, kNoEvent);
   for (auto& [k, idx] : threads) nest(ev, idx, parent);
   std::vector<uint8_t> cpu_phase(n, kNoPhase);
@@ -197,20 +218,24 @@ void link_timeline(DeviceTimeline& t) {
   }
   t.cpu_phase = cpu_phase;
 
-  // The steps of each file and of each (file, pid), in t.steps's order.
+  // The steps of each file and of each (file, pid), in t.steps's order. A
+  // file's ProfilerStep#N ranges also hold the launches of its other pids
+  // (some exports write the ranges under another pid); a found step is its
+  // own process's only.
   std::map<uint32_t, StepLookup> file_steps;
   std::map<std::pair<uint32_t, std::string>, StepLookup> pid_steps;
-  for (const StepRange& s : t.steps) {
-    file_steps[s.file].add(s);
-    pid_steps[{s.file, s.pid}].add(s);
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    const StepRange& s = t.steps[i];
+    if (s.source == "ProfilerStep") file_steps[s.file].add(s, i);
+    pid_steps[{s.file, s.pid}].add(s, i);
   }
-  auto step_at = [&](uint32_t file, const std::string* pid, int64_t ts) -> int64_t {
+  auto step_at = [&](uint32_t file, const std::string* pid, int64_t ts) -> size_t {
     if (pid) {
       auto it = pid_steps.find({file, *pid});
-      return it == pid_steps.end() ? -1 : it->second.at(ts);
+      return it == pid_steps.end() ? kNoEvent : it->second.at(ts);
     }
     auto it = file_steps.find(file);
-    return it == file_steps.end() ? -1 : it->second.at(ts);
+    return it == file_steps.end() ? kNoEvent : it->second.at(ts);
   };
 
   for (size_t i = 0; i < n; ++i) {
@@ -246,13 +271,14 @@ void link_timeline(DeviceTimeline& t) {
       l.module = t.cpu_module[where];
       if (l.module.empty() && l.op != kNoEvent) l.module = t.cpu_module[l.op];
       l.phase = l.op != kNoEvent && cpu_phase[l.op] != kNoPhase ? cpu_phase[l.op] : cpu_phase[where];
-      l.step = step_at(e.file, &ev[where].pid, ev[where].ts);
+      l.step_index = step_at(e.file, &ev[where].pid, ev[where].ts);
       // Some exports write the step range under another pid than the ops.
-      if (l.step < 0) l.step = step_at(e.file, nullptr, ev[where].ts);
+      if (l.step_index == kNoEvent) l.step_index = step_at(e.file, nullptr, ev[where].ts);
     } else {
-      if (!e.owner.empty()) l.step = step_at(e.file, &e.owner, e.ts);
-      if (l.step < 0) l.step = step_at(e.file, nullptr, e.ts);
+      if (!e.owner.empty()) l.step_index = step_at(e.file, &e.owner, e.ts);
+      if (l.step_index == kNoEvent) l.step_index = step_at(e.file, nullptr, e.ts);
     }
+    if (l.step_index != kNoEvent) l.step = t.steps[l.step_index].step;
     t.links.push_back(std::move(l));
   }
 }
@@ -270,18 +296,20 @@ int64_t arg_int(std::string_view v) {
 class TimelineCollector : public LineConsumer {
  public:
   // `kept`: the events all collectors kept, shared; at most `max` of them.
-  TimelineCollector(std::atomic<size_t>& kept, size_t max) : kept_(kept), max_(max) {
+  // `sink` (may be null): also gets every decoded event; `shared` its args,
+  // captured in the first slots.
+  TimelineCollector(std::atomic<size_t>& kept, size_t max, const SharedRead* shared, EventSink* sink)
+      : kept_(kept), max_(max), sink_(sink) {
     ArgCapture c;
-    c.keys[0] = "correlation";
-    c.keys[1] = "External id";
-    c.keys[2] = "device";
-    c.keys[3] = "stream";
-    c.size = 4;
+    if (shared) c = shared->args;
+    arg_ = c.size;
+    for (const char* k : {"correlation", "External id", "device", "stream"}) c.keys[c.size++] = k;
     decoder_.capture_args(c);
   }
   void begin_piece(size_t file_index) override { file_ = static_cast<uint32_t>(file_index); }
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
+    if (st == DecodeStatus::Ok && sink_) sink_->add_event(file_, ev_);
     if (st != DecodeStatus::Ok || !ev_.is_complete() || !ev_.has_ts || !ev_.has_dur) return st;
     TimelineRole role;
     if (!timeline_role(ev_.cat, &role)) return st;
@@ -293,10 +321,10 @@ class TimelineCollector : public LineConsumer {
     e.tid = std::string(ev_.tid_text);
     e.ts = ev_.ts_ns;
     e.dur = std::max<int64_t>(ev_.dur_ns, 0);
-    e.correlation = arg_int(ev_.extra_args[0]);
-    e.external_id = arg_int(ev_.extra_args[1]);
-    e.device = arg_int(ev_.extra_args[2]);
-    e.stream = arg_int(ev_.extra_args[3]);
+    e.correlation = arg_int(ev_.extra_args[arg_]);
+    e.external_id = arg_int(ev_.extra_args[arg_ + 1]);
+    e.device = arg_int(ev_.extra_args[arg_ + 2]);
+    e.stream = arg_int(ev_.extra_args[arg_ + 3]);
     if (role == TimelineRole::cpu_op) {
       e.module = std::string(ev_.module);
       e.phase = phase_code(ev_.phase);
@@ -319,6 +347,8 @@ class TimelineCollector : public LineConsumer {
  private:
   std::atomic<size_t>& kept_;
   const size_t max_;
+  EventSink* sink_;
+  size_t arg_ = 0;  // the slot of "correlation"; the other three follow
   EventDecoder decoder_;
   Event ev_;
   uint32_t file_ = 0;
@@ -326,14 +356,14 @@ class TimelineCollector : public LineConsumer {
 
 }  // namespace
 
-DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
-                                    const ReadOptions& options, size_t max_events) {
+DeviceTimeline read_timeline_events(const std::vector<std::string>& files, unsigned threads,
+                                    const ReadOptions& options, size_t max_events, const SharedRead* shared) {
   threads = useful_threads(files, threads, options);
   std::atomic<size_t> kept{0};
   std::vector<std::unique_ptr<TimelineCollector>> cs;
   std::vector<LineConsumer*> consumers;
   for (unsigned i = 0; i < threads; ++i) {
-    cs.push_back(std::make_unique<TimelineCollector>(kept, max_events));
+    cs.push_back(std::make_unique<TimelineCollector>(kept, max_events, shared, shared ? shared->sink(i) : nullptr));
     consumers.push_back(cs.back().get());
   }
   DeviceTimeline t;
@@ -343,6 +373,12 @@ DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsig
     c->events.clear();
     t.not_kept += c->not_kept;
   }
+  return t;
+}
+
+DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
+                                    const ReadOptions& options, size_t max_events) {
+  DeviceTimeline t = read_timeline_events(files, threads, options, max_events);
   link_timeline(t);
   return t;
 }

@@ -21,7 +21,10 @@
 //                                 on its thread, else in its process
 //   device event -> step          the `ProfilerStep#N` range around the launch
 //                                 (a device event with no launch found: around
-//                                 its own start, in its process's steps first)
+//                                 its own start, in its process's steps first);
+//                                 in a file without such ranges, the step of
+//                                 its process (DeviceTimeline::found_steps:
+//                                 the steps analysis's) around the launch
 // Device tracks: dftracer's CUDA source writes a process's device work under
 // pids of its own (format/device_track.hpp), read here as the devices of that
 // process (TimelineEvent::owner); Kineto writes pid = the device index, whose
@@ -32,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,14 +95,17 @@ struct DeviceLink {
   bool op_by_external_id = false;
   std::string module;        // "" when no module range encloses it
   uint8_t phase = kNoPhase;  // kPhaseNames
-  int64_t step = -1;         // ProfilerStep number; -1 outside every step
+  int64_t step = -1;         // StepRange::step; -1 outside every step
+  size_t step_index = kNoEvent;  // into DeviceTimeline::steps; kNoEvent outside every step
 };
 
 struct StepRange {
   uint32_t file = 0;
   std::string pid;
-  int64_t step = -1;
+  int64_t step = -1;  // N of ProfilerStep#N; a found step: its 0-based number in its process
   int64_t ts = 0, end = 0;
+  std::string label;  // the range's name; a found step: its label (the steps analysis's)
+  std::string source = "ProfilerStep";  // else the steps analysis's source ("optimizer", "region", ...)
 };
 
 struct DeviceTimeline {
@@ -108,6 +115,9 @@ struct DeviceTimeline {
   std::vector<std::string> cpu_module;  // per event: the module a CPU event runs in ("" none)
   std::vector<uint8_t> cpu_phase;       // per event: the phase a CPU event runs in (kPhaseNames)
   std::vector<StepRange> steps;    // sorted by (file, ts)
+  // Steps found otherwise (the steps analysis's, device_steps.hpp), any order:
+  // link_timeline takes those of a file that has no ProfilerStep#N range.
+  std::vector<StepRange> found_steps;
   uint64_t not_kept = 0;           // timeline events past the cap: read but not analyzed
   ReadStats stats;
 };
@@ -120,7 +130,25 @@ inline constexpr size_t kMaxTimelineEvents = size_t(1) << 20;
 // links, cpu_self, cpu_module and steps.
 void link_timeline(DeviceTimeline& t);
 
-// Reads the timeline events of `files` and links them.
+// Another analysis fed by the same read: each reader thread hands its sink
+// every event it decoded (also those the timeline does not keep), so the
+// input is read and decoded once for both.
+struct EventSink {
+  virtual ~EventSink() = default;
+  virtual void add_event(size_t file, const Event& e) = 0;
+};
+struct SharedRead {
+  ArgCapture args;  // the args the sinks read: Event::extra_args' first slots (the timeline's own follow)
+  std::function<EventSink*(unsigned thread)> sink;  // one per reader thread
+};
+
+// Reads the timeline events of `files`, not linked (`shared`: see SharedRead).
+DeviceTimeline read_timeline_events(const std::vector<std::string>& files, unsigned threads,
+                                    const ReadOptions& options, size_t max_events = kMaxTimelineEvents,
+                                    const SharedRead* shared = nullptr);
+
+// Reads the timeline events of `files` and links them (steps: ProfilerStep#N
+// ranges only; device_steps.hpp adds the steps analysis's).
 DeviceTimeline read_device_timeline(const std::vector<std::string>& files, unsigned threads,
                                     const ReadOptions& options, size_t max_events = kMaxTimelineEvents);
 

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "device_steps.hpp"
 #include "device_time.hpp"
 #include "kineto_import.hpp"
 #include "report_page.hpp"
@@ -12,7 +13,7 @@ namespace dftracer::analyze {
 
 std::string with_device_section(std::string page, const std::vector<std::string>& files, unsigned threads,
                                 const ReadOptions& options, std::string* answer) {
-  const DeviceReport r = device_report(read_device_timeline(files, threads, options));
+  const DeviceReport r = device_report(read_device_timeline_with_steps(files, threads, options));
   const size_t at = page.rfind("</body>");
   if (r.device_events == 0 || at == std::string::npos) return page;
   size_t gpu_bound = 0, cpu_bound = 0;
