@@ -95,6 +95,9 @@ int64_t optimizer_number(std::string_view v) {
 constexpr size_t kInferenceWork = kNumStepCategories;
 constexpr size_t kGradOffWork = kNumStepCategories + 1;
 
+// Inference work: a compiled inference graph call or a grad-off eager op.
+bool inference_work(const StepFinder::Top& t) { return t.category == kInferenceWork || t.category == kGradOffWork; }
+
 // The Event::extra_args slots StepFinder captures.
 constexpr size_t kArgOpt = 0, kArgGrad = 1;
 
@@ -113,8 +116,21 @@ size_t work_category(const Event& e, size_t category) {
 void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
                       bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
-  if (work && end > e.ts_ns)
-    add_top(t.work, e.ts_ns, end, e.name, work_category(e, category), top_cap);
+  if (work && end > e.ts_ns) {
+    const size_t wc = work_category(e, category);
+    if (wc == kInferenceWork && !e.graph.empty()) {
+      // An inference loop's steps tell its graphs apart (inference_bounded).
+      std::string named(e.name);
+      named.append("#").append(e.graph);
+      add_top(t.work, e.ts_ns, end, named, wc, top_cap);
+    } else {
+      add_top(t.work, e.ts_ns, end, e.name, wc, top_cap);
+    }
+  }
+  if (starts_with(e.name, "enumerate(DataLoader)") && end > e.ts_ns) {
+    if (t.fetches.size() >= kMaxRegionOccurrences) ++capped;
+    else t.fetches.push_back({e.ts_ns, end});
+  }
   if (is_optimizer_step(e) && end > e.ts_ns) {
     if (t.optimizer.size() >= kMaxRegionOccurrences) {
       ++capped;
@@ -144,6 +160,10 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
   const size_t n = std::min(room, from.optimizer.size());
   capped += from.optimizer.size() - n;
   into.optimizer.insert(into.optimizer.end(), from.optimizer.begin(), from.optimizer.begin() + n);
+  const size_t fetch_room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.fetches.size());
+  const size_t nf = std::min(fetch_room, from.fetches.size());
+  capped += from.fetches.size() - nf;
+  into.fetches.insert(into.fetches.end(), from.fetches.begin(), from.fetches.begin() + nf);
   if (from.optimizer_first < into.optimizer_first) {
     into.optimizer_first = from.optimizer_first;
     into.optimizer_name = std::move(from.optimizer_name);
@@ -161,6 +181,16 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
 using Span = StepFinder::Span;
 using OptStep = StepFinder::OptStep;
 
+// The lower of the two middle values (the middle one for an odd count): what
+// most of a sample is at, with fewer than half of it outliers (one
+// evaluation among two waits).
+template <typename T>
+T lower_median(std::vector<T> v) {
+  if (v.empty()) return T{};
+  std::nth_element(v.begin(), v.begin() + (v.size() - 1) / 2, v.end());
+  return v[(v.size() - 1) / 2];
+}
+
 // A region's (or the optimizer's) occurrences by start, the ones inside an
 // earlier one of the same name (recursion) dropped.
 template <typename S>
@@ -176,6 +206,9 @@ struct Candidate {
   std::string name;
   std::vector<Span> occ;
   int64_t coverage = 0;
+  // Per occurrence: the gap after it is no step's (an evaluation between
+  // two optimizer-ended steps), whatever its length.
+  std::vector<bool> apart;
 };
 
 int name_class(std::string_view name) {
@@ -257,9 +290,10 @@ const Candidate* region_by_shape(const std::vector<Candidate>& cands) {
 }
 
 // Region-bounded steps: occurrence i reaches occurrence i+1's start unless
-// another repeated region (an epoch) holds i but not i+1, or the gap is far
-// beyond the usual one.
+// another repeated region (an epoch) holds i but not i+1, the gap is far
+// beyond the usual one, or the candidate says the gap is outside (apart).
 std::vector<StepInterval> region_steps(const Candidate& step, const std::vector<Candidate>& cands) {
+  const std::vector<bool>& apart = step.apart;
   const auto& occ = step.occ;
   std::vector<int64_t> gaps, durs;
   for (size_t i = 0; i < occ.size(); ++i) {
@@ -278,7 +312,7 @@ std::vector<StepInterval> region_steps(const Candidate& step, const std::vector<
   for (size_t i = 0; i < occ.size(); ++i) {
     StepInterval s{occ[i].ts, occ[i].end, step.name};
     if (i + 1 < occ.size()) {
-      bool cut = occ[i + 1].ts - occ[i].end > long_gap;
+      bool cut = occ[i + 1].ts - occ[i].end > long_gap || (i < apart.size() && apart[i]);
       for (const Candidate& c : cands) {
         if (cut || c.name == step.name) continue;
         const Span* h = holder(c, occ[i]);
@@ -471,9 +505,34 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     gaps.push_back(c.occ[k].ts - opt[k - 1].end);
     durs.push_back(c.occ[k].end - c.occ[k].ts);
   }
-  const int64_t gap_med = median_of(gaps);
-  const int64_t long_gap = std::max(4 * gap_med, gap_med + median_of(durs));
-  auto step_start = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end <= long_gap ? opt[k - 1].end : c.occ[k].ts; };
+  const int64_t gap_med = median_of(gaps), dur_med = median_of(durs);
+  const int64_t long_gap = std::max(4 * gap_med, gap_med + dur_med);
+  // A short evaluation (a few no_grad forwards, its wait within the bound
+  // above) is told by its grad-off work against the usual wait's: an EMA
+  // update or a metric every iteration makes the same work in every wait,
+  // an evaluation more of it (by count: a preempted op's time grows, its
+  // count does not) and longer, by more than the usual wait's and an eighth
+  // of a step. Grad-off work after the step's first work (a metric before
+  // the backward) is inside the step, not its wait.
+  std::vector<size_t> off_n;
+  std::vector<int64_t> off_t;
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    size_t n = 0;
+    int64_t t = 0;
+    for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < c.occ[k].ts; ++it)
+      if (inference_work(it->second)) ++n, t = saturating_add(t, it->second.end - it->first);
+    off_n.push_back(n);
+    off_t.push_back(t);
+  }
+  const size_t usual_n = lower_median(off_n);
+  const int64_t usual_t = lower_median(off_t);
+  auto evaluation = [&](size_t k) {
+    return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, dur_med / 8);
+  };
+  auto late = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end > long_gap || evaluation(k); };
+  auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
+  c.apart.assign(c.occ.size(), false);
+  for (size_t k = 1; k < c.occ.size(); ++k) c.apart[k - 1] = late(k);
   int64_t ts = opt[0].ts;
   if (c.occ.size() == 1) {  // nothing to compare with: all the work before it
     if (!work.empty()) ts = std::min(ts, work.begin()->first);
@@ -529,6 +588,126 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   c.occ[0].ts = ts;
   for (size_t k = 1; k < c.occ.size(); ++k) c.occ[k].ts = step_start(k);
   for (const Span& s : c.occ) c.coverage = saturating_add(c.coverage, s.end - s.ts);
+  return c;
+}
+
+// Where the main thread runs inference work and no training step (fewer than
+// two optimizer steps), the candidates at least two thirds of whose
+// occurrences hold some: a user's `infer` region around each iteration, or
+// a layer's, not a scope torch opens while the model is built (`detach` in
+// a parameter's initialisation). Without inference work, all of them.
+std::vector<Candidate> holding_inference(const std::vector<Candidate>& cands, const StepFinder::TopLevel& work) {
+  bool any = false;
+  for (const auto& [ts, w] : work) any = any || inference_work(w);
+  if (!any) return cands;
+  std::vector<Candidate> out;
+  for (const Candidate& c : cands) {
+    size_t holding = 0;
+    for (const Span& s : c.occ)
+      for (auto it = work.lower_bound(s.ts); it != work.end() && it->first < s.end; ++it)
+        if (inference_work(it->second) && it->second.end <= s.end) {
+          ++holding;
+          break;
+        }
+    if (3 * holding >= 2 * c.occ.size()) out.push_back(c);
+  }
+  return out;
+}
+
+// The loop in a sequence of keys (an inference loop's graph calls or ops, in
+// order): the period and the stretch where keys[j] == keys[j + period]. The
+// candidate periods are the distances from an anchor key to its later
+// occurrences, the anchors at a half, three quarters and seven eighths of the
+// sequence (the loop is most of an inference run, or its end: the setup's
+// grad-off work, a model's weights initialised under no_grad, comes first);
+// each stretch is grown from its anchor, and the one covering most
+// keys wins, the shortest period among equal ones (a multiple of the period
+// covers no more; a layer's period, inside one forward, covers less). At
+// least two periods, else none. `count` whole periods, aligned to the
+// stretch's end: setup work before the loop (weights initialised under
+// no_grad) can match the end of an iteration's, never a whole one.
+struct PeriodicRun {
+  size_t first = 0, period = 0, count = 0;  // periods [first + k * period, + period), k < count
+};
+PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
+  PeriodicRun best;
+  const size_t n = keys.size();
+  size_t best_covered = 0, best_lo = 0;
+  for (const size_t m : {n / 2, n - n / 4, n - n / 8}) {
+    if (best_covered && m >= best_lo && m < best_lo + best_covered) continue;  // inside the run found
+    size_t best_here = 0;  // this anchor's period (a multiple of it covers no more)
+    for (size_t q = m + 1; q < n && 2 * (q - m) <= n; ++q) {
+      if (keys[q] != keys[m]) continue;
+      const size_t p = q - m;
+      if (best_here && p % best_here == 0) continue;
+      size_t lo = m, hi = m;  // j in [lo, hi): keys[j] == keys[j + p]
+      while (lo > 0 && keys[lo - 1] == keys[lo - 1 + p]) --lo;
+      while (hi + p < n && keys[hi] == keys[hi + p]) ++hi;
+      const size_t covered = hi - lo + p;
+      if (covered < 2 * p || covered <= best_covered) continue;
+      best_covered = covered, best_lo = lo, best.period = best_here = p;
+    }
+  }
+  if (!best.period) return best;
+  best.count = best_covered / best.period;
+  best.first = best_lo + best_covered - best.count * best.period;
+  return best;
+}
+
+// Inference-loop steps (no marks, args, step region or optimizer step): one
+// per iteration of the loop's inference work, compiled inference graph calls
+// (args.phase "inference", told apart by args.graph) if the main thread has
+// any, else eager ops run with grad mode off (args.grad 0). That work repeats
+// the same sequence every iteration (the frame's graphs, the forward's ops):
+// each period of it (periodic_run) is one iteration, beginning with its first
+// work, moved back over the compile work right before it (the first call's
+// compile, a recompile) and to the DataLoader's batch fetch before that when
+// no other work lies between them. The last step ends with its last work.
+Candidate inference_bounded(const StepFinder::Thread& t) {
+  constexpr size_t compile = 0;
+  const auto& work = t.work;
+  bool graphs = false;
+  for (const auto& [ts, w] : work) graphs = graphs || w.category == kInferenceWork;
+  const size_t want = graphs ? kInferenceWork : kGradOffWork;
+  std::vector<StepFinder::TopLevel::const_iterator> seq;
+  std::vector<uint32_t> keys;
+  std::map<std::string_view, uint32_t> ids;
+  for (auto it = work.begin(); it != work.end(); ++it) {
+    if (it->second.category != want) continue;
+    seq.push_back(it);  // (kept once: an op nested in it carries no grad arg)
+    keys.push_back(ids.try_emplace(it->second.name, static_cast<uint32_t>(ids.size())).first->second);
+  }
+  const PeriodicRun run = periodic_run(keys);
+  Candidate c{"", {}, 0};
+  if (run.count < 2) return c;
+  std::vector<Span> fetches = t.fetches;
+  std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
+  int64_t prev_end = INT64_MIN;
+  for (size_t k = 0; k < run.count; ++k) {
+    const size_t i0 = run.first + k * run.period;
+    int64_t ts = seq[i0]->first, end = ts;
+    for (size_t i = i0; i < i0 + run.period; ++i) end = std::max(end, seq[i]->second.end);
+    // Back over the compile work right before it, not into the previous iteration.
+    for (auto it = seq[i0]; it != work.begin();) {
+      auto prev = std::prev(it);
+      if (prev->first < prev_end || prev->second.category != compile || prev->second.end > ts) break;
+      ts = prev->first;
+      it = prev;
+    }
+    // The batch's fetch: the latest one ending by then, after the previous
+    // iteration, with no work between it and the iteration's start.
+    auto f = std::upper_bound(fetches.begin(), fetches.end(), ts, [](int64_t v, const Span& s) { return v < s.ts; });
+    while (f != fetches.begin() && std::prev(f)->end > ts) --f;
+    if (f != fetches.begin()) {
+      const Span& fetch = *std::prev(f);
+      auto w = work.lower_bound(fetch.end);
+      if (fetch.ts >= prev_end && (w == work.end() || w->first >= ts)) ts = fetch.ts;
+    }
+    if (k == 0) c.name = seq[i0]->second.name;
+    c.occ.push_back({ts, end});
+    c.coverage = saturating_add(c.coverage, end - ts);
+    prev_end = end;
+  }
   return c;
 }
 
@@ -625,7 +804,12 @@ void StepFinder::add_event(size_t file, const Event& e) {
     }
   }
   const bool candidate = region_candidate(e, category);
-  const bool work = model_work(e, category);
+  // Torch's scope around an Inductor-compiled call the LibTorch observer
+  // recorded with grad mode off: an inference loop's model call (its ops
+  // nest in it), inference work; with grad on it stays no work (a training
+  // step begins with the ops in it, as before).
+  const bool work = model_work(e, category) || (e.cat == "torch" && e.extra_args[kArgGrad] == "0" &&
+                                                starts_with(e.name, "Torch-Compiled Region"));
   if (e.tid_text == e.pid_text) {
     add_thread_event(p.main, e, end, cat, candidate, work, kMaxTopLevel, capped_);
     p.others.clear();  // not needed once the tid == pid thread is known
@@ -706,7 +890,8 @@ StepPlan StepFinder::plan() {
     const OptimizerCycle cycle = optimizer_cycle(opt);
     // Without marks or args, a training loop's regions are told apart by
     // the optimizer steps they hold (one cycle per occurrence for a step's).
-    const std::vector<Candidate> holding = opt.size() >= 2 ? holding_optimizer_cycles(cands, cycle, opt) : cands;
+    const std::vector<Candidate> holding =
+        opt.size() >= 2 ? holding_optimizer_cycles(cands, cycle, opt) : holding_inference(cands, main.work);
     const Candidate* region = starts.empty() ? region_by_shape(holding) : region_matching(cands, starts);
     if (region) {
       ps.steps = region_steps(*region, cands);
@@ -718,7 +903,14 @@ StepPlan StepFinder::plan() {
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";
-    } else if (!starts.empty()) {
+    } else if (starts.empty()) {
+      const Candidate c = inference_bounded(main);
+      if (!c.occ.empty()) {
+        ps.steps = region_steps(c, cands);
+        ps.region = c.name;
+        ps.source = "inference";
+      }
+    } else {
       int64_t last_arg_end = INT64_MIN;
       auto it = p.by_arg.find(starts.back().value);
       if (it != p.by_arg.end()) last_arg_end = it->second.second;

@@ -77,8 +77,12 @@ struct ProcessSteps {
   // "region" (bounded by a repeated region), "marks" (Dynamo/dft_ai update
   // marks), "args.step" (the step arg's first events); without steps: "" or "helper".
   // "optimizer" (each step ends with one of torch's Optimizer.step events);
+  // "inference" (an inference loop: the recurring sequence of its inference
+  // graph calls or grad-off eager ops, step_finder.cpp);
   std::string source;
-  std::string region;  // the repeated region's name (source "region"), the optimizer step's (source "optimizer")
+  // The repeated region's name (source "region"), the optimizer step's
+  // ("optimizer"), an iteration's first inference work's ("inference").
+  std::string region;
   bool model_work = false;  // ops, compile or optimizer events (a helper has none)
   std::vector<StepInterval> steps;  // by start
   ProcessWall wall;    // for the steps' and the run's wall-time split
@@ -129,6 +133,7 @@ class StepFinder : public LineConsumer {
     // user region around the whole loop too.
     TopLevel work;
     std::vector<OptStep> optimizer;  // torch's Optimizer.step events, any depth
+    std::vector<Span> fetches;       // the DataLoader's batch fetches (`enumerate(DataLoader)...`), any depth
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;
   };

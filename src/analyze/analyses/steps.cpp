@@ -275,6 +275,8 @@ std::string source_text(const ProcessSteps& p) {
   if (p.source == "region") return "the repeated region '" + p.region + "' of the main thread";
   if (p.source == "marks") return "the step marks of Dynamo/dft_ai update(step=...)";
   if (p.source == "optimizer") return "the optimizer steps '" + p.region + "' of the main thread (each ends a step)";
+  if (p.source == "inference")
+    return "the repeated inference work of the main thread, from '" + p.region + "' (one step per iteration)";
   return "the step arg's first event per value";
 }
 }  // namespace

@@ -1,0 +1,96 @@
+"""Inference loops with nothing that marks a step (no region, no
+update(step=...), no optimizer): one forward per batch under no_grad or
+inference_mode, as serving and evaluation loops are written. For
+test_inference_steps.py. Run as a script:
+
+    python inference_loops.py SHAPE OUT_DIR
+
+traces into OUT_DIR/run-*.pfw and writes OUT_DIR/loop.times (JSON):
+{"iterations": [[t0, t0b, t1a, t1, 0], ...]} in perf_counter seconds, as
+step_shapes.py writes them: the event that starts the iteration's step (its
+batch's fetch, else its first graph call or op) lies between t0 and t0b, the
+iteration's last traced work between t1a and t1 (brackets around the calls,
+so a preempted thread moves a bracket's end, not the event out of it).
+
+Shapes (SHAPE is MODE-GRAD[-loader][-break]):
+  MODE    compile  torch.compile(m) (Inductor), the capture's hooks on
+          capture  torch.compile(m, backend=dftracer_dynamo_backend)
+          eager    no compile; the LibTorch observer (DFTRACER_TRACE_EAGER=1)
+  GRAD    nograd   `with torch.no_grad():` around each forward
+          infmode  `with torch.inference_mode():` around each forward
+  loader  batches from a DataLoader (no workers) instead of a tensor made
+          before the loop
+  break   the model's forward has a graph break (two graphs per call)
+
+Every iteration ends with 6 ms of untraced work (post-processing, a reply);
+the model is built and warmed by nothing before the loop.
+"""
+import json
+import os
+import sys
+import time
+
+STEPS = 6
+
+
+def main():
+    shape, out_dir = sys.argv[1], sys.argv[2]
+    mode, grad, *extra = shape.split("-")
+    import torch
+    from dftracer.python import dftracer
+    log = dftracer.initialize_log(os.path.join(out_dir, "run"), None, -1)
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(64, 256)
+            self.b = torch.nn.Linear(256, 8)
+
+        def forward(self, x):
+            h = torch.relu(self.a(x))
+            if "break" in extra:
+                torch._dynamo.graph_break()
+            return self.b(h).softmax(-1)
+
+    m = Net().eval()
+    if mode == "compile":
+        fwd = torch.compile(m)
+    elif mode == "capture":
+        from dftracer.python import dftracer_dynamo_backend
+        fwd = torch.compile(m, backend=dftracer_dynamo_backend)
+    else:
+        fwd = m
+    ctx = torch.no_grad if grad == "nograd" else torch.inference_mode
+    data = torch.randn(STEPS * 16, 64)
+    if "loader" in extra:
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=16)
+        it = iter(loader)
+        batch = lambda: next(it)[0]  # noqa: E731
+    else:
+        x = data[:16].clone()
+        batch = lambda: x  # noqa: E731
+    its = []
+    time.sleep(0.02)  # setup before the loop: outside every step
+    for _ in range(STEPS):
+        t0 = time.perf_counter()
+        xb = batch()
+        with ctx():
+            y = fwd(xb)
+        t1 = time.perf_counter()
+        its.append([t0, t1, t0, t1, 0])
+        time.sleep(0.006)  # untraced work after the forward (post-processing): in the step
+        float(y[0, 0])
+    if "loader" in extra:
+        try:
+            next(it)  # the loader's end, as a for loop sees it
+        except StopIteration:
+            pass
+    time.sleep(0.02)  # after the loop: outside every step
+    log.finalize()
+    with open(os.path.join(out_dir, "loop.times"), "w") as f:
+        json.dump({"iterations": its}, f)
+
+
+if __name__ == "__main__":
+    main()
