@@ -29,6 +29,9 @@ Shapes:
             the optimizer step
   eager_eval_scope  eager_eval with the evaluation inside a record_function
             scope opened before its no_grad
+  eager_eval_short  eager_eval with its evaluation's batch at hand: the
+            evaluation's three forwards make the wait after iteration 2
+            hardly longer than the usual one
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
@@ -110,7 +113,7 @@ def main():
             scope = torch.autograd.profiler.record_function("eval") if shape == "eager_eval_scope" else None
             with scope or contextlib.nullcontext(), torch.no_grad():
                 for _ in range(3):
-                    if shape.startswith("eager_eval"):
+                    if shape.startswith("eager_eval") and shape != "eager_eval_short":
                         time.sleep(0.01)  # the evaluation's batch, read untraced
                     fwd(x)
         time.sleep(0.002)  # untraced work between iterations (logging)

@@ -511,8 +511,9 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // above) is told by its grad-off work against the usual wait's: an EMA
   // update or a metric every iteration makes the same work in every wait,
   // an evaluation more of it (by count: a preempted op's time grows, its
-  // count does not) and longer, by more than the usual wait's and an eighth
-  // of a step. Grad-off work after the step's first work (a metric before
+  // count does not) and longer, by more than the usual wait's and 1/32 of a
+  // step (one forward of a small model beside its backward and AdamW's step
+  // under the observer; a metric's few ops take less). Grad-off work after the step's first work (a metric before
   // the backward) is inside the step, not its wait.
   std::vector<size_t> off_n;
   std::vector<int64_t> off_t;
@@ -527,7 +528,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   const size_t usual_n = lower_median(off_n);
   const int64_t usual_t = lower_median(off_t);
   auto evaluation = [&](size_t k) {
-    return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, dur_med / 8);
+    return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, dur_med / 32);
   };
   auto late = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end > long_gap || evaluation(k); };
   auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
@@ -591,15 +592,24 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   return c;
 }
 
-// Where the main thread runs inference work and no training step (fewer than
-// two optimizer steps), the candidates at least two thirds of whose
-// occurrences hold some: a user's `infer` region around each iteration, or
-// a layer's, not a scope torch opens while the model is built (`detach` in
-// a parameter's initialisation). Without inference work, all of them.
+// Training work: a forward or backward graph call or op (a compiled
+// training forward, an autograd node, dft_ai's compute.forward/backward).
+bool trains(const StepFinder::TopLevel& work) {
+  constexpr size_t forward = 1, backward = 2;
+  for (const auto& [ts, w] : work)
+    if (w.category == forward || w.category == backward) return true;
+  return false;
+}
+
+// Where the main thread runs inference work and neither trains nor takes
+// training steps (fewer than two optimizer steps), the candidates at least
+// two thirds of whose occurrences hold some: a user's `infer` region around
+// each iteration, or a layer's, not a scope torch opens while the model is
+// built (`detach` in a parameter's initialisation). Else all of them.
 std::vector<Candidate> holding_inference(const std::vector<Candidate>& cands, const StepFinder::TopLevel& work) {
   bool any = false;
   for (const auto& [ts, w] : work) any = any || inference_work(w);
-  if (!any) return cands;
+  if (!any || trains(work)) return cands;
   std::vector<Candidate> out;
   for (const Candidate& c : cands) {
     size_t holding = 0;
@@ -654,7 +664,8 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
   return best;
 }
 
-// Inference-loop steps (no marks, args, step region or optimizer step): one
+// Inference-loop steps (no marks, args, step region, optimizer step or
+// training work: an evaluation beside a training loop is no step): one
 // per iteration of the loop's inference work, compiled inference graph calls
 // (args.phase "inference", told apart by args.graph) if the main thread has
 // any, else eager ops run with grad mode off (args.grad 0). That work repeats
@@ -903,7 +914,7 @@ StepPlan StepFinder::plan() {
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";
-    } else if (starts.empty()) {
+    } else if (starts.empty() && !trains(main.work)) {
       const Candidate c = inference_bounded(main);
       if (!c.occ.empty()) {
         ps.steps = region_steps(c, cands);

@@ -747,5 +747,108 @@ TEST(Steps, TheFirstStepCrossesAGapNextToItsCompile) {
   EXPECT_EQ(r.rows[0].duration_us, 780);
 }
 
+// A short evaluation (three no_grad forwards after iteration 2, its wait
+// within the far-beyond bound: 100 us more than the usual 60 us, a step
+// being 90 us) is outside every step: its wait holds more grad-off work than
+// the usual waits, which hold the EMA update every iteration makes after its
+// optimizer step (inside its step). Step 3 begins at its zero_grad, step 2
+// ends with its optimizer step.
+TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
+  std::vector<std::string> v;
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 150 * k + (k >= 3 ? 100 : 0);
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("aten::argmax", "aten", 10, 10, t + 32, 3, "\"grad\":0"));  // a metric before the backward
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, 3, "\"grad\":0"));  // EMA under no_grad
+    if (k == 2)  // the evaluation: three no_grad forwards of 30 us
+      for (int e = 0; e < 3; ++e) v.push_back(ev("aten::linear", "aten", 10, 10, t + 100 + 32 * e, 30, "\"grad\":0"));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 150, 150, 90, 150}));
+  EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 450 + 100);  // its zero_grad, after the evaluation
+  EXPECT_GE(r.outside_traced_us, 3 * 30);
+}
+
+// The same loop without the evaluation, and one wait longer than the others
+// (a slow batch) holding the usual EMA only: every step still reaches the
+// next one's start.
+TEST(Steps, TheUsualGradOffWorkInAWaitBreaksNoStep) {
+  std::vector<std::string> v;
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 150 * k + (k >= 3 ? 100 : 0);
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    // the EMA; after iteration 2 a preempted one, its time grown, not its count
+    v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, k == 2 ? 90 : 3, "\"grad\":0"));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 150, 150, 250, 150}));
+}
+
+// An inference loop compiled with a graph break: two inference graph calls
+// per iteration (graphs 0 and 1), no optimizer, region or mark. Each call
+// of graph 0 begins a step (the first moved back over its compile), each
+// step reaches the next one's start, and the last ends with its last call;
+// the setup before (model init under no_grad, torch's `detach` scope
+// repeated in it) is outside.
+TEST(Steps, AnInferenceLoopHasAStepPerIterationOfItsGraphs) {
+  std::vector<std::string> v = {ev("detach", "torch", 10, 10, 0, 5), ev("detach", "torch", 10, 10, 10, 5),
+                                ev("dynamo.trace", "compile", 10, 10, 1000, 300),
+                                ev("graph.inference", "dynamo", 10, 10, 1310, 10, "\"phase\":\"inference\",\"graph\":0"),
+                                ev("inductor.compile", "compile", 10, 10, 1330, 100),
+                                ev("graph.inference", "dynamo", 10, 10, 1440, 10, "\"phase\":\"inference\",\"graph\":1")};
+  for (int k = 1; k < 5; ++k) {
+    const long long t = 1400 + 100 * k;
+    v.push_back(ev("graph.inference", "dynamo", 10, 10, t + 5, 10, "\"phase\":\"inference\",\"graph\":0"));
+    v.push_back(ev("graph.inference", "dynamo", 10, 10, t + 20, 10, "\"phase\":\"inference\",\"graph\":1"));
+  }
+  v.push_back(ev("aten::empty", "aten", 10, 10, 2500, 5));  // after the loop: outside
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "inference");
+  EXPECT_EQ(r.processes[0].region, "graph.inference#0");
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);  // the first call's compile
+  EXPECT_EQ(durations(r), (std::vector<double>{505, 100, 100, 100, 25}));
+  EXPECT_EQ(r.outside_traced_us, 5 + 5 + 5);
+}
+
+// An eager inference loop (the LibTorch observer: "grad": 0 on each forward
+// op run under no_grad), the model's weights initialised under no_grad
+// before it, a batch fetched from a DataLoader before each forward: each
+// iteration's ops repeat the same sequence, each step begins with its
+// batch's fetch (the last fetch, which ends the loader, begins none).
+TEST(Steps, AnEagerInferenceLoopHasAStepPerForwardFromItsFetch) {
+  std::vector<std::string> v;
+  for (int i = 0; i < 4; ++i) v.push_back(ev("aten::uniform_", "aten", 10, 10, 10 * i, 5, "\"grad\":0"));
+  const std::string next = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 1000 + 100 * k;
+    v.push_back(ev(next, "torch", 10, 10, t, 10));
+    v.push_back(ev("aten::stack", "aten", 10, 10, t + 2, 6));  // the collate, in the fetch
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 15, 10, "\"grad\":0"));
+    v.push_back(ev("aten::relu", "aten", 10, 10, t + 26, 3, "\"grad\":0"));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 30, 10, "\"grad\":0"));
+    v.push_back(ev("aten::softmax", "aten", 10, 10, t + 41, 4, "\"grad\":0"));
+  }
+  v.push_back(ev(next, "torch", 10, 10, 1400, 3));  // StopIteration
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "inference");
+  EXPECT_EQ(r.processes[0].region, "aten::linear");
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);
+  EXPECT_EQ(durations(r), (std::vector<double>{100, 100, 100, 45}));
+  EXPECT_EQ(r.outside_traced_us, 4 * 5 + 3);
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

@@ -1,0 +1,53 @@
+"""Steps of inference loops that mark none (inference_loops.py): no region,
+no update(step=...), no optimizer; one forward per batch under no_grad or
+inference_mode, compiled (Inductor under the LibTorch observer, the capture
+backend, with a graph break) or eager under the observer, with and without a
+DataLoader. `summary --by step` finds one step per iteration (source
+`inference`), each as long as the loop's perf_counter brackets allow; the
+first
+call's compile is in the first step; the last step ends with the last
+iteration's last call."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from test_step_shapes import CLOCK_SLACK_S, loop_bounds, steps_json  # noqa: E402
+
+
+def run_loop(shape, out_dir):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
+    env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
+    if not shape.startswith("capture"):
+        env["DFTRACER_TRACE_EAGER"] = "1"  # the observer: eager ops, torch's scope around an Inductor call
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "inference_loops.py"), shape, str(out_dir)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(os.path.join(out_dir, "loop.times")) as f:
+        return json.load(f)["iterations"]
+
+
+@pytest.mark.parametrize("shape", ["compile-nograd", "capture-nograd", "capture-infmode-break", "capture-nograd-loader",
+                                   "eager-nograd", "eager-infmode", "eager-nograd-loader", "eager-infmode-loader"])
+def test_inference_steps_are_the_loop_iterations(tmp_path, shape):
+    its = run_loop(shape, tmp_path)
+    doc = steps_json(tmp_path)
+    with_steps = [p for p in doc["processes"] if p["steps"]]
+    assert len(with_steps) == 1, doc["processes"]
+    assert with_steps[0]["source"] == "inference", with_steps[0]
+    rows = doc["steps"]
+    got = [r["duration_us"] / 1e6 for r in rows]
+    bounds = loop_bounds(its, "inference")
+    assert len(got) == len(bounds), (got, bounds)
+    for i, (g, (lo, hi)) in enumerate(zip(got, bounds)):
+        assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
+        assert not rows[i]["end_estimated"]
+    if not shape.startswith("eager"):
+        assert rows[0]["compile_us"] > 0.5 * rows[0]["duration_us"]  # the first call compiled
+        assert all(r["compile_us"] == 0 for r in rows[1:])
