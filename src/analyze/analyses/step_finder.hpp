@@ -20,9 +20,14 @@
 //   - else torch's optimizer steps (`Optimizer.step#AdamW.step`, any depth of
 //     the main thread): the last of each cycle ends a step, which begins at
 //     the previous one's end, or at its first model work when that comes far
-//     later than usual (an evaluation between); the first step where the work
+//     later than usual, or when the wait holds more grad-off work than the
+//     usual waits (an evaluation between); the first step where the work
 //     before its optimizer step holds the last step's, and the compile work
-//     before it.
+//     before it;
+//   - else, with no training work, an inference loop's work (compiled
+//     inference graph calls, else grad-off eager ops): the longest stretch
+//     of it repeating one sequence; each period of it is a step, from its
+//     first work (or the compile, or the DataLoader fetch, right before).
 // The optimizer cycle: with args.opt on every optimizer step, the optimizer
 // of the last one closes a cycle (a GAN's generator after its
 // discriminator), which holds the usual number of optimizer steps between

@@ -226,9 +226,9 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     "fast" or None), end_estimated (the last step of marks or args, whose end no region
     gives).
 
-    df.attrs: "processes" (pid, source -- "region", "marks", "args.step", "optimizer", "" or "helper"
-    for a data-loader worker -- region, steps, model_work), "runs" (per process: span_us
-    and its wall time by category), "outside" (thread time of events in no step, by
+    df.attrs: "processes" (pid, source -- "region", "marks", "args.step", "optimizer",
+    "inference", "" or "helper" for a data-loader worker -- region, steps, model_work), "runs"
+    (per process: span_us and its wall time by category), "outside" (thread time of events in no step, by
     category), "first_step_compile_share", "outlier_rule", "nesting", "capped_regions",
     "stats" (what was read and skipped).
     from_ts, to_ts: a time window, as for summary() and `summary --by step --from/--to`:
