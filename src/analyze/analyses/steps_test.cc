@@ -747,6 +747,18 @@ TEST(Steps, TheFirstStepCrossesAGapNextToItsCompile) {
   EXPECT_EQ(r.rows[0].duration_us, 780);
 }
 
+// An eager training iteration at t (the LibTorch observer): a metric under
+// no_grad before the backward, an EMA update under no_grad (ema_dur long)
+// after the optimizer step.
+void eager_iteration(std::vector<std::string>& v, long long t, long long ema_dur) {
+  v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+  v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+  v.push_back(ev("aten::argmax", "aten", 10, 10, t + 32, 3, "\"grad\":0"));
+  v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+  v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+  v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, ema_dur, "\"grad\":0"));
+}
+
 // A short evaluation (three no_grad forwards after iteration 2, its wait
 // within the far-beyond bound: 100 us more than the usual 60 us, a step
 // being 90 us) is outside every step: its wait holds more grad-off work than
@@ -757,12 +769,7 @@ TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
   std::vector<std::string> v;
   for (int k = 0; k < 5; ++k) {
     const long long t = 2000 + 150 * k + (k >= 3 ? 100 : 0);
-    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
-    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
-    v.push_back(ev("aten::argmax", "aten", 10, 10, t + 32, 3, "\"grad\":0"));  // a metric before the backward
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
-    v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, 3, "\"grad\":0"));  // EMA under no_grad
+    eager_iteration(v, t, 3);
     if (k == 2)  // the evaluation: three no_grad forwards of 30 us
       for (int e = 0; e < 3; ++e) v.push_back(ev("aten::linear", "aten", 10, 10, t + 100 + 32 * e, 30, "\"grad\":0"));
   }
@@ -780,13 +787,8 @@ TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
 TEST(Steps, TheUsualGradOffWorkInAWaitBreaksNoStep) {
   std::vector<std::string> v;
   for (int k = 0; k < 5; ++k) {
-    const long long t = 2000 + 150 * k + (k >= 3 ? 100 : 0);
-    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
-    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
-    // the EMA; after iteration 2 a preempted one, its time grown, not its count
-    v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92, k == 2 ? 90 : 3, "\"grad\":0"));
+    // after iteration 2 a preempted EMA: its time grown, not its count
+    eager_iteration(v, 2000 + 150 * k + (k >= 3 ? 100 : 0), k == 2 ? 90 : 3);
   }
   StepReport r = run(lines(v), 1);
   ASSERT_EQ(r.processes.size(), 1u);
