@@ -103,7 +103,7 @@ const char* kUsage =
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
     "              --bin-ms N       bandwidth bin width in ms (default 1000)\n"
     "              --top N          table: the N files, calls and processes with the most time,\n"
-    "                               then one line for the rest (default 20; 0: all; json: all)\n"
+    "                               then one line for the rest (default 20; 0: all; not with json)\n"
     "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
     "  device    device time from torch.profiler/Kineto traces (kernel, gpu_memcpy, gpu_memset events):\n"
     "            each linked to its launch call (correlation), CPU op (External id), module and\n"
