@@ -9,7 +9,8 @@ Each command with a Python counterpart runs with `--format json` and its rows
 are compared with the function's, row by row: `summary` under every `--by`
 (with `--sort total --top`, `--no-index`), `summary --by category` (the wall
 split, locally and on Dask), `summary --by step`, `--efficiency`, `--by module
---tree`, `diff`, `ranks` / `--by rank`, `memory`, and `--from/--to` windows.
+--tree`, `diff`, `ranks` / `--by rank`, `memory`, `--from/--to` windows, and
+the `--sort`/`--top` of `diff`, `--efficiency`, `--tree` and `--by rank`.
 (io and device: test_analyze_io_api.py, test_analyze_device.py; the window
 forms: test_analyze_api_cli_windows.py.)
 """
@@ -145,6 +146,14 @@ def test_summary_by_category_on_dask_is_the_local_one(traces):
         for by in ("step", "rank"):
             p = run_cli("summary", *paths, "--by", by, "--dask", client.scheduler.address, check=False)
             assert p.returncode == 2 and f"--by {by}" in p.stderr and "without --dask" in p.stderr, p.stderr
+        # The tree's and diff's order and cut, on the cluster as here.
+        paths = traces["compiled"]
+        for sort in ("self", "count"):
+            local = da.module_tree(paths, sort=sort, top=2)
+            pd.testing.assert_frame_equal(da.module_tree(paths, sort=sort, top=2, client=client), local)
+        a, b = traces["compiled"][0], traces["eager"][0]
+        pd.testing.assert_frame_equal(da.diff(a, b, sort="total", top=5, client=client),
+                                      da.diff(a, b, sort="total", top=5), check_exact=False, rtol=1e-12)
     finally:
         cluster = client.cluster
         client.close()
