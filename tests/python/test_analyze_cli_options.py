@@ -8,6 +8,7 @@ import csv
 import io
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -18,7 +19,8 @@ KINETO = os.path.join(ROOT, "tests", "data", "kineto", "nccl_data.json.gz")
 
 
 def run(*args):
-    return subprocess.run([analyzer(), *args, "--no-progress"], capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, DFTRACER_PYTHON=sys.executable)  # export and --dask run in this interpreter's package
+    return subprocess.run([analyzer(), *args, "--no-progress"], capture_output=True, text=True, timeout=300, env=env)
 
 
 # (arguments, the refusal's words); TRACE or KINETO is the input.
@@ -51,6 +53,9 @@ REFUSED = [
      "--sort: the tree's siblings are ordered by total, self or count, not 'p50'"),
     (("diff", TRACE, TRACE, "--sort", "p50"), "--sort: diff sorts by the |delta| of self, total or count"),
     (("summary", TRACE, "--by", "rank", "--sort", "count"), "--sort: --by rank sorts by self or total, not 'count'"),
+    (("export", TRACE, "--format", "parquet", "-o", "OUT.pq", "--by", "name"), "--by: export writes every event"),
+    (("export", TRACE, "--format", "parquet", "-o", "OUT.pq", "--top", "3"), "--top: export writes every event"),
+    (("summary", TRACE, "--dask", "tcp://127.0.0.1:1", "--workers", "4"), "--workers sizes the cluster of --dask local"),
 ]
 
 
