@@ -318,6 +318,9 @@ void write_rank_summary_table(std::ostream& os, const RankReport& r, const std::
   table_text(os, t);
   os << "self: duration minus nested events (same thread); share of all processes' traced time; wait: in "
         "collectives, for the last rank to arrive\n";
+  if (t.rows.size() < r.processes.size())
+    os << "(top " << t.rows.size() << " of " << r.processes.size() << " rows by " << (sort.empty() ? "self" : sort)
+       << " time shown)\n";
 }
 
 void write_rank_summary_json(std::ostream& os, const RankReport& r, const std::string& sort, size_t top) {
