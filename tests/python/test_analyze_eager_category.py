@@ -11,31 +11,15 @@ import json
 import subprocess
 
 import pytest
+from eager_training import eager_training_trace
 from test_analyze_self_time import analyzer_exe
-from trace_reader import read_trace, trace_files
+from trace_reader import read_trace
 
 torch = pytest.importorskip("torch")
 try:
     from dftracer import _eager  # noqa: F401
 except ImportError:
     pytest.skip("dftracer was built without the LibTorch observer (dftracer._eager)", allow_module_level=True)
-
-TRAINING = """
-import os, torch
-from dftracer.python import dftracer, trace_eager
-torch.manual_seed(0)
-torch.set_num_threads(1)
-log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run.pfw"), None, -1)
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x = torch.randn(16, 32)
-with trace_eager():
-    for _ in range(3):
-        opt.zero_grad()
-        model(x).square().mean().backward()
-        opt.step()
-log.finalize()
-"""
 
 
 def union_ns(intervals):
@@ -51,12 +35,7 @@ def union_ns(intervals):
 
 
 def test_an_eager_backward_is_backward_time(tmp_path):
-    from conftest import run_python_in
-
-    d = tmp_path / "trace"
-    d.mkdir()
-    run_python_in(str(tmp_path), TRAINING, env={"TRACE_DIR": str(d), "DFTRACER_DISABLE_IO": "1"}, timeout=300)
-    [path] = trace_files(str(d))
+    path = eager_training_trace(tmp_path, 3)
     events = [e for e in read_trace(path) if e.get("ph") == "X"]
     autograd = [(e["ts_ns"], e["ts_ns"] + e["dur_ns"]) for e in events if e.get("cat") == "autograd"]
     assert len(autograd) >= 3 * 5, "an autograd node event per node the engine ran"

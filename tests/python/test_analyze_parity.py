@@ -9,7 +9,8 @@ Each command with a Python counterpart runs with `--format json` and its rows
 are compared with the function's, row by row: `summary` under every `--by`
 (with `--sort total --top`, `--no-index`), `summary --by category` (the wall
 split, locally and on Dask), `summary --by step`, `--efficiency`, `--by module
---tree`, `diff`, `ranks` / `--by rank`, `memory`, and `--from/--to` windows.
+--tree`, `diff`, `ranks` / `--by rank`, `memory`, `--from/--to` windows, and
+the `--sort`/`--top` of `diff`, `--efficiency`, `--tree` and `--by rank`.
 (io and device: test_analyze_io_api.py, test_analyze_device.py; the window
 forms: test_analyze_api_cli_windows.py.)
 """
@@ -18,33 +19,15 @@ import os
 import pytest
 
 from analyzer_cli import ROOT
+from eager_training import eager_training_trace
 from test_analyze_api_cli_windows import job  # noqa: F401  (the fixture: a 2-rank DDP job)
 from test_analyze_api_cli_windows import cli_json, plain, records, run_cli, tree_rows, windows
 from test_analyze_diff_tree import runs  # noqa: F401  (the fixture: two real compiled training runs)
-from trace_reader import trace_files
 
 import dftracer.analyze as da
 
 pd = pytest.importorskip("pandas")
 
-EAGER = """
-import os, time, torch
-from dftracer.python import dftracer, dft_fn, trace_eager
-torch.manual_seed(0)
-torch.set_num_threads(1)
-log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run.pfw"), None, -1)
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x = torch.randn(16, 32)
-with trace_eager(memory=True):
-    for step in range(4):
-        with dft_fn("train", "train_step", step=step):
-            opt.zero_grad()
-            model(x).square().mean().backward()
-            opt.step()
-            time.sleep(0.01)  # steps of milliseconds: the windows cut between them
-log.finalize()
-"""
 
 BYS = ["name", "cat", "pid", "tid", "module", "phase", "graph", "args.step", "module,phase",
        "category,name"]
@@ -53,14 +36,8 @@ BYS = ["name", "cat", "pid", "tid", "module", "phase", "graph", "args.step", "mo
 @pytest.fixture(scope="module")
 def eager(tmp_path_factory):
     pytest.importorskip("torch")
-    from conftest import run_python_in
-
-    base = tmp_path_factory.mktemp("eager")
-    d = base / "trace"
-    d.mkdir()
-    run_python_in(str(base), EAGER, env={"TRACE_DIR": str(d), "DFTRACER_DISABLE_IO": "1"}, timeout=300)
-    [path] = trace_files(str(d))
-    return path
+    # Steps of milliseconds: the windows cut between them.
+    return eager_training_trace(tmp_path_factory.mktemp("eager"), 4, memory=True, mark_steps=True, sleep_s=0.01)
 
 
 def dftracer_traces():
@@ -169,6 +146,14 @@ def test_summary_by_category_on_dask_is_the_local_one(traces):
         for by in ("step", "rank"):
             p = run_cli("summary", *paths, "--by", by, "--dask", client.scheduler.address, check=False)
             assert p.returncode == 2 and f"--by {by}" in p.stderr and "without --dask" in p.stderr, p.stderr
+        # The tree's and diff's order and cut, on the cluster as here.
+        paths = traces["compiled"]
+        for sort in ("self", "count"):
+            local = da.module_tree(paths, sort=sort, top=2)
+            pd.testing.assert_frame_equal(da.module_tree(paths, sort=sort, top=2, client=client), local)
+        a, b = traces["compiled"][0], traces["eager"][0]
+        pd.testing.assert_frame_equal(da.diff(a, b, sort="total", top=5, client=client),
+                                      da.diff(a, b, sort="total", top=5), check_exact=False, rtol=1e-12)
     finally:
         cluster = client.cluster
         client.close()
@@ -262,3 +247,71 @@ def test_windows_are_the_clis(traces):
             got = da.steps(paths, from_ts=w[0], to_ts=w[1])
             assert records(got) == [{c: r[c] for c in got.columns} for r in want], (name, w)
             assert category_rows(paths, *args, from_ts=w[0], to_ts=w[1]).attrs["span_us"] < whole, (name, w)
+
+
+def _nan_last_desc(values):
+    """True when `values` (None for a missing figure) descend, the missing ones last."""
+    have = [v for v in values if v is not None]
+    return values[:len(have)] == have and have == sorted(have, reverse=True)
+
+
+def test_sort_and_top_of_every_view_are_the_clis(runs, traces):  # noqa: F811
+    """--sort and --top where a view has an order of its own (diff, --efficiency, --tree,
+    --by rank): the command orders and cuts its rows by the option, and the function's
+    sort=/top= gives the same rows."""
+    a, b = runs
+    for sort, col in (("total", "total_delta_us"), ("count", "count_delta")):
+        want = cli_json("diff", a, b, "--by", "name", "--sort", sort)["rows"]
+        assert _nan_last_desc([abs(r[col]) for r in want]), sort
+        got = da.diff(a, b, by="name", sort=sort)
+        assert records(got) == [{c: r[c] for c in ["name", *da.DIFF_COLUMNS, "within_noise"]} for r in want], sort
+        cut = cli_json("diff", a, b, "--by", "name", "--sort", sort, "--top", "3")["rows"]
+        assert cut == want[:3], sort
+        assert records(da.diff(a, b, by="name", sort=sort, top=3)) == records(got)[:3], sort
+
+    for name, paths in traces.items():
+        for sort in ("gflops", "flops", "count"):
+            want = cli_json("summary", *paths, "--efficiency", "--sort", sort)["rows"]
+            assert _nan_last_desc([r[sort] for r in want]), (name, sort)
+            assert records(da.efficiency(paths, sort=sort)) == want, (name, sort)
+            cut = cli_json("summary", *paths, "--efficiency", "--sort", sort, "--top", "2")["rows"]
+            assert cut == want[:2] and records(da.efficiency(paths, sort=sort, top=2)) == cut, (name, sort)
+
+        whole = cli_json("summary", *paths, "--by", "module", "--tree")
+        for sort in ("self", "count", "total"):
+            doc = cli_json("summary", *paths, "--by", "module", "--tree", "--sort", sort)
+            key = {"self": "self_us", "count": "count", "total": "total_us"}[sort]
+            for siblings in [doc["roots"]] + [n["children"] for n in _nodes(doc["roots"])]:
+                assert _nan_last_desc([n[key] for n in siblings]), (name, sort)
+            assert sorted(r["path"] for r in tree_rows(doc)) == sorted(r["path"] for r in tree_rows(whole))
+            assert records(da.module_tree(paths, sort=sort)) == tree_rows(doc), (name, sort)
+            doc = cli_json("summary", *paths, "--by", "module", "--tree", "--sort", sort, "--top", "1")
+            assert len(doc["roots"]) <= 1 and all(len(n["children"]) <= 1 for n in _nodes(doc["roots"])), name
+            got = da.module_tree(paths, sort=sort, top=1)
+            assert records(got) == tree_rows(doc), (name, sort)
+            assert got.attrs["totals"]["left_out"] == doc["left_out"], (name, sort)
+            assert doc["left_out"] == 0 or len(tree_rows(doc)) < len(tree_rows(whole)), name
+
+        rows = cli_json("summary", *paths, "--by", "rank")["ranks"]
+        col = {c: i for i, c in enumerate(rows["columns"])}
+        for args, kw, key in (((), {}, None), (("--top", "1"), dict(top=1), "self_us"),
+                              (("--sort", "total"), dict(sort="total"), "total_us"),
+                              (("--sort", "self", "--top", "2"), dict(sort="self", top=2), "self_us")):
+            want = cli_json("summary", *paths, "--by", "rank", *args)["ranks"]["rows"]
+            got = da.summary(paths, by="rank", **kw)
+            assert [[plain(v) for v in r] for r in got.itertuples(index=False, name=None)] == want, (name, args)
+            if key is None:
+                assert want == rows["rows"], name  # no --top/--sort: the order read
+                continue
+            order = sorted(rows["rows"], key=lambda r: -r[col[key]])  # stable: ties in the order read
+            assert want == order[:kw.get("top", len(order))], (name, args)
+    cut = cli_json("summary", *traces["compiled"], "--by", "module", "--tree", "--top", "1")
+    assert cut["left_out"] > 0, "the compiled encoder's modules have siblings to cut"
+    two = cli_json("summary", *traces["ddp"], "--by", "rank", "--top", "1")["ranks"]["rows"]
+    assert len(two) == 1, "the DDP job's two ranks, cut to the one with the most self time"
+
+
+def _nodes(roots):
+    for n in roots:
+        yield n
+        yield from _nodes(n["children"])

@@ -384,3 +384,37 @@ def test_report_io_bandwidth_scale_is_clear_of_the_bars(tmp_path):
     assert boxes["io_bars"]
     for b in boxes["io_bars"]:
         assert not _overlap(top[0], b), (top[0], b)
+
+
+def _table_rows(dom, table_id):
+    """The header and the body rows (cell texts) of the rendered table `table_id`."""
+    table = dom.split(f'id="{table_id}"')[1].split("</table>")[0]
+    cells = lambda row, tag: [html_lib.unescape(re.sub(r"<[^>]*>", "", c))  # noqa: E731
+                              for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", row, re.S)]
+    head = cells(table.split("</thead>")[0], "th")
+    body = [cells(r, "td") for r in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)]
+    return head, body
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_device_steps_show_their_labels(tmp_path):
+    """The device section's per-step table names each step as `device --by step` does
+    (its label column: ProfilerStep#N of a Kineto trace), beside the step number."""
+    from analyzer_cli import ROOT
+
+    trace = os.path.join(ROOT, "tests", "data", "kineto", "nccl_data.json.gz")
+    p = subprocess.run([_analyzer(), "device", "--no-progress", "--by", "step", "--format", "csv", trace],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import csv
+    import io
+    want = [(r["step"], r["label"]) for r in csv.DictReader(io.StringIO(p.stdout))]
+    assert want and all(label for _, label in want), want
+    page = tmp_path / "r.html"
+    p = subprocess.run([_analyzer(), "report", "--no-progress", "-o", str(page), trace], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    head, body = _table_rows(_rendered_dom(page, tmp_path), "device-steps")
+    assert head[:2] == ["step", "label"], head
+    assert [(r[0], r[1]) for r in body] == want
+    assert all(len(r) == len(head) for r in body), (head, body)

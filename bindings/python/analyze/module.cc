@@ -249,9 +249,10 @@ nb::dict summary_dict(const Summary& s) {
 // impact), 'totals', 'stats_a', 'stats_b'}: the numbers of `diff --format json`.
 nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::string& by,
                  size_t top, long long threads, long long max_line_mib, long long max_document_mib,
-                 const std::string& from_us, const std::string& to_us) {
+                 const std::string& from_us, const std::string& to_us, const std::string& sort) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
+  const DiffSort order = parse_diff_sort(sort);  // std::invalid_argument -> ValueError, before any read
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
   const WindowTexts window(from_us, to_us);
   unsigned nthreads = thread_count(threads);
@@ -263,7 +264,8 @@ nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::strin
     ReadOptions ro_a = ro, ro_b = ro;
     window.apply(files_a, nthreads, &ro_a);
     window.apply(files_b, nthreads, &ro_b);
-    d = diff_summaries(summarize(files_a, keys, 0, nthreads, ro_a), summarize(files_b, keys, 0, nthreads, ro_b), top);
+    d = diff_summaries(summarize(files_a, keys, 0, nthreads, ro_a), summarize(files_b, keys, 0, nthreads, ro_b), top,
+                       order);
     // The noise estimate, as the command: each run's step-to-step spread.
     mark_noise(d, step_spread(analyze_steps(files_a, nthreads, ro_a)), step_spread(analyze_steps(files_b, nthreads, ro_b)));
   }
@@ -327,8 +329,10 @@ nb::dict diff_dict(const Diff& d) {
 
 // module_tree(paths): {'columns' (kModuleTreeColumns, depth-first), 'totals', 'stats'}.
 nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                        long long max_document_mib, const std::string& from_us, const std::string& to_us) {
+                        long long max_document_mib, const std::string& from_us, const std::string& to_us,
+                        const std::string& sort, size_t top) {
   check_cpu();
+  const TreeSort order = parse_tree_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
   const WindowTexts window(from_us, to_us);
   unsigned nthreads = thread_count(threads);
@@ -338,6 +342,7 @@ nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads
     nb::gil_scoped_release unlocked;
     window.apply(files, nthreads, &ro);
     t = module_tree(files, nthreads, ro);
+    order_module_tree(t, order, top);
   }
   return module_tree_dict(t);
 }
@@ -368,6 +373,7 @@ nb::dict module_tree_dict(const ModuleTree& t) {
   totals["unattributed_us"] = ns_to_us(t.unattributed_ns);
   totals["unattributed_events"] = t.unattributed_count;
   totals["traced_us"] = ns_to_us(t.traced_ns);
+  totals["left_out"] = t.left_out;
   nb::dict out;
   out["columns"] = cols;
   out["totals"] = totals;
@@ -452,12 +458,13 @@ nb::tuple json_and_stats(const std::vector<std::string>& paths, long long thread
 // Efficiency as the CLI's JSON text (summary --efficiency --format json).
 nb::tuple py_efficiency(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
                         const std::string& calibration, long long max_line_mib, long long max_document_mib,
-                        const std::string& from_us, const std::string& to_us) {
+                        const std::string& from_us, const std::string& to_us, const std::string& sort) {
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
+  check_efficiency_sort(sort);
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [&](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
                             std::ostream& os) {
-                          Efficiency e = efficiency(files, keys, top, n, ro, calibration);
+                          Efficiency e = efficiency(files, keys, top, n, ro, calibration, sort);
                           os << efficiency_text(e, "json");
                           return e.stats;
                         },
@@ -574,13 +581,15 @@ nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mi
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
 // `summary --by rank --format json` without steps), plus the read stats.
 nb::tuple py_ranks(const std::vector<std::string>& paths, long long threads, bool with_steps, long long max_line_mib,
-                   long long max_document_mib, const std::string& from_us, const std::string& to_us) {
+                   long long max_document_mib, const std::string& from_us, const std::string& to_us,
+                   const std::string& sort, size_t top) {
+  if (!sort.empty()) check_rank_sort(sort);
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
-                        [with_steps](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
-                                     std::ostream& os) {
+                        [with_steps, &sort, top](const std::vector<std::string>& files, unsigned n,
+                                                 const ReadOptions& ro, std::ostream& os) {
                           RankReport r = analyze_ranks(files, n, ro, with_steps);
-                          if (!with_steps) {
-                            write_rank_summary_json(os, r);
+                          if (!with_steps) {  // `summary --by rank`, its rows ordered and cut as there
+                            write_rank_summary_json(os, r, sort, top);
                             return r.stats;
                           }
                           std::ostringstream tables, note;
@@ -632,11 +641,12 @@ NB_MODULE(_analyze, m) {
         "Summary of complete events: {'keys', 'columns', 'totals', 'stats', 'index'} (threads 0 = all cores).");
   m.def("diff", &py_diff, nb::arg("a"), nb::arg("b"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::arg("from_us") = "", nb::arg("to_us") = "",
+        nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("sort") = "self",
         "Two runs compared per group, as `dftracer-analyze diff --format json` (a relative window is each run's own).");
   m.def("module_tree", &py_module_tree, nb::arg("paths"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
-        nb::arg("to_us") = "", "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
+        nb::arg("to_us") = "", nb::arg("sort") = "total", nb::arg("top") = 0,
+        "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("epoch_ts") = false,
         nb::arg("from_us") = "", nb::arg("to_us") = "",
@@ -660,7 +670,7 @@ NB_MODULE(_analyze, m) {
   m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
-        "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
+        nb::arg("sort") = "self", "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
   m.def("report", &py_report, nb::arg("paths"), nb::arg("output"), nb::arg("top") = 20, nb::arg("threads") = 0,
         nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::arg("from_us") = "", nb::arg("to_us") = "",
@@ -670,7 +680,7 @@ NB_MODULE(_analyze, m) {
         "Measures this machine's peaks and writes them (as `dftracer-analyze calibrate`); returns the JSON.");
   m.def("ranks_json", &py_ranks, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("with_steps") = true,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
-        nb::arg("to_us") = "",
+        nb::arg("to_us") = "", nb::arg("sort") = "", nb::arg("top") = 0,
         "Cross-rank tables (ranks, steps, stragglers, collectives, waits) as JSON text, and the read stats.");
   m.def("default_threads", &default_threads);
   register_partial_summary(m);

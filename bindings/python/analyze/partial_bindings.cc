@@ -136,20 +136,22 @@ StepSpread spread_of(const std::vector<double>& durations_us, const std::vector<
 nb::dict py_diff_partials(const std::vector<nb::bytes>& parts_a, const std::vector<nb::bytes>& parts_b,
                           const std::string& by, size_t top, const std::vector<double>& steps_a_us,
                           const std::vector<bool>& outliers_a, const std::vector<double>& steps_b_us,
-                          const std::vector<bool>& outliers_b) {
+                          const std::vector<bool>& outliers_b, const std::string& sort) {
   std::vector<GroupKey> keys = parse_group_keys(by);
+  const DiffSort order = parse_diff_sort(sort);
   std::vector<std::string> a = blobs_of(parts_a), b = blobs_of(parts_b);
   Diff d;
   {
     nb::gil_scoped_release unlocked;
-    d = diff_summaries(combine_partials(a, keys, 0), combine_partials(b, keys, 0), top);
+    d = diff_summaries(combine_partials(a, keys, 0), combine_partials(b, keys, 0), top, order);
     mark_noise(d, spread_of(steps_a_us, outliers_a), spread_of(steps_b_us, outliers_b));
   }
   return diff_dict(d);
 }
 
 // module_tree()'s dict from partial summaries made with by="module".
-nb::dict py_module_tree_partials(const std::vector<nb::bytes>& parts) {
+nb::dict py_module_tree_partials(const std::vector<nb::bytes>& parts, const std::string& sort, size_t top) {
+  const TreeSort order = parse_tree_sort(sort);
   std::vector<std::string> blobs = blobs_of(parts);
   ModuleTree t;
   {
@@ -157,6 +159,7 @@ nb::dict py_module_tree_partials(const std::vector<nb::bytes>& parts) {
     ReadStats st;
     std::unique_ptr<SummaryAggregator> all = merge_partials(blobs, parse_group_keys("module"), &st);
     t = build_module_tree(*all);
+    order_module_tree(t, order, top);
     t.stats = st;
   }
   return module_tree_dict(t);
@@ -267,9 +270,10 @@ void register_partial_summary(nb::module_& m) {
   m.def("diff_partials", &py_diff_partials, nb::arg("parts_a"), nb::arg("parts_b"), nb::arg("by") = "name",
         nb::arg("top") = 0, nb::arg("steps_a_us") = std::vector<double>(), nb::arg("outliers_a") = std::vector<bool>(),
         nb::arg("steps_b_us") = std::vector<double>(), nb::arg("outliers_b") = std::vector<bool>(),
-        "diff()'s dict from the partial summaries of run A and run B, marked by their step spreads "
+        nb::arg("sort") = "self", "diff()'s dict from the partial summaries of run A and run B, marked by their step spreads "
         "(each run's step durations and outlier flags).");
-  m.def("module_tree_partials", &py_module_tree_partials, nb::arg("parts"),
+  m.def("module_tree_partials", &py_module_tree_partials, nb::arg("parts"), nb::arg("sort") = "total",
+        nb::arg("top") = 0,
         "module_tree()'s dict from partial summaries made with by='module'.");
   m.def("combine_partials_text", &py_combine_text, nb::arg("parts"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("sort") = "self", nb::arg("format") = "table",

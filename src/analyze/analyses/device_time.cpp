@@ -247,7 +247,7 @@ void write_device_table(std::ostream& os, const DeviceReport& r, const std::stri
   if (n < g.size()) os << "(" << g.size() - n << " more rows; --top 0 shows all)\n";
 }
 
-void write_device_csv(std::ostream& os, const DeviceReport& r, const std::string& by) {
+void write_device_csv(std::ostream& os, const DeviceReport& r, const std::string& by, size_t top) {
   auto line = [&](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) os << (i ? "," : "") << csv_field(cells[i]);
     os << '\n';
@@ -264,7 +264,9 @@ void write_device_csv(std::ostream& os, const DeviceReport& r, const std::string
   std::vector<std::string> h = {by};
   h.insert(h.end(), std::begin(kGroupHeader), std::end(kGroupHeader));
   line(h);
-  for (const DeviceGroup& g : *r.table(by)) {
+  const std::vector<DeviceGroup>& groups = *r.table(by);
+  for (size_t i = 0; i < groups.size() && (!top || i < top); ++i) {
+    const DeviceGroup& g = groups[i];
     auto c = group_cells(g, r.device_ns);
     c[3] = r.device_ns ? fmt_num(double(g.device_ns) / double(r.device_ns), 6) : "";
     line(c);

@@ -72,6 +72,7 @@ std::string device_cap_line(const DeviceReport& r);
 
 void write_device_table(std::ostream& os, const DeviceReport& r, const std::string& by, size_t top);
 void write_device_json(std::ostream& os, const DeviceReport& r);
-void write_device_csv(std::ostream& os, const DeviceReport& r, const std::string& by);
+// `top`: the first rows only (0: all), as the table.
+void write_device_csv(std::ostream& os, const DeviceReport& r, const std::string& by, size_t top = 0);
 
 }  // namespace dftracer::analyze

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 #include <ostream>
+#include <stdexcept>
 
 #include "median.hpp"
 #include "text_format.hpp"
@@ -21,9 +22,21 @@ std::array<double, 8> DiffRow::times() const {
           total_a_us, total_b_us, total_delta_us(), delta_pct(total_a_us, total_b_us)};
 }
 
-Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n) {
+DiffSort parse_diff_sort(const std::string& s) {
+  if (s == "self") return DiffSort::self;
+  if (s == "total") return DiffSort::total;
+  if (s == "count") return DiffSort::count;
+  throw std::invalid_argument("diff sorts by the |delta| of self, total or count, not '" + s + "'");
+}
+
+const char* diff_sort_name(DiffSort s) {
+  return s == DiffSort::total ? "total" : s == DiffSort::count ? "count" : "self";
+}
+
+Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n, DiffSort sort) {
   Diff d;
   d.keys = a.keys;
+  d.sort = sort;
   d.traced_a_us = a.traced_us;
   d.traced_b_us = b.traced_us;
   d.total_a_us = a.total_us;
@@ -51,7 +64,15 @@ Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n) {
     d.rows.push_back(std::move(row));
   }
   d.groups = d.rows.size();
-  std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
+  std::stable_sort(d.rows.begin(), d.rows.end(), [sort](const DiffRow& x, const DiffRow& y) {
+    if (sort == DiffSort::total) {
+      const double tx = std::fabs(x.total_delta_us()), ty = std::fabs(y.total_delta_us());
+      if (tx != ty) return tx > ty;
+    } else if (sort == DiffSort::count) {
+      const uint64_t cx = x.count_delta() < 0 ? -static_cast<uint64_t>(x.count_delta()) : x.count_delta();
+      const uint64_t cy = y.count_delta() < 0 ? -static_cast<uint64_t>(y.count_delta()) : y.count_delta();
+      if (cx != cy) return cx > cy;
+    }
     double sx = std::fabs(x.self_delta_us()), sy = std::fabs(y.self_delta_us());
     if (sx != sy) return sx > sy;
     return std::fabs(x.total_delta_us()) > std::fabs(y.total_delta_us());
@@ -61,10 +82,11 @@ Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n) {
 }
 
 Diff diff_traces(const std::vector<std::string>& files_a, const std::vector<std::string>& files_b,
-                 const std::vector<GroupKey>& keys, size_t top_n, unsigned threads, const ReadOptions& options) {
+                 const std::vector<GroupKey>& keys, size_t top_n, unsigned threads, const ReadOptions& options,
+                 DiffSort sort) {
   Summary a = summarize(files_a, keys, 0, threads, options);
   Summary b = summarize(files_b, keys, 0, threads, options);
-  return diff_summaries(a, b, top_n);
+  return diff_summaries(a, b, top_n, sort);
 }
 
 StepSpread step_spread(const StepReport& r) {
@@ -155,7 +177,10 @@ void write_diff_table(std::ostream& os, const Diff& d) {
   }
   write_aligned(os, cells, d.keys.size());  // keys left-aligned
   os << d.groups << " groups";
-  if (d.rows.size() < d.groups) os << " (top " << d.rows.size() << " by |self delta| shown)";
+  if (d.rows.size() < d.groups)
+    os << " (top " << d.rows.size() << " by |" << diff_sort_name(d.sort) << " delta| shown)";
+  else if (d.sort != DiffSort::self)
+    os << " (by |" << diff_sort_name(d.sort) << " delta|)";
   os << "; self: duration minus nested events; delta = B - A\n";
 }
 

@@ -53,9 +53,18 @@ StepSpread step_spread(const StepReport& r);
 // delta / a in percent; NaN when a is 0 (a group new in B).
 double delta_pct(double a, double b);
 
+// The order of diff's rows and of its top_n: by the absolute delta of self
+// time (default), total time or count, descending; ties by |self delta|, then
+// |total delta|, then key.
+enum class DiffSort { self, total, count };
+// "self", "total" or "count"; anything else throws std::invalid_argument.
+DiffSort parse_diff_sort(const std::string& s);
+const char* diff_sort_name(DiffSort s);
+
 struct Diff {
   std::vector<GroupKey> keys;
-  std::vector<DiffRow> rows;  // by |self delta|, descending; then |total delta|, then key
+  DiffSort sort = DiffSort::self;
+  std::vector<DiffRow> rows;  // by |self delta| (or `sort`'s), descending; then |total delta|, then key
   uint64_t groups = 0;        // before --top
   // Each side's traced time (summed self time) and summed duration.
   double traced_a_us = 0, traced_b_us = 0, total_a_us = 0, total_b_us = 0;
@@ -74,10 +83,11 @@ struct Diff {
 void mark_noise(Diff& d, const StepSpread& a, const StepSpread& b);
 
 // Joins two whole summaries (built with top_n 0) on their keys; keeps the
-// `top_n` rows of most impact (0: all).
-Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n);
+// `top_n` rows first in `sort`'s order (0: all).
+Diff diff_summaries(const Summary& a, const Summary& b, size_t top_n, DiffSort sort = DiffSort::self);
 Diff diff_traces(const std::vector<std::string>& files_a, const std::vector<std::string>& files_b,
-                 const std::vector<GroupKey>& keys, size_t top_n, unsigned threads, const ReadOptions& options = {});
+                 const std::vector<GroupKey>& keys, size_t top_n, unsigned threads, const ReadOptions& options = {},
+                 DiffSort sort = DiffSort::self);
 
 void write_diff_table(std::ostream& os, const Diff& d);
 void write_diff_json(std::ostream& os, const Diff& d);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 #include "text_format.hpp"
 #include "trace_time.hpp"
@@ -33,7 +34,35 @@ EfficiencyFigures efficiency_figures(double flops, int64_t flops_ns, double byte
   return f;
 }
 
-std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t top_n, const Calibration* peak) {
+namespace {
+
+constexpr const char* kEfficiencySorts[] = {"self",  "count", "flops", "bytes",           "gflops",
+                                            "gbps",  "ai",    "attainable_gflops", "peak_frac"};
+
+double sort_value(const EfficiencyRow& r, const std::string& column) {
+  if (column == "count") return static_cast<double>(r.count);
+  if (column == "flops") return r.flops;
+  if (column == "bytes") return r.bytes;
+  if (column == "gflops") return r.f.gflops;
+  if (column == "gbps") return r.f.gbps;
+  if (column == "ai") return r.f.ai;
+  if (column == "attainable_gflops") return r.f.attainable_gflops;
+  if (column == "peak_frac") return r.f.peak_frac;
+  return r.self_us;
+}
+
+}  // namespace
+
+void check_efficiency_sort(const std::string& column) {
+  if (std::find_if(std::begin(kEfficiencySorts), std::end(kEfficiencySorts),
+                   [&](const char* c) { return column == c; }) == std::end(kEfficiencySorts))
+    throw std::invalid_argument("efficiency rows sort by self, count, flops, bytes, gflops, gbps, ai, "
+                                "attainable_gflops or peak_frac, not '" + column + "'");
+}
+
+std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t top_n, const Calibration* peak,
+                                           const std::string& sort) {
+  check_efficiency_sort(sort);
   std::vector<EfficiencyRow> rows;
   for (const auto& [k, g] : agg.groups()) {
     if (!(g.flops > 0) && !(g.bytes > 0)) continue;  // views and the like declare 0 of both
@@ -46,15 +75,21 @@ std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t 
     r.f = efficiency_figures(g.flops, g.flops_ns, g.bytes, g.bytes_ns, peak);
     rows.push_back(std::move(r));
   }
-  std::sort(rows.begin(), rows.end(), [](const EfficiencyRow& a, const EfficiencyRow& b) {
-    return a.self_us != b.self_us ? a.self_us > b.self_us : a.key < b.key;
+  std::sort(rows.begin(), rows.end(), [&sort](const EfficiencyRow& a, const EfficiencyRow& b) {
+    const double x = sort_value(a, sort), y = sort_value(b, sort);
+    if (std::isnan(x) != std::isnan(y)) return std::isnan(y);  // a row without the figure goes last
+    if (!std::isnan(x) && x != y) return x > y;
+    if (sort != "self" && a.self_us != b.self_us) return a.self_us > b.self_us;
+    return a.key < b.key;
   });
   if (top_n && rows.size() > top_n) rows.resize(top_n);
   return rows;
 }
 
 Efficiency efficiency(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
-                      unsigned threads, const ReadOptions& options, const std::string& calibration_path) {
+                      unsigned threads, const ReadOptions& options, const std::string& calibration_path,
+                      const std::string& sort) {
+  check_efficiency_sort(sort);  // before the read
   Efficiency e;
   e.keys = keys;
   // The calibration first: a bad --calibration fails before the read.
@@ -62,7 +97,7 @@ Efficiency efficiency(const std::vector<std::string>& files, const std::vector<G
   if (!cal.empty()) e.calibration = read_calibration(cal);
   std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, keys, threads, options, &e.stats);
   agg->resolve_nesting();
-  e.rows = efficiency_rows(*agg, top_n, e.calibration.valid() ? &e.calibration : nullptr);
+  e.rows = efficiency_rows(*agg, top_n, e.calibration.valid() ? &e.calibration : nullptr, sort);
   return e;
 }
 

@@ -49,7 +49,7 @@ struct EfficiencyRow {
 
 struct Efficiency {
   std::vector<GroupKey> keys;
-  std::vector<EfficiencyRow> rows;  // groups that declared FLOPs or bytes above 0, by self time
+  std::vector<EfficiencyRow> rows;  // groups that declared FLOPs or bytes above 0, by self time (or --sort's column)
   Calibration calibration;          // valid() false: none was found
   ReadStats stats;
 };
@@ -58,13 +58,20 @@ inline constexpr const char* kEfficiencyColumns[] = {
     "count", "self_us", "flops", "bytes", "gflops", "gbps", "ai", "attainable_gflops", "peak_frac", "above_peak",
     "bound"};
 
+// The columns the rows can be sorted by (descending; NaN last, ties by key):
+// self (self_us, the default), count, flops, bytes, gflops, gbps, ai,
+// attainable_gflops or peak_frac. Anything else throws std::invalid_argument.
+void check_efficiency_sort(const std::string& column);
+
 // The rows of an aggregator whose nesting is resolved (the report reuses its
-// own); top_n 0 = all.
-std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t top_n, const Calibration* peak);
+// own), by `sort` (check_efficiency_sort's columns); top_n 0 = all.
+std::vector<EfficiencyRow> efficiency_rows(const SummaryAggregator& agg, size_t top_n, const Calibration* peak,
+                                           const std::string& sort = "self");
 
 // Reads `files` and the calibration found for them (find_calibration).
 Efficiency efficiency(const std::vector<std::string>& files, const std::vector<GroupKey>& keys, size_t top_n,
-                      unsigned threads, const ReadOptions& options, const std::string& calibration_path);
+                      unsigned threads, const ReadOptions& options, const std::string& calibration_path,
+                      const std::string& sort = "self");
 
 // Rows whose fraction of the roof is above 1 (EfficiencyFigures::above_peak).
 size_t above_peak_rows(const Efficiency& e);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <ostream>
+#include <stdexcept>
 
 #include "text_format.hpp"
 
@@ -91,6 +92,47 @@ ModuleTree build_module_tree(const SummaryAggregator& agg, size_t module_key) {
   return t;
 }
 
+TreeSort parse_tree_sort(const std::string& s) {
+  if (s == "total") return TreeSort::total;
+  if (s == "self") return TreeSort::self;
+  if (s == "count") return TreeSort::count;
+  throw std::invalid_argument("the tree's siblings are ordered by total, self or count, not '" + s + "'");
+}
+
+void order_module_tree(ModuleTree& t, TreeSort sort, size_t top_n) {
+  if (sort == TreeSort::total && top_n == 0) return;  // build_module_tree's own layout
+  auto value = [&](size_t i) -> int64_t {
+    const ModuleNode& n = t.nodes[i];
+    return sort == TreeSort::self ? n.self_ns : sort == TreeSort::count ? static_cast<int64_t>(n.count) : n.total_ns;
+  };
+  auto order = [&](std::vector<size_t> v) {
+    std::sort(v.begin(), v.end(), [&](size_t x, size_t y) {
+      const int64_t a = value(x), b = value(y);
+      return a != b ? a > b : t.nodes[x].path < t.nodes[y].path;
+    });
+    if (top_n && v.size() > top_n) {
+      t.left_out += v.size() - top_n;
+      v.resize(top_n);
+    }
+    return v;
+  };
+  std::vector<ModuleNode> laid;
+  auto place = [&](auto& self, size_t i) -> size_t {
+    const size_t index = laid.size();
+    laid.push_back(t.nodes[i]);
+    laid[index].children.clear();
+    for (size_t c : order(t.nodes[i].children)) {
+      const size_t ci = self(self, c);
+      laid[index].children.push_back(ci);
+    }
+    return index;
+  };
+  std::vector<size_t> roots;
+  for (size_t r : order(t.roots)) roots.push_back(place(place, r));
+  t.nodes = std::move(laid);
+  t.roots = std::move(roots);
+}
+
 ModuleTree module_tree(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options) {
   ReadStats stats;
   std::unique_ptr<SummaryAggregator> agg = aggregate_traces(files, parse_group_keys("module"), threads, options, &stats);
@@ -119,6 +161,9 @@ void write_module_tree_table(std::ostream& os, const ModuleTree& t) {
   os << t.nodes.size() << " modules, " << human_time(ns_to_us(t.tree_ns))
      << " self time in them (share = total over it); " << human_time(ns_to_us(t.unattributed_ns)) << " in "
      << t.unattributed_count << " events with no module, not in the tree\n";
+  if (t.left_out)
+    os << t.left_out << " modules left out by --top (with the modules under them; their time stays in their "
+          "parents' totals)\n";
 }
 
 namespace {
@@ -146,6 +191,7 @@ void write_module_tree_json(std::ostream& os, const ModuleTree& t) {
                   ",\"unattributed_us\":" + json_num(ns_to_us(t.unattributed_ns)) +
                   ",\"unattributed_events\":" + std::to_string(t.unattributed_count) +
                   ",\"traced_us\":" + json_num(ns_to_us(t.traced_ns)) + ",\"modules\":" + std::to_string(t.nodes.size()) +
+                  ",\"left_out\":" + std::to_string(t.left_out) +
                   ",\"roots\":[";
   for (size_t k = 0; k < t.roots.size(); ++k) {
     o += k ? ",\n" : "\n";

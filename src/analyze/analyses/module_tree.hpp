@@ -29,6 +29,12 @@ struct ModuleNode {
   std::vector<size_t> children;  // indexes into ModuleTree::nodes, by total time, descending
 };
 
+// How siblings are ordered: by total time (default), self time or event count,
+// descending, then by path.
+enum class TreeSort { total, self, count };
+// "total", "self" or "count"; anything else throws std::invalid_argument.
+TreeSort parse_tree_sort(const std::string& s);
+
 struct ModuleTree {
   std::vector<ModuleNode> nodes;  // depth-first, parents before children, siblings by total
   std::vector<size_t> roots;      // by total, descending
@@ -36,6 +42,7 @@ struct ModuleTree {
   int64_t unattributed_ns = 0;    // self time of events with no module (regions, eager ops, ...)
   uint64_t unattributed_count = 0;
   int64_t traced_ns = 0;          // all events' self time (tree_ns + unattributed_ns)
+  size_t left_out = 0;            // nodes (with everything under them) cut by order_module_tree's top_n
   ReadStats stats;
   double share(const ModuleNode& n) const {
     return tree_ns > 0 ? static_cast<double>(n.total_ns) / static_cast<double>(tree_ns) : 0;
@@ -45,6 +52,12 @@ struct ModuleTree {
 // From an aggregator (nesting resolved) whose keys include `module`, at
 // `module_key` among them (the report groups by name,module,phase at once).
 ModuleTree build_module_tree(const SummaryAggregator& agg, size_t module_key = 0);
+// Lays the nodes out again depth-first, siblings (and roots) by `sort`, and
+// keeps only the `top_n` first children of every node and the `top_n` first
+// roots (0: all). A cut node goes with its whole subtree; the totals and shares
+// of the nodes kept are unchanged (a parent's total still holds its cut
+// children's time).
+void order_module_tree(ModuleTree& t, TreeSort sort, size_t top_n);
 // Reads `files` grouped by module and builds the tree.
 ModuleTree module_tree(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options = {});
 

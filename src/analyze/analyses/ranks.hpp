@@ -151,10 +151,13 @@ std::string rank_problems_line(const RankReport& r);
 // What the alignment of the ranks' clocks is worth, in one sentence.
 std::string alignment_note(const RankReport& r);
 
-// `summary --by rank`.
-void write_rank_summary_table(std::ostream& os, const RankReport& r);
-void write_rank_summary_json(std::ostream& os, const RankReport& r);
-void write_rank_summary_csv(std::ostream& os, const RankReport& r);
+// `summary --by rank`: one row per process, in the order they were read; with
+// `sort` ("self" or "total") by that time, descending (ties in read order), and
+// with `top` (0: all) only the first `top` rows of that order ("" sorts by self).
+void check_rank_sort(const std::string& sort);  // throws std::invalid_argument
+void write_rank_summary_table(std::ostream& os, const RankReport& r, const std::string& sort = "", size_t top = 0);
+void write_rank_summary_json(std::ostream& os, const RankReport& r, const std::string& sort = "", size_t top = 0);
+void write_rank_summary_csv(std::ostream& os, const RankReport& r, const std::string& sort = "", size_t top = 0);
 
 // `ranks`: every table as JSON; one as CSV (`table`: ranks, steps, stragglers,
 // collectives, waits); all of them as text, the collectives cut to `top` (0: all).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,10 +55,14 @@ const char* kUsage =
     "              --format F     table (default), json or csv\n"
     "              -o FILE        write there instead of stdout\n"
     "              --tree         with --by module: self and total time per nn.Module path as an\n"
-    "                             indented tree (a node's total = its self + its children's totals)\n"
+    "                             indented tree (a node's total = its self + its children's totals);\n"
+    "                             siblings by --sort total (default), self or count; --top N: the\n"
+    "                             N first children of every node\n"
     "              --efficiency   per group (--by name, module, ...): FLOPs, bytes, GFLOP/s, GB/s,\n"
     "                             FLOP/byte, the roofline's attainable GFLOP/s and the fraction of it\n"
-    "                             achieved, against the peaks of 'calibrate'\n"
+    "                             achieved, against the peaks of 'calibrate'; --sort COLUMN: self\n"
+    "                             (default), count, flops, bytes, gflops, gbps, ai, attainable_gflops\n"
+    "                             or peak_frac\n"
     "              --calibration FILE  the peaks to use (default: dftracer-calibration.json beside\n"
     "                             an input, else the one in the user's cache dir)\n"
     "  memory    the memory counter track (DFTRACER_MEMORY=1): per process and device, the peak of\n"
@@ -65,7 +70,8 @@ const char* kUsage =
     "            peaks (capture backend), apart; --format table or json\n"
     "  diff A B  two runs compared per group (A, B: each a file, directory or glob): count, self and\n"
     "            total time in A and B and their deltas, sorted by |self-time delta| (a group found\n"
-    "            in one run only has 0 in the other); --by, --top, --format, -o as for summary\n"
+    "            in one run only has 0 in the other); --sort total or count: by |total delta| or\n"
+    "            |count delta|; --by, --top, --format, -o as for summary\n"
     "  merge     all inputs into one strict-JSON trace for Perfetto / chrome://tracing\n"
     "              -o FILE        output, .json or .json.gz (required)\n"
     "              --epoch-ts     keep epoch timestamps (default: microseconds from\n"
@@ -85,7 +91,8 @@ const char* kUsage =
     "              --force        on a loaded machine (more runnable tasks than the CPUs it leaves\n"
     "                             free): write the peaks marked \"loaded\" instead of refusing\n"
     "              --no-torch     our kernels only\n"
-    "            --by rank: per rank (torchrun): count, self, total, time in collectives, waiting\n"
+    "            --by rank: per rank (torchrun): count, self, total, time in collectives, waiting;\n"
+    "            in the order read, or by --sort self|total (self with --top alone), --top N\n"
     "  ranks     across ranks: step x rank table, per step the straggler rank, every collective matched\n"
     "            across ranks by (group, name, seq): who arrived last, the others' wait and transfer\n"
     "              --format F     table (default), json (every table) or csv (one table: --table)\n"
@@ -96,14 +103,14 @@ const char* kUsage =
     "              --small-bytes N  a data call moving fewer bytes is small I/O (default 4096)\n"
     "              --bin-ms N       bandwidth bin width in ms (default 1000)\n"
     "              --top N          table: the N files, calls and processes with the most time,\n"
-    "                               then one line for the rest (default 20; 0: all; json: all)\n"
+    "                               then one line for the rest (default 20; 0: all; not with json)\n"
     "              --format F       table (default) or json;  -o FILE  write there instead of stdout\n"
     "  device    device time from torch.profiler/Kineto traces (kernel, gpu_memcpy, gpu_memset events):\n"
     "            each linked to its launch call (correlation), CPU op (External id), module and\n"
     "            ProfilerStep; device time beside CPU time, launch delay, GPU idle time per step,\n"
     "            each step GPU-bound or CPU-bound\n"
     "              --by T         op (default), kernel, module, phase, category, stream or step\n"
-    "              --top N        table: the first N rows;  --format table|json|csv;  -o FILE\n"
+    "              --top N        table, csv: the first N rows;  --format table|json|csv;  -o FILE\n"
     "  export    every event as a Parquet dataset, hive-partitioned by rank when the traces carry\n"
     "            rank metadata, else by pid (run by Python: pyarrow)\n"
     "              --format parquet -o DIR   DIR must not exist or be empty;  --dask SCHEDULER\n"
@@ -124,6 +131,9 @@ const char* kUsage =
   "                        puts outside are not inflated\n"
   "  --no-index            summary: read the events even where write-time indexes could answer\n"
   "                        (the JSON output's \"index\" says which was used)\n"
+    "\n"
+    "An option the command would not use (--sort with io, --top with memory, --format with\n"
+    "merge, ...) is a usage error, never ignored.\n"
     "\n"
     "Bad input (garbage or half lines, wrongly typed fields, truncated gzip members, empty files) is\n"
     "skipped and counted in one line on stderr; the exit status is 0 when any event was read, 1 when\n"
@@ -162,6 +172,7 @@ struct Args {
   std::string by = "name", format = "table", out, sort = "self", table = "steps";
   size_t top = 0;
   bool top_set = false;
+  std::set<std::string> given;  // the options on the command line (-o for --output)
   unsigned threads = default_threads();
   bool progress = true;
   bool epoch_ts = false;
@@ -196,6 +207,41 @@ void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files
   }
 }
 
+// An option the command would not use is refused (one line, exit 2), never
+// silently dropped: a user who asks for an order or a cut gets it or is told.
+void refuse_unused_options(const Args& a) {
+  const std::string& c = a.command;
+  auto given = [&](const char* opt) { return a.given.count(opt) > 0; };
+  if (given("--by") && c != "summary" && c != "diff" && c != "device")
+    usage_error("--by works only with summary, diff and device, not " + c);
+  if (given("--sort") && c != "summary" && c != "diff")
+    usage_error("--sort works only with summary and diff, not " + c);
+  if (given("--top") && (c == "merge" || c == "memory" || c == "calibrate"))
+    usage_error("--top: " + c + " has no rows to cut");
+  if (given("--format") && c == "merge") usage_error("--format: merge writes the format -o names (.json or .json.gz)");
+  if (given("--format") && c == "report") usage_error("--format: report writes one HTML page");
+  if (given("--format") && c == "calibrate") usage_error("--format: calibrate writes its peaks as JSON");
+  if (given("--calibration") && c != "report" && !(c == "summary" && a.efficiency))
+    usage_error("--calibration works only with summary --efficiency and report");
+  if (given("--table") && !(c == "ranks" && a.format == "csv"))
+    usage_error("--table picks the one table of ranks --format csv (table and json show them all)");
+  for (const char* opt : {"--small-bytes", "--bin-ms"})
+    if (given(opt) && c != "io") usage_error(std::string(opt) + " works only with io");
+  if (given("--epoch-ts") && c != "merge") usage_error("--epoch-ts works only with merge");
+  if (given("--no-index") && c != "summary") usage_error("--no-index works only with summary");
+  if (c == "calibrate")
+    for (const char* opt : {"--from", "--to", "--max-line-mib", "--max-document-mib"})
+      if (given(opt)) usage_error(std::string(opt) + ": calibrate reads no trace");
+  if (c == "device" && a.format == "json" && (given("--top") || given("--by")))
+    usage_error(std::string(given("--top") ? "--top" : "--by") +
+                ": device --format json writes every table whole (--by and --top pick a table's rows)");
+  if (c == "device" && a.by == "step" && given("--top")) usage_error("device --by step shows every step: no --top");
+  if (c == "io" && a.format == "json" && given("--top"))
+    usage_error("--top: io --format json holds every file, call and process (--top cuts the table)");
+  if (c == "ranks" && a.format != "table" && given("--top"))
+    usage_error("--top cuts the collectives of the ranks text; --format " + a.format + " holds every row");
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
   if (argc < 2) usage_error("missing command");
@@ -214,6 +260,7 @@ Args parse_args(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(s + " needs a value");
       return argv[++i];
     };
+    if (s.size() > 1 && s[0] == '-') a.given.insert(s == "--output" ? "-o" : s);
     if (s == "-h" || s == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -259,6 +306,7 @@ Args parse_args(int argc, char** argv) {
     usage_error("--tree works only with summary --by module");
   if ((a.command == "merge" || a.command == "report") && a.out.empty())
     usage_error(a.command + " needs -o FILE");
+  refuse_unused_options(a);
   return a;
 }
 
@@ -306,7 +354,7 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
   ReadOptions ro_side[2] = {ro, ro};
   for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i], i ? "B: " : "A: ");
   Diff d = diff_summaries(summarize(sides[0], keys, 0, a.threads, ro_side[0]),
-                          summarize(sides[1], keys, 0, a.threads, ro_side[1]), a.top);
+                          summarize(sides[1], keys, 0, a.threads, ro_side[1]), a.top, parse_diff_sort(a.sort));
   // The noise estimate: each run's step-to-step spread (two more reads per run).
   mark_noise(d, step_spread(analyze_steps(sides[0], a.threads, ro_side[0])),
              step_spread(analyze_steps(sides[1], a.threads, ro_side[1])));
@@ -332,6 +380,8 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
 int run_module_tree(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
   if (!a.out.empty()) refuse_input_as_output(a.out, files);
   ModuleTree t = module_tree(files, a.threads, ro);
+  // Siblings by total time unless --sort says otherwise.
+  order_module_tree(t, parse_tree_sort(a.given.count("--sort") ? a.sort : "total"), a.top);
   std::ostringstream os;
   if (a.format == "json") write_module_tree_json(os, t);
   else if (a.format == "csv") write_module_tree_csv(os, t);
@@ -352,9 +402,11 @@ int run_ranks(const Args& a, const std::vector<std::string>& files, const ReadOp
     emit(a, os.str());
     return finish(r.stats);
   }
-  if (summary && a.format == "json") write_rank_summary_json(os, r);
-  else if (summary && a.format == "csv") write_rank_summary_csv(os, r);
-  else if (summary) write_rank_summary_table(os, r);
+  // --sort or --top: the ranks by that time (self by default), else in the order read.
+  const std::string sort = a.given.count("--sort") || a.top_set ? a.sort : "";
+  if (summary && a.format == "json") write_rank_summary_json(os, r, sort, a.top);
+  else if (summary && a.format == "csv") write_rank_summary_csv(os, r, sort, a.top);
+  else if (summary) write_rank_summary_table(os, r, sort, a.top);
   else if (a.format == "json") write_ranks_json(os, r);
   else if (a.format == "csv") write_ranks_csv(os, r, a.table);
   else write_ranks_text(os, r, a.top);
@@ -373,7 +425,7 @@ int run_device(const Args& a, const std::vector<std::string>& files, const ReadO
   const DeviceReport r = device_report(read_device_timeline_with_steps(files, a.threads, ro));
   std::ostringstream os;
   if (a.format == "json") write_device_json(os, r);
-  else if (a.format == "csv") write_device_csv(os, r, by);
+  else if (a.format == "csv") write_device_csv(os, r, by, a.top_set ? a.top : 0);
   else write_device_table(os, r, by, a.top_set ? a.top : 0);
   emit(a, os.str());
   if (r.stats.events > 0 && r.device_events == 0)
@@ -404,6 +456,15 @@ int main(int argc, char** argv) {
   const bool by_rank = a.command == "summary" && a.by == "rank";  // ranks.hpp
   if (by_step && (a.top_set || a.sort != "self")) usage_error("--by step shows every step: no --top or --sort");
   const bool by_category = a.command == "summary" && a.by == "category" && !a.efficiency && !a.tree;
+  // Views with an order of their own: --sort names one of their columns.
+  try {
+    if (a.command == "diff") parse_diff_sort(a.sort);
+    else if (a.tree) parse_tree_sort(a.sort);
+    else if (a.efficiency) check_efficiency_sort(a.sort);
+    else if (by_rank) check_rank_sort(a.sort);
+  } catch (const std::invalid_argument& e) {
+    usage_error(std::string("--sort: ") + e.what());
+  }
   if (by_category && (a.top_set || a.sort != "self"))
     usage_error("--by category shows every category: no --top or --sort");
   if ((a.command == "summary" && !by_step && !by_rank) || a.command == "diff") {
@@ -412,7 +473,7 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
       usage_error(std::string("--by: ") + e.what());
     }
-    try {
+    if (a.command == "summary" && !a.tree && !a.efficiency) try {
       sort = parse_summary_sort(a.sort);
     } catch (const std::invalid_argument& e) {
       usage_error(std::string("--sort: ") + e.what());
@@ -451,7 +512,7 @@ int main(int argc, char** argv) {
         return finish(s.stats);
       }
       if (a.efficiency) {
-        Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration);
+        Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration, a.sort);
         emit(a, efficiency_text(e, a.format));
         if (a.format != "table" && above_peak_rows(e))  // the table says it in its last lines
           std::fprintf(stderr, "dftracer-analyze: %zu of the groups: %s\n", above_peak_rows(e),

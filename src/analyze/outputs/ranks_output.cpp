@@ -7,6 +7,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "ranks.hpp"
 #include "summary.hpp"  // append_json_string, skipped_json
@@ -281,23 +282,55 @@ std::string rank_problems_line(const RankReport& r) {
   return s;
 }
 
-void write_rank_summary_table(std::ostream& os, const RankReport& r) {
-  run_text(os, r);
+void check_rank_sort(const std::string& sort) {
+  if (sort != "self" && sort != "total")
+    throw std::invalid_argument("--by rank sorts by self or total, not '" + sort + "'");
+}
+
+namespace {
+
+// ranks_table(r), its rows ordered and cut as write_rank_summary_* say.
+Table rank_summary_table(const RankReport& r, const std::string& sort, size_t top) {
   Table t = ranks_table(r);
+  if (sort.empty() && top == 0) return t;
+  const bool by_total = sort == "total";
+  std::vector<size_t> order(r.processes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const RankProcess &a = r.processes[x], &b = r.processes[y];
+    return by_total ? a.total_ns > b.total_ns : a.self_ns > b.self_ns;
+  });
+  if (top && order.size() > top) order.resize(top);
+  std::vector<std::vector<Cell>> rows;
+  for (size_t i : order) rows.push_back(std::move(t.rows[i]));
+  t.rows = std::move(rows);
+  return t;
+}
+
+}  // namespace
+
+void write_rank_summary_table(std::ostream& os, const RankReport& r, const std::string& sort, size_t top) {
+  run_text(os, r);
+  Table t = rank_summary_table(r, sort, top);
   // The file column is long and the text view is for reading: leave it out.
   for (auto& row : t.rows) row.erase(row.begin() + 6);
   t.columns.erase(t.columns.begin() + 6);
   table_text(os, t);
   os << "self: duration minus nested events (same thread); share of all processes' traced time; wait: in "
         "collectives, for the last rank to arrive\n";
+  if (t.rows.size() < r.processes.size())
+    os << "(top " << t.rows.size() << " of " << r.processes.size() << " rows by " << (sort.empty() ? "self" : sort)
+       << " time shown)\n";
 }
 
-void write_rank_summary_json(std::ostream& os, const RankReport& r) {
-  os << "{" << run_json(r) << ",\"traced_us\":" << json_num(r.traced_us) << ",\"ranks\":" << table_json(ranks_table(r))
-     << "}\n";
+void write_rank_summary_json(std::ostream& os, const RankReport& r, const std::string& sort, size_t top) {
+  os << "{" << run_json(r) << ",\"traced_us\":" << json_num(r.traced_us) << ",\"ranks\":"
+     << table_json(rank_summary_table(r, sort, top)) << "}\n";
 }
 
-void write_rank_summary_csv(std::ostream& os, const RankReport& r) { table_csv(os, ranks_table(r)); }
+void write_rank_summary_csv(std::ostream& os, const RankReport& r, const std::string& sort, size_t top) {
+  table_csv(os, rank_summary_table(r, sort, top));
+}
 
 void write_ranks_json(std::ostream& os, const RankReport& r, const std::vector<std::string>& tables) {
   std::string o = "{" + run_json(r) + ",\"traced_us\":" + json_num(r.traced_us);

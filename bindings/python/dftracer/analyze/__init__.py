@@ -78,7 +78,7 @@ def local_cluster(n_workers=2, threads_per_worker=1, **kwargs):
     return make(n_workers, threads_per_worker, **kwargs)
 
 
-def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None,
+def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib=None, max_document_mib=None,
             from_ts=None, to_ts=None, use_index=True, client=None):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
@@ -90,14 +90,15 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
         named as given. A bad key raises ValueError naming it and the accepted keys.
         by="step" alone: the per-step breakdown of `summary --by step`, steps() (the step
         arg as a key: "args.step"). by="rank": one row per process of
-        a torchrun job, the `ranks` table of ranks() (`summary --by rank`). by="category"
+        a torchrun job, the `ranks` table of ranks() (`summary --by rank`), in the order read,
+        or with top or sort by that time (self by default), descending. by="category"
         alone: compile vs run in wall time, `summary --by category`'s rows (columns
         CATEGORY_WALL_COLUMNS: category, wall_us, wall_share, thread_us -- the self time of
         its events added over threads -- and count; attrs span_us, processes, traced_us,
         rule, stats); "category,KEY" groups by self time as any key. Neither "step" nor
         "category" takes top or sort (ValueError), as the command.
     top: keep the `top` groups with the most self time (or total time with sort="total"; None: all).
-    sort: "self" (default) or "total": the row order, and which time `top` keeps the most of.
+    sort: "self" (None: the default) or "total": the row order, and which time `top` keeps the most of.
     threads: reader threads (None: all cores; else 1 to 1024, never more than the cores
         or the pieces of input there are; anything else raises ValueError).
     max_line_mib, max_document_mib: size limits (default 16 and 1024 MiB): a longer
@@ -142,10 +143,14 @@ def summary(paths, by="name", top=None, threads=None, *, sort="self", max_line_m
     if not isinstance(by, str):
         by = ",".join(by)
     if by == "rank":  # per process of a torchrun job: _ranks.py
+        ordered = top is not None or sort is not None  # as `--by rank --top/--sort`: by time, else as read
         return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
-                     from_ts=from_ts, to_ts=to_ts, _steps=False).ranks
-    if by in ("step", "category") and (top is not None or sort != "self"):  # as the command
+                     from_ts=from_ts, to_ts=to_ts, _steps=False, _sort=(sort or "self") if ordered else "",
+                     _top=_top(top)).ranks
+    if by in ("step", "category") and (top is not None or sort not in (None, "self")):  # as the command
         raise ValueError(f"by={by!r} shows every {by}: no top or sort")
+    if sort is None:
+        sort = "self"
     if by == "step":  # the per-step breakdown, as `summary --by step`
         return steps(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, from_ts=from_ts,
                      to_ts=to_ts, client=client)
@@ -265,7 +270,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     return df
 
 
-def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, max_line_mib=None,
+def efficiency(paths, by="name", top=None, threads=None, *, sort="self", calibration=None, max_line_mib=None,
                max_document_mib=None, from_ts=None, to_ts=None):
     """FLOPs, bytes and how close to this machine's roofline each group ran, as a pandas
     DataFrame: the rows of `dftracer-analyze summary --efficiency --format json`.
@@ -280,6 +285,9 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
     dftracer-calibration.json beside an input, else the user's cache dir (see
     calibrate()); without one, attainable_gflops and peak_frac are NaN.
     df.attrs: "calibration" (peaks, host, path, or None), "group_by", "skipped", "stats".
+    sort: the column the rows are ordered by, descending (NaN last, ties by self time, then key),
+        and which `top` keeps: "self" (default), "count", "flops", "bytes", "gflops", "gbps",
+        "ai", "attainable_gflops" or "peak_frac" (`--efficiency --sort`); else ValueError.
     from_ts, to_ts: a time window, as for summary() and `summary --efficiency --from/--to`.
     Read on this machine (no client: the roofline needs no cluster).
     """
@@ -293,7 +301,7 @@ def efficiency(paths, by="name", top=None, threads=None, *, calibration=None, ma
         raise ValueError(f"efficiency works with group keys (name, module, ...), not by={by!r} "
                          "(the step arg as a key: by='args.step')")
     text, stats = _module().efficiency_json(_path_list(paths), by, _top(top), _threads(threads),
-                                            calibration=_fs_path(calibration) if calibration else "",
+                                            calibration=_fs_path(calibration) if calibration else "", sort=sort,
                                             **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts))
     doc = json.loads(text)
     columns = list(doc["group_by"]) + list(_module().EFFICIENCY_COLUMNS)
@@ -342,13 +350,15 @@ def _top(top):
     return int(top)
 
 
-def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None,
-         to_ts=None, client=None):
+def diff(a, b, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None,
+         from_ts=None, to_ts=None, client=None):
     """Two runs compared group by group, as a pandas DataFrame sorted by impact.
 
     a, b: each a file, directory, glob or list of them (run A and run B).
     by: any key summary() accepts ("name", "module", "phase", "category", "args.<key>", ...).
-    top: keep the `top` groups with the largest |self-time delta| (None: all).
+    top: keep the `top` groups with the largest |self-time delta| (or `sort`'s; None: all).
+    sort: "self" (default), "total" or "count": rows by the |delta| of that column, descending
+        (ties by |self delta|, |total delta|, key), as `diff --sort`; else ValueError.
 
     Columns: the key column(s), then count_a, count_b, count_delta, self_a_us, self_b_us,
     self_delta_us, self_delta_pct, total_a_us, total_b_us, total_delta_us, total_delta_pct
@@ -377,12 +387,13 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     window = _window(from_ts, to_ts)
     client = _dask().resolve_client(client)
     if client is None:
-        raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits, **window)
+        raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits, **window, sort=sort)
     else:
         _dask().check_window(_module(), window)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, "self")  # a bad key fails here, before any work
+        _module().diff_partials([], [], by, 0, sort=sort)  # a bad sort too
         fa, fb = files(a), files(b)
-        raw = _dask().diff(client, _module(), fa, fb, by, top, limits,
+        raw = _dask().diff(client, _module(), fa, fb, by, top, limits, sort=sort,
                            windows=[_dask().window_of(client, _module(), f, window, limits) for f in (fa, fb)])
     order = list(raw["keys"]) + list(DIFF_COLUMNS) + ["within_noise"]
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
@@ -395,8 +406,8 @@ def diff(a, b, by="name", top=None, threads=None, *, max_line_mib=None, max_docu
     return df
 
 
-def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None,
-                client=None):
+def module_tree(paths, threads=None, *, sort="total", top=None, max_line_mib=None, max_document_mib=None,
+                from_ts=None, to_ts=None, client=None):
     """Self and total time per nn.Module path (args.module) as a tree, one row a node.
 
     Rows depth-first (a parent before its children, siblings by total time), as
@@ -409,6 +420,11 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     time, the roots' totals). df.attrs["totals"]: tree_us, unattributed_us and
     unattributed_events (events with no module, not in the tree), traced_us;
     df.attrs["stats"]: what was read and skipped.
+    sort: "total" (default), "self" or "count": the order of siblings (and roots), descending,
+        then path (`--tree --sort`); else ValueError.
+    top: keep the `top` first children of every node and the `top` first roots, each with
+        its subtree (None: all; `--tree --top`); the totals and shares of the nodes kept are
+        unchanged. attrs["totals"]["left_out"]: the nodes cut (each with its subtree).
     from_ts, to_ts: a time window, as for summary() and `summary --by module --tree --from/--to`.
     client: as for summary(): partial summaries by module read on the workers, the tree
     built on the client; the same numbers.
@@ -419,11 +435,13 @@ def module_tree(paths, threads=None, *, max_line_mib=None, max_document_mib=None
     threads = _threads(threads)
     client = _dask().resolve_client(client)
     window = _window(from_ts, to_ts)
+    top = _top(top)
+    _module().module_tree_partials([], sort, top)  # a bad sort fails here, before any work
     if client is None:
-        raw = _module().module_tree(_path_list(paths), threads, **limits, **window)
+        raw = _module().module_tree(_path_list(paths), threads, **limits, **window, sort=sort, top=top)
     else:
         inputs = files(paths)
-        raw = _dask().module_tree(client, _module(), inputs, limits,
+        raw = _dask().module_tree(client, _module(), inputs, limits, sort=sort, top=top,
                                   window=_dask().window_of(client, _module(), inputs, window, limits))
     df = pd.DataFrame({c: raw["columns"][c] for c in MODULE_TREE_COLUMNS}, columns=list(MODULE_TREE_COLUMNS))
     df.attrs["totals"] = dict(raw["totals"])

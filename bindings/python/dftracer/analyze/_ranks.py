@@ -64,7 +64,7 @@ _LOCAL_ONLY = ("ranks() reads on this machine, not on the Dask cluster: matching
 
 
 def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None, client=None,
-          _steps=True):
+          _steps=True, _sort="", _top=0):
     """Ranks, steps x ranks, stragglers per step, and every collective matched across
     ranks (who arrived last, how long the others waited, transfer time), as a
     RankAnalysis of DataFrames: the numbers of `dftracer-analyze ranks --format json`.
@@ -80,6 +80,7 @@ def ranks(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
 
         warn(_LOCAL_ONLY)
     text, stats = _module().ranks_json(_path_list(paths), _threads(threads), _steps,
-                                       **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts))
+                                       **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts),
+                                       sort=_sort, top=_top)
     _warn_skipped(stats)
     return RankAnalysis(json.loads(text), stats)

@@ -126,10 +126,23 @@ def _join_window_values(argv):
     return out
 
 
+def _refuse_unused(a, argv):
+    """An option the command would not use is an error, never dropped (as the C++ command)."""
+    given = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    if a.command == "export":
+        for opt in ("--by", "--top", "--sort", "--no-index"):
+            if opt in given:
+                raise ValueError(f"{opt}: export writes every event (no groups, order or cut)")
+    if "--workers" in given and a.dask != "local":
+        raise ValueError("--workers sizes the cluster of --dask local; a scheduler address has its own workers")
+
+
 def main(argv=None):
-    a = _parser().parse_args(_join_window_values(sys.argv[1:] if argv is None else argv))
+    argv = _join_window_values(sys.argv[1:] if argv is None else argv)
+    a = _parser().parse_args(argv)
     owned = None
     try:
+        _refuse_unused(a, argv)
         if a.command == "summary" and not a.dask:
             raise ValueError("summary runs in Python only with --dask SCHEDULER")
         client, owned = _client(a.dask, a.workers)

@@ -222,7 +222,7 @@ def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_in
     return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index))
 
 
-def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windows=((), ())):
+def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windows=((), ()), sort="self"):
     """diff()'s raw dict: each run's partial summaries read on the cluster (both runs'
     pieces queued at once), the two combined summaries joined on the client;
     `windows`: each run's (from_ns, to_ns)."""
@@ -232,12 +232,12 @@ def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windo
     for files, window in ((files_a, windows[0]), (files_b, windows[1])):
         rows = steps(client, ext, files, limits, window)[0]["steps"]
         spreads += [[r["duration_us"] for r in rows], [bool(r["outlier"]) for r in rows]]
-    return ext.diff_partials(client.gather(fa), client.gather(fb), by, top, *spreads)
+    return ext.diff_partials(client.gather(fa), client.gather(fb), by, top, *spreads, sort=sort)
 
 
-def module_tree(client, ext, files, limits, piece_bytes=None, window=()):
+def module_tree(client, ext, files, limits, piece_bytes=None, window=(), sort="total", top=0):
     """module_tree()'s raw dict: partial summaries by module, combined into the tree."""
-    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes, window))
+    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes, window), sort, top)
 
 
 def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", ""), use_index=True):

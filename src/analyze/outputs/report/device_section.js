@@ -8,7 +8,7 @@ var L=D.linked, n=D.device_events;
 document.getElementById("device-note").textContent=n+" device events, "+ms(D.device_us)+" ms of device time; linked to their launch call: "+
   L.launch+", to an op: "+L.op+", to a module: "+L.module+", to a step: "+L.step+". A step is GPU-bound when some GPU is busy "+
   (100*D.gpu_bound_busy_share)+" % of it or more.";
-fill("device-steps",D.step.map(function(s){return [s.step,ms(s.span_us),ms(s.gpu_busy_us),(100*s.idle_share).toFixed(1)+" %",ms(s.device_us),us(s.launch_delay_mean_us),s.bound];}));
+fill("device-steps",D.step.map(function(s){return [s.step,s.label,ms(s.span_us),ms(s.gpu_busy_us),(100*s.idle_share).toFixed(1)+" %",ms(s.device_us),us(s.launch_delay_mean_us),s.bound];}));
 function grp(g){return [g.key,g.events,ms(g.device_us),ms(g.cpu_us),us(g.launch_delay_mean_us)];}
 fill("device-phase",D.phase.filter(function(g){return g.events>0;}).map(grp));
 fill("device-module",D.module.filter(function(g){return g.events>0;}).slice(0,20).map(grp));
