@@ -70,8 +70,20 @@ def test_peaks_reach_torch_mm_and_n_threads_never_below_one(tmp_path):
         # The N-thread peak is never below the 1-thread figure.
     assert cal["peak_gflops"] >= cal["gflops_1thread"] > 0 and cal["peak_gbps"] >= cal["gbps_1thread"] > 0, cal
     # At least what torch's own mm reaches here, now (0.8: timing noise on a shared machine).
-    torch_best = max(_best_torch_mm(1), _best_torch_mm(threads))
-    assert cal["peak_gflops"] >= 0.8 * torch_best, (cal["peak_gflops"], torch_best, cal["figures"])
+    # Another job taking a core during calibrate's N-thread run but not during ours halves
+    # its figure, so a miss is measured again, both sides, up to three times: a calibrate
+    # that under-reports (a wrong FLOP count, a peak taken from the wrong kernel) misses
+    # every time.
+    tries = []
+    for attempt in range(3):
+        if attempt:
+            _, cal = _calibrate(tmp_path, "--force")
+        torch_best = max(_best_torch_mm(1), _best_torch_mm(threads))
+        tries.append((cal["peak_gflops"], torch_best))
+        if cal["peak_gflops"] >= 0.8 * torch_best:
+            break
+    else:
+        pytest.fail(f"calibrate's peak below 0.8x torch.mm in 3 tries (peak, torch): {tries}; {cal['figures']}")
 
 
 def test_without_torch_our_kernels_alone_and_why(tmp_path):
