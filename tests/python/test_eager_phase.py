@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 from test_analyze_self_time import analyzer_exe
-from trace_reader import read_trace, trace_files
+from trace_reader import read_trace, trace_files, union_ns
 
 torch = pytest.importorskip("torch")
 try:
@@ -88,18 +88,6 @@ def inside(e, r):
     return r["ts_ns"] <= e["ts_ns"] and e["ts_ns"] + e["dur_ns"] <= r["ts_ns"] + r["dur_ns"]
 
 
-def union_ns(intervals):
-    total, end = 0, None
-    for s, e in sorted(intervals):
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total
-
-
 def analyze(*args):
     p = subprocess.run([analyzer_exe(), *args, "--format", "json", "--no-progress"], capture_output=True, text=True,
                        timeout=120)
@@ -146,6 +134,10 @@ def test_every_eager_op_carries_its_regions_phase(tmp_path, regions):
     rows = {r["phase"]: r for r in analyze("summary", path, "--by", "phase")["rows"]}
     for phase in ("forward", "backward", "optimizer", "inference"):
         assert rows[phase]["count"] == sum(1 for e in events if e.get("args", {}).get("phase") == phase), phase
+    import dftracer.analyze as da  # the Python API reads the same phases
+    df = da.summary(path, by="phase").set_index("phase")
+    for phase in ("forward", "backward", "optimizer", "inference"):
+        assert df.loc[phase, "count"] == rows[phase]["count"], phase
     cats = {r["category"]: r for r in analyze("summary", path, "--by", "category")["rows"]}
     # The forward's and the evaluation's instants are forward time: the ops
     # in those regions cover them (the regions' own time outside their ops is
