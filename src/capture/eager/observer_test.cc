@@ -158,8 +158,8 @@ TEST(Observer, GradOffOnOutermostWorkAndTheOptimizerNumber) {
 // Each recorded event carries the phase the capture backend would write
 // (args.phase): forward for a training forward's ops, backward for the
 // autograd nodes and the ops they run, optimizer inside torch's optimizer
-// scopes (also under a region opened with grad on, and nested in a node),
-// inference under no_grad. A region opened with grad on carries none; one
+// scopes (also under a region opened with grad on), inference under
+// no_grad. A region opened with grad on carries none; one
 // opened with grad off carries none but makes its ops inference.
 TEST(Observer, EachEventCarriesItsPhase) {
   torch::manual_seed(0);
