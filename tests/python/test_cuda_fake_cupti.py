@@ -241,7 +241,13 @@ def _check_analyzer(trace, out, mode, bound, step_ranges):
     _check_table(j["category"], *_sums(out, lambda r: ("kernel", "kernel", "memcpy", "memset")[r["truth"]["kind"]]))
     if mode != "eager":  # the graph nodes' module; the copy is outside every module
         _check_table(j["module"], *_sums(out, lambda r: r["op"]["args"].get("module", "(none)") or "(root)"))
-        _check_table(j["phase"], *_sums(out, lambda r: r["op"]["args"].get("phase", "(none)")))
+    # The launching op's phase: the capture backend's on graph nodes, the
+    # observer's on eager ops (the copy, the eager forward, the backward's nodes).
+    _check_table(j["phase"], *_sums(out, lambda r: r["op"]["args"].get("phase", "(none)")))
+    if mode == "eager":
+        got = {r["key"]: r for r in j["phase"]}
+        assert {k for k, r in got.items() if r["events"]} == {"forward", "backward"}, j["phase"]
+        assert got["backward"]["events"] == sum(r["dev"]["name"] == "gemm_bwd" for r in out.values())
     # Launch delay: GPU start minus launch call start, per kernel name (mean).
     delays = collections.defaultdict(list)
     for r in out.values():

@@ -157,3 +157,16 @@ def complete_events_by_thread(events):
     for evs in by_tid.values():
         evs.sort(key=lambda e: (e["ts_ns"], -e["dur_ns"]))
     return by_tid
+
+
+def union_ns(intervals):
+    """Nanoseconds covered by the union of (start, end) intervals."""
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total

@@ -12,12 +12,14 @@
 //              args.phase "optimizer" (a compiled optimizer step's ops), or
 //              dft_ai's compute.step (cat "compute", name "step")
 //   backward   args.phase "backward"; cat "autograd" without a phase (the
-//              LibTorch observer's autograd nodes in eager backward);
-//              dft_ai's compute.backward
+//              LibTorch observer's autograd nodes in traces written before
+//              it wrote eager phases); dft_ai's compute.backward
 //   forward    args.phase "forward" or "inference"; dft_ai's compute.forward
 //   comm       cat "comm" (torch.distributed collectives, DDP's bucket
 //              all-reduces)
 //   other      anything else (regions, eager ops outside a phase)
+// The LibTorch observer writes the same phases on eager ops, autograd nodes
+// and optimizer scopes as the capture backend on compiled ones (docs/torch.md).
 #pragma once
 
 #include <string_view>
@@ -71,7 +73,7 @@ inline std::string_view event_category(const Event& e) {
     return "data";
   // dft_ai's compute nodes (cat "compute": forward, backward, step) say what
   // they are; so do the LibTorch observer's autograd nodes (cat "autograd":
-  // eager backward, AccumulateGrad), which carry no phase.
+  // eager backward, AccumulateGrad) in traces whose eager events carry no phase.
   const bool compute = e.cat == "compute" && e.phase.empty();
   if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer") || e.phase == "optimizer" ||
       (compute && e.name == "step"))

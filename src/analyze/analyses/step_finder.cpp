@@ -101,15 +101,19 @@ bool inference_work(const StepFinder::Top& t) { return t.category == kInferenceW
 // The Event::extra_args slots StepFinder captures.
 constexpr size_t kArgOpt = 0, kArgGrad = 1;
 
-// The category a work event is kept under: kInferenceWork for a compile
-// backend's inference graph call (args.phase "inference"), kGradOffWork for
-// eager work the LibTorch observer recorded with grad mode off (args.grad 0:
-// the outermost such op or scope of its thread) that is no optimizer,
-// backward or compile work.
+// The category a work event is kept under: kGradOffWork for eager work the
+// LibTorch observer recorded with grad mode off (args.grad 0 on the outermost
+// such op or scope of its thread; phase "inference" on it and on what runs
+// inside it, cat aten, autograd or torch) that is no optimizer, backward or
+// compile work, kInferenceWork for other inference work (a compile backend's
+// inference graph call and its ops).
 size_t work_category(const Event& e, size_t category) {
-  if (e.phase == "inference") return kInferenceWork;
   const std::string_view name = kStepCategories[category];
-  if (e.extra_args[kArgGrad] == "0" && e.phase.empty() && (name == "other" || name == "forward")) return kGradOffWork;
+  const bool inference = e.phase == "inference";
+  const bool eager_grad_off = e.extra_args[kArgGrad] == "0" ||
+                              (inference && (e.cat == "aten" || e.cat == "autograd" || e.cat == "torch"));
+  if (eager_grad_off && (e.phase.empty() || inference) && (name == "other" || name == "forward")) return kGradOffWork;
+  if (inference) return kInferenceWork;
   return category;
 }
 

@@ -52,6 +52,8 @@ uint8_t classify_name(const char* name, size_t n) {
     if (i > 6 && s.substr(i, 5) == "_cpp_") flags |= kInductorKernel;
   }
   if (s.substr(0, 15) == "Optimizer.step#") flags |= kOptimizerStep;
+  if (s.substr(0, 10) == "Optimizer." && s.find('#') != std::string_view::npos) flags |= kOptimizerScope;
+  if (s.substr(0, 21) == "enumerate(DataLoader)") flags |= kDataScope;
   return flags;
 }
 

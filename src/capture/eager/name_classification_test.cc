@@ -15,6 +15,8 @@ using dftracer::torch_observer::kAutogradNode;
 using dftracer::torch_observer::kCompiledScope;
 using dftracer::torch_observer::kInductorKernel;
 using dftracer::torch_observer::kOperator;
+using dftracer::torch_observer::kDataScope;
+using dftracer::torch_observer::kOptimizerScope;
 using dftracer::torch_observer::kOptimizerStep;
 
 namespace {
@@ -36,10 +38,11 @@ TEST(NameClassification, Operators) {
   EXPECT_EQ(classify("aten::"), 0);
   EXPECT_EQ(classify("::mm"), 0);
   EXPECT_EQ(classify("torch::autograd::AccumulateGrad"), 0);  // two namespaces: not an op
-  EXPECT_EQ(classify("Optimizer.step#SGD.step"), kOptimizerStep);  // a scope, not an op
-  EXPECT_EQ(classify("Optimizer.step#"), kOptimizerStep);
+  EXPECT_EQ(classify("Optimizer.step#SGD.step"), kOptimizerStep | kOptimizerScope);  // a scope, not an op
+  EXPECT_EQ(classify("Optimizer.step#"), kOptimizerStep | kOptimizerScope);
   EXPECT_EQ(classify("Optimizer.step"), 0);
-  EXPECT_EQ(classify("Optimizer.zero_grad#SGD.zero_grad"), 0);
+  EXPECT_EQ(classify("Optimizer.zero_grad#SGD.zero_grad"), kOptimizerScope);
+  EXPECT_EQ(classify("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), kDataScope);
 }
 
 TEST(NameClassification, EngineScopeIsTheAutogradNode) {

@@ -72,11 +72,21 @@ enum FrameKind : uint8_t {
   kCompiled = 2,     // a compiled-function scope: ops inside are skipped
   // Grad mode (the analyzer's inference work, docs/analyzer.md "Steps"):
   // asked only of a thread's outermost work, so that an op or scope inside
-  // an op, an autograd node, an optimizer step or a grad-off frame never pays
-  // for the read nor writes the arg.
-  kShadows = 4,      // frames inside this one do not ask: an op, node, optimizer step, grad off, or inside one
+  // an op, an autograd node, an optimizer scope or a grad-off frame never
+  // pays for the read nor writes the arg.
+  kShadows = 4,      // frames inside this one do not ask: an op, node, compiled or optimizer scope, grad off, or inside one
   kGradOff = 8,      // recorded with grad mode off: written with "grad": 0
+  // The phase (args.phase, the values the capture backend writes), in the
+  // same byte: decided with kShadows by a thread's outermost work (grad mode
+  // on: forward, off: inference), by an autograd node (backward) and by an
+  // optimizer's step or zero_grad scope (optimizer) wherever they open, none
+  // for a DataLoader's next batch; a frame a shadowing one encloses copies it.
+  kPhaseShift = 4,
+  kPhaseMask = 7 << kPhaseShift,
+  kPhaseHidden = 128,  // a region whose grad mode decided its work's phase: its own event carries none
 };
+enum Phase : uint8_t { kNoPhase = 0, kForward, kBackward, kOptimizer, kInference, kPhases };
+constexpr uint8_t phase_bits(Phase p) { return static_cast<uint8_t>(p << kPhaseShift); }
 
 struct Frame {
   const at::RecordFunction* rf;
@@ -170,7 +180,8 @@ static_assert(sizeof(dft_id) == sizeof(uint32_t), "GraphMemoryProbe returns a df
 
 // Interned once (by enable(), before the callback exists).
 dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external, g_key_grad,
-    g_key_opt;
+    g_key_opt, g_key_phase;
+dft_id g_phase_value[kPhases];  // by Phase
 
 // Memory capture (enable_memory()): interned once before it turns on.
 std::atomic<bool> g_memory{false};
@@ -276,7 +287,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (d >= kMaxDepth) return nullptr;
   Frame& f = t.frames[d];
   f.rf = &fn;
-  f.kind = d > 0 && (t.frames[d - 1].kind & kShadows) ? kShadows : kIgnored;
+  const uint8_t outer = d > 0 ? t.frames[d - 1].kind : uint8_t{0};
+  f.kind = static_cast<uint8_t>(outer & kShadows ? outer & (kShadows | kPhaseMask) : 0);
   f.external_id = 0;
   if (!dft_enabled_inline()) return nullptr;
 
@@ -284,7 +296,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
   const int graph_frame = t.graph_frame;  // before this frame opens one
   if (f.info.flags & kCompiledScope) {
-    f.kind = kCompiled;
+    f.kind |= kCompiled;
     f.outer_graph_frame = graph_frame;
     t.graph_frame = d;
     ++t.compiled_depth;
@@ -310,11 +322,23 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       t.frames[d - 1].info.name == f.info.name)
     return nullptr;
   f.kind |= kRecorded;
-  if (!(f.kind & kShadows)) {
-    // The thread's outermost work: says whether grad mode is off (not for
-    // an autograd node: the engine runs backward with grad mode off).
-    if (f.info.flags & (kOperator | kAutogradNode | kOptimizerStep)) f.kind |= kShadows;
-    if (!(f.info.flags & (kAutogradNode | kOptimizerStep)) && !c10::GradMode::is_enabled()) f.kind |= kShadows | kGradOff;
+  if (__builtin_expect(f.info.flags & (kAutogradNode | kOptimizerScope | kDataScope), 0)) {
+    // Its own phase wherever it runs (an optimizer stepping in a backward
+    // hook, a node under a user's region); a DataLoader's batch (collate's
+    // ops) is no forward. Grad mode is not asked of a node (the engine runs
+    // backward with grad mode off) nor of an optimizer's scope.
+    if (!(f.kind & kShadows) && (f.info.flags & kDataScope) && !c10::GradMode::is_enabled()) f.kind |= kGradOff;
+    const Phase p = (f.info.flags & kAutogradNode) ? kBackward : (f.info.flags & kOptimizerScope) ? kOptimizer : kNoPhase;
+    f.kind = static_cast<uint8_t>((f.kind & ~kPhaseMask) | kShadows | phase_bits(p));
+  } else if (!(f.kind & kShadows)) {
+    // The thread's outermost work: says whether grad mode is off. A region
+    // with grad mode on is no work (a wrapper around a step or a loop): no
+    // phase, and what runs in it decides its own.
+    const bool work = f.info.flags & (kOperator | kCompiledScope | kInductorKernel);
+    if (!c10::GradMode::is_enabled())
+      f.kind |= kShadows | kGradOff | phase_bits(kInference) | (work ? 0 : kPhaseHidden);
+    else if (work)
+      f.kind |= kShadows | phase_bits(kForward);
   }
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();
@@ -350,7 +374,7 @@ void finish(ThreadState& t, int index, uint64_t end) {
     t.graph_frame = f.outer_graph_frame;
   }
   if (!(f.kind & kRecorded) || end == 0) return;
-  dft_arg args[9];
+  dft_arg args[10];
   uint32_t n = 0;
   if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
   if (f.seq_nr >= 0) {
@@ -363,6 +387,13 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].key = g_key_external;
     args[n].type = DFT_ARG_UINT;
     args[n].v.u = f.external_id;
+    ++n;
+  }
+  const unsigned phase = static_cast<unsigned>(f.kind) >> kPhaseShift;  // kPhaseHidden: kPhases or more
+  if (phase != kNoPhase && phase < kPhases) {
+    args[n].key = g_key_phase;
+    args[n].type = DFT_ARG_STR;
+    args[n].v.id = g_phase_value[phase];
     ++n;
   }
   if (f.kind & kGradOff) {
@@ -627,6 +658,12 @@ void intern_constants() {
   g_key_external = dft_intern_cstr("External id");
   g_key_grad = dft_intern_cstr("grad");
   g_key_opt = dft_intern_cstr("opt");
+  g_key_phase = dft_intern_cstr("phase");
+  g_phase_value[kNoPhase] = 0;
+  g_phase_value[kForward] = dft_intern_cstr("forward");
+  g_phase_value[kBackward] = dft_intern_cstr("backward");
+  g_phase_value[kOptimizer] = dft_intern_cstr("optimizer");
+  g_phase_value[kInference] = dft_intern_cstr("inference");
 }
 
 // The benchmark floor: the same registration with callbacks that do

@@ -155,6 +155,67 @@ TEST(Observer, GradOffOnOutermostWorkAndTheOptimizerNumber) {
   for (const Event& e : off) EXPECT_FALSE(inside(e, *step)) << e.name;
 }
 
+// Each recorded event carries the phase the capture backend would write
+// (args.phase): forward for a training forward's ops, backward for the
+// autograd nodes and the ops they run, optimizer inside torch's optimizer
+// scopes (also under a region opened with grad on), inference under
+// no_grad. A region opened with grad on carries none; one
+// opened with grad off carries none but makes its ops inference.
+TEST(Observer, EachEventCarriesItsPhase) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::Tensor x = torch::randn({2, 8});
+  Trace trace;
+  dftracer::torch::enable();
+  {
+    RECORD_USER_SCOPE("train_step");
+    torch::Tensor loss = model.forward(x).sum();
+    loss.backward();
+    {
+      RECORD_USER_SCOPE("Optimizer.zero_grad#SGD.zero_grad");
+      for (auto& p : model.parameters()) p.grad().zero_();
+    }
+  }
+  {
+    torch::NoGradGuard no_grad;
+    RECORD_USER_SCOPE("eval");
+    model.forward(x);
+  }
+  const std::vector<Event> all = trace.finish();
+  auto find = [&](const std::string& name) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Event& e) { return e.ph == "X" && e.name == name; });
+    EXPECT_NE(it, all.end()) << name;
+    return it == all.end() ? Event{} : *it;
+  };
+  const Event step = find("train_step"), zero = find("Optimizer.zero_grad#SGD.zero_grad"), eval = find("eval");
+  EXPECT_EQ(str_arg(step, "phase"), "<missing>");
+  EXPECT_EQ(str_arg(zero, "phase"), "optimizer");
+  EXPECT_EQ(str_arg(eval, "phase"), "<missing>");
+  EXPECT_EQ(int_arg(eval, "grad"), 0);
+  std::map<std::string, int> by_phase;
+  for (const Event& e : all) {
+    if (e.ph != "X" || (e.cat != "aten" && e.cat != "autograd")) continue;
+    const std::string phase = str_arg(e, "phase");
+    ++by_phase[phase];
+    if (e.cat == "autograd") {
+      EXPECT_EQ(phase, "backward") << e.name;
+    } else if (inside(e, zero)) {
+      EXPECT_EQ(phase, "optimizer") << e.name;
+    } else if (inside(e, eval)) {
+      EXPECT_EQ(phase, "inference") << e.name;
+    } else if (e.name == "aten::addmm" || e.name == "aten::relu" || e.name == "aten::linear") {
+      // a forward op, or one the engine runs inside a node
+      bool in_node = false;
+      for (const Event& n : with_cat(all, "autograd")) in_node = in_node || inside(e, n);
+      EXPECT_EQ(phase, in_node ? "backward" : "forward") << e.name;
+    }
+  }
+  EXPECT_GT(by_phase["forward"], 0);
+  EXPECT_GT(by_phase["backward"], 0);
+  EXPECT_GT(by_phase["optimizer"], 0);
+  EXPECT_GT(by_phase["inference"], 0);
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;

@@ -40,6 +40,8 @@ enum NameFlags : uint8_t {
   kAutogradNode = 4,   // the engine running one autograd node (see classify_name)
   kInductorKernel = 8, // an Inductor C++ kernel's RECORD_FUNCTION (cpp.enable_kernel_profile)
   kOptimizerStep = 16, // torch's "Optimizer.step#<Class>.step" scope around an optimizer's step()
+  kOptimizerScope = 32, // torch's "Optimizer.<method>#..." scopes: step and zero_grad (phase "optimizer")
+  kDataScope = 64,     // torch's "enumerate(DataLoader)#..." scope around a DataLoader's next batch (no phase)
 };
 
 // The autograd engine's RecordFunction around each node it runs.
