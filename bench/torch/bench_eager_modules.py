@@ -110,6 +110,20 @@ def run_steps(model, opt, ids, iters):
     return since(c0)
 
 
+def count_module_calls(model, opt, ids):
+    from torch.nn.modules import module as nn_module
+
+    n = [0]
+
+    def count(mod, args):
+        n[0] += 1
+
+    h = nn_module.register_module_forward_pre_hook(count)
+    train_step(model, opt, ids)
+    h.remove()
+    return n[0]
+
+
 def bench_gpt2(args):
     model = make_gpt2(args.layers, args.width, args.heads, args.vocab, args.seq)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -118,6 +132,7 @@ def bench_gpt2(args):
         train_step(model, opt, ids)  # warm up outside every configuration
     ext = eager_ext()
     n_modules = sum(1 for _ in model.modules())
+    calls = count_module_calls(model, opt, ids)
     tmp = tempfile.mkdtemp(prefix="bench_eager_modules_")
 
     def untraced():
@@ -155,10 +170,11 @@ def bench_gpt2(args):
     ms = 1e6 * args.iters
     print(f"\nGPT-2 {args.layers} layers, n_embd {args.width}, {args.heads} heads, vocab {args.vocab}, "
           f"batch {args.batch} x {args.seq} tokens, {n_modules} modules; SGD training step; "
-          f"{args.iters} steps per round, median of {args.repeats} rounds; ms per step:")
+          f"{args.iters} steps per round, median of {args.repeats} rounds; {calls} module calls per step; ms per step:")
     print(f"  {'configuration':32s} {'thread CPU':>10s} {'process CPU':>11s} {'wall':>8s} "
           f"{'stop (proc CPU)':>15s} {'x untraced (proc CPU, stop incl.)':>34s}")
     base = None
+    thread = {}
     for k, rs in results.items():
         th = statistics.median(r[0][0] for r in rs) / ms
         pr = statistics.median(r[0][1] for r in rs) / ms
@@ -167,6 +183,14 @@ def bench_gpt2(args):
         if base is None:
             base = pr
         print(f"  {k:32s} {th:10.2f} {pr:11.2f} {wa:8.2f} {st:15.2f} {(pr + st) / base:34.3f}")
+        thread[k] = th
+    # Paired by round (the two ran back to back): less of the load's drift.
+    diffs = sorted((a[0][0] - b[0][0]) / ms for a, b in zip(results["traced, modules"], results["traced, no modules"]))
+    extra = statistics.median(diffs)
+    q1, q3 = diffs[len(diffs) // 4], diffs[(3 * len(diffs)) // 4]
+    print(f"  module calls per step: {calls}; modules over no modules, per round (thread CPU): median "
+          f"{extra * 1e3:+.0f} us per step ({extra * 1e6 / calls:+.0f} ns per module call), quartiles "
+          f"{q1 * 1e3:+.0f} .. {q3 * 1e3:+.0f} us")
 
 
 def main():

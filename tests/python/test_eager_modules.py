@@ -192,7 +192,7 @@ def test_eager_ops_carry_the_module_whose_forward_ran_them(tmp_path):
     assert len({e["tid"] for e in ops}) >= 3, "the main thread and two training threads"
     # The scopes themselves: opened after dftracer's pre-hook, so in their module.
     for s in (s for v in gt.values() for s in v):
-        assert s["args"].get("module") == s["name"][3:], s
+        assert s.get("args", {}).get("module") == s["name"][3:], s
 
     fwd_module = {}  # (tid, seq_nr) -> module of the forward ops with that seq_nr
     in_node = by_thread(nodes)
@@ -270,3 +270,37 @@ def test_analyzer_per_module_totals_match_compiled_paths(tmp_path):
     blocks = flat["blocks"]
     assert blocks["total_us"] == pytest.approx(sum(flat[c]["total_us"] for c in ("blocks.0", "blocks.1")), rel=1e-6)
     assert flat["blocks.0.attn.q"]["self_us"] == pytest.approx(rows["blocks.0.attn.q"]["self_us"], rel=1e-6)
+
+
+ENV_RUN = """
+import os, torch
+from dftracer.python import dftracer, dftracer_dynamo_backend
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+x = torch.randn(2, 4)
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run"), None, -1)
+model(x).sum().backward()
+torch.compile(model, backend=dftracer_dynamo_backend)(x)
+log.finalize()
+"""
+
+
+@pytest.mark.parametrize("modules", [None, "0"])
+def test_env_switch_and_compile_of_a_hooked_process(tmp_path, modules):
+    """DFTRACER_TRACE_EAGER=1 alone attributes modules; DFTRACER_EAGER_MODULES=0
+    registers no hook (no op has a module). torch.compile(module) with the
+    hooks registered prints nothing more than without."""
+    from conftest import run_python_in
+
+    p = run_python_in(str(tmp_path), ENV_RUN, env={"TRACE_DIR": str(tmp_path), "DFTRACER_DISABLE_IO": "1",
+                                                   "DFTRACER_TRACE_EAGER": "1", "DFTRACER_EAGER_MODULES": modules},
+                      timeout=300)
+    assert "global hooks" not in p.stderr, p.stderr
+    [path] = trace_files(str(tmp_path))
+    events = read_trace(path)
+    eager = collections.Counter(e.get("args", {}).get("module") for e in complete_events(events, cat="aten"))
+    compiled = {e["args"].get("module") for e in complete_events(events, cat="dynamo") if e["name"].startswith("function.")}
+    assert compiled == {"0", "1"}
+    if modules == "0":
+        assert set(eager) == {None}, eager
+    else:
+        assert eager["0"] > 0 and eager["1"] > 0 and eager[None] > 0, eager  # the loss's sum: no module

@@ -29,6 +29,7 @@ state): compiled graphs' ops carry their own module.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 
 __all__ = ["install", "uninstall", "installed"]
@@ -184,6 +185,11 @@ def install(ext) -> None:
 
     _ext, _intern, _set_module = ext, ext.intern, ext.set_module
     _is_compiling = torch.compiler.is_compiling
+    # torch warns on every torch.compile(module) call while any global module
+    # hook is registered (its wrapper's hooks fire too); ours map the wrapper
+    # to its model, so the warning would be noise the traced program did not have.
+    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                            category=UserWarning)
     _handles = (nn_module.register_module_forward_pre_hook(_pre_hook),
                 nn_module.register_module_forward_hook(_post_hook, always_call=True))
 
