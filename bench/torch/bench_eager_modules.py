@@ -17,6 +17,9 @@
    Configurations are interleaved, `--repeats` rounds; the median round
    counts. CPU time of the stepping thread and of the process (the writer
    thread included) beside wall time.
+3. `--instructions`: the three configurations but torch.profiler, each in a
+   child under valgrind's callgrind, instructions per step of the stepping
+   thread (the same on every run, loaded or not).
 """
 import argparse
 import os
@@ -193,8 +196,71 @@ def bench_gpt2(args):
           f"{q1 * 1e3:+.0f} .. {q3 * 1e3:+.0f} us")
 
 
+# ------------------------------------------------------------ instructions
+#
+# CPU time on a shared 2-vCPU machine moves by more than the hooks cost per
+# GPT-2 step; instructions (callgrind, stepping thread, counted steps only:
+# bench_eager_instructions.py's starmap_next toggle) read the same on every run.
+
+INSTR_CONFIGS = ("untraced", "traced, no modules", "traced, modules")
+
+
+def instr_child(args):
+    import itertools
+
+    model = make_gpt2(args.layers, args.width, args.heads, args.vocab, args.seq)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, args.vocab, (args.batch, args.seq))
+
+    def run():
+        for _ in range(2):
+            train_step(model, opt, ids)
+        list(itertools.starmap(train_step, itertools.repeat((model, opt, ids), args.steps)))
+
+    if args.child == "untraced":
+        run()
+        return
+    log = dftracer.initialize_log(os.path.join(args.trace_dir, "count"), None, -1, enable=True)
+    with trace_eager():
+        if args.child == "traced, no modules":
+            eager_modules.uninstall()
+        run()
+    log.finalize()
+
+
+def bench_instructions(args):
+    import re
+    import subprocess
+
+    tmp = tempfile.mkdtemp(prefix="bench_eager_modules_cg_")
+    got = {}
+    for config in INSTR_CONFIGS:
+        out = os.path.join(tmp, "cg." + config.replace(" ", "_").replace(",", ""))
+        cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=starmap_next", f"--callgrind-out-file={out}",
+               sys.executable, os.path.abspath(__file__), "--child", config, "--trace-dir", tmp,
+               "--steps", str(args.steps)] + [f"--{k}={getattr(args, k)}" for k in
+                                              ("layers", "width", "heads", "vocab", "batch", "seq")]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        m = re.search(r"Collected\s*:\s*(\d+)", r.stderr)
+        if r.returncode != 0 or m is None:
+            raise SystemExit(f"{config} failed under valgrind (exit {r.returncode}):\n{r.stderr[-2000:]}")
+        got[config] = int(m.group(1)) / args.steps
+    model = make_gpt2(args.layers, args.width, args.heads, args.vocab, args.seq)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    calls = count_module_calls(model, opt, torch.randint(0, args.vocab, (args.batch, args.seq)))
+    print(f"\ninstructions per GPT-2 training step (callgrind, stepping thread, {args.steps} steps after 2):")
+    for k, v in got.items():
+        print(f"  {k:20s} {v:14,.0f}  x untraced {v / got['untraced']:.4f}")
+    extra = got["traced, modules"] - got["traced, no modules"]
+    print(f"  modules over no modules: {extra:+,.0f} per step, {extra / calls:+,.0f} per module call ({calls} calls)")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--trace-dir", help=argparse.SUPPRESS)
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=5)
@@ -206,6 +272,12 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.child:
+        instr_child(args)
+        return
+    if args.instructions:
+        bench_instructions(args)
+        return
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, load {os.getloadavg()}")
     bench_calls(args.calls, args.repeats)
     bench_gpt2(args)

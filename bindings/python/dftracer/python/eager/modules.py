@@ -196,17 +196,15 @@ def install(ext) -> None:
 
 def uninstall() -> None:
     """Removes the hooks; module calls open now carry no module from here on."""
-    global _handles
+    global _handles, _tls
     if _handles is None:
         return
     for h in _handles:
         h.remove()
     _handles = None
-    stack = getattr(_tls, "stack", None)
-    if stack:
-        stack.clear()
+    _tls = threading.local()  # every thread's stack starts empty at the next install
     if _ext is not None:
-        _ext.set_module(0, 0)
+        _ext.set_module(0, 0)  # this thread's; another thread's is reset by its next module call
 
 
 def installed() -> bool:
