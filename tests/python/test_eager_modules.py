@@ -5,7 +5,8 @@ compiled graphs' op events name it (docs/capture.md, "Module paths").
 A traced process runs a model with nesting, a ModuleList called in reverse
 order, a module called twice, a module registered under two names, tied
 weights, a submodule whose forward raises (caught by its caller), a module
-called directly from the program (a root of its own), and the same model
+called directly from the program and another model called inside the
+forward without being registered (each a root of its own), and the same model
 trained on two threads at once. The ground truth comes from the test's own
 per-module hooks: each opens a ``record_function("gt:<path>")`` scope (the
 path from ``named_modules()``) in its forward pre-hook and closes it in its
@@ -68,7 +69,7 @@ class Block(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self, bad):
+    def __init__(self, bad, extra=False):
         super().__init__()
         self.emb = nn.Embedding(V, D)
         self.blocks = nn.ModuleList([Block(), Block()])
@@ -77,6 +78,8 @@ class Net(nn.Module):
         self.head = nn.Linear(D, V, bias=False)
         self.head.weight = self.emb.weight  # tied weights
         self.bad = Bad() if bad else None
+        # Another model called inside forward, not registered: a root of its own.
+        object.__setattr__(self, "extra", nn.Sequential(nn.Linear(D, D), nn.ReLU()) if extra else None)
 
     def forward(self, idx):
         x = self.emb(idx)
@@ -88,6 +91,8 @@ class Net(nn.Module):
                 self.bad(x)
             except ValueError:
                 pass
+        if self.extra is not None:
+            x = x + self.extra(x)
         x = x * 0.5                          # the model's own op: the root ""
         return self.head(x)
 """
@@ -97,7 +102,7 @@ MODE = os.environ["MODE"]
 from dftracer.python import dftracer
 if MODE != "compiled":
     from dftracer.python import trace_eager
-model = Net(bad=MODE != "compiled")
+model = Net(bad=MODE != "compiled", extra=MODE == "ground_truth")
 idx = torch.randint(0, V, (2, 6))
 
 
@@ -138,6 +143,7 @@ if MODE == "compiled":
 else:
     if MODE == "ground_truth":
         markers(model)
+        markers(model.extra)
     with trace_eager():
         step(model, idx)
         model.head(model.emb(idx))  # a submodule called from the program: a root ("") of its own
@@ -211,6 +217,8 @@ def test_eager_ops_carry_the_module_whose_forward_ran_them(tmp_path):
     assert {"", "emb", "blocks.0.attn.q", "blocks.1.attn", "blocks.0.mlp.0", "blocks.1.mlp.1", "blocks.0",
             "shared", "head", "bad"} <= set(checked), checked
     assert "alias" not in checked  # a module under two names has its first
+    # The unregistered model called inside forward: its own root, its children under it.
+    assert checked["0"] > 0 and checked["1"] > 0, checked
     assert checked[None] > 0  # the loss, outside any module
     sins = [e for e in ops if e["name"] == "aten::sin"]
     assert sins and all(e.get("args", {}).get("module") == "bad" for e in sins)
