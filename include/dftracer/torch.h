@@ -25,7 +25,9 @@
 //         only the outermost of such work, not autograd nodes (the engine
 //         runs them with grad mode off); "opt" on an optimizer's
 //         "Optimizer.step#..." scope given a number by set_optimizer_number();
-//         with shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]").
+//         with shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]");
+//         "module": the module path set_module() gave the thread (an
+//         autograd node and its ops: the forward op's module).
 // Events are recorded only while the core is tracing (dft_enabled()).
 //
 // Ops that run inside compiled graphs (torch.compile with an AOT-autograd
@@ -134,6 +136,17 @@ DFT_TORCH_API void set_graph_memory_probe(GraphMemoryProbe probe);
 // mistaken for the program's own. resume without suspend does nothing.
 DFT_TORCH_API void suspend_this_thread();
 DFT_TORCH_API void resume_this_thread();
+
+// Module attribution: the nn.Module the calling thread runs in now, as an
+// interned path id (dft_intern: "encoder.layer.0.attention", "" for the
+// outermost module called; 0: none), and how many module calls are open on
+// the thread (`depth`). Each op that starts on the thread afterwards carries
+// it as args.module; an autograd node and the ops inside it carry the module
+// of the forward op that made the node (found by the node's seq_nr), unless a
+// module call opened inside the node is open around them (depth above the
+// node's). dftracer.python's module hooks call it at each module call's start
+// and end; a LibTorch program may call it around its own modules.
+DFT_TORCH_API void set_module(uint32_t module, int depth);
 
 // Numbers the optimizer step scope ("Optimizer.step#<Class>.step") open
 // innermost on the calling thread: its event gets args.opt = n (the Python

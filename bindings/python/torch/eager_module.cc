@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "dftracer/dftracer.h"
 #include "dftracer/torch.h"
 #include "tensor_meta.h"
 
@@ -108,6 +109,28 @@ PyObject* py_set_optimizer_number(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// set_module(id, depth): called twice per nn.Module call by the module hooks,
+// so the arguments are read without a format string.
+PyObject* py_set_module(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "set_module(id, depth) takes 2 arguments");
+    return nullptr;
+  }
+  const unsigned long id = PyLong_AsUnsignedLong(args[0]);
+  if (id == static_cast<unsigned long>(-1) && PyErr_Occurred()) return nullptr;
+  const long depth = PyLong_AsLong(args[1]);
+  if (depth == -1 && PyErr_Occurred()) return nullptr;
+  dftracer::torch::set_module(static_cast<uint32_t>(id), static_cast<int>(depth));
+  Py_RETURN_NONE;
+}
+
+PyObject* py_intern(PyObject*, PyObject* arg) {
+  Py_ssize_t len = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(arg, &len);
+  if (s == nullptr) return nullptr;
+  return PyLong_FromUnsignedLong(dft_intern(s, static_cast<size_t>(len)));
+}
+
 PyMethodDef g_methods[] = {
     {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_enable)),
      METH_VARARGS | METH_KEYWORDS,
@@ -134,6 +157,10 @@ PyMethodDef g_methods[] = {
     {"resume_this_thread", py_resume, METH_NOARGS, "Undo one suspend_this_thread."},
     {"set_optimizer_number", py_set_optimizer_number, METH_O,
      "set_optimizer_number(n): args.opt = n on the optimizer step scope open innermost on this thread."},
+    {"set_module", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_set_module)), METH_FASTCALL,
+     "set_module(id, depth): the module path id (intern(); 0: none) this thread's ops carry as args.module, and "
+     "the number of module calls open on it."},
+    {"intern", py_intern, METH_O, "intern(path): the core's id of a string (what set_module takes)."},
     {"_tensor_meta_fn", dft_py_tensor_meta_fn, METH_VARARGS,
      "_tensor_meta_fn(torch.Tensor, torch.nn.Parameter): the traced collective's tensor reader (a capsule)."},
     {nullptr, nullptr, 0, nullptr}};

@@ -102,6 +102,11 @@ struct Frame {
   uint8_t kind;
   uint16_t shapes_len;
   int32_t outer_graph_frame;  // kCompiled frames: the thread's graph_frame before this one opened
+  // Module attribution: the module path id written as args.module (0: none),
+  // and for an autograd node and the frames inside it, the thread's module
+  // depth when the node started (-1: the frame takes the thread's module).
+  dft_id module;
+  int32_t node_module_depth;
 };
 
 // The counter track of one device, per thread: when this thread last wrote
@@ -130,6 +135,12 @@ struct ThreadState {
   // step scope to write with args.opt = opt_number.
   int opt_frame;
   int64_t opt_number;
+  // set_module(): the module the thread runs in now and how many module
+  // calls are open on it; RecordFunction's id of this thread (what a node
+  // keeps of the thread that ran its forward op).
+  dft_id module;
+  int module_depth;
+  uint64_t rf_thread;
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
@@ -164,6 +175,7 @@ __attribute__((noinline)) ThreadState* create_state() {
   auto* st = new (std::nothrow) ThreadState();  // value-initialised: zeroed
   if (st == nullptr) return nullptr;
   reaper.state = st;
+  st->rf_thread = at::RecordFunction::currentThreadId();
   tl_state = st;
   return st;
 }
@@ -180,7 +192,7 @@ static_assert(sizeof(dft_id) == sizeof(uint32_t), "GraphMemoryProbe returns a df
 
 // Interned once (by enable(), before the callback exists).
 dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external, g_key_grad,
-    g_key_opt, g_key_phase;
+    g_key_opt, g_key_phase, g_key_module;
 dft_id g_phase_value[kPhases];  // by Phase
 
 // Memory capture (enable_memory()): interned once before it turns on.
@@ -261,15 +273,69 @@ uint16_t format_shapes(const at::RecordFunction& fn, char* out) {
   return static_cast<uint16_t>(w.len);
 }
 
+// -------------------------------------------------------------- modules
+//
+// args.module of an eager op: the nn.Module whose forward ran it. dftracer's
+// Python module hooks (dftracer.python.eager.modules) resolve each module
+// call's path once and hand the thread's innermost one to set_module(); a
+// frame takes the thread's module when it starts. Backward: an autograd node
+// takes the module of the forward op that made it, found at the node's start
+// by (forward thread, seq_nr) in a table every recorded forward op writes
+// its module into; the ops inside the node take the node's module, unless a
+// module call opened inside the node (activation checkpointing's recompute)
+// is open around them.
+//
+// The table: one relaxed 64-bit store per recorded forward op that has a
+// seq_nr and a module, one load per node; no lock. A slot holds the module
+// id and a check of (seq_nr, thread); a node whose slot was overwritten (its
+// forward op ran more than kSeqModuleSlots sequence numbers of its thread
+// before, or a collision) or never written gets no module.
+constexpr int kSeqModuleBits = 16;
+constexpr uint32_t kSeqModuleSlots = 1u << kSeqModuleBits;
+std::atomic<uint64_t> g_seq_module[kSeqModuleSlots];
+
+inline uint32_t seq_module_slot(uint64_t seq, uint64_t thread) {
+  return static_cast<uint32_t>(seq ^ (thread * 0x9E3779B97F4A7C15ull >> 40)) & (kSeqModuleSlots - 1);
+}
+inline uint64_t seq_module_check(uint64_t seq, uint64_t thread) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(seq) + static_cast<uint32_t>(thread) * 0x9E3779B1u) << 32;
+}
+
+// A frame's module as it starts: the thread's, or the node's it runs in.
+inline void inherit_module(const ThreadState& t, int d, Frame& f) {
+  f.module = t.module;
+  f.node_module_depth = -1;
+  if (d == 0) return;
+  const Frame& p = t.frames[d - 1];
+  if (p.node_module_depth >= 0 && t.module_depth <= p.node_module_depth) {
+    f.module = p.module;
+    f.node_module_depth = p.node_module_depth;
+  }
+}
+
+inline void remember_forward_module(const ThreadState& t, const Frame& f) {
+  const uint64_t seq = static_cast<uint64_t>(f.seq_nr);
+  g_seq_module[seq_module_slot(seq, t.rf_thread)].store(seq_module_check(seq, t.rf_thread) | f.module,
+                                                        std::memory_order_relaxed);
+}
+
 // ------------------------------------------------------------ callbacks
 
 // The sequence number of the autograd node the engine is running on this
 // thread (it sets the current node before opening its
 // "autograd::engine::evaluate_function: <node>" scope): the forward op that
-// made the node carries the same number. Once per node, not per op.
-__attribute__((noinline)) int64_t node_seq_nr() {
+// made the node carries the same number. Once per node, not per op. The
+// node's module is its forward op's, looked up by that number and the
+// thread that ran the forward (seq_nr counts per thread).
+__attribute__((noinline)) int64_t node_seq_nr(const ThreadState& t, Frame& f) {
   const auto node = ::torch::autograd::get_current_node();
-  return node ? static_cast<int64_t>(node->sequence_nr()) : -1;
+  f.module = 0;
+  f.node_module_depth = t.module_depth;
+  if (!node) return -1;
+  const uint64_t seq = node->sequence_nr();
+  const uint64_t v = g_seq_module[seq_module_slot(seq, node->thread_id())].load(std::memory_order_relaxed);
+  if ((v & ~0xFFFFFFFFull) == seq_module_check(seq, node->thread_id())) f.module = static_cast<dft_id>(v);
+  return static_cast<int64_t>(seq);
 }
 
 // Out of line: with shapes off (the default) the start callback does not
@@ -290,9 +356,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const uint8_t outer = d > 0 ? t.frames[d - 1].kind : uint8_t{0};
   f.kind = static_cast<uint8_t>(outer & kShadows ? outer & (kShadows | kPhaseMask) : 0);
   f.external_id = 0;
+  f.node_module_depth = -1;  // a frame's children read it: never stale
   if (!dft_enabled_inline()) return nullptr;
 
   f.info = lookup_name(t.names, fn);
+  inherit_module(t, d, f);
   const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
   const int graph_frame = t.graph_frame;  // before this frame opens one
   if (f.info.flags & kCompiledScope) {
@@ -341,7 +409,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       f.kind |= kShadows | phase_bits(kForward);
   }
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
-  f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr() : fn.seqNr();
+  f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr(t, f) : fn.seqNr();
+  if (f.seq_nr >= 0 && f.module != 0 && !(f.info.flags & kAutogradNode)) remember_forward_module(t, f);
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
   if (const dft_launch_scope* scope = dft_launch_scope_inline()) {
@@ -374,7 +443,7 @@ void finish(ThreadState& t, int index, uint64_t end) {
     t.graph_frame = f.outer_graph_frame;
   }
   if (!(f.kind & kRecorded) || end == 0) return;
-  dft_arg args[10];
+  dft_arg args[12];  // 4 memory + seq, External id, phase, grad, opt, module, shapes: 11 at most
   uint32_t n = 0;
   if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
   if (f.seq_nr >= 0) {
@@ -408,6 +477,12 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].v.i = t.opt_number;
     ++n;
     t.opt_frame = 0;
+  }
+  if (f.module != 0) {
+    args[n].key = g_key_module;
+    args[n].type = DFT_ARG_STR;
+    args[n].v.id = f.module;
+    ++n;
   }
   if (f.shapes_len > 0) {
     args[n].key = g_key_shapes;
@@ -664,6 +739,7 @@ void intern_constants() {
   g_phase_value[kBackward] = dft_intern_cstr("backward");
   g_phase_value[kOptimizer] = dft_intern_cstr("optimizer");
   g_phase_value[kInference] = dft_intern_cstr("inference");
+  g_key_module = dft_intern_cstr("module");
 }
 
 // The benchmark floor: the same registration with callbacks that do
@@ -775,6 +851,13 @@ void suspend_this_thread() {
 void resume_this_thread() {
   ThreadState* st = tl_state;
   if (st != nullptr && st->suspended > 0) --st->suspended;
+}
+
+void set_module(uint32_t module, int depth) {
+  ThreadState* st = state();
+  if (st == nullptr) return;
+  st->module = module;
+  st->module_depth = depth;
 }
 
 void set_optimizer_number(long long n) {

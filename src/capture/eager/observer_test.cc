@@ -338,6 +338,50 @@ TEST(Observer, BackwardOnAnotherThreadCarriesThatThreadsId) {
   EXPECT_EQ(fw_seq[0], bw_seq[0]);
 }
 
+// set_module(): ops started while a module is set carry it as args.module;
+// an autograd node, run on another thread, and the ops inside it carry the
+// module of the forward op that made the node (by seq_nr and the forward's
+// thread); a node whose forward op ran outside any module carries none.
+TEST(Observer, ModuleOfForwardOpsAndOfTheirBackwardNodes) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::Tensor x = torch::randn({2, 8});
+  const uint32_t fc1 = dft_intern_cstr("fc1"), fc2 = dft_intern_cstr("fc2");
+  Trace trace;
+  dftracer::torch::enable();
+  dftracer::torch::set_module(fc1, 1);
+  torch::Tensor h = model.fc1->forward(x);
+  dftracer::torch::set_module(0, 0);
+  h = torch::relu(h);
+  dftracer::torch::set_module(fc2, 1);
+  torch::Tensor loss = model.fc2->forward(h);
+  dftracer::torch::set_module(0, 0);
+  loss = loss.sum();
+  std::thread worker([&] { loss.backward(); });
+  worker.join();
+  const std::vector<Event> all = trace.finish();
+  const auto ops = with_cat(all, "aten");
+  const auto nodes = with_cat(all, "autograd");
+  std::map<std::string, std::vector<std::string>> module_of;
+  for (const Event& e : ops) module_of[e.name].push_back(str_arg(e, "module"));
+  EXPECT_EQ(module_of["aten::addmm"], (std::vector<std::string>{"fc1", "fc2"}));
+  EXPECT_EQ(module_of["aten::relu"], (std::vector<std::string>{"<missing>"}));  // outside any module
+  std::vector<std::string> addmm_bw;
+  for (const Event& n : nodes) {
+    if (n.name == "AddmmBackward0") addmm_bw.push_back(str_arg(n, "module"));
+    if (n.name == "ReluBackward0" || n.name == "SumBackward0") {
+      EXPECT_EQ(n.args_json.find("module"), std::string::npos) << n.name;
+    }
+    for (const Event& e : ops) {
+      if (e.tid == n.tid && inside(e, n) && n.name == "AddmmBackward0") {
+        EXPECT_EQ(str_arg(e, "module"), str_arg(n, "module")) << e.name << " inside " << n.name;
+      }
+    }
+  }
+  // Backward runs fc2's node first.
+  EXPECT_EQ(addmm_bw, (std::vector<std::string>{"fc2", "fc1"}));
+}
+
 TEST(Observer, InsideCompiledFunctionScopeOnlyTheGraphsOwnOpsAreRecorded) {
   torch::Tensor a = torch::randn({4, 4});
   torch::Tensor b = torch::randn({4, 4});

@@ -34,10 +34,11 @@ import threading
 
 from ..diagnostics import warn
 
-__all__ = ["trace_eager", "eager_enabled", "memory_enabled", "TRACE_EAGER_ENV", "MEMORY_ENV"]
+__all__ = ["trace_eager", "eager_enabled", "memory_enabled", "TRACE_EAGER_ENV", "MEMORY_ENV", "MODULES_ENV"]
 
 TRACE_EAGER_ENV = "DFTRACER_TRACE_EAGER"
 MEMORY_ENV = "DFTRACER_MEMORY"
+MODULES_ENV = "DFTRACER_EAGER_MODULES"
 
 _lock = threading.RLock()
 _ext = None
@@ -179,6 +180,7 @@ class trace_eager:
                 ext.enable(shapes=shapes)
             else:
                 ext.disable()
+            _sync_module_hooks(ext)
 
     def __enter__(self) -> "trace_eager":
         return self
@@ -192,6 +194,7 @@ class trace_eager:
                 _ext.enable(shapes=had_shapes)
             else:
                 _ext.disable()
+            _sync_module_hooks(_ext)
         return False
 
     def __repr__(self) -> str:
@@ -213,9 +216,49 @@ def memory_enabled() -> bool:
 
 def _apply_env_now() -> None:
     try:
-        _load().enable_from_env()  # the C++ side parses and warns
+        ext = _load()
+        ext.enable_from_env()  # the C++ side parses and warns
+        _sync_module_hooks(ext)
     except Exception as e:  # tracing never breaks the traced program
         warn(f"{TRACE_EAGER_ENV} ignored: {e}")
+
+
+# ------------------------------------------------- module attribution
+
+
+def _modules_wanted() -> bool:
+    """DFTRACER_EAGER_MODULES: on unless 0/false/no/off (one warning for an
+    unknown value, then the default)."""
+    value = os.environ.get(MODULES_ENV)
+    if value is None:
+        return True
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("", "0", "false", "no", "off"):
+        return False
+    global _warned_modules_env
+    if not _warned_modules_env:
+        _warned_modules_env = True
+        warn(f"{MODULES_ENV}={value!r} is not one of 1/true/yes/on, 0/false/no/off: module attribution stays on")
+    return True
+
+
+_warned_modules_env = False
+
+
+def _sync_module_hooks(ext) -> None:
+    """The module hooks are registered exactly while the observer records
+    ops and module attribution is wanted."""
+    from . import modules
+
+    try:
+        if ext.enabled() and _modules_wanted() and hasattr(ext, "set_module"):
+            modules.install(ext)
+        else:
+            modules.uninstall()
+    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
+        warn(f"eager module attribution unavailable: {e}")
 
 
 class _AfterImport:
