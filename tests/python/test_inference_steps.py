@@ -45,6 +45,12 @@ def test_inference_steps_are_the_loop_iterations(tmp_path, shape):
     got = [r["duration_us"] / 1e6 for r in rows]
     bounds = loop_bounds(its, "inference")
     assert len(got) == len(bounds), (got, bounds)
+    if not shape.startswith("eager") and len(its) > 1:
+        # The first call's step begins at Dynamo's first traced event: the frame's entry before it
+        # (a few ms on the first call, nothing traced) is outside; and its end, next to a wait
+        # the long-gap rule may or may not call far beyond, may reach the next iteration's start.
+        (t0, t0b, t1a, t1, _), nxt = its[0], its[1]
+        bounds[0] = (0.97 * (t1a - t0b), max(bounds[0][1], nxt[1] - t0))
     for i, (g, (lo, hi)) in enumerate(zip(got, bounds)):
         assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
         assert not rows[i]["end_estimated"]

@@ -117,11 +117,22 @@ size_t work_category(const Event& e, size_t category) {
   return category;
 }
 
+// Training work: a forward or backward graph call or op (a compiled
+// training forward, an autograd node, dft_ai's compute.forward/backward),
+// but not the LibTorch observer's eager ops (cat aten, torch) in forward:
+// with grad mode on they are "forward" wherever they run (a batch indexed,
+// a model called without no_grad) and train nothing until a backward.
+bool trains_work(const Event& e, size_t wc) {
+  constexpr size_t forward = 1, backward = 2;
+  return wc == backward || (wc == forward && e.cat != "aten" && e.cat != "torch");
+}
+
 void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
                       bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end > e.ts_ns) {
     const size_t wc = work_category(e, category);
+    t.trains = t.trains || trains_work(e, wc);
     if (wc == kInferenceWork && !e.graph.empty()) {
       // An inference loop's steps tell its graphs apart (inference_bounded).
       std::string named(e.name);
@@ -168,6 +179,7 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
   const size_t nf = std::min(fetch_room, from.fetches.size());
   capped += from.fetches.size() - nf;
   into.fetches.insert(into.fetches.end(), from.fetches.begin(), from.fetches.begin() + nf);
+  into.trains = into.trains || from.trains;
   if (from.optimizer_first < into.optimizer_first) {
     into.optimizer_first = from.optimizer_first;
     into.optimizer_name = std::move(from.optimizer_name);
@@ -596,24 +608,16 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   return c;
 }
 
-// Training work: a forward or backward graph call or op (a compiled
-// training forward, an autograd node, dft_ai's compute.forward/backward).
-bool trains(const StepFinder::TopLevel& work) {
-  constexpr size_t forward = 1, backward = 2;
-  for (const auto& [ts, w] : work)
-    if (w.category == forward || w.category == backward) return true;
-  return false;
-}
-
 // Where the main thread runs inference work and neither trains nor takes
 // training steps (fewer than two optimizer steps), the candidates at least
 // two thirds of whose occurrences hold some: a user's `infer` region around
 // each iteration, or a layer's, not a scope torch opens while the model is
 // built (`detach` in a parameter's initialisation). Else all of them.
-std::vector<Candidate> holding_inference(const std::vector<Candidate>& cands, const StepFinder::TopLevel& work) {
+std::vector<Candidate> holding_inference(const std::vector<Candidate>& cands, const StepFinder::Thread& main) {
+  const StepFinder::TopLevel& work = main.work;
   bool any = false;
   for (const auto& [ts, w] : work) any = any || inference_work(w);
-  if (!any || trains(work)) return cands;
+  if (!any || main.trains) return cands;
   std::vector<Candidate> out;
   for (const Candidate& c : cands) {
     size_t holding = 0;
@@ -906,7 +910,7 @@ StepPlan StepFinder::plan() {
     // Without marks or args, a training loop's regions are told apart by
     // the optimizer steps they hold (one cycle per occurrence for a step's).
     const std::vector<Candidate> holding =
-        opt.size() >= 2 ? holding_optimizer_cycles(cands, cycle, opt) : holding_inference(cands, main.work);
+        opt.size() >= 2 ? holding_optimizer_cycles(cands, cycle, opt) : holding_inference(cands, main);
     const Candidate* region = starts.empty() ? region_by_shape(holding) : region_matching(cands, starts);
     if (region) {
       ps.steps = region_steps(*region, cands);
@@ -918,7 +922,7 @@ StepPlan StepFinder::plan() {
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";
-    } else if (starts.empty() && !trains(main.work)) {
+    } else if (starts.empty() && !main.trains) {
       const Candidate c = inference_bounded(main);
       if (!c.occ.empty()) {
         ps.steps = region_steps(c, cands);

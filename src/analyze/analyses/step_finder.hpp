@@ -141,6 +141,7 @@ class StepFinder : public LineConsumer {
     std::vector<Span> fetches;       // the DataLoader's batch fetches (`enumerate(DataLoader)...`), any depth
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;
+    bool trains = false;  // holds training work (see trains_work in step_finder.cpp)
   };
   struct Process {
     std::map<std::string, std::pair<int64_t, int64_t>> by_arg;  // step value -> first start, last end
