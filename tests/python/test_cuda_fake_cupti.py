@@ -239,8 +239,16 @@ def _check_analyzer(trace, out, mode, bound, step_ranges):
     _check_table(j["op"], *_sums(out, lambda r: r["op"]["name"]))
     _check_table(j["stream"], *_sums(out, lambda r: f"GPU 0 stream {r['truth']['stream']} (pid {r['api']['pid']})"))
     _check_table(j["category"], *_sums(out, lambda r: ("kernel", "kernel", "memcpy", "memset")[r["truth"]["kind"]]))
-    if mode != "eager":  # the graph nodes' module; the copy is outside every module
-        _check_table(j["module"], *_sums(out, lambda r: r["op"]["args"].get("module", "(none)") or "(root)"))
+    # The launching op's module: the graph nodes'; in eager the module call
+    # around the op (module hooks), a backward node's its forward op's. The
+    # copy is outside every module.
+    _check_table(j["module"], *_sums(out, lambda r: r["op"]["args"].get("module", "(none)") or "(root)"))
+    if mode == "eager":
+        got = {r["key"] for r in j["module"] if r["events"]}
+        assert {"enc", "dec"} <= got, j["module"]
+        for r in out.values():
+            if r["truth"]["name"] in ("gemm_fwd", "gemm_bwd"):
+                assert r["op"]["args"].get("module") in ("enc", "dec"), r["op"]
     # The launching op's phase: the capture backend's on graph nodes, the
     # observer's on eager ops (the copy, the eager forward, the backward's nodes).
     _check_table(j["phase"], *_sums(out, lambda r: r["op"]["args"].get("phase", "(none)")))
