@@ -66,6 +66,12 @@ inline bool is_device_event(const Event& e) {
   return is_device_cat(e.cat) || format::parse_device_track_pid(e.pid_text, nullptr, nullptr);
 }
 
+// The phase an event is grouped under (`--by phase`, the report, memory by
+// phase): a compile event's args.phase names the graph it compiles (a
+// backward graph is compiled inside the first backward), not work of that
+// phase, so all compile work is one group of its own, "compile".
+inline std::string_view phase_key(const Event& e) { return e.cat == "compile" ? std::string_view("compile") : e.phase; }
+
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
   if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "event_category.hpp"
 #include "memory_args.hpp"
 #include "step_finder.hpp"
 #include "trace_time.hpp"
@@ -283,7 +284,7 @@ void BlockReplay::consume(std::string_view line, size_t cap) {
   if (by_thread_.empty() && pending_ == 0) return;
   // The complete events that can name a live block's module or phase.
   if (line.find("\"module\"") == std::string_view::npos && line.find("\"phase\"") == std::string_view::npos &&
-      line.find("\"autograd\"") == std::string_view::npos)
+      line.find("\"autograd\"") == std::string_view::npos && line.find("\"compile\"") == std::string_view::npos)
     return;
   if (decoder_.decode(line, cap, ev_) != DecodeStatus::Ok || !ev_.is_complete() || !ev_.has_ts || !ev_.has_dur) return;
   const bool backward = ev_.cat == "autograd";
@@ -293,9 +294,9 @@ void BlockReplay::consume(std::string_view line, size_t cap) {
       if (x.pending && x.peak.tid == ev_.tid_text && ev_.ts_ns <= x.peak.ts && x.peak.ts <= end &&
           k.compare(0, k.find('\0'), ev_.pid_text) == 0)
         x.enclosing.push_back({std::string(ev_.pid_text), std::string(ev_.tid_text), std::string(ev_.module),
-                               std::string(ev_.phase), backward, ev_.ts_ns, ev_.dur_ns});
+                               std::string(phase_key(ev_)), backward, ev_.ts_ns, ev_.dur_ns});
   }
-  enclose(ev_.pid_text, ev_.tid_text, ev_.ts_ns, ev_.dur_ns, ev_.module, ev_.phase, backward);
+  enclose(ev_.pid_text, ev_.tid_text, ev_.ts_ns, ev_.dur_ns, ev_.module, phase_key(ev_), backward);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 #include "summary.hpp"
 
+#include "event_category.hpp"
 #include "json_escape.h"
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "event_category.hpp"
 #include "index_summary.hpp"
 #include "memory.hpp"
 #include "text_format.hpp"
@@ -24,6 +24,7 @@ constexpr std::string_view kNone = "(none)";
 
 std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index) {
   if (k.category) return event_category(e);
+  if (k.field == Field::phase) return phase_key(e);
   return k.field == Field::arg ? e.extra_args[extra_index] : field_text(e, k.field);
 }
 

@@ -208,6 +208,30 @@ TEST(Summary, AnyArgsKeyIsAGroupKey) {
   EXPECT_EQ(r->count, 2u);
 }
 
+// A backward graph is compiled inside the first backward call: its compile
+// events carry args.phase "backward" (the graph's), but they are compile work,
+// not the backward's run time; by phase they are "compile", with the compile
+// events that carry no phase.
+TEST(Summary, ByPhaseKeepsCompileWorkOutOfThePhaseItCompiles) {
+  TempDir d;
+  std::vector<std::string> evs = {
+      R"({"name":"dynamo.trace","cat":"compile","ph":"X","pid":1,"tid":1,"ts":0,"dur":100})",
+      R"({"name":"graph.backward","cat":"dynamo","ph":"X","pid":1,"tid":1,"ts":200,"dur":70,"args":{"phase":"backward"}})",
+      R"({"name":"backend_compile","cat":"compile","ph":"X","pid":1,"tid":1,"ts":300,"dur":50,"args":{"phase":"backward"}})",
+      R"({"name":"dftracer.instrument","cat":"compile","ph":"X","pid":1,"tid":1,"ts":310,"dur":20,"args":{"phase":"backward"}})",
+      R"({"name":"graph.forward","cat":"dynamo","ph":"X","pid":1,"tid":1,"ts":400,"dur":30,"args":{"phase":"forward"}})"};
+  write_file(d.file("t.pfw"), pfw_text(evs));
+  std::vector<std::string> files = {d.file("t.pfw")};
+  for (const char* key : {"phase", "args.phase"}) {
+    Summary s = summarize(files, parse_group_keys(key), 0, 1);
+    std::map<std::string, std::pair<uint64_t, double>> got;
+    for (auto& r : s.rows) got[r.key[0]] = {r.count, r.self_us};
+    std::map<std::string, std::pair<uint64_t, double>> want = {
+        {"compile", {3, 150}}, {"backward", {1, 70}}, {"forward", {1, 30}}};
+    EXPECT_EQ(got, want) << key;
+  }
+}
+
 // DFTracer 2.x aggregated rows (numeric ph 3), in microseconds and in a
 // file that declares nanoseconds: counted as the events they stand for.
 TEST(Summary, AggregatedRowsCountAsTheirEvents) {
