@@ -32,6 +32,9 @@ Shapes:
   eager_eval_short  eager_eval with its evaluation's batch at hand: the
             evaluation's three forwards make the wait after iteration 2
             hardly longer than the usual one
+  eager_eval_zg, eager_eval_short_zg  eager_eval, eager_eval_short with
+            the optimizer's zero_grad() right after its step() (and its
+            evaluation after that), not at the iteration's start
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
@@ -75,7 +78,9 @@ def main():
         t0 = time.perf_counter()
         if shape in ("compile", "gradacc", "eager") or shape.startswith("eager_eval"):
             time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
-        opt.zero_grad()
+        zero_grad_after = shape.endswith("_zg")
+        if not zero_grad_after:
+            opt.zero_grad()
         t_fwd = None
         for _ in range(micro):
             a = time.perf_counter()
@@ -102,6 +107,8 @@ def main():
         t_opt = time.perf_counter()
         opt.step()
         t1 = time.perf_counter()
+        if zero_grad_after:
+            opt.zero_grad()
         if shape.startswith("eager_eval"):
             with torch.no_grad():
                 torch._foreach_lerp_(ema, list(m.parameters()), 0.1)  # an EMA of the weights
@@ -113,7 +120,7 @@ def main():
             scope = torch.autograd.profiler.record_function("eval") if shape == "eager_eval_scope" else None
             with scope or contextlib.nullcontext(), torch.no_grad():
                 for _ in range(3):
-                    if shape.startswith("eager_eval") and shape != "eager_eval_short":
+                    if shape.startswith("eager_eval") and not shape.startswith("eager_eval_short"):
                         time.sleep(0.01)  # the evaluation's batch, read untraced
                     fwd(x)
         time.sleep(0.002)  # untraced work between iterations (logging)

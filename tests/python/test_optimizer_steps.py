@@ -28,7 +28,7 @@ CLOCK_SLACK_S = 100e-6
 def run_loop(shape, out_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
-    if shape in ("eager", "eager_eval", "eager_eval_scope", "eager_eval_short", "ai"):
+    if shape == "eager" or shape.startswith("eager_eval") or shape == "ai":
         env["DFTRACER_TRACE_EAGER"] = "1"
     proc = subprocess.run([sys.executable, os.path.join(HERE, "optimizer_loops.py"), shape, str(out_dir)], env=env,
                           capture_output=True, text=True, timeout=300)
@@ -59,7 +59,8 @@ def step_bounds(its):
     return out
 
 
-@pytest.mark.parametrize("shape", ["compile", "gradacc", "eager", "eager_eval", "eager_eval_scope", "eager_eval_short"])
+@pytest.mark.parametrize("shape", ["compile", "gradacc", "eager", "eager_eval", "eager_eval_scope", "eager_eval_short",
+                                   "eager_eval_zg", "eager_eval_short_zg"])
 def test_optimizer_steps_are_the_iterations(tmp_path, shape):
     loop = run_loop(shape, tmp_path)
     its = loop["iterations"]

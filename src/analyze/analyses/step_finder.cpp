@@ -440,8 +440,9 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // Optimizer-ended steps: step k ends with optimizer step k of `opt` (the
 // steps closing a cycle: optimizer_cycle). Step k > 0 begins at the end of
 // optimizer step k-1, unless its first work after it (an
-// inference call, an evaluation, never begins one; moved back over the
-// compile work right before it) comes far later than usual: then there. The
+// inference call, an evaluation, never begins one, nor a zero_grad; moved
+// back over the compile and optimizer work right before it) comes far later
+// than usual: then there. The
 // first step begins where the works before its optimizer step first hold
 // those every one of the last steps has (by name and count; a name that no
 // work before it has, such as a zero_grad after each step, is not waited
@@ -457,11 +458,16 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // iteration's compile (the backward compiled after the forward ran) are
 // often longer than a later step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
-  constexpr size_t compile = 0;
+  constexpr size_t compile = 0, optimizer = 3;
   // Work that can begin a step; work the first step's walk counts (grad-off
-  // work too: a teacher's no_grad forward opening each iteration).
+  // work too: a teacher's no_grad forward opening each iteration). Optimizer
+  // work (a zero_grad) begins none: `opt.step(); opt.zero_grad()` is the
+  // previous iteration's end, and an evaluation run after it would otherwise
+  // look like the next iteration's work. A zero_grad opening an iteration is
+  // still its own: the start moves back over it (back_over).
   auto begins = [](const StepFinder::Top& t) {
-    return t.category != compile && t.category != kInferenceWork && t.category != kGradOffWork;
+    return t.category != compile && t.category != optimizer && t.category != kInferenceWork &&
+           t.category != kGradOffWork;
   };
   auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
   // In whole microseconds an op nested in a grad-off op can share its
@@ -479,17 +485,20 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
            !twin(it, [&](const StepFinder::Top& t) { return !begins(t) && t.category != compile; });
   };
   auto counted_here = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second); };
-  // Moves a start back over the compile work right before it, not before floor.
-  auto back_over_compile = [&](int64_t ts, int64_t floor) {
+  // Moves a start back over the work of the given categories right before it, not before floor.
+  auto back_over = [&](int64_t ts, int64_t floor, std::initializer_list<size_t> categories) {
     auto it = work.lower_bound(ts);
     while (it != work.begin()) {
       auto prev = std::prev(it);
-      if (prev->first < floor || prev->second.category != compile || prev->second.end > ts) break;
+      if (prev->first < floor || prev->second.end > ts ||
+          std::find(categories.begin(), categories.end(), prev->second.category) == categories.end())
+        break;
       ts = prev->first;
       it = prev;
     }
     return ts;
   };
+  auto back_over_compile = [&](int64_t ts, int64_t floor) { return back_over(ts, floor, {compile}); };
   Candidate c{name, {}, 0};
   std::vector<int64_t> walked_from;  // per step: where its works the first step's walk looks for begin
   for (size_t k = 0; k < opt.size(); ++k) {
@@ -500,7 +509,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       // previous one's end.
       auto first = [&](auto&& which) {
         for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < ts; ++it)
-          if (which(it) && it->first != ts) return back_over_compile(it->first, opt[k - 1].end);
+          if (which(it) && it->first != ts) return back_over(it->first, opt[k - 1].end, {compile, optimizer});
         return opt[k - 1].end;
       };
       walked_from.push_back(first(counted_here));
