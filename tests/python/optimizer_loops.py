@@ -35,6 +35,10 @@ Shapes:
   eager_eval_zg, eager_eval_short_zg  eager_eval, eager_eval_short with
             the optimizer's zero_grad() right after its step() (and its
             evaluation after that), not at the iteration's start
+  eager_eval_prep, eager_eval_short_prep  eager_eval, eager_eval_short with
+            an evaluation that opens with grad-on ops, as transformers'
+            Trainer's does: a loader's seed drawn, then each batch copied
+            before its no_grad forward
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
@@ -118,11 +122,19 @@ def main():
             # eager_eval_scope: a record_function scope opened with grad on
             # around the no_grad evaluation
             scope = torch.autograd.profiler.record_function("eval") if shape == "eager_eval_scope" else None
+            prep = torch.enable_grad() if shape.endswith("_prep") else None
             with scope or contextlib.nullcontext(), torch.no_grad():
+                if prep:
+                    with prep:
+                        torch.empty((), dtype=torch.int64).random_().item()  # the loader's seed
                 for _ in range(3):
                     if shape.startswith("eager_eval") and not shape.startswith("eager_eval_short"):
                         time.sleep(0.01)  # the evaluation's batch, read untraced
-                    fwd(x)
+                    xb = x
+                    if prep:
+                        with prep:
+                            xb = x.clone()  # the batch moved to the device
+                    fwd(xb)
         time.sleep(0.002)  # untraced work between iterations (logging)
     time.sleep(0.02)  # after the loop: outside every step
     log.finalize()

@@ -538,15 +538,32 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // an evaluation more of it (by count: a preempted op's time grows, its
   // count does not) and longer, by more than the usual wait's and 1/32 of a
   // step (one forward of a small model beside its backward and AdamW's step
-  // under the observer; a metric's few ops take less). Grad-off work after the step's first work (a metric before
-  // the backward) is inside the step, not its wait.
+  // under the observer; a metric's few ops take less). The grad-off work is
+  // counted up to the iteration's first backward work, not only up to its
+  // first work: an evaluation can open with grad-on ops (a loader's seed, a
+  // batch moved to the device before the no_grad, as transformers' Trainer
+  // does), which would otherwise end the wait before it. Grad-off work inside
+  // every iteration (a metric before the backward, a teacher's forward) is in
+  // the usual count.
+  constexpr size_t backward = 2;
   std::vector<size_t> off_n;
   std::vector<int64_t> off_t;
+  std::vector<std::vector<int64_t>> off_ends;  // per wait: its grad-off works' ends, in order
   for (size_t k = 1; k < c.occ.size(); ++k) {
+    int64_t until = c.occ[k].ts;
+    for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < opt[k].ts; ++it)
+      if (it->second.category == backward) {
+        until = std::max(until, it->first);
+        break;
+      }
     size_t n = 0;
     int64_t t = 0;
-    for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < c.occ[k].ts; ++it)
-      if (inference_work(it->second)) ++n, t = saturating_add(t, it->second.end - it->first);
+    off_ends.emplace_back();
+    for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < until; ++it)
+      if (inference_work(it->second)) {
+        ++n, t = saturating_add(t, it->second.end - it->first);
+        off_ends.back().push_back(it->second.end);
+      }
     off_n.push_back(n);
     off_t.push_back(t);
   }
@@ -555,6 +572,18 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   auto evaluation = [&](size_t k) {
     return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, dur_med / 32);
   };
+  // An evaluation's step begins after it: at the first work after the
+  // evaluation's grad-off works (all but the usual count's last ones, the
+  // iteration's own).
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    if (!evaluation(k)) continue;
+    const int64_t eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
+    for (auto it = work.lower_bound(eval_end); it != work.end() && it->first < opt[k].ts; ++it)
+      if (begins_here(it)) {
+        c.occ[k].ts = std::max(c.occ[k].ts, back_over(it->first, eval_end, {compile, optimizer}));
+        break;
+      }
+  }
   auto late = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end > long_gap || evaluation(k); };
   auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
   c.apart.assign(c.occ.size(), false);
