@@ -525,15 +525,11 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // Python before its first graph, data made untraced) is its own. Only a
   // wait far beyond the usual one (an evaluation, a checkpoint) stays
   // outside: that step begins at its first work.
-  std::vector<int64_t> gaps, durs;
-  for (size_t k = 1; k < c.occ.size(); ++k) {
-    gaps.push_back(c.occ[k].ts - opt[k - 1].end);
-    durs.push_back(c.occ[k].end - c.occ[k].ts);
-  }
-  const int64_t gap_med = median_of(gaps), dur_med = median_of(durs);
-  const int64_t long_gap = std::max(4 * gap_med, gap_med + dur_med);
+  std::vector<int64_t> durs;
+  for (size_t k = 1; k < c.occ.size(); ++k) durs.push_back(c.occ[k].end - c.occ[k].ts);
+  const int64_t dur_med = median_of(durs);
   // A short evaluation (a few no_grad forwards, its wait within the bound
-  // above) is told by its grad-off work against the usual wait's: an EMA
+  // below) is told by its grad-off work against the usual wait's: an EMA
   // update or a metric every iteration makes the same work in every wait,
   // an evaluation more of it (by count: a preempted op's time grows, its
   // count does not) and longer, by more than the usual wait's and 1/32 of a
@@ -584,6 +580,12 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
         break;
       }
   }
+  // The usual wait, over every wait up to its step's start: an evaluation's
+  // wait counts whole, whether the evaluation opens with grad-on work or not.
+  std::vector<int64_t> gaps;
+  for (size_t k = 1; k < c.occ.size(); ++k) gaps.push_back(c.occ[k].ts - opt[k - 1].end);
+  const int64_t gap_med = median_of(gaps);
+  const int64_t long_gap = std::max(4 * gap_med, gap_med + dur_med);
   auto late = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end > long_gap || evaluation(k); };
   auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
   c.apart.assign(c.occ.size(), false);
