@@ -672,6 +672,57 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
   return best;
 }
 
+// A model called several times per iteration (an encoder on a query and its
+// passages, a generate() loop's decoder once per token) repeats its call's
+// sequence each call: the period found is a call, not the iteration. The
+// iteration is the repeating unit of the gaps between calls: where, for some
+// m >= 2, three quarters of the other gaps are short (calls follow each other: at
+// most 4 calls' usual time plus 10 us), every m-th one (from some call on)
+// is longer than 4 times those plus 10 us, and at least two are, m calls make one
+// iteration (the smallest such m). Calls before the first whole group
+// (setup work matching a call's end) are dropped. Irregular groups (a token
+// loop whose requests differ in length) are not told apart this way: a user
+// region around each request bounds them.
+void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq) {
+  if (run.count < 4) return;
+  std::vector<int64_t> gaps, durs;  // gaps[k]: between call k and call k + 1
+  int64_t prev_end = INT64_MIN;
+  for (size_t k = 0; k < run.count; ++k) {
+    const size_t i0 = run.first + k * run.period;
+    int64_t end = seq[i0]->first;
+    for (size_t i = i0; i < i0 + run.period; ++i) end = std::max(end, seq[i]->second.end);
+    if (k) gaps.push_back(std::max<int64_t>(0, seq[i0]->first - prev_end));
+    durs.push_back(end - seq[i0]->first);
+    prev_end = end;
+  }
+  const int64_t dur_med = median_of(durs);
+  constexpr int64_t kFloor = 10'000;  // ns
+  for (size_t m = 2; 2 * m <= run.count; ++m) {
+    for (size_t r = 0; r < m; ++r) {  // the gaps k with k % m == r end a group
+      int64_t shortest_long = INT64_MAX;
+      std::vector<int64_t> short_gaps;
+      for (size_t k = 0; k < gaps.size(); ++k) {
+        if (k % m == r) shortest_long = std::min(shortest_long, gaps[k]);
+        else short_gaps.push_back(gaps[k]);
+      }
+      if (gaps.size() - short_gaps.size() < 2 || short_gaps.empty()) continue;
+      // Most short gaps (a preempted call may stretch a few: the first
+      // iteration's warm-up, a busy machine).
+      std::nth_element(short_gaps.begin(), short_gaps.begin() + 3 * (short_gaps.size() - 1) / 4, short_gaps.end());
+      const int64_t short_gap = short_gaps[3 * (short_gaps.size() - 1) / 4];
+      if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) continue;
+      // Groups begin after each long gap; the first whole one at call r + 1
+      // (or call 0 when call r ends a group of m from the run's start).
+      const size_t first_call = r + 1 == m ? 0 : r + 1;
+      const size_t groups = (run.count - first_call) / m;
+      run.first += first_call * run.period;
+      run.period *= m;
+      run.count = groups;
+      return;
+    }
+  }
+}
+
 // Inference-loop steps (no marks, args, step region, optimizer step or
 // training work: an evaluation beside a training loop is no step): one
 // per iteration of the loop's inference work, compiled inference graph calls
@@ -684,6 +735,7 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
 // no other work lies between them. The last step ends with its last work.
 Candidate inference_bounded(const StepFinder::Thread& t) {
   constexpr size_t compile = 0;
+  constexpr int64_t kEmptyFrame = 5'000;  // ns
   const auto& work = t.work;
   bool graphs = false;
   for (const auto& [ts, w] : work) graphs = graphs || w.category == kInferenceWork;
@@ -693,19 +745,37 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   std::map<std::string_view, uint32_t> ids;
   for (auto it = work.begin(); it != work.end(); ++it) {
     if (it->second.category != want) continue;
+    // A frame Dynamo compiled to no graph (a module's __call__ around the
+    // frame that has it) still opens torch's scope, for 1-3 us: in whole
+    // microseconds some of its calls last 0 and are not kept, so they would
+    // make the sequence irregular. It runs no model work: left out.
+    if (it->second.end - it->first < kEmptyFrame && starts_with(it->second.name, "Torch-Compiled Region")) continue;
     seq.push_back(it);  // (kept once: an op nested in it carries no grad arg)
     keys.push_back(ids.try_emplace(it->second.name, static_cast<uint32_t>(ids.size())).first->second);
   }
-  const PeriodicRun run = periodic_run(keys);
+  PeriodicRun run = periodic_run(keys);
   Candidate c{"", {}, 0};
   if (run.count < 2) return c;
+  group_calls(run, seq);
+  // The works after the run: one last iteration when they are no more than
+  // one and compile work ran among them or right before them (the last
+  // batch's new shape recompiled its graphs, so they match no earlier period).
+  std::vector<std::pair<size_t, size_t>> periods;  // [first, last) indices in seq
+  for (size_t k = 0; k < run.count; ++k) periods.emplace_back(run.first + k * run.period, run.first + (k + 1) * run.period);
+  const size_t rest = periods.back().second;
+  if (rest < seq.size() && seq.size() - rest <= run.period) {
+    bool recompiled = false;
+    for (auto it = std::next(seq[rest - 1]); it != work.end() && it->first < seq.back()->second.end && !recompiled; ++it)
+      recompiled = it->second.category == compile;
+    if (recompiled) periods.emplace_back(rest, seq.size());
+  }
   std::vector<Span> fetches = t.fetches;
   std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
   int64_t prev_end = INT64_MIN;
-  for (size_t k = 0; k < run.count; ++k) {
-    const size_t i0 = run.first + k * run.period;
+  for (size_t k = 0; k < periods.size(); ++k) {
+    const size_t i0 = periods[k].first;
     int64_t ts = seq[i0]->first, end = ts;
-    for (size_t i = i0; i < i0 + run.period; ++i) end = std::max(end, seq[i]->second.end);
+    for (size_t i = i0; i < periods[k].second; ++i) end = std::max(end, seq[i]->second.end);
     // Back over the compile work right before it, not into the previous iteration.
     for (auto it = seq[i0]; it != work.begin();) {
       auto prev = std::prev(it);
