@@ -101,38 +101,59 @@ bool inference_work(const StepFinder::Top& t) { return t.category == kInferenceW
 // The Event::extra_args slots StepFinder captures.
 constexpr size_t kArgOpt = 0, kArgGrad = 1;
 
-// The category a work event is kept under: kGradOffWork for eager work the
-// LibTorch observer recorded with grad mode off (args.grad 0 on the outermost
-// such op or scope of its thread; phase "inference" on it and on what runs
-// inside it, cat aten, autograd or torch) that is no optimizer, backward or
-// compile work, kInferenceWork for other inference work (a compile backend's
-// inference graph call and its ops).
-size_t work_category(const Event& e, size_t category) {
+// What the LibTorch observer recorded, read once per event (add_event) for
+// every rule that tells eager work apart, so that they cannot drift apart.
+struct Eager {
+  // An op or a scope (cat aten, torch; not an autograd node): with grad mode
+  // on it is "forward" wherever it runs (a batch indexed, a model called
+  // without no_grad) and trains nothing until a backward.
+  bool op = false;
+  // Run with grad mode off: args.grad 0 (the observer writes it on the
+  // outermost such op or scope of its thread), or phase "inference" on an
+  // op, scope or autograd node (what runs inside it).
+  bool grad_off = false;
+  // Torch's scope around an Inductor-compiled call with grad mode off: an
+  // inference loop's model call (its ops nest in it), inference work; with
+  // grad on it stays no work (a training step begins with the ops in it).
+  bool compiled_call = false;
+};
+
+Eager eager_of(const Event& e) {
+  Eager x;
+  const bool torch = e.cat == "torch";
+  x.op = torch || e.cat == "aten";
+  const bool observer = x.op || e.cat == "autograd";
+  x.grad_off = e.extra_args[kArgGrad] == "0" || (observer && e.phase == "inference");
+  x.compiled_call = torch && x.grad_off && starts_with(e.name, "Torch-Compiled Region");
+  return x;
+}
+
+// The category a work event is kept under: kGradOffWork for eager work run
+// with grad mode off that is no optimizer, backward or compile work,
+// kInferenceWork for other inference work (a compile backend's inference
+// graph call and its ops).
+size_t work_category(const Event& e, size_t category, const Eager& eager) {
   const std::string_view name = kStepCategories[category];
   const bool inference = e.phase == "inference";
-  const bool eager_grad_off = e.extra_args[kArgGrad] == "0" ||
-                              (inference && (e.cat == "aten" || e.cat == "autograd" || e.cat == "torch"));
-  if (eager_grad_off && (e.phase.empty() || inference) && (name == "other" || name == "forward")) return kGradOffWork;
+  if (eager.grad_off && (e.phase.empty() || inference) && (name == "other" || name == "forward")) return kGradOffWork;
   if (inference) return kInferenceWork;
   return category;
 }
 
 // Training work: a forward or backward graph call or op (a compiled
 // training forward, an autograd node, dft_ai's compute.forward/backward),
-// but not the LibTorch observer's eager ops (cat aten, torch) in forward:
-// with grad mode on they are "forward" wherever they run (a batch indexed,
-// a model called without no_grad) and train nothing until a backward.
-bool trains_work(const Event& e, size_t wc) {
+// but not the LibTorch observer's eager ops and scopes in forward (Eager::op).
+bool trains_work(size_t wc, const Eager& eager) {
   constexpr size_t forward = 1, backward = 2;
-  return wc == backward || (wc == forward && e.cat != "aten" && e.cat != "torch");
+  return wc == backward || (wc == forward && !eager.op);
 }
 
-void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
-                      bool work, size_t top_cap, size_t& capped) {
+void add_thread_event(StepFinder::Thread& t, const Event& e, const Eager& eager, int64_t end, size_t category,
+                      bool candidate, bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end > e.ts_ns) {
-    const size_t wc = work_category(e, category);
-    t.trains = t.trains || trains_work(e, wc);
+    const size_t wc = work_category(e, category, eager);
+    t.trains = t.trains || trains_work(wc, eager);
     if (wc == kInferenceWork && !e.graph.empty()) {
       // An inference loop's steps tell its graphs apart (inference_bounded).
       std::string named(e.name);
@@ -893,17 +914,13 @@ void StepFinder::add_event(size_t file, const Event& e) {
     }
   }
   const bool candidate = region_candidate(e, category);
-  // Torch's scope around an Inductor-compiled call the LibTorch observer
-  // recorded with grad mode off: an inference loop's model call (its ops
-  // nest in it), inference work; with grad on it stays no work (a training
-  // step begins with the ops in it, as before).
-  const bool work = model_work(e, category) || (e.cat == "torch" && e.extra_args[kArgGrad] == "0" &&
-                                                starts_with(e.name, "Torch-Compiled Region"));
+  const Eager eager = eager_of(e);
+  const bool work = model_work(e, category) || eager.compiled_call;
   if (e.tid_text == e.pid_text) {
-    add_thread_event(p.main, e, end, cat, candidate, work, kMaxTopLevel, capped_);
+    add_thread_event(p.main, e, eager, end, cat, candidate, work, kMaxTopLevel, capped_);
     p.others.clear();  // not needed once the tid == pid thread is known
   } else if (p.main.top.empty()) {
-    add_thread_event(p.others[std::string(e.tid_text)], e, end, cat, candidate, work, kMaxTopLevelOther, capped_);
+    add_thread_event(p.others[std::string(e.tid_text)], e, eager, end, cat, candidate, work, kMaxTopLevelOther, capped_);
   }
 }
 
