@@ -116,14 +116,19 @@ struct Eager {
   // inference loop's model call (its ops nest in it), inference work; with
   // grad on it stays no work (a training step begins with the ops in it).
   bool compiled_call = false;
+  bool inference = false;  // args.phase "inference" (any event)
 };
 
 Eager eager_of(const Event& e) {
   Eager x;
-  const bool torch = e.cat == "torch";
-  x.op = torch || e.cat == "aten";
-  const bool observer = x.op || e.cat == "autograd";
-  x.grad_off = e.extra_args[kArgGrad] == "0" || (observer && e.phase == "inference");
+  x.inference = e.phase == "inference";
+  // By length first: most events' cat is none of the three.
+  const std::string_view cat = e.cat;
+  const bool torch = cat.size() == 5 && cat == "torch";
+  x.op = torch || (cat.size() == 4 && cat == "aten");
+  const bool observer = x.op || (cat.size() == 8 && cat == "autograd");
+  const std::string_view grad = e.extra_args[kArgGrad];
+  x.grad_off = (grad.size() == 1 && grad[0] == '0') || (observer && x.inference);
   x.compiled_call = torch && x.grad_off && starts_with(e.name, "Torch-Compiled Region");
   return x;
 }
@@ -133,9 +138,10 @@ Eager eager_of(const Event& e) {
 // kInferenceWork for other inference work (a compile backend's inference
 // graph call and its ops).
 size_t work_category(const Event& e, size_t category, const Eager& eager) {
-  const std::string_view name = kStepCategories[category];
-  const bool inference = e.phase == "inference";
-  if (eager.grad_off && (e.phase.empty() || inference) && (name == "other" || name == "forward")) return kGradOffWork;
+  constexpr size_t forward = 1, other = kNumStepCategories - 1;
+  const bool inference = eager.inference;
+  if (eager.grad_off && (e.phase.empty() || inference) && (category == other || category == forward))
+    return kGradOffWork;
   if (inference) return kInferenceWork;
   return category;
 }
@@ -700,7 +706,7 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
 // m >= 2, three quarters of the other gaps are short (calls follow each other: at
 // most 4 calls' usual time plus 10 us), every m-th one (from some call on)
 // is longer than 4 times those plus 10 us, and at least two are, m calls make one
-// iteration (the smallest such m). Calls before the first whole group
+// iteration (m and the first long gap found as below). Calls before the first whole group
 // (setup work matching a call's end) are dropped. Irregular groups (a token
 // loop whose requests differ in length) are not told apart this way: a user
 // region around each request bounds them.
@@ -718,30 +724,49 @@ void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const
   }
   const int64_t dur_med = median_of(durs);
   constexpr int64_t kFloor = 10'000;  // ns
-  for (size_t m = 2; 2 * m <= run.count; ++m) {
-    for (size_t r = 0; r < m; ++r) {  // the gaps k with k % m == r end a group
-      int64_t shortest_long = INT64_MAX;
-      std::vector<int64_t> short_gaps;
-      for (size_t k = 0; k < gaps.size(); ++k) {
-        if (k % m == r) shortest_long = std::min(shortest_long, gaps[k]);
-        else short_gaps.push_back(gaps[k]);
-      }
-      if (gaps.size() - short_gaps.size() < 2 || short_gaps.empty()) continue;
-      // Most short gaps (a preempted call may stretch a few: the first
-      // iteration's warm-up, a busy machine).
-      std::nth_element(short_gaps.begin(), short_gaps.begin() + 3 * (short_gaps.size() - 1) / 4, short_gaps.end());
-      const int64_t short_gap = short_gaps[3 * (short_gaps.size() - 1) / 4];
-      if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) continue;
-      // Groups begin after each long gap; the first whole one at call r + 1
-      // (or call 0 when call r ends a group of m from the run's start).
-      const size_t first_call = r + 1 == m ? 0 : r + 1;
-      const size_t groups = (run.count - first_call) / m;
-      run.first += first_call * run.period;
-      run.period *= m;
-      run.count = groups;
-      return;
-    }
+  // The candidate unit, in linear time (a loop of many thousand calls):
+  // the gaps far beyond the lower median one are the candidate long ones;
+  // m is the most common distance between two of them, r the most common
+  // position modulo m. Then the check itself, on the gaps k % m == r.
+  std::vector<int64_t> sorted = gaps;
+  std::nth_element(sorted.begin(), sorted.begin() + (sorted.size() - 1) / 2, sorted.end());
+  const int64_t typical = sorted[(sorted.size() - 1) / 2];
+  std::vector<size_t> far;
+  for (size_t k = 0; k < gaps.size(); ++k)
+    if (gaps[k] > 4 * typical + kFloor) far.push_back(k);
+  if (far.size() < 2) return;
+  auto mode = [](const std::vector<size_t>& v) {
+    std::map<size_t, size_t> n;
+    for (size_t x : v) ++n[x];
+    size_t best = 0, most = 0;
+    for (const auto& [x, c] : n)
+      if (c > most) best = x, most = c;
+    return best;
+  };
+  std::vector<size_t> steps;
+  for (size_t i = 1; i < far.size(); ++i) steps.push_back(far[i] - far[i - 1]);
+  const size_t m = mode(steps);
+  if (m < 2 || 2 * m > run.count) return;
+  for (size_t& k : far) k %= m;
+  const size_t r = mode(far);
+  int64_t shortest_long = INT64_MAX;
+  std::vector<int64_t> short_gaps;
+  for (size_t k = 0; k < gaps.size(); ++k) {
+    if (k % m == r) shortest_long = std::min(shortest_long, gaps[k]);
+    else short_gaps.push_back(gaps[k]);
   }
+  if (gaps.size() - short_gaps.size() < 2 || short_gaps.empty()) return;
+  // Most short gaps (a preempted call may stretch a few: the first
+  // iteration's warm-up, a busy machine).
+  std::nth_element(short_gaps.begin(), short_gaps.begin() + 3 * (short_gaps.size() - 1) / 4, short_gaps.end());
+  const int64_t short_gap = short_gaps[3 * (short_gaps.size() - 1) / 4];
+  if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) return;
+  // Groups begin after each long gap; the first whole one at call r + 1
+  // (or call 0 when call r ends a group of m from the run's start).
+  const size_t first_call = r + 1 == m ? 0 : r + 1;
+  run.first += first_call * run.period;
+  run.period *= m;
+  run.count = (run.count - first_call) / m;
 }
 
 // Inference-loop steps (no marks, args, step region, optimizer step or
