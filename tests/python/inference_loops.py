@@ -12,7 +12,7 @@ batch's fetch, else its first graph call or op) lies between t0 and t0b, the
 iteration's last traced work between t1a and t1 (brackets around the calls,
 so a preempted thread moves a bracket's end, not the event out of it).
 
-Shapes (SHAPE is MODE-GRAD[-loader][-break]):
+Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile]):
   MODE    compile  torch.compile(m) (Inductor), the capture's hooks on
           capture  torch.compile(m, backend=dftracer_dynamo_backend)
           eager    no compile; the LibTorch observer (DFTRACER_TRACE_EAGER=1)
@@ -21,6 +21,10 @@ Shapes (SHAPE is MODE-GRAD[-loader][-break]):
   loader  batches from a DataLoader (no workers) instead of a tensor made
           before the loop
   break   the model's forward has a graph break (two graphs per call)
+  multi   the model is called on three inputs per iteration (an encoder
+          run on a query and two passages): three calls, one iteration
+  recompile  the last iteration's batch has another size: its call
+          recompiles (a new graph) before it runs
 
 Every iteration ends with 6 ms of untraced work (post-processing, a reply);
 the model is built and warmed by nothing before the loop.
@@ -70,13 +74,17 @@ def main():
     else:
         x = data[:16].clone()
         batch = lambda: x  # noqa: E731
+    others = [data[16:32].clone(), data[32:48].clone()] if "multi" in extra else []  # made before the loop
     its = []
     time.sleep(0.02)  # setup before the loop: outside every step
-    for _ in range(STEPS):
+    for i in range(STEPS):
         t0 = time.perf_counter()
         xb = batch()
+        if "recompile" in extra and i == STEPS - 1:
+            xb = xb[:5]
         with ctx():
-            y = fwd(xb)
+            for xc in [xb] + others:
+                y = fwd(xc)
         t1 = time.perf_counter()
         its.append([t0, t1, t0, t1, 0])
         time.sleep(0.006)  # untraced work after the forward (post-processing): in the step

@@ -101,38 +101,65 @@ bool inference_work(const StepFinder::Top& t) { return t.category == kInferenceW
 // The Event::extra_args slots StepFinder captures.
 constexpr size_t kArgOpt = 0, kArgGrad = 1;
 
-// The category a work event is kept under: kGradOffWork for eager work the
-// LibTorch observer recorded with grad mode off (args.grad 0 on the outermost
-// such op or scope of its thread; phase "inference" on it and on what runs
-// inside it, cat aten, autograd or torch) that is no optimizer, backward or
-// compile work, kInferenceWork for other inference work (a compile backend's
-// inference graph call and its ops).
-size_t work_category(const Event& e, size_t category) {
-  const std::string_view name = kStepCategories[category];
-  const bool inference = e.phase == "inference";
-  const bool eager_grad_off = e.extra_args[kArgGrad] == "0" ||
-                              (inference && (e.cat == "aten" || e.cat == "autograd" || e.cat == "torch"));
-  if (eager_grad_off && (e.phase.empty() || inference) && (name == "other" || name == "forward")) return kGradOffWork;
+// What the LibTorch observer recorded, read once per event (add_event) for
+// every rule that tells eager work apart, so that they cannot drift apart.
+struct Eager {
+  // An op or a scope (cat aten, torch; not an autograd node): with grad mode
+  // on it is "forward" wherever it runs (a batch indexed, a model called
+  // without no_grad) and trains nothing until a backward.
+  bool op = false;
+  // Run with grad mode off: args.grad 0 (the observer writes it on the
+  // outermost such op or scope of its thread), or phase "inference" on an
+  // op, scope or autograd node (what runs inside it).
+  bool grad_off = false;
+  // Torch's scope around an Inductor-compiled call with grad mode off: an
+  // inference loop's model call (its ops nest in it), inference work; with
+  // grad on it stays no work (a training step begins with the ops in it).
+  bool compiled_call = false;
+  bool inference = false;  // args.phase "inference" (any event)
+};
+
+Eager eager_of(const Event& e) {
+  Eager x;
+  x.inference = e.phase == "inference";
+  // By length first: most events' cat is none of the three.
+  const std::string_view cat = e.cat;
+  const bool torch = cat.size() == 5 && cat == "torch";
+  x.op = torch || (cat.size() == 4 && cat == "aten");
+  const bool observer = x.op || (cat.size() == 8 && cat == "autograd");
+  const std::string_view grad = e.extra_args[kArgGrad];
+  x.grad_off = (grad.size() == 1 && grad[0] == '0') || (observer && x.inference);
+  x.compiled_call = torch && x.grad_off && starts_with(e.name, "Torch-Compiled Region");
+  return x;
+}
+
+// The category a work event is kept under: kGradOffWork for eager work run
+// with grad mode off that is no optimizer, backward or compile work,
+// kInferenceWork for other inference work (a compile backend's inference
+// graph call and its ops).
+size_t work_category(const Event& e, size_t category, const Eager& eager) {
+  constexpr size_t forward = 1, other = kNumStepCategories - 1;
+  const bool inference = eager.inference;
+  if (eager.grad_off && (e.phase.empty() || inference) && (category == other || category == forward))
+    return kGradOffWork;
   if (inference) return kInferenceWork;
   return category;
 }
 
 // Training work: a forward or backward graph call or op (a compiled
 // training forward, an autograd node, dft_ai's compute.forward/backward),
-// but not the LibTorch observer's eager ops (cat aten, torch) in forward:
-// with grad mode on they are "forward" wherever they run (a batch indexed,
-// a model called without no_grad) and train nothing until a backward.
-bool trains_work(const Event& e, size_t wc) {
+// but not the LibTorch observer's eager ops and scopes in forward (Eager::op).
+bool trains_work(size_t wc, const Eager& eager) {
   constexpr size_t forward = 1, backward = 2;
-  return wc == backward || (wc == forward && e.cat != "aten" && e.cat != "torch");
+  return wc == backward || (wc == forward && !eager.op);
 }
 
-void add_thread_event(StepFinder::Thread& t, const Event& e, int64_t end, size_t category, bool candidate,
-                      bool work, size_t top_cap, size_t& capped) {
+void add_thread_event(StepFinder::Thread& t, const Event& e, const Eager& eager, int64_t end, size_t category,
+                      bool candidate, bool work, size_t top_cap, size_t& capped) {
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end > e.ts_ns) {
-    const size_t wc = work_category(e, category);
-    t.trains = t.trains || trains_work(e, wc);
+    const size_t wc = work_category(e, category, eager);
+    t.trains = t.trains || trains_work(wc, eager);
     if (wc == kInferenceWork && !e.graph.empty()) {
       // An inference loop's steps tell its graphs apart (inference_bounded).
       std::string named(e.name);
@@ -712,6 +739,76 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
   return best;
 }
 
+// A model called several times per iteration (an encoder on a query and its
+// passages, a generate() loop's decoder once per token) repeats its call's
+// sequence each call: the period found is a call, not the iteration. The
+// iteration is the repeating unit of the gaps between calls: where, for some
+// m >= 2, three quarters of the other gaps are short (calls follow each other: at
+// most 4 calls' usual time plus 10 us), every m-th one (from some call on)
+// is longer than 4 times those plus 10 us, and at least two are, m calls make one
+// iteration (m and the first long gap found as below). Calls before the first whole group
+// (setup work matching a call's end) are dropped. Irregular groups (a token
+// loop whose requests differ in length) are not told apart this way: a user
+// region around each request bounds them.
+void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq) {
+  if (run.count < 4) return;
+  std::vector<int64_t> gaps, durs;  // gaps[k]: between call k and call k + 1
+  int64_t prev_end = INT64_MIN;
+  for (size_t k = 0; k < run.count; ++k) {
+    const size_t i0 = run.first + k * run.period;
+    int64_t end = seq[i0]->first;
+    for (size_t i = i0; i < i0 + run.period; ++i) end = std::max(end, seq[i]->second.end);
+    if (k) gaps.push_back(std::max<int64_t>(0, seq[i0]->first - prev_end));
+    durs.push_back(end - seq[i0]->first);
+    prev_end = end;
+  }
+  const int64_t dur_med = median_of(durs);
+  constexpr int64_t kFloor = 10'000;  // ns
+  // The candidate unit, in linear time (a loop of many thousand calls):
+  // the gaps far beyond the lower median one are the candidate long ones;
+  // m is the most common distance between two of them, r the most common
+  // position modulo m. Then the check itself, on the gaps k % m == r.
+  std::vector<int64_t> sorted = gaps;
+  std::nth_element(sorted.begin(), sorted.begin() + (sorted.size() - 1) / 2, sorted.end());
+  const int64_t typical = sorted[(sorted.size() - 1) / 2];
+  std::vector<size_t> far;
+  for (size_t k = 0; k < gaps.size(); ++k)
+    if (gaps[k] > 4 * typical + kFloor) far.push_back(k);
+  if (far.size() < 2) return;
+  auto mode = [](const std::vector<size_t>& v) {
+    std::map<size_t, size_t> n;
+    for (size_t x : v) ++n[x];
+    size_t best = 0, most = 0;
+    for (const auto& [x, c] : n)
+      if (c > most) best = x, most = c;
+    return best;
+  };
+  std::vector<size_t> steps;
+  for (size_t i = 1; i < far.size(); ++i) steps.push_back(far[i] - far[i - 1]);
+  const size_t m = mode(steps);
+  if (m < 2 || 2 * m > run.count) return;
+  for (size_t& k : far) k %= m;
+  const size_t r = mode(far);
+  int64_t shortest_long = INT64_MAX;
+  std::vector<int64_t> short_gaps;
+  for (size_t k = 0; k < gaps.size(); ++k) {
+    if (k % m == r) shortest_long = std::min(shortest_long, gaps[k]);
+    else short_gaps.push_back(gaps[k]);
+  }
+  if (gaps.size() - short_gaps.size() < 2 || short_gaps.empty()) return;
+  // Most short gaps (a preempted call may stretch a few: the first
+  // iteration's warm-up, a busy machine).
+  std::nth_element(short_gaps.begin(), short_gaps.begin() + 3 * (short_gaps.size() - 1) / 4, short_gaps.end());
+  const int64_t short_gap = short_gaps[3 * (short_gaps.size() - 1) / 4];
+  if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) return;
+  // Groups begin after each long gap; the first whole one at call r + 1
+  // (or call 0 when call r ends a group of m from the run's start).
+  const size_t first_call = r + 1 == m ? 0 : r + 1;
+  run.first += first_call * run.period;
+  run.period *= m;
+  run.count = (run.count - first_call) / m;
+}
+
 // Inference-loop steps (no marks, args, step region, optimizer step or
 // training work: an evaluation beside a training loop is no step): one
 // per iteration of the loop's inference work, compiled inference graph calls
@@ -724,6 +821,7 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
 // no other work lies between them. The last step ends with its last work.
 Candidate inference_bounded(const StepFinder::Thread& t) {
   constexpr size_t compile = 0;
+  constexpr int64_t kEmptyFrame = 5'000;  // ns
   const auto& work = t.work;
   bool graphs = false;
   for (const auto& [ts, w] : work) graphs = graphs || w.category == kInferenceWork;
@@ -733,19 +831,37 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   std::map<std::string_view, uint32_t> ids;
   for (auto it = work.begin(); it != work.end(); ++it) {
     if (it->second.category != want) continue;
+    // A frame Dynamo compiled to no graph (a module's __call__ around the
+    // frame that has it) still opens torch's scope, for 1-3 us: in whole
+    // microseconds some of its calls last 0 and are not kept, so they would
+    // make the sequence irregular. It runs no model work: left out.
+    if (it->second.end - it->first < kEmptyFrame && starts_with(it->second.name, "Torch-Compiled Region")) continue;
     seq.push_back(it);  // (kept once: an op nested in it carries no grad arg)
     keys.push_back(ids.try_emplace(it->second.name, static_cast<uint32_t>(ids.size())).first->second);
   }
-  const PeriodicRun run = periodic_run(keys);
+  PeriodicRun run = periodic_run(keys);
   Candidate c{"", {}, 0};
   if (run.count < 2) return c;
+  group_calls(run, seq);
+  // The works after the run: one last iteration when they are no more than
+  // one and compile work ran among them or right before them (the last
+  // batch's new shape recompiled its graphs, so they match no earlier period).
+  std::vector<std::pair<size_t, size_t>> periods;  // [first, last) indices in seq
+  for (size_t k = 0; k < run.count; ++k) periods.emplace_back(run.first + k * run.period, run.first + (k + 1) * run.period);
+  const size_t rest = periods.back().second;
+  if (rest < seq.size() && seq.size() - rest <= run.period) {
+    bool recompiled = false;
+    for (auto it = std::next(seq[rest - 1]); it != work.end() && it->first < seq.back()->second.end && !recompiled; ++it)
+      recompiled = it->second.category == compile;
+    if (recompiled) periods.emplace_back(rest, seq.size());
+  }
   std::vector<Span> fetches = t.fetches;
   std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
   int64_t prev_end = INT64_MIN;
-  for (size_t k = 0; k < run.count; ++k) {
-    const size_t i0 = run.first + k * run.period;
+  for (size_t k = 0; k < periods.size(); ++k) {
+    const size_t i0 = periods[k].first;
     int64_t ts = seq[i0]->first, end = ts;
-    for (size_t i = i0; i < i0 + run.period; ++i) end = std::max(end, seq[i]->second.end);
+    for (size_t i = i0; i < periods[k].second; ++i) end = std::max(end, seq[i]->second.end);
     // Back over the compile work right before it, not into the previous iteration.
     for (auto it = seq[i0]; it != work.begin();) {
       auto prev = std::prev(it);
@@ -863,17 +979,13 @@ void StepFinder::add_event(size_t file, const Event& e) {
     }
   }
   const bool candidate = region_candidate(e, category);
-  // Torch's scope around an Inductor-compiled call the LibTorch observer
-  // recorded with grad mode off: an inference loop's model call (its ops
-  // nest in it), inference work; with grad on it stays no work (a training
-  // step begins with the ops in it, as before).
-  const bool work = model_work(e, category) || (e.cat == "torch" && e.extra_args[kArgGrad] == "0" &&
-                                                starts_with(e.name, "Torch-Compiled Region"));
+  const Eager eager = eager_of(e);
+  const bool work = model_work(e, category) || eager.compiled_call;
   if (e.tid_text == e.pid_text) {
-    add_thread_event(p.main, e, end, cat, candidate, work, kMaxTopLevel, capped_);
+    add_thread_event(p.main, e, eager, end, cat, candidate, work, kMaxTopLevel, capped_);
     p.others.clear();  // not needed once the tid == pid thread is known
   } else if (p.main.top.empty()) {
-    add_thread_event(p.others[std::string(e.tid_text)], e, end, cat, candidate, work, kMaxTopLevelOther, capped_);
+    add_thread_event(p.others[std::string(e.tid_text)], e, eager, end, cat, candidate, work, kMaxTopLevelOther, capped_);
   }
 }
 

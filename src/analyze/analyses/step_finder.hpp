@@ -27,7 +27,10 @@
 //   - else, with no training work, an inference loop's work (compiled
 //     inference graph calls, else grad-off eager ops): the longest stretch
 //     of it repeating one sequence; each period of it is a step, from its
-//     first work (or the compile, or the DataLoader fetch, right before).
+//     first work (or the compile, or the DataLoader fetch, right before);
+//     periods that are calls of a model called several times per
+//     iteration are grouped by the gaps between them (every m-th gap far
+//     longer); the calls after the last period, recompiled, one more step.
 // The optimizer cycle: with args.opt on every optimizer step, the optimizer
 // of the last one closes a cycle (a GAN's generator after its
 // discriminator), which holds the usual number of optimizer steps between
