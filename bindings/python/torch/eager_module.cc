@@ -167,8 +167,8 @@ PyMethodDef g_methods[] = {
      "set_module(id, depth): the module path id (intern(); 0: none) this thread's ops carry as args.module, and "
      "the number of module calls open on it."},
     {"set_in_backward", py_set_in_backward, METH_O,
-     "set_in_backward(on): mark this thread as inside torch.autograd.backward/grad (its seed gradient is backward "
-     "work); returns the previous mark."},
+     "set_in_backward(on): mark this thread as inside Tensor.backward (its seed gradient is backward work); "
+     "returns the previous mark."},
     {"intern", py_intern, METH_O, "intern(path): the core's id of a string (what set_module takes)."},
     {"_tensor_meta_fn", dft_py_tensor_meta_fn, METH_VARARGS,
      "_tensor_meta_fn(torch.Tensor, torch.nn.Parameter): the traced collective's tensor reader (a capsule)."},
