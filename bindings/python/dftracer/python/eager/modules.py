@@ -168,7 +168,8 @@ def _resolve(stack, module):
             path = root.path_of(module)
         if path is not None:
             found = root.ctx(path)
-            top.kids[module] = found  # held by a module the cache's owner is under: no leak
+            if path:  # a root called inside itself is not cached: its own ctx would hold it
+                top.kids[module] = found  # held by a module the cache's owner is under: no leak
             return found
     c = _roots.get(module)
     if c is None:
