@@ -389,15 +389,16 @@ def cache_misses(stderr, out, steps):
 
     names = re.search(r"Events\s*:\s*([\w ]+)\n", stderr).group(1).split()
     values = [int(x) for x in re.search(r"Collected\s*:\s*([\d ]+)\n", stderr).group(1).split()]
+    values += [0] * (len(names) - len(values))  # callgrind leaves trailing zero counts out
     got = {k: v / steps for k, v in zip(names, values) if k in ("D1mr", "D1mw", "DLmr", "DLmw")}
     ann = subprocess.run(["callgrind_annotate", "--inclusive=no", "--show=D1mw,DLmw", "--threshold=100", out],
                          capture_output=True, text=True).stdout
     d1 = dl = 0
     for line in ann.splitlines():
         if "torch_observer" in line and "on_start" in line:
-            nums = re.findall(r"([\d,]+)\s", line.strip() + " ")[:2]
-            d1 += int(nums[0].replace(",", ""))
-            dl += int(nums[1].replace(",", ""))
+            nums = [0 if x == "." else int(x.replace(",", "")) for x in line.split()[:2]]  # ".": none
+            d1 += nums[0]
+            dl += nums[1]
     got["on_start D1mw"], got["on_start DLmw"] = d1 / steps, dl / steps
     return got
 
