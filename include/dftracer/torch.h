@@ -148,6 +148,15 @@ DFT_TORCH_API void resume_this_thread();
 // and end; a LibTorch program may call it around its own modules.
 DFT_TORCH_API void set_module(uint32_t module, int depth);
 
+// Marks the calling thread as inside a backward call (Tensor.backward) or
+// not; returns the previous mark, to restore when the call ends. While
+// marked, the thread's outermost work with grad mode on (the seed gradient,
+// the ops that run in Python before the engine starts) is written with phase
+// backward instead of forward. dftracer.python's wrapper around
+// Tensor.backward calls it; a LibTorch program may call it around its own
+// backward calls.
+DFT_TORCH_API bool set_in_backward(bool on);
+
 // Numbers the optimizer step scope ("Optimizer.step#<Class>.step") open
 // innermost on the calling thread: its event gets args.opt = n (the Python
 // optimizer step hooks call it, from inside torch's scope). Does nothing when

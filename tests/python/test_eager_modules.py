@@ -312,3 +312,160 @@ def test_env_switch_and_compile_of_a_hooked_process(tmp_path, modules):
         assert set(eager) == {None}, eager
     else:
         assert eager["0"] > 0 and eager["1"] > 0 and eager[None] > 0, eager  # the loss's sum: no module
+
+
+CHECKPOINT_RUN = """
+import gc, os, sys, weakref, torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+from dftracer.python import dftracer, trace_eager
+torch.manual_seed(0)
+torch.set_num_threads(1)
+REENTRANT = os.environ["REENTRANT"] == "1"
+
+
+class Sub(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x).tanh() * 2
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Sub()
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = checkpoint(self.a, x, use_reentrant=REENTRANT)
+        return self.b(x)
+
+
+model = Net()
+# The ground truth: a record_function scope per module call, named by the
+# module's path in the model, also when the backward recomputes it.
+for path, m in model.named_modules():
+    def pre(mod, args, path=path):
+        rf = torch.autograd.profiler.record_function("gt:" + path)
+        rf.__enter__()
+        mod.__dict__.setdefault("_gt", []).append(rf)
+
+    def post(mod, args, out):
+        mod.__dict__["_gt"].pop().__exit__(None, None, None)
+    m.register_forward_pre_hook(pre)
+    m.register_forward_hook(post, always_call=True)
+del m
+x = torch.randn(4, 8, requires_grad=True)
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run"), None, -1)
+with trace_eager():
+    for _ in range(2):
+        model(x).sum().backward()
+    refs = [weakref.ref(m) for m in model.modules()]
+    del model
+    gc.collect()
+    print("alive", sum(r() is not None for r in refs), file=sys.stderr)
+log.finalize()
+"""
+
+
+@pytest.mark.parametrize("reentrant", ["0", "1"])
+def test_checkpoint_recompute_keeps_the_models_paths(tmp_path, reentrant):
+    """Activation checkpointing recomputes `a` inside the backward, with no
+    module call of the model open: its ops carry `a` and `a.fc`, as in the
+    forward, not paths relative to `a`."""
+    from conftest import run_python_in
+
+    p = run_python_in(str(tmp_path), CHECKPOINT_RUN, env={"TRACE_DIR": str(tmp_path), "DFTRACER_DISABLE_IO": "1",
+                                                          "REENTRANT": reentrant}, timeout=300)
+    assert "alive 0" in p.stderr, p.stderr  # nothing dftracer keeps holds the model
+    [path] = trace_files(str(tmp_path))
+    events = read_trace(path)
+    ops = [e for e in complete_events(events, cat="aten") if not e["name"].startswith("profiler::")]
+    nodes = by_thread(complete_events(events, cat="autograd"))
+    gt = by_thread(e for e in complete_events(events, cat="torch") if e["name"].startswith("gt:"))
+    recomputed = collections.Counter()
+    for e in ops:
+        scope = innermost(gt.get(e["tid"], []), e)
+        if scope is None:
+            continue
+        assert e.get("args", {}).get("module") == scope["name"][3:], (e, scope["name"])
+        if innermost(nodes.get(e["tid"], []), e) is not None:
+            recomputed[scope["name"][3:]] += 1
+    assert recomputed["a"] > 0 and recomputed["a.fc"] > 0, recomputed
+
+
+STRAYS_RUN = """
+import gc, os, sys, weakref, torch
+import torch.nn as nn
+from torch.autograd.profiler import record_function
+from dftracer.python import dftracer, trace_eager
+torch.manual_seed(0)
+made_refs = []
+
+
+class Kept(nn.Module):
+    def forward(self, x):
+        return x.sin()
+
+
+class Parent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        object.__setattr__(self, "kept", Kept())  # held, not registered
+
+    def forward(self, x):
+        with record_function("mark:kept"):
+            x = self.kept(x)
+        made = nn.Sequential(nn.Linear(4, 4), nn.ReLU())  # made in this forward
+        made_refs.append(weakref.ref(made))
+        with record_function("mark:made"):
+            return made(x)
+
+
+model = Parent()
+x = torch.randn(2, 4)
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run"), None, -1)
+with trace_eager():
+    for _ in range(4):
+        model(x)
+    model.add_module("late", model.kept)  # registered under its caller now
+    with record_function("mark:late"):
+        model(x)
+    gc.collect()
+    print("alive", sum(r() is not None for r in made_refs), file=sys.stderr)
+    refs = [weakref.ref(model), weakref.ref(model.kept)]
+    del model
+    gc.collect()
+    print("model alive", sum(r() is not None for r in refs), file=sys.stderr)
+log.finalize()
+"""
+
+
+def test_modules_not_registered_under_their_caller(tmp_path):
+    """A module the model keeps outside its registered children, called on
+    each forward, is a root (""); once registered under its caller it has
+    that name. A module made in a forward is a root with its children under
+    it, and nothing dftracer keeps holds it alive."""
+    from conftest import run_python_in
+
+    p = run_python_in(str(tmp_path), STRAYS_RUN, env={"TRACE_DIR": str(tmp_path), "DFTRACER_DISABLE_IO": "1"},
+                      timeout=300)
+    assert "alive 0" in p.stderr and "model alive 0" in p.stderr, p.stderr
+    [path] = trace_files(str(tmp_path))
+    events = read_trace(path)
+    ops = [e for e in complete_events(events, cat="aten") if not e["name"].startswith("profiler::")]
+    marks = by_thread(e for e in complete_events(events, cat="torch") if e["name"].startswith("mark:"))
+    got = collections.defaultdict(collections.Counter)
+    for e in ops:
+        m = innermost(marks.get(e["tid"], []), e)
+        outer = [s for s in marks.get(e["tid"], []) if s["name"] == "mark:late" and
+                 s["ts_ns"] <= e["ts_ns"] and e["ts_ns"] + e["dur_ns"] <= s["ts_ns"] + s["dur_ns"]]
+        if m is not None and m["name"] != "mark:late":
+            got[(m["name"], bool(outer), e["name"])][e.get("args", {}).get("module")] += 1
+    assert got[("mark:kept", False, "aten::sin")] == {"": 4}, dict(got)
+    assert got[("mark:kept", True, "aten::sin")] == {"late": 1}, dict(got)
+    assert got[("mark:made", False, "aten::linear")] == {"0": 4}, dict(got)
+    assert got[("mark:made", False, "aten::relu")] == {"1": 4}, dict(got)

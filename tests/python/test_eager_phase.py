@@ -102,16 +102,16 @@ def test_every_eager_op_carries_its_regions_phase(tmp_path, regions):
     assert sorted(n for n, _ in truth) == sorted(list(WANT) * 3)
     ops = [e for e in events if e.get("cat") in ("aten", "autograd")]
     # The seed gradient loss.backward() makes in Python before the engine
-    # starts (ones_like of the scalar loss, and what runs in it) is outside
-    # any node, with grad mode on: forward, as docs/torch.md says.
+    # starts (ones_like of the scalar loss, and what runs in it), outside any
+    # node with grad mode on, is backward work like the rest.
     seeds = [e for e in ops if e["name"] == "aten::ones_like"]
+    assert len(seeds) == 3
+    assert all(any(n == "backward" and inside(s, r) for n, r in truth) for s in seeds), seeds
+    assert all(s["args"].get("phase") == "backward" for s in seeds), seeds
     seen = {name: 0 for name in WANT}
     for name, r in truth:
         for e in ops:
             if not inside(e, r):
-                continue
-            if name == "backward" and any(inside(e, s) for s in seeds):
-                assert e.get("args", {}).get("phase") == "forward", e
                 continue
             seen[name] += 1
             phase = e.get("args", {}).get("phase")

@@ -124,6 +124,12 @@ PyObject* py_set_module(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+PyObject* py_set_in_backward(PyObject*, PyObject* arg) {
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return nullptr;
+  return PyBool_FromLong(dftracer::torch::set_in_backward(on != 0));
+}
+
 PyObject* py_intern(PyObject*, PyObject* arg) {
   Py_ssize_t len = 0;
   const char* s = PyUnicode_AsUTF8AndSize(arg, &len);
@@ -160,6 +166,9 @@ PyMethodDef g_methods[] = {
     {"set_module", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_set_module)), METH_FASTCALL,
      "set_module(id, depth): the module path id (intern(); 0: none) this thread's ops carry as args.module, and "
      "the number of module calls open on it."},
+    {"set_in_backward", py_set_in_backward, METH_O,
+     "set_in_backward(on): mark this thread as inside Tensor.backward (its seed gradient is backward work); "
+     "returns the previous mark."},
     {"intern", py_intern, METH_O, "intern(path): the core's id of a string (what set_module takes)."},
     {"_tensor_meta_fn", dft_py_tensor_meta_fn, METH_VARARGS,
      "_tensor_meta_fn(torch.Tensor, torch.nn.Parameter): the traced collective's tensor reader (a capsule)."},

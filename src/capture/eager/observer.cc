@@ -141,6 +141,9 @@ struct ThreadState {
   dft_id module;
   int module_depth;
   uint64_t rf_thread;
+  // set_in_backward(): the phase of the thread's outermost work with grad
+  // mode on (forward, or backward inside a backward call: its seed gradient).
+  uint8_t grad_on_phase;
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
@@ -176,6 +179,7 @@ __attribute__((noinline)) ThreadState* create_state() {
   if (st == nullptr) return nullptr;
   reaper.state = st;
   st->rf_thread = at::RecordFunction::currentThreadId();
+  st->grad_on_phase = phase_bits(kForward);
   tl_state = st;
   return st;
 }
@@ -406,7 +410,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (!c10::GradMode::is_enabled())
       f.kind |= kShadows | kGradOff | phase_bits(kInference) | (work ? 0 : kPhaseHidden);
     else if (work)
-      f.kind |= kShadows | phase_bits(kForward);
+      f.kind |= kShadows | t.grad_on_phase;
   }
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr(t, f) : fn.seqNr();
@@ -858,6 +862,14 @@ void set_module(uint32_t module, int depth) {
   if (st == nullptr) return;
   st->module = module;
   st->module_depth = depth;
+}
+
+bool set_in_backward(bool on) {
+  ThreadState* st = state();
+  if (st == nullptr) return false;
+  const bool was = st->grad_on_phase == phase_bits(kBackward);
+  st->grad_on_phase = phase_bits(on ? kBackward : kForward);
+  return was;
 }
 
 void set_optimizer_number(long long n) {

@@ -216,6 +216,31 @@ TEST(Observer, EachEventCarriesItsPhase) {
   EXPECT_GT(by_phase["inference"], 0);
 }
 
+// set_in_backward(): while the thread is marked, its outermost work with
+// grad mode on (the seed gradient a backward call makes before the engine
+// runs) is backward; the mark returns its previous value, and unmarked the
+// same op is forward again.
+TEST(Observer, TheSeedOfABackwardCallIsBackward) {
+  torch::Tensor w = torch::randn({4}, torch::requires_grad());
+  Trace trace;
+  dftracer::torch::enable();
+  torch::Tensor loss = (w * 2).sum();
+  EXPECT_FALSE(dftracer::torch::set_in_backward(true));
+  torch::Tensor seed = torch::ones_like(loss);
+  loss.backward(seed);
+  EXPECT_TRUE(dftracer::torch::set_in_backward(false));
+  torch::ones_like(loss);  // not in a backward call: forward
+  const std::vector<Event> all = trace.finish();
+  std::vector<std::string> seeds;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.name == "aten::ones_like") seeds.push_back(str_arg(e, "phase"));
+  EXPECT_EQ(seeds, (std::vector<std::string>{"backward", "forward"}));
+  for (const Event& e : with_cat(all, "autograd")) EXPECT_EQ(str_arg(e, "phase"), "backward") << e.name;
+  int forward_muls = 0;  // the forward's w * 2 (MulBackward0's own mul is backward)
+  for (const Event& e : all) forward_muls += e.ph == "X" && e.name == "aten::mul" && str_arg(e, "phase") == "forward";
+  EXPECT_EQ(forward_muls, 1);
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;

@@ -180,7 +180,7 @@ class trace_eager:
                 ext.enable(shapes=shapes)
             else:
                 ext.disable()
-            _sync_module_hooks(ext)
+            _sync_hooks(ext)
 
     def __enter__(self) -> "trace_eager":
         return self
@@ -194,7 +194,7 @@ class trace_eager:
                 _ext.enable(shapes=had_shapes)
             else:
                 _ext.disable()
-            _sync_module_hooks(_ext)
+            _sync_hooks(_ext)
         return False
 
     def __repr__(self) -> str:
@@ -218,7 +218,7 @@ def _apply_env_now() -> None:
     try:
         ext = _load()
         ext.enable_from_env()  # the C++ side parses and warns
-        _sync_module_hooks(ext)
+        _sync_hooks(ext)
     except Exception as e:  # tracing never breaks the traced program
         warn(f"{TRACE_EAGER_ENV} ignored: {e}")
 
@@ -247,11 +247,19 @@ def _modules_wanted() -> bool:
 _warned_modules_env = False
 
 
-def _sync_module_hooks(ext) -> None:
+def _sync_hooks(ext) -> None:
     """The module hooks are registered exactly while the observer records
-    ops and module attribution is wanted."""
-    from . import modules
+    ops and module attribution is wanted; the backward wrapper while it
+    records ops."""
+    from . import backward_phase, modules
 
+    try:
+        if ext.enabled() and hasattr(ext, "set_in_backward"):
+            backward_phase.install(ext)
+        else:
+            backward_phase.uninstall()
+    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
+        warn(f"eager backward phase unavailable: {e}")
     try:
         if ext.enabled() and _modules_wanted() and hasattr(ext, "set_module"):
             modules.install(ext)

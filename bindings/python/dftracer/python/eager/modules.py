@@ -15,12 +15,17 @@ op events (docs/capture.md, "Module paths"):
   the program, another model called inside a forward, a module made inside a
   forward) is a root itself (``""``); a module registered under two names (a
   shared module) has its first name, as ``named_modules()`` gives it;
-- ``torch.compile(model)``'s wrapper is its model: paths are the model's.
+- ``torch.compile(model)``'s wrapper is its model: paths are the model's;
+- a module called with no module call open during a backward (activation
+  checkpointing's recompute) has its path in the outermost root that holds
+  it, as in the forward it recomputes.
 
 Paths are resolved by identity and cached per (module the caller runs in,
 module called): a call pays two dict lookups, a tuple and one C call at
 its start, one C call at its end. A root's ``named_modules()`` is read once
-(again when a module called was registered under its caller after that).
+(again when a module called was registered under its caller after that). A
+module no root holds is cached weakly per caller from its second call. No
+cache keeps a module alive (a weak dict's value never holds its key).
 
 Inside code Dynamo compiles the hooks do nothing (``torch.compiler.is_compiling()``
 is a constant there, so they add no graph break nor guard on dftracer's
@@ -37,10 +42,13 @@ __all__ = ["install", "uninstall", "installed"]
 _tls = threading.local()
 _handles = None
 _roots: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # root module -> its "" _Ctx
+# module called as a root during a backward -> (weakly) its ctx in the root that holds it
+_in_model: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ext = None
 _intern = None
 _set_module = None
 _is_compiling = None
+_graph_task_id = None
 
 
 class _Root:
@@ -56,11 +64,16 @@ class _Root:
     def path_of(self, m):
         if self.paths is None:
             self.rebuild()
-        return self.paths.get(m)
+        path = self.paths.get(m)
+        if path is None and m is self.module():
+            return ""
+        return path
 
     def rebuild(self):
+        # Not the root itself: this is reached from _roots' value for the
+        # root, and a weak dict's value holding its key keeps it alive.
         root = self.module()
-        self.paths = {} if root is None else {mod: path for path, mod in root.named_modules()}
+        self.paths = {} if root is None else {mod: path for path, mod in root.named_modules() if mod is not root}
 
     def ctx(self, path):
         c = self.by_path.get(path)
@@ -73,12 +86,15 @@ class _Ctx:
     """One module path under one root: its interned id, and the ctx of each
     module called while it is the innermost (the (caller, callee) cache)."""
 
-    __slots__ = ("root", "id", "kids")
+    __slots__ = ("root", "id", "kids", "strays", "__weakref__")
 
     def __init__(self, root, path):
         self.root = root
         self.id = _intern(path)
         self.kids = {}
+        # Modules called in it that no open call's root holds (held outside
+        # the model, reused): weakly, as nothing here may keep them alive.
+        self.strays = None
 
 
 def _root_ctx(module):
@@ -96,9 +112,37 @@ def _root_ctx(module):
     return c
 
 
+def _recompute_ctx(module):
+    """The ctx of `module` called with no module call open during a backward
+    (activation checkpointing's recompute, a hook calling a module): its path
+    in the outermost root that holds it, as its forward named it; a root of
+    its own when no root holds it."""
+    ref = _in_model.get(module)
+    c = ref() if ref is not None else None
+    if c is not None:
+        return c
+    best, best_path = None, ""
+    for root in {id(r.root): r.root for r in list(_roots.values())}.values():
+        path = root.path_of(module)
+        if path and len(path) > len(best_path):  # deeper in it: an outer root
+            best, best_path = root, path
+    if best is None:
+        return _root_ctx(module)
+    c = best.ctx(best_path)
+    try:
+        _in_model[module] = weakref.ref(c)  # weakly: the root's paths hold `module`
+    except TypeError:
+        pass
+    return c
+
+
 def _compiled_model(module):
-    orig = getattr(module, "_orig_mod", None)
-    if orig is None:
+    # The OptimizedModule registers its model as "_orig_mod"; getattr of a
+    # missing name would raise inside nn.Module.__getattr__ (microseconds).
+    try:
+        if "_orig_mod" not in module._modules:
+            return None
+    except Exception:  # noqa: BLE001
         return None
     from .. import torch_compat
 
@@ -108,6 +152,10 @@ def _compiled_model(module):
 def _resolve(stack, module):
     """The ctx of `module` called with `stack` open (outermost first)."""
     top = stack[-1][1]
+    if top.strays is not None:
+        c = top.strays.get(module)
+        if c is not None and not _registered_under(stack[-1][0], module):
+            return c
     seen = set()
     for _, c in stack:
         root = c.root
@@ -120,14 +168,24 @@ def _resolve(stack, module):
             path = root.path_of(module)
         if path is not None:
             found = root.ctx(path)
-            top.kids[module] = found  # held by a module the cache's owner is under: no leak
+            if path:  # a root called inside itself is not cached: its own ctx would hold it
+                top.kids[module] = found  # held by a module the cache's owner is under: no leak
             return found
-    return _root_ctx(module)
+    c = _roots.get(module)
+    if c is None:
+        return _root_ctx(module)  # first call (a module made in this forward, maybe): not cached here
+    try:
+        if top.strays is None:
+            top.strays = weakref.WeakKeyDictionary()
+        top.strays[module] = c  # called again: a module kept outside the model
+    except TypeError:
+        pass
+    return c
 
 
 def _registered_under(parent, module):
     try:
-        return any(child is module for child in parent._modules.values())
+        return module in parent._modules.values()  # identity: Module keeps object's __eq__
     except Exception:  # noqa: BLE001
         return False
 
@@ -144,8 +202,10 @@ def _pre_hook(module, args):
             c = stack[-1][1].kids.get(module)
             if c is None:
                 c = _resolve(stack, module)
-        else:
+        elif _graph_task_id() == -1:
             c = _root_ctx(module)
+        else:
+            c = _recompute_ctx(module)
         stack.append((module, c))
         _set_module(c.id, len(stack))
     except Exception:  # noqa: BLE001  (tracing never breaks the traced program)
@@ -177,7 +237,7 @@ def _post_hook(module, args, output):
 
 def install(ext) -> None:
     """Registers the global module hooks (idempotent)."""
-    global _handles, _ext, _intern, _set_module, _is_compiling
+    global _handles, _ext, _intern, _set_module, _is_compiling, _graph_task_id
     if _handles is not None:
         return
     import torch
@@ -185,6 +245,8 @@ def install(ext) -> None:
 
     _ext, _intern, _set_module = ext, ext.intern, ext.set_module
     _is_compiling = torch.compiler.is_compiling
+    # -1 outside a backward (the engine's current graph task, on any of its threads)
+    _graph_task_id = getattr(torch._C, "_current_graph_task_id", lambda: -1)
     # torch warns on every torch.compile(module) call while any global module
     # hook is registered (its wrapper's hooks fire too); ours map the wrapper
     # to its model, so the warning would be noise the traced program did not have.
