@@ -10,8 +10,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "clock.h"
 #include "dftracer/dftracer.h"
@@ -34,11 +32,22 @@ namespace {
 
 int64_t current_tid() { return static_cast<int64_t>(syscall(SYS_gettid)); }
 
+// With read(2), not a std::ifstream: a stream's first use sets up
+// libstdc++'s locale, which a short-lived traced process paid for this
+// one read alone.
 std::string read_file(const char* path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string out;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 std::string command_line() {

@@ -1,8 +1,10 @@
 #include "string_table.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "dftracer/dftracer.h"  // dft_warn: the one diagnostics channel
 #include "hash.h"
@@ -21,15 +23,28 @@ char* dup_bytes(const char* s, size_t n) {
 }  // namespace
 
 StringTable& StringTable::instance() {
-  static StringTable* table = new StringTable();  // never destroyed (see header)
+  // Never destroyed (see header). Zeroed memory from calloc, not new: the
+  // 128 KiB of segment pointers start out null without the constructor
+  // writing them (a block this size comes fresh from mmap), so a
+  // short-lived process touches only the page it uses, not 32.
+  static StringTable* table = [] {
+    void* mem = std::calloc(1, sizeof(StringTable));
+    if (mem == nullptr) throw std::bad_alloc();
+    return new (mem) StringTable();
+  }();
   return *table;
 }
 
+// segments_ is left as calloc gave it: all null (instance()). That needs
+// its elements' default constructor to write nothing.
+static_assert(std::is_trivially_default_constructible<std::atomic<InternedString**>>::value,
+              "StringTable::segments_ relies on calloc's zeros");
 StringTable::StringTable() {
-  for (auto& s : segments_) s.store(nullptr, std::memory_order_relaxed);
   Index* idx = new Index;
-  idx->mask = 4095;
-  idx->slots = new std::atomic<InternedString*>[4096];
+  // One page to start with (it doubles at half full): a short-lived
+  // process interns a few dozen names and should not clear 32 KiB for them.
+  idx->mask = 511;
+  idx->slots = new std::atomic<InternedString*>[512];
   for (size_t i = 0; i <= idx->mask; ++i) idx->slots[i].store(nullptr, std::memory_order_relaxed);
   index_.store(idx, std::memory_order_release);
 }

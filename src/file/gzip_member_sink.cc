@@ -17,53 +17,87 @@ namespace dftracer {
 // build found it, does the same job about 1.7x faster than zlib on trace
 // text (docs/performance.md); both write standard gzip that any reader
 // (zlib, Python's gzip, Perfetto) inflates.
+//
+// A small member -- the preamble, and the whole remaining trace of a
+// short-lived process -- goes through a small zlib stream instead (an 8 KiB
+// window, 2 KiB hash table): libdeflate's level-1 matcher clears a 128 KiB
+// hash table per member, and allocating and first touching it was 32 page
+// faults in every traced process (docs/performance.md, "Short-lived
+// processes"). libdeflate's compressor is only allocated once a member is
+// larger than that.
 class MemberCompressor {
  public:
-  explicit MemberCompressor(int level) {
-#ifdef DFTRACER_HAVE_LIBDEFLATE
-    c_ = libdeflate_alloc_compressor(level);
-    ok_ = c_ != nullptr;
-#else
-    std::memset(&z_, 0, sizeof z_);
-    // windowBits 15 + 16: gzip wrapper; memLevel 8 is zlib's default.
-    ok_ = deflateInit2(&z_, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-#endif
-  }
+  // Members up to this size go through the small stream: its window covers
+  // the whole member, so it finds every match libdeflate would.
+  static constexpr size_t kSmallMember = 8 << 10;
+
+  explicit MemberCompressor(int level) : level_(level) {}
   ~MemberCompressor() {
 #ifdef DFTRACER_HAVE_LIBDEFLATE
     if (c_) libdeflate_free_compressor(c_);
-#else
-    if (ok_) deflateEnd(&z_);
+#endif
+    if (small_ok_) deflateEnd(&small_);
+#ifndef DFTRACER_HAVE_LIBDEFLATE
+    if (z_ok_) deflateEnd(&z_);
 #endif
   }
-  bool ok() const { return ok_; }
 
-  // The member for data[0..len), in *out; false on failure.
-  bool compress(const char* data, size_t len, MemberBytes* out) {
+  // The member for data[0..len), in *out; 0, or ENOMEM when the compressor
+  // could not be set up, EIO when compressing failed.
+  int compress(const char* data, size_t len, MemberBytes* out) {
+    if (len <= kSmallMember) {
+      // windowBits 13 + 16: an 8 KiB window and the gzip wrapper; memLevel
+      // 3: a 2^10-entry hash table. Level 6 at least: zlib's level 1 leaves
+      // small members ~10 % larger than libdeflate's, and on a few KiB the
+      // extra effort costs microseconds.
+      if (!small_init_) {
+        small_init_ = true;
+        std::memset(&small_, 0, sizeof small_);
+        small_ok_ = deflateInit2(&small_, level_ < 6 ? 6 : level_, Z_DEFLATED, 13 + 16, 3, Z_DEFAULT_STRATEGY) ==
+                    Z_OK;
+      }
+      if (!small_ok_) return ENOMEM;
+      return deflate_member(&small_, data, len, out) ? 0 : EIO;
+    }
 #ifdef DFTRACER_HAVE_LIBDEFLATE
+    if (c_ == nullptr && (c_ = libdeflate_alloc_compressor(level_)) == nullptr) return ENOMEM;
     const size_t bound = libdeflate_gzip_compress_bound(c_, len);
     size_t n = libdeflate_gzip_compress(c_, data, len, out->room(bound), bound);
     out->set_size(n);
-    return n != 0;
+    return n != 0 ? 0 : EIO;
 #else
-    const size_t bound = deflateBound(&z_, len) + 64;
-    deflateReset(&z_);  // a fresh, independent member with its own header
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
-    z_.avail_in = static_cast<uInt>(len);
-    z_.next_out = out->room(bound);
-    z_.avail_out = static_cast<uInt>(bound);
-    if (deflate(&z_, Z_FINISH) != Z_STREAM_END) return false;
-    out->set_size(bound - z_.avail_out);
-    return true;
+    if (!z_init_) {
+      z_init_ = true;
+      std::memset(&z_, 0, sizeof z_);
+      // windowBits 15 + 16: gzip wrapper; memLevel 8 is zlib's default.
+      z_ok_ = deflateInit2(&z_, level_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    }
+    if (!z_ok_) return ENOMEM;
+    return deflate_member(&z_, data, len, out) ? 0 : EIO;
 #endif
   }
 
  private:
-  bool ok_ = false;
+  static bool deflate_member(z_stream* z, const char* data, size_t len, MemberBytes* out) {
+    const size_t bound = deflateBound(z, len) + 64;
+    deflateReset(z);  // a fresh, independent member with its own header
+    z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    z->avail_in = static_cast<uInt>(len);
+    z->next_out = out->room(bound);
+    z->avail_out = static_cast<uInt>(bound);
+    if (deflate(z, Z_FINISH) != Z_STREAM_END) return false;
+    out->set_size(bound - z->avail_out);
+    return true;
+  }
+
+  int level_;
+  z_stream small_;
+  bool small_init_ = false, small_ok_ = false;
 #ifdef DFTRACER_HAVE_LIBDEFLATE
   libdeflate_compressor* c_ = nullptr;
 #else
   z_stream z_;
+  bool z_init_ = false, z_ok_ = false;
 #endif
 };
 
@@ -105,12 +139,8 @@ std::unique_ptr<TraceSink> GzipMemberSink::open(const std::string& path, int lev
 
 bool GzipMemberSink::write_chunk(const char* data, size_t len, uint64_t lines) {
   if (failed_) return false;
-  if (!z_->ok()) {
-    report_failure(ENOMEM);
-    return false;
-  }
-  if (!z_->compress(data, len, &member_)) {
-    report_failure(EIO);
+  if (int err = z_->compress(data, len, &member_)) {
+    report_failure(err);
     return false;
   }
   uint64_t offset = bytes_written_;
