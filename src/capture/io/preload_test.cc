@@ -176,38 +176,6 @@ TEST(Preload, UntracedRunPassesStraightThrough) {
   EXPECT_TRUE(r.files.empty());
 }
 
-#if DFTIO_STATIC_RUNTIME
-// A program that is not C++ maps no libstdc++ under the preload library:
-// loading and relocating it was ~0.7 ms of CPU per traced process, more
-// than the tracing itself (docs/performance.md, "Short-lived processes").
-TEST(Preload, ACProgramTracedLoadsNoLibstdcxx) {
-  std::string dir = dftracer_test::temp_dir("io_nolibstdcxx");
-  const std::string maps = dir + "/maps.txt";
-  { std::ofstream(dir + "/data.txt") << "data\n"; }
-  int status = dftracer_test::run_program(
-      "/bin/sh", {"-c", "exec cat /proc/self/maps " + dir + "/data.txt > " + maps},
-      with(kTraced, {"DFTRACER_LOG_FILE=" + dir + "/trace", "DFTRACER_DATA_DIR=" + dir, "PATH=/usr/bin:/bin"}));
-  ASSERT_EQ(status, 0);
-  const std::string text = dftracer_test::read_all(maps);
-  EXPECT_NE(text.find("libdftracer_preload"), std::string::npos) << text;
-  EXPECT_NE(text.find("libdftracer_core"), std::string::npos) << text;
-  EXPECT_EQ(text.find("libstdc++"), std::string::npos) << text;
-  EXPECT_EQ(text.find("libgcc_s"), std::string::npos) << text;
-  // cat's trace is complete: the open of data.txt, the end event.
-  std::vector<Event> cat_events;
-  for (const std::string& f : dftracer_test::files_in(dir, ".pfw.gz"))
-    if (f.find("-cat-") != std::string::npos)
-      cat_events = dftracer_test::parse_events(dftracer_test::event_lines(dftracer_test::read_all(f)));
-  bool opened = false, ended = false;
-  for (const Event& e : cat_events) {
-    opened |= is_io(e) && e.name.rfind("open", 0) == 0;
-    ended |= e.name == "end";
-  }
-  EXPECT_TRUE(opened);
-  EXPECT_TRUE(ended);
-}
-#endif
-
 TEST(Preload, ForkedChildWritesItsOwnReadsToItsOwnFile) {
   std::string dir = dftracer_test::temp_dir("io_fork");
   std::string in = dir + "/in";
