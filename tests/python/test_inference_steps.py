@@ -67,3 +67,21 @@ def test_inference_steps_are_the_loop_iterations(tmp_path, shape):
         assert all(r["compile_us"] == 0 for r in rows[1:last])
         if shape.endswith("recompile"):
             assert rows[-1]["compile_us"] > 0.5 * rows[-1]["duration_us"]
+
+
+def test_an_op_and_the_one_op_it_runs_with_the_same_span_are_one_work(tmp_path):
+    """In whole microseconds an op and the one op it runs can share their span
+    (relu and clamp_min, in two of six iterations of this real trace): the one
+    written later holds the other, so each iteration stays one step."""
+    import shutil
+
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "steps")
+    shutil.copy(os.path.join(data, "eager-infmode-equal-spans.pfw.gz"), tmp_path / "run-1.pfw.gz")
+    with open(os.path.join(data, "eager-infmode-equal-spans.times")) as f:
+        starts = [it[0] for it in json.load(f)["iterations"]]
+    doc = steps_json(tmp_path)
+    rows = doc["steps"]
+    assert len(rows) == len(starts) == 6, rows
+    spacing = [b - a for a, b in zip(starts, starts[1:])]
+    for r, want in zip(rows, spacing):  # each step lasts until the next one starts
+        assert r["duration_us"] / 1e6 == pytest.approx(want, rel=0.05), (r, want)

@@ -69,9 +69,12 @@ void add_top(StepFinder::TopLevel& top, int64_t ts, int64_t end, std::string_vie
   for (auto it = first; it != top.end() && it->first == ts; ++it)
     if (it->second.end > end) return;  // inside a top-level event starting with it
   if (first != top.begin() && std::prev(first)->second.end >= end) return;  // inside the last earlier one
+  // A thread writes an event when it ends, so of two with the same span in
+  // whole microseconds (an op and the one op it runs: relu, clamp_min) the
+  // later one holds the earlier. Zero-length ones may be siblings: both kept.
   for (auto it = top.lower_bound(ts); it != top.end() && it->first <= end;) {
-    const bool equal = it->first == ts && it->second.end == end;
-    if (!equal && it->second.end <= end) it = top.erase(it);  // now known not to be top-level
+    const bool same = it->first == ts && it->second.end == end;
+    if (it->second.end <= end && (!same || end > ts)) it = top.erase(it);  // now known not to be top-level
     else ++it;
   }
   if (top.size() < cap) top.emplace(ts, StepFinder::Top{end, std::string(name), category});

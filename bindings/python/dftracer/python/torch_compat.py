@@ -261,6 +261,21 @@ def compiled_module_of(obj: Any) -> Any:
     return orig if isinstance(orig, torch.nn.Module) else None
 
 
+def dynamo_skip_code(code: Any) -> bool:
+    """Tells Dynamo never to compile the frames of ``code`` (as it skips
+    torch's own files); False when it cannot be told. Missing: the caller
+    takes its wrapper out (eager/backward_phase.py)."""
+    try:
+        from torch._dynamo.eval_frame import skip_code
+
+        skip_code(code)
+        return True
+    except Exception as e:
+        degraded("torch._dynamo.eval_frame.skip_code", e,
+                 "loss.backward()'s seed gradient is forward work in eager traces")
+        return False
+
+
 def graph_break_counts() -> dict:
     """Dynamo's graph-break counter: {reason message: count}."""
     try:

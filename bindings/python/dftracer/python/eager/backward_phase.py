@@ -54,11 +54,9 @@ def _skip_in_dynamo() -> None:
     """Dynamo compiles the frames a compiled function's eager parts call,
     except torch's own; the wrapper is one more to skip. Without the means
     to, the wrapper is removed (the seed is then forward, as without it)."""
-    try:
-        from torch._dynamo.eval_frame import skip_code
+    from .. import torch_compat
 
-        skip_code(_WRAPPER_CODE)
-    except Exception:  # noqa: BLE001
+    if not torch_compat.dynamo_skip_code(_WRAPPER_CODE):
         uninstall()
 
 
