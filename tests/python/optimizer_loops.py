@@ -40,6 +40,14 @@ Shapes:
             Trainer's does: a loader's seed drawn, then each batch copied
             before its no_grad forward
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
+  eager_preempt, compile_preempt  eager, compile with no evaluation, 10
+            iterations, and the process kept off the model for 25 ms at
+            the start of iterations 3 (a sleep) and 7 (a busy wait in
+            Python): each step's wait longer than the usual wait plus a step,
+            with nothing traced in it
+  eager_eval_every  eager_eval over 10 iterations, the evaluation after
+            every fourth (1, 5, 9) and iterations 3 and 7 kept off as in
+            eager_preempt
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
             each iteration's untraced work (k + 1) * 3 ms long
@@ -51,6 +59,18 @@ import sys
 import time
 
 STEPS = 5
+PREEMPTED = ("eager_preempt", "compile_preempt", "eager_eval_every")
+
+
+def preempt(i):
+    """Iterations 3 and 7 wait 25 ms before any traced call, untraced: a
+    sleep, then a busy wait (the process descheduled, or busy in Python)."""
+    if i == 3:
+        time.sleep(0.025)
+    elif i == 7:
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.025:
+            pass
 
 
 def main():
@@ -61,7 +81,7 @@ def main():
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
     x = torch.randn(32, 64)
-    if shape in ("compile", "gradacc"):
+    if shape in ("compile", "gradacc", "compile_preempt"):
         from dftracer.python import dftracer_dynamo_backend
         fwd = torch.compile(m, backend=dftracer_dynamo_backend)
     else:
@@ -78,8 +98,10 @@ def main():
         fwd_ctx = bwd_ctx = contextlib.nullcontext()
     its, fwd_s, bwd_s, fwd_in, bwd_in = [], 0.0, 0.0, 0.0, 0.0
     time.sleep(0.02)  # setup before the loop: outside every step
-    for i in range(STEPS):
+    for i in range(10 if shape in PREEMPTED else STEPS):
         t0 = time.perf_counter()
+        if shape in PREEMPTED:
+            preempt(i)
         if shape in ("compile", "gradacc", "eager") or shape.startswith("eager_eval"):
             time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
         zero_grad_after = shape.endswith("_zg")
@@ -116,7 +138,10 @@ def main():
         if shape.startswith("eager_eval"):
             with torch.no_grad():
                 torch._foreach_lerp_(ema, list(m.parameters()), 0.1)  # an EMA of the weights
-        ev = (shape == "compile" or shape.startswith("eager_eval")) and i == 2
+        if shape == "eager_eval_every":
+            ev = i % 4 == 1
+        else:
+            ev = (shape == "compile" or shape.startswith("eager_eval")) and i == 2
         its.append([t0, t_fwd, t_opt, t1, ev])
         if ev:
             # eager_eval_scope: a record_function scope opened with grad on

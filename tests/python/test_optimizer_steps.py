@@ -28,7 +28,7 @@ CLOCK_SLACK_S = 100e-6
 def run_loop(shape, out_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
-    if shape == "eager" or shape.startswith("eager_eval") or shape == "ai":
+    if shape.startswith("eager") or shape == "ai":
         env["DFTRACER_TRACE_EAGER"] = "1"
     proc = subprocess.run([sys.executable, os.path.join(HERE, "optimizer_loops.py"), shape, str(out_dir)], env=env,
                           capture_output=True, text=True, timeout=300)
@@ -47,7 +47,8 @@ def step_bounds(its):
     """(lo, hi) seconds for each iteration's step. A step ends with its
     optimizer step (t_opt..t1) and begins where the one before ended, except
     the first and the one after an evaluation (a wait far longer than the
-    usual one): they begin with the iteration's first traced work, between
+    usual one, holding the evaluation's work; a wait as long that holds only
+    the usual work, the process kept off the model, is its step's): they begin with the iteration's first traced work, between
     t0 and t_fwd."""
     out = []
     for i, (t0, t_fwd, t_opt, t1, _) in enumerate(its):
@@ -60,7 +61,8 @@ def step_bounds(its):
 
 
 @pytest.mark.parametrize("shape", ["compile", "gradacc", "eager", "eager_eval", "eager_eval_scope", "eager_eval_short",
-                                   "eager_eval_zg", "eager_eval_short_zg", "eager_eval_prep", "eager_eval_short_prep"])
+                                   "eager_eval_zg", "eager_eval_short_zg", "eager_eval_prep", "eager_eval_short_prep",
+                                   "eager_preempt", "compile_preempt", "eager_eval_every"])
 def test_optimizer_steps_are_the_iterations(tmp_path, shape):
     loop = run_loop(shape, tmp_path)
     its = loop["iterations"]

@@ -472,7 +472,7 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // optimizer step k-1, unless its first work after it (an
 // inference call, an evaluation, never begins one, nor a zero_grad; moved
 // back over the compile and optimizer work right before it) comes far later
-// than usual: then there. The
+// than usual after more works than usual: then there. The
 // first step begins where the works before its optimizer step first hold
 // those every one of the last steps has (by name and count; a name that no
 // work before it has, such as a zero_grad after each step, is not waited
@@ -487,7 +487,8 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // unless compile work borders it: the untraced stretches of the first
 // iteration's compile (the backward compiled after the forward ran) are
 // often longer than a later step.
-Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work, const std::string& name) {
+Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work,
+                            const StepFinder::TopLevel& top, const std::string& name) {
   constexpr size_t compile = 0, optimizer = 3;
   // Work that can begin a step; work the first step's walk counts (grad-off
   // work too: a teacher's no_grad forward opening each iteration). Optimizer
@@ -612,11 +613,32 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   }
   // The usual wait, over every wait up to its step's start: an evaluation's
   // wait counts whole, whether the evaluation opens with grad-on work or not.
+  // A wait far beyond it is an evaluation or a checkpoint only when it holds
+  // more than the usual wait does: more works (an evaluation's ops or
+  // inference calls, its compile) or more top-level events of the main thread
+  // (a region around a checkpoint's save). A wait that holds the usual ones,
+  // only longer, is the iteration's own: the process preempted, a slow batch
+  // read untraced. With steps of a few milliseconds one preemption is longer
+  // than a step, and cutting it out would shorten the step by most of it.
   std::vector<int64_t> gaps;
-  for (size_t k = 1; k < c.occ.size(); ++k) gaps.push_back(c.occ[k].ts - opt[k - 1].end);
+  std::vector<size_t> wait_works, wait_top;
+  auto count = [](const StepFinder::TopLevel& events, int64_t from, int64_t to) {
+    size_t n = 0;
+    for (auto it = events.lower_bound(from); it != events.end() && it->first < to; ++it) ++n;
+    return n;
+  };
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    gaps.push_back(c.occ[k].ts - opt[k - 1].end);
+    wait_works.push_back(count(work, opt[k - 1].end, c.occ[k].ts));
+    wait_top.push_back(count(top, opt[k - 1].end, c.occ[k].ts));
+  }
   const int64_t gap_med = median_of(gaps);
   const int64_t long_gap = std::max(4 * gap_med, gap_med + dur_med);
-  auto late = [&](size_t k) { return c.occ[k].ts - opt[k - 1].end > long_gap || evaluation(k); };
+  const size_t usual_works = lower_median(wait_works), usual_top = lower_median(wait_top);
+  auto more_than_usual = [&](size_t k) { return wait_works[k - 1] > usual_works || wait_top[k - 1] > usual_top; };
+  auto late = [&](size_t k) {
+    return (c.occ[k].ts - opt[k - 1].end > long_gap && more_than_usual(k)) || evaluation(k);
+  };
   auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
   c.apart.assign(c.occ.size(), false);
   for (size_t k = 1; k < c.occ.size(); ++k) c.apart[k - 1] = late(k);
@@ -1073,7 +1095,7 @@ StepPlan StepFinder::plan() {
       ps.source = "region";
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
     } else if (starts.empty() && !opt.empty()) {
-      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.optimizer_name);
+      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, main.optimizer_name);
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";

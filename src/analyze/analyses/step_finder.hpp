@@ -20,7 +20,8 @@
 //   - else torch's optimizer steps (`Optimizer.step#AdamW.step`, any depth of
 //     the main thread): the last of each cycle ends a step, which begins at
 //     the previous one's end, or at its first model work when that comes far
-//     later than usual, or when the wait holds more grad-off work than the
+//     later than usual with more works or top-level events before it than
+//     usual (not a preempted wait: the usual works, later), or when the wait holds more grad-off work than the
 //     usual waits (an evaluation between); the first step where the work
 //     before its optimizer step holds the last step's, and the compile work
 //     before it;
