@@ -12,7 +12,7 @@ batch's fetch, else its first graph call or op) lies between t0 and t0b, the
 iteration's last traced work between t1a and t1 (brackets around the calls,
 so a preempted thread moves a bracket's end, not the event out of it).
 
-Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile]):
+Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile][-tight]):
   MODE    compile  torch.compile(m) (Inductor), the capture's hooks on
           capture  torch.compile(m, backend=dftracer_dynamo_backend)
           eager    no compile; the LibTorch observer (DFTRACER_TRACE_EAGER=1)
@@ -25,8 +25,11 @@ Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile]):
           run on a query and two passages): three calls, one iteration
   recompile  the last iteration's batch has another size: its call
           recompiles (a new graph) before it runs
+  tight   no untraced work after the forward: the next iteration's first
+          call follows the last one's result read (`float(y[0, 0])`, with
+          grad mode on) about as closely as one call follows another
 
-Every iteration ends with 6 ms of untraced work (post-processing, a reply);
+Every iteration but a tight one's ends with 6 ms of untraced work (post-processing, a reply);
 the model is built and warmed by nothing before the loop.
 """
 import json
@@ -87,7 +90,8 @@ def main():
                 y = fwd(xc)
         t1 = time.perf_counter()
         its.append([t0, t1, t0, t1, 0])
-        time.sleep(0.006)  # untraced work after the forward (post-processing): in the step
+        if "tight" not in extra:
+            time.sleep(0.006)  # untraced work after the forward (post-processing): in the step
         float(y[0, 0])
     if "loader" in extra:
         try:

@@ -35,7 +35,8 @@ def run_loop(shape, out_dir):
 
 @pytest.mark.parametrize("shape", ["compile-nograd", "capture-nograd", "capture-infmode-break", "capture-nograd-loader",
                                    "eager-nograd", "eager-infmode", "eager-nograd-loader", "eager-infmode-loader",
-                                   "compile-nograd-multi", "capture-nograd-multi",
+                                   "compile-nograd-multi", "capture-nograd-multi", "eager-nograd-multi", "eager-infmode-multi",
+                                   "eager-nograd-multi-tight", "eager-infmode-multi-tight",
                                    "compile-nograd-recompile", "capture-nograd-recompile"])
 def test_inference_steps_are_the_loop_iterations(tmp_path, shape):
     its = run_loop(shape, tmp_path)

@@ -764,19 +764,18 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
   return best;
 }
 
-// A model called several times per iteration (an encoder on a query and its
-// passages, a generate() loop's decoder once per token) repeats its call's
-// sequence each call: the period found is a call, not the iteration. The
-// iteration is the repeating unit of the gaps between calls: where, for some
-// m >= 2, three quarters of the other gaps are short (calls follow each other: at
-// most 4 calls' usual time plus 10 us), every m-th one (from some call on)
-// is longer than 4 times those plus 10 us, and at least two are, m calls make one
-// iteration (m and the first long gap found as below). Calls before the first whole group
-// (setup work matching a call's end) are dropped. Irregular groups (a token
-// loop whose requests differ in length) are not told apart this way: a user
-// region around each request bounds them.
-void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq) {
-  if (run.count < 4) return;
+// Groups m calls into one iteration (the gaps after calls k % m == r end
+// one): the first whole group begins at call r + 1 (or call 0 when call r
+// ends a group of m from the run's start); calls before it are dropped.
+void group(PeriodicRun& run, size_t m, size_t r) {
+  const size_t first_call = r + 1 == m ? 0 : r + 1;
+  run.first += first_call * run.period;
+  run.period *= m;
+  run.count = (run.count - first_call) / m;
+}
+
+// group_calls by the gaps between calls.
+bool group_by_gaps(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq) {
   std::vector<int64_t> gaps, durs;  // gaps[k]: between call k and call k + 1
   int64_t prev_end = INT64_MIN;
   for (size_t k = 0; k < run.count; ++k) {
@@ -799,7 +798,7 @@ void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const
   std::vector<size_t> far;
   for (size_t k = 0; k < gaps.size(); ++k)
     if (gaps[k] > 4 * typical + kFloor) far.push_back(k);
-  if (far.size() < 2) return;
+  if (far.size() < 2) return false;
   auto mode = [](const std::vector<size_t>& v) {
     std::map<size_t, size_t> n;
     for (size_t x : v) ++n[x];
@@ -811,7 +810,7 @@ void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const
   std::vector<size_t> steps;
   for (size_t i = 1; i < far.size(); ++i) steps.push_back(far[i] - far[i - 1]);
   const size_t m = mode(steps);
-  if (m < 2 || 2 * m > run.count) return;
+  if (m < 2 || 2 * m > run.count) return false;
   for (size_t& k : far) k %= m;
   const size_t r = mode(far);
   int64_t shortest_long = INT64_MAX;
@@ -820,18 +819,66 @@ void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const
     if (k % m == r) shortest_long = std::min(shortest_long, gaps[k]);
     else short_gaps.push_back(gaps[k]);
   }
-  if (gaps.size() - short_gaps.size() < 2 || short_gaps.empty()) return;
+  if (gaps.size() - short_gaps.size() < 2 || short_gaps.empty()) return false;
   // Most short gaps (a preempted call may stretch a few: the first
   // iteration's warm-up, a busy machine).
   std::nth_element(short_gaps.begin(), short_gaps.begin() + 3 * (short_gaps.size() - 1) / 4, short_gaps.end());
   const int64_t short_gap = short_gaps[3 * (short_gaps.size() - 1) / 4];
-  if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) return;
-  // Groups begin after each long gap; the first whole one at call r + 1
-  // (or call 0 when call r ends a group of m from the run's start).
-  const size_t first_call = r + 1 == m ? 0 : r + 1;
-  run.first += first_call * run.period;
-  run.period *= m;
-  run.count = (run.count - first_call) / m;
+  if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) return false;
+  group(run, m, r);  // groups begin after each long gap
+  return true;
+}
+
+// group_calls by the other work between calls: the gaps (call k's last work
+// to call k + 1's first) holding some are exactly those k % m == r.
+void group_by_other_work(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq,
+                         const StepFinder::TopLevel& work, const std::vector<Span>& fetches) {
+  std::vector<size_t> with;  // the gaps holding other work
+  for (size_t k = 0; k + 1 < run.count; ++k) {
+    const auto last = seq[run.first + (k + 1) * run.period - 1], next = seq[run.first + (k + 1) * run.period];
+    // Works of the calls' own kind left out of seq (Dynamo's empty frames)
+    // are no other work.
+    bool other = false;
+    for (auto it = std::next(last); it != next && !other; ++it) other = it->second.category != next->second.category;
+    if (!other) {
+      auto f = std::lower_bound(fetches.begin(), fetches.end(), last->second.end,
+                                [](const Span& a, int64_t v) { return a.ts < v; });
+      other = f != fetches.end() && f->ts < next->first;
+    }
+    if (other) with.push_back(k);
+  }
+  if (with.size() < 2) return;
+  const size_t m = with[1] - with[0], r = with[0] % m;
+  if (m < 2 || 2 * m > run.count) return;
+  for (size_t i = 1; i < with.size(); ++i)
+    if (with[i] - with[i - 1] != m) return;
+  // None missing at either end: every gap k % m == r holds some.
+  if (with.front() >= m || with.back() + m < run.count - 1) return;
+  group(run, m, r);
+}
+
+// A model called several times per iteration (an encoder on a query and its
+// passages, a generate() loop's decoder once per token) repeats its call's
+// sequence each call: the period found is a call, not the iteration. The
+// iteration is the repeating unit of the gaps between calls: where, for some
+// m >= 2, three quarters of the other gaps are short (calls follow each other: at
+// most 4 calls' usual time plus 10 us), every m-th one (from some call on)
+// is longer than 4 times those plus 10 us, and at least two are, m calls make one
+// iteration (m and the first long gap found as below). Calls before the first whole group
+// (setup work matching a call's end) are dropped. Irregular groups (a token
+// loop whose requests differ in length) are not told apart this way: a user
+// region around each request bounds them.
+// Where the gaps do not tell (an eager loop with no work after its calls:
+// the gap between two iterations is hardly longer than the Python between
+// two calls), other work between two calls does: the iteration's own work
+// that is not a call (its result read, `y[0].item()` with grad on; its
+// batch's fetch). When such work lies in exactly every m-th gap (from some
+// call on, at least two of them) and in no other, m calls make one
+// iteration.
+void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq,
+                 const StepFinder::TopLevel& work, const std::vector<Span>& fetches) {
+  if (run.count < 4) return;
+  if (!group_by_gaps(run, seq)) group_by_other_work(run, seq, work, fetches);
 }
 
 // Inference-loop steps (no marks, args, step region, optimizer step or
@@ -867,7 +914,9 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   PeriodicRun run = periodic_run(keys);
   Candidate c{"", {}, 0};
   if (run.count < 2) return c;
-  group_calls(run, seq);
+  std::vector<Span> fetches = t.fetches;
+  std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
+  group_calls(run, seq, work, fetches);
   // The works after the run: one last iteration when they are no more than
   // one and compile work ran among them or right before them (the last
   // batch's new shape recompiled its graphs, so they match no earlier period).
@@ -880,8 +929,6 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
       recompiled = it->second.category == compile;
     if (recompiled) periods.emplace_back(rest, seq.size());
   }
-  std::vector<Span> fetches = t.fetches;
-  std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
   int64_t prev_end = INT64_MIN;
   for (size_t k = 0; k < periods.size(); ++k) {
     const size_t i0 = periods[k].first;
