@@ -12,7 +12,7 @@ batch's fetch, else its first graph call or op) lies between t0 and t0b, the
 iteration's last traced work between t1a and t1 (brackets around the calls,
 so a preempted thread moves a bracket's end, not the event out of it).
 
-Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile][-tight]):
+Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile|-midrecompile][-tight]):
   MODE    compile  torch.compile(m) (Inductor), the capture's hooks on
           capture  torch.compile(m, backend=dftracer_dynamo_backend)
           eager    no compile; the LibTorch observer (DFTRACER_TRACE_EAGER=1)
@@ -25,6 +25,8 @@ Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile][-tight]):
           run on a query and two passages): three calls, one iteration
   recompile  the last iteration's batch has another size: its call
           recompiles (a new graph) before it runs
+  midrecompile  8 iterations, from the fourth on the batch has another
+          size: that call recompiles (new graphs, which the later calls use)
   tight   no untraced work after the forward: the next iteration's first
           call follows the last one's result read (`float(y[0, 0])`, with
           grad mode on) about as closely as one call follows another
@@ -69,7 +71,8 @@ def main():
     else:
         fwd = m
     ctx = torch.no_grad if grad == "nograd" else torch.inference_mode
-    data = torch.randn(STEPS * 16, 64)
+    steps = 8 if "midrecompile" in extra else STEPS
+    data = torch.randn(steps * 16, 64)
     if "loader" in extra:
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data), batch_size=16)
         it = iter(loader)
@@ -80,9 +83,11 @@ def main():
     others = [data[16:32].clone(), data[32:48].clone()] if "multi" in extra else []  # made before the loop
     its = []
     time.sleep(0.02)  # setup before the loop: outside every step
-    for i in range(STEPS):
+    for i in range(steps):
         t0 = time.perf_counter()
         xb = batch()
+        if "midrecompile" in extra and i >= 3:
+            xb = xb[:5]
         if "recompile" in extra and i == STEPS - 1:
             xb = xb[:5]
         with ctx():

@@ -917,11 +917,59 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   std::vector<Span> fetches = t.fetches;
   std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
   group_calls(run, seq, work, fetches);
+  std::vector<std::pair<size_t, size_t>> periods;  // [first, last) indices in seq
+  for (size_t k = 0; k < run.count; ++k) periods.emplace_back(run.first + k * run.period, run.first + (k + 1) * run.period);
+  // A recompile mid-loop (a batch of a new shape: new graphs, which the
+  // later calls keep using) splits the loop into two runs of the same
+  // period and other keys: the run found is the longer one. Each stretch
+  // that compile work parts from the steps found, and that repeats with
+  // the same period at least twice, is more of the loop: its whole periods
+  // (aligned to the recompile before the run, to the recompile after it),
+  // where its periods follow each other about as often as the run's (within
+  // 4x: the setup before the first call, weights initialised under no_grad,
+  // repeats too, but far faster).
+  auto spacing = [&](size_t from, size_t count) {  // lower median, between period starts
+    std::vector<int64_t> v;
+    for (size_t k = 1; k < count; ++k) v.push_back(seq[from + k * run.period]->first - seq[from + (k - 1) * run.period]->first);
+    return lower_median(v);
+  };
+  const int64_t usual_spacing = spacing(run.first, run.count);
+  auto like_the_run = [&](size_t from, size_t count) {
+    const int64_t sp = spacing(from, count);
+    return 4 * sp >= usual_spacing && sp <= 4 * usual_spacing;
+  };
+  auto recompiled_between = [&](size_t a, size_t b) {  // compile work between seq[a] and seq[b]
+    for (auto it = std::next(seq[a]); it != seq[b]; ++it)
+      if (it->second.category == compile) return true;
+    return false;
+  };
+  const size_t period = run.period;
+  for (bool more = true; more;) {
+    more = false;
+    const size_t lo = periods.front().first;
+    if (lo >= 2 * period && recompiled_between(lo - 1, lo)) {
+      size_t j = lo - period;  // keys[j..lo) one period; back while keys[j - 1] == keys[j - 1 + period]
+      while (j > 0 && keys[j - 1] == keys[j - 1 + period]) --j;
+      const size_t whole = (lo - j) / period;
+      if (whole >= 2 && like_the_run(lo - whole * period, whole)) {
+        for (size_t k = 1; k <= whole; ++k) periods.insert(periods.begin(), {lo - k * period, lo - (k - 1) * period});
+        more = true;
+      }
+    }
+    const size_t hi = periods.back().second;
+    if (hi + 2 * period <= seq.size() && recompiled_between(hi - 1, hi)) {
+      size_t j = hi + period;
+      while (j < seq.size() && keys[j] == keys[j - period]) ++j;
+      const size_t whole = (j - hi) / period;
+      if (whole >= 2 && like_the_run(hi, whole)) {
+        for (size_t k = 0; k < whole; ++k) periods.emplace_back(hi + k * period, hi + (k + 1) * period);
+        more = true;
+      }
+    }
+  }
   // The works after the run: one last iteration when they are no more than
   // one and compile work ran among them or right before them (the last
   // batch's new shape recompiled its graphs, so they match no earlier period).
-  std::vector<std::pair<size_t, size_t>> periods;  // [first, last) indices in seq
-  for (size_t k = 0; k < run.count; ++k) periods.emplace_back(run.first + k * run.period, run.first + (k + 1) * run.period);
   const size_t rest = periods.back().second;
   if (rest < seq.size() && seq.size() - rest <= run.period) {
     bool recompiled = false;

@@ -32,7 +32,8 @@
 //     periods that are calls of a model called several times per
 //     iteration are grouped by the gaps between them (every m-th gap far
 //     longer), else by the other work between them (every m-th gap, and
-//     no other, holds some: the result read); the calls after the last period, recompiled, one more step.
+//     no other, holds some: the result read); stretches of the same period
+//     parted from it by a recompile mid-loop (new graphs) are more of it; the calls after the last period, recompiled, one more step.
 // The optimizer cycle: with args.opt on every optimizer step, the optimizer
 // of the last one closes a cycle (a GAN's generator after its
 // discriminator), which holds the usual number of optimizer steps between
