@@ -227,6 +227,34 @@ TEST(Steps, OptimizerStepsEndTheStepsOfALoopThatMarksNone) {
   EXPECT_EQ(r.outside_traced_us, 5 + 5 + 5);
 }
 
+// A wait after an optimizer step far beyond the usual one (more than the
+// usual wait plus a step) is outside the steps only when it holds more than
+// the usual wait: here a checkpoint's region (a top-level event, no model
+// work). The same wait holding nothing (the process preempted) is its
+// step's.
+TEST(Steps, ALongWaitIsOutsideOnlyWithWorkOrEventsTheUsualWaitLacks) {
+  for (const bool checkpoint : {false, true}) {
+    std::vector<std::string> v;
+    long long t = 0;
+    for (int k = 0; k < 6; ++k) {
+      if (k == 3) {
+        if (checkpoint) v.push_back(ev("save_checkpoint", "user", 10, 10, t + 50, 300));
+        t += 400;  // the wait before iteration 3
+      }
+      v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t + 10, 5));
+      v.push_back(ev("aten::linear", "aten", 10, 10, t + 20, 20));
+      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 45, 20));
+      v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+      t += 100;
+    }
+    StepReport r = run(lines(v), 1);
+    ASSERT_EQ(r.rows.size(), 6u) << checkpoint;
+    EXPECT_EQ(r.processes[0].source, "optimizer");
+    for (size_t k = 1; k < 6; ++k)  // from the previous optimizer step's end, or the first zero_grad after the checkpoint
+      EXPECT_EQ(r.rows[k].duration_us, k == 3 ? (checkpoint ? 80 : 500) : 100) << checkpoint << " step " << k;
+  }
+}
+
 // In whole microseconds a sub-microsecond op and its caller can share one
 // interval: both are kept as top-level, so the op's name is top-level in
 // some iterations by chance. Here every later iteration has such an
