@@ -20,9 +20,15 @@ Configurations:
                       any RecordFunction observer (ours and torch.profiler's)
   dftracer            trace_eager(): events into the core's buffers -> .pfw.gz
   dftracer+shapes     trace_eager(shapes=True)
+  no-op +inputs       the no-op callback asking for inputs: every op's arguments
+                      boxed by the dispatcher, nothing else (the floor under
+                      shapes and FLOPs)
+  dftracer+flops      trace_eager(flops=True): args.flops on the ops
+                      FlopCounterMode counts
   torch.profiler      profile(activities=[CPU]) (loop only; its stop/postprocess
                       time is printed separately)
   torch.profiler+shapes  the same with record_shapes=True
+  torch.profiler+flops   the same with record_shapes=True, with_flops=True
 """
 import argparse
 import gc
@@ -85,26 +91,27 @@ def run_untraced(model, x, y, iters):
     return Cost(*time_steps(model, x, y, iters), 0.0)
 
 
-def run_noop(model, x, y, iters):
+def run_noop(model, x, y, iters, inputs=False):
     ext = eager_ext()
-    ext._enable_noop_for_benchmark()
+    ext._enable_noop_for_benchmark(inputs)
     try:
         return Cost(*time_steps(model, x, y, iters), 0.0)
     finally:
         ext.disable()
 
 
-def run_ours(model, x, y, iters, shapes, trace_dir, tag):
+def run_ours(model, x, y, iters, shapes, trace_dir, tag, flops=False):
     log = dftracer.initialize_log(os.path.join(trace_dir, tag), None, -1, enable=True)
-    with trace_eager(shapes=shapes):
+    with trace_eager(shapes=shapes, flops=flops):
         t, p = time_steps(model, x, y, iters)
     p0 = time.process_time_ns()
     log.finalize()  # the writer drains what is left, writes the end of the file
     return Cost(t, p, (time.process_time_ns() - p0) / iters)
 
 
-def run_profiler(model, x, y, iters, shapes):
-    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=shapes)
+def run_profiler(model, x, y, iters, shapes, flops=False):
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=shapes,
+                                  with_flops=flops)
     prof.__enter__()
     t, p = time_steps(model, x, y, iters)
     p0 = time.process_time_ns()
@@ -158,8 +165,11 @@ def main():
         "no-op observer": lambda: run_noop(model, x, y, a.iters),
         "dftracer": lambda: run_ours(model, x, y, a.iters, False, trace_dir, "ours"),
         "dftracer+shapes": lambda: run_ours(model, x, y, a.iters, True, trace_dir, "shapes"),
+        "no-op +inputs": lambda: run_noop(model, x, y, a.iters, inputs=True),
+        "dftracer+flops": lambda: run_ours(model, x, y, a.iters, False, trace_dir, "flops", flops=True),
         "torch.profiler": lambda: run_profiler(model, x, y, a.iters, False),
         "torch.profiler+shapes": lambda: run_profiler(model, x, y, a.iters, True),
+        "torch.profiler+flops": lambda: run_profiler(model, x, y, a.iters, True, flops=True),
     }
     costs = {k: [] for k in configs}
     for _ in range(a.repeats):
@@ -190,7 +200,8 @@ def main():
           "(our writer thread); +stop: finalize / profiler stop + events() afterwards")
     floor = per_op["no-op observer"]
     print(f"floor: torch's RecordFunction machinery (no-op callback) = {floor:.0f} ns/op in-thread; above it:")
-    for name in ("dftracer", "dftracer+shapes", "torch.profiler", "torch.profiler+shapes"):
+    for name in ("dftracer", "dftracer+shapes", "no-op +inputs", "dftracer+flops", "torch.profiler",
+                 "torch.profiler+shapes", "torch.profiler+flops"):
         print(f"  {name:22s} {per_op[name] - floor:6.0f} ns/op")
     if per_op["torch.profiler"] > 0:
         print(f"in-thread per-op cost, dftracer / torch.profiler = "

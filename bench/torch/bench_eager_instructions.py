@@ -34,7 +34,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = ("untraced", "no-op observer", "dftracer", "torch.profiler")
+CONFIGS = ("untraced", "no-op observer", "dftracer", "torch.profiler", "no-op +inputs", "dftracer+flops",
+           "torch.profiler+flops")
 
 
 def eval_step(model, x, y):
@@ -71,13 +72,19 @@ def child(config, steps, warmup, trace_dir, no_grad=False):
         eager_ext()._enable_noop_for_benchmark()
         run()
         eager_ext().disable()
-    elif config == "dftracer":
+    elif config == "no-op +inputs":  # every op's arguments boxed, nothing else
+        eager_ext()._enable_noop_for_benchmark(True)
+        run()
+        eager_ext().disable()
+    elif config in ("dftracer", "dftracer+flops"):
         log = dftracer.initialize_log(os.path.join(trace_dir, "count"), None, -1, enable=True)
-        with trace_eager():
+        with trace_eager(flops=config == "dftracer+flops"):
             run()
         log.finalize()
-    elif config == "torch.profiler":
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+    elif config in ("torch.profiler", "torch.profiler+flops"):
+        flops = config == "torch.profiler+flops"
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=flops,
+                                    with_flops=flops):
             run()
     else:
         raise SystemExit(f"bench_eager_instructions: unknown configuration {config!r}")

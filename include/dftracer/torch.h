@@ -26,6 +26,7 @@
 //         runs them with grad mode off); "opt" on an optimizer's
 //         "Optimizer.step#..." scope given a number by set_optimizer_number();
 //         with shapes on, "shapes": the input sizes ("[[4, 8], [8, 3], []]");
+//         with FLOPs on, "flops" on the ops torch's FlopCounterMode counts;
 //         "module": the module path set_module() gave the thread (an
 //         autograd node and its ops: the forward op's module).
 // Events are recorded only while the core is tracing (dft_enabled()).
@@ -52,9 +53,14 @@ namespace torch {
 
 // Starts recording ATen ops. `with_shapes` also records each op's input
 // sizes, which makes the dispatcher box every op's arguments: several times
-// the cost of the observer alone. Calling it again with another
-// `with_shapes` switches; with the same value it does nothing. Thread-safe.
-DFT_TORCH_API void enable(bool with_shapes = false);
+// the cost of the observer alone. `with_flops`: each op that
+// torch.utils.flop_counter has a formula for carries args.flops, its FLOPs as
+// FlopCounterMode counts them (the outermost such op only: aten::convolution,
+// not the aten::_convolution inside it, so no FLOP is counted twice); reading
+// the sizes makes the dispatcher box every op's arguments too
+// (docs/performance.md has both costs). Calling it again with other flags
+// switches; with the same ones it does nothing. Thread-safe.
+DFT_TORCH_API void enable(bool with_shapes = false, bool with_flops = false);
 
 // Stops recording. Ops already running when it is called may still be
 // recorded when they end. Thread-safe, idempotent.
@@ -66,13 +72,17 @@ DFT_TORCH_API bool enabled();
 // True when enabled with shapes.
 DFT_TORCH_API bool shapes_enabled();
 
+// True when enabled with FLOPs.
+DFT_TORCH_API bool flops_enabled();
+
 // For benchmarks only: registers the same RecordFunction callback as
 // enable() (same scopes, no inputs) with bodies that do nothing, and records
 // nothing. What a program pays with it on is torch's RecordFunction
 // machinery alone -- the floor under any RecordFunction observer, ours or
-// torch.profiler's. Replaces enable(); disable() removes it; enabled() is
-// false while it is on.
-DFT_TORCH_API void enable_noop_for_benchmark();
+// torch.profiler's. `with_inputs`: the callback asks for the inputs, so the
+// dispatcher boxes every op's arguments (the floor under shapes and FLOPs).
+// Replaces enable(); disable() removes it; enabled() is false while it is on.
+DFT_TORCH_API void enable_noop_for_benchmark(bool with_inputs = false);
 
 // Memory capture: every allocation and free that c10's allocators report
 // (the CPU allocator; CUDA's caching allocator where present) -- the
@@ -102,7 +112,8 @@ DFT_TORCH_API bool memory_reported_on_this_thread();
 
 // Reads DFTRACER_TRACE_EAGER and enables accordingly: "1"/"true"/"yes"/"on"
 // record ops, "shapes" records ops with input shapes, unset/""/"0"/"false"/
-// "no"/"off" does nothing. Any other value warns once (one line naming the
+// "no"/"off" does nothing; either way with FLOPs when DFTRACER_EAGER_FLOPS is
+// 1/true/yes/on (another value than those or 0/false/no/off/"" warns once). Any other value warns once (one line naming the
 // variable and the value) and does nothing. Then DFTRACER_MEMORY=1 (or
 // true/yes/on) calls enable_memory() on the calling thread. Returns enabled().
 DFT_TORCH_API bool enable_from_env();

@@ -81,6 +81,7 @@ DFT_PUBLIC(dftracer::torch::enable);
 DFT_PUBLIC(dftracer::torch::disable);
 DFT_PUBLIC(dftracer::torch::enabled);
 DFT_PUBLIC(dftracer::torch::shapes_enabled);
+DFT_PUBLIC(dftracer::torch::flops_enabled);
 DFT_PUBLIC(dftracer::torch::enable_noop_for_benchmark);
 DFT_PUBLIC(dftracer::torch::enable_from_env);
 DFT_PUBLIC(dftracer::torch::set_graph_depth_probe);

@@ -24,11 +24,11 @@ constexpr const char* kProbeCapsule = "dftracer.dynamo_depth_fn";
 constexpr const char* kMemoryProbeCapsule = "dftracer.dynamo_memory_fn";
 
 PyObject* py_enable(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"shapes", nullptr};
-  int shapes = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:enable", const_cast<char**>(kw), &shapes))
+  static const char* kw[] = {"shapes", "flops", nullptr};
+  int shapes = 0, flops = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pp:enable", const_cast<char**>(kw), &shapes, &flops))
     return nullptr;
-  dftracer::torch::enable(shapes != 0);
+  dftracer::torch::enable(shapes != 0, flops != 0);
   Py_RETURN_NONE;
 }
 
@@ -43,8 +43,12 @@ PyObject* py_shapes_enabled(PyObject*, PyObject*) {
   return PyBool_FromLong(dftracer::torch::shapes_enabled());
 }
 
-PyObject* py_enable_noop(PyObject*, PyObject*) {
-  dftracer::torch::enable_noop_for_benchmark();
+PyObject* py_flops_enabled(PyObject*, PyObject*) { return PyBool_FromLong(dftracer::torch::flops_enabled()); }
+
+PyObject* py_enable_noop(PyObject*, PyObject* args) {
+  int inputs = 0;
+  if (!PyArg_ParseTuple(args, "|p:_enable_noop_for_benchmark", &inputs)) return nullptr;
+  dftracer::torch::enable_noop_for_benchmark(inputs != 0);
   Py_RETURN_NONE;
 }
 
@@ -140,13 +144,14 @@ PyObject* py_intern(PyObject*, PyObject* arg) {
 PyMethodDef g_methods[] = {
     {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_enable)),
      METH_VARARGS | METH_KEYWORDS,
-     "enable(shapes=False): record every eager ATen op (with input shapes if asked)."},
+     "enable(shapes=False, flops=False): record every eager ATen op (with input shapes, FLOPs if asked)."},
     {"disable", py_disable, METH_NOARGS, "Stop recording ATen ops."},
     {"enabled", py_enabled, METH_NOARGS, "True while the op observer is on."},
     {"shapes_enabled", py_shapes_enabled, METH_NOARGS, "True while it records input shapes."},
-    {"_enable_noop_for_benchmark", py_enable_noop, METH_NOARGS,
+    {"flops_enabled", py_flops_enabled, METH_NOARGS, "True while it records FLOPs."},
+    {"_enable_noop_for_benchmark", py_enable_noop, METH_VARARGS,
      "Benchmarks only: the same RecordFunction callback with empty bodies (records nothing); "
-     "disable() removes it."},
+     "with_inputs=True also asks for the inputs (every op's arguments boxed); disable() removes it."},
     {"enable_from_env", py_enable_from_env, METH_NOARGS,
      "Apply DFTRACER_TRACE_EAGER (1/true/yes/on, shapes, 0/false/no/off); returns enabled()."},
     {"enable_memory", py_enable_memory, METH_O,

@@ -71,18 +71,28 @@ EnvSetting parse_trace_eager_env() {
   return EnvSetting::kInvalid;
 }
 
-bool parse_memory_env() {
-  const char* v = std::getenv(kMemoryEnv);
+namespace {
+
+// A yes/no variable: true for "1"/"true"/"yes"/"on"; unset or
+// "0"/"false"/"no"/"off"/"" false; anything else warns (one line) and reads false.
+bool parse_bool_env(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr) return false;
   std::string s(v);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
   if (!(s.empty() || s == "0" || s == "false" || s == "no" || s == "off")) {
-    std::string msg = std::string(kMemoryEnv) + "=\"" + v + "\" is not one of 1/true/yes/on, 0/false/no/off; using off";
+    std::string msg = std::string(name) + "=\"" + v + "\" is not one of 1/true/yes/on, 0/false/no/off; using off";
     dft_warn(msg.c_str());
   }
   return false;
 }
+
+}  // namespace
+
+bool parse_memory_env() { return parse_bool_env(kMemoryEnv); }
+
+bool parse_eager_flops_env() { return parse_bool_env(kEagerFlopsEnv); }
 
 unsigned long parse_memory_interval_env() {
   const char* v = std::getenv(kMemoryIntervalEnv);

@@ -53,6 +53,7 @@
 
 #include "dftracer/dftracer.h"
 #include "dftracer/torch.h"
+#include "flop_formulas.h"
 #include "memory_args.hpp"
 #include "observer_internal.h"
 #include "op_name_cache.h"
@@ -100,7 +101,9 @@ struct Frame {
   const dft_launch_scope* scope;   // the scope that pushed it (popped at end)
   NameInfo info;
   uint8_t kind;
+  uint8_t flop_op;  // 1: an op with a FLOP formula (counted in ThreadState::flop_open while open)
   uint16_t shapes_len;
+  int64_t flops;    // args.flops; -1: none
   int32_t outer_graph_frame;  // kCompiled frames: the thread's graph_frame before this one opened
   // Module attribution: the module path id written as args.module (0: none),
   // and for an autograd node and the frames inside it, the thread's module
@@ -129,6 +132,7 @@ struct ThreadState {
   int compiled_depth;  // open kCompiled frames
   int graph_frame;     // index of the innermost open kCompiled frame (valid while compiled_depth > 0)
   int suspended;       // suspend_this_thread() calls not yet resumed
+  int flop_open;       // open frames of ops with a FLOP formula (only the outermost one counts)
   char* shapes;        // kMaxDepth shapes strings, allocated on first use
   MemSeries mem[kMemDevices];
   // set_optimizer_number(): the frame (index + 1; 0: none) of the optimizer
@@ -190,13 +194,14 @@ inline ThreadState* state() {
 }
 
 std::atomic<bool> g_shapes{false};
+std::atomic<bool> g_flops{false};
 std::atomic<dftracer::torch::GraphDepthProbe> g_probe{nullptr};
 std::atomic<dftracer::torch::GraphMemoryProbe> g_mem_probe{nullptr};
 static_assert(sizeof(dft_id) == sizeof(uint32_t), "GraphMemoryProbe returns a dft_id");
 
 // Interned once (by enable(), before the callback exists).
 dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external, g_key_grad,
-    g_key_opt, g_key_phase, g_key_module;
+    g_key_opt, g_key_phase, g_key_module, g_key_flops;
 dft_id g_phase_value[kPhases];  // by Phase
 
 // Memory capture (enable_memory()): interned once before it turns on.
@@ -275,6 +280,102 @@ uint16_t format_shapes(const at::RecordFunction& fn, char* out) {
   }
   w.put(']');
   return static_cast<uint16_t>(w.len);
+}
+
+// ---------------------------------------------------------------- FLOPs
+//
+// An op with a FLOP formula (flop_formulas.h) reads the sizes it needs from
+// its boxed inputs: tensors' sizes (no reference taken), int lists' values
+// (the list shared, not copied), bools. Only the ops FlopCounterMode counts
+// get here -- a few per layer -- so the rest pay only the boxing.
+
+Dims tensor_dims(const c10::IValue& v) {
+  if (!v.isTensor()) return Dims{nullptr, -1};
+  const at::Tensor& t = v.toTensor();
+  if (!t.defined()) return Dims{nullptr, -1};
+  const auto s = t.sizes();  // nested or symbolic sizes throw: the caller catches
+  return Dims{s.data(), static_cast<int>(s.size())};
+}
+
+// An int list argument's values, copied into `out` (at most 8).
+int int_list(const c10::IValue& v, int64_t* out) {
+  if (!v.isIntList()) return -1;
+  const auto& list = v.toListRef();
+  if (list.size() > 8) return -1;
+  for (size_t i = 0; i < list.size(); ++i) out[i] = list[i].toInt();
+  return static_cast<int>(list.size());
+}
+
+bool bool_at(const c10::IValue& v, size_t i) {
+  if (v.isBoolList()) {
+    const auto& list = v.toListRef();
+    return i < list.size() && list[i].toBool();
+  }
+  return false;
+}
+
+// Inputs past `i` that are an undefined tensor or None (a nested tensor's
+// cumulative sequence lengths are tensors: those formulas read their values,
+// which the observer does not; such an op carries no FLOPs).
+bool absent(c10::ArrayRef<c10::IValue> in, size_t i) {
+  return i >= in.size() || in[i].isNone() || (in[i].isTensor() && !in[i].toTensor().defined());
+}
+
+int64_t conv_from_inputs(c10::ArrayRef<c10::IValue> in) {
+  // (input, weight, bias, stride, padding, dilation, transposed, ...)
+  if (in.size() < 7 || !in[6].isBool()) return -1;
+  const Dims x = tensor_dims(in[0]), w = tensor_dims(in[1]);
+  const bool transposed = in[6].toBool();
+  if (transposed) return conv_flops(x, w, nullptr, true);
+  int64_t stride[8], padding[8], dilation[8], out[8];
+  const int ns = int_list(in[3], stride), np = int_list(in[4], padding), nd = int_list(in[5], dilation);
+  if (ns < 0 || np < 0 || nd < 0 || x.n < 3 || x.n - 2 > 8) return -1;
+  if (!conv_out_spatial(x, w, stride, ns, padding, np, dilation, nd, out)) return -1;
+  return conv_flops(x, w, out, false);
+}
+
+__attribute__((noinline)) int64_t eager_flops(uint8_t formula, const at::RecordFunction& fn) {
+  const c10::ArrayRef<c10::IValue> in = fn.inputs();
+  try {
+    switch (formula) {
+      case kMmFlops:
+        return in.size() >= 2 ? mm_flops(tensor_dims(in[0]), tensor_dims(in[1])) : -1;
+      case kAddmmFlops:
+        return in.size() >= 3 ? mm_flops(tensor_dims(in[1]), tensor_dims(in[2])) : -1;
+      case kBmmFlops:
+        return in.size() >= 2 ? bmm_flops(tensor_dims(in[0]), tensor_dims(in[1])) : -1;
+      case kBaddbmmFlops:
+        return in.size() >= 3 ? bmm_flops(tensor_dims(in[1]), tensor_dims(in[2])) : -1;
+      case kConvFlops:
+        return conv_from_inputs(in);
+      case kConvBackwardFlops:
+        // (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+        if (in.size() < 11 || !in[7].isBool()) return -1;
+        return conv_backward_flops(tensor_dims(in[0]), tensor_dims(in[1]), tensor_dims(in[2]), in[7].toBool(),
+                                   bool_at(in[10], 0), bool_at(in[10], 1));
+      case kSdpaFlops:
+        return in.size() >= 3 ? sdpa_flops(tensor_dims(in[0]), tensor_dims(in[1]), tensor_dims(in[2])) : -1;
+      case kSdpaBackwardFlops:
+        return in.size() >= 4 ? sdpa_backward_flops(tensor_dims(in[0]), tensor_dims(in[1]), tensor_dims(in[2]),
+                                                    tensor_dims(in[3]))
+                              : -1;
+      case kFlashForwardFlops:  // (q, k, v, cum_seq_q, cum_seq_k, ...)
+      case kEffForwardFlops:    // (q, k, v, bias, cu_seqlens_q, cu_seqlens_k, ...)
+      {
+        const size_t cum = formula == kFlashForwardFlops ? 3 : 4;
+        if (in.size() < 3 || !absent(in, cum) || !absent(in, cum + 1)) return -1;
+        return sdpa_flops(tensor_dims(in[0]), tensor_dims(in[1]), tensor_dims(in[2]));
+      }
+      case kFlashBackwardFlops:  // (grad_out, q, k, v, out, logsumexp, cum_seq_q, cum_seq_k, ...)
+      case kEffBackwardFlops:    // (grad_out, q, k, v, bias, out, cu_seqlens_q, cu_seqlens_k, ...)
+        if (in.size() < 4 || !absent(in, 6) || !absent(in, 7)) return -1;
+        return sdpa_backward_flops(tensor_dims(in[0]), tensor_dims(in[1]), tensor_dims(in[2]), tensor_dims(in[3]));
+      default:
+        return -1;
+    }
+  } catch (...) {  // sizes torch will not give (nested, symbolic): no FLOPs, never an error in the program
+    return -1;
+  }
 }
 
 // -------------------------------------------------------------- modules
@@ -360,10 +461,19 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const uint8_t outer = d > 0 ? t.frames[d - 1].kind : uint8_t{0};
   f.kind = static_cast<uint8_t>(outer & kShadows ? outer & (kShadows | kPhaseMask) : 0);
   f.external_id = 0;
+  f.flop_op = 0;
   f.node_module_depth = -1;  // a frame's children read it: never stale
   if (!dft_enabled_inline()) return nullptr;
 
   f.info = lookup_name(t.names, fn);
+  // FlopCounterMode counts an op where torch dispatches it from above the
+  // autograd layer, not the ops its kernel calls: aten::convolution, not the
+  // aten::_convolution inside it. Only the outermost op with a formula open
+  // on the thread counts (whether or not it is recorded).
+  if (__builtin_expect(f.info.formula != kNoFormula, 0)) {
+    f.flop_op = 1;
+    ++t.flop_open;
+  }
   inherit_module(t, d, f);
   const bool in_graph = t.compiled_depth > 0 || t.suspended > 0;
   const int graph_frame = t.graph_frame;  // before this frame opens one
@@ -417,6 +527,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (f.seq_nr >= 0 && f.module != 0 && !(f.info.flags & kAutogradNode)) remember_forward_module(t, f);
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
+  f.flops = -1;
+  if (__builtin_expect(f.flop_op, 0) && t.flop_open == 1 && g_flops.load(std::memory_order_relaxed) &&
+      fn.needsInputs())
+    f.flops = eager_flops(f.info.formula, fn);
   if (const dft_launch_scope* scope = dft_launch_scope_inline()) {
     f.scope = scope;
     f.external_id = scope->push();
@@ -446,8 +560,9 @@ void finish(ThreadState& t, int index, uint64_t end) {
     --t.compiled_depth;
     t.graph_frame = f.outer_graph_frame;
   }
+  t.flop_open -= f.flop_op;
   if (!(f.kind & kRecorded) || end == 0) return;
-  dft_arg args[12];  // 4 memory + seq, External id, phase, grad, opt, module, shapes: 11 at most
+  dft_arg args[12];  // 4 memory + seq, External id, phase, grad, opt, module, flops, shapes: 12 at most
   uint32_t n = 0;
   if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
   if (f.seq_nr >= 0) {
@@ -486,6 +601,12 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].key = g_key_module;
     args[n].type = DFT_ARG_STR;
     args[n].v.id = f.module;
+    ++n;
+  }
+  if (__builtin_expect(f.flops >= 0, 0)) {
+    args[n].key = g_key_flops;
+    args[n].type = DFT_ARG_INT;
+    args[n].v.i = f.flops;
     ++n;
   }
   if (f.shapes_len > 0) {
@@ -721,11 +842,14 @@ void intern_memory_constants() {
 // --------------------------------------------------------- registration
 
 // What the one registered callback is.
-enum class Mode { kOff, kOps, kOpsWithShapes, kNoop };
+// kNoopWithInputs: the no-op callback asking for the inputs, what boxing
+// every op's arguments costs alone.
+enum class Mode { kOff, kOps, kOpsWithShapes, kNoop, kNoopWithInputs };
 
 std::mutex g_mu;
 at::CallbackHandle g_handle = 0;
 Mode g_mode = Mode::kOff;
+bool g_mode_flops = false;  // the registered kOps/kOpsWithShapes callback counts FLOPs (and so takes inputs)
 
 void intern_constants() {
   g_cat_aten = dft_intern_cstr("aten");
@@ -744,6 +868,7 @@ void intern_constants() {
   g_phase_value[kOptimizer] = dft_intern_cstr("optimizer");
   g_phase_value[kInference] = dft_intern_cstr("inference");
   g_key_module = dft_intern_cstr("module");
+  g_key_flops = dft_intern_cstr("flops");
 }
 
 // The benchmark floor: the same registration with callbacks that do
@@ -751,13 +876,16 @@ void intern_constants() {
 std::unique_ptr<at::ObserverContext> noop_start(const at::RecordFunction&) { return nullptr; }
 void noop_end(const at::RecordFunction&, at::ObserverContext*) {}
 
-// Replaces the registered callback (if any) by the one for `mode`.
-// Called with g_mu held.
-void set_mode_locked(Mode mode) {
-  if (mode == g_mode) return;
+// Replaces the registered callback (if any) by the one for `mode` (with
+// FLOPs: `flops`, for kOps and kOpsWithShapes). Called with g_mu held.
+void set_mode_locked(Mode mode, bool flops = false) {
+  flops = flops && (mode == Mode::kOps || mode == Mode::kOpsWithShapes);
+  if (mode == g_mode && flops == g_mode_flops) return;
   if (g_mode != Mode::kOff) at::removeCallback(g_handle);
   g_mode = Mode::kOff;
+  g_mode_flops = false;
   g_shapes.store(mode == Mode::kOpsWithShapes, std::memory_order_relaxed);
+  g_flops.store(flops, std::memory_order_relaxed);
   if (mode == Mode::kOff) return;
   intern_constants();
   static bool warned_fallback = false;
@@ -765,12 +893,15 @@ void set_mode_locked(Mode mode) {
     warned_fallback = true;
     dft_warn(kRfNameFallbackWarning);
   }
-  const bool noop = mode == Mode::kNoop;
+  const bool noop = mode == Mode::kNoop || mode == Mode::kNoopWithInputs;
+  // The dispatcher boxes an op's arguments only when a callback asks for
+  // them, and then for every op: what shapes and FLOPs cost.
   g_handle = at::addGlobalCallback(
       at::RecordFunctionCallback(noop ? &noop_start : &on_start, noop ? &noop_end : &on_end)
-          .needsInputs(mode == Mode::kOpsWithShapes)
+          .needsInputs(mode == Mode::kOpsWithShapes || mode == Mode::kNoopWithInputs || flops)
           .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   g_mode = mode;
+  g_mode_flops = flops;
 }
 
 }  // namespace
@@ -780,9 +911,9 @@ namespace torch {
 
 using namespace torch_observer;
 
-void enable(bool with_shapes) {
+void enable(bool with_shapes, bool with_flops) {
   std::lock_guard<std::mutex> lock(g_mu);
-  set_mode_locked(with_shapes ? Mode::kOpsWithShapes : Mode::kOps);
+  set_mode_locked(with_shapes ? Mode::kOpsWithShapes : Mode::kOps, with_flops);
 }
 
 void disable() {
@@ -800,18 +931,23 @@ bool shapes_enabled() {
   return g_mode == Mode::kOpsWithShapes;
 }
 
-void enable_noop_for_benchmark() {
+bool flops_enabled() {
   std::lock_guard<std::mutex> lock(g_mu);
-  set_mode_locked(Mode::kNoop);
+  return g_mode_flops;
+}
+
+void enable_noop_for_benchmark(bool with_inputs) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  set_mode_locked(with_inputs ? Mode::kNoopWithInputs : Mode::kNoop);
 }
 
 bool enable_from_env() {
   switch (parse_trace_eager_env()) {
     case EnvSetting::kOps:
-      enable(false);
+      enable(false, parse_eager_flops_env());
       break;
     case EnvSetting::kOpsWithShapes:
-      enable(true);
+      enable(true, parse_eager_flops_env());
       break;
     case EnvSetting::kOff:
     case EnvSetting::kInvalid:

@@ -28,6 +28,10 @@ bool parse_memory_env();
 // kDefaultMemoryIntervalUs, a bad value warns and gives it too.
 unsigned long parse_memory_interval_env();
 
+constexpr const char* kEagerFlopsEnv = "DFTRACER_EAGER_FLOPS";
+// DFTRACER_EAGER_FLOPS, read as DFTRACER_MEMORY is.
+bool parse_eager_flops_env();
+
 }  // namespace torch_observer
 }  // namespace dftracer
 

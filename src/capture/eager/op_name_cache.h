@@ -29,6 +29,7 @@
 #include <string>
 
 #include "dftracer/dftracer.h"
+#include "flop_formulas.h"
 
 namespace dftracer {
 namespace torch_observer {
@@ -51,6 +52,7 @@ constexpr size_t kEvaluateFunctionPrefixLen = sizeof kEvaluateFunctionPrefix - 1
 struct NameInfo {
   dft_id name;
   uint8_t flags;
+  uint8_t formula;  // FlopFormula: how FLOPs are counted for the op (kNoFormula: not at all)
 };
 
 // Classifies a name (`n` bytes, not necessarily NUL-terminated) the first
@@ -141,6 +143,7 @@ class OpNameCache {
     const size_t skip = event_name_offset(flags);
     s.info.name = skip ? dft_intern(p + skip, n - skip) : id;
     s.info.flags = flags;
+    s.info.formula = flop_formula_of(p, n);
     // Should the core ever fail to intern, leave the slot empty so the next
     // call retries instead of trusting a stale key.
     s.text = text;

@@ -17,6 +17,10 @@ it::
 allocations and frees of torch's allocators made on this thread (and the
 threads torch hands its work to): per op ``alloc_bytes``/``free_bytes``
 args and a ``memory`` counter track of the bytes allocated per device.
+``trace_eager(flops=True)`` (or ``DFTRACER_EAGER_FLOPS=1``) writes each
+matrix multiply's, convolution's and attention kernel's FLOPs as
+``args.flops``, as ``torch.utils.flop_counter.FlopCounterMode`` counts them,
+for ``dftracer-analyze summary --efficiency``.
 
 or ``DFTRACER_TRACE_EAGER=1`` (``=shapes`` for input shapes) in the
 environment, applied as soon as both dftracer.python and torch are imported,
@@ -34,11 +38,13 @@ import threading
 
 from ..diagnostics import warn
 
-__all__ = ["trace_eager", "eager_enabled", "memory_enabled", "TRACE_EAGER_ENV", "MEMORY_ENV", "MODULES_ENV"]
+__all__ = ["trace_eager", "eager_enabled", "memory_enabled", "TRACE_EAGER_ENV", "MEMORY_ENV", "MODULES_ENV",
+           "EAGER_FLOPS_ENV"]
 
 TRACE_EAGER_ENV = "DFTRACER_TRACE_EAGER"
 MEMORY_ENV = "DFTRACER_MEMORY"
 MODULES_ENV = "DFTRACER_EAGER_MODULES"
+EAGER_FLOPS_ENV = "DFTRACER_EAGER_FLOPS"
 
 _lock = threading.RLock()
 _ext = None
@@ -160,24 +166,32 @@ class trace_eager:
     dispatcher box every op's arguments, several times the observer's cost.
     ``memory=True`` turns allocation capture on for the calling thread,
     ``memory=False`` off; ``None`` (the default) leaves it as it is.
+    ``flops=True`` writes ``args.flops`` on the ops FlopCounterMode counts
+    (it boxes every op's arguments too; docs/performance.md); ``None`` (the
+    default) takes ``DFTRACER_EAGER_FLOPS`` (1/true/yes/on: on).
     """
 
     __slots__ = ("_previous",)
 
-    def __init__(self, enabled: bool = True, *, shapes: bool = False, memory: bool | None = None):
+    def __init__(self, enabled: bool = True, *, shapes: bool = False, memory: bool | None = None,
+                 flops: bool | None = None):
         if not isinstance(enabled, bool):
             raise TypeError(f"trace_eager: enabled must be a bool, got {type(enabled).__name__}")
         if not isinstance(shapes, bool):
             raise TypeError(f"trace_eager: shapes must be a bool, got {type(shapes).__name__}")
         if memory is not None and not isinstance(memory, bool):
             raise TypeError(f"trace_eager: memory must be a bool or None, got {type(memory).__name__}")
+        if flops is not None and not isinstance(flops, bool):
+            raise TypeError(f"trace_eager: flops must be a bool or None, got {type(flops).__name__}")
+        if flops is None:
+            flops = os.environ.get(EAGER_FLOPS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
         ext = _load()
         with _lock:
-            self._previous = (ext.enabled(), ext.shapes_enabled(), ext.memory_enabled())
+            self._previous = (ext.enabled(), ext.shapes_enabled(), ext.memory_enabled(), ext.flops_enabled())
             if memory is not None:
                 ext.enable_memory(memory)
             if enabled:
-                ext.enable(shapes=shapes)
+                ext.enable(shapes=shapes, flops=flops)
             else:
                 ext.disable()
             _sync_hooks(ext)
@@ -186,12 +200,12 @@ class trace_eager:
         return self
 
     def __exit__(self, *exc) -> bool:
-        was_on, had_shapes, had_memory = self._previous
+        was_on, had_shapes, had_memory, had_flops = self._previous
         with _lock:
             if bool(_ext.memory_enabled()) != had_memory:
                 _ext.enable_memory(had_memory)
             if was_on:
-                _ext.enable(shapes=had_shapes)
+                _ext.enable(shapes=had_shapes, flops=had_flops)
             else:
                 _ext.disable()
             _sync_hooks(_ext)
