@@ -157,13 +157,19 @@ DFT_TORCH_API void resume_this_thread();
 // module call opened inside the node is open around them (depth above the
 // node's). dftracer.python's module hooks call it at each module call's start
 // and end; a LibTorch program may call it around its own modules.
-DFT_TORCH_API void set_module(uint32_t module, int depth);
+// `call_name` (an interned name, "nn.Module: Net") on the call that opens the
+// thread's first module call (depth 0 to 1) records that call, up to the
+// next depth 0, as one event (cat torch, args.phase forward, inference with
+// grad mode off, args.module) unless it starts inside other work (an op, an
+// autograd node, an optimizer step, a grad-off scope, a backward call).
+DFT_TORCH_API void set_module(uint32_t module, int depth, uint32_t call_name = 0);
 
 // Marks the calling thread as inside a backward call (Tensor.backward) or
 // not; returns the previous mark, to restore when the call ends. While
 // marked, the thread's outermost work with grad mode on (the seed gradient,
 // the ops that run in Python before the engine starts) is written with phase
-// backward instead of forward. dftracer.python's wrapper around
+// backward instead of forward; the marked span (the outermost one) is one
+// event, "Tensor.backward" (cat torch, args.phase backward). dftracer.python's wrapper around
 // Tensor.backward calls it; a LibTorch program may call it around its own
 // backward calls.
 DFT_TORCH_API bool set_in_backward(bool on);

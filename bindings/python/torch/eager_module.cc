@@ -116,15 +116,20 @@ PyObject* py_set_optimizer_number(PyObject*, PyObject* arg) {
 // set_module(id, depth): called twice per nn.Module call by the module hooks,
 // so the arguments are read without a format string.
 PyObject* py_set_module(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "set_module(id, depth) takes 2 arguments");
+  if (nargs != 2 && nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "set_module(id, depth[, call_name]) takes 2 or 3 arguments");
     return nullptr;
   }
   const unsigned long id = PyLong_AsUnsignedLong(args[0]);
   if (id == static_cast<unsigned long>(-1) && PyErr_Occurred()) return nullptr;
   const long depth = PyLong_AsLong(args[1]);
   if (depth == -1 && PyErr_Occurred()) return nullptr;
-  dftracer::torch::set_module(static_cast<uint32_t>(id), static_cast<int>(depth));
+  unsigned long name = 0;
+  if (nargs == 3) {
+    name = PyLong_AsUnsignedLong(args[2]);
+    if (name == static_cast<unsigned long>(-1) && PyErr_Occurred()) return nullptr;
+  }
+  dftracer::torch::set_module(static_cast<uint32_t>(id), static_cast<int>(depth), static_cast<uint32_t>(name));
   Py_RETURN_NONE;
 }
 
@@ -169,8 +174,9 @@ PyMethodDef g_methods[] = {
     {"set_optimizer_number", py_set_optimizer_number, METH_O,
      "set_optimizer_number(n): args.opt = n on the optimizer step scope open innermost on this thread."},
     {"set_module", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_set_module)), METH_FASTCALL,
-     "set_module(id, depth): the module path id (intern(); 0: none) this thread's ops carry as args.module, and "
-     "the number of module calls open on it."},
+     "set_module(id, depth[, call_name]): the module path id (intern(); 0: none) this thread's ops carry as "
+     "args.module, and the number of module calls open on it; call_name (intern()) on a thread's first module call "
+     "records that call as one event."},
     {"set_in_backward", py_set_in_backward, METH_O,
      "set_in_backward(on): mark this thread as inside Tensor.backward (its seed gradient is backward work); "
      "returns the previous mark."},

@@ -72,6 +72,17 @@ inline bool is_device_event(const Event& e) {
 // phase, so all compile work is one group of its own, "compile".
 inline std::string_view phase_key(const Event& e) { return e.cat == "compile" ? std::string_view("compile") : e.phase; }
 
+// The LibTorch observer's event of a thread's outermost module call
+// ("nn.Module: Net") or Tensor.backward call (cat torch, with a phase): it
+// holds that call's ops and the Python time between them. The wall split
+// counts it (forward, backward); the step finder leaves it out and reads
+// the ops inside it, as in traces written before it existed (a call event
+// is one work where its ops are many: the evaluation rules count works).
+inline bool is_eager_call(const Event& e) {
+  return e.cat == "torch" && !e.phase.empty() &&
+         (e.name == "Tensor.backward" || e.name.rfind("nn.Module: ", 0) == 0);
+}
+
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
   if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||

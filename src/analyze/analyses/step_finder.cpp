@@ -1086,6 +1086,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
   const size_t cat = category_index(category);
   p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
+  if (is_eager_call(e)) return;  // in the wall split only: the steps are found on the ops it holds
   // An I/O call is never a step, nor bounds one: a DataLoader worker that only
   // reads, or a loop saving files outside any region, would otherwise have its
   // most-timed repeated call (fread, write) taken for the step region. I/O

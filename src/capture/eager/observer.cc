@@ -148,6 +148,16 @@ struct ThreadState {
   // set_in_backward(): the phase of the thread's outermost work with grad
   // mode on (forward, or backward inside a backward call: its seed gradient).
   uint8_t grad_on_phase;
+  // The thread's outermost module call (set_module() from depth 0 to 1) and
+  // its Tensor.backward call (set_in_backward() off to on): when each began
+  // (0: none open or not recorded), what to write at its end. They hold the
+  // Python time between the ops (module __call__, hooks, the engine's start)
+  // that no op event holds.
+  uint64_t call_begin;
+  dft_id call_name;
+  dft_id call_module;
+  uint8_t call_phase;
+  uint64_t backward_begin;
   Frame frames[kMaxDepth];
   OpNameCache names;
 };
@@ -200,6 +210,7 @@ std::atomic<dftracer::torch::GraphMemoryProbe> g_mem_probe{nullptr};
 static_assert(sizeof(dft_id) == sizeof(uint32_t), "GraphMemoryProbe returns a dft_id");
 
 // Interned once (by enable(), before the callback exists).
+dft_id g_name_backward_call = 0;
 dft_id g_cat_aten, g_cat_autograd, g_cat_torch, g_cat_inductor, g_key_seq, g_key_shapes, g_key_external, g_key_grad,
     g_key_opt, g_key_phase, g_key_module, g_key_flops;
 dft_id g_phase_value[kPhases];  // by Phase
@@ -869,6 +880,7 @@ void intern_constants() {
   g_phase_value[kInference] = dft_intern_cstr("inference");
   g_key_module = dft_intern_cstr("module");
   g_key_flops = dft_intern_cstr("flops");
+  g_name_backward_call = dft_intern_cstr("Tensor.backward");
 }
 
 // The benchmark floor: the same registration with callbacks that do
@@ -993,9 +1005,47 @@ void resume_this_thread() {
   if (st != nullptr && st->suspended > 0) --st->suspended;
 }
 
-void set_module(uint32_t module, int depth) {
+namespace {
+// Outermost work only: not inside a recorded op, autograd node, optimizer
+// step or grad-off scope (a checkpoint's recompute, an LBFGS closure's
+// forward, an evaluation region), which already holds this time.
+bool inside_work(const ThreadState& t) {
+  const int d = t.depth < kMaxDepth ? t.depth : kMaxDepth;
+  return d > 0 && (t.frames[d - 1].kind & kShadows);
+}
+
+void write_call(dft_id name, uint64_t begin, uint8_t phase, dft_id module) {
+  dft_arg a[2];
+  uint32_t n = 0;
+  a[n].key = g_key_phase;
+  a[n].type = DFT_ARG_STR;
+  a[n].v.id = g_phase_value[phase];
+  ++n;
+  if (module != 0) {
+    a[n].key = g_key_module;
+    a[n].type = DFT_ARG_STR;
+    a[n].v.id = module;
+    ++n;
+  }
+  dft_complete_ticks(name, g_cat_torch, begin, dft_ticks_inline(), a, n);
+}
+}  // namespace
+
+void set_module(uint32_t module, int depth, uint32_t call_name) {
   ThreadState* st = state();
   if (st == nullptr) return;
+  if (depth == 1 && st->module_depth == 0 && call_name != 0) {
+    st->call_begin = 0;
+    if (g_cat_torch != 0 && dft_enabled_inline() && st->grad_on_phase != phase_bits(kBackward) && !inside_work(*st)) {
+      st->call_name = call_name;
+      st->call_module = module;
+      st->call_phase = c10::GradMode::is_enabled() ? kForward : kInference;
+      st->call_begin = dft_ticks_inline();
+    }
+  } else if (depth == 0 && st->call_begin != 0) {
+    if (dft_enabled_inline()) write_call(st->call_name, st->call_begin, st->call_phase, st->call_module);
+    st->call_begin = 0;
+  }
   st->module = module;
   st->module_depth = depth;
 }
@@ -1004,6 +1054,12 @@ bool set_in_backward(bool on) {
   ThreadState* st = state();
   if (st == nullptr) return false;
   const bool was = st->grad_on_phase == phase_bits(kBackward);
+  if (on && !was) {
+    st->backward_begin = g_cat_torch != 0 && dft_enabled_inline() ? dft_ticks_inline() : 0;
+  } else if (!on && was && st->backward_begin != 0) {
+    if (dft_enabled_inline()) write_call(g_name_backward_call, st->backward_begin, kBackward, 0);
+    st->backward_begin = 0;
+  }
   st->grad_on_phase = phase_bits(on ? kBackward : kForward);
   return was;
 }

@@ -714,3 +714,47 @@ TEST(Observer, EachRecordedOpRunsInALaunchScopeAndCarriesItsId) {
   EXPECT_EQ(ls::depth_at_push[static_cast<uint64_t>(clamp_id)], ls::depth_at_push[static_cast<uint64_t>(relu_id)] + 1);
   EXPECT_GE(without, 2) << "the second relu and its clamp_min pushed nothing";
 }
+
+// set_module() with a call name on a thread's first module call, and
+// set_in_backward()'s marked span: one event each (cat torch) holding the
+// call's ops, phase forward (inference with grad mode off) and backward; a
+// module call inside a backward call is none (the backward holds it).
+TEST(Observer, OutermostModuleCallAndBackwardCallAreOneEventEach) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::Tensor x = torch::randn({2, 8});
+  const uint32_t root = dft_intern_cstr(""), name = dft_intern_cstr("nn.Module: Mlp");
+  Trace trace;
+  dftracer::torch::enable();
+  dftracer::torch::set_module(root, 1, name);
+  torch::Tensor loss = model.fc2->forward(torch::relu(model.fc1->forward(x))).sum();
+  dftracer::torch::set_module(0, 0);
+  {
+    torch::NoGradGuard no_grad;
+    dftracer::torch::set_module(root, 1, name);
+    model.fc1->forward(x);
+    dftracer::torch::set_module(0, 0);
+  }
+  dftracer::torch::set_in_backward(true);
+  dftracer::torch::set_module(root, 1, name);  // a recompute: inside the backward call
+  dftracer::torch::set_module(0, 0);
+  loss.backward();
+  dftracer::torch::set_in_backward(false);
+  const std::vector<Event> all = trace.finish();
+  std::vector<Event> calls, backward;
+  for (const Event& e : with_cat(all, "torch")) {
+    if (e.name == "nn.Module: Mlp") calls.push_back(e);
+    if (e.name == "Tensor.backward") backward.push_back(e);
+  }
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(str_arg(calls[0], "phase"), "forward");
+  EXPECT_EQ(str_arg(calls[1], "phase"), "inference");
+  ASSERT_EQ(backward.size(), 1u);
+  EXPECT_EQ(str_arg(backward[0], "phase"), "backward");
+  int addmm_in_first = 0, nodes_in_backward = 0;
+  for (const Event& e : with_cat(all, "aten")) addmm_in_first += e.name == "aten::addmm" && inside(e, calls[0]);
+  for (const Event& n : with_cat(all, "autograd")) nodes_in_backward += inside(n, backward[0]);
+  EXPECT_EQ(addmm_in_first, 2);
+  EXPECT_EQ(nodes_in_backward, static_cast<int>(with_cat(all, "autograd").size()));
+  EXPECT_GT(nodes_in_backward, 0);
+}

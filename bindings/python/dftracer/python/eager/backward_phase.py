@@ -6,7 +6,9 @@ observer would write it as ``forward``. While tracing is on, a wrapper around
 ``Tensor.backward`` marks the thread while the call runs
 (``_eager.set_in_backward``): its outermost grad-mode-on work is then
 ``backward``. The mark is a byte of the observer's per-thread state that the
-phase decision already reads; the record path pays nothing more. Per backward
+phase decision already reads; the record path pays nothing more. The
+marked span is one event, ``Tensor.backward`` (phase backward): the Python
+time of the call that no node holds is backward time. Per backward
 call: one Python frame, ``torch.compiler.is_compiling()`` and two C calls
 (docs/performance.md).
 

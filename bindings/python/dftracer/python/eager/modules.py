@@ -20,6 +20,11 @@ op events (docs/capture.md, "Module paths"):
   checkpointing's recompute) has its path in the outermost root that holds
   it, as in the forward it recomputes.
 
+The thread's outermost module call is also one event, ``nn.Module: <class>``
+(phase forward, inference with grad off), holding the Python time between
+its ops: its name goes with the call's first ``set_module``, which records
+it (docs/torch.md, "What is recorded").
+
 Paths are resolved by identity and cached per (module the caller runs in,
 module called): a call pays two dict lookups, a tuple and one C call at
 its start, one C call at its end. A root's ``named_modules()`` is read once
@@ -54,10 +59,12 @@ _graph_task_id = None
 class _Root:
     """One root module's paths: module -> path, path -> _Ctx."""
 
-    __slots__ = ("module", "paths", "by_path")
+    __slots__ = ("module", "paths", "by_path", "call_name")
 
     def __init__(self, module):
         self.module = weakref.ref(module)
+        # The event of a call of it as the thread's outermost module call
+        self.call_name = _intern("nn.Module: " + type(module).__name__)
         self.paths = None  # built on the first lookup of a child
         self.by_path = {}
 
@@ -204,6 +211,9 @@ def _pre_hook(module, args):
                 c = _resolve(stack, module)
         elif _graph_task_id() == -1:
             c = _root_ctx(module)
+            stack.append((module, c))
+            _set_module(c.id, 1, c.root.call_name)  # the thread's outermost call: one event
+            return None
         else:
             c = _recompute_ctx(module)
         stack.append((module, c))
