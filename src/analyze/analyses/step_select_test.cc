@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,4 +74,33 @@ TEST(StepSelect, FilteredSummaryIsTheChosenStepsThreadTime) {
   EXPECT_NEAR(some.traced_us, want_us, 1.0);
   EXPECT_LT(some.traced_us, all.traced_us);
   EXPECT_LT(some.stats.events, all.stats.events);
+}
+
+// Two processes with different chosen spans inside one window: each line is
+// kept by its own process's spans (a string pid as DFTracer v1 writes it too).
+TEST(StepSelect, EachProcessKeepsItsOwnSpans) {
+  const std::string path = ::testing::TempDir() + "/step_select_two_pids.pfw";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("[\n", f);
+    for (int ts = 10; ts < 100; ts += 10) {
+      std::fprintf(f, "{\"id\":%d,\"name\":\"a\",\"cat\":\"x\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":1,\"ph\":\"X\"}\n",
+                   ts, ts);
+      std::fprintf(f, "{\"id\":%d,\"name\":\"b\",\"cat\":\"x\",\"pid\":\"2\",\"tid\":2,\"ts\":%d,\"dur\":1,\"ph\":\"X\"}\n",
+                   ts + 1, ts);
+    }
+    std::fclose(f);
+  }
+  auto spans = std::make_shared<StepSpans>();
+  spans->by_process[{0, "1"}] = {{20000, 40000}};  // ns: ts 20 and 30 us
+  spans->by_process[{0, "2"}] = {{70000, 80000}};  // ts 70 us
+  ReadOptions ro;
+  ro.from_ns = 20000;
+  ro.to_ns = 80000;
+  ro.steps = spans;
+  const Summary s = summarize({path}, parse_group_keys("pid"), 0, 1, ro);
+  ASSERT_EQ(s.rows.size(), 2u);
+  for (const SummaryRow& r : s.rows) EXPECT_EQ(r.count, r.key[0] == "1" ? 2u : 1u) << r.key[0];
+  std::remove(path.c_str());
 }
