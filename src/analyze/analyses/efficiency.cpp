@@ -150,6 +150,7 @@ void write_efficiency_table(std::ostream& os, const Efficiency& e) {
   }
   write_aligned(os, cells, e.keys.size());
   os << e.rows.size() << " groups with FLOPs or bytes; " << peaks_line(e) << '\n';
+  if (e.rows.empty()) os << kNoFlopsWhy << '\n';
   if (size_t n = above_peak_rows(e))
     os << n << (n == 1 ? " group" : " groups") << ' ' << above_peak_line(e.calibration) << '\n';
 }

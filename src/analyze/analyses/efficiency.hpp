@@ -20,6 +20,12 @@
 
 namespace dftracer::analyze {
 
+// Why an efficiency table can be empty, in one line (the table and the report say it).
+inline constexpr const char* kNoFlopsWhy =
+    "no event carries args.flops or args.bytes: a compiled graph's ops and Inductor's kernels do (dynamo.compile, "
+    "dftracer_inductor_backend), an eager op only when traced with FLOPs (trace_eager(flops=True) or "
+    "DFTRACER_EAGER_FLOPS=1); see docs/analyzer.md, 'Efficiency'";
+
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct EfficiencyFigures {

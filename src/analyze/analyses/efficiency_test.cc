@@ -243,5 +243,17 @@ TEST(Calibration, LoadAboveTheFreeCoresIsSeen) {
   EXPECT_DOUBLE_EQ(quiet.other_runnable, 0);
 }
 
+// A real eager trace (the LibTorch observer's ops, no FLOPs or bytes): the
+// empty table says why in its last line.
+TEST(Efficiency, AnEagerTraceSaysWhyItHasNoRows) {
+  const std::vector<std::string> files = {std::string(DFTRACER_TEST_DATA_DIR) +
+                                          "/steps/eager-infmode-equal-spans.pfw.gz"};
+  const Efficiency e = efficiency(files, parse_group_keys("name"), 0, 1, ReadOptions{}, "", "self");
+  ASSERT_TRUE(e.rows.empty());
+  const std::string text = efficiency_text(e, "table");
+  EXPECT_NE(text.find("0 groups with FLOPs or bytes"), std::string::npos) << text;
+  EXPECT_NE(text.find("an eager op only when traced with FLOPs"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing

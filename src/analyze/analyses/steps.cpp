@@ -10,6 +10,7 @@
 #include "device_track.hpp"
 #include "event_category.hpp"
 #include "median.hpp"
+#include "step_select.hpp"
 #include "summary.hpp"
 #include "text_format.hpp"
 #include "trace_time.hpp"
@@ -170,15 +171,7 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
   threads = useful_threads(files, threads, options);
   StepReport r;
   {
-    std::vector<std::unique_ptr<StepFinder>> finders;
-    std::vector<LineConsumer*> consumers;
-    for (unsigned t = 0; t < threads; ++t) {
-      finders.push_back(std::make_unique<StepFinder>());
-      consumers.push_back(finders.back().get());
-    }
-    read_traces(files, consumers, options);  // its stats are pass 2's: the same input
-    for (unsigned t = 1; t < threads; ++t) finders[0]->merge(*finders[t]);
-    StepPlan plan = finders[0]->plan();
+    StepPlan plan = find_steps(files, threads, options);  // its stats are pass 2's: the same input
     r.processes = std::move(plan.processes);
     r.without_steps = std::move(plan.without_steps);
     r.capped_regions = plan.capped;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -25,6 +26,7 @@
 #include "ranks.hpp"
 #include "python_delegate.hpp"
 #include "report.hpp"
+#include "step_select.hpp"
 #include "steps.hpp"
 #include "summary.hpp"
 #include "trace_reader.hpp"
@@ -129,6 +131,11 @@ const char* kUsage =
   "                        start/end: the inputs' first ts and last ts+dur, each run's own for\n"
   "                        diff); metadata is always read; gzip members the write-time index\n"
   "                        puts outside are not inflated\n"
+  "  --steps RANGE         summary (every --by, --tree, --efficiency), memory, io, merge, report, diff:\n"
+  "                        only the events inside the chosen steps of their process (the steps\n"
+  "                        summary --by step finds and numbers from 0), as a Python slice: 1: (all\n"
+  "                        but the first), 3:10, :-1, 4 (one step); a process without steps keeps\n"
+  "                        none; with --by step, the chosen steps' rows\n"
   "  --no-index            summary: read the events even where write-time indexes could answer\n"
   "                        (the JSON output's \"index\" says which was used)\n"
     "\n"
@@ -183,6 +190,7 @@ struct Args {
   uint64_t max_line_mib = ReadOptions::kDefaultMaxLineBytes >> 20;
   uint64_t max_document_mib = ReadOptions::kDefaultMaxDocumentBytes >> 20;
   IoOptions io;
+  StepSlice steps;  // --steps (step_select.hpp)
   WindowBound from, to;  // resolved against the inputs once they are known (trace_window.hpp)
   bool use_index = true;
 };
@@ -202,6 +210,17 @@ void resolve_window_or_exit(const Args& a, const std::vector<std::string>& files
                             const char* side = "") {
   try {
     resolve_window(a.from, a.to, files, a.threads, ro);
+  } catch (const std::invalid_argument& e) {
+    usage_error(side + std::string(e.what()));
+  }
+}
+
+// --steps: the reader keeps the chosen steps' events (step_select.hpp); a
+// range that cannot apply (no steps, none picked) is a usage error.
+void apply_steps_or_exit(const Args& a, const std::vector<std::string>& files, ReadOptions* ro,
+                         const char* side = "") {
+  try {
+    apply_step_filter(a.steps, files, a.threads, ro);
   } catch (const std::invalid_argument& e) {
     usage_error(side + std::string(e.what()));
   }
@@ -229,6 +248,9 @@ void refuse_unused_options(const Args& a) {
     if (given(opt) && c != "io") usage_error(std::string(opt) + " works only with io");
   if (given("--epoch-ts") && c != "merge") usage_error("--epoch-ts works only with merge");
   if (given("--no-index") && c != "summary") usage_error("--no-index works only with summary");
+  if (given("--steps") && (c == "ranks" || c == "device" || c == "calibrate" || (c == "summary" && a.by == "rank")))
+    usage_error("--steps: " + c + (c == "summary" ? " --by rank" : "") +
+                " does not take a step range (ranks and device tables are per step already; calibrate reads no trace)");
   if (c == "calibrate")
     for (const char* opt : {"--from", "--to", "--max-line-mib", "--max-document-mib"})
       if (given(opt)) usage_error(std::string(opt) + ": calibrate reads no trace");
@@ -278,6 +300,13 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--from") a.from = parse_window(s, value());
     else if (s == "--to") a.to = parse_window(s, value());
     else if (s == "--no-index") a.use_index = false;
+    else if (s == "--steps") {
+      try {
+        a.steps = parse_step_slice(value());
+      } catch (const std::invalid_argument& e) {
+        usage_error(e.what());
+      }
+    }
     else if (s == "--epoch-ts") a.epoch_ts = true;
     else if (s == "--tree") a.tree = true;
     else if (s == "--efficiency") a.efficiency = true;
@@ -353,6 +382,7 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
   // A relative window is each run's own: "+10s" is the first ten seconds of A and of B.
   ReadOptions ro_side[2] = {ro, ro};
   for (int i = 0; i < 2; ++i) resolve_window_or_exit(a, sides[i], &ro_side[i], i ? "B: " : "A: ");
+  for (int i = 0; i < 2; ++i) apply_steps_or_exit(a, sides[i], &ro_side[i], i ? "B: " : "A: ");
   Diff d = diff_summaries(summarize(sides[0], keys, 0, a.threads, ro_side[0]),
                           summarize(sides[1], keys, 0, a.threads, ro_side[1]), a.top, parse_diff_sort(a.sort));
   // The noise estimate: each run's step-to-step spread (two more reads per run).
@@ -375,6 +405,39 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
     }
   }
   return status;
+}
+
+// select_steps' one line for a plan with no step or none picked.
+std::string select_steps_line(const Args& a, const StepReport& r) {
+  StepPlan plan;
+  plan.processes = r.processes;
+  try {
+    select_steps(plan, a.steps);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "--steps " + a.steps.text + " picks no step";
+}
+
+// summary --by step --steps: the chosen steps' rows (steps are found over the
+// whole input: a filtered read would find other steps).
+void keep_step_rows(const Args& a, StepReport& r) {
+  const std::string none = select_steps_line(a, r);  // before trimming: about the steps found
+  if (r.processes.empty()) usage_error(none);
+  std::vector<StepRow> kept;
+  size_t row = 0;  // rows run by process, then step, as r.processes
+  for (ProcessSteps& p : r.processes) {
+    const std::vector<size_t> picked = a.steps.pick(p.steps.size());
+    std::vector<StepInterval> steps;
+    for (size_t i : picked) {
+      steps.push_back(p.steps[i]);
+      kept.push_back(r.rows[row + i]);
+    }
+    row += p.steps.size();
+    p.steps = std::move(steps);
+  }
+  if (kept.empty()) usage_error(none);
+  r.rows = std::move(kept);
 }
 
 int run_module_tree(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
@@ -490,10 +553,12 @@ int main(int argc, char** argv) {
     resolve_window_or_exit(a, files, &ro);
     if (a.command == "ranks" || by_rank) return run_ranks(a, files, ro);
     if (a.command == "device") return run_device(a, files, ro);
+    if (!by_step) apply_steps_or_exit(a, files, &ro);
     if (a.command == "summary") {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
       if (by_step) {
         StepReport r = analyze_steps(files, a.threads, ro);
+        if (a.steps.set()) keep_step_rows(a, r);
         std::ostringstream os;
         if (a.format == "json") write_steps_json(os, r);
         else if (a.format == "csv") write_steps_csv(os, r);

@@ -416,6 +416,21 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, st
 
 // The line's top-level "ts" as exact ns, whatever the key order (a nested
 // args.ts is not the event's). False when it has none.
+bool line_pid(std::string_view s, std::string_view& pid) {
+  size_t b = top_member_value_at(s, "\"pid\"");
+  if (b == std::string_view::npos || b >= s.size()) return false;
+  if (s[b] == '"') {
+    const size_t e = s.find('"', b + 1);
+    if (e == std::string_view::npos) return false;
+    pid = s.substr(b + 1, e - b - 1);
+    return true;
+  }
+  size_t e = b;
+  while (e < s.size() && (std::isdigit(static_cast<unsigned char>(s[e])) || s[e] == '-')) ++e;
+  pid = s.substr(b, e - b);
+  return e > b;
+}
+
 bool line_ts(std::string_view s, int64_t& ns) {
   size_t b = top_member_value_at(s, "\"ts\"");
   if (b == std::string_view::npos) return false;
@@ -440,8 +455,27 @@ struct LineSink {
   std::vector<char> scratch;
   int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;  // ReadOptions' window
   bool windowed = false;
+  const StepSpans* steps = nullptr;  // ReadOptions' step filter
+  size_t file = 0;                   // the file being read, for the step filter
+  // The last process looked up in `steps`: lines come in runs of one process.
+  size_t spans_file = SIZE_MAX;
+  std::string spans_pid;
+  const std::vector<std::pair<int64_t, int64_t>>* spans = nullptr;
   bool ns_times = false;  // the file's times are nanoseconds (declares_ns_times): read as microseconds
   std::string us_line;
+
+  // A timed line of a process is read only inside its chosen steps; one
+  // without a pid belongs to no step.
+  bool in_steps(std::string_view s, int64_t ts) {
+    std::string_view pid;
+    if (!line_pid(s, pid)) return false;
+    if (file != spans_file || pid != spans_pid) {
+      spans_file = file;
+      spans_pid.assign(pid);
+      spans = steps->spans(file, pid);
+    }
+    return spans && StepSpans::inside(*spans, ts);
+  }
 
   void line(const char* p, size_t len, size_t readable_after) {
     if (len > max_line) {
@@ -464,7 +498,10 @@ struct LineSink {
     }
     if (windowed) {
       int64_t ts;
-      if (line_ts(s, ts) && (ts < from_ns || ts >= to_ns)) return;  // outside the window: not read
+      if (line_ts(s, ts)) {
+        if (ts < from_ns || ts >= to_ns) return;  // outside the window: not read
+        if (steps && !in_steps(s, ts)) return;
+      }
     }
     size_t cap = readable_after - static_cast<size_t>(s.data() - p);
     DecodeStatus st;
@@ -793,7 +830,7 @@ struct Worker {
 
   Worker(LineConsumer* c, Progress* p, const ReadOptions& o)
       : consumer(c),
-        sink{c, &stats, std::max<uint64_t>(o.max_line_bytes, 1), {}, o.from_ns, o.to_ns, o.windowed()},
+        sink{c, &stats, std::max<uint64_t>(o.max_line_bytes, 1), {}, o.from_ns, o.to_ns, o.windowed(), o.steps.get()},
         progress(p),
         max_document(o.max_document_bytes) {}
 
@@ -1177,6 +1214,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
         }
         w.consumer->begin_piece(u.file);
         w.sink.ns_times = f.ns_times;
+        w.sink.file = u.file;
         if (f.layout == Layout::Document) w.run_document(f, u.file);
         else if (f.gz) w.run_gz(f, u);
         else w.run_plain(f, u);
@@ -1212,6 +1250,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     }
     w0.consumer->begin_piece(file);
     w0.sink.ns_times = f.ns_times;
+    w0.sink.file = file;
     std::string acc;
     const Unit* prev = nullptr;
     for (; k < units.size() && units[k].file == file; ++k) {

@@ -5,6 +5,7 @@
 // JSON (a pretty-printed torch.profiler export), which is parsed as one document.
 #pragma once
 
+#include <memory>
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "step_spans.hpp"
 #include "event_decoder.hpp"
 #include "reader_threads.hpp"
 
@@ -73,7 +75,11 @@ struct ReadOptions {
   // lines without a ts (metadata) always are. Gzip members whose write-time
   // index puts all their times outside are not inflated.
   int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;
-  bool windowed() const { return from_ns != INT64_MIN || to_ns != INT64_MAX; }
+  // The step filter (step_spans.hpp): only lines inside their process's
+  // chosen steps are read, on top of the window (which select_steps narrows
+  // to the spans' hull, so the index skips the members outside).
+  std::shared_ptr<const StepSpans> steps;
+  bool windowed() const { return from_ns != INT64_MIN || to_ns != INT64_MAX || steps != nullptr; }
   // Answer from write-time indexes where they can (summary over finalized
   // .pfw.gz files); false (--no-index) always reads the events.
   bool use_index = true;
