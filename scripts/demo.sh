@@ -53,8 +53,12 @@ echo
 echo "=== the answer (also at the top of traces/$MODEL-report.html) ==="
 "$ANALYZE" report "${TRACE[@]}" -o "traces/$MODEL-report.html"
 echo
-echo "=== top ops by self time ==="
-"$ANALYZE" summary "${TRACE[@]}" --by name --top 15
+# The top lists leave the first step out: its first calls, compile and
+# allocator growth are warm-up (--steps 1:; the whole run where no steps
+# are found).
+steady() { "$ANALYZE" summary "${TRACE[@]}" "$@" --steps 1: 2>/dev/null || "$ANALYZE" summary "${TRACE[@]}" "$@"; }
+echo "=== top ops by self time, steady state (every step but the first: --steps 1:) ==="
+steady --by name --top 15
 echo
 echo "=== per step: wall time split into compile / forward / backward / optimizer / data / other / untraced (ms) ==="
 "$ANALYZE" summary "${TRACE[@]}" --by step
@@ -65,8 +69,8 @@ echo
 echo "=== self time by phase ==="
 "$ANALYZE" summary "${TRACE[@]}" --by phase
 echo
-echo "=== self time by module (top 10) ==="
-"$ANALYZE" summary "${TRACE[@]}" --by module --top 10
+echo "=== self time by module (top 10), steady state ==="
+steady --by module --top 10
 echo
 echo "=== efficiency: achieved vs this machine's roofline (top 10 ops) ==="
 "$ANALYZE" summary "${TRACE[@]}" --efficiency --top 10
