@@ -103,7 +103,6 @@ struct Frame {
   uint8_t kind;
   uint8_t flop_op;  // 1: an op with a FLOP formula (counted in ThreadState::flop_open while open)
   uint16_t shapes_len;
-  int64_t flops;    // args.flops; -1: none
   int32_t outer_graph_frame;  // kCompiled frames: the thread's graph_frame before this one opened
   // Module attribution: the module path id written as args.module (0: none),
   // and for an autograd node and the frames inside it, the thread's module
@@ -111,6 +110,9 @@ struct Frame {
   dft_id module;
   int32_t node_module_depth;
 };
+// Every op indexes the thread's frames several times; at 96 bytes that is a
+// lea and a shift (see frame_flops).
+static_assert(sizeof(Frame) == 96, "Frame grew: per-op frame indexing costs more instructions");
 
 // The counter track of one device, per thread: when this thread last wrote
 // a sample, and the highest total its allocations reached since, and when
@@ -159,6 +161,10 @@ struct ThreadState {
   uint8_t call_phase;
   uint64_t backward_begin;
   Frame frames[kMaxDepth];
+  // args.flops of the frame at each depth whose op has a FLOP formula (-1:
+  // none). Beside the frames, not in them: a Frame of 96 bytes indexes in two
+  // instructions, one of 112 in four, and that indexing is on every op.
+  int64_t frame_flops[kMaxDepth];
   OpNameCache names;
 };
 
@@ -538,10 +544,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (f.seq_nr >= 0 && f.module != 0 && !(f.info.flags & kAutogradNode)) remember_forward_module(t, f);
   f.shapes_len = 0;
   if (g_shapes.load(std::memory_order_relaxed) && fn.needsInputs()) record_shapes(t, d, fn);
-  f.flops = -1;
-  if (__builtin_expect(f.flop_op, 0) && t.flop_open == 1 && g_flops.load(std::memory_order_relaxed) &&
-      fn.needsInputs())
-    f.flops = eager_flops(f.info.formula, fn);
+  if (__builtin_expect(f.flop_op, 0))
+    t.frame_flops[d] = t.flop_open == 1 && g_flops.load(std::memory_order_relaxed) && fn.needsInputs()
+                           ? eager_flops(f.info.formula, fn)
+                           : -1;
   if (const dft_launch_scope* scope = dft_launch_scope_inline()) {
     f.scope = scope;
     f.external_id = scope->push();
@@ -614,10 +620,10 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].v.id = f.module;
     ++n;
   }
-  if (__builtin_expect(f.flops >= 0, 0)) {
+  if (__builtin_expect(f.flop_op, 0) && t.frame_flops[index] >= 0) {
     args[n].key = g_key_flops;
     args[n].type = DFT_ARG_INT;
-    args[n].v.i = f.flops;
+    args[n].v.i = t.frame_flops[index];
     ++n;
   }
   if (f.shapes_len > 0) {
