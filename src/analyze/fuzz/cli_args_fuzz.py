@@ -7,7 +7,8 @@ command lines from a fixed vocabulary and runs each one for real.
 Vocabulary: every command; outputs that are an input (same name, a hard
 link, a symlink, the input's .idx), /dev/full, /dev/null, a directory, a
 path under a missing or unwritable directory, names with spaces, newlines,
-quotes, leading '-', 4 KiB components; --threads 0, -1, 2^32+1, 10^9,
+quotes, leading '-', 4 KiB components; --steps ranges good, bad and out
+of range; --threads 0, -1, 2^32+1, 10^9,
 "abc", ""; --top/--max-line-mib/--max-document-mib with the same; bad globs
 ("[", "*.pfw[", "**/x"), missing files, a FIFO and /dev/zero as inputs.
 
@@ -107,12 +108,16 @@ def command_line(rng, exe, inputs, outputs, numbers):
     argv = [exe, cmd]
     for _ in range(rng.randint(0, 3)):
         opt = rng.choice(["--threads", "--top", "--max-line-mib", "--max-document-mib", "--by", "--format",
-                          "--sort", "--bin-ms", "--small-bytes", "--epoch-ts", "--no-progress", "--tree"])
+                          "--sort", "--bin-ms", "--small-bytes", "--epoch-ts", "--no-progress", "--tree",
+                          "--steps"])
         argv.append(opt)
         if opt in ("--by",):
             argv.append(rng.choice(["name", "module,phase", "args.step", "step", "nope", "", "args."]))
         elif opt == "--format":
             argv.append(rng.choice(["json", "csv", "table", "xml", ""]))
+        elif opt == "--steps":
+            argv.append(rng.choice(["1:", ":-1", "0", "-1", ":", "2:3", "a:b", "1:2:3", "", " 1",
+                                    "99999999999999999999:", "-9223372036854775808:", "9223372036854775807"]))
         elif opt == "--sort":
             argv.append(rng.choice(["self", "total", "x"]))
         elif opt not in ("--epoch-ts", "--no-progress", "--tree"):
