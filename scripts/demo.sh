@@ -56,7 +56,15 @@ echo
 # The top lists leave the first step out: its first calls, compile and
 # allocator growth are warm-up (--steps 1:; the whole run where no steps
 # are found).
-steady() { "$ANALYZE" summary "${TRACE[@]}" "$@" --steps 1: 2>/dev/null || "$ANALYZE" summary "${TRACE[@]}" "$@"; }
+steady() {
+  local out
+  if out=$("$ANALYZE" summary "${TRACE[@]}" "$@" --steps 1: 2>/dev/null); then
+    printf '%s\n' "$out"
+  else
+    echo "(no steps found: the whole run)"
+    "$ANALYZE" summary "${TRACE[@]}" "$@"
+  fi
+}
 echo "=== top ops by self time, steady state (every step but the first: --steps 1:) ==="
 steady --by name --top 15
 echo
