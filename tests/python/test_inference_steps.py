@@ -19,6 +19,7 @@ pytest.importorskip("torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_step_shapes import CLOCK_SLACK_S, loop_bounds, steps_json  # noqa: E402
+from trace_reader import read_all  # noqa: E402
 
 
 def run_loop(shape, out_dir):
@@ -71,6 +72,10 @@ def test_inference_steps_are_the_loop_iterations(tmp_path, shape):
         assert not rows[i]["end_estimated"]
     if not shape.startswith("eager"):
         assert rows[0]["compile_us"] > 0.5 * rows[0]["duration_us"]  # the first call compiled
+        # ... all of its compile: from Dynamo's first trace (of a frame it compiles to no graph, before the model's)
+        events = [e for evs in read_all(str(tmp_path)).values() for e in evs]
+        first_compile = min(e["ts"] for e in events if e.get("ph") == "X" and e.get("cat") == "compile")
+        assert rows[0]["start_us"] <= first_compile, (rows[0], first_compile)
         for i, r in enumerate(rows[1:], 1):
             if i == again:
                 assert r["compile_us"] > 0.5 * r["duration_us"], (i, r)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
+#include <string_view>
 
 #include "device_track.hpp"
 #include "event_category.hpp"
@@ -898,16 +900,25 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   bool graphs = false;
   for (const auto& [ts, w] : work) graphs = graphs || w.category == kInferenceWork;
   const size_t want = graphs ? kInferenceWork : kGradOffWork;
+  // A frame Dynamo compiled to no graph (a module's __call__ around the
+  // frame that has it) still opens torch's scope, for 1-3 us: in whole
+  // microseconds some of its calls last 0 and are not kept, so they would
+  // make the sequence irregular. It runs no model work: left out. Told by
+  // its name's usual duration, not each call's: a first call, or one on a
+  // slower or busy machine, outlasts the bound once, and kept once it would
+  // make that iteration's sequence differ from the others' (its step lost).
+  std::map<std::string_view, std::vector<int64_t>> frame_durs;
+  for (const auto& [ts, w] : work)
+    if (w.category == want && starts_with(w.name, "Torch-Compiled Region")) frame_durs[w.name].push_back(w.end - ts);
+  std::set<std::string_view> empty_frames;
+  for (const auto& [name, durs] : frame_durs)
+    if (lower_median(durs) < kEmptyFrame) empty_frames.insert(name);
+  if (empty_frames.size() == frame_durs.size()) empty_frames.clear();  // every graph that short: all are the model's
   std::vector<StepFinder::TopLevel::const_iterator> seq;
   std::vector<uint32_t> keys;
   std::map<std::string_view, uint32_t> ids;
   for (auto it = work.begin(); it != work.end(); ++it) {
-    if (it->second.category != want) continue;
-    // A frame Dynamo compiled to no graph (a module's __call__ around the
-    // frame that has it) still opens torch's scope, for 1-3 us: in whole
-    // microseconds some of its calls last 0 and are not kept, so they would
-    // make the sequence irregular. It runs no model work: left out.
-    if (it->second.end - it->first < kEmptyFrame && starts_with(it->second.name, "Torch-Compiled Region")) continue;
+    if (it->second.category != want || empty_frames.count(it->second.name)) continue;
     seq.push_back(it);  // (kept once: an op nested in it carries no grad arg)
     keys.push_back(ids.try_emplace(it->second.name, static_cast<uint32_t>(ids.size())).first->second);
   }
@@ -982,11 +993,14 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
     const size_t i0 = periods[k].first;
     int64_t ts = seq[i0]->first, end = ts;
     for (size_t i = i0; i < periods[k].second; ++i) end = std::max(end, seq[i]->second.end);
-    // Back over the compile work right before it, not into the previous iteration.
+    // Back over the compile work right before it, not into the previous
+    // iteration: Dynamo's trace of an empty frame, the frame, then the
+    // graph's compile, all part of the first call.
     for (auto it = seq[i0]; it != work.begin();) {
       auto prev = std::prev(it);
-      if (prev->first < prev_end || prev->second.category != compile || prev->second.end > ts) break;
-      ts = prev->first;
+      if (prev->first < prev_end || prev->second.end > ts) break;
+      if (prev->second.category == compile) ts = prev->first;
+      else if (!empty_frames.count(prev->second.name)) break;
       it = prev;
     }
     // The batch's fetch: the latest one ending by then, after the previous

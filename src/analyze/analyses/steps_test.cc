@@ -851,6 +851,34 @@ TEST(Steps, AnInferenceLoopHasAStepPerIterationOfItsGraphs) {
   EXPECT_EQ(r.outside_traced_us, 5 + 5 + 5);
 }
 
+// torch.compile under the LibTorch observer: each call opens torch's scope
+// for three frames, the one with the graph (1/0) between two Dynamo compiled
+// to no graph (0/0, 2/0: a microsecond or two). The first call's empty
+// frames last longer (first runs, a slower machine's): they are still no
+// model work, and the first iteration is still a step.
+TEST(Steps, AnEmptyCompiledFrameIsLeftOutByItsUsualDurationNotEachCalls) {
+  const std::string off = "\"grad\":0";
+  std::vector<std::string> v = {ev("dynamo.trace", "compile", 10, 10, 1000, 100)};
+  v.push_back(ev("Torch-Compiled Region: 0/0", "torch", 10, 10, 1110, 7, off));
+  v.push_back(ev("dynamo.trace", "compile", 10, 10, 1120, 300));
+  v.push_back(ev("Torch-Compiled Region: 1/0", "torch", 10, 10, 1430, 40, off));
+  v.push_back(ev("Torch-Compiled Region: 2/0", "torch", 10, 10, 1480, 9, off));
+  for (int k = 1; k < 6; ++k) {
+    const long long t = 1400 + 100 * k;
+    v.push_back(ev("Torch-Compiled Region: 0/0", "torch", 10, 10, t + 5, 2, off));
+    v.push_back(ev("Torch-Compiled Region: 1/0", "torch", 10, 10, t + 10, 30, off));
+    v.push_back(ev("Torch-Compiled Region: 2/0", "torch", 10, 10, t + 45, k == 3 ? 6 : 1, off));
+    v.push_back(ev("aten::item", "aten", 10, 10, t + 80, 3));  // the result read, grad on
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "inference");
+  EXPECT_EQ(r.processes[0].region, "Torch-Compiled Region: 1/0");
+  ASSERT_EQ(r.rows.size(), 6u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);  // the first call's compile
+  EXPECT_EQ(durations(r), (std::vector<double>{510, 100, 100, 100, 100, 30}));
+}
+
 // An eager inference loop (the LibTorch observer: "grad": 0 on each forward
 // op run under no_grad), the model's weights initialised under no_grad
 // before it, a batch fetched from a DataLoader before each forward: each
