@@ -597,7 +597,10 @@ TEST(Observer, AnAllocationCarriesItsTotalOnlyWhenANewHighForItsThreadInTheFile)
 // total only on a new high.
 TEST(Observer, MemoryTrackPendingPeakIsTheEarliestAllocationsAcrossInterleavedFrees) {
   using std::chrono::milliseconds;
-  ScopedEnv interval("DFTRACER_MEMORY_INTERVAL_US", "300000");  // samples 300 ms apart at least
+  // Samples 1 s apart at least, and 1.6 s between the groups of reports: a
+  // group (10 ms of reports) stays within one interval on a loaded machine
+  // that stalls the thread for most of a second.
+  ScopedEnv interval("DFTRACER_MEMORY_INTERVAL_US", "1000000");
   Trace trace;
   dftracer::torch::enable();
   dftracer::torch::enable_memory();
@@ -608,7 +611,7 @@ TEST(Observer, MemoryTrackPendingPeakIsTheEarliestAllocationsAcrossInterleavedFr
     reporter->reportMemoryUsage(reinterpret_cast<void*>(addr), size, total, 0, c10::Device(c10::kCPU));
     std::this_thread::sleep_for(milliseconds(2));  // distinct microsecond times
   };
-  auto past_interval = [] { std::this_thread::sleep_for(milliseconds(400)); };
+  auto past_interval = [] { std::this_thread::sleep_for(milliseconds(1600)); };
   past_interval();         // whatever this thread sampled before
   report(0xa0, 100, 1100);  // A: the first sample
   report(0xb0, 200, 1300);  // B: pending 1300
