@@ -3,8 +3,9 @@
 writes on compiled ones), and the analyzer's phase views follow.
 
 The ground truth is the traced program's own regions: it wraps each phase of
-an eager training loop (zero_grad, forward, loss.backward(), opt.step()) and
-a `torch.no_grad()` evaluation forward in a region of its own, either a
+an eager training loop (zero_grad, forward, loss.backward(), clip_grad_norm_,
+opt.step()) and a `torch.no_grad()` evaluation forward (after the step, and
+one between backward() and the clipping) in a region of its own, either a
 dftracer region (`dft_fn`, which the observer does not see) or torch's
 `record_function` (a RecordFunction scope the observer records, carrying no
 phase of its own: a wrapper region says nothing about the work inside it).
@@ -50,6 +51,11 @@ with trace_eager():
             loss = torch.nn.functional.mse_loss(model(x), y)
         with region("backward"):
             loss.backward()
+        with torch.no_grad():
+            with region("probe"):  # a model call between backward() and the update: an evaluation's
+                model(x)
+        with region("clip"):  # gradient processing, under no_grad: the update's
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         with region("step"):
             opt.step()
         with torch.no_grad():
@@ -59,8 +65,8 @@ log.finalize()
 """
 
 # A region's name -> the phase of every op inside it.
-WANT = {"zero_grad": "optimizer", "forward": "forward", "backward": "backward", "step": "optimizer",
-        "eval": "inference"}
+WANT = {"zero_grad": "optimizer", "forward": "forward", "backward": "backward", "probe": "inference",
+        "clip": "optimizer", "step": "optimizer", "eval": "inference"}
 
 
 def run_training(tmp_path, regions):
@@ -143,7 +149,7 @@ def test_every_eager_op_carries_its_regions_phase(tmp_path, regions):
     # in those regions cover them (the regions' own time outside their ops is
     # the Python between the ops, untraced), and no forward time lies
     # outside the regions that hold forward work.
-    fwd_regions = [r for n, r in truth if n in ("forward", "eval")]
+    fwd_regions = [r for n, r in truth if n in ("forward", "probe", "eval")]
     covered = union_ns([(e["ts_ns"], e["ts_ns"] + e["dur_ns"]) for e in ops for r in fwd_regions if inside(e, r)])
     region_ns = sum(r["dur_ns"] for r in fwd_regions)
     assert covered > 0

@@ -150,6 +150,13 @@ struct ThreadState {
   // set_in_backward(): the phase of the thread's outermost work with grad
   // mode on (forward, or backward inside a backward call: its seed gradient).
   uint8_t grad_on_phase;
+  // The phase of the thread's outermost work with grad mode off outside a
+  // module call: inference, or optimizer from the end of a backward() call
+  // to the next backward() or optimizer scope -- gradient processing
+  // (clip_grad_norm_, a GradScaler's unscale_), which runs under no_grad
+  // and belongs to the update, as Megatron's optimizer timer counts it. A
+  // model called meanwhile (an evaluation) is still inference.
+  uint8_t grad_off_phase;
   // The thread's outermost module call (set_module() from depth 0 to 1) and
   // its Tensor.backward call (set_in_backward() off to on): when each began
   // (0: none open or not recorded), what to write at its end. They hold the
@@ -200,6 +207,7 @@ __attribute__((noinline)) ThreadState* create_state() {
   reaper.state = st;
   st->rf_thread = at::RecordFunction::currentThreadId();
   st->grad_on_phase = phase_bits(kForward);
+  st->grad_off_phase = phase_bits(kInference);
   tl_state = st;
   return st;
 }
@@ -528,15 +536,20 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // backward with grad mode off) nor of an optimizer's scope.
     if (!(f.kind & kShadows) && (f.info.flags & kDataScope) && !c10::GradMode::is_enabled()) f.kind |= kGradOff;
     const Phase p = (f.info.flags & kAutogradNode) ? kBackward : (f.info.flags & kOptimizerScope) ? kOptimizer : kNoPhase;
+    if (p == kOptimizer) t.grad_off_phase = phase_bits(kInference);  // the update began: what follows is not its
     f.kind = static_cast<uint8_t>((f.kind & ~kPhaseMask) | kShadows | phase_bits(p));
   } else if (!(f.kind & kShadows)) {
     // The thread's outermost work: says whether grad mode is off. A region
     // with grad mode on is no work (a wrapper around a step or a loop): no
     // phase, and what runs in it decides its own.
     const bool work = f.info.flags & (kOperator | kCompiledScope | kInductorKernel);
-    if (!c10::GradMode::is_enabled())
-      f.kind |= kShadows | kGradOff | phase_bits(kInference) | (work ? 0 : kPhaseHidden);
-    else if (work)
+    if (!c10::GradMode::is_enabled()) {
+      const uint8_t off = t.module_depth > 0 ? phase_bits(kInference) : t.grad_off_phase;
+      // Between backward() and the update, a region is a wrapper: the work in
+      // it decides (a model call an evaluation's, the clipping the update's).
+      if (work || off == phase_bits(kInference)) f.kind |= kShadows | kGradOff | off | (work ? 0 : kPhaseHidden);
+      else f.kind |= kGradOff;
+    } else if (work)
       f.kind |= kShadows | t.grad_on_phase;
   }
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
@@ -1061,10 +1074,12 @@ bool set_in_backward(bool on) {
   if (st == nullptr) return false;
   const bool was = st->grad_on_phase == phase_bits(kBackward);
   if (on && !was) {
+    st->grad_off_phase = phase_bits(kInference);
     st->backward_begin = g_cat_torch != 0 && dft_enabled_inline() ? dft_ticks_inline() : 0;
-  } else if (!on && was && st->backward_begin != 0) {
-    if (dft_enabled_inline()) write_call(g_name_backward_call, st->backward_begin, kBackward, 0);
+  } else if (!on && was) {
+    if (st->backward_begin != 0 && dft_enabled_inline()) write_call(g_name_backward_call, st->backward_begin, kBackward, 0);
     st->backward_begin = 0;
+    st->grad_off_phase = phase_bits(kOptimizer);  // until the update, the model or another backward()
   }
   st->grad_on_phase = phase_bits(on ? kBackward : kForward);
   return was;
