@@ -48,7 +48,10 @@ ANALYZE=$("$PY" -c 'import shutil,sys,os; p=shutil.which("dftracer-analyze") or 
 # report's roofline, beside the trace. On a loaded machine calibrate refuses
 # (its peaks would be low); the demo then takes them anyway, marked "loaded".
 echo "demo: [4/4] analysing (calibrating this machine's peaks first: a few seconds)"
-"$ANALYZE" calibrate traces/ >/dev/null || "$ANALYZE" calibrate --force traces/ >/dev/null
+if ! "$ANALYZE" calibrate traces/ >/dev/null 2>&1; then
+  echo "demo: the machine is busy: its peaks are measured anyway, marked \"loaded\" (efficiencies read high)"
+  "$ANALYZE" calibrate --force traces/ >/dev/null 2>&1 || echo "demo: calibrate failed: the efficiency table has no roofline"
+fi
 echo
 echo "=== the answer (also at the top of traces/$MODEL-report.html) ==="
 "$ANALYZE" report "${TRACE[@]}" -o "traces/$MODEL-report.html"
@@ -65,7 +68,7 @@ steady() {
     "$ANALYZE" summary "${TRACE[@]}" "$@"
   fi
 }
-echo "=== top ops by self time, steady state (every step but the first: --steps 1:) ==="
+echo "=== top events by self time (ops, optimizer steps, regions), steady state (every step but the first: --steps 1:) ==="
 steady --by name --top 15
 echo
 echo "=== per step: wall time split into compile / forward / backward / optimizer / data / other / untraced (ms) ==="
@@ -80,8 +83,8 @@ echo
 echo "=== self time by module (top 10), steady state ==="
 steady --by module --top 10
 echo
-echo "=== efficiency: achieved vs this machine's roofline (top 10 ops) ==="
-"$ANALYZE" summary "${TRACE[@]}" --efficiency --top 10
+echo "=== efficiency: achieved vs this machine's roofline (top 10 ops), steady state ==="
+steady --efficiency --top 10
 if [ "$MODEL" = transformer ]; then
   echo
   echo "=== I/O: the DataLoader workers' reads and the samples written (top 5 per table) ==="
