@@ -241,6 +241,54 @@ TEST(Observer, TheSeedOfABackwardCallIsBackward) {
   EXPECT_EQ(forward_muls, 1);
 }
 
+// From the end of a backward() call (set_in_backward back off) to the next
+// optimizer scope or backward() call, the thread's outermost grad-off work
+// outside a model call is the update's (gradient clipping): optimizer; a
+// model call there (an evaluation) stays inference, and a grad-off region
+// there is a wrapper whose work decides; after the optimizer's scope
+// grad-off work is inference again.
+TEST(Observer, GradOffWorkBetweenBackwardAndTheUpdateIsTheOptimizers) {
+  torch::Tensor w = torch::randn({4}, torch::requires_grad());
+  Trace trace;
+  dftracer::torch::enable();
+  torch::Tensor loss = (w * 2).sum();
+  dftracer::torch::set_in_backward(true);
+  loss.backward();
+  dftracer::torch::set_in_backward(false);
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor norm = w.grad().norm();  // clip_grad_norm_'s work
+    dftracer::torch::set_module(7, 1);     // a model called under no_grad
+    torch::Tensor eval = w.neg();
+    dftracer::torch::set_module(0, 0);
+    RECORD_USER_SCOPE("clip");  // a region opened with grad off: the work inside decides
+    w.grad().mul_(0.5);
+  }
+  {
+    RECORD_USER_SCOPE("Optimizer.step#SGD.step");
+    torch::NoGradGuard no_grad;
+    w.sub_(w.grad());
+  }
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor after = w.abs();  // after the update: inference again
+  }
+  const std::vector<Event> all = trace.finish();
+  std::map<std::string, std::string> phase;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.cat == "aten" && !phase.count(e.name)) phase[e.name] = str_arg(e, "phase");
+  EXPECT_EQ(phase["aten::norm"], "optimizer");
+  EXPECT_EQ(phase["aten::neg"], "inference");
+  EXPECT_EQ(phase["aten::mul_"], "optimizer");
+  EXPECT_EQ(phase["aten::sub_"], "optimizer");
+  EXPECT_EQ(phase["aten::abs"], "inference");
+  for (const Event& e : all)
+    if (e.ph == "X" && e.name == "clip") {
+      EXPECT_EQ(str_arg(e, "phase"), "<missing>");
+      EXPECT_EQ(int_arg(e, "grad"), 0);
+    }
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;
