@@ -26,7 +26,22 @@ ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 PY=${PYTHON:-python3}
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# Each step's wall time, printed at the end (also after a failure, where a
+# log's tail is all that is shown): what a fresh machine spends where.
+STEP_TIMES=()
+STEP_NAME=""
+STEP_START=$SECONDS
+end_step() { [ -z "$STEP_NAME" ] || STEP_TIMES+=("${STEP_NAME%%:*} $((SECONDS - STEP_START)) s"); }
+step() { end_step; STEP_NAME="$*"; STEP_START=$SECONDS; printf '\n=== %s ===\n' "$*"; }
+print_step_times() {
+  local rc=$?
+  end_step
+  local joined
+  joined=$(printf '%s, ' "${STEP_TIMES[@]}")
+  printf '\ntest.sh: %s after %d s; step times: %s\n' "$([ $rc = 0 ] && echo passed || echo "failed (exit $rc)")" \
+    "$SECONDS" "${joined%, }"
+}
+trap print_step_times EXIT
 
 step "setup"
 scripts/setup.sh
