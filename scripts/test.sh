@@ -31,7 +31,10 @@ PY=${PYTHON:-python3}
 STEP_TIMES=()
 STEP_NAME=""
 STEP_START=$SECONDS
-end_step() { [ -z "$STEP_NAME" ] || STEP_TIMES+=("${STEP_NAME%%:*} $((SECONDS - STEP_START)) s"); }
+end_step() {
+  local n=${STEP_NAME%%:*}
+  [ -z "$STEP_NAME" ] || STEP_TIMES+=("${n%% (*} $((SECONDS - STEP_START)) s")
+}
 step() { end_step; STEP_NAME="$*"; STEP_START=$SECONDS; printf '\n=== %s ===\n' "$*"; }
 print_step_times() {
   local rc=$?

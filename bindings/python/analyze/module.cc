@@ -23,6 +23,7 @@
 #include "efficiency.hpp"
 #include "io_view.hpp"
 #include "merge.hpp"
+#include "step_select.hpp"
 #include "steps.hpp"
 #include "module_tree.hpp"
 #include "ranks.hpp"
@@ -149,25 +150,31 @@ nb::dict batch_dict(EventBatch& b) {
 
 // The window bounds' texts ("" = open; absolute us or "+1.5s" / "-2s"),
 // parsed before any input is read: bad text is a ValueError naming it.
+// With the step range's text (--steps, "" = all), parsed at the same time.
 struct WindowTexts {
   WindowBound from, to;
-  WindowTexts(const std::string& from_us, const std::string& to_us)
-      : from(parse_window_bound(from_us)), to(parse_window_bound(to_us)) {}
-  // Sets ro's window for `files` as the CLI's --from/--to (ValueError when it is empty).
+  StepSlice steps;
+  WindowTexts(const std::string& from_us, const std::string& to_us, const std::string& steps_text = "")
+      : from(parse_window_bound(from_us)),
+        to(parse_window_bound(to_us)),
+        steps(steps_text.empty() ? StepSlice{} : parse_step_slice(steps_text)) {}
+  // Sets ro's window for `files` as the CLI's --from/--to (ValueError when it is empty), then
+  // its step filter as --steps (ValueError when the input has no steps or the range picks none).
   void apply(const std::vector<std::string>& files, unsigned threads, ReadOptions* ro) const {
     resolve_window(from, to, files, threads, ro);
+    apply_step_filter(steps, files, threads, ro);
   }
 };
 
 nb::dict py_summary(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
                     long long max_line_mib, long long max_document_mib, const std::string& sort,
-                    const std::string& from_us, const std::string& to_us, bool use_index) {
+                    const std::string& from_us, const std::string& to_us, bool use_index, const std::string& steps) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
   SummarySort order = parse_summary_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
   // Absolute microseconds or relative ("+1.5s", "-2s"): trace_window.hpp.
-  const WindowTexts window(from_us, to_us);
+  const WindowTexts window(from_us, to_us, steps);
   ro.use_index = use_index;
   unsigned nthreads = thread_count(threads);
   std::vector<std::string> files = expand_or_throw(paths);
@@ -249,12 +256,13 @@ nb::dict summary_dict(const Summary& s) {
 // impact), 'totals', 'stats_a', 'stats_b'}: the numbers of `diff --format json`.
 nb::dict py_diff(const std::vector<std::string>& a, const std::vector<std::string>& b, const std::string& by,
                  size_t top, long long threads, long long max_line_mib, long long max_document_mib,
-                 const std::string& from_us, const std::string& to_us, const std::string& sort) {
+                 const std::string& from_us, const std::string& to_us, const std::string& sort,
+                 const std::string& steps) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   const DiffSort order = parse_diff_sort(sort);  // std::invalid_argument -> ValueError, before any read
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  const WindowTexts window(from_us, to_us);
+  const WindowTexts window(from_us, to_us, steps);
   unsigned nthreads = thread_count(threads);
   std::vector<std::string> files_a = expand_or_throw(a), files_b = expand_or_throw(b);
   Diff d;
@@ -330,11 +338,11 @@ nb::dict diff_dict(const Diff& d) {
 // module_tree(paths): {'columns' (kModuleTreeColumns, depth-first), 'totals', 'stats'}.
 nb::dict py_module_tree(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
                         long long max_document_mib, const std::string& from_us, const std::string& to_us,
-                        const std::string& sort, size_t top) {
+                        const std::string& sort, size_t top, const std::string& steps) {
   check_cpu();
   const TreeSort order = parse_tree_sort(sort);
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  const WindowTexts window(from_us, to_us);
+  const WindowTexts window(from_us, to_us, steps);
   unsigned nthreads = thread_count(threads);
   std::vector<std::string> files = expand_or_throw(paths);
   ModuleTree t;
@@ -383,10 +391,10 @@ nb::dict module_tree_dict(const ModuleTree& t) {
 
 nb::dict py_merge(const std::vector<std::string>& paths, const std::string& output, long long threads,
                   long long max_line_mib, long long max_document_mib, bool epoch_ts, const std::string& from_us,
-                  const std::string& to_us) {
+                  const std::string& to_us, const std::string& steps) {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  const WindowTexts window(from_us, to_us);
+  const WindowTexts window(from_us, to_us, steps);
   unsigned nthreads = thread_count(threads);
   MergeResult r;
   {
@@ -439,10 +447,10 @@ nb::object stream_next(EventStream& s) {
 template <class Write>
 nb::tuple json_and_stats(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
                          long long max_document_mib, Write write, const std::string& from_us = "",
-                         const std::string& to_us = "") {
+                         const std::string& to_us = "", const std::string& steps = "") {
   check_cpu();
   ReadOptions ro = read_options(max_line_mib, max_document_mib);
-  const WindowTexts window(from_us, to_us);
+  const WindowTexts window(from_us, to_us, steps);
   unsigned nthreads = thread_count(threads);
   std::ostringstream os;
   ReadStats stats;
@@ -458,7 +466,8 @@ nb::tuple json_and_stats(const std::vector<std::string>& paths, long long thread
 // Efficiency as the CLI's JSON text (summary --efficiency --format json).
 nb::tuple py_efficiency(const std::vector<std::string>& paths, const std::string& by, size_t top, long long threads,
                         const std::string& calibration, long long max_line_mib, long long max_document_mib,
-                        const std::string& from_us, const std::string& to_us, const std::string& sort) {
+                        const std::string& from_us, const std::string& to_us, const std::string& sort,
+                        const std::string& steps) {
   std::vector<GroupKey> keys = parse_group_keys(by);  // std::invalid_argument -> ValueError
   check_efficiency_sort(sort);
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
@@ -468,14 +477,14 @@ nb::tuple py_efficiency(const std::vector<std::string>& paths, const std::string
                           os << efficiency_text(e, "json");
                           return e.stats;
                         },
-                        from_us, to_us);
+                        from_us, to_us, steps);
 }
 
 // `dftracer-analyze report -o OUTPUT`: the HTML page written to `output`;
 // returns (the answer's lines the command prints, the read stats).
 nb::tuple py_report(const std::vector<std::string>& paths, const std::string& output, size_t top, long long threads,
                     const std::string& calibration, long long max_line_mib, long long max_document_mib,
-                    const std::string& from_us, const std::string& to_us) {
+                    const std::string& from_us, const std::string& to_us, const std::string& steps) {
   if (top < 1) throw std::invalid_argument("top must be a positive number of rows, not " + std::to_string(top));
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [&](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
@@ -484,7 +493,7 @@ nb::tuple py_report(const std::vector<std::string>& paths, const std::string& ou
                           os << r.answer;
                           return r.stats;
                         },
-                        from_us, to_us);
+                        from_us, to_us, steps);
 }
 
 // `dftracer-analyze calibrate`: measures, writes, returns the JSON written.
@@ -506,11 +515,16 @@ std::string py_calibrate(const std::string& directory, const std::string& output
 
 // Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
 // what `summary --by step --format json` prints; plus the read stats.
+// A step range keeps the chosen steps' rows, as `summary --by step --steps`.
 nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                   long long max_document_mib, const std::string& from_us, const std::string& to_us) {
+                   long long max_document_mib, const std::string& from_us, const std::string& to_us,
+                   const std::string& steps) {
+  const StepSlice range = steps.empty() ? StepSlice{} : parse_step_slice(steps);
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
-                        [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
+                        [&range](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
+                                 std::ostream& os) {
                           StepReport r = analyze_steps(files, n, ro);
+                          if (range.set()) keep_step_rows(range, r);
                           write_steps_json(os, r);
                           return r.stats;
                         },
@@ -520,7 +534,8 @@ nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, lon
 // `summary --by category` (compile vs run in wall time) as the CLI's JSON text, and the
 // read stats of its summary, as the command reports them.
 nb::tuple py_category_wall(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
-                           long long max_document_mib, const std::string& from_us, const std::string& to_us) {
+                           long long max_document_mib, const std::string& from_us, const std::string& to_us,
+                           const std::string& steps_text) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
                           const StepReport steps = analyze_steps(files, n, ro);
@@ -528,14 +543,14 @@ nb::tuple py_category_wall(const std::vector<std::string>& paths, long long thre
                           write_category_wall(os, steps, s, "json");
                           return s.stats;
                         },
-                        from_us, to_us);
+                        from_us, to_us, steps_text);
 }
 
 // The I/O view as the CLI's JSON text (`io --format json`), plus the read
 // stats: one implementation (io_view.cpp), so Python and the command agree.
 nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long long small_bytes, long long bin_ms,
                 long long max_line_mib, long long max_document_mib, const std::string& from_us,
-                const std::string& to_us) {
+                const std::string& to_us, const std::string& steps) {
   if (small_bytes < 0 || small_bytes > (1LL << 40))
     throw nb::value_error(("small_bytes must be between 0 and 2**40, not " + std::to_string(small_bytes)).c_str());
   if (bin_ms < 1 || bin_ms > (1LL << 32))
@@ -550,7 +565,7 @@ nb::tuple py_io(const std::vector<std::string>& paths, long long threads, long l
                           write_io_json(os, v);
                           return v.stats;
                         },
-                        from_us, to_us);
+                        from_us, to_us, steps);
 }
 
 // Device time from Kineto traces as the CLI's JSON text (`device --format json`), plus the read stats.
@@ -567,7 +582,7 @@ nb::tuple py_device(const std::vector<std::string>& paths, long long threads, lo
 
 // The memory counter tracks as the CLI's JSON text (`memory --format json`), plus the read stats.
 nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mib, long long max_document_mib,
-                    const std::string& from_us, const std::string& to_us) {
+                    const std::string& from_us, const std::string& to_us, const std::string& steps) {
   return json_and_stats(
       paths, 1, max_line_mib, max_document_mib,
       [](const std::vector<std::string>& files, unsigned, const ReadOptions& ro, std::ostream& os) {
@@ -575,7 +590,7 @@ nb::tuple py_memory(const std::vector<std::string>& paths, long long max_line_mi
         write_memory_json(os, m);
         return m.stats;
       },
-      from_us, to_us);
+      from_us, to_us, steps);
 }
 
 // The cross-rank tables as the CLI's JSON text (`ranks --format json`, or
@@ -638,42 +653,43 @@ NB_MODULE(_analyze, m) {
   m.def("summary", &py_summary, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::arg("sort") = "self", nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("use_index") = true,
+        nb::arg("steps") = "",
         "Summary of complete events: {'keys', 'columns', 'totals', 'stats', 'index'} (threads 0 = all cores).");
   m.def("diff", &py_diff, nb::arg("a"), nb::arg("b"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("sort") = "self",
+        nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("sort") = "self", nb::arg("steps") = "",
         "Two runs compared per group, as `dftracer-analyze diff --format json` (a relative window is each run's own).");
   m.def("module_tree", &py_module_tree, nb::arg("paths"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
-        nb::arg("to_us") = "", nb::arg("sort") = "total", nb::arg("top") = 0,
+        nb::arg("to_us") = "", nb::arg("sort") = "total", nb::arg("top") = 0, nb::arg("steps") = "",
         "Self and total time per nn.Module path, depth-first, as `summary --by module --tree`.");
   m.def("merge", &py_merge, nb::arg("paths"), nb::arg("output"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("epoch_ts") = false,
-        nb::arg("from_us") = "", nb::arg("to_us") = "",
+        nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("steps") = "",
         "Merge traces into one strict-JSON Chrome trace (.json or .json.gz).");
   m.def("memory_json", &py_memory, nb::arg("paths"), nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
-        "The memory counter tracks as `memory --format json` text, and the read stats.");
+        nb::arg("steps") = "", "The memory counter tracks as `memory --format json` text, and the read stats.");
   m.def("io_json", &py_io, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("small_bytes") = 4096,
         nb::arg("bin_ms") = 1000, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::arg("from_us") = "", nb::arg("to_us") = "",
+        nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("steps") = "",
         "The I/O view (`dftracer-analyze io --format json`) as JSON text, and the read stats.");
   m.def("device_json", &py_device, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
         "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
-        "Per-step breakdown as JSON text, and the read stats.");
+        nb::arg("steps") = "", "Per-step breakdown as JSON text, and the read stats.");
   m.def("category_wall_json", &py_category_wall, nb::arg("paths"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
-        nb::arg("to_us") = "", "`summary --by category` (wall time per category) as JSON text, and the read stats.");
+        nb::arg("to_us") = "", nb::arg("steps") = "", "`summary --by category` (wall time per category) as JSON text, and the read stats.");
   m.def("efficiency_json", &py_efficiency, nb::arg("paths"), nb::arg("by") = "name", nb::arg("top") = 0,
         nb::arg("threads") = 0, nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
-        nb::arg("sort") = "self", "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
+        nb::arg("sort") = "self", nb::arg("steps") = "", "FLOPs, bytes, achieved rates and fraction of the roofline per group, as JSON text, and the read stats.");
   m.def("report", &py_report, nb::arg("paths"), nb::arg("output"), nb::arg("top") = 20, nb::arg("threads") = 0,
         nb::arg("calibration") = "", nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
-        nb::arg("from_us") = "", nb::arg("to_us") = "",
+        nb::arg("from_us") = "", nb::arg("to_us") = "", nb::arg("steps") = "",
         "Writes `dftracer-analyze report`'s HTML page to OUTPUT; returns (the answer's lines, the read stats).");
   m.def("calibrate", &py_calibrate, nb::arg("directory") = "", nb::arg("output") = "", nb::arg("threads") = 0,
         nb::arg("force") = false, nb::arg("torch") = true,

@@ -89,6 +89,35 @@ StepSpans select_steps(const StepPlan& plan, const StepSlice& range) {
   return out;
 }
 
+void keep_step_rows(const StepSlice& range, StepReport& r) {
+  // The line for no step, or none picked, about the steps found (before trimming).
+  std::string none = "--steps " + range.text + " picks no step";
+  {
+    StepPlan plan;
+    plan.processes = r.processes;
+    try {
+      select_steps(plan, range);
+    } catch (const std::invalid_argument& e) {
+      none = e.what();
+    }
+  }
+  if (r.processes.empty()) throw std::invalid_argument(none);
+  std::vector<StepRow> kept;
+  size_t row = 0;  // rows run by process, then step, as r.processes
+  for (ProcessSteps& p : r.processes) {
+    const std::vector<size_t> picked = range.pick(p.steps.size());
+    std::vector<StepInterval> steps;
+    for (size_t i : picked) {
+      steps.push_back(p.steps[i]);
+      kept.push_back(r.rows[row + i]);
+    }
+    row += p.steps.size();
+    p.steps = std::move(steps);
+  }
+  if (kept.empty()) throw std::invalid_argument(none);
+  r.rows = std::move(kept);
+}
+
 void apply_step_filter(const StepSlice& range, const std::vector<std::string>& files, unsigned threads,
                        ReadOptions* options) {
   if (!range.set()) return;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "step_finder.hpp"
+#include "steps.hpp"
 #include "trace_reader.hpp"
 
 namespace dftracer::analyze {
@@ -40,6 +41,11 @@ StepPlan find_steps(const std::vector<std::string>& files, unsigned threads, con
 // std::invalid_argument with one line when the plan has no step at all, or
 // the range picks none in any process.
 StepSpans select_steps(const StepPlan& plan, const StepSlice& range);
+
+// summary --by step with a range: keeps the chosen steps' rows of `r` (the
+// steps are found over the whole input: a filtered read would find other
+// steps). Throws std::invalid_argument (select_steps' line) when it keeps none.
+void keep_step_rows(const StepSlice& range, StepReport& r);
 
 // Finds the steps of `files` (read with *options' window) and sets
 // options->steps, narrowing the window to the chosen spans' hull. Nothing

@@ -407,39 +407,6 @@ int run_diff(const Args& a, const std::vector<GroupKey>& keys, const ReadOptions
   return status;
 }
 
-// select_steps' one line for a plan with no step or none picked.
-std::string select_steps_line(const Args& a, const StepReport& r) {
-  StepPlan plan;
-  plan.processes = r.processes;
-  try {
-    select_steps(plan, a.steps);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "--steps " + a.steps.text + " picks no step";
-}
-
-// summary --by step --steps: the chosen steps' rows (steps are found over the
-// whole input: a filtered read would find other steps).
-void keep_step_rows(const Args& a, StepReport& r) {
-  const std::string none = select_steps_line(a, r);  // before trimming: about the steps found
-  if (r.processes.empty()) usage_error(none);
-  std::vector<StepRow> kept;
-  size_t row = 0;  // rows run by process, then step, as r.processes
-  for (ProcessSteps& p : r.processes) {
-    const std::vector<size_t> picked = a.steps.pick(p.steps.size());
-    std::vector<StepInterval> steps;
-    for (size_t i : picked) {
-      steps.push_back(p.steps[i]);
-      kept.push_back(r.rows[row + i]);
-    }
-    row += p.steps.size();
-    p.steps = std::move(steps);
-  }
-  if (kept.empty()) usage_error(none);
-  r.rows = std::move(kept);
-}
-
 int run_module_tree(const Args& a, const std::vector<std::string>& files, const ReadOptions& ro) {
   if (!a.out.empty()) refuse_input_as_output(a.out, files);
   ModuleTree t = module_tree(files, a.threads, ro);
@@ -558,7 +525,13 @@ int main(int argc, char** argv) {
       if (!a.out.empty()) refuse_input_as_output(a.out, files);  // before reading: fail fast
       if (by_step) {
         StepReport r = analyze_steps(files, a.threads, ro);
-        if (a.steps.set()) keep_step_rows(a, r);
+        if (a.steps.set()) {
+          try {
+            keep_step_rows(a.steps, r);
+          } catch (const std::invalid_argument& e) {
+            usage_error(e.what());
+          }
+        }
         std::ostringstream os;
         if (a.format == "json") write_steps_json(os, r);
         else if (a.format == "csv") write_steps_csv(os, r);

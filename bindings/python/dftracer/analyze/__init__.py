@@ -36,7 +36,7 @@ import warnings
 
 from ._common import (  # noqa: F401  (_IMPORT_ERROR: why the extension is missing)
     _IMPORT_ERROR, STEP_CATEGORIES, SkippedInputWarning, _ext, _fs_path, _limits, _module, _path_list, _threads, _warn_skipped,
-    _window, _window_bound,
+    _steps_on_this_machine, _window, _window_bound,
 )
 
 SkippedInputWarning.__module__ = __name__  # its public home
@@ -79,7 +79,7 @@ def local_cluster(n_workers=2, threads_per_worker=1, **kwargs):
 
 
 def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib=None, max_document_mib=None,
-            from_ts=None, to_ts=None, use_index=True, client=None):
+            from_ts=None, to_ts=None, use_index=True, client=None, steps=None):
     """Complete ("X") events grouped by `by`, as a pandas DataFrame sorted by self time.
 
     by: "name" (default), "cat", "pid", "tid", "module", "phase", "graph", "step", ...
@@ -112,6 +112,13 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
         last two seconds). Only events with from_ts <= ts < to_ts are summarized
         (metadata always); gzip members whose write-time index puts them outside the
         window are not inflated. With a client the workers apply the window.
+    steps: a range of steps, as `--steps`: a Python slice of each process's steps, numbered
+        from 0 as steps() numbers them -- "1:" (or slice(1, None)) every step but the first
+        (the steady state), "3:10", ":-1", or one step (an int or "4"). Only the events
+        inside the chosen steps are read, per process (docs/analyzer.md, "A range of
+        steps"); by="step" keeps the chosen steps' rows. An input without steps, or a
+        range that picks none, raises ValueError with the command's line; by="rank" takes
+        none, and neither does a client (ValueError).
     use_index: answer from the files' write-time indexes where they can (every file a
         finalized .pfw.gz of ours, `by` among name, cat, pid, tid, no window, no
         args.flops/bytes in the file); False always reads the events (`--no-index`).
@@ -142,6 +149,9 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
 
     if not isinstance(by, str):
         by = ",".join(by)
+    if by == "rank" and steps is not None:  # as `summary --by rank --steps`
+        raise ValueError("steps: summary by='rank' does not take a step range (the ranks tables are per step already)")
+    _steps_on_this_machine(steps, client)
     if by == "rank":  # per process of a torchrun job: _ranks.py
         ordered = top is not None or sort is not None  # as `--by rank --top/--sort`: by time, else as read
         return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
@@ -152,11 +162,11 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
     if sort is None:
         sort = "self"
     if by == "step":  # the per-step breakdown, as `summary --by step`
-        return steps(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, from_ts=from_ts,
-                     to_ts=to_ts, client=client)
+        return globals()["steps"](paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib,
+                                  from_ts=from_ts, to_ts=to_ts, client=client, steps=steps)
     if by == "category":  # compile vs run in wall time, as `summary --by category`
-        return _category_wall(paths, threads, _limits(max_line_mib, max_document_mib), _window(from_ts, to_ts),
-                              _dask().resolve_client(client))
+        return _category_wall(paths, threads, _limits(max_line_mib, max_document_mib),
+                              _window(from_ts, to_ts, steps), _dask().resolve_client(client))
     if top is None:
         top = 0
     elif int(top) < 1:
@@ -168,7 +178,7 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
     client = _dask().resolve_client(client)
     if client is None:
         raw = _module().summary(_path_list(paths), by, int(top), threads, **limits, sort=sort,
-                                **_window(from_ts, to_ts), use_index=bool(use_index))
+                                **_window(from_ts, to_ts, steps), use_index=bool(use_index))
     else:
         window = _window(from_ts, to_ts)
         _dask().check_window(_module(), window)  # bad text fails here, before any work
@@ -214,7 +224,8 @@ def _dask():
     return distributed
 
 
-def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None, client=None):
+def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None, client=None,
+          steps=None):
     """Per training step, its time split by kind of work, as a pandas DataFrame: the
     rows of `dftracer-analyze summary --by step --format json` (same numbers).
 
@@ -240,6 +251,8 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     the steps are those of the events in it.
     client: as for summary(); whole files are read on the workers (a process's steps
     need all of its events), each keeping the window the client resolved.
+    steps: a range of steps as for summary() (`summary --by step --steps`): the chosen
+    steps' rows, found over the whole input. Not with a client.
     """
     import json
 
@@ -247,8 +260,9 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
 
     limits = _limits(max_line_mib, max_document_mib)
     threads = _threads(threads)
-    window = _window(from_ts, to_ts)
+    window = _window(from_ts, to_ts, steps)
     client = _dask().resolve_client(client)
+    _steps_on_this_machine(steps, client)
     if client is None:
         text, stats = _module().steps_json(_path_list(paths), threads, **limits, **window)
         doc = json.loads(text)
@@ -271,7 +285,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
 
 
 def efficiency(paths, by="name", top=None, threads=None, *, sort="self", calibration=None, max_line_mib=None,
-               max_document_mib=None, from_ts=None, to_ts=None):
+               max_document_mib=None, from_ts=None, to_ts=None, steps=None):
     """FLOPs, bytes and how close to this machine's roofline each group ran, as a pandas
     DataFrame: the rows of `dftracer-analyze summary --efficiency --format json`.
 
@@ -289,6 +303,7 @@ def efficiency(paths, by="name", top=None, threads=None, *, sort="self", calibra
         and which `top` keeps: "self" (default), "count", "flops", "bytes", "gflops", "gbps",
         "ai", "attainable_gflops" or "peak_frac" (`--efficiency --sort`); else ValueError.
     from_ts, to_ts: a time window, as for summary() and `summary --efficiency --from/--to`.
+    steps: a range of steps, as for summary() (`--efficiency --steps`).
     Read on this machine (no client: the roofline needs no cluster).
     """
     import json
@@ -302,7 +317,8 @@ def efficiency(paths, by="name", top=None, threads=None, *, sort="self", calibra
                          "(the step arg as a key: by='args.step')")
     text, stats = _module().efficiency_json(_path_list(paths), by, _top(top), _threads(threads),
                                             calibration=_fs_path(calibration) if calibration else "", sort=sort,
-                                            **_limits(max_line_mib, max_document_mib), **_window(from_ts, to_ts))
+                                            **_limits(max_line_mib, max_document_mib),
+                                            **_window(from_ts, to_ts, steps))
     doc = json.loads(text)
     columns = list(doc["group_by"]) + list(_module().EFFICIENCY_COLUMNS)
     df = pd.DataFrame(doc.pop("rows"), columns=columns)
@@ -351,7 +367,7 @@ def _top(top):
 
 
 def diff(a, b, by="name", top=None, threads=None, *, sort="self", max_line_mib=None, max_document_mib=None,
-         from_ts=None, to_ts=None, client=None):
+         from_ts=None, to_ts=None, client=None, steps=None):
     """Two runs compared group by group, as a pandas DataFrame sorted by impact.
 
     a, b: each a file, directory, glob or list of them (run A and run B).
@@ -384,8 +400,9 @@ def diff(a, b, by="name", top=None, threads=None, *, sort="self", max_line_mib=N
     limits = _limits(max_line_mib, max_document_mib)
     top = _top(top)
     threads = _threads(threads)
-    window = _window(from_ts, to_ts)
+    window = _window(from_ts, to_ts, steps)  # steps: the same range of each run's steps, as `diff --steps`
     client = _dask().resolve_client(client)
+    _steps_on_this_machine(steps, client)
     if client is None:
         raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits, **window, sort=sort)
     else:
@@ -407,7 +424,7 @@ def diff(a, b, by="name", top=None, threads=None, *, sort="self", max_line_mib=N
 
 
 def module_tree(paths, threads=None, *, sort="total", top=None, max_line_mib=None, max_document_mib=None,
-                from_ts=None, to_ts=None, client=None):
+                from_ts=None, to_ts=None, client=None, steps=None):
     """Self and total time per nn.Module path (args.module) as a tree, one row a node.
 
     Rows depth-first (a parent before its children, siblings by total time), as
@@ -434,7 +451,8 @@ def module_tree(paths, threads=None, *, sort="total", top=None, max_line_mib=Non
     limits = _limits(max_line_mib, max_document_mib)
     threads = _threads(threads)
     client = _dask().resolve_client(client)
-    window = _window(from_ts, to_ts)
+    _steps_on_this_machine(steps, client)
+    window = _window(from_ts, to_ts, steps)  # steps: as for summary() (`--tree --steps`)
     top = _top(top)
     _module().module_tree_partials([], sort, top)  # a bad sort fails here, before any work
     if client is None:
@@ -456,7 +474,7 @@ def _int_option(name, v):
     return int(v)
 
 
-def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None):
+def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_ts=None, steps=None):
     """The memory counter tracks of `dftracer-analyze memory` (memory capture:
     DFTRACER_MEMORY=1): a pandas DataFrame, one row per process and device
     (pid, device, samples, peak_bytes, peak_ts_us, first_bytes, last_bytes);
@@ -483,13 +501,15 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_
     from_ts, to_ts: a time window, as for summary() and `memory --from/--to`:
         only the samples and block events with from_ts <= ts < to_ts are read,
         so the peaks are the window's, and the blocks allocated before it and
-        live at a peak count in its before_trace_bytes."""
+        live at a peak count in its before_trace_bytes.
+    steps: a range of steps, as for summary() (`memory --steps`): only their samples and
+        block events are read."""
     import json
 
     import pandas as pd
 
     text, stats = _module().memory_json(_path_list(paths), **_limits(max_line_mib, max_document_mib),
-                                        **_window(from_ts, to_ts))
+                                        **_window(from_ts, to_ts, steps))
     doc = json.loads(text)
     df = pd.DataFrame(doc["series"], columns=["pid", "device", "samples", "peak_bytes", "peak_ts_us", "first_bytes",
                                               "last_bytes"])
@@ -512,7 +532,7 @@ def memory(paths, *, max_line_mib=None, max_document_mib=None, from_ts=None, to_
 
 
 def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None, max_document_mib=None,
-       from_ts=None, to_ts=None):
+       from_ts=None, to_ts=None, steps=None):
     """The I/O view of `dftracer-analyze io`: what the POSIX and STDIO events say, as a
     dict of pandas DataFrames (the same numbers as `io --format json`, from the same C++).
 
@@ -530,6 +550,7 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
         first bin), read_bytes, write_bytes, read_mib_s, write_mib_s.
     "small_bytes", "bin_s": the options used; "stats": what was read and skipped.
     from_ts, to_ts: a time window, as for summary() and `io --from/--to`.
+    steps: a range of steps, as for summary() (`io --steps`).
     """
     import json
 
@@ -537,7 +558,7 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
 
     text, stats = _module().io_json(_path_list(paths), _threads(threads), _int_option("small_bytes", small_bytes),
                                     _int_option("bin_ms", bin_ms), **_limits(max_line_mib, max_document_mib),
-                                    **_window(from_ts, to_ts))
+                                    **_window(from_ts, to_ts, steps))
     doc = json.loads(text)
     out = {"total": doc["total"], "small_bytes": doc["small_bytes"], "bin_s": doc["bandwidth"]["bin_s"],
            "by_kind": doc["by_kind"]}
@@ -591,16 +612,17 @@ def _flag(value, name):
 
 
 def merge(paths, output, threads=None, *, max_line_mib=None, max_document_mib=None, epoch_ts=False, from_ts=None,
-          to_ts=None):
+          to_ts=None, steps=None):
     """Merge traces into one strict-JSON Chrome trace (`output` .json or .json.gz) for
     Perfetto / chrome://tracing; returns {"events_written", "names_added", "stats", "rank_note"}
     (rank_note: with rank metadata, how many ranks were merged, how well their clocks are
     aligned, and which ranks are missing or cut short; "" otherwise).
     epoch_ts: keep epoch timestamps (`merge --epoch-ts`; default: microseconds from
-    otherData.ts_base_us). from_ts, to_ts: a time window, as for summary() and `merge --from/--to`."""
+    otherData.ts_base_us). from_ts, to_ts: a time window, as for summary() and `merge --from/--to`;
+    steps: a range of steps, as for summary() (`merge --steps`)."""
     r = _module().merge(_path_list(paths), _fs_path(output), _threads(threads),
                         **_limits(max_line_mib, max_document_mib), epoch_ts=_flag(epoch_ts, "epoch_ts"),
-                        **_window(from_ts, to_ts))
+                        **_window(from_ts, to_ts, steps))
     _warn_skipped(r["stats"])
     return r
 

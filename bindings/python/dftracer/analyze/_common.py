@@ -78,9 +78,35 @@ def _window_bound(name, v):
     return v if isinstance(v, str) else repr(int(v) if isinstance(v, numbers.Integral) else float(v))
 
 
-def _window(from_ts, to_ts):
-    """The window as the extension's keyword arguments from_us, to_us (the texts of --from/--to)."""
-    return {"from_us": _window_bound("from_ts", from_ts), "to_us": _window_bound("to_ts", to_ts)}
+def _steps_text(steps):
+    """A step range as --steps' text: a str as given ("1:", "3:10", ":-1", "4"), an int (that
+    step alone) or a slice of ints without a step (slice(1, None): "1:")."""
+    if isinstance(steps, str):
+        return steps
+    if isinstance(steps, numbers.Integral) and not isinstance(steps, bool):
+        return str(int(steps))
+    if isinstance(steps, slice) and steps.step is None and all(
+            v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)) for v in (steps.start, steps.stop)):
+        return ("" if steps.start is None else str(int(steps.start))) + ":" + \
+               ("" if steps.stop is None else str(int(steps.stop)))
+    raise TypeError(f"steps must be a range of steps as --steps takes it (a str such as '1:', an int, or a slice of "
+                    f"ints without a step), not {steps!r}")
+
+
+def _window(from_ts, to_ts, steps=None):
+    """The window as the extension's keyword arguments from_us, to_us (the texts of
+    --from/--to), and steps (--steps' text) when a step range is given."""
+    w = {"from_us": _window_bound("from_ts", from_ts), "to_us": _window_bound("to_ts", to_ts)}
+    if steps is not None:
+        w["steps"] = _steps_text(steps)
+    return w
+
+
+def _steps_on_this_machine(steps, client):
+    """A step range with a Dask client: refused (the step filter runs on this machine's reader)."""
+    if steps is not None and client is not None:
+        raise ValueError("steps=: a step range is applied by this machine's reader, not on a Dask client; "
+                         "call without client= (or with from_ts/to_ts around the steps)")
 
 
 def _limits(max_line_mib, max_document_mib):
