@@ -49,11 +49,12 @@ def test_merge_output_is_strict_json(tmp_path):
     assert names == {(100, "worker100"), (200, "worker200")}
 
 
-def _rendered_dom(html, tmp_path):
-    """The page's DOM after its script ran in headless Chromium."""
+def _rendered_dom(html, tmp_path, view=None):
+    """The page's DOM after its script ran in headless Chromium (`view`: the
+    charts' view the URL asks for, #view=whole or #view=steady)."""
     proc = subprocess.run(
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri()],
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", html.as_uri() + (f"#view={view}" if view else "")],
         capture_output=True, text=True, timeout=120)
     assert 'data-rendered="yes"' in proc.stdout, proc.stderr[-2000:]
     return proc.stdout
@@ -281,7 +282,7 @@ def test_report_leads_with_the_models_ops_and_splits_time_without_a_module(tmp_p
     assert first.startswith("Hottest ops by self time: function.mm.default "), out
     assert "function.add.Tensor" in first and "dynamo.trace" not in first and "train_step" not in first, first
     assert out.splitlines()[1] == "Top modules by self time: model.fc 12.9%", out  # 1.8 of 14 ms
-    dom = _rendered_dom(html, tmp_path)
+    dom = _rendered_dom(html, tmp_path, view="whole")  # the charts below are the whole run's
     ops, _ = _labels(dom, "top-ops")
     assert ops == ["function.mm.default", "function.add.Tensor"]
     modules, _ = _labels(dom, "by-module")
@@ -418,3 +419,80 @@ def test_report_device_steps_show_their_labels(tmp_path):
     assert head[:2] == ["step", "label"], head
     assert [(r[0], r[1]) for r in body] == want
     assert all(len(r) == len(head) for r in body), (head, body)
+
+
+def _steps_trace(path, steps=4):
+    """A training loop of `steps` repeated `train_step` regions, its ops inside;
+    the first step also runs a slow warm-up op (its first call)."""
+    lines = ["["]
+    i = 0
+    for s in range(steps):
+        t0 = 1.7e15 + s * 2000.0
+        evs = [("train_step", "python", t0, 1500.0)]
+        if s == 0:
+            evs.append(("aten::warmup_", "aten", t0 + 10, 800.0))
+        evs += [("aten::mm", "aten", t0 + 900, 300.0), ("aten::add", "aten", t0 + 1250, 50.0 + s)]
+        for name, cat, ts, dur in evs:
+            i += 1
+            lines.append(json.dumps({"id": i, "name": name, "cat": cat, "pid": 10, "tid": 10, "ts": ts, "dur": dur,
+                                     "ph": "X", "args": {"phase": "forward"} if cat == "aten" else {}}) + ",")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _page_data(page):
+    m = re.search(r'<script id="report-data" type="application/json">(.*?)</script>', page.read_text(), re.S)
+    return json.loads(m.group(1))
+
+
+def _dom_at(uri, tmp_path, name):
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+         f"--user-data-dir={tmp_path / name}", "--dump-dom", uri], capture_output=True, text=True, timeout=120)
+    assert 'data-rendered="yes"' in proc.stdout, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium package is not installed")
+def test_report_opens_on_the_steady_state_and_the_whole_run_is_one_choice_away(tmp_path):
+    exe = _analyzer()
+    trace = tmp_path / "steps.pfw"
+    _steps_trace(trace)
+    page = tmp_path / "report.html"
+    out = subprocess.run([exe, "report", str(trace), "-o", str(page)], capture_output=True, text=True, check=True)
+    assert "Steady state (every step but the first: 3 steps" in out.stdout, out.stdout
+    data = _page_data(page)
+    steady = {r[0]: r[2] for r in data["steady"]["top_ops"]}
+    whole = {r[0]: r[2] for r in data["top_ops"]}
+    # The steady state is `summary --steps 1:`'s; the whole run `summary`'s.
+    for args, want_rows in ((["--steps", "1:"], steady), ([], whole)):
+        doc = json.loads(subprocess.run([exe, "summary", str(trace), *args, "--format", "json"], capture_output=True,
+                                        text=True, check=True).stdout)
+        ops = {r["name"]: r["self_us"] for r in doc["rows"] if r["name"].startswith("aten::")}
+        assert want_rows == ops, (args, want_rows, ops)
+    assert "aten::warmup_" in whole and "aten::warmup_" not in steady
+
+    def first_bar(dom):
+        m = re.search(r'id="top-ops".*?<title>([^<]*)</title>', dom, re.S)
+        return html_lib.unescape(m.group(1))
+
+    dom = _dom_at(page.as_uri(), tmp_path, "p1")  # the steady state first
+    assert 'data-view="steady"' in dom
+    assert 'id="view-choice" hidden' not in dom
+    assert first_bar(dom).startswith("aten::mm: 900.000 us self")  # 3 steps x 300 us
+    assert "steady state" in dom and "aten::warmup_" not in dom.split('id="top-ops"')[1].split("</svg>")[0]
+    dom = _dom_at(page.as_uri() + "#view=whole", tmp_path, "p2")
+    assert 'data-view="whole"' in dom
+    assert first_bar(dom).startswith("aten::mm: 1.200 ms self")
+    assert "aten::warmup_" in dom.split('id="top-ops"')[1].split("</svg>")[0]
+
+    # A report of a chosen range, or of a trace without steps, has no choice to make.
+    for args, src in ((["--steps", "1:"], trace), ([], None)):
+        if src is None:
+            src = tmp_path / "nosteps.pfw"
+            _write_trace(src)
+        p = tmp_path / f"plain{len(args)}.html"
+        subprocess.run([exe, "report", str(src), *args, "-o", str(p)], capture_output=True, check=True)
+        assert "steady" not in _page_data(p)
+        dom = _dom_at(p.as_uri(), tmp_path, f"p{len(args)}x")
+        assert 'data-view="whole"' in dom and 'id="view-choice" hidden' in dom

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "reader_threads.hpp"
 
@@ -121,7 +122,11 @@ void keep_step_rows(const StepSlice& range, StepReport& r) {
 void apply_step_filter(const StepSlice& range, const std::vector<std::string>& files, unsigned threads,
                        ReadOptions* options) {
   if (!range.set()) return;
-  auto spans = std::make_shared<StepSpans>(select_steps(find_steps(files, threads, *options), range));
+  apply_step_spans(select_steps(find_steps(files, threads, *options), range), options);
+}
+
+void apply_step_spans(StepSpans chosen, ReadOptions* options) {
+  auto spans = std::make_shared<StepSpans>(std::move(chosen));
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& [key, s] : spans->by_process) {
     lo = std::min(lo, s.front().first);

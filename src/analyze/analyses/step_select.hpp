@@ -47,6 +47,10 @@ StepSpans select_steps(const StepPlan& plan, const StepSlice& range);
 // steps). Throws std::invalid_argument (select_steps' line) when it keeps none.
 void keep_step_rows(const StepSlice& range, StepReport& r);
 
+// Sets options->steps to `spans`, narrowing the window to their hull (the
+// read of chosen steps, whoever chose them).
+void apply_step_spans(StepSpans spans, ReadOptions* options);
+
 // Finds the steps of `files` (read with *options' window) and sets
 // options->steps, narrowing the window to the chosen spans' hull. Nothing
 // when `range` is unset.

@@ -205,18 +205,34 @@ function badInput(){
 var ul=document.getElementById("answer-lines");
 D.answer.forEach(function(l){ var li=document.createElement("li"); li.textContent=l; ul.appendChild(li); });
 document.getElementById("overview").textContent=D.events+" complete events, "+fmt(D.traced_us)+" traced (the threads' time inside any event: the self times add up to it), "+fmt(D.total_us)+" summed duration, from "+D.files+" file(s).";
-bars("top-ops", D.top_ops, "top model ops and kernels");
-bars("by-module", D.by_module, "time by module");
-bars("no-module", D.no_module, "time outside any module");
+// The steady state (every step but the first) or the whole run: the steady
+// state first where the report has it; #view=whole or #view=steady picks one.
+var VIEW_CHARTS = [["top-ops","top_ops","top model ops and kernels"],["by-module","by_module","time by module"],
+  ["no-module","no_module","time outside any module"],["regions","regions","user regions and other events"],
+  ["by-phase","by_phase","time by phase"]];
+function drawView(view){
+  var S = view==="steady" ? D.steady : D;
+  VIEW_CHARTS.forEach(function(c){ document.getElementById(c[0]).textContent=""; bars(c[0], S[c[1]], c[2]); });
+  var label = view==="steady" ? " \u2014 \u25CF steady state" : (D.steady ? " \u2014 \u25CF whole run" : "");
+  Array.prototype.forEach.call(document.querySelectorAll(".view-label"), function(e){ e.textContent=label; });
+  if(D.steady) document.getElementById("view-note").textContent = view==="steady" ? "("+D.steady.what+")" :
+    "(every step, the first one's compile and warm-up included, and the time outside the steps)";
+  document.body.setAttribute("data-view", view);
+}
+var view = D.steady && location.hash!=="#view=whole" ? "steady" : "whole";
+if(D.steady){
+  document.getElementById("view-choice").hidden=false;
+  Array.prototype.forEach.call(document.querySelectorAll("input[name=view]"), function(r){
+    r.checked = r.value===view; r.addEventListener("change", function(){ if(r.checked) drawView(r.value); }); });
+}
+drawView(view);
 bars("by-category", D.by_category, "compile vs run", function(r){ return r[0]+": "+fmt(r[2])+" of wall time"; });
 stepBars();
 icicle("module-icicle", D.module_tree);
 bars("compile-phases", D.compile_phases, "compile work");
-bars("regions", D.regions, "user regions and other events");
 roofline();
 stepTimeline();
 timeline("timeline");
-bars("by-phase", D.by_phase, "time by phase");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
   document.getElementById("io-runtime").textContent=D.io.runtime;
   if(D.io.by_file.length) bars("io-by-file", D.io.by_file, "I/O time by data file", ioTip);

@@ -26,6 +26,7 @@
 #include "report_memory.hpp"
 #include "report_page.hpp"
 #include "report_ranks.hpp"
+#include "step_select.hpp"
 #include "steps.hpp"
 #include "summary.hpp"  // append_json_string
 #include "trace_time.hpp"
@@ -423,6 +424,70 @@ std::string timeline_json(ReportConsumer& r) {
   return data + "]";
 }
 
+// Reads `files` into one ReportConsumer (one per reader thread, merged).
+std::unique_ptr<ReportConsumer> read_report(const std::vector<std::string>& files, unsigned threads,
+                                            const ReadOptions& options, ReadStats* stats) {
+  std::vector<std::unique_ptr<ReportConsumer>> cons;
+  std::vector<LineConsumer*> ptrs;
+  for (unsigned t = 0; t < threads; ++t) {
+    cons.push_back(std::make_unique<ReportConsumer>());
+    ptrs.push_back(cons.back().get());
+  }
+  *stats = read_traces(files, ptrs, options);
+  for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
+  return std::move(cons[0]);
+}
+
+// The steady state: every step but the first (its compile, first calls,
+// allocator growth and optimizer state are warm-up), as `--steps 1:` reads
+// it, when no step range was given and some process has two steps or more.
+// The charts' rows for it (the page shows it first, the whole run one click
+// away) and one answer line; "" when there is none. One more read: the spans
+// come from the steps already found.
+std::string steady_json(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options,
+                        const StepReport& steps, size_t top_n, std::vector<std::string>* answer) {
+  if (options.steps) return "";
+  size_t kept = 0, procs = 0;
+  for (const ProcessSteps& p : steps.processes)
+    if (p.steps.size() >= 2) kept += p.steps.size() - 1, ++procs;
+  if (kept == 0) return "";
+  double wall_us = 0;
+  for (const StepRow& x : steps.rows)
+    if (x.step > 0) wall_us += x.duration_us;
+  StepPlan plan;
+  plan.processes = steps.processes;
+  ReadOptions ro = options;
+  apply_step_spans(select_steps(plan, parse_step_slice("1:")), &ro);
+  ReadStats stats;
+  std::unique_ptr<ReportConsumer> r = read_report(files, threads, ro, &stats);
+  const double traced = build_summary(r->groups_, 0).traced_us;  // resolves the nesting: self times final
+  const Rollup ops = names_of_kind(r->groups_, {"op"});
+  const auto [modules, no_module] = modules_and_no_module(r->groups_);
+  const std::string what = "every step but the first: " + std::to_string(kept) + " step" + (kept > 1 ? "s" : "") +
+                           (procs > 1 ? " of " + std::to_string(procs) + " processes" : "") + ", " +
+                           human_time(wall_us) + " of wall time";
+  std::string line = "Steady state (" + what + "): ";
+  auto top = by_self(ops, 3);
+  if (top.empty()) line += "no op or kernel event";
+  for (size_t i = 0; i < top.size(); ++i)
+    line += (i ? ", " : "hottest ops ") + top[i]->first + " " + pct(ns_to_us(top[i]->second.self_ns), traced);
+  std::string m;
+  for (auto* kv : by_self(modules, 3)) {
+    if (kv->first.empty() || kv->first == "(none)") continue;
+    m += (m.empty() ? "" : ", ") + kv->first + " " + pct(ns_to_us(kv->second.self_ns), traced);
+  }
+  if (!m.empty()) line += "; top modules " + m;
+  answer->insert(answer->end() - 1, line + " of its traced time");  // before the events line
+  std::string o = "{\"what\":";
+  append_json_string(o, what);
+  o += ",\"top_ops\":" + totals_json(ops, top_n);
+  o += ",\"by_module\":" + totals_json(modules, top_n);
+  o += ",\"no_module\":" + totals_json(no_module, 0);
+  o += ",\"regions\":" + totals_json(names_of_kind(r->groups_, {"region", "graph", "comm"}), top_n);
+  o += ",\"by_phase\":" + totals_json(rollup(r->groups_, kPhase), 0);
+  return o + "}";
+}
+
 }  // namespace
 
 ReportResult write_report(const std::vector<std::string>& files, const std::string& out_path, size_t top_n,
@@ -432,16 +497,9 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   Calibration cal;
   if (std::string p = find_calibration(files, calibration_path); !p.empty()) cal = read_calibration(p);
   threads = useful_threads(files, threads, options);
-  std::vector<std::unique_ptr<ReportConsumer>> cons;
-  std::vector<LineConsumer*> ptrs;
-  for (unsigned t = 0; t < threads; ++t) {
-    cons.push_back(std::make_unique<ReportConsumer>());
-    ptrs.push_back(cons.back().get());
-  }
   ReportResult res;
-  res.stats = read_traces(files, ptrs, options);
-  for (unsigned t = 1; t < threads; ++t) cons[0]->merge(*cons[t]);
-  ReportConsumer& r = *cons[0];
+  std::unique_ptr<ReportConsumer> whole = read_report(files, threads, options, &res.stats);
+  ReportConsumer& r = *whole;
   Summary s = build_summary(r.groups_, 0);  // resolves the nesting: self times final
   Rollup by_key[kNumReportKeys];
   for (size_t k = 0; k < kNumReportKeys; ++k) by_key[k] = rollup(r.groups_, k);
@@ -452,7 +510,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   const IoView io = r.io_.finish(res.stats);
   const Rollup ops = names_of_kind(r.groups_, {"op"});  // the model's own work leads
   const auto [modules, no_module] = modules_and_no_module(r.groups_);
-  const std::vector<std::string> answer = answer_lines(s, ops, modules, by_key[kCategory], steps, io);
+  std::vector<std::string> answer = answer_lines(s, ops, modules, by_key[kCategory], steps, io);
+  const std::string steady = steady_json(files, threads, options, steps, top_n, &answer);
   for (const std::string& l : answer) res.answer += l + "\n";
 
   // The page's data, one member per section, in the order the page shows them.
@@ -472,6 +531,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"module_tree\":" + tree.substr(0, tree.size() - 1);  // without its newline
   data += ",\"roofline\":" + roofline_json(by_key[kName], cal, 40);
   data += ",\"by_phase\":" + totals_json(by_key[kPhase], 0);
+  if (!steady.empty()) data += ",\"steady\":" + steady;
   if (io.total.ops) data += ",\"io\":" + io_report_json(io, top_n);
   data += ",\"timeline\":" + timeline_json(r);
   data += ",\"bad_input\":" + bad_input_json(res.stats, s.nesting);
