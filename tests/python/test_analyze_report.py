@@ -496,3 +496,42 @@ def test_report_opens_on_the_steady_state_and_the_whole_run_is_one_choice_away(t
         assert "steady" not in _page_data(p)
         dom = _dom_at(p.as_uri(), tmp_path, f"p{len(args)}x")
         assert 'data-view="whole"' in dom and 'id="view-choice" hidden' in dom
+
+
+def _marks_trace(path, steps=4):
+    """A loop as examples/python/transformer.py writes it: each iteration's step
+    mark (update(step=...)) 100 us before its `train_step` region, which bounds
+    the steps; the first step compiles."""
+    lines = ["["]
+    i = 0
+    for s in range(steps):
+        t0 = 1.7e15 + s * 2000.0
+        for ev in ({"name": "step", "cat": "dftracer", "ph": "i", "ts": t0, "args": {"step": s}},
+                   {"name": "train_step", "cat": "python", "ph": "X", "ts": t0 + 100, "dur": 1500.0},
+                   {"name": "dynamo.trace", "cat": "compile", "ph": "X", "ts": t0 + 110, "dur": 600.0 if s == 0 else 0},
+                   {"name": "aten::mm", "cat": "aten", "ph": "X", "ts": t0 + 800, "dur": 500.0 + s,
+                    "args": {"phase": "forward"}}):
+            if ev.get("dur") == 0:
+                continue
+            i += 1
+            lines.append(json.dumps({"id": i, "pid": 10, "tid": 10, **ev}) + ",")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def test_report_of_a_step_range_counts_the_chosen_steps(tmp_path):
+    """`report --steps` finds the steps where the whole input does, then keeps the
+    chosen ones: a step whose mark lies just before its span is not lost."""
+    exe = _analyzer()
+    trace = tmp_path / "marks.pfw"
+    _marks_trace(trace)
+    doc = json.loads(subprocess.run([exe, "summary", str(trace), "--by", "step", "--format", "json"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert len(doc["steps"]) == 4, doc["processes"]
+    for rng, want in (("0:", "Steps: 4;"), ("1:", "Steps: 3;"), ("1:3", "Steps: 2;")):
+        out = subprocess.run([exe, "report", str(trace), "--steps", rng, "-o", str(tmp_path / "r.html")],
+                             capture_output=True, text=True, check=True).stdout
+        line = next(ln for ln in out.splitlines() if ln.startswith("Steps:"))
+        assert line.startswith(want), (rng, line)
+        rows = _page_data(tmp_path / "r.html")["steps"]["rows"]
+        assert len(rows) == int(want.split()[1][:-1]), (rng, rows)

@@ -126,6 +126,8 @@ void apply_step_filter(const StepSlice& range, const std::vector<std::string>& f
 }
 
 void apply_step_spans(StepSpans chosen, ReadOptions* options) {
+  chosen.outer_from_ns = options->from_ns;
+  chosen.outer_to_ns = options->to_ns;
   auto spans = std::make_shared<StepSpans>(std::move(chosen));
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& [key, s] : spans->by_process) {
@@ -135,6 +137,38 @@ void apply_step_spans(StepSpans chosen, ReadOptions* options) {
   options->from_ns = std::max(options->from_ns, lo);
   options->to_ns = std::min(options->to_ns, hi);
   options->steps = std::move(spans);
+}
+
+StepReport analyze_chosen_steps(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options) {
+  StepReport r = analyze_steps(files, threads, options);
+  if (!options.steps) return r;
+  ReadOptions all = options;
+  all.steps.reset();
+  all.from_ns = options.steps->outer_from_ns;
+  all.to_ns = options.steps->outer_to_ns;
+  StepReport found = analyze_steps(files, threads, all);
+  std::vector<ProcessSteps> processes;
+  std::vector<StepRow> rows;
+  size_t row = 0;  // found.rows run by process, then step, as found.processes
+  for (ProcessSteps& p : found.processes) {
+    const auto* spans = options.steps->spans(p.file, p.pid);
+    std::vector<StepInterval> kept;
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const bool chosen = spans && std::any_of(spans->begin(), spans->end(), [&](const std::pair<int64_t, int64_t>& s) {
+                            return s.first == p.steps[i].ts;
+                          });
+      if (!chosen) continue;
+      kept.push_back(p.steps[i]);
+      rows.push_back(found.rows[row + i]);
+    }
+    row += p.steps.size();
+    if (kept.empty()) continue;
+    p.steps = std::move(kept);
+    processes.push_back(std::move(p));
+  }
+  r.processes = std::move(processes);
+  r.rows = std::move(rows);
+  return r;
 }
 
 }  // namespace dftracer::analyze

@@ -51,6 +51,13 @@ void keep_step_rows(const StepSlice& range, StepReport& r);
 // read of chosen steps, whoever chose them).
 void apply_step_spans(StepSpans spans, ReadOptions* options);
 
+// analyze_steps under a step filter: the steps (processes, rows) are found
+// over the read's window before the filter narrowed it, then cut to the
+// chosen ones -- found in the chosen steps' events alone, a step whose mark
+// lies just before its span would be lost; the rest (runs, outside) is the
+// filtered read's. Without a filter, analyze_steps.
+StepReport analyze_chosen_steps(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options);
+
 // Finds the steps of `files` (read with *options' window) and sets
 // options->steps, narrowing the window to the chosen spans' hull. Nothing
 // when `range` is unset.

@@ -17,6 +17,9 @@ struct StepSpans {
   // (file index in the read's file list, pid as the decoder's pid_text) ->
   // the chosen steps' [ts, end) in ns, by start.
   std::map<std::pair<size_t, std::string>, std::vector<std::pair<int64_t, int64_t>>> by_process;
+  // The read's window before it was narrowed to the chosen spans: where the
+  // steps were found (a step mark lies just before its step's span).
+  int64_t outer_from_ns = INT64_MIN, outer_to_ns = INT64_MAX;
   // The spans of one process, nullptr when it has none chosen.
   const std::vector<std::pair<int64_t, int64_t>>* spans(size_t file, std::string_view pid) const {
     auto it = by_process.find({file, std::string(pid)});

@@ -252,8 +252,10 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
   if (!st.rows.empty()) {
     std::vector<double> later;
     std::string outliers;
+    const std::string* pid = nullptr;  // each process's first row (its first step, or the first chosen) is "the first"
     for (const StepRow& x : st.rows) {
-      if (x.step > 0) later.push_back(x.duration_us);
+      if (pid && *pid == x.pid) later.push_back(x.duration_us);
+      pid = &x.pid;
       if (x.outlier) outliers += (outliers.empty() ? "" : ", ") + std::string(x.slow ? "slow" : "fast") + " step " +
                                  std::to_string(x.step) + (st.processes.size() > 1 ? " of pid " + x.pid : "");
     }
@@ -503,7 +505,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   Summary s = build_summary(r.groups_, 0);  // resolves the nesting: self times final
   Rollup by_key[kNumReportKeys];
   for (size_t k = 0; k < kNumReportKeys; ++k) by_key[k] = rollup(r.groups_, k);
-  const StepReport steps = analyze_steps(files, threads, options);  // its own two reads
+  const StepReport steps = analyze_chosen_steps(files, threads, options);  // its own reads
   const double origin_us = r.first_ts_us_ != INT64_MAX ? static_cast<double>(r.first_ts_us_) : 0;
   // POSIX/STDIO events, aggregated in the same pass (io_view.cpp's
   // IoAccumulator): a line of the answer, and a section of the page when there are some.
