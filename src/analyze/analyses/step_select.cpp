@@ -90,6 +90,32 @@ StepSpans select_steps(const StepPlan& plan, const StepSlice& range) {
   return out;
 }
 
+namespace {
+// Keeps, per process of `r`, the steps at the positions `pick(process)`
+// gives (ascending) and their rows; a process left with none is dropped
+// when `drop_empty`. Returns how many steps were kept.
+template <class Pick>
+size_t keep_steps(StepReport& r, Pick pick, bool drop_empty) {
+  std::vector<ProcessSteps> processes;
+  std::vector<StepRow> rows;
+  size_t row = 0;  // rows run by process, then step, as r.processes
+  for (ProcessSteps& p : r.processes) {
+    std::vector<StepInterval> steps;
+    for (size_t i : pick(p)) {
+      steps.push_back(p.steps[i]);
+      rows.push_back(r.rows[row + i]);
+    }
+    row += p.steps.size();
+    if (steps.empty() && drop_empty) continue;
+    p.steps = std::move(steps);
+    processes.push_back(std::move(p));
+  }
+  r.processes = std::move(processes);
+  r.rows = std::move(rows);
+  return r.rows.size();
+}
+}  // namespace
+
 void keep_step_rows(const StepSlice& range, StepReport& r) {
   // The line for no step, or none picked, about the steps found (before trimming).
   std::string none = "--steps " + range.text + " picks no step";
@@ -102,21 +128,9 @@ void keep_step_rows(const StepSlice& range, StepReport& r) {
       none = e.what();
     }
   }
-  if (r.processes.empty()) throw std::invalid_argument(none);
-  std::vector<StepRow> kept;
-  size_t row = 0;  // rows run by process, then step, as r.processes
-  for (ProcessSteps& p : r.processes) {
-    const std::vector<size_t> picked = range.pick(p.steps.size());
-    std::vector<StepInterval> steps;
-    for (size_t i : picked) {
-      steps.push_back(p.steps[i]);
-      kept.push_back(r.rows[row + i]);
-    }
-    row += p.steps.size();
-    p.steps = std::move(steps);
-  }
-  if (kept.empty()) throw std::invalid_argument(none);
-  r.rows = std::move(kept);
+  if (r.processes.empty() ||
+      keep_steps(r, [&](const ProcessSteps& p) { return range.pick(p.steps.size()); }, false) == 0)
+    throw std::invalid_argument(none);
 }
 
 void apply_step_filter(const StepSlice& range, const std::vector<std::string>& files, unsigned threads,
@@ -147,27 +161,19 @@ StepReport analyze_chosen_steps(const std::vector<std::string>& files, unsigned 
   all.from_ns = options.steps->outer_from_ns;
   all.to_ns = options.steps->outer_to_ns;
   StepReport found = analyze_steps(files, threads, all);
-  std::vector<ProcessSteps> processes;
-  std::vector<StepRow> rows;
-  size_t row = 0;  // found.rows run by process, then step, as found.processes
-  for (ProcessSteps& p : found.processes) {
-    const auto* spans = options.steps->spans(p.file, p.pid);
-    std::vector<StepInterval> kept;
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      const bool chosen = spans && std::any_of(spans->begin(), spans->end(), [&](const std::pair<int64_t, int64_t>& s) {
-                            return s.first == p.steps[i].ts;
-                          });
-      if (!chosen) continue;
-      kept.push_back(p.steps[i]);
-      rows.push_back(found.rows[row + i]);
-    }
-    row += p.steps.size();
-    if (kept.empty()) continue;
-    p.steps = std::move(kept);
-    processes.push_back(std::move(p));
-  }
-  r.processes = std::move(processes);
-  r.rows = std::move(rows);
+  keep_steps(
+      found,
+      [&](const ProcessSteps& p) {
+        std::vector<size_t> chosen;
+        if (const auto* spans = options.steps->spans(p.file, p.pid))
+          for (size_t i = 0; i < p.steps.size(); ++i)
+            if (std::any_of(spans->begin(), spans->end(), [&](const auto& s) { return s.first == p.steps[i].ts; }))
+              chosen.push_back(i);
+        return chosen;
+      },
+      true);
+  r.processes = std::move(found.processes);
+  r.rows = std::move(found.rows);
   return r;
 }
 

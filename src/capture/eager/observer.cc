@@ -1079,7 +1079,7 @@ bool set_in_backward(bool on) {
   } else if (!on && was) {
     if (st->backward_begin != 0 && dft_enabled_inline()) write_call(g_name_backward_call, st->backward_begin, kBackward, 0);
     st->backward_begin = 0;
-    st->grad_off_phase = phase_bits(kOptimizer);  // until the update, the model or another backward()
+    st->grad_off_phase = phase_bits(kOptimizer);  // until an optimizer scope or another backward()
   }
   st->grad_on_phase = phase_bits(on ? kBackward : kForward);
   return was;

@@ -179,6 +179,17 @@ std::string totals_json(const Rollup& m, size_t top) {
 
 std::string pct(double part, double whole) { return fmt_num(whole > 0 ? 100 * part / whole : 0, 1) + "%"; }
 
+// "a 4.9%, b 4.8%": the `n` modules with the most self time and their share
+// of `traced` ("" when no event names a module).
+std::string modules_text(const Rollup& modules, size_t n, double traced) {
+  std::string m;
+  for (auto* kv : by_self(modules, n)) {
+    if (kv->first.empty() || kv->first == "(none)") continue;  // summary's key for events without a module
+    m += (m.empty() ? "" : ", ") + kv->first + " " + pct(ns_to_us(kv->second.self_ns), traced);
+  }
+  return m;
+}
+
 // The answer's first line: the model's hottest ops (`ops`: op and kernel events only).
 std::string ops_line(const Rollup& ops, double traced) {
   auto top = by_self(ops, 3);
@@ -200,11 +211,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
   const double traced = s.traced_us;
   if (!s.complete_events) return {"No complete events were read."};
   lines.push_back(ops_line(names, traced));
-  std::string m;
-  for (auto* kv : by_self(modules, 4)) {
-    if (kv->first.empty() || kv->first == "(none)") continue;  // summary's key for events without a module
-    m += (m.empty() ? "" : ", ") + kv->first + " " + pct(ns_to_us(kv->second.self_ns), traced);
-  }
+  const std::string m = modules_text(modules, 4, traced);
   lines.push_back(m.empty() ? "Top modules: no event names an nn.Module (args.module)." : "Top modules by self time: " + m);
   // Compile vs run in wall time (wall_time.hpp): worker threads compiling
   // while the main thread waits count once; their thread time is beside it.
@@ -473,12 +480,7 @@ std::string steady_json(const std::vector<std::string>& files, unsigned threads,
   if (top.empty()) line += "no op or kernel event";
   for (size_t i = 0; i < top.size(); ++i)
     line += (i ? ", " : "hottest ops ") + top[i]->first + " " + pct(ns_to_us(top[i]->second.self_ns), traced);
-  std::string m;
-  for (auto* kv : by_self(modules, 3)) {
-    if (kv->first.empty() || kv->first == "(none)") continue;
-    m += (m.empty() ? "" : ", ") + kv->first + " " + pct(ns_to_us(kv->second.self_ns), traced);
-  }
-  if (!m.empty()) line += "; top modules " + m;
+  if (const std::string m = modules_text(modules, 3, traced); !m.empty()) line += "; top modules " + m;
   answer->insert(answer->end() - 1, line + " of its traced time");  // before the events line
   std::string o = "{\"what\":";
   append_json_string(o, what);
