@@ -174,7 +174,10 @@ def test_regions_closing_while_cut_are_written_once(tmp_path):
         base = tmp_path / f"t{trial}"
         base.mkdir()
         proc, traces = start(base, BUSY)
-        _, files = terminate(proc, traces, 0.3)
+        # 0.1 s: ~300k events, the thread's 256 KiB chunks filled and handed to
+        # the writer dozens of times before the signal (reading them back is
+        # what a trial costs).
+        _, files = terminate(proc, traces, 0.1)
         busy = [e for e in read_finalized(files[0]) if e.get("ph") == "X" and e.get("cat") == "busy"]
         seen = collections.Counter((e["name"], e["ts"]) for e in busy)
         twice = [k for k, n in seen.items() if n > 1]

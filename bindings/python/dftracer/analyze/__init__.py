@@ -162,8 +162,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
     if sort is None:
         sort = "self"
     if by == "step":  # the per-step breakdown, as `summary --by step`
-        return globals()["steps"](paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib,
-                                  from_ts=from_ts, to_ts=to_ts, client=client, steps=steps)
+        return _per_step(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib,
+                         from_ts=from_ts, to_ts=to_ts, client=client, steps=steps)
     if by == "category":  # compile vs run in wall time, as `summary --by category`
         return _category_wall(paths, threads, _limits(max_line_mib, max_document_mib),
                               _window(from_ts, to_ts, steps), _dask().resolve_client(client))
@@ -282,6 +282,9 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     df.attrs["stats"] = dict(stats)
     _warn_skipped(stats)
     return df
+
+
+_per_step = steps  # for summary(by="step"), whose parameter `steps` hides this function
 
 
 def efficiency(paths, by="name", top=None, threads=None, *, sort="self", calibration=None, max_line_mib=None,
