@@ -202,7 +202,8 @@ bool under(std::string_view path, std::string_view dir) {
 void classify_files(IoView& v) {
   std::unordered_set<std::string_view> prefixes;  // Python installations (not "/" itself)
   for (const auto& [path, s] : v.by_file)
-    if (size_t n = python_prefix_len(path); n != std::string_view::npos && n > 0) prefixes.insert(path.substr(0, n));
+    if (size_t n = python_prefix_len(path); n != std::string_view::npos && n > 0)
+      prefixes.insert(std::string_view(path).substr(0, n));  // a view of the key (a string's substr is a temporary)
   std::unordered_set<std::string_view> above_runtime, above_data;
   for (const auto& [path, s] : v.by_file) {
     IoFileKind k = io_file_kind(path);

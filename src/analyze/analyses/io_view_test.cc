@@ -294,3 +294,29 @@ TEST(IoView, TheDataFilesLeadAndTheImportsAreOneLine) {
   EXPECT_NE(html.find("\"by_file\":[[\"/data/train.bin\",4,"), std::string::npos);
   EXPECT_EQ(html.find("[\"/opt/py/lib/python3.11/site-packages/torch/_compile.py\""), std::string::npos);
 }
+
+// A pyenv installation (a prefix past the short-string size) and a data file
+// in the same home directory: the installation, what its build left beside
+// the interpreter (bin/Modules/Setup) and the directories that lead only to
+// it are the runtime's; the home directory above the data file is data.
+TEST(IoView, ALongInstallationPrefixAndWhatItHoldsAreTheRuntimes) {
+  TempDir d;
+  const std::string prefix = "/root/.pyenv/versions/3.11.7";
+  const std::string files[] = {prefix + "/lib/python3.11/os.py", prefix, prefix + "/bin", prefix + "/bin/Modules/Setup",
+                               "/root/.pyenv", "/root", "/root/.cache/hub/config.yaml"};
+  std::string t = "[\n";
+  long ts = 1000;
+  for (size_t i = 0; i < std::size(files); ++i) {
+    const std::string hash = "\"00000000000000a" + std::to_string(i) + "\"";
+    t += fh(1, files[i].c_str(), hash.c_str());
+    t += x("stat64", "POSIX", 1, ts += 100, 5, "\"fhash\":" + hash);
+  }
+  write_file(d.file("run.pfw"), t + "]\n");
+  IoView v = io_view({d.file("run.pfw")}, IoOptions{}, 1, ReadOptions{});
+  for (const std::string& runtime : {files[0], files[1], files[2], files[3], files[4]})
+    EXPECT_EQ(v.file_kind.at(runtime), IoFileKind::Runtime) << runtime;
+  EXPECT_EQ(v.file_kind.at("/root"), IoFileKind::Data) << "above a data file";
+  EXPECT_EQ(v.file_kind.at(files[6]), IoFileKind::Data);
+  EXPECT_EQ(v.data_files, 2u);
+  EXPECT_EQ(v.runtime_files, 5u);
+}
