@@ -5,8 +5,8 @@ gives the CLI's answer for it, on traces the real tracer wrote: a compiled
 runs). summary (name, module, category, step), efficiency, module_tree, diff,
 memory, io, merge and report are compared with the command's JSON (or its
 page and its merged file) for `--steps 1:` and one other range. A bad range,
-a range that picks no step, by="rank" and a Dask client are one-line
-ValueErrors.
+a range that picks no step and by="rank" are one-line ValueErrors (on a
+Dask client too: test_analyze_dask.py).
 """
 import json
 
@@ -108,5 +108,3 @@ def test_a_range_that_cannot_apply_is_the_clis_one_line_error(runs):  # noqa: F8
         da.summary(trace, by="rank", steps="1:")
     with pytest.raises(TypeError, match="steps must be a range of steps"):
         da.summary(trace, steps=slice(0, 4, 2))
-    with pytest.raises(ValueError, match="not on a Dask client"):
-        da.summary(trace, steps="1:", client=object())

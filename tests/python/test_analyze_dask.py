@@ -323,6 +323,14 @@ def test_cli_summary_dask_and_export_parquet(traces, client, tmp_path):
     assert local.returncode == 0 and dist.returncode == 0, dist.stderr
     n = json.loads(local.stdout)["complete_events"]
     assert 0 < n < json.loads(dist_all)["complete_events"] and dist.stdout == local.stdout
+    # A step range: each process's steps found on a worker, the chosen ones read.
+    for by in ("tid", "category"):
+        args = ["summary", "--by", by, "--format", "json", "--steps", "-2"]
+        local = subprocess.run([exe, *args, *paths], capture_output=True, text=True, env=env)
+        dist = subprocess.run([exe, *args, "--dask", client.scheduler.address, *paths], capture_output=True,
+                              text=True, env=env)
+        assert local.returncode == 0 and dist.returncode == 0, dist.stderr
+        assert dist.stdout == local.stdout, by
     out = tmp_path / "cli_pq"
     r = subprocess.run([exe, "export", "--format", "parquet", "-o", str(out), *paths[:5]], capture_output=True,
                        text=True, env=env)
@@ -447,3 +455,60 @@ def test_damaged_members_under_intact_indexes_count_the_same_on_every_path(tmp_p
         assert r.returncode == 0 and "corrupt gzip member" in r.stderr, r.stderr
         assert r.stdout == outs[0].stdout
     assert json.loads(outs[0].stdout)["skipped"]["corrupt_members"] == want.attrs["stats"]["corrupt_members"]
+
+
+def _helper_file(path, pid, n, start_ns):
+    """A DataLoader worker's trace: a repeated region of item fetches and their
+    reads, no model work (its process has no steps beside one that has some)."""
+    lines = ["["]
+    t = start_ns
+    for _ in range(n):
+        lines.append(synthetic_traces._event("read", "POSIX", pid, pid, t + 100_000, 400_000, {"ret": 4096}))
+        lines.append(synthetic_traces._event("fetch_batch", "worker", pid, pid, t, 700_000, {}))
+        t += 1_000_000
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n]\n")
+
+
+@pytest.mark.parametrize("steps", ["1:", -1, slice(0, 2)])
+def test_a_step_range_on_dask_equals_the_local_reader(traces, client, tmp_path, steps):
+    # Whole small files, the big file's member ranges (a process's steps found
+    # on one worker, its events read on several) and a helper process the
+    # client must leave out, though its worker sees it alone.
+    d, small, big = traces
+    helper = str(tmp_path / "app-worker-77.pfw")
+    _helper_file(helper, 77, 30, 1_700_000_000_000_000_000)
+    paths = small[:120] + [big, helper]
+    assert "helper" in {p["source"] for p in da.steps(paths).attrs["processes"]}
+    for by in ("name", "tid", "module,phase", "category"):
+        local = da.summary(paths, by=by, steps=steps, threads=2)
+        dist = da.summary(paths, by=by, steps=steps, client=client)
+        assert 0 < len(local), by
+        pd.testing.assert_frame_equal(local, dist, check_exact=True, obj=f"summary by {by}")
+        if by != "category":
+            assert local.attrs["totals"] == dist.attrs["totals"], by
+    assert da.summary(paths, steps=steps).attrs["totals"]["complete_events"] < \
+        da.summary(paths).attrs["totals"]["complete_events"]
+    local, dist = da.steps(paths, steps=steps), da.steps(paths, steps=steps, client=client)
+    pd.testing.assert_frame_equal(local, dist, check_exact=True)
+    assert local.attrs["processes"] == dist.attrs["processes"]
+    pd.testing.assert_frame_equal(da.summary(paths, by="step", steps=steps, client=client), local, check_exact=True)
+    pd.testing.assert_frame_equal(da.module_tree(paths, steps=steps), da.module_tree(paths, steps=steps, client=client),
+                                  check_exact=True)
+    a, b = small[:60], small[60:120] + [big]
+    pd.testing.assert_frame_equal(da.diff(a, b, steps=steps), da.diff(a, b, steps=steps, client=client),
+                                  check_exact=True)
+
+
+def test_a_step_range_that_cannot_apply_on_dask_is_the_local_line(traces, client, tmp_path):
+    d, small, big = traces
+    helper = str(tmp_path / "app-worker-78.pfw")
+    _helper_file(helper, 78, 30, 1_700_000_000_000_000_000)
+    # The helper (30 region steps when read alone, as its worker reads it) has
+    # none beside the others: "10:" picks none of their 4-5 steps.
+    for paths, text in ((small[:40] + [big], "5000:"), (small[:40], "x"), (small[:5] + [helper], "10:")):
+        with pytest.raises(ValueError) as local:
+            da.summary(paths, steps=text)
+        with pytest.raises(ValueError) as dist:
+            da.summary(paths, steps=text, client=client)
+        assert str(dist.value) == str(local.value), text

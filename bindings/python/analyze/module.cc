@@ -62,6 +62,14 @@ ReadOptions read_options(long long max_line_mib, long long max_document_mib) {
   return o;
 }
 
+void apply_chosen_spans(const ChosenSpans& spans, ReadOptions* ro) {
+  if (!spans) return;
+  StepSpans chosen;
+  for (const auto& [file, pid, s] : *spans)
+    if (!s.empty()) chosen.by_process[{file, pid}] = s;
+  apply_step_spans(std::move(chosen), ro);
+}
+
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths) {
   std::vector<LeftOutInput> left_out;
   std::vector<std::string> files = expand_inputs(paths, &left_out);
@@ -516,14 +524,18 @@ std::string py_calibrate(const std::string& directory, const std::string& output
 // Steps as the CLI's JSON text (write_steps_json), so Python parses exactly
 // what `summary --by step --format json` prints; plus the read stats.
 // A step range keeps the chosen steps' rows, as `summary --by step --steps`.
+// `spans`: a step filter chosen on a Dask client (the runs of the chosen
+// steps' read, as `summary --by category --steps` has them).
 nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
                    long long max_document_mib, const std::string& from_us, const std::string& to_us,
-                   const std::string& steps) {
+                   const std::string& steps, const ChosenSpans& spans) {
   const StepSlice range = steps.empty() ? StepSlice{} : parse_step_slice(steps);
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
-                        [&range](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
-                                 std::ostream& os) {
-                          StepReport r = analyze_steps(files, n, ro);
+                        [&range, &spans](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
+                                         std::ostream& os) {
+                          ReadOptions chosen = ro;
+                          apply_chosen_spans(spans, &chosen);
+                          StepReport r = analyze_steps(files, n, chosen);
                           if (range.set()) keep_step_rows(range, r);
                           write_steps_json(os, r);
                           return r.stats;
@@ -679,7 +691,9 @@ NB_MODULE(_analyze, m) {
         "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
-        nb::arg("steps") = "", "Per-step breakdown as JSON text, and the read stats.");
+        nb::arg("steps") = "", nb::arg("spans") = nb::none(),
+        "Per-step breakdown as JSON text, and the read stats; spans: [(file, pid, [(ts_ns, end_ns)])] read "
+        "alone (a step filter chosen on a Dask client).");
   m.def("category_wall_json", &py_category_wall, nb::arg("paths"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
         nb::arg("to_us") = "", nb::arg("steps") = "", "`summary --by category` (wall time per category) as JSON text, and the read stats.");

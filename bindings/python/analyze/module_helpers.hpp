@@ -2,8 +2,16 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +29,13 @@ namespace nb = nanobind;
 void check_cpu();
 // The reader's size limits from MiB (1 .. 1 TiB, else ValueError).
 ReadOptions read_options(long long max_line_mib, long long max_document_mib);
+
+// A step filter chosen on a Dask client (dftracer.analyze.distributed): per
+// process of the read (its file's index in the read's list, its pid), the
+// chosen steps' [ts, end) in ns. nullopt: no filter.
+using ChosenSpans = std::optional<std::vector<std::tuple<size_t, std::string, std::vector<std::pair<int64_t, int64_t>>>>>;
+// Sets ro's step filter to `spans` (nothing for nullopt), as apply_step_spans.
+void apply_chosen_spans(const ChosenSpans& spans, ReadOptions* ro);
 // Expanded inputs; FileNotFoundError when there is no trace file under them.
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths);
 nb::dict stats_dict(const ReadStats& s);

@@ -12,6 +12,7 @@
 #include "category_wall.hpp"
 #include "index_summary.hpp"
 #include "partial_summary.hpp"
+#include "step_select.hpp"
 #include "trace_window.hpp"
 
 namespace dftracer::analyze::py {
@@ -44,11 +45,13 @@ ReadOptions piece_options(long long max_line_mib, long long max_document_mib, in
 
 nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                              const std::string& by, long long threads, long long max_line_mib,
-                             long long max_document_mib, int64_t from_ns, int64_t to_ns, bool use_index) {
+                             long long max_document_mib, int64_t from_ns, int64_t to_ns, bool use_index,
+                             const ChosenSpans& spans) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
   ro.use_index = use_index;
+  apply_chosen_spans(spans, &ro);
   unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
   std::string part;
   {
@@ -60,16 +63,42 @@ nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::v
 
 nb::bytes py_partial_summary_range(const std::string& file, size_t file_id, uint64_t begin, uint64_t end,
                                    const std::string& by, long long max_line_mib, long long max_document_mib,
-                                   int64_t from_ns, int64_t to_ns) {
+                                   int64_t from_ns, int64_t to_ns, const ChosenSpans& spans) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
+  apply_chosen_spans(spans, &ro);  // the range's file is index 0
   std::string part;
   {
     nb::gil_scoped_release unlocked;
     part = partial_summary_range(file, file_id, MemberRange{begin, end}, keys, ro);
   }
   return to_bytes(part);
+}
+
+// Every process of whole FILES, with the steps a range picks among its own:
+// [(file, pid, model_work, steps, [(ts_ns, end_ns)])], file indexing FILES.
+// The client joins the pieces' lists, leaves out helper processes and
+// refuses a range that picks no step anywhere (step_range_error).
+nb::list py_chosen_steps(const std::vector<std::string>& files, const std::string& steps, long long threads,
+                         long long max_line_mib, long long max_document_mib, int64_t from_ns, int64_t to_ns) {
+  check_cpu();
+  const StepSlice range = parse_step_slice(steps);
+  ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
+  unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
+  StepPlan plan;
+  {
+    nb::gil_scoped_release unlocked;
+    plan = find_steps(files, nthreads, ro);
+  }
+  nb::list out;
+  for (const auto* group : {&plan.processes, &plan.without_steps})
+    for (const ProcessSteps& p : *group) {
+      nb::list spans;
+      for (size_t i : range.pick(p.steps.size())) spans.append(nb::make_tuple(p.steps[i].ts, p.steps[i].end));
+      out.append(nb::make_tuple(p.file, p.pid, p.model_work, p.steps.size(), spans));
+    }
+  return out;
 }
 
 // (any, first_ns, last_end_ns, from_index) of FILES: one piece of the range a
@@ -250,13 +279,26 @@ void register_partial_summary(nb::module_& m) {
   m.def("partial_summary", &py_partial_summary, nb::arg("files"), nb::arg("file_ids"), nb::arg("by") = "name",
         nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to, nb::arg("use_index") = true,
+        nb::arg("spans") = nb::none(),
         "The partial summary aggregate of FILES (numbered FILE_IDS in the whole input) as bytes, of the events "
         "with from_ns <= ts < to_ns; finalized .pfw.gz files answer from their write-time indexes where they "
-        "can (stats' indexed_files), unless use_index is false.");
+        "can (stats' indexed_files), unless use_index is false. spans: [(file, pid, [(ts_ns, end_ns)])], a "
+        "step filter (file indexes FILES).");
   m.def("partial_summary_range", &py_partial_summary_range, nb::arg("path"), nb::arg("file_id"), nb::arg("begin"),
         nb::arg("end"), nb::arg("by") = "name", nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
-        "The partial summary aggregate of one member range of PATH as bytes.");
+        nb::arg("spans") = nb::none(),
+        "The partial summary aggregate of one member range of PATH as bytes (spans: a step filter, file 0).");
+  m.def("chosen_steps", &py_chosen_steps, nb::arg("files"), nb::arg("steps"), nb::arg("threads") = 1,
+        nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
+        nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
+        "[(file, pid, model_work, steps, [(ts_ns, end_ns)])]: every process of whole FILES and the spans of the "
+        "steps the range STEPS picks among its own.");
+  m.def("pick_steps", [](const std::string& steps, size_t n) { return parse_step_slice(steps).pick(n); },
+        nb::arg("steps"), nb::arg("n"), "The positions among N steps the range STEPS picks, ascending.");
+  m.def("step_range_error", [](const std::string& steps, size_t most) { return no_step_chosen(parse_step_slice(steps), most); },
+        nb::arg("steps"), nb::arg("most"),
+        "The line for a range STEPS that picks no step where each process has at most MOST steps (0: none).");
   m.def("time_range", &py_time_range, nb::arg("files"), nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib,
         "(any, first_ns, last_end_ns, from_index): FILES' first ts and last ts+dur (metadata aside).");

@@ -47,7 +47,7 @@ class RangeLines {
  public:
   RangeLines(LineConsumer& c, ReadStats& st, const ReadOptions& o)
       : consumer_(c), stats_(st), max_line_(o.max_line_bytes), from_ns_(o.from_ns), to_ns_(o.to_ns),
-        windowed_(o.windowed()) {}
+        windowed_(o.windowed()), steps_(o.steps.get()) {}
 
   // Appends inflated bytes; hands over every line completed so far.
   void feed(const char* p, size_t n) {
@@ -104,7 +104,8 @@ class RangeLines {
     std::string_view s = strip_trace_line(std::string_view(text_.data() + pos, len));
     if (s.empty()) return;
     int64_t ts;
-    if (windowed_ && line_ts(s, ts) && (ts < from_ns_ || ts >= to_ns_)) return;  // as the reader's LineSink
+    if (windowed_ && line_ts(s, ts) && (ts < from_ns_ || ts >= to_ns_ || (steps_.active() && !steps_.keep(0, s, ts))))
+      return;  // as the reader's LineSink (one file: index 0 of the step filter)
     scratch_.assign(s.begin(), s.end());
     scratch_.resize(s.size() + kLinePadding);
     DecodeStatus st = consumer_.consume(std::string_view(scratch_.data(), s.size()), scratch_.size());
@@ -118,6 +119,7 @@ class RangeLines {
   uint64_t max_line_;
   int64_t from_ns_, to_ns_;
   bool windowed_;
+  StepSpanFilter steps_;
   bool skip_head_ = false;
   std::string text_;
   std::vector<char> scratch_;

@@ -71,11 +71,17 @@ StepPlan find_steps(const std::vector<std::string>& files, unsigned threads, con
   return finders[0]->plan();
 }
 
+std::string no_step_chosen(const StepSlice& range, size_t most) {
+  if (most == 0)
+    return "--steps " + range.text +
+           ": the input has no steps (no step mark or step arg, no optimizer step, no repeated "
+           "region, no inference loop; summary --by step says what it looks for)";
+  return "--steps " + range.text + " picks no step: the processes have at most " + std::to_string(most) +
+         " steps, numbered from 0 (summary --by step lists them)";
+}
+
 StepSpans select_steps(const StepPlan& plan, const StepSlice& range) {
-  if (plan.processes.empty())
-    throw std::invalid_argument("--steps " + range.text +
-                                ": the input has no steps (no step mark or step arg, no optimizer step, no repeated "
-                                "region, no inference loop; summary --by step says what it looks for)");
+  if (plan.processes.empty()) throw std::invalid_argument(no_step_chosen(range, 0));
   StepSpans out;
   size_t most = 0;
   for (const ProcessSteps& p : plan.processes) {
@@ -84,9 +90,7 @@ StepSpans select_steps(const StepPlan& plan, const StepSlice& range) {
     for (size_t i : range.pick(p.steps.size())) spans.emplace_back(p.steps[i].ts, p.steps[i].end);
     if (!spans.empty()) out.by_process[{p.file, p.pid}] = std::move(spans);
   }
-  if (out.by_process.empty())
-    throw std::invalid_argument("--steps " + range.text + " picks no step: the processes have at most " +
-                                std::to_string(most) + " steps, numbered from 0 (summary --by step lists them)");
+  if (out.by_process.empty()) throw std::invalid_argument(no_step_chosen(range, most));
   return out;
 }
 

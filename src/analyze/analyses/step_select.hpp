@@ -37,6 +37,10 @@ StepSlice parse_step_slice(std::string_view text);
 // Pass 1 of the step analysis alone (StepFinder over `files`).
 StepPlan find_steps(const std::vector<std::string>& files, unsigned threads, const ReadOptions& options = {});
 
+// The line for a range that picks no step, where each process has at most
+// `most` steps (0: the input has none).
+std::string no_step_chosen(const StepSlice& range, size_t most);
+
 // The spans of the steps `range` picks from `plan`. Throws
 // std::invalid_argument with one line when the plan has no step at all, or
 // the range picks none in any process.

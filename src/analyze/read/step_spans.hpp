@@ -4,6 +4,7 @@
 // select_steps (analyses/step_select.hpp) from the steps the analyzer finds.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -40,5 +41,31 @@ struct StepSpans {
 // The top-level "pid" of a stripped trace line as the decoder's pid_text
 // would hold it (a number's digits, a string's contents); false when none.
 bool line_pid(std::string_view line, std::string_view& pid);
+
+// The filter one reading thread applies: whether a timed line of file
+// `file` lies in one of its process's chosen steps (a line without a pid
+// belongs to none). Lines come in runs of one process: the last process's
+// spans are kept.
+class StepSpanFilter {
+ public:
+  StepSpanFilter(const StepSpans* steps) : steps_(steps) {}  // NOLINT: converts, as in LineSink{...}
+  bool active() const { return steps_ != nullptr; }
+  bool keep(size_t file, std::string_view line, int64_t ts) {
+    std::string_view pid;
+    if (!line_pid(line, pid)) return false;
+    if (file != file_ || pid != pid_) {
+      file_ = file;
+      pid_.assign(pid);
+      spans_ = steps_->spans(file, pid);
+    }
+    return spans_ && StepSpans::inside(*spans_, ts);
+  }
+
+ private:
+  const StepSpans* steps_;
+  size_t file_ = SIZE_MAX;
+  std::string pid_;
+  const std::vector<std::pair<int64_t, int64_t>>* spans_ = nullptr;
+};
 
 }  // namespace dftracer::analyze

@@ -455,27 +455,10 @@ struct LineSink {
   std::vector<char> scratch;
   int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;  // ReadOptions' window
   bool windowed = false;
-  const StepSpans* steps = nullptr;  // ReadOptions' step filter
-  size_t file = 0;                   // the file being read, for the step filter
-  // The last process looked up in `steps`: lines come in runs of one process.
-  size_t spans_file = SIZE_MAX;
-  std::string spans_pid;
-  const std::vector<std::pair<int64_t, int64_t>>* spans = nullptr;
+  StepSpanFilter steps{nullptr};  // ReadOptions' step filter
+  size_t file = 0;                // the file being read, for the step filter
   bool ns_times = false;  // the file's times are nanoseconds (declares_ns_times): read as microseconds
   std::string us_line;
-
-  // A timed line of a process is read only inside its chosen steps; one
-  // without a pid belongs to no step.
-  bool in_steps(std::string_view s, int64_t ts) {
-    std::string_view pid;
-    if (!line_pid(s, pid)) return false;
-    if (file != spans_file || pid != spans_pid) {
-      spans_file = file;
-      spans_pid.assign(pid);
-      spans = steps->spans(file, pid);
-    }
-    return spans && StepSpans::inside(*spans, ts);
-  }
 
   void line(const char* p, size_t len, size_t readable_after) {
     if (len > max_line) {
@@ -500,7 +483,7 @@ struct LineSink {
       int64_t ts;
       if (line_ts(s, ts)) {
         if (ts < from_ns || ts >= to_ns) return;  // outside the window: not read
-        if (steps && !in_steps(s, ts)) return;
+        if (steps.active() && !steps.keep(file, s, ts)) return;
       }
     }
     size_t cap = readable_after - static_cast<size_t>(s.data() - p);

@@ -36,7 +36,7 @@ import warnings
 
 from ._common import (  # noqa: F401  (_IMPORT_ERROR: why the extension is missing)
     _IMPORT_ERROR, STEP_CATEGORIES, SkippedInputWarning, _ext, _fs_path, _limits, _module, _path_list, _threads, _warn_skipped,
-    _steps_on_this_machine, _window, _window_bound,
+    _steps_text, _window, _window_bound,
 )
 
 SkippedInputWarning.__module__ = __name__  # its public home
@@ -118,7 +118,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
         inside the chosen steps are read, per process (docs/analyzer.md, "A range of
         steps"); by="step" keeps the chosen steps' rows. An input without steps, or a
         range that picks none, raises ValueError with the command's line; by="rank" takes
-        none, and neither does a client (ValueError).
+        none. With a client each process's steps are found on a worker from its whole
+        file, and the workers read the chosen steps' events alone: the same numbers.
     use_index: answer from the files' write-time indexes where they can (every file a
         finalized .pfw.gz of ours, `by` among name, cat, pid, tid, no window, no
         args.flops/bytes in the file); False always reads the events (`--no-index`).
@@ -151,7 +152,6 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
         by = ",".join(by)
     if by == "rank" and steps is not None:  # as `summary --by rank --steps`
         raise ValueError("steps: summary by='rank' does not take a step range (the ranks tables are per step already)")
-    _steps_on_this_machine(steps, client)
     if by == "rank":  # per process of a torchrun job: _ranks.py
         ordered = top is not None or sort is not None  # as `--by rank --top/--sort`: by time, else as read
         return ranks(paths, threads, max_line_mib=max_line_mib, max_document_mib=max_document_mib, client=client,
@@ -184,7 +184,8 @@ def summary(paths, by="name", top=None, threads=None, *, sort=None, max_line_mib
         _dask().check_window(_module(), window)  # bad text fails here, before any work
         _module().combine_partials([], by, 0, sort)  # a bad key or sort fails here, before any work
         raw = _dask().summary(client, _module(), files(paths), by, int(top), sort, limits,
-                              window=(window["from_us"], window["to_us"]), use_index=bool(use_index))
+                              window=(window["from_us"], window["to_us"]), use_index=bool(use_index),
+                              steps_text=None if steps is None else _steps_text(steps))
     memory = [c for c in ("alloc_bytes", "free_bytes", "net_bytes") if c in raw["columns"]]  # memory capture
     order = list(raw["keys"]) + list(SUMMARY_COLUMNS) + memory
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
@@ -207,7 +208,7 @@ def _category_wall(paths, threads, limits, window, client):
     else:
         inputs = files(paths)
         ns = _dask().window_of(client, _module(), inputs, window, limits)
-        text, stats = _dask().category_wall(client, _module(), inputs, limits, ns)
+        text, stats = _dask().category_wall(client, _module(), inputs, limits, ns, steps_text=window.get("steps"))
     doc = json.loads(text)
     df = pd.DataFrame(doc.pop("rows"), columns=list(CATEGORY_WALL_COLUMNS))
     df["count"] = df["count"].astype("uint64")
@@ -252,7 +253,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     client: as for summary(); whole files are read on the workers (a process's steps
     need all of its events), each keeping the window the client resolved.
     steps: a range of steps as for summary() (`summary --by step --steps`): the chosen
-    steps' rows, found over the whole input. Not with a client.
+    steps' rows, found over the whole input (with a client too).
     """
     import json
 
@@ -262,7 +263,6 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     threads = _threads(threads)
     window = _window(from_ts, to_ts, steps)
     client = _dask().resolve_client(client)
-    _steps_on_this_machine(steps, client)
     if client is None:
         text, stats = _module().steps_json(_path_list(paths), threads, **limits, **window)
         doc = json.loads(text)
@@ -270,6 +270,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
         inputs = files(paths)
         doc, stats = _dask().steps(client, _module(), inputs, limits, _dask().window_of(client, _module(), inputs,
                                                                                          window, limits))
+        _dask().keep_step_rows(_module(), doc, window.get("steps"))
     cats = STEP_CATEGORIES
     columns = (["pid", "step", "label", "start_us", "duration_us"] + [f"{c}_us" for c in cats] +
                ["untraced_us", "traced_us"] + [f"{c}_thread_us" for c in cats] +
@@ -405,7 +406,6 @@ def diff(a, b, by="name", top=None, threads=None, *, sort="self", max_line_mib=N
     threads = _threads(threads)
     window = _window(from_ts, to_ts, steps)  # steps: the same range of each run's steps, as `diff --steps`
     client = _dask().resolve_client(client)
-    _steps_on_this_machine(steps, client)
     if client is None:
         raw = _module().diff(_path_list(a), _path_list(b), by, top, threads, **limits, **window, sort=sort)
     else:
@@ -413,7 +413,7 @@ def diff(a, b, by="name", top=None, threads=None, *, sort="self", max_line_mib=N
         _module().combine_partials([], by, 0, "self")  # a bad key fails here, before any work
         _module().diff_partials([], [], by, 0, sort=sort)  # a bad sort too
         fa, fb = files(a), files(b)
-        raw = _dask().diff(client, _module(), fa, fb, by, top, limits, sort=sort,
+        raw = _dask().diff(client, _module(), fa, fb, by, top, limits, sort=sort, steps_text=window.get("steps"),
                            windows=[_dask().window_of(client, _module(), f, window, limits) for f in (fa, fb)])
     order = list(raw["keys"]) + list(DIFF_COLUMNS) + ["within_noise"]
     df = pd.DataFrame({c: raw["columns"][c] for c in order}, columns=order)
@@ -454,7 +454,6 @@ def module_tree(paths, threads=None, *, sort="total", top=None, max_line_mib=Non
     limits = _limits(max_line_mib, max_document_mib)
     threads = _threads(threads)
     client = _dask().resolve_client(client)
-    _steps_on_this_machine(steps, client)
     window = _window(from_ts, to_ts, steps)  # steps: as for summary() (`--tree --steps`)
     top = _top(top)
     _module().module_tree_partials([], sort, top)  # a bad sort fails here, before any work
@@ -463,7 +462,8 @@ def module_tree(paths, threads=None, *, sort="total", top=None, max_line_mib=Non
     else:
         inputs = files(paths)
         raw = _dask().module_tree(client, _module(), inputs, limits, sort=sort, top=top,
-                                  window=_dask().window_of(client, _module(), inputs, window, limits))
+                                  window=_dask().window_of(client, _module(), inputs, window, limits),
+                                  steps_text=window.get("steps"))
     df = pd.DataFrame({c: raw["columns"][c] for c in MODULE_TREE_COLUMNS}, columns=list(MODULE_TREE_COLUMNS))
     df.attrs["totals"] = dict(raw["totals"])
     df.attrs["stats"] = dict(raw["stats"])

@@ -102,13 +102,6 @@ def _window(from_ts, to_ts, steps=None):
     return w
 
 
-def _steps_on_this_machine(steps, client):
-    """A step range with a Dask client: refused (the step filter runs on this machine's reader)."""
-    if steps is not None and client is not None:
-        raise ValueError("steps=: a step range is applied by this machine's reader, not on a Dask client; "
-                         "call without client= (or with from_ts/to_ts around the steps)")
-
-
 def _limits(max_line_mib, max_document_mib):
     """The reader's size limits as keyword arguments of the extension (None: the default)."""
     out = {}

@@ -43,6 +43,7 @@ def _parser():
     p.add_argument("--max-document-mib", type=int, default=None)
     p.add_argument("--from", dest="from_ts", default="")
     p.add_argument("--to", dest="to_ts", default="")
+    p.add_argument("--steps", default=None)
     p.add_argument("--no-index", dest="use_index", action="store_false")  # read the events, as without --dask
     return p
 
@@ -77,9 +78,11 @@ def _summary(a, client):
             ext.window_is_relative(w)  # a bad --from/--to: before any work
     window = distributed.window_ns(client, ext, inputs, a.from_ts, a.to_ts, limits)
     if a.by == "category":  # compile vs run in wall time, as without --dask
-        text, stats = distributed.category_wall(client, ext, inputs, limits, window, fmt)
+        text, stats = distributed.category_wall(client, ext, inputs, limits, window, fmt, steps_text=a.steps)
     else:
-        parts = distributed.partials(client, ext, inputs, a.by, limits, window=window, use_index=a.use_index)
+        chosen = distributed.chosen_steps(client, ext, inputs, limits, window, a.steps)  # --steps: each process's
+        parts = distributed.partials(client, ext, inputs, a.by, limits, window=window, use_index=a.use_index,
+                                     chosen=chosen)
         text = ext.combine_partials_text(parts, a.by, a.top, a.sort, fmt)
         stats = ext.combine_partials(parts, a.by, 1, a.sort)["stats"]  # for the one-line report
     if a.out:

@@ -125,25 +125,50 @@ def _us_text(ns, open_value):
     return f"{sign}{abs(ns) // 1000}.{abs(ns) % 1000:03d}"
 
 
-def _partial(piece, by, limits, window=(), use_index=True):
+def _partial(piece, spans=None, *, by, limits, window=(), use_index=True):
     ext = _ext()
     bounds = _bounds(window)
+    spans = _spans_of(spans)
     if piece[0] == "files":  # finalized .pfw.gz files answer from their .idx here (nothing inflated)
-        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds, use_index=use_index)
+        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds, use_index=use_index, spans=spans)
     _, path, file_id, begin, end = piece
-    return ext.partial_summary_range(path, file_id, begin, end, by, **limits, **bounds)
+    return ext.partial_summary_range(path, file_id, begin, end, by, **limits, **bounds, spans=spans)
+
+
+def _piece_spans(pieces, chosen):
+    """Each piece's step filter, as JSON text (None for none; text travels to the
+    workers as it is): `chosen` ({(file id, pid): [(ts_ns, end_ns)]} over the whole
+    input) as [[file's index in the piece, pid, spans]]."""
+    if chosen is None:
+        return [None] * len(pieces)
+    out = []
+    for piece in pieces:
+        local = {file_id: i for i, file_id in enumerate(piece[2] if piece[0] == "files" else [piece[2]])}
+        out.append(json.dumps([[local[f], pid, spans] for (f, pid), spans in chosen.items() if f in local]))
+    return out
+
+
+def _spans_of(text):
+    """A piece's step filter from _piece_spans()' text, as the extension takes it."""
+    if text is None:
+        return None
+    return [(f, pid, [tuple(s) for s in spans]) for f, pid, spans in json.loads(text)]
+
+
+def _chosen_part(piece, text, limits, window=()):
+    return piece[2], _ext().chosen_steps(piece[1], text, 1, **limits, **_bounds(window))
 
 
 def _time_range(piece, limits):
     return _ext().time_range(piece[1], 1, **limits)
 
 
-def _steps_part(piece, limits, window=()):
+def _steps_part(piece, spans=None, *, limits, window=()):
     # steps_json takes the window as text: the client's resolved ns, exactly.
     texts = {}
     if window:
         texts = {"from_us": _us_text(window[0], -(1 << 63)), "to_us": _us_text(window[1], (1 << 63) - 1)}
-    text, stats = _ext().steps_json(piece[1], 1, **limits, **texts)
+    text, stats = _ext().steps_json(piece[1], 1, **limits, **texts, spans=_spans_of(spans))
     return piece[2][0], text, stats
 
 
@@ -195,7 +220,7 @@ def window_ns(client, ext, files, from_text, to_text, limits):
 
 def check_window(ext, window):
     """A window's texts ({"from_us", "to_us"}) checked before any work: ValueError for bad text."""
-    for t in window.values():
+    for t in (window["from_us"], window["to_us"]):
         if t:
             ext.window_is_relative(t)
 
@@ -209,48 +234,83 @@ def window_of(client, ext, files, window, limits):
 _INDEXED_KEYS = {"name", "cat", "pid", "tid"}
 
 
-def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True):
+def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True, chosen=None):
     # A large file whose index answers stays whole: its worker inflates none of it.
-    indexable = use_index and not window and set(by.split(",")) <= _INDEXED_KEYS
+    indexable = use_index and not window and chosen is None and set(by.split(",")) <= _INDEXED_KEYS
     pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes, whole_if_indexed=indexable)
-    return client.map(_partial, pieces, by=by, limits=limits, window=tuple(window), use_index=use_index, pure=False)
+    return client.map(_partial, pieces, _piece_spans(pieces, chosen), by=by, limits=limits, window=tuple(window),
+                      use_index=use_index, pure=False)
 
 
-def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True):
+def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True, chosen=None):
     """The partial aggregates (bytes) of every piece of `files`, read on the cluster;
-    `window` = (from_ns, to_ns) applies a time window on the workers."""
-    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index))
+    `window` = (from_ns, to_ns) applies a time window on the workers, `chosen`
+    (chosen_steps()) a step filter."""
+    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index, chosen))
 
 
-def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windows=((), ()), sort="self"):
+def chosen_steps(client, ext, files, limits, window, text):
+    """The step filter of a range (`--steps` text) over `files`: {(file id, pid):
+    [(ts_ns, end_ns)]} of the steps it picks in each process, None without a range.
+    Each process's steps are found on a worker from its whole file (as steps()), a
+    helper process (no model work beside one with some) keeps none, and a range that
+    picks no step anywhere is a ValueError with the command's line."""
+    if text is None:
+        return None
+    ext.pick_steps(text, 0)  # bad text fails here, before any work
+    pieces = plan_pieces(ext, files, _n_workers(client), split_members=False)
+    found = []
+    for ids, rows in client.gather(client.map(_chosen_part, pieces, text=text, limits=limits, window=tuple(window),
+                                              pure=False)):
+        found += [(ids[f], pid, work, n, spans) for f, pid, work, n, spans in rows]
+    if any(work for _, _, work, _, _ in found):  # as _drop_helper_steps
+        found = [p for p in found if p[2]]
+    chosen = {(f, pid): [tuple(s) for s in spans] for f, pid, _, _, spans in found if spans}
+    if not chosen:
+        raise ValueError(ext.step_range_error(text, max((n for *_, n, _ in found), default=0)))
+    return chosen
+
+
+def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windows=((), ()), sort="self",
+         steps_text=None):
     """diff()'s raw dict: each run's partial summaries read on the cluster (both runs'
     pieces queued at once), the two combined summaries joined on the client;
-    `windows`: each run's (from_ns, to_ns)."""
-    fa = _partial_futures(client, ext, files_a, by, limits, piece_bytes, window=windows[0])
-    fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes, window=windows[1])
-    spreads = []  # the noise estimate, as `diff`: each run's step durations and outliers
-    for files, window in ((files_a, windows[0]), (files_b, windows[1])):
-        rows = steps(client, ext, files, limits, window)[0]["steps"]
+    `windows`: each run's (from_ns, to_ns); `steps_text`: a step range of each run."""
+    chosen = [chosen_steps(client, ext, files, limits, w, steps_text)
+              for files, w in ((files_a, windows[0]), (files_b, windows[1]))]
+    fa = _partial_futures(client, ext, files_a, by, limits, piece_bytes, window=windows[0], chosen=chosen[0])
+    fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes, window=windows[1], chosen=chosen[1])
+    spreads = []  # the noise estimate, as `diff`: each run's step durations and outliers (of its chosen steps' read)
+    for files, window, c in ((files_a, windows[0], chosen[0]), (files_b, windows[1], chosen[1])):
+        rows = steps(client, ext, files, limits, window, chosen=c)[0]["steps"]
         spreads += [[r["duration_us"] for r in rows], [bool(r["outlier"]) for r in rows]]
     return ext.diff_partials(client.gather(fa), client.gather(fb), by, top, *spreads, sort=sort)
 
 
-def module_tree(client, ext, files, limits, piece_bytes=None, window=(), sort="total", top=0):
+def module_tree(client, ext, files, limits, piece_bytes=None, window=(), sort="total", top=0, steps_text=None):
     """module_tree()'s raw dict: partial summaries by module, combined into the tree."""
-    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes, window), sort, top)
+    chosen = chosen_steps(client, ext, files, limits, window, steps_text)
+    return ext.module_tree_partials(partials(client, ext, files, "module", limits, piece_bytes, window,
+                                             chosen=chosen), sort, top)
 
 
-def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", ""), use_index=True):
-    """summary()'s raw dict, computed on the cluster; `window` = the (from, to) bounds' texts."""
+def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=("", ""), use_index=True,
+            steps_text=None):
+    """summary()'s raw dict, computed on the cluster; `window` = the (from, to) bounds' texts;
+    `steps_text` a step range."""
     ns = window_ns(client, ext, files, window[0], window[1], limits)
-    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes, ns, use_index), by, top, sort)
+    chosen = chosen_steps(client, ext, files, limits, ns, steps_text)
+    return ext.combine_partials(partials(client, ext, files, by, limits, piece_bytes, ns, use_index, chosen),
+                                by, top, sort)
 
 
-def steps(client, ext, files, limits, window=()):
+def steps(client, ext, files, limits, window=(), chosen=None):
     """steps()'s JSON document and stats, from whole files mapped over the workers;
-    `window` = (from_ns, to_ns), resolved against the whole input."""
+    `window` = (from_ns, to_ns), resolved against the whole input; `chosen`
+    (chosen_steps()) reads the chosen steps' events alone."""
     pieces = [p for p in plan_pieces(ext, files, _n_workers(client), split_members=False)]
-    results = client.gather(client.map(_steps_part, pieces, limits=limits, window=tuple(window), pure=False))
+    results = client.gather(client.map(_steps_part, pieces, _piece_spans(pieces, chosen), limits=limits,
+                                       window=tuple(window), pure=False))
     doc, stats = None, {}
     for first_id, text, st in results:
         part = json.loads(text)
@@ -278,12 +338,35 @@ def steps(client, ext, files, limits, window=()):
     return doc, stats
 
 
-def category_wall(client, ext, files, limits, ns, format="json"):
+def keep_step_rows(ext, doc, text):
+    """steps()'s document cut to the steps a range picks in each process, as
+    `summary --by step --steps` (the steps found over the whole input); ValueError
+    with the command's line when it keeps none."""
+    if text is None:
+        return
+    ext.pick_steps(text, 0)
+    rows, kept, most = doc["steps"], [], 0
+    at = 0
+    for p in doc["processes"]:
+        n = p["steps"]
+        most = max(most, n)
+        mine = rows[at:at + n]
+        at += n
+        p["steps"] = len(picked := [mine[i] for i in ext.pick_steps(text, n)])
+        kept += picked
+    if not kept:
+        raise ValueError(ext.step_range_error(text, most))
+    doc["steps"] = kept
+
+
+def category_wall(client, ext, files, limits, ns, format="json", steps_text=None):
     """`summary --by category --format FORMAT`'s text and the read stats: the processes'
     runs from steps() on whole files, the thread time from partial summaries by
-    category, joined by the command's writer; `ns` = (from_ns, to_ns) or ()."""
-    doc, stats = steps(client, ext, files, limits, ns)
-    parts = partials(client, ext, files, "category", limits, window=ns)
+    category, joined by the command's writer; `ns` = (from_ns, to_ns) or (); `steps_text`
+    a step range (both read the chosen steps alone)."""
+    chosen = chosen_steps(client, ext, files, limits, ns, steps_text)
+    doc, stats = steps(client, ext, files, limits, ns, chosen=chosen)
+    parts = partials(client, ext, files, "category", limits, window=ns, chosen=chosen)
     runs = doc["runs"] if doc else []
     from ._common import STEP_CATEGORIES as cats
 
