@@ -10,7 +10,8 @@ dftracer region (`dft_fn`, which the observer does not see) or torch's
 `record_function` (a RecordFunction scope the observer records, carrying no
 phase of its own: a wrapper region says nothing about the work inside it).
 Every op inside a region must carry that region's phase, on whatever thread
-it ran.
+it ran. The model turns grad mode off inside its training forward (a frozen
+layer under no_grad, a reentrant activation checkpoint): still forward work.
 """
 import json
 import subprocess
@@ -31,7 +32,23 @@ from dftracer.python import dftracer, dft_fn, trace_eager
 torch.manual_seed(0)
 torch.set_num_threads(1)
 log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run.pfw"), None, -1)
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+class Block(torch.nn.Module):
+    # Grad mode off inside a training forward: a frozen layer under no_grad,
+    # and a reentrant activation checkpoint (its segment runs under no_grad,
+    # then again in backward): forward work all the same.
+    def __init__(self):
+        super().__init__()
+        self.frozen = torch.nn.Linear(32, 32).requires_grad_(False)
+        self.inp = torch.nn.Linear(32, 64)
+        self.seg = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+
+    def forward(self, x):
+        with torch.no_grad():
+            x = self.frozen(x)
+        return torch.utils.checkpoint.checkpoint(self.seg, self.inp(x), use_reentrant=True)
+
+
+model = torch.nn.Sequential(Block(), torch.nn.Linear(64, 8))
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x, y = torch.randn(16, 32), torch.randn(16, 8)
 

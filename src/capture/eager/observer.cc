@@ -157,6 +157,13 @@ struct ThreadState {
   // and belongs to the update, as Megatron's optimizer timer counts it. A
   // model called meanwhile (an evaluation) is still inference.
   uint8_t grad_off_phase;
+  // The phase of grad-mode-off work inside the thread's outermost module
+  // call: inference when the call began with grad mode off (an evaluation),
+  // forward when it began with grad mode on -- a training forward that
+  // turns grad mode off inside (a reentrant activation checkpoint runs its
+  // segment under no_grad; a frozen backbone called under no_grad) is the
+  // step's forward work.
+  uint8_t module_grad_off_phase;
   // The thread's outermost module call (set_module() from depth 0 to 1) and
   // its Tensor.backward call (set_in_backward() off to on): when each began
   // (0: none open or not recorded), what to write at its end. They hold the
@@ -208,6 +215,7 @@ __attribute__((noinline)) ThreadState* create_state() {
   st->rf_thread = at::RecordFunction::currentThreadId();
   st->grad_on_phase = phase_bits(kForward);
   st->grad_off_phase = phase_bits(kInference);
+  st->module_grad_off_phase = phase_bits(kInference);
   tl_state = st;
   return st;
 }
@@ -544,9 +552,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // phase, and what runs in it decides its own.
     const bool work = f.info.flags & (kOperator | kCompiledScope | kInductorKernel);
     if (!c10::GradMode::is_enabled()) {
-      const uint8_t off = t.module_depth > 0 ? phase_bits(kInference) : t.grad_off_phase;
-      // Between backward() and the update, a region is a wrapper: the work in
-      // it decides (a model call an evaluation's, the clipping the update's).
+      const uint8_t off = t.module_depth > 0 ? t.module_grad_off_phase : t.grad_off_phase;
+      // Between backward() and the update, or in a training forward, a region
+      // is a wrapper: the work in it decides (a model call an evaluation's,
+      // the clipping the update's).
       if (work || off == phase_bits(kInference)) f.kind |= kShadows | kGradOff | off | (work ? 0 : kPhaseHidden);
       else f.kind |= kGradOff;
     } else if (work)
@@ -1053,6 +1062,8 @@ void write_call(dft_id name, uint64_t begin, uint8_t phase, dft_id module) {
 void set_module(uint32_t module, int depth, uint32_t call_name) {
   ThreadState* st = state();
   if (st == nullptr) return;
+  if (depth == 1 && st->module_depth == 0)
+    st->module_grad_off_phase = phase_bits(c10::GradMode::is_enabled() ? kForward : kInference);
   if (depth == 1 && st->module_depth == 0 && call_name != 0) {
     st->call_begin = 0;
     if (g_cat_torch != 0 && dft_enabled_inline() && st->grad_on_phase != phase_bits(kBackward) && !inside_work(*st)) {

@@ -289,6 +289,37 @@ TEST(Observer, GradOffWorkBetweenBackwardAndTheUpdateIsTheOptimizers) {
     }
 }
 
+// A training forward that turns grad mode off inside (a reentrant activation
+// checkpoint's segment, a frozen backbone under no_grad) is forward work;
+// a model called under no_grad is an evaluation's.
+TEST(Observer, GradOffWorkInsideATrainingForwardIsForward) {
+  torch::Tensor w = torch::randn({4}, torch::requires_grad());
+  Trace trace;
+  dftracer::torch::enable();
+  dftracer::torch::set_module(7, 1);  // the model, called with grad mode on
+  torch::Tensor h = w * 2;
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor frozen = h.neg();
+  }
+  dftracer::torch::set_module(0, 0);
+  {
+    torch::NoGradGuard no_grad;
+    dftracer::torch::set_module(7, 1);  // an evaluation
+    torch::Tensor eval = w.abs();
+    dftracer::torch::set_module(0, 0);
+  }
+  const std::vector<Event> all = trace.finish();
+  std::map<std::string, const Event*> first;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.cat == "aten" && !first.count(e.name)) first[e.name] = &e;
+  ASSERT_TRUE(first.count("aten::mul") && first.count("aten::neg") && first.count("aten::abs"));
+  EXPECT_EQ(str_arg(*first["aten::mul"], "phase"), "forward");
+  EXPECT_EQ(str_arg(*first["aten::neg"], "phase"), "forward");
+  EXPECT_EQ(int_arg(*first["aten::neg"], "grad"), 0);
+  EXPECT_EQ(str_arg(*first["aten::abs"], "phase"), "inference");
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;
