@@ -2,8 +2,10 @@
 beside this interpreter or on PATH (the wheel installs it), or in a CMake build
 directory of this checkout (newest first). Skips the test when none is built."""
 import glob
+import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -22,6 +24,14 @@ def analyzer():
         if c and os.access(c, os.X_OK):
             return c
     pytest.skip("dftracer-analyze not built (set DFTRACER_ANALYZE_BIN)")
+
+
+def analyzer_json(*args, timeout=300):
+    """The command's JSON answer (`--format json --no-progress`); fails the test with its stderr."""
+    p = subprocess.run([analyzer(), *args, "--format", "json", "--no-progress"], capture_output=True, text=True,
+                       timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
 
 
 # Forks and execs the command from a fresh, small interpreter and prints its

@@ -4,10 +4,9 @@ and counter tracks far longer than the chart, whose samples the analyzer must
 not all keep."""
 import json
 import os
-import subprocess
 import zlib
 
-from analyzer_cli import analyzer, analyzer_peak_rss_kib
+from analyzer_cli import analyzer_json, analyzer_peak_rss_kib
 
 INT64_MAX = 2**63 - 1
 
@@ -20,10 +19,7 @@ def _write(path, events):
 
 
 def _json(*args):
-    p = subprocess.run([analyzer(), *args, "--no-progress", "--format", "json"], capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return analyzer_json(*args)
 
 
 

@@ -11,11 +11,8 @@ inside a training step (the clipping, under no_grad, is the update's); and
 `summary --by step` splits each step into forward, backward and optimizer
 time.
 """
-import json
-import subprocess
-
 import pytest
-from test_analyze_self_time import analyzer_exe
+from analyzer_cli import analyzer_json
 from trace_reader import read_trace, trace_files
 
 torch = pytest.importorskip("torch")
@@ -54,13 +51,6 @@ t.Trainer(model=model, args=args, train_dataset=Tokens(256), eval_dataset=Tokens
 """
 
 
-def analyze(*args):
-    p = subprocess.run([analyzer_exe(), *args, "--format", "json", "--no-progress"], capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
-
-
 def test_trainer_steps_are_its_optimizer_steps_with_their_micro_batches(tmp_path):
     from conftest import run_python_in
 
@@ -72,7 +62,7 @@ def test_trainer_steps_are_its_optimizer_steps_with_their_micro_batches(tmp_path
     [path] = trace_files(str(d))
     events = [e for e in read_trace(path) if e.get("ph") == "X"]
 
-    doc = analyze("summary", path, "--by", "step")
+    doc = analyzer_json("summary", path, "--by", "step")
     [proc] = doc["processes"]
     assert proc["source"] == "optimizer" and proc["steps"] == STEPS, proc
     steps = [(round(r["start_us"] * 1000), round((r["start_us"] + r["duration_us"]) * 1000)) for r in doc["steps"]]
