@@ -10,9 +10,9 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
-#include <string_view>
 #include <vector>
 
 #include "diff.hpp"

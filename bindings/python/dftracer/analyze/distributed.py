@@ -344,15 +344,14 @@ def keep_step_rows(ext, doc, text):
     with the command's line when it keeps none."""
     if text is None:
         return
-    ext.pick_steps(text, 0)
     rows, kept, most = doc["steps"], [], 0
     at = 0
-    for p in doc["processes"]:
+    for p in doc["processes"]:  # rows run by process, as the processes
         n = p["steps"]
         most = max(most, n)
-        mine = rows[at:at + n]
+        picked = [rows[at + i] for i in ext.pick_steps(text, n)]
         at += n
-        p["steps"] = len(picked := [mine[i] for i in ext.pick_steps(text, n)])
+        p["steps"] = len(picked)
         kept += picked
     if not kept:
         raise ValueError(ext.step_range_error(text, most))
