@@ -3,9 +3,11 @@ multi-member .pfw.gz files with their .idx, in our writer's format (a `[` line,
 one event object per line, events written when they end, so children come
 before their parents). Used by the Dask/Parquet tests and bench/analyze.
 
-Each thread runs steps; a step holds ops of two phases and a data-loader call;
-every thread of the large file also has one `epoch` region around all of it,
-written last, so nesting spans every gzip member of the file.
+Each thread runs steps; a step holds ops of two phases and a read, every
+fourth one of a module file (the runtime's I/O, "other") instead of the data
+file; every thread of the large file also has one `epoch` region around all
+of it, written last, so nesting spans every gzip member of the file, and the
+FH records that name both files come last too (another member range).
 """
 import gzip
 import os
@@ -45,7 +47,8 @@ def thread_events(rng, pid, tid, n_events, start_ns, epoch=False):
                 lines.append(_event(f"function.{op}", "dynamo", pid, tid, t, dur, args))
                 t += dur + rng.randrange(0, 2000)
         dur = rng.randrange(2000, 20000)
-        lines.append(_event("read", "POSIX", pid, tid, t, dur, {"size": 4096, "fhash": '"00ab"'}))
+        fhash = '"00cd"' if step % 4 == 3 else '"00ab"'  # a module file, else the data
+        lines.append(_event("read", "POSIX", pid, tid, t, dur, {"size": 4096, "fhash": fhash}))
         t += dur + rng.randrange(0, 500)
         lines.append(_event("train_step", "region", pid, tid, step_start, t - step_start, {"step": step}))
         t += rng.randrange(100, 5000)
@@ -55,9 +58,13 @@ def thread_events(rng, pid, tid, n_events, start_ns, epoch=False):
     return lines, t
 
 
-def process_lines(seed, pid, n_events, threads=1, epoch=False, rank=None):
+FILE_NAMES = {"00ab": "/data/train.bin", "00cd": "/usr/lib/python3.11/json/decoder.py"}
+
+
+def process_lines(seed, pid, n_events, threads=1, epoch=False, rank=None, names=False):
     """The lines of one process's file: the preamble, then its threads' events interleaved
-    (with `rank`, the rank metadata halfway through, as a process that joins its group late)."""
+    (with `rank`, the rank metadata halfway through, as a process that joins its group late;
+    with `names`, the FH records of FILE_NAMES at the end)."""
     rng = random.Random(seed)
     start = 1_700_000_000_000_000_000 + seed * 1_000_000_000
     head = ["[", f'{{"id":0,"name":"process_name","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
@@ -76,6 +83,9 @@ def process_lines(seed, pid, n_events, threads=1, epoch=False, rank=None):
     if rank is not None:
         body.insert(len(body) // 2, f'{{"id":0,"name":"rank","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
                                     f'"args":{{"name":"rank","value":{rank}}}}}')
+    if names:
+        body += [f'{{"id":0,"name":"FH","cat":"dftracer","pid":{pid},"tid":{pid},"ph":"M",'
+                 f'"args":{{"name":"{path}","value":"{h}"}}}}' for h, path in FILE_NAMES.items()]
     return head + body + ["]"]
 
 
@@ -99,7 +109,7 @@ def write_multi_member_gz(path, n_events, threads=4, member_lines=2000, seed=7, 
     With split_lines, some member boundaries fall inside a line (the reader must
     join it), unlike our writer's whole-line chunks."""
     rng = random.Random(seed)
-    text = "\n".join(process_lines(seed, pid, n_events, threads=threads, epoch=True, rank=rank)) + "\n"
+    text = "\n".join(process_lines(seed, pid, n_events, threads=threads, epoch=True, rank=rank, names=True)) + "\n"
     data = text.encode()
     cuts, pos = [], 0
     lines = data.split(b"\n")

@@ -50,11 +50,19 @@ log.finalize()
 CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "other")
 
 
-def category(e):
-    """event_category.hpp, for the reference split."""
+def runtime_files(events):
+    """The fhashes of the runtime's files (imports, Inductor's cache: `io`'s rule) among the FH records."""
+    names = [(str(e["args"]["value"]), e["args"]["name"]) for e in events if e.get("ph") == "M" and e["name"] == "FH"]
+    return set(da._ext.runtime_fhashes(names))
+
+
+def category(e, runtime):
+    """event_category.hpp, for the reference split; `runtime`: runtime_files()."""
     name, cat, phase = e["name"], e.get("cat", ""), (e.get("args") or {}).get("phase")
     if cat == "compile":
         return "compile"
+    if cat in ("POSIX", "STDIO") and str((e.get("args") or {}).get("fhash")) in runtime:
+        return "other"
     if (cat in ("POSIX", "STDIO", "dataloader", "data") or name.startswith(("enumerate(DataLoader)", "DataLoader"))
             or name.split(".")[-1] in ("__getitem__", "__getitems__")):
         return "data"
@@ -67,7 +75,7 @@ def category(e):
     return "other"
 
 
-def reference_split(events, steps):
+def reference_split(events, steps, runtime):
     """Per step: self time (ns) by category of the events of the process inside it,
     nesting per thread from the exact times (children clipped to their parent)."""
     split = [dict.fromkeys(CATEGORIES, 0) for _ in steps]
@@ -86,7 +94,7 @@ def reference_split(events, steps):
             ts, end = e["ts_ns"], e["ts_ns"] + e["dur_ns"]
             for i, (s0, s1, region) in enumerate(steps):
                 if s0 <= ts and end <= s1:
-                    cat = "other" if e is region else category(e)
+                    cat = "other" if e is region else category(e, runtime)
                     split[i][cat] += max(self_ns[id(e)], 0)
                     break
     return split
@@ -127,7 +135,8 @@ def test_three_compiled_steps(loop_trace):
         assert r["forward_us"] > 0 and r["backward_us"] > 0 and r["optimizer_us"] > 0
 
     # A step runs from its region's start to the next one's; the last to its region's end.
-    events = [e for e in read_trace(path) if e.get("ph") == "X"]
+    every = read_trace(path)
+    events = [e for e in every if e.get("ph") == "X"]
     regions = sorted((e for e in events if e["name"] == "train_step"), key=lambda e: e["ts_ns"])
     assert len(regions) == 3
     ends = [nxt["ts_ns"] for nxt in regions[1:]] + [regions[-1]["ts_ns"] + regions[-1]["dur_ns"]]
@@ -135,7 +144,7 @@ def test_three_compiled_steps(loop_trace):
     for r, (ts, end, _) in zip(rows, spans):
         assert r["duration_us"] == pytest.approx((end - ts) / 1000)
     # The thread-time split matches the events: a reference self-time computation per step.
-    want = reference_split(events, spans)
+    want = reference_split(events, spans, runtime_files(every))
     # Exact, unless the self-time model folded a thread's backlog (the lazy
     # imports of the first compile write thousands of I/O events inside step 0,
     # past the 4096 unparented events it keeps per thread) and estimated a

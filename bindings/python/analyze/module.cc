@@ -70,6 +70,10 @@ void apply_chosen_spans(const ChosenSpans& spans, ReadOptions* ro) {
   apply_step_spans(std::move(chosen), ro);
 }
 
+void apply_runtime_files(const RuntimeList& fhashes, ReadOptions* ro) {
+  if (fhashes) ro->runtime_files = std::make_shared<RuntimeFiles>(*fhashes);
+}
+
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths) {
   std::vector<LeftOutInput> left_out;
   std::vector<std::string> files = expand_inputs(paths, &left_out);
@@ -525,16 +529,18 @@ std::string py_calibrate(const std::string& directory, const std::string& output
 // what `summary --by step --format json` prints; plus the read stats.
 // A step range keeps the chosen steps' rows, as `summary --by step --steps`.
 // `spans`: a step filter chosen on a Dask client (the runs of the chosen
-// steps' read, as `summary --by category --steps` has them).
+// steps' read, as `summary --by category --steps` has them); `runtime`: the
+// runtime's files joined there.
 nb::tuple py_steps(const std::vector<std::string>& paths, long long threads, long long max_line_mib,
                    long long max_document_mib, const std::string& from_us, const std::string& to_us,
-                   const std::string& steps, const ChosenSpans& spans) {
+                   const std::string& steps, const ChosenSpans& spans, const RuntimeList& runtime) {
   const StepSlice range = steps.empty() ? StepSlice{} : parse_step_slice(steps);
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
-                        [&range, &spans](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro,
-                                         std::ostream& os) {
+                        [&range, &spans, &runtime](const std::vector<std::string>& files, unsigned n,
+                                                   const ReadOptions& ro, std::ostream& os) {
                           ReadOptions chosen = ro;
                           apply_chosen_spans(spans, &chosen);
+                          apply_runtime_files(runtime, &chosen);
                           StepReport r = analyze_steps(files, n, chosen);
                           if (range.set()) keep_step_rows(range, r);
                           write_steps_json(os, r);
@@ -550,10 +556,9 @@ nb::tuple py_category_wall(const std::vector<std::string>& paths, long long thre
                            const std::string& steps_text) {
   return json_and_stats(paths, threads, max_line_mib, max_document_mib,
                         [](const std::vector<std::string>& files, unsigned n, const ReadOptions& ro, std::ostream& os) {
-                          const StepReport steps = analyze_steps(files, n, ro);
-                          const Summary s = summarize(files, parse_group_keys("category"), 0, n, ro);
-                          write_category_wall(os, steps, s, "json");
-                          return s.stats;
+                          const CategoryWallReads w = read_category_wall(files, n, ro);
+                          write_category_wall(os, w.steps, w.by_category, "json");
+                          return w.by_category.stats;
                         },
                         from_us, to_us, steps_text);
 }
@@ -691,9 +696,9 @@ NB_MODULE(_analyze, m) {
         "Device time of Kineto traces (`dftracer-analyze device --format json`) as JSON text, and the read stats.");
   m.def("steps_json", &py_steps, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "", nb::arg("to_us") = "",
-        nb::arg("steps") = "", nb::arg("spans") = nb::none(),
+        nb::arg("steps") = "", nb::arg("spans") = nb::none(), nb::arg("runtime") = nb::none(),
         "Per-step breakdown as JSON text, and the read stats; spans: [(file, pid, [(ts_ns, end_ns)])] read "
-        "alone (a step filter chosen on a Dask client).");
+        "alone (a step filter chosen on a Dask client); runtime: the runtime's files (fhashes) joined there.");
   m.def("category_wall_json", &py_category_wall, nb::arg("paths"), nb::arg("threads") = 0,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib, nb::arg("from_us") = "",
         nb::arg("to_us") = "", nb::arg("steps") = "", "`summary --by category` (wall time per category) as JSON text, and the read stats.");

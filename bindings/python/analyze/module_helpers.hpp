@@ -36,6 +36,10 @@ ReadOptions read_options(long long max_line_mib, long long max_document_mib);
 using ChosenSpans = std::optional<std::vector<std::tuple<size_t, std::string, std::vector<std::pair<int64_t, int64_t>>>>>;
 // Sets ro's step filter to `spans` (nothing for nullopt), as apply_step_spans.
 void apply_chosen_spans(const ChosenSpans& spans, ReadOptions* ro);
+// The runtime's files (fhashes; their I/O is other work, runtime_files.hpp)
+// joined on a Dask client over the whole input. nullopt: the read finds them.
+using RuntimeList = std::optional<std::vector<std::string>>;
+void apply_runtime_files(const RuntimeList& fhashes, ReadOptions* ro);
 // Expanded inputs; FileNotFoundError when there is no trace file under them.
 std::vector<std::string> expand_or_throw(const std::vector<std::string>& paths);
 nb::dict stats_dict(const ReadStats& s);

@@ -12,6 +12,7 @@
 #include "category_wall.hpp"
 #include "index_summary.hpp"
 #include "partial_summary.hpp"
+#include "runtime_files.hpp"
 #include "step_select.hpp"
 #include "trace_window.hpp"
 
@@ -46,12 +47,13 @@ ReadOptions piece_options(long long max_line_mib, long long max_document_mib, in
 nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                              const std::string& by, long long threads, long long max_line_mib,
                              long long max_document_mib, int64_t from_ns, int64_t to_ns, bool use_index,
-                             const ChosenSpans& spans) {
+                             const ChosenSpans& spans, const RuntimeList& runtime) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
   ro.use_index = use_index;
   apply_chosen_spans(spans, &ro);
+  apply_runtime_files(runtime, &ro);
   unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
   std::string part;
   {
@@ -63,11 +65,13 @@ nb::bytes py_partial_summary(const std::vector<std::string>& files, const std::v
 
 nb::bytes py_partial_summary_range(const std::string& file, size_t file_id, uint64_t begin, uint64_t end,
                                    const std::string& by, long long max_line_mib, long long max_document_mib,
-                                   int64_t from_ns, int64_t to_ns, const ChosenSpans& spans) {
+                                   int64_t from_ns, int64_t to_ns, const ChosenSpans& spans,
+                                   const RuntimeList& runtime) {
   check_cpu();
   std::vector<GroupKey> keys = parse_group_keys(by);
   ReadOptions ro = piece_options(max_line_mib, max_document_mib, from_ns, to_ns);
   apply_chosen_spans(spans, &ro);  // the range's file is index 0
+  apply_runtime_files(runtime, &ro);
   std::string part;
   {
     nb::gil_scoped_release unlocked;
@@ -99,6 +103,31 @@ nb::list py_chosen_steps(const std::vector<std::string>& files, const std::strin
       out.append(nb::make_tuple(p.file, p.pid, p.model_work, p.steps.size(), spans));
     }
   return out;
+}
+
+// [(fhash, path)] of the FH records of whole FILES: a piece's part of the
+// runtime's files, which the client joins (runtime_fhashes).
+nb::list py_file_names(const std::vector<std::string>& files, long long threads, long long max_line_mib,
+                       long long max_document_mib) {
+  check_cpu();
+  ReadOptions ro = read_options(max_line_mib, max_document_mib);
+  unsigned nthreads = threads == 0 ? default_threads() : checked_threads(threads);
+  FileNames names;
+  {
+    nb::gil_scoped_release unlocked;
+    names = scan_file_names(files, nthreads, ro);
+  }
+  nb::list out;
+  for (const auto& [fhash, path] : names.paths()) out.append(nb::make_tuple(fhash, path));
+  return out;
+}
+
+// The runtime's files (sorted fhashes) among the named files of the whole input.
+std::vector<std::string> py_runtime_fhashes(const std::vector<std::pair<std::string, std::string>>& names) {
+  FileNames all;
+  for (const auto& [fhash, path] : names) all.add(fhash, path);
+  const RuntimeFiles rt(all);
+  return {rt.fhashes().begin(), rt.fhashes().end()};
 }
 
 // (any, first_ns, last_end_ns, from_index) of FILES: one piece of the range a
@@ -279,16 +308,24 @@ void register_partial_summary(nb::module_& m) {
   m.def("partial_summary", &py_partial_summary, nb::arg("files"), nb::arg("file_ids"), nb::arg("by") = "name",
         nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to, nb::arg("use_index") = true,
-        nb::arg("spans") = nb::none(),
+        nb::arg("spans") = nb::none(), nb::arg("runtime") = nb::none(),
         "The partial summary aggregate of FILES (numbered FILE_IDS in the whole input) as bytes, of the events "
         "with from_ns <= ts < to_ns; finalized .pfw.gz files answer from their write-time indexes where they "
         "can (stats' indexed_files), unless use_index is false. spans: [(file, pid, [(ts_ns, end_ns)])], a "
-        "step filter (file indexes FILES).");
+        "step filter (file indexes FILES); runtime: the whole input's runtime files (runtime_fhashes), for "
+        "a category key.");
   m.def("partial_summary_range", &py_partial_summary_range, nb::arg("path"), nb::arg("file_id"), nb::arg("begin"),
         nb::arg("end"), nb::arg("by") = "name", nb::arg("max_line_mib") = line_mib,
         nb::arg("max_document_mib") = document_mib, nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,
-        nb::arg("spans") = nb::none(),
-        "The partial summary aggregate of one member range of PATH as bytes (spans: a step filter, file 0).");
+        nb::arg("spans") = nb::none(), nb::arg("runtime") = nb::none(),
+        "The partial summary aggregate of one member range of PATH as bytes (spans: a step filter, file 0; "
+        "runtime: the whole input's runtime files, for a category key).");
+  m.def("file_names", &py_file_names, nb::arg("files"), nb::arg("threads") = 1, nb::arg("max_line_mib") = line_mib,
+        nb::arg("max_document_mib") = document_mib,
+        "[(fhash, path)]: the FH records of whole FILES (one read that decodes only those lines).");
+  m.def("runtime_fhashes", &py_runtime_fhashes, nb::arg("names"),
+        "The fhashes of the runtime's own files (imports, libraries: `io`'s runtime files) among NAMES "
+        "[(fhash, path)] of the whole input, sorted: their I/O is other work, not data.");
   m.def("chosen_steps", &py_chosen_steps, nb::arg("files"), nb::arg("steps"), nb::arg("threads") = 1,
         nb::arg("max_line_mib") = line_mib, nb::arg("max_document_mib") = document_mib,
         nb::arg("from_ns") = open_from, nb::arg("to_ns") = open_to,

@@ -22,6 +22,16 @@ std::string fixed(double v, int decimals) {
 }
 }  // namespace
 
+CategoryWallReads read_category_wall(const std::vector<std::string>& files, unsigned threads,
+                                     const ReadOptions& options) {
+  CategoryWallReads r;
+  r.steps = analyze_steps(files, threads, options);
+  ReadOptions ro = options;
+  ro.runtime_files = r.steps.runtime_files;
+  r.by_category = summarize(files, parse_group_keys("category"), 0, threads, ro);
+  return r;
+}
+
 void write_category_wall(std::ostream& os, const StepReport& steps, const Summary& s, const std::string& format) {
   const RunWall w = model_run_wall(steps);
   std::vector<Row> rows;
@@ -38,7 +48,7 @@ void write_category_wall(std::ostream& os, const StepReport& steps, const Summar
       "wall: each instant of the run (first to last event of each process that runs the model, added over " +
       std::to_string(w.processes) +
       " process(es)) goes to the first category any of its threads was in: compile > optimizer > backward > "
-      "forward > data > other, untraced when none; thread: self time added over threads";
+      "forward > comm > data > other, untraced when none; thread: self time added over threads";
   if (format == "json") {
     std::string o = "{\"span_us\":" + json_num(w.span_us) + ",\"processes\":" + std::to_string(w.processes) +
                     ",\"traced_us\":" + json_num(s.traced_us) + ",\"rule\":";

@@ -8,11 +8,22 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "steps.hpp"
 #include "summary.hpp"
 
 namespace dftracer::analyze {
+
+// Its two reads of `files`: the steps (wall time per category) and the summary
+// by category (thread time), the second with the runtime's files (their I/O is
+// other work, runtime_files.hpp) that the first found.
+struct CategoryWallReads {
+  StepReport steps;
+  Summary by_category;
+};
+CategoryWallReads read_category_wall(const std::vector<std::string>& files, unsigned threads,
+                                     const ReadOptions& options);
 
 // `by_category`: summarize(..., --by category); `steps`: analyze_steps of the same input.
 void write_category_wall(std::ostream& os, const StepReport& steps, const Summary& by_category,

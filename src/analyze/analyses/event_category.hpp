@@ -3,7 +3,9 @@
 // the ones the capture sources write (docs/analyzer.md, "Categories"):
 //   compile    cat "compile" (Dynamo tracing, AOT autograd, our instrumentation,
 //              backend compile, recompiles)
-//   data       cat "POSIX", "STDIO", "dataloader" or "data" (dft_ai.data), a name
+//   data       cat "POSIX", "STDIO" (but I/O on the runtime's own files --
+//              imports, libraries, runtime_files.hpp -- is other), "dataloader"
+//              or "data" (dft_ai.data), a name
 //              starting with "enumerate(DataLoader)" or "DataLoader", or a
 //              dataset's item fetch ("__getitem__", "__getitems__", as a region
 //              or a method name's last part)
@@ -26,6 +28,7 @@
 
 #include "device_track.hpp"
 #include "event.hpp"
+#include "runtime_files.hpp"
 
 namespace dftracer::analyze {
 
@@ -100,6 +103,13 @@ inline std::string_view event_category(const Event& e) {
   if (e.phase == "forward" || e.phase == "inference" || (compute && e.name == "forward")) return "forward";
   if (e.cat == "comm") return "comm";
   return "other";
+}
+
+// The same, knowing which files are the runtime's (null: none known, all
+// I/O is data): `fhash` is the event's args.fhash.
+inline std::string_view event_category(const Event& e, std::string_view fhash, const RuntimeFiles* runtime) {
+  if (runtime != nullptr && is_io_event(e) && runtime->contains(fhash)) return "other";
+  return event_category(e);
 }
 
 }  // namespace dftracer::analyze

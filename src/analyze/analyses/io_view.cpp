@@ -158,8 +158,12 @@ const char* io_kind_name(IoFileKind k) { return k == IoFileKind::Runtime ? "runt
 
 IoFileKind io_file_kind(std::string_view path) {
   if (path.empty() || path[0] != '/') return IoFileKind::Data;  // no path to judge by
-  static const std::string_view kRuntimePrefixes[] = {"/proc/", "/sys/", "/dev/", "/etc/ld.so.", "/usr/lib/locale/",
-                                                      "/usr/share/locale/"};
+  // The kernel's files, the system's configuration (OpenSSL's openssl.cnf,
+  // read line by line at `import hashlib`; mime.types, localtime) and its
+  // libraries' own files.
+  static const std::string_view kRuntimePrefixes[] = {"/proc/",     "/sys/", "/dev/",  "/etc/",
+                                                      "/usr/lib/",  "/usr/lib64/",     "/lib/",
+                                                      "/lib64/",    "/usr/share/locale/", "/usr/share/zoneinfo/"};
   for (std::string_view p : kRuntimePrefixes)
     if (path.substr(0, p.size()) == p || path == p.substr(0, p.size() - 1)) return IoFileKind::Runtime;
   static const std::string_view kRuntimeParts[] = {"/__pycache__", "/site-packages", "/dist-packages", ".dist-info",
@@ -179,7 +183,6 @@ IoFileKind io_file_kind(std::string_view path) {
 
 namespace {
 
-// v.file_kind and the per-kind totals, from the named by_file rows.
 // The length of the Python installation's directory a path lies in ("/opt/py"
 // of "/opt/py/lib/python3.11/..." or of "/opt/py/bin/python3"; 0 for
 // "/lib/python3/..."), or npos when it names none.
@@ -193,38 +196,17 @@ size_t python_prefix_len(std::string_view path) {
   return std::string_view::npos;
 }
 
-bool under(std::string_view path, std::string_view dir) {
-  return path.size() >= dir.size() && path.substr(0, dir.size()) == dir &&
-         (path.size() == dir.size() || path[dir.size()] == '/');
-}
-
 // v.file_kind and the per-kind totals, from the named by_file rows.
 void classify_files(IoView& v) {
-  std::unordered_set<std::string_view> prefixes;  // Python installations (not "/" itself)
-  for (const auto& [path, s] : v.by_file)
-    if (size_t n = python_prefix_len(path); n != std::string_view::npos && n > 0)
-      prefixes.insert(std::string_view(path).substr(0, n));  // a view of the key (a string's substr is a temporary)
-  std::unordered_set<std::string_view> above_runtime, above_data;
-  for (const auto& [path, s] : v.by_file) {
-    IoFileKind k = io_file_kind(path);
-    // Anything in a Python installation (its bin/, its build's Modules/Setup).
-    for_each_parent(path, [&](std::string_view d) {
-      if (prefixes.count(d)) k = IoFileKind::Runtime;
-    });
-    if (prefixes.count(path)) k = IoFileKind::Runtime;
-    v.file_kind[path] = k;
-    if (k == IoFileKind::Runtime) for_each_parent(path, [&](std::string_view d) { above_runtime.insert(d); });
-  }
-  // Data files proper: not themselves a directory leading to runtime files.
-  for (const auto& [path, k] : v.file_kind)
-    if (k == IoFileKind::Data && !above_runtime.count(path))
-      for_each_parent(path, [&](std::string_view d) { above_data.insert(d); });
-  for (auto& [path, k] : v.file_kind) {
-    // A directory on the way to runtime files only (the import system's
-    // stat of the installation's parents: /home, /home/u/.venvs).
-    if (k == IoFileKind::Data && above_runtime.count(path) && !above_data.count(path)) k = IoFileKind::Runtime;
+  std::vector<std::string_view> paths;
+  paths.reserve(v.by_file.size());
+  for (const auto& [path, s] : v.by_file) paths.push_back(path);
+  const std::vector<IoFileKind> kinds = io_file_kinds(paths);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string path(paths[i]);
+    v.file_kind[path] = kinds[i];
     const IoStats& s = v.by_file[path];
-    if (k == IoFileKind::Runtime) {
+    if (kinds[i] == IoFileKind::Runtime) {
       v.runtime.add(s);
       ++v.runtime_files;
     } else {
@@ -235,6 +217,35 @@ void classify_files(IoView& v) {
 }
 
 }  // namespace
+
+std::vector<IoFileKind> io_file_kinds(const std::vector<std::string_view>& paths) {
+  std::unordered_set<std::string_view> prefixes;  // Python installations (not "/" itself)
+  for (std::string_view path : paths)
+    if (size_t n = python_prefix_len(path); n != std::string_view::npos && n > 0) prefixes.insert(path.substr(0, n));
+  std::vector<IoFileKind> kinds(paths.size());
+  std::unordered_set<std::string_view> above_runtime, above_data;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string_view path = paths[i];
+    IoFileKind k = io_file_kind(path);
+    // Anything in a Python installation (its bin/, its build's Modules/Setup).
+    for_each_parent(path, [&](std::string_view d) {
+      if (prefixes.count(d)) k = IoFileKind::Runtime;
+    });
+    if (prefixes.count(path)) k = IoFileKind::Runtime;
+    kinds[i] = k;
+    if (k == IoFileKind::Runtime) for_each_parent(path, [&](std::string_view d) { above_runtime.insert(d); });
+  }
+  // Data files proper: not themselves a directory leading to runtime files.
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (kinds[i] == IoFileKind::Data && !above_runtime.count(paths[i]))
+      for_each_parent(paths[i], [&](std::string_view d) { above_data.insert(d); });
+  // A directory on the way to runtime files only (the import system's stat
+  // of the installation's parents: /home, /home/u/.venvs).
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (kinds[i] == IoFileKind::Data && above_runtime.count(paths[i]) && !above_data.count(paths[i]))
+      kinds[i] = IoFileKind::Runtime;
+  return kinds;
+}
 
 void IoStats::add(const IoStats& o) {
   ops += o.ops;

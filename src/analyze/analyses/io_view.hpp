@@ -32,13 +32,21 @@ struct IoStats {
 // files themselves). docs/analyzer.md gives the rule.
 enum class IoFileKind { Data, Runtime };
 const char* io_kind_name(IoFileKind k);  // "data" / "runtime"
-// The rule on one path: runtime when it is under /proc, /sys or /dev, names a
+// The rule on one path: runtime when it is under /proc, /sys, /dev, /etc,
+// /usr/lib, /usr/lib64, /lib, /lib64, /usr/share/locale or
+// /usr/share/zoneinfo (the kernel's and the system's files), names a
 // trace file (.pfw), is Python's (.py/.pyc/.pth files, __pycache__,
 // site-packages, dist-packages, .dist-info, .egg-info, lib/pythonX.Y,
 // lib-dynload), a shared library (.so, .so.N), the dynamic linker's cache,
 // the interpreter itself (bin/python*) or a locale file; else data (a name
 // without a path, "fhash:..." or "(no fhash)", is data: nothing says otherwise).
 IoFileKind io_file_kind(std::string_view path);
+// Each path's kind among the paths of a run (parallel to `paths`):
+// io_file_kind, and also runtime for anything in a Python installation that
+// one of the paths lies in (its bin/, the prefix itself) and for a directory
+// that only leads to runtime files (the interpreter's prefix, /usr/lib,
+// stat'ed by the import system), never one above a data file.
+std::vector<IoFileKind> io_file_kinds(const std::vector<std::string_view>& paths);
 
 struct IoOptions {
   uint64_t small_bytes = 4096;  // "small I/O": a data call moving fewer bytes
@@ -55,9 +63,7 @@ struct IoOptions {
 struct IoView {
   IoStats total;
   std::map<std::string, IoStats> by_file;     // path (or "fhash:<hash>" without its FH record)
-  // Each by_file key's kind: io_file_kind, and also runtime for a directory
-  // that only leads to runtime files (the interpreter's prefix, /usr/lib,
-  // stat'ed by the import system), never one above a data file.
+  // Each by_file key's kind (io_file_kinds over all of them).
   std::map<std::string, IoFileKind> file_kind;
   IoStats data, runtime;  // total, split by file kind
   size_t data_files = 0, runtime_files = 0;

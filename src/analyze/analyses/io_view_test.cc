@@ -227,10 +227,12 @@ TEST(IoView, TheRuntimesFilesAreToldFromTheData) {
                         "/opt/py/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so",
                         "/opt/py/bin/python3.11", "/proc/self/maps", "/sys/devices/system/cpu/online", "/dev/shm/x",
                         "/out/traces/run-app-12.pfw.gz", "/etc/ld.so.cache", "/tmp/torchinductor_u/ab/cab.py",
-                        "/home/u/.venv/lib/python3.11/site-packages/numpy-2.0.dist-info/METADATA"})
+                        "/home/u/.venv/lib/python3.11/site-packages/numpy-2.0.dist-info/METADATA",
+                        "/usr/lib/ssl/openssl.cnf", "/etc/mime.types", "/usr/share/zoneinfo/UTC", "/lib64/x.conf"})
     EXPECT_EQ(io_file_kind(p), IoFileKind::Runtime) << p;
   for (const char* p : {"/data/train/000.bin", "/scratch/ckpt/model.pt", "/home/u/data/labels.csv", "/tmp/x.so.bak",
-                        "/home/u/bin/python_data/x", "relative/x.bin", "fhash:00000000000000aa", "(no fhash)"})
+                        "/home/u/bin/python_data/x", "relative/x.bin", "fhash:00000000000000aa", "(no fhash)",
+                        "/usr/share/datasets/x.csv", "/etcetera/x"})
     EXPECT_EQ(io_file_kind(p), IoFileKind::Data) << p;
 }
 

@@ -467,7 +467,7 @@ std::string partial_summary(const std::vector<std::string>& files, const std::ve
 
 std::string partial_summary_range(const std::string& file, size_t file_id, MemberRange range,
                                   const std::vector<GroupKey>& keys, const ReadOptions& options) {
-  SummaryAggregator agg(keys);
+  SummaryAggregator agg(keys, options.runtime_files);
   ReadStats st = read_member_range(file, range, agg, options);
   return PartialCodec::encode(agg, st, {file_id});
 }

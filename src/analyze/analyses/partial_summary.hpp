@@ -39,10 +39,14 @@ ReadStats read_member_range(const std::string& path, MemberRange range, LineCons
 // threads' nesting resolved (whole files: nothing else can nest with them).
 // `file_ids` numbers them within the whole input (one per file): the
 // self-time runs of a thread are keyed by it, so pieces of one file must use
-// the same number.
+// the same number. A category key takes options.runtime_files, else the
+// runtime's files among these files' own (give the whole input's for a
+// summary equal to one read of it).
 std::string partial_summary(const std::vector<std::string>& files, const std::vector<size_t>& file_ids,
                             const std::vector<GroupKey>& keys, unsigned threads, const ReadOptions& options = {});
-// The same for one range of members of one file.
+// The same for one range of members of one file. A category key needs
+// options.runtime_files (runtime_files.hpp) for the whole input: the range
+// may not hold its file's FH records; without it, all I/O is data there.
 std::string partial_summary_range(const std::string& file, size_t file_id, MemberRange range,
                                   const std::vector<GroupKey>& keys, const ReadOptions& options = {});
 

@@ -104,7 +104,7 @@ constexpr size_t kGradOffWork = kNumStepCategories + 1;
 bool inference_work(const StepFinder::Top& t) { return t.category == kInferenceWork || t.category == kGradOffWork; }
 
 // The Event::extra_args slots StepFinder captures.
-constexpr size_t kArgOpt = 0, kArgGrad = 1;
+constexpr size_t kArgOpt = 0, kArgGrad = 1, kArgFhash = 2, kArgValue = 3;
 
 // What the LibTorch observer recorded, read once per event (add_event) for
 // every rule that tells eager work apart, so that they cannot drift apart.
@@ -1063,13 +1063,17 @@ std::vector<StepInterval> started_steps(const std::vector<StepStart>& starts, co
 
 ArgCapture StepFinder::arg_capture() {
   ArgCapture c;
-  c.size = 2;
-  c.keys[kArgOpt] = "opt";    // an optimizer step's optimizer (optimizer_number)
-  c.keys[kArgGrad] = "grad";  // 0: eager work with grad mode off (inference_work)
+  c.size = 4;
+  c.keys[kArgOpt] = "opt";      // an optimizer step's optimizer (optimizer_number)
+  c.keys[kArgGrad] = "grad";    // 0: eager work with grad mode off (inference_work)
+  c.keys[kArgFhash] = "fhash";  // an I/O call's file (runtime_files.hpp)
+  c.keys[kArgValue] = "value";  // an FH record's fhash
   return c;
 }
 
-StepFinder::StepFinder() { decoder_.capture_args(arg_capture()); }
+StepFinder::StepFinder(std::shared_ptr<const RuntimeFiles> runtime) : runtime_(std::move(runtime)) {
+  decoder_.capture_args(arg_capture());
+}
 
 DecodeStatus StepFinder::consume(std::string_view line, size_t cap) {
   DecodeStatus st = decoder_.decode(line, cap, ev_);
@@ -1082,6 +1086,10 @@ void StepFinder::add_event(size_t file, const Event& e) {
   // Kineto's GPU events under the device's index as pid) is no process of
   // its own and no thread's time: no steps, no wall time.
   if (is_device_event(e)) return;
+  if (is_file_name_record(e)) {
+    if (runtime_ == nullptr) names_.add(e.extra_args[kArgValue], e.meta_name);
+    return;
+  }
   const bool mark = is_step_mark(e);
   if (!mark && (!e.is_complete() || !e.has_dur || !e.has_ts)) return;
   // Most events belong to the process of the event before: found without a key.
@@ -1096,9 +1104,10 @@ void StepFinder::add_event(size_t file, const Event& e) {
     return;
   }
   const int64_t end = saturating_add(e.ts_ns, std::max<int64_t>(e.dur_ns, 0));
-  const std::string_view category = event_category(e);
+  const std::string_view category = event_category(e, e.extra_args[kArgFhash], runtime_.get());
   const size_t cat = category_index(category);
-  p.wall.add(cat, e.ts_ns, end);
+  if (is_io_event(e) && runtime_ == nullptr) p.wall.add_io(e.extra_args[kArgFhash], e.ts_ns, end);
+  else p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
   if (is_eager_call(e)) return;  // in the wall split only: the steps are found on the ops it holds
   // An I/O call is never a step, nor bounds one: a DataLoader worker that only
@@ -1137,6 +1146,7 @@ void StepFinder::merge(StepFinder& o) {
   o.last_ = nullptr;
   last_ = nullptr;
   capped_ += o.capped_;
+  names_.merge(o.names_);
   for (auto& [key, q] : o.processes_) {
     Process& p = processes_[key];
     for (auto& [v, s] : q.by_arg) {
@@ -1162,6 +1172,7 @@ void StepFinder::merge(StepFinder& o) {
 StepPlan StepFinder::plan() {
   StepPlan plan;
   plan.capped = capped_;
+  plan.runtime_files = runtime_ ? runtime_ : std::make_shared<const RuntimeFiles>(names_);
   bool any_model_work = false;
   for (const auto& [key, p] : processes_) any_model_work = any_model_work || p.model_work;
   for (auto& [key, p] : processes_) {
@@ -1169,7 +1180,7 @@ StepPlan StepFinder::plan() {
     ps.file = key.first;
     ps.pid = key.second;
     ps.model_work = p.model_work;
-    p.wall.finish();
+    p.wall.finish(plan.runtime_files.get());
     ps.wall = std::move(p.wall);
     if (any_model_work && !p.model_work) {
       ps.source = "helper";

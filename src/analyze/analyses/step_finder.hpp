@@ -64,10 +64,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "event_decoder.hpp"
+#include "runtime_files.hpp"
 #include "trace_reader.hpp"
 #include "wall_time.hpp"
 
@@ -106,12 +108,16 @@ struct StepPlan {
   // work beside one with some (a DataLoader worker), else "".
   std::vector<ProcessSteps> without_steps;
   size_t capped = 0;  // region occurrences not kept (memory cap)
+  // The runtime's files (their I/O is other work): the read's own, or those it was given.
+  std::shared_ptr<const RuntimeFiles> runtime_files;
 };
 
 // Pass 1 (one per reader thread; merge, then plan()).
 class StepFinder : public LineConsumer {
  public:
-  StepFinder();
+  // `runtime`: the runtime's files when an earlier read found them (a Dask
+  // client's); null: found from this read's FH records.
+  explicit StepFinder(std::shared_ptr<const RuntimeFiles> runtime = nullptr);
   void begin_piece(size_t file_index) override { file_ = file_index; }
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
   // add_event() reads these args in Event::extra_args' first slots.
@@ -164,6 +170,8 @@ class StepFinder : public LineConsumer {
   Event ev_;
   size_t file_ = 0;
   size_t capped_ = 0;
+  std::shared_ptr<const RuntimeFiles> runtime_;
+  FileNames names_;  // without runtime_: the FH records, for plan()
   std::map<std::pair<size_t, std::string>, Process> processes_;
   Process* last_ = nullptr;  // the process of the last event (map nodes do not move)
   size_t last_file_ = 0;

@@ -63,7 +63,7 @@ StepPlan find_steps(const std::vector<std::string>& files, unsigned threads, con
   std::vector<std::unique_ptr<StepFinder>> finders;
   std::vector<LineConsumer*> consumers;
   for (unsigned t = 0; t < threads; ++t) {
-    finders.push_back(std::make_unique<StepFinder>());
+    finders.push_back(std::make_unique<StepFinder>(options.runtime_files));
     consumers.push_back(finders.back().get());
   }
   read_traces(files, consumers, options);

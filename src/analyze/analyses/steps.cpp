@@ -35,7 +35,12 @@ namespace {
 // front so events only index into them.
 class StepAttributor : public LineConsumer {
  public:
-  explicit StepAttributor(const std::vector<ProcessSteps>& plan) : plan_(plan) {
+  StepAttributor(const std::vector<ProcessSteps>& plan, std::shared_ptr<const RuntimeFiles> runtime)
+      : plan_(plan), runtime_(std::move(runtime)) {
+    ArgCapture c;
+    c.keys[0] = "fhash";  // an I/O call's file: data, or other on a runtime file
+    c.size = 1;
+    decoder_.capture_args(c);
     for (size_t p = 0; p < plan.size(); ++p) {
       process_index_.emplace(process_key(plan[p].file, plan[p].pid), p);
       first_acc_.push_back(accs_.size());
@@ -61,7 +66,7 @@ class StepAttributor : public LineConsumer {
   void add_event(const Event& e) {
     if (!e.is_complete() || !e.has_dur) return;
     if (is_device_event(e)) return;  // GPU time: step_finder.hpp
-    const size_t cat = category_index(event_category(e));
+    const size_t cat = category_index(event_category(e, e.extra_args[0], runtime_.get()));
     if (!e.has_ts) {  // cannot be placed nor nested
       *acc(outside_ + cat) = saturating_add(*acc(outside_ + cat), std::max<int64_t>(e.dur_ns, 0));
       return;
@@ -130,6 +135,7 @@ class StepAttributor : public LineConsumer {
   }
 
   const std::vector<ProcessSteps>& plan_;
+  std::shared_ptr<const RuntimeFiles> runtime_;
   std::unordered_map<std::string, size_t> process_index_;
   std::unordered_map<std::string, int64_t> groups_;  // nodes never move: the tracker points into them
   std::vector<Group*> accs_;
@@ -175,11 +181,12 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
     r.processes = std::move(plan.processes);
     r.without_steps = std::move(plan.without_steps);
     r.capped_regions = plan.capped;
+    r.runtime_files = std::move(plan.runtime_files);
   }
   std::vector<std::unique_ptr<StepAttributor>> attrs;
   std::vector<LineConsumer*> consumers;
   for (unsigned t = 0; t < threads; ++t) {
-    attrs.push_back(std::make_unique<StepAttributor>(r.processes));
+    attrs.push_back(std::make_unique<StepAttributor>(r.processes, r.runtime_files));
     consumers.push_back(attrs.back().get());
   }
   r.stats = read_traces(files, consumers, options);
@@ -310,7 +317,7 @@ void write_steps_table(std::ostream& os, const StepReport& r) {
     os << helpers << " process" << (helpers > 1 ? "es" : "")
        << " without model work beside one with it (data-loader workers): no steps\n";
   os << "columns compile..untraced: the step's wall time split by what any thread of the process was doing "
-        "(priority compile > optimizer > backward > forward > data > other; untraced: no event open); "
+        "(priority compile > optimizer > backward > forward > comm > data > other; untraced: no event open); "
         "thread_ms: the self time of all its threads' events inside it (threads add up)\n";
   os << "outlier: " << kStepOutlierRule << "\n";
   os << "outside every step: " << ms(r.outside_traced_us) << " ms of thread time\n";

@@ -71,6 +71,9 @@ struct StepReport {
   NestingStats nesting;
   ReadStats stats;
   size_t capped_regions = 0;  // region occurrences the finder did not keep (memory cap)
+  // The runtime's files, found by pass 1: a later read of the same input
+  // (the summary by category beside it) takes them (ReadOptions::runtime_files).
+  std::shared_ptr<const RuntimeFiles> runtime_files;
 };
 
 // The wall time of the processes that run the model (every process but the

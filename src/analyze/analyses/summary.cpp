@@ -22,8 +22,10 @@ namespace {
 constexpr char kKeySep = '\x1f';  // joins composite keys; never in a JSON-decoded name we group by
 constexpr std::string_view kNone = "(none)";
 
-std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index) {
-  if (k.category) return event_category(e);
+// `fhash`: the event's args.fhash, where a key is the category.
+std::string_view key_value(const GroupKey& k, const Event& e, size_t extra_index, std::string_view fhash,
+                           const RuntimeFiles* runtime) {
+  if (k.category) return event_category(e, fhash, runtime);
   if (k.field == Field::phase) return phase_key(e);
   return k.field == Field::arg ? e.extra_args[extra_index] : field_text(e, k.field);
 }
@@ -126,10 +128,25 @@ std::vector<GroupKey> parse_group_keys(const std::string& spec) {
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  // A category key reads args.fhash (I/O on the runtime's files is other) in one more slot.
+  bool category = false, fhash = false;
+  for (const GroupKey& g : keys) {
+    category = category || g.category;
+    fhash = fhash || (g.field == Field::arg && g.arg == "fhash");
+  }
+  if (category && !fhash && extra == kMaxExtraArgs)
+    throw std::invalid_argument("too many args.<key> group keys in '" + spec + "' (at most " +
+                                std::to_string(kMaxExtraArgs - 1) + " beside category)");
   return keys;
 }
 
 const char* group_key_name(const GroupKey& k) { return k.label.c_str(); }
+
+bool has_category_key(const std::vector<GroupKey>& keys) {
+  for (const GroupKey& k : keys)
+    if (k.category) return true;
+  return false;
+}
 
 SummarySort parse_summary_sort(const std::string& s) {
   if (s == "self") return SummarySort::self;
@@ -137,13 +154,21 @@ SummarySort parse_summary_sort(const std::string& s) {
   throw std::invalid_argument("cannot sort by '" + s + "' (use self or total)");
 }
 
-SummaryAggregator::SummaryAggregator(std::vector<GroupKey> keys) : keys_(std::move(keys)) {
+SummaryAggregator::SummaryAggregator(std::vector<GroupKey> keys, std::shared_ptr<const RuntimeFiles> runtime)
+    : keys_(std::move(keys)), runtime_(std::move(runtime)) {
   ArgCapture capture;
+  bool category = false;
   for (const GroupKey& k : keys_) {
+    category = category || k.category;
     if (k.field != Field::arg) continue;
     capture.keys[capture.size++] = k.arg;
   }
-  // Event::extra_args[i] is the i-th args.<key> group key (consume() counts them).
+  // Event::extra_args[i] is the i-th args.<key> group key (consume() counts
+  // them), then args.fhash when a key is the category.
+  fhash_slot_ = capture.size;
+  for (size_t i = 0; i < capture.size; ++i)
+    if (capture.keys[i] == "fhash") fhash_slot_ = i;  // --by args.fhash,category: captured once
+  if (category && fhash_slot_ == capture.size && capture.size < kMaxExtraArgs) capture.keys[capture.size++] = "fhash";
   decoder_.capture_args(capture);
 }
 
@@ -269,13 +294,13 @@ bool SummaryAggregator::add_aggregated(const Event& e) {
 SummaryAggregator::Group& SummaryAggregator::group_of(const Event& e) {
   std::string_view key;
   if (keys_.size() == 1) {  // the common case: no composite key to build
-    std::string_view v = key_value(keys_[0], e, 0);
+    std::string_view v = key_value(keys_[0], e, 0, e.extra_args[fhash_slot_], runtime_.get());
     key = v.empty() ? kNone : v;
   } else {
     key_.clear();
     for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
       if (i) key_ += kKeySep;
-      std::string_view v = key_value(keys_[i], e, extra);
+      std::string_view v = key_value(keys_[i], e, extra, e.extra_args[fhash_slot_], runtime_.get());
       extra += keys_[i].field == Field::arg;
       key_.append(v.empty() ? kNone : v);
     }
@@ -414,11 +439,13 @@ std::unique_ptr<SummaryAggregator> aggregate_traces(const std::vector<std::strin
   threads = useful_threads(files, threads, options);
   std::vector<std::unique_ptr<SummaryAggregator>> aggs;
   std::vector<LineConsumer*> consumers;
+  ReadOptions ro = options;
+  if (has_category_key(keys)) ensure_runtime_files(files, threads, &ro);
   for (unsigned t = 0; t < threads; ++t) {
-    aggs.push_back(std::make_unique<SummaryAggregator>(keys));
+    aggs.push_back(std::make_unique<SummaryAggregator>(keys, ro.runtime_files));
     consumers.push_back(aggs.back().get());
   }
-  *stats = read_traces(files, consumers, options);
+  *stats = read_traces(files, consumers, ro);
   for (unsigned t = 1; t < threads; ++t) aggs[0]->merge(*aggs[t]);
   return std::move(aggs[0]);
 }

@@ -15,6 +15,7 @@
 
 #include "event_decoder.hpp"
 #include "event_schema.hpp"
+#include "runtime_files.hpp"
 #include "log_histogram.hpp"
 #include "self_time.hpp"
 #include "trace_time.hpp"
@@ -36,6 +37,9 @@ struct GroupKey {
 // Throws std::invalid_argument with a one-line message naming the bad key.
 std::vector<GroupKey> parse_group_keys(const std::string& spec);
 const char* group_key_name(const GroupKey& k);
+// Whether one of `keys` is the category (event_category.hpp): the read then
+// needs the runtime's files (runtime_files.hpp).
+bool has_category_key(const std::vector<GroupKey>& keys);
 // The keys a user can give, for messages and docs ("name, cat, ..., args.<key>").
 std::string group_key_choices();
 
@@ -62,7 +66,12 @@ struct GroupStats {
 // Per-thread aggregation; merge the threads' aggregators into one at the end.
 class SummaryAggregator : public LineConsumer {
  public:
-  explicit SummaryAggregator(std::vector<GroupKey> keys);
+  // `runtime`: the runtime's files, whose I/O is "other" in a category key
+  // (runtime_files.hpp); null: all I/O is "data".
+  explicit SummaryAggregator(std::vector<GroupKey> keys, std::shared_ptr<const RuntimeFiles> runtime = nullptr);
+  // Where add_event() finds args.fhash: a consumer with its own decoder must
+  // capture it in this slot of Event::extra_args.
+  size_t fhash_slot() const { return fhash_slot_; }
   void begin_piece(size_t file_index) override { nesting_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
   // One event decoded elsewhere (the report decodes once for several uses):
@@ -99,6 +108,8 @@ class SummaryAggregator : public LineConsumer {
   EventDecoder decoder_;
   Event ev_;
   std::vector<GroupKey> keys_;
+  std::shared_ptr<const RuntimeFiles> runtime_;
+  size_t fhash_slot_ = 0;
   SelfTimeTracker nesting_;
   using Group = std::unordered_map<std::string, GroupStats>::value_type;  // its key: stable, named by self times
   Group& group_for(std::string_view key);

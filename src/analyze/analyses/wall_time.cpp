@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "runtime_files.hpp"
+#include "steps.hpp"
+
 namespace dftracer::analyze {
 
 void IntervalUnion::add(int64_t ts, int64_t end) {
@@ -36,19 +39,41 @@ void IntervalUnion::merge(IntervalUnion& o) {
   normalize();
 }
 
+void IntervalUnion::append(IntervalUnion& o) {
+  min_gap_ = std::max(min_gap_, o.min_gap_);
+  v_.insert(v_.end(), o.v_.begin(), o.v_.end());
+  o.v_.clear();
+  o.normalized_ = 0;
+}
+
 int64_t WallParts::total() const {
   int64_t t = untraced;
   for (int64_t v : by_category) t += v;
   return t;
 }
 
+namespace {
+constexpr size_t kData = 5, kOther = 6;
+static_assert(std::string_view(kStepCategories[kData]) == "data" && std::string_view(kStepCategories[kOther]) == "other");
+}  // namespace
+
+void ProcessWall::add_io(std::string_view fhash, int64_t ts, int64_t end) {
+  auto it = io_.find(std::string(fhash));
+  if (it == io_.end()) it = io_.emplace(std::string(fhash), IntervalUnion()).first;
+  it->second.add(ts, end);
+}
+
 void ProcessWall::merge(ProcessWall& o) {
   for (size_t c = 0; c < cats_.size(); ++c) cats_[c].merge(o.cats_[c]);
+  for (auto& [fhash, u] : o.io_) io_[fhash].merge(u);
+  o.io_.clear();
   first_ = std::min(first_, o.first_);
   last_ = std::max(last_, o.last_);
 }
 
-void ProcessWall::finish() {
+void ProcessWall::finish(const RuntimeFiles* runtime) {
+  for (auto& [fhash, u] : io_) cats_[runtime != nullptr && runtime->contains(fhash) ? kOther : kData].append(u);
+  io_.clear();
   for (auto& c : cats_) {
     c.normalize();
     const auto& s = c.spans();

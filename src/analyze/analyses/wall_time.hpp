@@ -8,6 +8,10 @@
 // no event of the process is open are "untraced". So the parts of a window add
 // up to its length and none can exceed it.
 //
+// I/O calls are data, except on the runtime's own files (imports, libraries:
+// runtime_files.hpp), which are other; which files those are is known only
+// after the whole read, so each file's I/O spans are held apart until then.
+//
 // Memory: each category's union is a sorted vector of disjoint spans. Events
 // nested in an event of their own category cost nothing; when a category's
 // disjoint spans pass kMaxSpans (an eager trace of millions of separate ops),
@@ -18,10 +22,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace dftracer::analyze {
+
+class RuntimeFiles;
 
 // The categories in priority order for the partition, as indexes into
 // kStepCategories (steps.hpp): compile, optimizer, backward, forward, comm, data,
@@ -35,6 +44,8 @@ class IntervalUnion {
   static constexpr size_t kMaxSpans = size_t{1} << 20;
   void add(int64_t ts, int64_t end);
   void merge(IntervalUnion& other);
+  // merge() without the merging: normalize() does it once for many.
+  void append(IntervalUnion& other);
   // Merges what add() buffered: spans() is then sorted and disjoint.
   void normalize();
   const std::vector<std::pair<int64_t, int64_t>>& spans() const { return v_; }
@@ -57,9 +68,12 @@ struct WallParts {
 class ProcessWall {
  public:
   void add(size_t category, int64_t ts, int64_t end) { cats_[category].add(ts, end); }
+  // An I/O call on the file `fhash`, data or other once its kind is known.
+  void add_io(std::string_view fhash, int64_t ts, int64_t end);
   void merge(ProcessWall& other);
-  // Call once after the last add/merge: the partition reads the unions.
-  void finish();
+  // Call once after the last add/merge: the held I/O spans go to data, or
+  // to other for `runtime`'s files (null: none), and the partition reads the unions.
+  void finish(const RuntimeFiles* runtime);
   // The window [ts, end) split by priority.
   WallParts partition(int64_t ts, int64_t end) const;
   // The first start and the last end of any event (INT64_MAX / INT64_MIN: none).
@@ -69,6 +83,7 @@ class ProcessWall {
 
  private:
   std::array<IntervalUnion, kNumWallCategories> cats_;
+  std::unordered_map<std::string, IntervalUnion> io_;  // by fhash, until finish()
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;
 };
 

@@ -542,12 +542,11 @@ int main(int argc, char** argv) {
       }
       if (a.tree) return run_module_tree(a, files, ro);
       if (by_category) {  // compile vs run: wall time (category_wall.hpp)
-        const StepReport steps = analyze_steps(files, a.threads, ro);
-        Summary s = summarize(files, keys, 0, a.threads, ro, sort);
+        const CategoryWallReads w = read_category_wall(files, a.threads, ro);
         std::ostringstream os;
-        write_category_wall(os, steps, s, a.format);
+        write_category_wall(os, w.steps, w.by_category, a.format);
         emit(a, os.str());
-        return finish(s.stats);
+        return finish(w.by_category.stats);
       }
       if (a.efficiency) {
         Efficiency e = efficiency(files, keys, a.top, a.threads, ro, a.calibration, a.sort);

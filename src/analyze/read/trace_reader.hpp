@@ -19,6 +19,8 @@
 
 namespace dftracer::analyze {
 
+class RuntimeFiles;  // runtime_files.hpp
+
 // A path that does not exist or cannot be read: the CLI prints it and exits non-zero.
 class InputError : public std::runtime_error {
  public:
@@ -80,6 +82,10 @@ struct ReadOptions {
   // to the spans' hull, so the index skips the members outside).
   std::shared_ptr<const StepSpans> steps;
   bool windowed() const { return from_ns != INT64_MIN || to_ns != INT64_MAX || steps != nullptr; }
+  // Which traced files are the runtime's (runtime_files.hpp), from an earlier
+  // read: their I/O is "other" work. Null: a read that groups by category
+  // finds them itself (step pass 1, or a scan of the FH records first).
+  std::shared_ptr<const RuntimeFiles> runtime_files;
   // Answer from write-time indexes where they can (summary over finalized
   // .pfw.gz files); false (--no-index) always reads the events.
   bool use_index = true;

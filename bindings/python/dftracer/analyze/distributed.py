@@ -125,14 +125,16 @@ def _us_text(ns, open_value):
     return f"{sign}{abs(ns) // 1000}.{abs(ns) % 1000:03d}"
 
 
-def _partial(piece, spans=None, *, by, limits, window=(), use_index=True):
+def _partial(piece, spans=None, *, by, limits, window=(), use_index=True, runtime=None):
     ext = _ext()
     bounds = _bounds(window)
     spans = _spans_of(spans)
     if piece[0] == "files":  # finalized .pfw.gz files answer from their .idx here (nothing inflated)
-        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds, use_index=use_index, spans=spans)
+        return ext.partial_summary(piece[1], piece[2], by, 1, **limits, **bounds, use_index=use_index, spans=spans,
+                                   runtime=_runtime_of(runtime))
     _, path, file_id, begin, end = piece
-    return ext.partial_summary_range(path, file_id, begin, end, by, **limits, **bounds, spans=spans)
+    return ext.partial_summary_range(path, file_id, begin, end, by, **limits, **bounds, spans=spans,
+                                     runtime=_runtime_of(runtime))
 
 
 def _piece_spans(pieces, chosen):
@@ -155,20 +157,31 @@ def _spans_of(text):
     return [(f, pid, [tuple(s) for s in spans]) for f, pid, spans in json.loads(text)]
 
 
+def _runtime_of(text):
+    """runtime_files()' fhashes from the JSON text they travel as (a list argument of
+    client.map would be taken for a collection of tasks), as the extension takes them."""
+    return None if text is None else json.loads(text)
+
+
 def _chosen_part(piece, text, limits, window=()):
     return piece[2], _ext().chosen_steps(piece[1], text, 1, **limits, **_bounds(window))
+
+
+def _names_part(piece, limits):
+    return _ext().file_names(piece[1], 1, **limits)
 
 
 def _time_range(piece, limits):
     return _ext().time_range(piece[1], 1, **limits)
 
 
-def _steps_part(piece, spans=None, *, limits, window=()):
+def _steps_part(piece, spans=None, *, limits, window=(), runtime=None):
     # steps_json takes the window as text: the client's resolved ns, exactly.
     texts = {}
     if window:
         texts = {"from_us": _us_text(window[0], -(1 << 63)), "to_us": _us_text(window[1], (1 << 63) - 1)}
-    text, stats = _ext().steps_json(piece[1], 1, **limits, **texts, spans=_spans_of(spans))
+    text, stats = _ext().steps_json(piece[1], 1, **limits, **texts, spans=_spans_of(spans),
+                                    runtime=_runtime_of(runtime))
     return piece[2][0], text, stats
 
 
@@ -234,19 +247,35 @@ def window_of(client, ext, files, window, limits):
 _INDEXED_KEYS = {"name", "cat", "pid", "tid"}
 
 
-def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True, chosen=None):
+def _partial_futures(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True, chosen=None,
+                     runtime=None):
     # A large file whose index answers stays whole: its worker inflates none of it.
-    indexable = use_index and not window and chosen is None and set(by.split(",")) <= _INDEXED_KEYS
+    keys = {k.strip() for k in by.split(",")}
+    indexable = use_index and not window and chosen is None and keys <= _INDEXED_KEYS
+    if runtime is None and "category" in keys:  # the category of an I/O call: data, or other on a runtime file
+        runtime = runtime_files(client, ext, files, limits)
     pieces = plan_pieces(ext, files, _n_workers(client), piece_bytes, whole_if_indexed=indexable)
     return client.map(_partial, pieces, _piece_spans(pieces, chosen), by=by, limits=limits, window=tuple(window),
-                      use_index=use_index, pure=False)
+                      use_index=use_index, runtime=None if runtime is None else json.dumps(runtime), pure=False)
 
 
-def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True, chosen=None):
+def partials(client, ext, files, by, limits, piece_bytes=None, window=(), use_index=True, chosen=None, runtime=None):
     """The partial aggregates (bytes) of every piece of `files`, read on the cluster;
     `window` = (from_ns, to_ns) applies a time window on the workers, `chosen`
-    (chosen_steps()) a step filter."""
-    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index, chosen))
+    (chosen_steps()) a step filter; `runtime` the whole input's runtime_files()
+    (found here when None and `by` holds the category)."""
+    return client.gather(_partial_futures(client, ext, files, by, limits, piece_bytes, window, use_index, chosen,
+                                          runtime))
+
+
+def runtime_files(client, ext, files, limits):
+    """The runtime's own files of the whole input (sorted fhashes: imports, libraries,
+    `io`'s runtime files), whose I/O is other work, not data: each worker reads the
+    FH records of its whole files, the client judges all the paths at once, as one
+    read does. One more read, decoding the FH lines alone."""
+    pieces = plan_pieces(ext, files, _n_workers(client), split_members=False)
+    parts = client.gather(client.map(_names_part, pieces, limits=limits, pure=False))
+    return ext.runtime_fhashes([tuple(name) for part in parts for name in part])
 
 
 def chosen_steps(client, ext, files, limits, window, text):
@@ -282,7 +311,7 @@ def diff(client, ext, files_a, files_b, by, top, limits, piece_bytes=None, windo
     fb = _partial_futures(client, ext, files_b, by, limits, piece_bytes, window=windows[1], chosen=chosen[1])
     spreads = []  # the noise estimate, as `diff`: each run's step durations and outliers (of its chosen steps' read)
     for files, window, c in ((files_a, windows[0], chosen[0]), (files_b, windows[1], chosen[1])):
-        rows = steps(client, ext, files, limits, window, chosen=c)[0]["steps"]
+        rows = steps(client, ext, files, limits, window, chosen=c, runtime=[])[0]["steps"]  # durations alone
         spreads += [[r["duration_us"] for r in rows], [bool(r["outlier"]) for r in rows]]
     return ext.diff_partials(client.gather(fa), client.gather(fb), by, top, *spreads, sort=sort)
 
@@ -304,13 +333,16 @@ def summary(client, ext, files, by, top, sort, limits, piece_bytes=None, window=
                                 by, top, sort)
 
 
-def steps(client, ext, files, limits, window=(), chosen=None):
+def steps(client, ext, files, limits, window=(), chosen=None, runtime=None):
     """steps()'s JSON document and stats, from whole files mapped over the workers;
     `window` = (from_ns, to_ns), resolved against the whole input; `chosen`
-    (chosen_steps()) reads the chosen steps' events alone."""
+    (chosen_steps()) reads the chosen steps' events alone; `runtime`: the whole
+    input's runtime_files() (found here when None)."""
+    if runtime is None:
+        runtime = runtime_files(client, ext, files, limits)
     pieces = [p for p in plan_pieces(ext, files, _n_workers(client), split_members=False)]
     results = client.gather(client.map(_steps_part, pieces, _piece_spans(pieces, chosen), limits=limits,
-                                       window=tuple(window), pure=False))
+                                       window=tuple(window), runtime=json.dumps(runtime), pure=False))
     doc, stats = None, {}
     for first_id, text, st in results:
         part = json.loads(text)
@@ -364,8 +396,9 @@ def category_wall(client, ext, files, limits, ns, format="json", steps_text=None
     category, joined by the command's writer; `ns` = (from_ns, to_ns) or (); `steps_text`
     a step range (both read the chosen steps alone)."""
     chosen = chosen_steps(client, ext, files, limits, ns, steps_text)
-    doc, stats = steps(client, ext, files, limits, ns, chosen=chosen)
-    parts = partials(client, ext, files, "category", limits, window=ns, chosen=chosen)
+    runtime = runtime_files(client, ext, files, limits)
+    doc, stats = steps(client, ext, files, limits, ns, chosen=chosen, runtime=runtime)
+    parts = partials(client, ext, files, "category", limits, window=ns, chosen=chosen, runtime=runtime)
     runs = doc["runs"] if doc else []
     from ._common import STEP_CATEGORIES as cats
 

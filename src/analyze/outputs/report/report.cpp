@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
@@ -77,7 +78,14 @@ class ReportConsumer : public LineConsumer {
  public:
   // The I/O section's args (fhash, ret, FH's value) are captured by the same
   // decode: the report reads its inputs once for its groups and I/O alike.
-  ReportConsumer() { decoder_.capture_args(IoAccumulator::capture()); }
+  // `runtime`: the runtime's files (runtime_files.hpp), for the category key.
+  explicit ReportConsumer(std::shared_ptr<const RuntimeFiles> runtime)
+      : groups_(parse_group_keys(kReportKeys), std::move(runtime)) {
+    const ArgCapture c = IoAccumulator::capture();
+    if (c.keys[groups_.fhash_slot()] != "fhash")  // the groups read args.fhash where the I/O view captures it
+      throw std::logic_error("report: the category key's fhash slot is not the I/O view's");
+    decoder_.capture_args(c);
+  }
   void begin_piece(size_t file_index) override { groups_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t cap) override {
     DecodeStatus st = decoder_.decode(line, cap, ev_);
@@ -109,7 +117,7 @@ class ReportConsumer : public LineConsumer {
     first_ts_us_ = std::min(first_ts_us_, o.first_ts_us_);
   }
 
-  SummaryAggregator groups_{parse_group_keys(kReportKeys)};
+  SummaryAggregator groups_;
   std::map<std::string, Timeline> timelines_;
   std::map<std::string, std::string> process_names_;
   std::set<std::string> device_pids_, cpu_pids_;  // pids with device work, with CPU events: GPU rows of the timeline
@@ -439,7 +447,7 @@ std::unique_ptr<ReportConsumer> read_report(const std::vector<std::string>& file
   std::vector<std::unique_ptr<ReportConsumer>> cons;
   std::vector<LineConsumer*> ptrs;
   for (unsigned t = 0; t < threads; ++t) {
-    cons.push_back(std::make_unique<ReportConsumer>());
+    cons.push_back(std::make_unique<ReportConsumer>(options.runtime_files));
     ptrs.push_back(cons.back().get());
   }
   *stats = read_traces(files, ptrs, options);
@@ -502,12 +510,14 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   if (std::string p = find_calibration(files, calibration_path); !p.empty()) cal = read_calibration(p);
   threads = useful_threads(files, threads, options);
   ReportResult res;
-  std::unique_ptr<ReportConsumer> whole = read_report(files, threads, options, &res.stats);
+  const StepReport steps = analyze_chosen_steps(files, threads, options);  // its own reads
+  ReadOptions ro = options;  // with the runtime's files the steps' first pass found
+  ro.runtime_files = steps.runtime_files;
+  std::unique_ptr<ReportConsumer> whole = read_report(files, threads, ro, &res.stats);
   ReportConsumer& r = *whole;
   Summary s = build_summary(r.groups_, 0);  // resolves the nesting: self times final
   Rollup by_key[kNumReportKeys];
   for (size_t k = 0; k < kNumReportKeys; ++k) by_key[k] = rollup(r.groups_, k);
-  const StepReport steps = analyze_chosen_steps(files, threads, options);  // its own reads
   const double origin_us = r.first_ts_us_ != INT64_MAX ? static_cast<double>(r.first_ts_us_) : 0;
   // POSIX/STDIO events, aggregated in the same pass (io_view.cpp's
   // IoAccumulator): a line of the answer, and a section of the page when there are some.
@@ -515,7 +525,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   const Rollup ops = names_of_kind(r.groups_, {"op"});  // the model's own work leads
   const auto [modules, no_module] = modules_and_no_module(r.groups_);
   std::vector<std::string> answer = answer_lines(s, ops, modules, by_key[kCategory], steps, io);
-  const std::string steady = steady_json(files, threads, options, steps, top_n, &answer);
+  const std::string steady = steady_json(files, threads, ro, steps, top_n, &answer);
   for (const std::string& l : answer) res.answer += l + "\n";
 
   // The page's data, one member per section, in the order the page shows them.
