@@ -1,5 +1,6 @@
 #include "runtime_files.hpp"
 
+#include <cstring>
 #include <memory>
 
 #include "event_decoder.hpp"
@@ -30,8 +31,10 @@ RuntimeFiles::RuntimeFiles(const FileNames& names) {
 
 namespace {
 
-// Decodes only the lines that can be FH records: the rest is one substring
-// search each, so the scan costs little more than inflating the input.
+// Decodes only the lines that can be FH records, the rest is one substring
+// search each; inflating and splitting the lines is still most of a read (on
+// a Trainer run's 20 MB trace, `summary --by name,category` takes 0.12 s
+// where `--by name` reads it in 0.06 s; AMD EPYC, one thread).
 class FileNameScanner : public LineConsumer {
  public:
   FileNameScanner() {
@@ -41,7 +44,8 @@ class FileNameScanner : public LineConsumer {
     decoder_.capture_args(c);
   }
   DecodeStatus consume(std::string_view line, size_t cap) override {
-    if (line.find("\"FH\"") == std::string_view::npos) return DecodeStatus::Ok;
+    static constexpr char kName[] = "\"FH\"";
+    if (memmem(line.data(), line.size(), kName, sizeof kName - 1) == nullptr) return DecodeStatus::Ok;
     DecodeStatus st = decoder_.decode(line, cap, ev_);
     if (st == DecodeStatus::Ok && is_file_name_record(ev_)) names_.add(ev_.extra_args[0], ev_.meta_name);
     return st;
