@@ -1090,6 +1090,13 @@ void StepFinder::add_event(size_t file, const Event& e) {
     if (runtime_ == nullptr) names_.add(e.extra_args[kArgValue], e.meta_name);
     return;
   }
+  // torch names a DataLoader worker process's thread "pt_data_worker"
+  // (_worker_loop): its ops are the dataset's transforms, not the model's,
+  // even where eager tracing gives them a phase.
+  if (e.is_metadata() && e.name == "thread_name" && e.meta_name == "pt_data_worker") {
+    processes_[{file, std::string(e.pid_text)}].data_worker = true;
+    return;
+  }
   const bool mark = is_step_mark(e);
   if (!mark && (!e.is_complete() || !e.has_dur || !e.has_ts)) return;
   // Most events belong to the process of the event before: found without a key.
@@ -1158,6 +1165,7 @@ void StepFinder::merge(StepFinder& o) {
     }
     p.marks.insert(p.marks.end(), q.marks.begin(), q.marks.end());
     p.model_work = p.model_work || q.model_work;
+    p.data_worker = p.data_worker || q.data_worker;
     p.wall.merge(q.wall);
     merge_thread(p.main, q.main, kMaxTopLevel, capped_);
     if (!p.main.top.empty()) {
@@ -1174,7 +1182,10 @@ StepPlan StepFinder::plan() {
   plan.capped = capped_;
   plan.runtime_files = runtime_ ? runtime_ : std::make_shared<const RuntimeFiles>(names_);
   bool any_model_work = false;
-  for (const auto& [key, p] : processes_) any_model_work = any_model_work || p.model_work;
+  for (auto& [key, p] : processes_) {
+    p.model_work = p.model_work && !p.data_worker;
+    any_model_work = any_model_work || p.model_work;
+  }
   for (auto& [key, p] : processes_) {
     ProcessSteps ps;
     ps.file = key.first;

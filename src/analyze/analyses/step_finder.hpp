@@ -53,6 +53,8 @@
 // a checkpoint): then it ends with its region.
 // A process that runs no model work (ops, compile, optimizer) while another
 // process of the input does is a helper (a DataLoader worker): it has no steps.
+// A DataLoader worker (torch names its thread "pt_data_worker") runs none,
+// whatever ops its dataset's transforms run.
 // The device tracks dftracer's CUDA source writes (pids of their own,
 // format/device_track.hpp) are no process: GPU time is not thread time, so
 // both passes leave them out.
@@ -161,6 +163,7 @@ class StepFinder : public LineConsumer {
     Thread main;                                                 // the tid == pid thread's
     std::map<std::string, Thread> others;  // other threads', while no tid == pid thread is seen
     bool model_work = false;
+    bool data_worker = false;  // a DataLoader worker (its thread "pt_data_worker"): no model work
     ProcessWall wall;
   };
 

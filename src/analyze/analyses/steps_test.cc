@@ -530,6 +530,35 @@ TEST(Steps, DataLoaderWorkersHaveNoStepsAndLayersAreNotSteps) {
   EXPECT_EQ(r.without_steps[0].source, "helper");
 }
 
+// Eager tracing gives a DataLoader worker's transforms (torch.from_numpy(x).mean(0)
+// in __getitem__, grad mode on) phase forward: still no model work, as torch's
+// name for the worker's thread says; its run is not the model's.
+TEST(Steps, AnEagerDataLoaderWorkerIsAHelperByItsThreadsName) {
+  std::vector<std::string> v;
+  v.push_back("{\"id\":1,\"name\":\"thread_name\",\"cat\":\"dftracer\",\"pid\":51,\"tid\":51,\"ph\":\"M\","
+              "\"args\":{\"name\":\"pt_data_worker\"}}\n");
+  for (int i = 0; i < 6; ++i) {
+    v.push_back(ev("read", "POSIX", 51, 51, 5000 + i * 50 + 5, 10));
+    v.push_back(ev("aten::mean", "aten", 51, 51, 5000 + i * 50 + 20, 10, "\"phase\":\"forward\""));
+  }
+  for (int i = 0; i < 4; ++i) {
+    v.push_back(ev("aten::mm", "op", 50, 50, i * 200 + 10, 30, "\"phase\":\"forward\""));
+    v.push_back(ev("aten::mm", "op", 50, 50, i * 200 + 50, 30, "\"phase\":\"backward\""));
+    v.push_back(ev("Optimizer.step#SGD.step", "cpu_op", 50, 50, i * 200 + 90, 10));
+  }
+  for (unsigned threads : {1u, 3u}) {
+    StepReport r = run(lines(v), threads, 64);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].pid, "50");
+    ASSERT_EQ(r.without_steps.size(), 1u);
+    EXPECT_EQ(r.without_steps[0].pid, "51");
+    EXPECT_EQ(r.without_steps[0].source, "helper");
+    EXPECT_FALSE(r.without_steps[0].model_work);
+    // The run is the main process's alone: the worker's span (5000 us on) adds nothing.
+    EXPECT_EQ(model_run_wall(r).processes, 1u);
+  }
+}
+
 TEST(Steps, TheTrainingLoopWinsOverAShorterEvaluationLoop) {
   // 10 train_steps of 100 us, then 6 eval_steps of 90 us (fewer of them, and
   // less time): the training loop's steps.
