@@ -20,9 +20,9 @@ from analyzer_cli import analyzer  # noqa: E402
 from trace_reader import read_all  # noqa: E402
 
 
-def run_shape(shape, out_dir):
+def run_shape(shape, out_dir, **more_env):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
-    env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
+    env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1", **more_env})
     proc = subprocess.run([sys.executable, os.path.join(HERE, "step_shapes.py"), shape, str(out_dir)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -175,6 +175,28 @@ def test_steps_are_the_loop_iterations(tmp_path, shape, source):
         helpers = [p for p in doc["processes"] if p["source"] == "helper"]
         assert len(helpers) >= 2 and all(p["steps"] == 0 for p in helpers)
         assert with_steps[0]["region"] == "step"
+
+
+def test_eager_dataloader_workers_are_helpers_and_not_in_the_run(tmp_path):
+    """Under eager tracing the workers' item fetches run ops (torch.full) that carry
+    phase forward: the workers are still helpers, and compile vs run adds the main
+    process's run alone."""
+    try:
+        from dftracer import _eager  # noqa: F401
+    except ImportError:
+        pytest.skip("dftracer was built without the LibTorch observer (dftracer._eager)")
+    run_shape("dataloader", tmp_path, DFTRACER_TRACE_EAGER="1")
+    events = [e for evs in read_all(str(tmp_path)).values() for e in evs]
+    main_pid = min(e["pid"] for e in events if e.get("ph") == "X" and e["name"] == "step")
+    worker_ops = [e for e in events if e.get("ph") == "X" and e["pid"] != main_pid and e.get("cat") == "aten"]
+    assert worker_ops and all((e.get("args") or {}).get("phase") == "forward" for e in worker_ops), worker_ops[:3]
+    doc = steps_json(tmp_path)
+    helpers = [p for p in doc["processes"] if p["source"] == "helper"]
+    assert len(helpers) >= 2 and all(p["steps"] == 0 and not p["model_work"] for p in helpers), doc["processes"]
+    out = subprocess.run([analyzer(), "summary", "--by", "category", "--format", "json", "--no-progress", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["processes"] == 1
 
 
 def test_the_end_of_job_barrier_is_in_no_step(tmp_path):
