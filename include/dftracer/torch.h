@@ -174,6 +174,14 @@ DFT_TORCH_API void set_module(uint32_t module, int depth, uint32_t call_name = 0
 // backward calls.
 DFT_TORCH_API bool set_in_backward(bool on);
 
+// Marks the calling thread as a data-loading thread for good: a DataLoader
+// worker process's thread, or its pin-memory thread. Its ops are the
+// dataset's transforms and copies, not the model's, so they carry no
+// args.phase (grad mode on would make them forward), and its module calls,
+// if any, record no call event. dftracer.python calls it where torch names
+// such a thread ("pt_data_worker", "pt_data_pin").
+DFT_TORCH_API void set_data_thread();
+
 // Numbers the optimizer step scope ("Optimizer.step#<Class>.step") open
 // innermost on the calling thread: its event gets args.opt = n (the Python
 // optimizer step hooks call it, from inside torch's scope). Does nothing when

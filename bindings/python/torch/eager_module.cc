@@ -139,6 +139,11 @@ PyObject* py_set_in_backward(PyObject*, PyObject* arg) {
   return PyBool_FromLong(dftracer::torch::set_in_backward(on != 0));
 }
 
+PyObject* py_set_data_thread(PyObject*, PyObject*) {
+  dftracer::torch::set_data_thread();
+  Py_RETURN_NONE;
+}
+
 PyObject* py_intern(PyObject*, PyObject* arg) {
   Py_ssize_t len = 0;
   const char* s = PyUnicode_AsUTF8AndSize(arg, &len);
@@ -180,6 +185,9 @@ PyMethodDef g_methods[] = {
     {"set_in_backward", py_set_in_backward, METH_O,
      "set_in_backward(on): mark this thread as inside Tensor.backward (its seed gradient is backward work); "
      "returns the previous mark."},
+    {"set_data_thread", py_set_data_thread, METH_NOARGS,
+     "set_data_thread(): mark this thread as a DataLoader worker's or pin-memory thread for good (its ops carry "
+     "no phase: the dataset's work, not the model's)."},
     {"intern", py_intern, METH_O, "intern(path): the core's id of a string (what set_module takes)."},
     {"_tensor_meta_fn", dft_py_tensor_meta_fn, METH_VARARGS,
      "_tensor_meta_fn(torch.Tensor, torch.nn.Parameter): the traced collective's tensor reader (a capsule)."},

@@ -164,6 +164,9 @@ struct ThreadState {
   // segment under no_grad; a frozen backbone called under no_grad) is the
   // step's forward work.
   uint8_t module_grad_off_phase;
+  // set_data_thread(): a DataLoader worker's or pin-memory thread; every
+  // phase above stays none.
+  uint8_t data_thread;
   // The thread's outermost module call (set_module() from depth 0 to 1) and
   // its Tensor.backward call (set_in_backward() off to on): when each began
   // (0: none open or not recorded), what to write at its end. They hold the
@@ -544,7 +547,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // backward with grad mode off) nor of an optimizer's scope.
     if (!(f.kind & kShadows) && (f.info.flags & kDataScope) && !c10::GradMode::is_enabled()) f.kind |= kGradOff;
     const Phase p = (f.info.flags & kAutogradNode) ? kBackward : (f.info.flags & kOptimizerScope) ? kOptimizer : kNoPhase;
-    if (p == kOptimizer) t.grad_off_phase = phase_bits(kInference);  // the update began: what follows is not its
+    if (p == kOptimizer && !t.data_thread) t.grad_off_phase = phase_bits(kInference);  // the update began: what follows is not its
     f.kind = static_cast<uint8_t>((f.kind & ~kPhaseMask) | kShadows | phase_bits(p));
   } else if (!(f.kind & kShadows)) {
     // The thread's outermost work: says whether grad mode is off. A region
@@ -1062,7 +1065,8 @@ void write_call(dft_id name, uint64_t begin, uint8_t phase, dft_id module) {
 void set_module(uint32_t module, int depth, uint32_t call_name) {
   ThreadState* st = state();
   if (st == nullptr) return;
-  if (depth == 1 && st->module_depth == 0)
+  if (st->data_thread) call_name = 0;  // no call event; the phases stay none
+  else if (depth == 1 && st->module_depth == 0)
     st->module_grad_off_phase = phase_bits(c10::GradMode::is_enabled() ? kForward : kInference);
   if (depth == 1 && st->module_depth == 0 && call_name != 0) {
     st->call_begin = 0;
@@ -1082,7 +1086,7 @@ void set_module(uint32_t module, int depth, uint32_t call_name) {
 
 bool set_in_backward(bool on) {
   ThreadState* st = state();
-  if (st == nullptr) return false;
+  if (st == nullptr || st->data_thread) return false;
   const bool was = st->grad_on_phase == phase_bits(kBackward);
   if (on && !was) {
     st->grad_off_phase = phase_bits(kInference);
@@ -1094,6 +1098,13 @@ bool set_in_backward(bool on) {
   }
   st->grad_on_phase = phase_bits(on ? kBackward : kForward);
   return was;
+}
+
+void set_data_thread() {
+  ThreadState* st = state();
+  if (st == nullptr) return;
+  st->data_thread = 1;
+  st->grad_on_phase = st->grad_off_phase = st->module_grad_off_phase = phase_bits(kNoPhase);
 }
 
 void set_optimizer_number(long long n) {

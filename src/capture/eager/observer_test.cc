@@ -216,6 +216,48 @@ TEST(Observer, EachEventCarriesItsPhase) {
   EXPECT_GT(by_phase["inference"], 0);
 }
 
+// set_data_thread(): a DataLoader worker's (or pin-memory) thread's ops are
+// the dataset's: no phase with grad mode on or off, nor after a backward
+// call or an optimizer scope, and no module call event; another thread's
+// ops keep theirs.
+TEST(Observer, ADataLoaderThreadsOpsCarryNoPhase) {
+  Trace trace;
+  dftracer::torch::enable();
+  std::thread worker([] {
+    dftracer::torch::set_data_thread();
+    torch::Tensor x = torch::randn({4, 8});
+    torch::Tensor m = x.mean(0);  // grad mode on, outside any model call
+    {
+      torch::NoGradGuard no_grad;
+      (m * 2).sum();
+    }
+    EXPECT_FALSE(dftracer::torch::set_in_backward(true));  // no mark on a data thread
+    torch::ones_like(m);
+    dftracer::torch::set_in_backward(false);
+    dftracer::torch::set_module(dft_intern_cstr("aug"), 1, dft_intern_cstr("nn.Module: Aug"));
+    torch::relu(m);
+    dftracer::torch::set_module(0, 0);
+  });
+  worker.join();
+  torch::randn({2}).mean();  // this thread: forward
+  const std::vector<Event> all = trace.finish();
+  int worker_ops = 0, main_ops = 0;
+  for (const Event& e : all) {
+    if (e.ph != "X") continue;
+    EXPECT_NE(e.name, "nn.Module: Aug") << "a data thread's module call records no call event";
+    if (e.cat != "aten") continue;
+    if (e.tid == e.pid) {
+      ++main_ops;
+      EXPECT_EQ(str_arg(e, "phase"), "forward") << e.name;
+    } else {
+      ++worker_ops;
+      EXPECT_EQ(str_arg(e, "phase"), "<missing>") << e.name;
+    }
+  }
+  EXPECT_GT(worker_ops, 4);
+  EXPECT_GT(main_ops, 0);
+}
+
 // set_in_backward(): while the thread is marked, its outermost work with
 // grad mode on (the seed gradient a backward call makes before the engine
 // runs) is backward; the mark returns its previous value, and unmarked the

@@ -263,9 +263,9 @@ _warned_modules_env = False
 
 def _sync_hooks(ext) -> None:
     """The module hooks are registered exactly while the observer records
-    ops and module attribution is wanted; the backward wrapper while it
-    records ops."""
-    from . import backward_phase, modules
+    ops and module attribution is wanted; the backward wrapper and the
+    DataLoader threads' wrapper while it records ops."""
+    from . import backward_phase, data_threads, modules
 
     try:
         if ext.enabled() and hasattr(ext, "set_in_backward"):
@@ -274,6 +274,13 @@ def _sync_hooks(ext) -> None:
             backward_phase.uninstall()
     except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
         warn(f"eager backward phase unavailable: {e}")
+    try:
+        if ext.enabled() and hasattr(ext, "set_data_thread"):
+            data_threads.install(ext)
+        else:
+            data_threads.uninstall()
+    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
+        warn(f"eager data-loading threads unavailable: {e}")
     try:
         if ext.enabled() and _modules_wanted() and hasattr(ext, "set_module"):
             modules.install(ext)
