@@ -215,6 +215,24 @@ TEST(Reader, ChromeJsonArrayAndObjectPrettyPrinted) {
   }
 }
 
+// A directory of traces often holds other JSON (a Trainer's output_dir:
+// config.json, trainer_state.json): a valid JSON object without
+// "traceEvents" that is no event is not a trace, its nested objects no
+// events with bad fields.
+TEST(Reader, AJsonObjectThatIsNoTraceGivesNoEventsAndNoErrors) {
+  TempDir d;
+  write_file(d.file("config.json"), R"({
+  "architectures": ["GPT2LMHeadModel"],
+  "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}},
+  "n_layer": 2
+})");
+  write_file(d.file("trainer_state.json"), "{\n  \"log_history\": [{\"loss\": 5.4, \"step\": 2}],\n  \"max_steps\": 8\n}\n");
+  write_file(d.file("t.pfw"), pfw_text({op_event(1, "x", 1, 1)}));
+  Collected c = collect(expand_inputs({d.path().string()}));
+  EXPECT_EQ(c.names, (std::multiset<std::string>{"x"}));
+  EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
+}
+
 TEST(Reader, DirectoriesAndGlobsExpandToTraceFiles) {
   TempDir d;
   fs::create_directories(d.path() / "sub");

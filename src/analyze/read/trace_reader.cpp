@@ -1028,6 +1028,10 @@ void Worker::run_document(const FileState& f, size_t file_index) {
       ok = !root.get_array().get(events);
     } else {
       ok = !root["traceEvents"].get_array().get(events);
+      // A valid JSON object without an event array is no Chrome trace (a
+      // config.json, a trainer_state.json beside the traces): no events and
+      // no error, where its nested objects would read as events with bad fields.
+      if (!ok) return;
     }
   }
   if (!ok) {
