@@ -925,6 +925,11 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   PeriodicRun run = periodic_run(keys);
   Candidate c{"", {}, 0};
   if (run.count < 2) return c;
+  // One eager op repeated is no model call (a forward runs several top-level
+  // ops; a compiled one is its frame's call): nn.init's weight fills under
+  // no_grad (aten::normal_ per layer) in a run that stopped before its loop
+  // are no inference loop.
+  if (!graphs && run.period == 1 && !starts_with(seq[run.first]->second.name, "Torch-Compiled Region")) return c;
   std::vector<Span> fetches = t.fetches;
   std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
   group_calls(run, seq, work, fetches);

@@ -908,6 +908,17 @@ TEST(Steps, AnEmptyCompiledFrameIsLeftOutByItsUsualDurationNotEachCalls) {
   EXPECT_EQ(durations(r), (std::vector<double>{510, 100, 100, 100, 100, 30}));
 }
 
+// A run that stopped after building its model (a crash before the loop):
+// nn.init fills each layer's weight under no_grad, one top-level op each.
+// One op repeated is no model call: no inference loop, no steps.
+TEST(Steps, AModelsInitialisationAloneIsNoInferenceLoop) {
+  std::vector<std::string> v;
+  for (int i = 0; i < 3; ++i) v.push_back(ev("aten::normal_", "aten", 10, 10, 100 * i, 20, "\"grad\":0"));
+  StepReport r = run(lines(v), 1);
+  EXPECT_TRUE(r.processes.empty());
+  EXPECT_TRUE(r.rows.empty());
+}
+
 // An eager inference loop (the LibTorch observer: "grad": 0 on each forward
 // op run under no_grad), the model's weights initialised under no_grad
 // before it, a batch fetched from a DataLoader before each forward: each
