@@ -11,8 +11,9 @@
 // so the set is known only after a whole read: pass 1 of the step analysis
 // builds it, holding each file's I/O spans until then (step_finder.cpp); a
 // read that needs it without one (a summary grouped by category) scans the
-// FH records first (scan_runtime_files); a Dask client joins the pieces'
-// names and hands the set to every piece (ReadOptions::runtime_files).
+// FH records first (scan_file_names, ensure_runtime_files); a Dask client
+// joins the pieces' names and hands the set to every piece
+// (ReadOptions::runtime_files).
 #pragma once
 
 #include <memory>

@@ -165,10 +165,12 @@ SummaryAggregator::SummaryAggregator(std::vector<GroupKey> keys, std::shared_ptr
   }
   // Event::extra_args[i] is the i-th args.<key> group key (consume() counts
   // them), then args.fhash when a key is the category.
-  fhash_slot_ = capture.size;
-  for (size_t i = 0; i < capture.size; ++i)
-    if (capture.keys[i] == "fhash") fhash_slot_ = i;  // --by args.fhash,category: captured once
-  if (category && fhash_slot_ == capture.size && capture.size < kMaxExtraArgs) capture.keys[capture.size++] = "fhash";
+  if (category) {  // parse_group_keys leaves a slot for it
+    fhash_slot_ = capture.size;
+    for (size_t i = 0; i < capture.size; ++i)
+      if (capture.keys[i] == "fhash") fhash_slot_ = i;  // --by args.fhash,category: captured once
+    if (fhash_slot_ == capture.size && capture.size < kMaxExtraArgs) capture.keys[capture.size++] = "fhash";
+  }
   decoder_.capture_args(capture);
 }
 
@@ -293,14 +295,15 @@ bool SummaryAggregator::add_aggregated(const Event& e) {
 
 SummaryAggregator::Group& SummaryAggregator::group_of(const Event& e) {
   std::string_view key;
+  const std::string_view fhash = fhash_slot_ < kMaxExtraArgs ? e.extra_args[fhash_slot_] : std::string_view();
   if (keys_.size() == 1) {  // the common case: no composite key to build
-    std::string_view v = key_value(keys_[0], e, 0, e.extra_args[fhash_slot_], runtime_.get());
+    std::string_view v = key_value(keys_[0], e, 0, fhash, runtime_.get());
     key = v.empty() ? kNone : v;
   } else {
     key_.clear();
     for (size_t i = 0, extra = 0; i < keys_.size(); ++i) {
       if (i) key_ += kKeySep;
-      std::string_view v = key_value(keys_[i], e, extra, e.extra_args[fhash_slot_], runtime_.get());
+      std::string_view v = key_value(keys_[i], e, extra, fhash, runtime_.get());
       extra += keys_[i].field == Field::arg;
       key_.append(v.empty() ? kNone : v);
     }

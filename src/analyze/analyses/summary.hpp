@@ -69,8 +69,9 @@ class SummaryAggregator : public LineConsumer {
   // `runtime`: the runtime's files, whose I/O is "other" in a category key
   // (runtime_files.hpp); null: all I/O is "data".
   explicit SummaryAggregator(std::vector<GroupKey> keys, std::shared_ptr<const RuntimeFiles> runtime = nullptr);
-  // Where add_event() finds args.fhash: a consumer with its own decoder must
-  // capture it in this slot of Event::extra_args.
+  // Where add_event() finds args.fhash when a key is the category: a consumer
+  // with its own decoder must capture it in this slot of Event::extra_args
+  // (kMaxExtraArgs: no category key, none read).
   size_t fhash_slot() const { return fhash_slot_; }
   void begin_piece(size_t file_index) override { nesting_.begin_piece(file_index); }
   DecodeStatus consume(std::string_view line, size_t padded_capacity) override;
@@ -109,7 +110,7 @@ class SummaryAggregator : public LineConsumer {
   Event ev_;
   std::vector<GroupKey> keys_;
   std::shared_ptr<const RuntimeFiles> runtime_;
-  size_t fhash_slot_ = 0;
+  size_t fhash_slot_ = kMaxExtraArgs;
   SelfTimeTracker nesting_;
   using Group = std::unordered_map<std::string, GroupStats>::value_type;  // its key: stable, named by self times
   Group& group_for(std::string_view key);

@@ -208,6 +208,30 @@ TEST(Summary, AnyArgsKeyIsAGroupKey) {
   EXPECT_EQ(r->count, 2u);
 }
 
+// The most args keys a reader captures: eight alone; beside the category
+// (which reads args.fhash in one more slot) seven, and eight refused with
+// the line that says so.
+TEST(Summary, EightArgsKeysAloneSevenBesideTheCategory) {
+  TempDir d;
+  write_file(d.file("t.pfw"),
+             pfw_text({R"({"name":"q","cat":"POSIX","ph":"X","pid":1,"tid":1,"ts":7,"dur":10,"args":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"fhash":"aa"}})"}));
+  const std::vector<std::string> files = {d.file("t.pfw")};
+  Summary eight = summarize(files, parse_group_keys("args.a,args.b,args.c,args.d,args.e,args.f,args.g,args.h"), 0, 1);
+  ASSERT_EQ(eight.rows.size(), 1u);
+  EXPECT_EQ(eight.rows[0].key, (std::vector<std::string>{"1", "2", "3", "4", "5", "6", "7", "8"}));
+  Summary seven = summarize(files, parse_group_keys("args.a,args.b,args.c,args.d,args.e,args.f,args.g,category"), 0, 1);
+  ASSERT_EQ(seven.rows.size(), 1u);
+  EXPECT_EQ(seven.rows[0].key.back(), "data");
+  Summary with_fhash = summarize(files, parse_group_keys("args.a,args.b,args.c,args.d,args.e,args.f,args.g,args.fhash,category"), 0, 1);
+  EXPECT_EQ(with_fhash.rows[0].key, (std::vector<std::string>{"1", "2", "3", "4", "5", "6", "7", "aa", "data"}));
+  try {
+    parse_group_keys("args.a,args.b,args.c,args.d,args.e,args.f,args.g,args.h,category");
+    FAIL() << "eight args keys beside the category";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 7 beside category"), std::string::npos) << e.what();
+  }
+}
+
 // A backward graph is compiled inside the first backward call: its compile
 // events carry args.phase "backward" (the graph's), but they are compile work,
 // not the backward's run time; by phase they are "compile", with the compile

@@ -82,7 +82,8 @@ class ReportConsumer : public LineConsumer {
   explicit ReportConsumer(std::shared_ptr<const RuntimeFiles> runtime)
       : groups_(parse_group_keys(kReportKeys), std::move(runtime)) {
     const ArgCapture c = IoAccumulator::capture();
-    if (c.keys[groups_.fhash_slot()] != "fhash")  // the groups read args.fhash where the I/O view captures it
+    // The groups read args.fhash where the I/O view captures it.
+    if (groups_.fhash_slot() >= c.keys.size() || c.keys[groups_.fhash_slot()] != "fhash")
       throw std::logic_error("report: the category key's fhash slot is not the I/O view's");
     decoder_.capture_args(c);
   }
