@@ -10,7 +10,9 @@
 //
 // I/O calls are data, except on the runtime's own files (imports, libraries:
 // runtime_files.hpp), which are other; which files those are is known only
-// after the whole read, so each file's I/O spans are held apart until then.
+// after the whole read, so each file's I/O spans are held apart until then
+// (one union per traced file meanwhile: a run that reads a million sample
+// files holds a million small unions, as `io` holds a row per file).
 //
 // Memory: each category's union is a sorted vector of disjoint spans. Events
 // nested in an event of their own category cost nothing; when a category's
