@@ -240,9 +240,16 @@ std::vector<IoFileKind> io_file_kinds(const std::vector<std::string_view>& paths
     if (kinds[i] == IoFileKind::Data && !above_runtime.count(paths[i]))
       for_each_parent(paths[i], [&](std::string_view d) { above_data.insert(d); });
   // A directory on the way to runtime files only (the import system's stat
-  // of the installation's parents: /home, /home/u/.venvs).
+  // of the installation's parents: /home, /home/u/.venvs), and any directory
+  // above a Python installation, also one above data files: resolving the
+  // interpreter's paths lstat's each of them (realpath: 1,329 lstat of
+  // /root, the home above a pyenv installation and a Hugging Face cache file,
+  // on a Trainer run), which no data loading does.
+  std::unordered_set<std::string_view> above_prefix;
+  for (std::string_view prefix : prefixes) for_each_parent(prefix, [&](std::string_view d) { above_prefix.insert(d); });
   for (size_t i = 0; i < paths.size(); ++i)
-    if (kinds[i] == IoFileKind::Data && above_runtime.count(paths[i]) && !above_data.count(paths[i]))
+    if (kinds[i] == IoFileKind::Data && above_runtime.count(paths[i]) &&
+        (!above_data.count(paths[i]) || above_prefix.count(paths[i])))
       kinds[i] = IoFileKind::Runtime;
   return kinds;
 }

@@ -43,9 +43,11 @@ const char* io_kind_name(IoFileKind k);  // "data" / "runtime"
 IoFileKind io_file_kind(std::string_view path);
 // Each path's kind among the paths of a run (parallel to `paths`):
 // io_file_kind, and also runtime for anything in a Python installation that
-// one of the paths lies in (its bin/, the prefix itself) and for a directory
+// one of the paths lies in (its bin/, the prefix itself), for a directory
 // that only leads to runtime files (the interpreter's prefix, /usr/lib,
-// stat'ed by the import system), never one above a data file.
+// stat'ed by the import system) and for one above an installation (a home
+// directory, lstat'ed by path resolution); another directory above a data
+// file is data.
 std::vector<IoFileKind> io_file_kinds(const std::vector<std::string_view>& paths);
 
 struct IoOptions {

@@ -299,13 +299,16 @@ TEST(IoView, TheDataFilesLeadAndTheImportsAreOneLine) {
 
 // A pyenv installation (a prefix past the short-string size) and a data file
 // in the same home directory: the installation, what its build left beside
-// the interpreter (bin/Modules/Setup) and the directories that lead only to
-// it are the runtime's; the home directory above the data file is data.
+// the interpreter (bin/Modules/Setup), the directories that lead only to it
+// and the home directory above it (path resolution's lstat), though a data
+// file lies under it too, are the runtime's; a directory above data files
+// and runtime files but no installation stays data.
 TEST(IoView, ALongInstallationPrefixAndWhatItHoldsAreTheRuntimes) {
   TempDir d;
   const std::string prefix = "/root/.pyenv/versions/3.11.7";
   const std::string files[] = {prefix + "/lib/python3.11/os.py", prefix, prefix + "/bin", prefix + "/bin/Modules/Setup",
-                               "/root/.pyenv", "/root", "/root/.cache/hub/config.yaml"};
+                               "/root/.pyenv", "/root", "/root/.cache/hub/config.yaml", "/proj/data/x.bin",
+                               "/proj/out/run.pfw", "/proj"};
   std::string t = "[\n";
   long ts = 1000;
   for (size_t i = 0; i < std::size(files); ++i) {
@@ -315,10 +318,9 @@ TEST(IoView, ALongInstallationPrefixAndWhatItHoldsAreTheRuntimes) {
   }
   write_file(d.file("run.pfw"), t + "]\n");
   IoView v = io_view({d.file("run.pfw")}, IoOptions{}, 1, ReadOptions{});
-  for (const std::string& runtime : {files[0], files[1], files[2], files[3], files[4]})
+  for (const std::string& runtime : {files[0], files[1], files[2], files[3], files[4], files[5], files[8]})
     EXPECT_EQ(v.file_kind.at(runtime), IoFileKind::Runtime) << runtime;
-  EXPECT_EQ(v.file_kind.at("/root"), IoFileKind::Data) << "above a data file";
-  EXPECT_EQ(v.file_kind.at(files[6]), IoFileKind::Data);
-  EXPECT_EQ(v.data_files, 2u);
-  EXPECT_EQ(v.runtime_files, 5u);
+  for (const std::string& data : {files[6], files[7], files[9]}) EXPECT_EQ(v.file_kind.at(data), IoFileKind::Data) << data;
+  EXPECT_EQ(v.data_files, 3u);
+  EXPECT_EQ(v.runtime_files, 7u);
 }
