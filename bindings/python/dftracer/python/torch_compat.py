@@ -22,6 +22,8 @@ Users of this module:
   eager.torch_profiler_aside           wrap_profiler_start_stop (torch's
                                        profiler's _enable_profiler /
                                        _disable_profiler)
+  eager.data_threads                   wrap_thread_namer (torch.multiprocessing's
+                                       _set_thread_name)
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ __all__ = [
     "unwrap_disabled",
     "wrap_compile_phases",
     "wrap_profiler_start_stop",
+    "wrap_thread_namer",
 ]
 
 TORCH_CHECKED = "2.13.0"
@@ -582,3 +585,24 @@ def wrap_profiler_start_stop(wrap_enable: Callable[[Callable], Callable],
     new_enable._dftracer_wrapped = True
     tap._enable_profiler, tap._disable_profiler = new_enable, new_disable
     return True
+
+
+def wrap_thread_namer(make_wrapper: Callable[[Callable], Callable]) -> Callable | None:
+    """Puts ``make_wrapper(original)`` in the place of
+    ``torch.multiprocessing._set_thread_name`` (which names a DataLoader
+    worker's and pin-memory thread, looked up there at each call) and returns
+    the original, which ``wrap_thread_namer(lambda _: original)`` puts back;
+    None when torch has none. Missing: a DataLoader worker's eager ops carry
+    phase forward (eager/data_threads.py)."""
+    try:
+        import torch.multiprocessing as tmp
+
+        fn = tmp._set_thread_name
+        if not callable(fn):
+            raise TypeError("torch.multiprocessing._set_thread_name is not callable")
+    except Exception as e:
+        degraded("torch.multiprocessing._set_thread_name", e,
+                 "a DataLoader worker's eager ops are written as forward work")
+        return None
+    tmp._set_thread_name = make_wrapper(fn)
+    return fn

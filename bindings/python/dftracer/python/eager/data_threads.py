@@ -42,22 +42,19 @@ def install(ext) -> None:
     global _original
     if _original is not None:
         return
-    import torch.multiprocessing as tmp
+    from .. import torch_compat
 
-    fn = getattr(tmp, "_set_thread_name", None)
-    if fn is None or not callable(fn):
-        return
-    tmp._set_thread_name = _wrap(fn, ext.set_data_thread)
-    _original = fn
+    _original = torch_compat.wrap_thread_namer(lambda fn: _wrap(fn, ext.set_data_thread))
 
 
 def uninstall() -> None:
     global _original
     if _original is None:
         return
-    import torch.multiprocessing as tmp
+    from .. import torch_compat
 
-    tmp._set_thread_name = _original
+    original = _original
+    torch_compat.wrap_thread_namer(lambda _: original)
     _original = None
 
 
