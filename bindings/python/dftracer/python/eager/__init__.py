@@ -267,27 +267,18 @@ def _sync_hooks(ext) -> None:
     DataLoader threads' wrapper while it records ops."""
     from . import backward_phase, data_threads, modules
 
-    try:
-        if ext.enabled() and hasattr(ext, "set_in_backward"):
-            backward_phase.install(ext)
-        else:
-            backward_phase.uninstall()
-    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
-        warn(f"eager backward phase unavailable: {e}")
-    try:
-        if ext.enabled() and hasattr(ext, "set_data_thread"):
-            data_threads.install(ext)
-        else:
-            data_threads.uninstall()
-    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
-        warn(f"eager data-loading threads unavailable: {e}")
-    try:
-        if ext.enabled() and _modules_wanted() and hasattr(ext, "set_module"):
-            modules.install(ext)
-        else:
-            modules.uninstall()
-    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
-        warn(f"eager module attribution unavailable: {e}")
+    on = ext.enabled()
+    for hook, wanted, what in ((backward_phase, on and hasattr(ext, "set_in_backward"), "backward phase"),
+                               (data_threads, on and hasattr(ext, "set_data_thread"), "data-loading threads"),
+                               (modules, on and _modules_wanted() and hasattr(ext, "set_module"),
+                                "module attribution")):
+        try:
+            if wanted:
+                hook.install(ext)
+            else:
+                hook.uninstall()
+        except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
+            warn(f"eager {what} unavailable: {e}")
 
 
 class _AfterImport:
