@@ -558,16 +558,26 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // Python before its first graph, data made untraced) is its own. Only a
   // wait far beyond the usual one (an evaluation, a checkpoint) stays
   // outside: that step begins at its first work.
-  std::vector<int64_t> durs;
-  for (size_t k = 1; k < c.occ.size(); ++k) durs.push_back(c.occ[k].end - c.occ[k].ts);
-  const int64_t dur_med = median_of(durs);
+  std::vector<int64_t> durs, busy;
+  for (size_t k = 1; k < c.occ.size(); ++k) {
+    durs.push_back(c.occ[k].end - c.occ[k].ts);
+    int64_t t = 0;
+    for (auto it = work.lower_bound(c.occ[k].ts); it != work.end() && it->first < c.occ[k].end; ++it)
+      t = saturating_add(t, it->second.end - it->first);
+    busy.push_back(t);
+  }
+  const int64_t dur_med = median_of(durs), busy_med = lower_median(busy);
   // A short evaluation (a few no_grad forwards, its wait within the bound
   // below) is told by its grad-off work against the usual wait's: an EMA
   // update or a metric every iteration makes the same work in every wait,
   // an evaluation more of it (by count: a preempted op's time grows, its
-  // count does not) and longer, by more than the usual wait's and 1/32 of a
-  // step (one forward of a small model beside its backward and AdamW's step
-  // under the observer; a metric's few ops take less). The grad-off work is
+  // count does not) and longer, by more than the usual wait's and 1/32 of
+  // the (lower median) step's traced work (one forward of a small model
+  // beside its backward and AdamW's step under the observer; a metric's few
+  // ops take less). Not of a step's wall time: that holds untraced work (a
+  // batch read, a sleep; all of the wait when an evaluation opens with
+  // grad-on work, below), which can make it many times its traced work and
+  // a short evaluation's forwards less than 1/32 of it. The grad-off work is
   // counted up to the iteration's first backward work, not only up to its
   // first work: an evaluation can open with grad-on ops (a loader's seed, a
   // batch moved to the device before the no_grad, as transformers' Trainer
@@ -599,8 +609,13 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   const size_t usual_n = lower_median(off_n);
   const int64_t usual_t = lower_median(off_t);
   auto evaluation = [&](size_t k) {
-    return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, dur_med / 32);
+    return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
+  if (getenv("DFT_DEBUG_STEPS")) {
+    for (size_t k = 1; k < c.occ.size(); ++k) fprintf(stderr, "wait %zu: off_n %zu off_t %lld eval %d\n", k, off_n[k-1], (long long)off_t[k-1], (int)evaluation(k));
+    for (size_t k = 1; k < c.occ.size(); ++k) fprintf(stderr, "occ %zu: %lld..%lld\n", k, (long long)c.occ[k].ts, (long long)c.occ[k].end);
+    fprintf(stderr, "usual_n %zu usual_t %lld busy_med %lld dur_med %lld\n", usual_n, (long long)usual_t, (long long)busy_med, (long long)dur_med);
+  }
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
   // iteration's own).

@@ -838,6 +838,41 @@ TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
   EXPECT_GE(r.outside_traced_us, 3 * 30);
 }
 
+// The same evaluation opening with grad-on work (a loader's seed drawn, as
+// transformers' Trainer does), in a loop whose iterations each wait 5 ms
+// untraced (a batch read) before 71 us of traced work, with the optimizer
+// steps of iterations 1 and 2 slowed to 4 ms (the process preempted). Step
+// 3's first work is the seed, so before it is known to be the evaluation's
+// its step holds the 5 ms wait, and with steps 1 and 2 the median step is 4
+// ms long: the evaluation's 90 us are below 1/32 of that and far above 1/32
+// of the steps' traced work, what a forward is measured against. Still
+// outside.
+TEST(Steps, AShortEvaluationOpeningWithGradOnWorkIsOutsideTheStepsOfALoopMostlyUntraced) {
+  std::vector<std::string> v;
+  long long t = 2000;
+  std::vector<long long> zero_grads;
+  for (int k = 0; k < 5; ++k) {
+    const long long slow = (k == 1 || k == 2) ? 4000 : 0;
+    zero_grads.push_back(t);
+    eager_iteration(v, t, 3);
+    if (slow) {  // the optimizer step, slowed: the EMA after it moves along
+      v.pop_back(), v.pop_back();
+      v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20 + slow));
+      v.push_back(ev("aten::_foreach_lerp_", "aten", 10, 10, t + 92 + slow, 3, "\"grad\":0"));
+    }
+    if (k == 2) {
+      v.push_back(ev("aten::random_", "aten", 10, 10, t + slow + 100, 2));  // the seed, grad on
+      for (int e = 0; e < 3; ++e)
+        v.push_back(ev("aten::linear", "aten", 10, 10, t + slow + 110 + 32 * e, 30, "\"grad\":0"));
+    }
+    t += 5150 + slow;
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(durations(r), (std::vector<double>{90, 9150, 9150, 90, 5150}));
+  EXPECT_EQ(r.rows[3].start_us, 1'000'000 + zero_grads[3]);  // its zero_grad, after the evaluation
+}
+
 // The same loop without the evaluation, and one wait longer than the others
 // (a slow batch) holding the usual EMA only: every step still reaches the
 // next one's start.
