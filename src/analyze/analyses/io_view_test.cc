@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -323,4 +324,29 @@ TEST(IoView, ALongInstallationPrefixAndWhatItHoldsAreTheRuntimes) {
   for (const std::string& data : {files[6], files[7], files[9]}) EXPECT_EQ(v.file_kind.at(data), IoFileKind::Data) << data;
   EXPECT_EQ(v.data_files, 3u);
   EXPECT_EQ(v.runtime_files, 7u);
+}
+
+// A script's directory (sys.path[0]) holding the run's output: the import
+// system stat's it at every import, which is the runtime's I/O; the output
+// under it, a data directory beside the script and a directory holding data
+// and a package but no module file of its own stay data.
+TEST(IoView, TheDirectoryHoldingTheScriptIsTheRuntimes) {
+  TempDir d;
+  const std::string files[] = {"/proj",          "/proj/train.py",    "/proj/out/trainer_state.json", "/proj/out",
+                               "/proj/data",     "/proj/data/x.bin",  "/work",                        "/work/pkg/mod.py",
+                               "/work/shard.bin", "/proj/ext/_c.so",  "/proj/ext"};
+  std::string t = "[\n";
+  long ts = 1000;
+  for (size_t i = 0; i < std::size(files); ++i) {
+    char hash[24];
+    std::snprintf(hash, sizeof hash, "\"%016zx\"", 0xb00 + i);
+    t += fh(1, files[i].c_str(), hash);
+    t += x("stat64", "POSIX", 1, ts += 100, 5, std::string("\"fhash\":") + hash);
+  }
+  write_file(d.file("run.pfw"), t + "]\n");
+  IoView v = io_view({d.file("run.pfw")}, IoOptions{}, 1, ReadOptions{});
+  for (const std::string& runtime : {files[0], files[1], files[7], files[9], files[10]})
+    EXPECT_EQ(v.file_kind.at(runtime), IoFileKind::Runtime) << runtime;
+  for (const std::string& data : {files[2], files[3], files[4], files[5], files[6], files[8]})
+    EXPECT_EQ(v.file_kind.at(data), IoFileKind::Data) << data;
 }
