@@ -227,9 +227,13 @@ TEST(Reader, AJsonObjectThatIsNoTraceGivesNoEventsAndNoErrors) {
   "n_layer": 2
 })");
   write_file(d.file("trainer_state.json"), "{\n  \"log_history\": [{\"loss\": 5.4, \"step\": 2}],\n  \"max_steps\": 8\n}\n");
+  // json.dump's one line, with arrays of numbers and objects
+  write_file(d.file("loop.json"), "{\"iterations\": [[1.5, 2.5, true], {\"name\": \"x\"}], \"forward_s\": 0.1}");
   write_file(d.file("t.pfw"), pfw_text({op_event(1, "x", 1, 1)}));
+  // a trace of one event on one line is still a trace
+  write_file(d.file("one.json"), R"({"name":"y","cat":"c","ph":"X","ts":1,"dur":1,"pid":1,"tid":1})");
   Collected c = collect(expand_inputs({d.path().string()}));
-  EXPECT_EQ(c.names, (std::multiset<std::string>{"x"}));
+  EXPECT_EQ(c.names, (std::multiset<std::string>{"x", "y"}));
   EXPECT_FALSE(c.stats.any_problem()) << c.stats.problems_line();
 }
 

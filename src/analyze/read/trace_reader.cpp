@@ -677,8 +677,9 @@ std::string_view first_nonblank_line(std::string_view text, size_t& pos) {
 }
 
 // Line-per-event (ours, DFTracer's, JSON lines) or one JSON document (a
-// pretty-printed Chrome trace such as a torch.profiler export).
-Layout detect_layout(std::string_view head) {
+// pretty-printed Chrome trace such as a torch.profiler export). `whole`:
+// head is the whole file.
+Layout detect_layout(std::string_view head, bool whole) {
   if (head.size() >= 3 && head.compare(0, 3, "\xEF\xBB\xBF") == 0) head.remove_prefix(3);  // a BOM
   size_t pos = 0;
   std::string_view l1 = first_nonblank_line(head, pos);
@@ -694,8 +695,15 @@ Layout detect_layout(std::string_view head) {
   // after it): read as lines, where a line over the size limit is skipped
   // and counted with bounded memory, not held whole as a document.
   const bool cut = pos > head.size();
-  if (s1.front() == '{' && (s1.back() == '}' || cut) && s1.find("\"traceEvents\"") == std::string_view::npos)
+  if (s1.front() == '{' && (s1.back() == '}' || cut) && s1.find("\"traceEvents\"") == std::string_view::npos) {
+    // A file of one JSON object that names no "ph" (json.dump's metrics or
+    // state beside the traces) is no event: as a document it reads as no
+    // trace, with no error.
+    size_t next = pos;
+    if (whole && first_nonblank_line(head, next).empty() && s1.find("\"ph\"") == std::string_view::npos)
+      return Layout::Document;
     return Layout::Lines;
+  }
   if (s1.front() == '{' || s1.front() == '[') return Layout::Document;
   return Layout::Lines;  // garbage: read line by line and count it
 }
@@ -1115,7 +1123,7 @@ ReadStats read_traces(const std::vector<std::string>& paths, const std::vector<L
     } else {
       head = std::string_view(f.map->chars(), std::min<size_t>(size, 64u << 10));
     }
-    f.layout = detect_layout(head);
+    f.layout = detect_layout(head, !f.gz && head.size() == size);
     f.ns_times = declares_ns_times(head);
     if (f.layout == Layout::Document) {
       units.push_back(Unit{i, 0, size, true});
