@@ -179,8 +179,9 @@ def test_steps_are_the_loop_iterations(tmp_path, shape, source):
 
 def test_eager_dataloader_workers_are_helpers_and_not_in_the_run(tmp_path):
     """Under eager tracing the workers' item fetches run ops (torch.full, grad mode
-    on): they carry no phase (the dataset's work, not the model's forward), the
-    workers are helpers, and compile vs run adds the main process's run alone."""
+    on): they are phase data (the dataset's work, not the model's forward) and
+    category data, the workers are helpers, and compile vs run adds the main
+    process's run alone."""
     try:
         from dftracer import _eager  # noqa: F401
     except ImportError:
@@ -189,7 +190,7 @@ def test_eager_dataloader_workers_are_helpers_and_not_in_the_run(tmp_path):
     events = [e for evs in read_all(str(tmp_path)).values() for e in evs]
     main_pid = min(e["pid"] for e in events if e.get("ph") == "X" and e["name"] == "step")
     worker_ops = [e for e in events if e.get("ph") == "X" and e["pid"] != main_pid and e.get("cat") == "aten"]
-    assert worker_ops and not any("phase" in (e.get("args") or {}) for e in worker_ops), worker_ops[:3]
+    assert worker_ops and all((e.get("args") or {}).get("phase") == "data" for e in worker_ops), worker_ops[:3]
     doc = steps_json(tmp_path)
     helpers = [p for p in doc["processes"] if p["source"] == "helper"]
     assert len(helpers) >= 2 and all(p["steps"] == 0 and not p["model_work"] for p in helpers), doc["processes"]
@@ -197,6 +198,15 @@ def test_eager_dataloader_workers_are_helpers_and_not_in_the_run(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["processes"] == 1
+    # the workers' ops are data loading: each is counted under data
+    out = subprocess.run([analyzer(), "summary", "--by", "pid,category", "--format", "json", "--no-progress",
+                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    for pid in {e["pid"] for e in worker_ops}:
+        data = [r for r in rows if r["pid"] == str(pid) and r["category"] == "data"]
+        ops = sum(1 for e in worker_ops if e["pid"] == pid)
+        assert data and data[0]["count"] >= ops, (pid, ops, [r for r in rows if r["pid"] == str(pid)])
 
 
 def test_the_end_of_job_barrier_is_in_no_step(tmp_path):

@@ -5,7 +5,8 @@
 //              backend compile, recompiles)
 //   data       cat "POSIX", "STDIO" (but I/O on the runtime's own files --
 //              imports, libraries, runtime_files.hpp -- is other), "dataloader"
-//              or "data" (dft_ai.data), a name
+//              or "data" (dft_ai.data), args.phase "data" (the LibTorch
+//              observer's ops on a DataLoader worker's or pin-memory thread), a name
 //              starting with "enumerate(DataLoader)" or "DataLoader", or a
 //              dataset's item fetch ("__getitem__", "__getitems__", as a region
 //              or a method name's last part)
@@ -88,7 +89,8 @@ inline bool is_eager_call(const Event& e) {
 
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
-  if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
+  if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.phase == "data" ||
+      e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
       e.name.rfind("DataLoader", 0) == 0 || is_item_fetch(e.name))
     return "data";
   // dft_ai's compute nodes (cat "compute": forward, backward, step) say what

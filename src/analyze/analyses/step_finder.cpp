@@ -41,8 +41,10 @@ bool tracer_cat(std::string_view cat) {
          cat == "dftracer" || cat == "cpu_op" || cat == "cuda_runtime" || cat == "cuda_driver" || is_io_cat(cat);
 }
 
-// The model's own work: an op, a graph call, compile or optimizer work.
+// The model's own work: an op, a graph call, compile or optimizer work; not
+// a DataLoader thread's ops (phase data: a dataset's transforms).
 bool model_work(const Event& e, std::string_view category) {
+  if (e.phase == "data") return false;
   return !e.phase.empty() || category == "compile" || category == "optimizer" || category == "forward" ||
          category == "backward" || e.cat == "dynamo" || e.cat == "aten" || e.cat == "autograd";
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "event_category.hpp"
 #include "steps.hpp"
 #include "summary.hpp"
 #include "trace_files.hpp"
@@ -557,6 +558,32 @@ TEST(Steps, AnEagerDataLoaderWorkerIsAHelperByItsThreadsName) {
     // The run is the main process's alone: the worker's span (5000 us on) adds nothing.
     EXPECT_EQ(model_run_wall(r).processes, 1u);
   }
+}
+
+// The observer marks a DataLoader worker's thread: its ops are phase data
+// (grad mode on or off): no model work whatever the thread's name (the
+// worker is a helper), and category data.
+TEST(Steps, OpsOfPhaseDataAreNoModelWorkAndDataTime) {
+  std::vector<std::string> v;
+  for (int i = 0; i < 6; ++i) {
+    v.push_back(ev("aten::mean", "aten", 51, 51, 5000 + i * 50 + 20, 10, "\"phase\":\"data\""));
+    v.push_back(ev("aten::mul", "aten", 51, 51, 5000 + i * 50 + 32, 6, "\"phase\":\"data\",\"grad\":0"));
+  }
+  for (int i = 0; i < 4; ++i) {
+    v.push_back(ev("aten::mm", "op", 50, 50, i * 200 + 10, 30, "\"phase\":\"forward\""));
+    v.push_back(ev("aten::mm", "op", 50, 50, i * 200 + 50, 30, "\"phase\":\"backward\""));
+    v.push_back(ev("Optimizer.step#SGD.step", "cpu_op", 50, 50, i * 200 + 90, 10));
+  }
+  StepReport r = run(lines(v), 1, 64);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].pid, "50");
+  ASSERT_EQ(r.without_steps.size(), 1u);
+  EXPECT_EQ(r.without_steps[0].source, "helper");
+  EXPECT_FALSE(r.without_steps[0].model_work);
+  Event e;
+  e.phase = "data";
+  e.cat = "aten";
+  EXPECT_EQ(event_category(e), "data");
 }
 
 TEST(Steps, TheTrainingLoopWinsOverAShorterEvaluationLoop) {

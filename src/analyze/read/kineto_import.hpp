@@ -63,7 +63,7 @@ inline bool is_device_role(TimelineRole r) {
 
 // The training phase of a device event's launch (kPhaseNames[code]).
 enum : uint8_t { kNoPhase = 0, kForward, kBackward, kOptimizer, kInference };
-inline constexpr const char* kPhaseNames[] = {"(none)", "forward", "backward", "optimizer", "inference"};
+inline constexpr const char* kPhaseNames[] = {"(none)", "forward", "backward", "optimizer", "inference", "data"};
 // A phase arg's code (dftracer's args.phase), kNoPhase for any other value.
 uint8_t phase_code(std::string_view phase);
 

@@ -81,12 +81,13 @@ enum FrameKind : uint8_t {
   // same byte: decided with kShadows by a thread's outermost work (grad mode
   // on: forward, off: inference), by an autograd node (backward) and by an
   // optimizer's step or zero_grad scope (optimizer) wherever they open, none
-  // for a DataLoader's next batch; a frame a shadowing one encloses copies it.
+  // for a DataLoader's next batch, data on a DataLoader worker's or
+  // pin-memory thread; a frame a shadowing one encloses copies it.
   kPhaseShift = 4,
   kPhaseMask = 7 << kPhaseShift,
   kPhaseHidden = 128,  // a region whose grad mode decided its work's phase: its own event carries none
 };
-enum Phase : uint8_t { kNoPhase = 0, kForward, kBackward, kOptimizer, kInference, kPhases };
+enum Phase : uint8_t { kNoPhase = 0, kForward, kBackward, kOptimizer, kInference, kData, kPhases };
 constexpr uint8_t phase_bits(Phase p) { return static_cast<uint8_t>(p << kPhaseShift); }
 
 struct Frame {
@@ -165,7 +166,7 @@ struct ThreadState {
   // step's forward work.
   uint8_t module_grad_off_phase;
   // set_data_thread(): a DataLoader worker's or pin-memory thread; every
-  // phase above stays none.
+  // phase above stays data.
   uint8_t data_thread;
   // The thread's outermost module call (set_module() from depth 0 to 1) and
   // its Tensor.backward call (set_in_backward() off to on): when each began
@@ -909,6 +910,7 @@ void intern_constants() {
   g_phase_value[kBackward] = dft_intern_cstr("backward");
   g_phase_value[kOptimizer] = dft_intern_cstr("optimizer");
   g_phase_value[kInference] = dft_intern_cstr("inference");
+  g_phase_value[kData] = dft_intern_cstr("data");
   g_key_module = dft_intern_cstr("module");
   g_key_flops = dft_intern_cstr("flops");
   g_name_backward_call = dft_intern_cstr("Tensor.backward");
@@ -1065,7 +1067,7 @@ void write_call(dft_id name, uint64_t begin, uint8_t phase, dft_id module) {
 void set_module(uint32_t module, int depth, uint32_t call_name) {
   ThreadState* st = state();
   if (st == nullptr) return;
-  if (st->data_thread) call_name = 0;  // no call event; the phases stay none
+  if (st->data_thread) call_name = 0;  // no call event; the phases stay data
   else if (depth == 1 && st->module_depth == 0)
     st->module_grad_off_phase = phase_bits(c10::GradMode::is_enabled() ? kForward : kInference);
   if (depth == 1 && st->module_depth == 0 && call_name != 0) {
@@ -1104,7 +1106,7 @@ void set_data_thread() {
   ThreadState* st = state();
   if (st == nullptr) return;
   st->data_thread = 1;
-  st->grad_on_phase = st->grad_off_phase = st->module_grad_off_phase = phase_bits(kNoPhase);
+  st->grad_on_phase = st->grad_off_phase = st->module_grad_off_phase = phase_bits(kData);
 }
 
 void set_optimizer_number(long long n) {
