@@ -114,5 +114,6 @@ have_wheels && PIP_CUDA=(-C cmake.define.DFTRACER_CUDA=ON -C "cmake.define.CUPTI
 
 step "pytest"
 cd "$ROOT/tests/python"
-# -rs: each test that skips says why, on one line, under the summary.
-"$PY" -m pytest -q -rs -p no:cacheprovider .
+# -rs: each test that skips says why, on one line, under the summary;
+# --durations: the slowest tests, where the CI time goes.
+"$PY" -m pytest -q -rs -p no:cacheprovider --durations=20 .
