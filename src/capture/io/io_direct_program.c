@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,9 +32,29 @@ static int open_close(const char* path, int flags) {
   return close(fd);
 }
 
+static volatile pid_t fifo_tid;
+
 static void* open_fifo_for_reading(void* path) {
+  fifo_tid = (pid_t)syscall(SYS_gettid);
   int fd = open((const char*)path, O_RDONLY); /* no writer ever comes: blocks until cancelled */
   return (void*)(long)fd;
+}
+
+/* Waits (10 s at most) until thread `tid` is blocked in the openat system
+ * call: cancelled before it, it would never issue the call the test looks
+ * for (a loaded machine under strace can take longer than any fixed sleep). */
+static void wait_blocked_in_openat(void) {
+  for (int i = 0; i < 1000; ++i) {
+    char path[64], buf[64] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)fifo_tid);
+    FILE* f = fifo_tid != 0 ? fopen(path, "r") : NULL;
+    if (f != NULL) {
+      const int ok = fgets(buf, sizeof buf, f) != NULL;
+      fclose(f);
+      if (ok && atol(buf) == SYS_openat && buf[0] != 'r') return;
+    }
+    usleep(10 * 1000);
+  }
 }
 
 int main(int argc, char** argv) {
@@ -57,7 +79,8 @@ int main(int argc, char** argv) {
   /* 4. A thread blocked in a traced open of that FIFO can be cancelled. */
   pthread_t t;
   if (pthread_create(&t, NULL, open_fifo_for_reading, fifo) != 0) return 8;
-  usleep(200 * 1000);
+  wait_blocked_in_openat();
+  usleep(20 * 1000); /* and strace has written the call's line */
   pthread_cancel(t);
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
