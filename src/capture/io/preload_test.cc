@@ -478,11 +478,13 @@ struct TracedSyscall {
 };
 
 // The openat and close system calls on files under `dir`, in order, from
-// `strace -f -i` output (one line per call; a call that blocks shows as
-// "<unfinished ...>" with its address).
+// `strace -f -i` output (one line per call; a call another thread's line
+// interrupts shows as "<unfinished ...>" with its address, its result on a
+// later "<... openat resumed>" line).
 std::vector<TracedSyscall> syscalls_under(const std::string& straced, const std::string& maps, const std::string& dir) {
   std::vector<TracedSyscall> out;
   std::map<std::pair<long, long>, std::string> fd_path;  // (pid, fd) -> basename
+  std::map<long, std::string> pending_open;                // pid -> basename of its unfinished openat
   std::istringstream in(straced);
   std::string line;
   while (std::getline(in, line)) {
@@ -490,6 +492,16 @@ std::vector<TracedSyscall> syscalls_under(const std::string& straced, const std:
     unsigned long ip = 0;
     char call[16] = {0};
     int used = 0;
+    if (std::sscanf(line.c_str(), "%ld [%lx] <... %15[a-z] resumed>%n", &pid, &ip, call, &used) == 3) {
+      // The end of a call another thread's line interrupted: its result.
+      auto it = pending_open.find(pid);
+      if (std::string(call) != "openat" || it == pending_open.end()) continue;
+      const size_t eq = line.rfind(") = ");
+      const long ret = eq == std::string::npos ? -1 : std::atol(line.c_str() + eq + 4);
+      if (ret >= 0) fd_path[{pid, ret}] = it->second;
+      pending_open.erase(it);
+      continue;
+    }
     if (std::sscanf(line.c_str(), "%ld [%lx] %15[a-z](%n", &pid, &ip, call, &used) != 3) continue;
     const std::string rest = line.substr(static_cast<size_t>(used));
     const size_t eq = rest.rfind(") = ");
@@ -501,7 +513,8 @@ std::vector<TracedSyscall> syscalls_under(const std::string& straced, const std:
       if (path.rfind(dir + "/", 0) != 0) continue;
       const std::string base = path.substr(dir.size() + 1);
       out.push_back({"open", base, object_at(maps, ip)});
-      if (ret >= 0) fd_path[{pid, ret}] = base;
+      if (rest.find("<unfinished ...>") != std::string::npos) pending_open[pid] = base;
+      else if (ret >= 0) fd_path[{pid, ret}] = base;
     } else if (std::string(call) == "close") {
       auto it = fd_path.find({pid, std::atol(rest.c_str())});
       if (it == fd_path.end()) continue;
