@@ -492,7 +492,8 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // iteration's compile (the backward compiled after the forward ran) are
 // often longer than a later step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work,
-                            const StepFinder::TopLevel& top, const std::string& name) {
+                            const StepFinder::TopLevel& top, const std::vector<Span>& fetches,
+                            const std::string& name) {
   constexpr size_t compile = 0, optimizer = 3;
   // Work that can begin a step; work the first step's walk counts (grad-off
   // work too: a teacher's no_grad forward opening each iteration). Optimizer
@@ -713,8 +714,32 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     }
     ts = back_over_compile(ts, INT64_MIN);
   }
-  c.occ[0].ts = ts;
-  for (size_t k = 1; k < c.occ.size(); ++k) c.occ[k].ts = step_start(k);
+  // A step that begins at its first work, not at the previous optimizer
+  // step's end (the first, one after an evaluation), begins with its batch's
+  // DataLoader fetch when every later step holds one (a worker-fed loop):
+  // the fetch holding that work or the latest one ending before it with no
+  // work between, not before `floor`. The other steps hold theirs already:
+  // a first fetch that waits for the workers to start is the first step's,
+  // as the first fetch of each later epoch is its step's.
+  auto holds_fetch = [&](size_t k) {
+    auto f = std::lower_bound(fetches.begin(), fetches.end(), opt[k - 1].end,
+                              [](const Span& s, int64_t v) { return s.ts < v; });
+    return f != fetches.end() && f->ts < opt[k].ts;
+  };
+  bool fed = c.occ.size() > 1;
+  for (size_t k = 1; k < c.occ.size() && fed; ++k) fed = holds_fetch(k);
+  auto with_fetch = [&](int64_t start, int64_t floor) {
+    if (!fed) return start;
+    auto f = std::upper_bound(fetches.begin(), fetches.end(), start, [](int64_t v, const Span& s) { return v < s.ts; });
+    if (f == fetches.begin()) return start;
+    const Span& fetch = *std::prev(f);
+    if (fetch.ts < floor) return start;
+    if (fetch.end > start) return fetch.ts;
+    auto w = work.lower_bound(fetch.end);
+    return w == work.end() || w->first >= start ? fetch.ts : start;
+  };
+  c.occ[0].ts = with_fetch(ts, INT64_MIN);
+  for (size_t k = 1; k < c.occ.size(); ++k) c.occ[k].ts = late(k) ? with_fetch(step_start(k), opt[k - 1].end) : step_start(k);
   for (const Span& s : c.occ) c.coverage = saturating_add(c.coverage, s.end - s.ts);
   return c;
 }
@@ -1249,7 +1274,9 @@ StepPlan StepFinder::plan() {
       ps.source = "region";
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
     } else if (starts.empty() && !opt.empty()) {
-      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, main.optimizer_name);
+      std::vector<Span> fetches = main.fetches;
+      std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
+      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, fetches, main.optimizer_name);
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";

@@ -1010,5 +1010,48 @@ TEST(Steps, AnEagerInferenceLoopHasAStepPerForwardFromItsFetch) {
   EXPECT_EQ(r.outside_traced_us, 4 * 5 + 3);
 }
 
+// An eager training loop fed by DataLoader workers: each iteration fetches
+// its batch (the first fetch waits 500 us for the workers to start), then
+// zero_grad, forward, backward and the optimizer step; an evaluation after
+// iteration 1 fetches its own batches before each of its no_grad forwards.
+// The first step begins with its fetch, as the later ones hold theirs (from
+// the optimizer step before); the step after the evaluation begins with its
+// own fetch, not the evaluation's. Without fetches in the later steps (a
+// batch fetched once before the loop), the first step begins at its work.
+TEST(Steps, TheFirstStepOfAWorkerFedLoopBeginsWithItsFetch) {
+  const std::string next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  for (bool fed : {true, false}) {
+    std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5, "\"grad\":0")};
+    long long t = 1000;
+    std::vector<long long> fetch_at, work_at;
+    for (int k = 0; k < 4; ++k) {
+      const long long fetch = k == 0 ? 500 : 20;
+      fetch_at.push_back(t);
+      if (fed || k == 0) {
+        v.push_back(ev(next, "torch", 10, 10, t, fetch));
+        t += fetch + 5;
+      }
+      work_at.push_back(t);
+      v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+      v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20));
+      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+      v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+      t += 100;
+      if (k == 1) {  // the evaluation: a fetch, then a forward, three times
+        for (int e = 0; e < 3; ++e, t += 400) {
+          v.push_back(ev(next, "torch", 10, 10, t, 20));
+          v.push_back(ev("aten::linear", "aten", 10, 10, t + 30, 300, "\"grad\":0"));
+        }
+      }
+    }
+    StepReport r = run(lines(v), 1);
+    ASSERT_EQ(r.processes.size(), 1u) << fed;
+    ASSERT_EQ(r.rows.size(), 4u) << fed;
+    // its fetch, or (one fetch alone) its zero_grad
+    EXPECT_EQ(r.rows[0].start_us, 1'000'000 + (fed ? fetch_at[0] : work_at[0])) << fed;
+    if (fed) EXPECT_EQ(r.rows[2].start_us, 1'000'000 + fetch_at[2]) << "its own fetch, after the evaluation";
+  }
+}
+
 }  // namespace
 }  // namespace dftracer::analyze::testing
