@@ -247,18 +247,20 @@ std::vector<IoFileKind> io_file_kinds(const std::vector<std::string_view>& paths
   // on a Trainer run), which no data loading does.
   std::unordered_set<std::string_view> above_prefix;
   for (std::string_view prefix : prefixes) for_each_parent(prefix, [&](std::string_view d) { above_prefix.insert(d); });
-  // A directory holding a module file (a script, a module, an extension) is
-  // on the import path, or a package: the import system stat's each such
-  // directory once per import it searches there (FileFinder's mtime check),
-  // 232 stat of the script's directory on a Trainer run whose output lay
-  // under it. Data loading stat's files, not their directory over and over.
+  // A directory holding a module file (a script, a module, an extension) or
+  // a package (`python -m pkg.mod` from the working directory) is on the
+  // import path, or a package: the import system stat's each such directory
+  // once per import it searches there (FileFinder's mtime check), 232 stat
+  // of the script's directory on a Trainer run whose output lay under it.
+  // Data loading stat's files, not their directory over and over.
   std::unordered_set<std::string_view> module_dirs;
   for (std::string_view path : paths) {
     const size_t slash = path.rfind('/');
     if (slash == std::string_view::npos || slash == 0) continue;
-    const std::string_view name = path.substr(slash + 1);
-    if (ends_with(name, ".py") || ends_with(name, ".pyc") || is_shared_library(name))
-      module_dirs.insert(path.substr(0, slash));
+    const std::string_view name = path.substr(slash + 1), dir = path.substr(0, slash);
+    if (ends_with(name, ".py") || ends_with(name, ".pyc") || is_shared_library(name)) module_dirs.insert(dir);
+    if (name == "__init__.py")
+      if (const size_t up = dir.rfind('/'); up != std::string_view::npos && up > 0) module_dirs.insert(dir.substr(0, up));
   }
   for (size_t i = 0; i < paths.size(); ++i)
     if (kinds[i] == IoFileKind::Data && above_runtime.count(paths[i]) &&

@@ -327,14 +327,16 @@ TEST(IoView, ALongInstallationPrefixAndWhatItHoldsAreTheRuntimes) {
 }
 
 // A script's directory (sys.path[0]) holding the run's output: the import
-// system stat's it at every import, which is the runtime's I/O; the output
-// under it, a data directory beside the script and a directory holding data
-// and a package but no module file of its own stay data.
+// system stat's it at every import, which is the runtime's I/O, as is the
+// working directory a package is run from (`python -m app.train`); the
+// output under them, a data directory beside the script and a directory
+// holding data and a directory of modules that is no package stay data.
 TEST(IoView, TheDirectoryHoldingTheScriptIsTheRuntimes) {
   TempDir d;
-  const std::string files[] = {"/proj",          "/proj/train.py",    "/proj/out/trainer_state.json", "/proj/out",
-                               "/proj/data",     "/proj/data/x.bin",  "/work",                        "/work/pkg/mod.py",
-                               "/work/shard.bin", "/proj/ext/_c.so",  "/proj/ext"};
+  const std::string files[] = {"/proj",          "/proj/train.py",   "/proj/out/trainer_state.json", "/proj/out",
+                               "/proj/data",     "/proj/data/x.bin", "/work",                        "/work/pkg/mod.py",
+                               "/work/shard.bin", "/proj/ext/_c.so", "/proj/ext",                    "/run",
+                               "/run/app/__init__.py", "/run/app/train.py", "/run/ckpt/model.pt"};
   std::string t = "[\n";
   long ts = 1000;
   for (size_t i = 0; i < std::size(files); ++i) {
@@ -345,8 +347,8 @@ TEST(IoView, TheDirectoryHoldingTheScriptIsTheRuntimes) {
   }
   write_file(d.file("run.pfw"), t + "]\n");
   IoView v = io_view({d.file("run.pfw")}, IoOptions{}, 1, ReadOptions{});
-  for (const std::string& runtime : {files[0], files[1], files[7], files[9], files[10]})
+  for (const std::string& runtime : {files[0], files[1], files[7], files[9], files[10], files[11], files[12]})
     EXPECT_EQ(v.file_kind.at(runtime), IoFileKind::Runtime) << runtime;
-  for (const std::string& data : {files[2], files[3], files[4], files[5], files[6], files[8]})
+  for (const std::string& data : {files[2], files[3], files[4], files[5], files[6], files[8], files[14]})
     EXPECT_EQ(v.file_kind.at(data), IoFileKind::Data) << data;
 }
