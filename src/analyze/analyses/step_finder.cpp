@@ -614,11 +614,6 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   auto evaluation = [&](size_t k) {
     return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
-  if (getenv("DFT_DEBUG_STEPS")) {
-    for (size_t k = 1; k < c.occ.size(); ++k) fprintf(stderr, "wait %zu: off_n %zu off_t %lld eval %d\n", k, off_n[k-1], (long long)off_t[k-1], (int)evaluation(k));
-    for (size_t k = 1; k < c.occ.size(); ++k) fprintf(stderr, "occ %zu: %lld..%lld\n", k, (long long)c.occ[k].ts, (long long)c.occ[k].end);
-    fprintf(stderr, "usual_n %zu usual_t %lld busy_med %lld dur_med %lld\n", usual_n, (long long)usual_t, (long long)busy_med, (long long)dur_med);
-  }
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
   // iteration's own).
@@ -925,6 +920,13 @@ void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const
   if (!group_by_gaps(run, seq)) group_by_other_work(run, seq, work, fetches);
 }
 
+// The thread's DataLoader fetches by start (threads merged in any order).
+std::vector<Span> sorted_fetches(const StepFinder::Thread& t) {
+  std::vector<Span> fetches = t.fetches;
+  std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
+  return fetches;
+}
+
 // Inference-loop steps (no marks, args, step region, optimizer step or
 // training work: an evaluation beside a training loop is no step): one
 // per iteration of the loop's inference work, compiled inference graph calls
@@ -972,8 +974,7 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   // no_grad (aten::normal_ per layer) in a run that stopped before its loop
   // are no inference loop.
   if (!graphs && run.period == 1 && !starts_with(seq[run.first]->second.name, "Torch-Compiled Region")) return c;
-  std::vector<Span> fetches = t.fetches;
-  std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
+  const std::vector<Span> fetches = sorted_fetches(t);
   group_calls(run, seq, work, fetches);
   std::vector<std::pair<size_t, size_t>> periods;  // [first, last) indices in seq
   for (size_t k = 0; k < run.count; ++k) periods.emplace_back(run.first + k * run.period, run.first + (k + 1) * run.period);
@@ -1274,8 +1275,7 @@ StepPlan StepFinder::plan() {
       ps.source = "region";
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
     } else if (starts.empty() && !opt.empty()) {
-      std::vector<Span> fetches = main.fetches;
-      std::sort(fetches.begin(), fetches.end(), [](const Span& a, const Span& b) { return a.ts < b.ts; });
+      const std::vector<Span> fetches = sorted_fetches(main);
       const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, fetches, main.optimizer_name);
       ps.steps = region_steps(c, cands);
       ps.region = c.name;

@@ -563,7 +563,7 @@ TEST(Steps, AnEagerDataLoaderWorkerIsAHelperByItsThreadsName) {
 // The observer marks a DataLoader worker's thread: its ops are phase data
 // (grad mode on or off): no model work whatever the thread's name (the
 // worker is a helper), and category data.
-TEST(Steps, OpsOfPhaseDataAreNoModelWorkAndDataTime) {
+TEST(Steps, OpsOfPhaseDataAreNoModelWorkAndCategoryData) {
   std::vector<std::string> v;
   for (int i = 0; i < 6; ++i) {
     v.push_back(ev("aten::mean", "aten", 51, 51, 5000 + i * 50 + 20, 10, "\"phase\":\"data\""));
