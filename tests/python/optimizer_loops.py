@@ -48,6 +48,10 @@ Shapes:
   eager_eval_every  eager_eval over 10 iterations, the evaluation after
             every fourth (1, 5, 9) and iterations 3 and 7 kept off as in
             eager_preempt
+  eager_scaler, compile_scaler  eager, compile with no evaluation, a
+            GradScaler around the backward and the optimizer step, and the
+            gradients made to overflow in iterations 0 and 3: the scaler
+            skips their optimizer steps
   untraced  eager without the observer: only the optimizer's steps are traced
             (the capture writes them once dftracer.python.dynamo is imported),
             each iteration's untraced work (k + 1) * 3 ms long
@@ -60,6 +64,8 @@ import time
 
 STEPS = 5
 PREEMPTED = ("eager_preempt", "compile_preempt", "eager_eval_every")
+SCALED = ("eager_scaler", "compile_scaler")
+OVERFLOWS = (0, 3)  # SCALED's iterations whose gradients overflow
 
 
 def preempt(i):
@@ -81,7 +87,7 @@ def main():
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
     x = torch.randn(32, 64)
-    if shape in ("compile", "gradacc", "compile_preempt"):
+    if shape in ("compile", "gradacc", "compile_preempt", "compile_scaler"):
         from dftracer.python import dftracer_dynamo_backend
         fwd = torch.compile(m, backend=dftracer_dynamo_backend)
     else:
@@ -89,6 +95,7 @@ def main():
     if shape == "untraced":
         import dftracer.python.dynamo  # noqa: F401  (the optimizer step events)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0) if shape in SCALED else None
     ema = [p.detach().clone() for p in m.parameters()]
     micro = 4 if shape == "gradacc" else 1
     if shape == "ai":
@@ -121,7 +128,10 @@ def main():
                     (y.argmax(1) == 0).float().mean()  # a metric
             with bwd_ctx:
                 b2 = time.perf_counter()
-                y.sum().backward()
+                if scaler:
+                    scaler.scale(y.sum()).backward()
+                else:
+                    y.sum().backward()
                 c1 = time.perf_counter()
             c = time.perf_counter()
             fwd_s += b - a
@@ -130,9 +140,17 @@ def main():
             bwd_in += c1 - b2
         if shape == "untraced":
             time.sleep((i + 1) * 0.003)
+        if scaler and i in OVERFLOWS:
+            with torch.no_grad():
+                m[0].weight.grad[0, 0] = float("inf")  # an overflow: the scaler skips this step
         t_opt = time.perf_counter()
-        opt.step()
+        if scaler:
+            scaler.step(opt)
+        else:
+            opt.step()
         t1 = time.perf_counter()
+        if scaler:
+            scaler.update()
         if zero_grad_after:
             opt.zero_grad()
         if shape.startswith("eager_eval"):
@@ -164,7 +182,7 @@ def main():
     time.sleep(0.02)  # after the loop: outside every step
     log.finalize()
     with open(os.path.join(out_dir, "loop.json"), "w") as f:
-        json.dump({"iterations": its, "forward_s": fwd_s, "backward_s": bwd_s, "forward_inside_s": fwd_in,
+        json.dump({"scale": scaler.get_scale() if scaler else None, "iterations": its, "forward_s": fwd_s, "backward_s": bwd_s, "forward_inside_s": fwd_in,
                    "backward_inside_s": bwd_in}, f)
 
 

@@ -62,7 +62,8 @@ def step_bounds(its):
 
 @pytest.mark.parametrize("shape", ["compile", "gradacc", "eager", "eager_eval", "eager_eval_scope", "eager_eval_short",
                                    "eager_eval_zg", "eager_eval_short_zg", "eager_eval_prep", "eager_eval_short_prep",
-                                   "eager_preempt", "compile_preempt", "eager_eval_every"])
+                                   "eager_preempt", "compile_preempt", "eager_eval_every", "eager_scaler",
+                                   "compile_scaler"])
 def test_optimizer_steps_are_the_iterations(tmp_path, shape):
     loop = run_loop(shape, tmp_path)
     its = loop["iterations"]
@@ -70,7 +71,20 @@ def test_optimizer_steps_are_the_iterations(tmp_path, shape):
     with_steps = [p for p in doc["processes"] if p["steps"]]
     assert len(with_steps) == 1, doc["processes"]
     assert with_steps[0]["source"] == "optimizer", with_steps[0]
-    assert with_steps[0]["region"] == "Optimizer.step#AdamW.step"
+    if loop["scale"] is None:
+        assert with_steps[0]["region"] == "Optimizer.step#AdamW.step"
+    else:  # a GradScaler's steps: its event ends each step, its optimizer's step taken or skipped
+        assert with_steps[0]["region"] == "GradScaler.step#AdamW.step"
+        assert loop["scale"] == 1024.0 / 4  # the two overflows halved the scale: the scaler skipped both
+        events = [e for p in trace_files(str(tmp_path)) for e in read_trace(p) if e.get("ph") == "X"]
+        scaler = sorted((e for e in events if e["name"] == "GradScaler.step#AdamW.step"), key=lambda e: e["ts_ns"])
+        assert [e["args"]["skipped"] for e in scaler] == [int(i in (0, 3)) for i in range(len(its))]
+        assert {e["args"]["opt"] for e in scaler} == {0}
+        opt_steps = [e for e in events if e["name"] == "Optimizer.step#AdamW.step"]
+        assert len(opt_steps) == len(its) - 2
+        # each optimizer step taken inside its scaler's event
+        assert all(any(s["ts_ns"] <= o["ts_ns"] and o["ts_ns"] + o["dur_ns"] <= s["ts_ns"] + s["dur_ns"]
+                       for s in scaler) for o in opt_steps)
     rows = doc["steps"]
     got = [r["duration_us"] / 1e6 for r in rows]
     bounds = step_bounds(its)

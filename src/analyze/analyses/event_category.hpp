@@ -11,7 +11,8 @@
 //              dataset's item fetch ("__getitem__", "__getitems__", as a region
 //              or a method name's last part)
 //   optimizer  a name starting with "Optimizer." (torch's RecordFunction, e.g.
-//              "Optimizer.step#SGD.step") or containing "optimizer" (a region),
+//              "Optimizer.step#SGD.step") or "GradScaler.step" (the capture's
+//              event around a GradScaler's step) or containing "optimizer" (a region),
 //              args.phase "optimizer" (a compiled optimizer step's ops), or
 //              dft_ai's compute.step (cat "compute", name "step")
 //   backward   args.phase "backward"; cat "autograd" without a phase (the
@@ -97,7 +98,8 @@ inline std::string_view event_category(const Event& e) {
   // they are; so do the LibTorch observer's autograd nodes (cat "autograd":
   // eager backward, AccumulateGrad) in traces whose eager events carry no phase.
   const bool compute = e.cat == "compute" && e.phase.empty();
-  if (e.name.rfind("Optimizer.", 0) == 0 || contains_nocase(e.name, "optimizer") || e.phase == "optimizer" ||
+  if (e.name.rfind("Optimizer.", 0) == 0 || e.name.rfind("GradScaler.step", 0) == 0 ||
+      contains_nocase(e.name, "optimizer") || e.phase == "optimizer" ||
       (compute && e.name == "step"))
     return "optimizer";
   if (e.phase == "backward" || (e.phase.empty() && e.cat == "autograd") || (compute && e.name == "backward"))

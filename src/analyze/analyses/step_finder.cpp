@@ -84,8 +84,14 @@ void add_top(StepFinder::TopLevel& top, int64_t ts, int64_t end, std::string_vie
   if (top.size() < cap) top.emplace(ts, StepFinder::Top{end, std::string(name), category});
 }
 
-// Torch's RecordFunction around an optimizer's step ("Optimizer.step#AdamW.step").
-bool is_optimizer_step(const Event& e) { return starts_with(e.name, "Optimizer.step"); }
+// Torch's RecordFunction around an optimizer's step ("Optimizer.step#AdamW.step"),
+// or the capture's event around a GradScaler's step ("GradScaler.step#AdamW.step"):
+// it holds the optimizer's step, or stands for it where the scaler skipped it
+// (overflowed gradients), so an iteration whose update was skipped still ends
+// a step. The outer one is kept (outermost), so the two never count twice.
+bool is_optimizer_step(const Event& e) {
+  return starts_with(e.name, "Optimizer.step") || starts_with(e.name, "GradScaler.step");
+}
 
 // args.opt (the capture's number of the optimizer), -1 when absent or not a number.
 int64_t optimizer_number(std::string_view v) {

@@ -18,7 +18,8 @@
 //     optimizer steps alone (holding under a quarter of a cycle's time
 //     outside them);
 //   - else torch's optimizer steps (`Optimizer.step#AdamW.step`, any depth of
-//     the main thread): the last of each cycle ends a step, which begins at
+//     the main thread; a GradScaler's step around one, or in its place where
+//     the scaler skipped it): the last of each cycle ends a step, which begins at
 //     the previous one's end, or at its first model work when that comes far
 //     later than usual with more works or top-level events before it than
 //     usual (not a preempted wait: the usual works, later), or when the wait holds more grad-off work than the
@@ -151,7 +152,7 @@ class StepFinder : public LineConsumer {
     // calls kept apart): where an optimizer-ended step begins, inside a
     // user region around the whole loop too.
     TopLevel work;
-    std::vector<OptStep> optimizer;  // torch's Optimizer.step events, any depth
+    std::vector<OptStep> optimizer;  // torch's Optimizer.step and GradScaler.step events, any depth
     std::vector<Span> fetches;       // the DataLoader's batch fetches (`enumerate(DataLoader)...`), any depth
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;

@@ -228,6 +228,36 @@ TEST(Steps, OptimizerStepsEndTheStepsOfALoopThatMarksNone) {
   EXPECT_EQ(r.outside_traced_us, 5 + 5 + 5);
 }
 
+// A GradScaler that skipped its optimizer's step (overflowed gradients)
+// leaves no Optimizer.step: its own event (the capture's, args.skipped 1)
+// ends that iteration's step, and one holding the optimizer's step counts
+// once. Four iterations, the first and third skipped: four steps, the
+// optimizer's time the scaler's.
+TEST(Steps, AGradScalerStepEndsTheStepWhoseOptimizerStepItSkipped) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 2000 + 100 * k;
+    const bool skipped = k % 2 == 0;
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20, "\"phase\":\"forward\""));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20, "\"phase\":\"backward\""));
+    v.push_back(ev("aten::_amp_foreach_non_finite_check_and_unscale_", "aten", 10, 10, t + 70, 4, "\"grad\":0"));
+    if (!skipped) v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 76, 14, "\"opt\":0"));
+    v.push_back(ev("GradScaler.step#AdamW.step", "torch", 10, 10, t + 70, 20,
+                   std::string("\"opt\":0,\"skipped\":") + (skipped ? "1" : "0")));
+    v.push_back(ev("aten::_amp_update_scale_", "aten", 10, 10, t + 92, 2, "\"grad\":0"));
+  }
+  v.push_back(ev("aten::empty", "aten", 10, 10, 2600, 5));  // after the loop: outside
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "optimizer");
+  EXPECT_EQ(r.processes[0].region, "GradScaler.step#AdamW.step");
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].duration_us, 90);  // from its first zero_grad
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(r.rows[i].duration_us, 100) << i;
+  for (const auto& row : r.rows) EXPECT_EQ(row.wall_us[kOptimizer], 20 + 5);  // and its zero_grad
+}
+
 // A wait after an optimizer step far beyond the usual one (more than the
 // usual wait plus a step) is outside the steps only when it holds more than
 // the usual wait: here a checkpoint's region (a top-level event, no model

@@ -264,18 +264,18 @@ def compiled_module_of(obj: Any) -> Any:
     return orig if isinstance(orig, torch.nn.Module) else None
 
 
-def dynamo_skip_code(code: Any) -> bool:
+def dynamo_skip_code(code: Any, consequence: str = "loss.backward()'s seed gradient is forward work in eager traces") -> bool:
     """Tells Dynamo never to compile the frames of ``code`` (as it skips
     torch's own files); False when it cannot be told. Missing: the caller
-    takes its wrapper out (eager/backward_phase.py)."""
+    takes its wrapper out (eager/backward_phase.py) or leaves it to Dynamo
+    (compile/optimizer_events.py), and says what that costs."""
     try:
         from torch._dynamo.eval_frame import skip_code
 
         skip_code(code)
         return True
     except Exception as e:
-        degraded("torch._dynamo.eval_frame.skip_code", e,
-                 "loss.backward()'s seed gradient is forward work in eager traces")
+        degraded("torch._dynamo.eval_frame.skip_code", e, consequence)
         return False
 
 

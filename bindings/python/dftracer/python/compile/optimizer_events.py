@@ -16,7 +16,9 @@ of their first steps (0, 1, ...). With two optimizers per iteration (a GAN's
 discriminator then generator) the analyzer sees the cycle and ends a step at
 its last optimizer step only.
 """
+import functools
 import itertools
+import sys
 import threading
 import weakref
 
@@ -24,7 +26,7 @@ from ... import _core
 
 _installed = False
 _install_lock = threading.Lock()
-_starts = threading.local()
+_starts = threading.local()  # .stack: open steps' start ticks; .pre: pre hooks run
 _CAT = "torch"
 _numbers = weakref.WeakKeyDictionary()  # optimizer -> {"opt": n}
 _next_number = itertools.count()
@@ -56,7 +58,63 @@ def install() -> None:
         _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never_compiling)
         register_optimizer_step_pre_hook(_pre)
         register_optimizer_step_post_hook(_post)
+        _wrap_scaler_step(torch)
         _installed = True
+
+
+def _wrap_scaler_step(torch) -> None:
+    cls = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    fn = getattr(cls, "step", None)
+    if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
+        return
+    cls.step = _scaler_wrapper(fn)
+    _skip_in_dynamo()
+
+
+def _scaler_wrapper(fn):
+    @functools.wraps(fn)
+    def step(scaler, optimizer, *args, **kwargs):
+        if _is_compiling():  # a constant to Dynamo: torch's method as it is
+            return fn(scaler, optimizer, *args, **kwargs)
+        if not _dynamo_skips_wrapper:
+            _skip_in_dynamo()
+        try:
+            pre = getattr(_starts, "pre", 0)
+            t0 = _core.ticks() if _core.enabled() else None
+        except Exception:  # noqa: BLE001  (tracing never breaks the traced program)
+            t0 = None
+        out = fn(scaler, optimizer, *args, **kwargs)
+        if t0 is not None:
+            try:
+                if _core.enabled():
+                    skipped = int(getattr(_starts, "pre", 0) == pre)
+                    name = f"GradScaler.step#{type(optimizer).__name__}.step"
+                    _core.record_ticks(_core.intern(name), _core.intern(_CAT), t0, _core.ticks(),
+                                       {"opt": _number(optimizer)["opt"], "skipped": skipped})
+            except Exception:  # noqa: BLE001
+                pass
+        return out
+
+    step.__dftracer_wrapped__ = fn
+    return step
+
+
+_WRAPPER_CODE = _scaler_wrapper(lambda *a, **k: None).__code__  # every wrapper's code object
+_dynamo_skips_wrapper = False
+
+
+def _skip_in_dynamo() -> None:
+    """Dynamo skips the wrapper's frame as it skips torch's own method: a
+    compiled function calling scaler.step() breaks its graph there as
+    before. Once Dynamo is imported (never imported here: seconds)."""
+    global _dynamo_skips_wrapper
+    if _dynamo_skips_wrapper or "torch._dynamo" not in sys.modules:
+        return
+    from .. import torch_compat
+
+    torch_compat.dynamo_skip_code(_WRAPPER_CODE, "a compiled function calling GradScaler.step traces into "
+                                  "dftracer's wrapper around it (it then calls torch's method as it is)")
+    _dynamo_skips_wrapper = True  # told, or said why not: once
 
 
 def _number(optimizer) -> dict:
@@ -71,6 +129,7 @@ def _pre(optimizer, args, kwargs):
     if _is_compiling():  # nothing more while Dynamo traces the step
         return
     try:
+        _starts.pre = getattr(_starts, "pre", 0) + 1
         if not _core.enabled():
             return
         from .. import eager
