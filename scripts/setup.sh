@@ -27,7 +27,7 @@ APT_PACKAGES=(
 PIP_PACKAGES=(
   "torch==2.13.0"
   "scikit-build-core>=0.10" "nanobind>=2.0" "pybind11>=2.12"
-  "numpy" "pandas" "pytest" "transformers" "accelerate" "viztracer"
+  "numpy" "pandas" "pytest" "pytest-xdist" "transformers" "accelerate" "viztracer"
   # dftracer.analyze on Dask, Parquet export, and reading the export back in tests
   "dask[distributed,dataframe]" "pyarrow" "duckdb"
 )
