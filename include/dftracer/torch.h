@@ -174,6 +174,16 @@ DFT_TORCH_API void set_module(uint32_t module, int depth, uint32_t call_name = 0
 // backward calls.
 DFT_TORCH_API bool set_in_backward(bool on);
 
+// Marks the calling thread as inside an update that is not an optimizer's
+// own scope (a GradScaler's step and update: the unscale, the scale's
+// update) or not; returns the previous mark. While marked, the thread's
+// outermost work is written with phase optimizer, grad mode on or off; the
+// mark's end ends the update as an optimizer scope's start does (grad-off
+// work after it is inference again, also where the scaler skipped the
+// optimizer's step). Ignored inside a backward call. dftracer.python's
+// wrappers around GradScaler.step and GradScaler.update call it.
+DFT_TORCH_API bool set_in_update(bool on);
+
 // Marks the calling thread as a data-loading thread for good: a DataLoader
 // worker process's thread, or its pin-memory thread. Its ops are the
 // dataset's transforms and copies, not the model's, so they carry no

@@ -85,6 +85,11 @@ def test_optimizer_steps_are_the_iterations(tmp_path, shape):
         # each optimizer step taken inside its scaler's event
         assert all(any(s["ts_ns"] <= o["ts_ns"] and o["ts_ns"] + o["dur_ns"] <= s["ts_ns"] + s["dur_ns"]
                        for s in scaler) for o in opt_steps)
+        if shape.startswith("eager"):  # the scaler's own ops, its unscale and its scale's update, are the update's
+            ops = [e for e in events if e["name"] in ("aten::_amp_foreach_non_finite_check_and_unscale_",
+                                                      "aten::_amp_update_scale_")]
+            assert len(ops) == 2 * len(its)
+            assert {e["args"].get("phase") for e in ops} == {"optimizer"}, ops
     rows = doc["steps"]
     got = [r["duration_us"] / 1e6 for r in rows]
     bounds = step_bounds(its)

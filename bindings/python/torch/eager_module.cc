@@ -139,6 +139,12 @@ PyObject* py_set_in_backward(PyObject*, PyObject* arg) {
   return PyBool_FromLong(dftracer::torch::set_in_backward(on != 0));
 }
 
+PyObject* py_set_in_update(PyObject*, PyObject* arg) {
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return nullptr;
+  return PyBool_FromLong(dftracer::torch::set_in_update(on != 0));
+}
+
 PyObject* py_set_data_thread(PyObject*, PyObject*) {
   dftracer::torch::set_data_thread();
   Py_RETURN_NONE;
@@ -185,6 +191,9 @@ PyMethodDef g_methods[] = {
     {"set_in_backward", py_set_in_backward, METH_O,
      "set_in_backward(on): mark this thread as inside Tensor.backward (its seed gradient is backward work); "
      "returns the previous mark."},
+    {"set_in_update", py_set_in_update, METH_O,
+     "set_in_update(on): mark this thread as inside a GradScaler's step or update (its outermost work is "
+     "optimizer work); returns the previous mark."},
     {"set_data_thread", py_set_data_thread, METH_NOARGS,
      "set_data_thread(): mark this thread as a DataLoader worker's or pin-memory thread for good (its ops carry "
      "no phase: the dataset's work, not the model's)."},

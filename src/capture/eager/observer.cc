@@ -1102,6 +1102,19 @@ bool set_in_backward(bool on) {
   return was;
 }
 
+bool set_in_update(bool on) {
+  ThreadState* st = state();
+  if (st == nullptr || st->data_thread || st->grad_on_phase == phase_bits(kBackward)) return false;
+  const bool was = st->grad_on_phase == phase_bits(kOptimizer);
+  if (on) {
+    st->grad_on_phase = st->grad_off_phase = phase_bits(kOptimizer);
+  } else if (was) {
+    st->grad_on_phase = phase_bits(kForward);
+    st->grad_off_phase = phase_bits(kInference);  // the update is over, its optimizer step taken or not
+  }
+  return was;
+}
+
 void set_data_thread() {
   ThreadState* st = state();
   if (st == nullptr) return;

@@ -331,6 +331,46 @@ TEST(Observer, GradOffWorkBetweenBackwardAndTheUpdateIsTheOptimizers) {
     }
 }
 
+// set_in_update(): a GradScaler's step and update. While marked, the
+// thread's outermost work is optimizer work, grad mode on (the scale's
+// update) or off (the unscale); the mark's end ends the update even where no
+// optimizer scope ran (the scaler skipped it): grad-off work is inference
+// again and grad-on work forward. Inside a backward call the mark is
+// ignored.
+TEST(Observer, AnUpdateMarkMakesItsWorkOptimizerAndItsEndEndsTheUpdate) {
+  torch::Tensor w = torch::randn({4}, torch::requires_grad());
+  torch::Tensor scale = torch::ones({1});
+  Trace trace;
+  dftracer::torch::enable();
+  torch::Tensor loss = (w * 2).sum();
+  dftracer::torch::set_in_backward(true);
+  loss.backward();
+  EXPECT_FALSE(dftracer::torch::set_in_update(true));  // in a backward call: ignored
+  dftracer::torch::set_in_backward(false);
+  EXPECT_FALSE(dftracer::torch::set_in_update(true));  // the scaler's step
+  {
+    torch::NoGradGuard no_grad;
+    w.grad().mul_(0.5);  // the unscale; no optimizer step follows (skipped)
+  }
+  EXPECT_TRUE(dftracer::torch::set_in_update(false));
+  EXPECT_FALSE(dftracer::torch::set_in_update(true));  // the scaler's update, grad mode on
+  scale.add_(1);
+  EXPECT_TRUE(dftracer::torch::set_in_update(false));
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor metric = w.abs();  // after the update: inference, no optimizer scope having run
+  }
+  torch::Tensor next = w.neg();  // the next iteration's forward
+  const std::vector<Event> all = trace.finish();
+  std::map<std::string, std::string> phase;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.cat == "aten" && !phase.count(e.name)) phase[e.name] = str_arg(e, "phase");
+  EXPECT_EQ(phase["aten::mul_"], "optimizer");
+  EXPECT_EQ(phase["aten::add_"], "optimizer");
+  EXPECT_EQ(phase["aten::abs"], "inference");
+  EXPECT_EQ(phase["aten::neg"], "forward");
+}
+
 // A training forward that turns grad mode off inside (a reentrant activation
 // checkpoint's segment, a frozen backbone under no_grad) is forward work;
 // a model called under no_grad is an evaluation's.

@@ -64,26 +64,46 @@ def install() -> None:
 
 def _wrap_scaler_step(torch) -> None:
     cls = getattr(getattr(torch, "amp", None), "GradScaler", None)
-    fn = getattr(cls, "step", None)
-    if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
-        return
-    cls.step = _scaler_wrapper(fn)
+    for attr, wrap in (("step", _scaler_step_wrapper), ("update", _scaler_update_wrapper)):
+        fn = getattr(cls, attr, None)
+        if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
+            continue
+        setattr(cls, attr, wrap(fn))
     _skip_in_dynamo()
 
 
-def _scaler_wrapper(fn):
+def _mark_update(on):
+    """The LibTorch observer's update mark (while eager tracing is on: the
+    scaler's ops, its unscale and its scale's update, are then optimizer
+    work); returns the previous mark, None when there is none to restore."""
+    try:
+        from .. import eager
+
+        if eager.eager_enabled():
+            mark = getattr(eager._ext, "set_in_update", None)
+            return mark(on) if mark is not None else None
+    except Exception:  # noqa: BLE001  (tracing never breaks the traced program)
+        pass
+    return None
+
+
+def _scaler_step_wrapper(fn):
     @functools.wraps(fn)
     def step(scaler, optimizer, *args, **kwargs):
         if _is_compiling():  # a constant to Dynamo: torch's method as it is
             return fn(scaler, optimizer, *args, **kwargs)
-        if not _dynamo_skips_wrapper:
-            _skip_in_dynamo()
         try:
+            _skip_in_dynamo()
             pre = getattr(_starts, "pre", 0)
             t0 = _core.ticks() if _core.enabled() else None
-        except Exception:  # noqa: BLE001  (tracing never breaks the traced program)
+        except Exception:  # noqa: BLE001
             t0 = None
-        out = fn(scaler, optimizer, *args, **kwargs)
+        was = _mark_update(True)
+        try:
+            out = fn(scaler, optimizer, *args, **kwargs)
+        finally:
+            if was is not None:
+                _mark_update(was)
         if t0 is not None:
             try:
                 if _core.enabled():
@@ -99,22 +119,41 @@ def _scaler_wrapper(fn):
     return step
 
 
-_WRAPPER_CODE = _scaler_wrapper(lambda *a, **k: None).__code__  # every wrapper's code object
-_dynamo_skips_wrapper = False
+def _scaler_update_wrapper(fn):
+    @functools.wraps(fn)
+    def update(scaler, *args, **kwargs):
+        if _is_compiling():
+            return fn(scaler, *args, **kwargs)
+        _skip_in_dynamo()
+        was = _mark_update(True)
+        try:
+            return fn(scaler, *args, **kwargs)
+        finally:
+            if was is not None:
+                _mark_update(was)
+
+    update.__dftracer_wrapped__ = fn
+    return update
+
+
+# Every wrapper's code objects (one per wrapper function, whatever it wraps).
+_WRAPPER_CODES = tuple(w(lambda *a, **k: None).__code__ for w in (_scaler_step_wrapper, _scaler_update_wrapper))
+_dynamo_skips_wrappers = False
 
 
 def _skip_in_dynamo() -> None:
-    """Dynamo skips the wrapper's frame as it skips torch's own method: a
+    """Dynamo skips the wrappers' frames as it skips torch's own methods: a
     compiled function calling scaler.step() breaks its graph there as
     before. Once Dynamo is imported (never imported here: seconds)."""
-    global _dynamo_skips_wrapper
-    if _dynamo_skips_wrapper or "torch._dynamo" not in sys.modules:
+    global _dynamo_skips_wrappers
+    if _dynamo_skips_wrappers or "torch._dynamo" not in sys.modules:
         return
     from .. import torch_compat
 
-    torch_compat.dynamo_skip_code(_WRAPPER_CODE, "a compiled function calling GradScaler.step traces into "
-                                  "dftracer's wrapper around it (it then calls torch's method as it is)")
-    _dynamo_skips_wrapper = True  # told, or said why not: once
+    for code in _WRAPPER_CODES:
+        torch_compat.dynamo_skip_code(code, "a compiled function calling GradScaler.step or update traces into "
+                                      "dftracer's wrapper around it (it then calls torch's method as it is)")
+    _dynamo_skips_wrappers = True  # told, or said why not: once
 
 
 def _number(optimizer) -> dict:
