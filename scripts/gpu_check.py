@@ -31,7 +31,7 @@ import tempfile
 import time
 
 DEV = "cuda"  # "cpu" under --cpu (the self-test)
-CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "nccl", "sigterm", "cuda_memory", "vs_kineto",
+CHECKS = ["gpu", "eager", "capture_backend", "inductor", "copy", "amp_scaler", "nccl", "sigterm", "cuda_memory", "vs_kineto",
           "overhead"]
 
 
@@ -171,6 +171,46 @@ def check_copy(args):
     copies = {r["key"]: r for r in rep["kernel"] if r["key"].startswith("Memcpy")}
     ok = "Memcpy HtoD" in copies and "Memcpy DtoH" in copies
     return linked_result(rep, ok, "copies: " + ", ".join(sorted(copies)))
+
+
+def check_amp_scaler(args):
+    """fp16 autocast with a GradScaler, the gradients of iteration 1 of 4 made
+    to overflow (the scaler finds it on the device and skips that update):
+    four steps, each ended by the scaler's event, the skipped one marked, and
+    the scaler's kernels linked to their launches like every other."""
+    skip = 1
+
+    def body(torch):
+        model = mlp(torch)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler(DEV, init_scale=1024.0)
+        x = torch.randn(64, 1024, device=DEV)
+        dtype = torch.float16 if DEV == "cuda" else torch.bfloat16
+        for i in range(4):
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(DEV, dtype=dtype):
+                loss = model(x).float().pow(2).mean()
+            scaler.scale(loss).backward()
+            if i == skip:
+                with torch.no_grad():
+                    model[0].weight.grad[0, 0] = float("inf")
+            scaler.step(opt)
+            scaler.update()
+    rep = traced(args, "amp_scaler", body)
+    out = os.path.join(args.out, "amp_scaler")
+    traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith((".pfw", ".pfw.gz"))]
+    p = subprocess.run([args.analyze, "summary", "--by", "step", "--format", "json", *traces],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"dftracer-analyze summary --by step: exit {p.returncode}: {p.stderr.strip()}")
+    doc = json.loads(p.stdout)
+    procs = [q for q in doc["processes"] if q["steps"]]
+    skipped = [json.loads(ln)["args"].get("skipped") for ln in trace_lines(traces[0])
+               if ln.startswith("{") and '"GradScaler.step#' in ln]
+    ok = (len(doc["steps"]) == 4 and len(procs) == 1 and procs[0]["region"] == "GradScaler.step#SGD.step"
+          and skipped == [int(i == skip) for i in range(4)])
+    return linked_result(rep, ok, f"{len(doc['steps'])} steps by {procs[0]['region'] if procs else 'nothing'}, "
+                         f"scaler steps skipped {skipped}")
 
 
 def check_nccl(args):

@@ -33,7 +33,9 @@
 #
 # Checks: the GPU is there; the CUDA capture's unit tests; eager ops under
 # trace_eager, a model under the capture backend, under Inductor (Triton
-# kernels), a host<->device copy, an NCCL all-reduce of world size 1, each
+# kernels), a host<->device copy, fp16 autocast with a GradScaler that skips
+# an overflowed update (four steps, the skipped one marked), an NCCL
+# all-reduce of world size 1, each
 # with the device events in the process's own trace file and every one linked
 # to its launch call and to the op or kernel event that launched it; CUDA's
 # caching allocator under the memory capture (the cuda:0 peak equals
