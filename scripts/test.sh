@@ -122,4 +122,6 @@ cd "$ROOT/tests/python"
 # tests, and its module fixtures, in one worker. At most 4: each worker's
 # children hold torch (~1 GiB each with Inductor's compile pool).
 PYTEST_WORKERS=${PYTEST_WORKERS:-$(( JOBS < 4 ? JOBS : 4 ))}
-"$PY" -m pytest -q -rs -p no:cacheprovider --durations=20 -n "$PYTEST_WORKERS" --dist loadfile .
+# -p no:benchmark: pytest-benchmark, where the machine has it, only warns
+# under xdist (no test here uses it).
+"$PY" -m pytest -q -rs -p no:cacheprovider -p no:benchmark --durations=20 -n "$PYTEST_WORKERS" --dist loadfile .
