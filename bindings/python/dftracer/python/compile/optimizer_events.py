@@ -15,6 +15,23 @@ Each event carries `args.opt`: the optimizer instance's number in the order
 of their first steps (0, 1, ...). With two optimizers per iteration (a GAN's
 discriminator then generator) the analyzer sees the cycle and ends a step at
 its last optimizer step only.
+
+`GradScaler.step` (torch.amp's, torch >= 2.3, which torch.cuda.amp's and
+torch.cpu.amp's inherit) is one event too, `GradScaler.step#<Class>.step`,
+with the same `args.opt` and `args.skipped`: 1 when no optimizer pre-step
+hook ran inside it, i.e. the gradients overflowed and the scaler did not call
+the optimizer's step. Without it an iteration whose update was skipped (most
+fp16 runs skip a few at the start) left no optimizer step, and the analyzer
+read it and the next as one step. Skipped is told by the pre hook's
+per-thread count, not by the scaler's found_inf tensor: reading that would be
+one more op and a device sync. So it is 0 for a fused optimizer (`fused=True`:
+the scaler always calls its step, whose kernel skips the update) and 1 for a
+compiled optimizer step or one that is no torch.optim.Optimizer (no hook
+runs); the analyzer reads only the event's span. With eager tracing on, the
+scaler's step and update mark the thread as in the update (the observer's
+set_in_update): their ops, the unscale and the scale's update, are optimizer
+work, not forward. A GradScaler subclass's own `update` (FSDP's
+ShardedGradScaler) is not marked.
 """
 import functools
 import itertools
@@ -69,22 +86,40 @@ def _wrap_scaler_step(torch) -> None:
         if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
             continue
         setattr(cls, attr, wrap(fn))
-    _skip_in_dynamo()
+    if "torch._dynamo" in sys.modules:
+        _skip_in_dynamo()
+    else:  # the eager observer installs these before the program imports Dynamo, if it ever does
+        try:
+            from ..eager import _after_import
+
+            _after_import("torch._dynamo", _skip_in_dynamo)
+        except Exception:  # noqa: BLE001  (the wrappers' own first calls still ask)
+            pass
 
 
-def _mark_update(on):
-    """The LibTorch observer's update mark (while eager tracing is on: the
-    scaler's ops, its unscale and its scale's update, are then optimizer
-    work); returns the previous mark, None when there is none to restore."""
+def _update_mark():
+    """The LibTorch observer's update mark, set_in_update (while eager
+    tracing is on: the scaler's ops, its unscale and its scale's update, are
+    then optimizer work), else None. The caller restores the previous mark
+    through the same function, even if eager tracing stopped meanwhile."""
     try:
         from .. import eager
 
         if eager.eager_enabled():
-            mark = getattr(eager._ext, "set_in_update", None)
-            return mark(on) if mark is not None else None
+            return getattr(eager._ext, "set_in_update", None)
     except Exception:  # noqa: BLE001  (tracing never breaks the traced program)
         pass
     return None
+
+
+def _set_mark(mark, on):
+    """mark(on) (the previous mark), None when there is no mark or it failed."""
+    if mark is None:
+        return None
+    try:
+        return mark(on)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _scaler_step_wrapper(fn):
@@ -98,12 +133,13 @@ def _scaler_step_wrapper(fn):
             t0 = _core.ticks() if _core.enabled() else None
         except Exception:  # noqa: BLE001
             t0 = None
-        was = _mark_update(True)
+        mark = _update_mark()
+        was = _set_mark(mark, True)
         try:
             out = fn(scaler, optimizer, *args, **kwargs)
         finally:
             if was is not None:
-                _mark_update(was)
+                _set_mark(mark, was)
         if t0 is not None:
             try:
                 if _core.enabled():
@@ -124,13 +160,17 @@ def _scaler_update_wrapper(fn):
     def update(scaler, *args, **kwargs):
         if _is_compiling():
             return fn(scaler, *args, **kwargs)
-        _skip_in_dynamo()
-        was = _mark_update(True)
+        try:
+            _skip_in_dynamo()
+        except Exception:  # noqa: BLE001
+            pass
+        mark = _update_mark()
+        was = _set_mark(mark, True)
         try:
             return fn(scaler, *args, **kwargs)
         finally:
             if was is not None:
-                _mark_update(was)
+                _set_mark(mark, was)
 
     update.__dftracer_wrapped__ = fn
     return update
