@@ -116,12 +116,16 @@ step "pytest"
 cd "$ROOT/tests/python"
 # -rs: each test that skips says why, on one line, under the summary;
 # --durations: the slowest tests, where the CI time goes.
-# -n: most tests wait on one single-threaded child process (a traced
-# program, the analyzer), so two workers on two cores halve the suite's time
-# (22 -> 11.5 min on a 2-core AMD EPYC); --dist loadfile keeps each file's
-# tests, and its module fixtures, in one worker. At most 4: each worker's
-# children hold torch (~1 GiB each with Inductor's compile pool).
-PYTEST_WORKERS=${PYTEST_WORKERS:-$(( JOBS < 4 ? JOBS : 4 ))}
+# PYTEST_WORKERS=N (N > 1): N workers (pytest-xdist, --dist loadfile: a
+# file's tests and its module fixtures in one worker). Most tests wait on one
+# single-threaded child process, so 2 workers on 2 cores halve the suite's
+# time (22 -> 13 min on a 2-core AMD EPYC). Not the default: under that load
+# the step finder's inference-loop rule split an eager loop of three tight
+# calls per iteration into one step per call in 1 of 4 full runs
+# (test_inference_steps.py[eager-infmode-multi-tight]).
 # -p no:benchmark: pytest-benchmark, where the machine has it, only warns
 # under xdist (no test here uses it).
-"$PY" -m pytest -q -rs -p no:cacheprovider -p no:benchmark --durations=20 -n "$PYTEST_WORKERS" --dist loadfile .
+PYTEST_WORKERS=${PYTEST_WORKERS:-1}
+XDIST=()
+if [ "$PYTEST_WORKERS" -gt 1 ]; then XDIST=(-n "$PYTEST_WORKERS" --dist loadfile); fi
+"$PY" -m pytest -q -rs -p no:cacheprovider -p no:benchmark --durations=20 "${XDIST[@]}" .
