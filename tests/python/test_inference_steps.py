@@ -99,3 +99,25 @@ def test_an_op_and_the_one_op_it_runs_with_the_same_span_are_one_work(tmp_path):
     spacing = [b - a for a, b in zip(starts, starts[1:])]
     for r, want in zip(rows, spacing):  # each step lasts until the next one starts
         assert r["duration_us"] / 1e6 == pytest.approx(want, rel=0.05), (r, want)
+
+
+@pytest.mark.parametrize("name", ["eager-infmode-multi-tight-zero-length-read", "eager-infmode-multi-tight-preempted"])
+def test_a_tight_loop_of_three_calls_an_iteration_keeps_one_step_per_iteration(tmp_path, name):
+    """Two real runs of the `eager-infmode-multi-tight` shape, on a 2-core
+    machine busy with other tests, where only the grad-on result read sets
+    the iterations apart: in one, an iteration's read is all zero-length ops
+    (sub-microsecond); in the other, the 113 us after the first iteration
+    and a call preempted for 4 ms lie nine calls apart. The step finder once
+    found 18 steps (one per call) in the first and one step in the second."""
+    import shutil
+
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "steps")
+    shutil.copy(os.path.join(data, name + ".pfw.gz"), tmp_path / "run-1.pfw.gz")
+    with open(os.path.join(data, name + ".times")) as f:
+        its = json.load(f)["iterations"]
+    rows = steps_json(tmp_path)["steps"]
+    bounds = loop_bounds(its, "inference")
+    assert len(rows) == len(bounds) == 6, rows
+    for i, (r, (lo, hi)) in enumerate(zip(rows, bounds)):
+        g = r["duration_us"] / 1e6
+        assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"

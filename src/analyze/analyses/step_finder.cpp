@@ -169,7 +169,16 @@ bool trains_work(size_t wc, const Eager& eager) {
 
 void add_thread_event(StepFinder::Thread& t, const Event& e, const Eager& eager, int64_t end, size_t category,
                       bool candidate, bool work, size_t top_cap, size_t& capped) {
+  // A thread writes an event when it ends: the zero-length work a work event
+  // holds came just before it, at the end of the list (kept small: most are
+  // nested). Only work hides work, as in `work` (a region around the loop does not).
+  if (work)
+    while (!t.blips.empty() && t.blips.back().ts >= e.ts_ns && t.blips.back().ts <= end) t.blips.pop_back();
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
+  if (work && end == e.ts_ns) {
+    if (t.blips.size() >= kMaxRegionOccurrences) ++capped;
+    else t.blips.push_back({e.ts_ns, work_category(e, category, eager)});
+  }
   if (work && end > e.ts_ns) {
     const size_t wc = work_category(e, category, eager);
     t.trains = t.trains || trains_work(wc, eager);
@@ -219,6 +228,10 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
   const size_t nf = std::min(fetch_room, from.fetches.size());
   capped += from.fetches.size() - nf;
   into.fetches.insert(into.fetches.end(), from.fetches.begin(), from.fetches.begin() + nf);
+  const size_t blip_room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.blips.size());
+  const size_t nb = std::min(blip_room, from.blips.size());
+  capped += from.blips.size() - nb;
+  into.blips.insert(into.blips.end(), from.blips.begin(), from.blips.begin() + nb);
   into.trains = into.trains || from.trains;
   if (from.optimizer_first < into.optimizer_first) {
     into.optimizer_first = from.optimizer_first;
@@ -812,11 +825,16 @@ PeriodicRun periodic_run(const std::vector<uint32_t>& keys) {
 // Groups m calls into one iteration (the gaps after calls k % m == r end
 // one): the first whole group begins at call r + 1 (or call 0 when call r
 // ends a group of m from the run's start); calls before it are dropped.
-void group(PeriodicRun& run, size_t m, size_t r) {
+// Fewer than two whole groups is no grouping: two stray long gaps (a
+// preempted call, the first iteration's warm-up) or two stray works m calls
+// apart in a run of fewer than 3m calls would otherwise make one step of all.
+bool group(PeriodicRun& run, size_t m, size_t r) {
   const size_t first_call = r + 1 == m ? 0 : r + 1;
+  if (run.count < first_call + 2 * m) return false;
   run.first += first_call * run.period;
   run.period *= m;
   run.count = (run.count - first_call) / m;
+  return true;
 }
 
 // group_calls by the gaps between calls.
@@ -870,14 +888,14 @@ bool group_by_gaps(PeriodicRun& run, const std::vector<StepFinder::TopLevel::con
   std::nth_element(short_gaps.begin(), short_gaps.begin() + 3 * (short_gaps.size() - 1) / 4, short_gaps.end());
   const int64_t short_gap = short_gaps[3 * (short_gaps.size() - 1) / 4];
   if (short_gap > 4 * dur_med + kFloor || shortest_long <= 4 * short_gap + kFloor) return false;
-  group(run, m, r);  // groups begin after each long gap
-  return true;
+  return group(run, m, r);  // groups begin after each long gap
 }
 
 // group_calls by the other work between calls: the gaps (call k's last work
 // to call k + 1's first) holding some are exactly those k % m == r.
 void group_by_other_work(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq,
-                         const StepFinder::TopLevel& work, const std::vector<Span>& fetches) {
+                         const StepFinder::TopLevel& work, const std::vector<Span>& fetches,
+                         const std::vector<StepFinder::Blip>& blips) {
   std::vector<size_t> with;  // the gaps holding other work
   for (size_t k = 0; k + 1 < run.count; ++k) {
     const auto last = seq[run.first + (k + 1) * run.period - 1], next = seq[run.first + (k + 1) * run.period];
@@ -890,6 +908,11 @@ void group_by_other_work(PeriodicRun& run, const std::vector<StepFinder::TopLeve
                                 [](const Span& a, int64_t v) { return a.ts < v; });
       other = f != fetches.end() && f->ts < next->first;
     }
+    // A result read can be all sub-microsecond ops (`float(y[0, 0])` in a
+    // warm loop): zero-length work, in no TopLevel.
+    auto b = std::lower_bound(blips.begin(), blips.end(), last->second.end,
+                              [](const StepFinder::Blip& a, int64_t v) { return a.ts < v; });
+    for (; !other && b != blips.end() && b->ts <= next->first; ++b) other = b->category != next->second.category;
     if (other) with.push_back(k);
   }
   if (with.size() < 2) return;
@@ -921,9 +944,10 @@ void group_by_other_work(PeriodicRun& run, const std::vector<StepFinder::TopLeve
 // call on, at least two of them) and in no other, m calls make one
 // iteration.
 void group_calls(PeriodicRun& run, const std::vector<StepFinder::TopLevel::const_iterator>& seq,
-                 const StepFinder::TopLevel& work, const std::vector<Span>& fetches) {
+                 const StepFinder::TopLevel& work, const std::vector<Span>& fetches,
+                 const std::vector<StepFinder::Blip>& blips) {
   if (run.count < 4) return;
-  if (!group_by_gaps(run, seq)) group_by_other_work(run, seq, work, fetches);
+  if (!group_by_gaps(run, seq)) group_by_other_work(run, seq, work, fetches, blips);
 }
 
 // The thread's DataLoader fetches by start (threads merged in any order).
@@ -981,7 +1005,9 @@ Candidate inference_bounded(const StepFinder::Thread& t) {
   // are no inference loop.
   if (!graphs && run.period == 1 && !starts_with(seq[run.first]->second.name, "Torch-Compiled Region")) return c;
   const std::vector<Span> fetches = sorted_fetches(t);
-  group_calls(run, seq, work, fetches);
+  std::vector<StepFinder::Blip> blips = t.blips;  // by start (threads merged in any order)
+  std::sort(blips.begin(), blips.end(), [](const StepFinder::Blip& a, const StepFinder::Blip& b) { return a.ts < b.ts; });
+  group_calls(run, seq, work, fetches, blips);
   std::vector<std::pair<size_t, size_t>> periods;  // [first, last) indices in seq
   for (size_t k = 0; k < run.count; ++k) periods.emplace_back(run.first + k * run.period, run.first + (k + 1) * run.period);
   // A recompile mid-loop (a batch of a new shape: new graphs, which the

@@ -138,6 +138,10 @@ class StepFinder : public LineConsumer {
     int64_t ts, end;
     int64_t opt;
   };
+  struct Blip {
+    int64_t ts;
+    size_t category;
+  };
   struct Top {
     int64_t end;
     std::string name;
@@ -154,6 +158,10 @@ class StepFinder : public LineConsumer {
     TopLevel work;
     std::vector<OptStep> optimizer;  // torch's Optimizer.step and GradScaler.step events, any depth
     std::vector<Span> fetches;       // the DataLoader's batch fetches (`enumerate(DataLoader)...`), any depth
+    // Zero-length work (in whole microseconds a sub-microsecond op lasts 0,
+    // so it is in no TopLevel) that no later event of the thread holds: the
+    // other work between two calls may be no more (group_by_other_work).
+    std::vector<Blip> blips;
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;
     bool trains = false;  // holds training work (see trains_work in step_finder.cpp)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1038,6 +1039,63 @@ TEST(Steps, AnEagerInferenceLoopHasAStepPerForwardFromItsFetch) {
   EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);
   EXPECT_EQ(durations(r), (std::vector<double>{100, 100, 100, 45}));
   EXPECT_EQ(r.outside_traced_us, 4 * 5 + 3);
+}
+
+// An eager inference_mode loop calling its model three times per iteration
+// (an encoder on a query and two passages), with nothing untraced between
+// iterations: only the grad-on read of the last result (`float(y[0, 0])`,
+// aten::select then aten::item) sets them apart. Each call is 40 us, calls
+// 10 us apart, iterations 20 us apart; `read_us[k]` is iteration k's read's
+// length, `gap_us[c]` replaces the gap before call c. Every call's last op
+// holds a zero-length grad-on op at its very end (an enable_grad block):
+// held, it is no work between calls.
+std::string tight_multi_call_loop(const std::vector<long long>& read_us, const std::map<int, long long>& gap_us) {
+  std::vector<std::string> v;
+  long long t = 1000;
+  for (int c = 0; c < 18; ++c) {
+    if (c) t += gap_us.count(c) ? gap_us.at(c) : c % 3 ? 10 : 20;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 15, "\"grad\":0"));
+    v.push_back(ev("aten::relu", "aten", 10, 10, t + 16, 3, "\"grad\":0"));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 20, 14, "\"grad\":0"));
+    v.push_back(ev("aten::_softmax", "aten", 10, 10, t + 40, 0));
+    v.push_back(ev("aten::softmax", "aten", 10, 10, t + 35, 5, "\"grad\":0"));
+    t += 40;
+    if (c % 3 == 2) {  // the read, in the gap after the iteration's last call
+      const long long r = read_us[c / 3];
+      v.push_back(ev("aten::as_strided", "aten", 10, 10, t + 5, 0));
+      v.push_back(ev("aten::select", "aten", 10, 10, t + 5, r));
+      v.push_back(ev("aten::_local_scalar_dense", "aten", 10, 10, t + 6 + r, 0));
+      v.push_back(ev("aten::item", "aten", 10, 10, t + 6 + r, r));
+    }
+  }
+  return lines(v);
+}
+
+// In a warm loop the read's ops can all last less than a microsecond: in
+// whole microseconds, zero-length work. It still sets its iteration apart.
+TEST(Steps, AZeroLengthReadBetweenIterationsStillEndsOneOfSeveralCalls) {
+  StepReport r = run(tight_multi_call_loop({2, 1, 1, 0, 1, 0}, {}), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "inference");
+  ASSERT_EQ(r.rows.size(), 6u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);
+  for (size_t k = 0; k + 1 < r.rows.size(); ++k) EXPECT_EQ(r.rows[k].duration_us, 3 * 40 + 2 * 10 + 20) << k;
+  EXPECT_EQ(r.rows[5].duration_us, 3 * 40 + 2 * 10);
+}
+
+// Two stray long gaps nine calls apart (the first iteration's warm-up before
+// call 3, a call preempted for 4 ms before call 12) form no unit of nine
+// calls: one step of all would be fewer than two whole groups. The reads
+// still tell the iterations.
+TEST(Steps, TwoStrayLongGapsAreNoIterationOfTheCallsBetweenThem) {
+  StepReport r = run(tight_multi_call_loop({5, 5, 5, 5, 5, 5}, {{3, 110}, {12, 4080}}), 1);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].source, "inference");
+  ASSERT_EQ(r.rows.size(), 6u);
+  EXPECT_EQ(r.rows[0].duration_us, 3 * 40 + 2 * 10 + 110);
+  for (size_t k : {1, 2, 4}) EXPECT_EQ(r.rows[k].duration_us, 3 * 40 + 2 * 10 + 20) << k;
+  // (Whether the 4 ms with nothing traced is in step 3 is the long-wait rule's call.)
+  EXPECT_EQ(r.rows[4].start_us, 1'000'000 + 1000 + 250 + 2 * 160 + 140 + 4080);
 }
 
 // An eager training loop fed by DataLoader workers: each iteration fetches
