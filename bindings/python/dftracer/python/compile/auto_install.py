@@ -11,7 +11,6 @@ or right after the program imports it: importing it here would cost the
 program seconds it may never spend). compile_events' note that a graph of
 another backend is not traced then comes with it.
 """
-import sys
 
 _armed = False
 
@@ -35,12 +34,9 @@ def when_tracing_starts() -> None:
         return
     _armed = True
     try:
-        if "torch._dynamo" in sys.modules:
-            _install()
-        else:
-            from ..eager import _after_import
+        from ..import_hooks import when_imported
 
-            _after_import("torch._dynamo", _install)
+        when_imported("torch._dynamo", _install)
     except Exception as e:  # tracing never breaks the traced program
         from ..diagnostics import warn
 

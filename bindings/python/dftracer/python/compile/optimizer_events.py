@@ -86,15 +86,12 @@ def _wrap_scaler_step(torch) -> None:
         if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
             continue
         setattr(cls, attr, wrap(fn))
-    if "torch._dynamo" in sys.modules:
-        _skip_in_dynamo()
-    else:  # the eager observer installs these before the program imports Dynamo, if it ever does
-        try:
-            from ..eager import _after_import
+    try:  # the eager observer installs these before the program imports Dynamo, if it ever does
+        from ..import_hooks import when_imported
 
-            _after_import("torch._dynamo", _skip_in_dynamo)
-        except Exception:  # noqa: BLE001  (the wrappers' own first calls still ask)
-            pass
+        when_imported("torch._dynamo", _skip_in_dynamo)
+    except Exception:  # noqa: BLE001  (the wrappers' own first calls still ask)
+        pass
 
 
 def _update_mark():

@@ -33,10 +33,10 @@ first use (the observer extension needs torch's libraries loaded first).
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 from ..diagnostics import warn
+from ..import_hooks import when_imported
 
 __all__ = ["trace_eager", "eager_enabled", "memory_enabled", "TRACE_EAGER_ENV", "MEMORY_ENV", "MODULES_ENV",
            "EAGER_FLOPS_ENV"]
@@ -82,10 +82,7 @@ def _load():
         # Both matter only once torch._dynamo is in use (no instrumented graph
         # and no compile can exist before): a pure eager program pays no probe
         # call per op.
-        if "torch._dynamo" in sys.modules:
-            _on_dynamo_import()
-        else:  # importing torch._dynamo costs seconds: wait for the program to
-            _after_import("torch._dynamo", _on_dynamo_import)
+        when_imported("torch._dynamo", _on_dynamo_import)  # (never imported here: seconds)
         return _ext
 
 
@@ -281,64 +278,6 @@ def _sync_hooks(ext) -> None:
             warn(f"eager {what} unavailable: {e}")
 
 
-class _AfterImport:
-    """A one-shot meta path finder: runs its callbacks, in the order they were
-    added, right after module `name` has finished executing. Lets
-    DFTRACER_TRACE_EAGER apply to a program that imports dftracer before torch
-    (dftracer itself never imports torch), and the compile pause and the
-    compile/optimizer hooks wait for torch._dynamo instead of importing it.
-    One finder per module name holds every callback for it: two finders for
-    the same name would each see the other's import, and only the first would
-    run."""
-
-    def __init__(self, name):
-        self.name = name
-        self.callbacks = []
-
-    def find_spec(self, name, path=None, target=None):
-        if name != self.name:
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        original = loader.exec_module
-        callbacks = self.callbacks
-
-        def exec_module(module):
-            original(module)
-            try:
-                del loader.exec_module  # back to the class's method
-            except AttributeError:
-                pass
-            for then in callbacks:
-                try:
-                    then()
-                except Exception as e:  # tracing never breaks the traced program
-                    warn(f"eager tracing setup after importing {name} failed: {e}")
-
-        loader.exec_module = exec_module
-        return spec
-
-
-def _after_import(name, then) -> None:
-    """Runs `then()` right after module `name` is imported (once per callback)."""
-    for f in sys.meta_path:
-        if isinstance(f, _AfterImport) and f.name == name:
-            if then not in f.callbacks:
-                f.callbacks.append(then)
-            return
-    finder = _AfterImport(name)
-    finder.callbacks.append(then)
-    sys.meta_path.insert(0, finder)
-
-
 def _env_on(name: str) -> bool:
     value = os.environ.get(name)
     return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
@@ -347,10 +286,7 @@ def _env_on(name: str) -> bool:
 def _apply_env_at_import() -> None:
     if not (_env_on(TRACE_EAGER_ENV) or _env_on(MEMORY_ENV)):
         return
-    if "torch" in sys.modules:
-        _apply_env_now()
-    else:
-        _after_import("torch", _apply_env_now)
+    when_imported("torch", _apply_env_now)
 
 
 _apply_env_at_import()

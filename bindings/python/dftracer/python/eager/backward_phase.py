@@ -23,7 +23,6 @@ graph exactly as without the wrapper.
 from __future__ import annotations
 
 import functools
-import sys
 
 __all__ = ["install", "uninstall", "installed"]
 
@@ -72,12 +71,9 @@ def install(ext) -> None:
     fn = torch.Tensor.backward
     torch.Tensor.backward = _wrap(fn, ext.set_in_backward, torch.compiler.is_compiling)
     _original = fn
-    if "torch._dynamo" in sys.modules:
-        _skip_in_dynamo()
-    else:  # importing torch._dynamo costs seconds: when the program does
-        from . import _after_import
+    from ..import_hooks import when_imported
 
-        _after_import("torch._dynamo", _skip_in_dynamo)
+    when_imported("torch._dynamo", _skip_in_dynamo)  # (never imported here: seconds)
 
 
 def uninstall() -> None:
