@@ -507,9 +507,10 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // contains the other is unknown, so the name is top-level by chance), and the
 // walk never crosses a gap with no work longer than the longest later step,
 // each from where it begins (mostly the previous optimizer step's end),
-// unless compile work borders it: the untraced stretches of the first
-// iteration's compile (the backward compiled after the forward ran) are
-// often longer than a later step.
+// unless compile or backward work borders it: the untraced stretches of the
+// first iteration's compile (the backward compiled after the forward ran) are
+// often longer than a later step, and on a loaded machine so is a
+// preemption between the first forward, its backward and its optimizer step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work,
                             const StepFinder::TopLevel& top, const std::vector<Span>& fetches,
                             const std::string& name) {
@@ -710,17 +711,20 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
     int64_t reach = ts;  // the earliest work walked over, compile work too
-    bool reach_compile = false;  // that work is compile work
+    size_t reach_category = optimizer;  // that work's (first the optimizer step's)
     for (auto it = first_end; it != work.begin() && missing;) {
       --it;
       // A gap next to compile work is the compile's own (Dynamo and AOT
       // autograd's untraced Python between its phases, the first call's
       // wait for a backward compile): the loop's first iteration compiles,
-      // the setup before it does not.
-      const bool compile_work = it->second.category == compile;
-      if (it->second.end < reach && reach - it->second.end > longest && !compile_work && !reach_compile)
-        break;  // the setup before the loop
-      if (it->first < reach) reach = it->first, reach_compile = compile_work;
+      // the setup before it does not. A gap next to backward work is the
+      // iteration's own too (the process preempted between its forward and
+      // its backward, or before its optimizer step, on a loaded machine):
+      // the setup runs no backward, and a backward's forward is its own.
+      const size_t cat = it->second.category;
+      const bool own_gap = cat == compile || cat == backward || reach_category == compile || reach_category == backward;
+      if (it->second.end < reach && reach - it->second.end > longest && !own_gap) break;  // the setup before the loop
+      if (it->first < reach) reach = it->first, reach_category = cat;
       if (!counts(it)) continue;
       ts = std::min(ts, it->first);
       auto n = need.find(it->second.name);

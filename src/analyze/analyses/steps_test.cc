@@ -331,6 +331,30 @@ TEST(Steps, TheFirstStepNeverReachesOverAGapLongerThanAnyStep) {
   EXPECT_EQ(r.rows[0].duration_us, 90);
 }
 
+// On a loaded machine the first iteration can be preempted for longer than
+// any later step: between its forward and its backward, or between its
+// backward and its optimizer step. Those gaps border backward work: the
+// iteration's own, crossed; the one before the forward (the setup's) is not.
+TEST(Steps, TheFirstStepCrossesAPreemptionNextToItsBackward) {
+  for (const bool before_step : {true, false}) {
+    std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};
+    const long long fwd = 1000, bwd = before_step ? 1030 : 1530, step = 1560;
+    v.push_back(ev("aten::linear", "aten", 10, 10, fwd, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, bwd, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, step, 20));
+    for (int k = 1; k < 4; ++k) {
+      const long long t = 1500 + 100 * k;
+      v.push_back(ev("aten::linear", "aten", 10, 10, t + 20, 20));
+      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 45, 20));
+      v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    }
+    StepReport r = run(lines(v), 1);
+    ASSERT_EQ(r.rows.size(), 4u) << before_step;
+    EXPECT_EQ(r.rows[0].start_us, 1'000'000 + fwd) << before_step;  // not the setup's uniform_ 1 ms before
+    EXPECT_EQ(r.rows[0].duration_us, step + 20 - fwd) << before_step;
+  }
+}
+
 // A compiled loop's first iteration has untraced stretches inside its
 // compile (the backward compiled lazily after the forward ran): one longer
 // than the traced part of any later step (here 50 us against 40) but shorter
