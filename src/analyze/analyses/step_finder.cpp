@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -232,6 +234,10 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
   const size_t nb = std::min(blip_room, from.blips.size());
   capped += from.blips.size() - nb;
   into.blips.insert(into.blips.end(), from.blips.begin(), from.blips.begin() + nb);
+  const size_t call_room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.calls.size());
+  const size_t nc = std::min(call_room, from.calls.size());
+  capped += from.calls.size() - nc;
+  std::move(from.calls.begin(), from.calls.begin() + nc, std::back_inserter(into.calls));
   into.trains = into.trains || from.trains;
   if (from.optimizer_first < into.optimizer_first) {
     into.optimizer_first = from.optimizer_first;
@@ -513,7 +519,7 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // preemption between the first forward, its backward and its optimizer step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work,
                             const StepFinder::TopLevel& top, const std::vector<Span>& fetches,
-                            const std::string& name) {
+                            const std::vector<StepFinder::ModelCall>& calls, const std::string& name) {
   constexpr size_t compile = 0, optimizer = 3;
   // Work that can begin a step; work the first step's walk counts (grad-off
   // work too: a teacher's no_grad forward opening each iteration). Optimizer
@@ -606,10 +612,21 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // batch moved to the device before the no_grad, as transformers' Trainer
   // does), which would otherwise end the wait before it. Grad-off work inside
   // every iteration (a metric before the backward, a teacher's forward) is in
-  // the usual count.
+  // the usual count. Where the LibTorch observer wrote the model's calls, an
+  // evaluation is also told by them, whatever its time (a small model's
+  // forwards on a loaded machine can take less than its metric's ops): more
+  // grad-off calls than the usual wait's of a module the steps train (one
+  // called with grad on in them), and it ends with the last of them.
   constexpr size_t backward = 2;
-  std::vector<size_t> off_n;
-  std::vector<int64_t> off_t;
+  std::set<std::string_view> trained;
+  for (const StepFinder::ModelCall& m : calls)
+    if (!m.grad_off) trained.insert(m.name);
+  std::vector<const StepFinder::ModelCall*> runs;  // grad-off calls of a trained module, by start
+  for (const StepFinder::ModelCall& m : calls)
+    if (m.grad_off && trained.count(m.name)) runs.push_back(&m);
+  std::sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->ts < b->ts; });
+  std::vector<size_t> off_n, run_n;
+  std::vector<int64_t> off_t, run_end;
   std::vector<std::vector<int64_t>> off_ends;  // per wait: its grad-off works' ends, in order
   for (size_t k = 1; k < c.occ.size(); ++k) {
     int64_t until = c.occ[k].ts;
@@ -628,18 +645,25 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       }
     off_n.push_back(n);
     off_t.push_back(t);
+    auto r = std::lower_bound(runs.begin(), runs.end(), opt[k - 1].end,
+                              [](const StepFinder::ModelCall* m, int64_t v) { return m->ts < v; });
+    run_n.push_back(0);
+    run_end.push_back(INT64_MIN);
+    for (; r != runs.end() && (*r)->ts < until; ++r) ++run_n.back(), run_end.back() = std::max(run_end.back(), (*r)->end);
   }
-  const size_t usual_n = lower_median(off_n);
+  const size_t usual_n = lower_median(off_n), usual_runs = lower_median(run_n);
   const int64_t usual_t = lower_median(off_t);
+  auto runs_the_model = [&](size_t k) { return run_n[k - 1] > usual_runs; };
   auto evaluation = [&](size_t k) {
-    return off_n[k - 1] > usual_n && off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
+    return off_n[k - 1] > usual_n && (off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32) || runs_the_model(k));
   };
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
-  // iteration's own).
+  // iteration's own; or its last model call, where usual works ran before it too).
   for (size_t k = 1; k < c.occ.size(); ++k) {
     if (!evaluation(k)) continue;
-    const int64_t eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
+    int64_t eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
+    if (runs_the_model(k)) eval_end = std::max(eval_end, run_end[k - 1]);
     for (auto it = work.lower_bound(eval_end); it != work.end() && it->first < opt[k].ts; ++it)
       if (begins_here(it)) {
         c.occ[k].ts = std::max(c.occ[k].ts, back_over(it->first, eval_end, {compile, optimizer}));
@@ -1200,7 +1224,14 @@ void StepFinder::add_event(size_t file, const Event& e) {
   if (is_io_event(e) && runtime_ == nullptr) p.wall.add_io(e.extra_args[kArgFhash], e.ts_ns, end);
   else p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
-  if (is_eager_call(e)) return;  // in the wall split only: the steps are found on the ops it holds
+  if (is_eager_call(e)) {  // in the wall split: the steps are found on the ops it holds
+    if (starts_with(e.name, "nn.Module: ")) {  // (evaluations: optimizer_bounded)
+      Thread* t = e.tid_text == e.pid_text ? &p.main : p.main.top.empty() ? &p.others[std::string(e.tid_text)] : nullptr;
+      if (t && t->calls.size() >= kMaxRegionOccurrences) ++capped_;
+      else if (t) t->calls.push_back({e.ts_ns, end, std::string(e.name), e.phase == "inference"});
+    }
+    return;
+  }
   // An I/O call is never a step, nor bounds one: a DataLoader worker that only
   // reads, or a loop saving files outside any region, would otherwise have its
   // most-timed repeated call (fread, write) taken for the step region. I/O
@@ -1312,7 +1343,7 @@ StepPlan StepFinder::plan() {
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
     } else if (starts.empty() && !opt.empty()) {
       const std::vector<Span> fetches = sorted_fetches(main);
-      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, fetches, main.optimizer_name);
+      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, fetches, main.calls, main.optimizer_name);
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";

@@ -142,6 +142,13 @@ class StepFinder : public LineConsumer {
     int64_t ts;
     size_t category;
   };
+  // The LibTorch observer's outermost module call (`nn.Module: Net`): with
+  // grad mode off (phase inference), a model run without training it.
+  struct ModelCall {
+    int64_t ts, end;
+    std::string name;
+    bool grad_off;
+  };
   struct Top {
     int64_t end;
     std::string name;
@@ -162,6 +169,7 @@ class StepFinder : public LineConsumer {
     // so it is in no TopLevel) that no later event of the thread holds: the
     // other work between two calls may be no more (group_by_other_work).
     std::vector<Blip> blips;
+    std::vector<ModelCall> calls;  // outermost module calls, by end (merged threads: any order)
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;
     bool trains = false;  // holds training work (see trains_work in step_finder.cpp)

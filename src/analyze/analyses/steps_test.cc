@@ -920,6 +920,33 @@ TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
   EXPECT_GE(r.outside_traced_us, 3 * 30);
 }
 
+// On a loaded machine a small model's evaluation can take less time than
+// the metric and EMA ops of a usual wait (here three no_grad forwards of 10
+// us against an EMA update slowed to 40 us): its time tells nothing. Where
+// the observer wrote the model's calls (`nn.Module: Net`, phase forward in
+// the steps), its grad-off calls of that module do: step 3 still begins at
+// its zero_grad, after the last of them. Without the calls it cannot be told.
+TEST(Steps, AShortEvaluationIsToldByItsCallsOfTheTrainedModelWhateverItsTime) {
+  for (const bool calls : {true, false}) {
+    std::vector<std::string> v;
+    for (int k = 0; k < 5; ++k) {
+      const long long t = 2000 + 200 * k + (k >= 3 ? 100 : 0);
+      eager_iteration(v, t, 40);
+      if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 22, "\"phase\":\"forward\""));
+      if (k == 2)
+        for (int e = 0; e < 3; ++e) {
+          const long long f = t + 140 + 40 * e;
+          v.push_back(ev("aten::linear", "aten", 10, 10, f + 1, 10, "\"phase\":\"inference\""));
+          if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, f, 12, "\"phase\":\"inference\""));
+        }
+    }
+    StepReport r = run(lines(v), 1);
+    ASSERT_EQ(r.rows.size(), 5u) << calls;
+    const long long step2_end = 2000 + 400 + 90, step3_zero_grad = 2000 + 600 + 100;
+    EXPECT_EQ(r.rows[3].start_us, 1'000'000 + (calls ? step3_zero_grad : step2_end)) << calls;
+  }
+}
+
 // The same evaluation opening with grad-on work (a loader's seed drawn, as
 // transformers' Trainer does), in a loop whose iterations each wait 5 ms
 // untraced (a batch read) before 71 us of traced work, with the optimizer
