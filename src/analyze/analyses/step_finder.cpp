@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -513,10 +514,11 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // contains the other is unknown, so the name is top-level by chance), and the
 // walk never crosses a gap with no work longer than the longest later step,
 // each from where it begins (mostly the previous optimizer step's end),
-// unless compile or backward work borders it: the untraced stretches of the
-// first iteration's compile (the backward compiled after the forward ran) are
-// often longer than a later step, and on a loaded machine so is a
-// preemption between the first forward, its backward and its optimizer step.
+// unless compile work borders it, backward work follows it, or it lies
+// between the first backward and the optimizer step: the untraced stretches
+// of the first iteration's compile (the backward compiled after the forward
+// ran) are often longer than a later step, and on a loaded machine so is a
+// preemption before the first backward or the first optimizer step.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work,
                             const StepFinder::TopLevel& top, const std::vector<Span>& fetches,
                             const std::vector<StepFinder::ModelCall>& calls, const std::string& name) {
@@ -618,15 +620,16 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // grad-off calls than the usual wait's of a module the steps train (one
   // called with grad on in them), and it ends with the last of them.
   constexpr size_t backward = 2;
-  std::set<std::string_view> trained;
+  std::set<uint64_t> trained;
   for (const StepFinder::ModelCall& m : calls)
-    if (!m.grad_off) trained.insert(m.name);
+    if (!m.grad_off) trained.insert(m.name_hash);
   std::vector<const StepFinder::ModelCall*> runs;  // grad-off calls of a trained module, by start
   for (const StepFinder::ModelCall& m : calls)
-    if (m.grad_off && trained.count(m.name)) runs.push_back(&m);
+    if (m.grad_off && trained.count(m.name_hash)) runs.push_back(&m);
   std::sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->ts < b->ts; });
   std::vector<size_t> off_n, run_n;
-  std::vector<int64_t> off_t, run_end;
+  std::vector<int64_t> off_t;
+  std::vector<std::vector<int64_t>> run_ends;  // per wait: those calls' ends, in order
   std::vector<std::vector<int64_t>> off_ends;  // per wait: its grad-off works' ends, in order
   for (size_t k = 1; k < c.occ.size(); ++k) {
     int64_t until = c.occ[k].ts;
@@ -647,23 +650,26 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     off_t.push_back(t);
     auto r = std::lower_bound(runs.begin(), runs.end(), opt[k - 1].end,
                               [](const StepFinder::ModelCall* m, int64_t v) { return m->ts < v; });
-    run_n.push_back(0);
-    run_end.push_back(INT64_MIN);
-    for (; r != runs.end() && (*r)->ts < until; ++r) ++run_n.back(), run_end.back() = std::max(run_end.back(), (*r)->end);
+    run_ends.emplace_back();
+    for (; r != runs.end() && (*r)->ts < until; ++r) run_ends.back().push_back((*r)->end);
+    run_n.push_back(run_ends.back().size());
   }
   const size_t usual_n = lower_median(off_n), usual_runs = lower_median(run_n);
   const int64_t usual_t = lower_median(off_t);
-  auto runs_the_model = [&](size_t k) { return run_n[k - 1] > usual_runs; };
+  // More than twice the usual count: a loop whose no_grad calls of the model
+  // vary by one or two (RL rollouts, generate() of varying length) has none.
+  auto runs_the_model = [&](size_t k) { return run_n[k - 1] > 2 * usual_runs; };
   auto evaluation = [&](size_t k) {
     return off_n[k - 1] > usual_n && (off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32) || runs_the_model(k));
   };
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
-  // iteration's own; or its last model call, where usual works ran before it too).
+  // iteration's own; or its model calls but the usual count's last ones, where
+  // usual work, an EMA update, ran before it too).
   for (size_t k = 1; k < c.occ.size(); ++k) {
     if (!evaluation(k)) continue;
     int64_t eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
-    if (runs_the_model(k)) eval_end = std::max(eval_end, run_end[k - 1]);
+    if (runs_the_model(k)) eval_end = std::max(eval_end, run_ends[k - 1][run_n[k - 1] - usual_runs - 1]);
     for (auto it = work.lower_bound(eval_end); it != work.end() && it->first < opt[k].ts; ++it)
       if (begins_here(it)) {
         c.occ[k].ts = std::max(c.occ[k].ts, back_over(it->first, eval_end, {compile, optimizer}));
@@ -735,18 +741,21 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
     int64_t reach = ts;  // the earliest work walked over, compile work too
-    size_t reach_category = optimizer;  // that work's (first the optimizer step's)
+    constexpr size_t kTheStep = SIZE_MAX;
+    size_t reach_category = kTheStep;  // that work's (at first the optimizer step itself)
     for (auto it = first_end; it != work.begin() && missing;) {
       --it;
       // A gap next to compile work is the compile's own (Dynamo and AOT
       // autograd's untraced Python between its phases, the first call's
       // wait for a backward compile): the loop's first iteration compiles,
-      // the setup before it does not. A gap next to backward work is the
-      // iteration's own too (the process preempted between its forward and
-      // its backward, or before its optimizer step, on a loaded machine):
-      // the setup runs no backward, and a backward's forward is its own.
+      // the setup before it does not. So is a gap before backward work (its
+      // forward is its own) or between the first backward and the optimizer
+      // step (the process preempted there on a loaded machine), not one after
+      // other backward work: a setup's warm-up backward, or an earlier
+      // micro-batch's (that preemption still cuts the walk).
       const size_t cat = it->second.category;
-      const bool own_gap = cat == compile || cat == backward || reach_category == compile || reach_category == backward;
+      const bool own_gap = cat == compile || reach_category == compile || reach_category == backward ||
+                           (cat == backward && reach_category == kTheStep);
       if (it->second.end < reach && reach - it->second.end > longest && !own_gap) break;  // the setup before the loop
       if (it->first < reach) reach = it->first, reach_category = cat;
       if (!counts(it)) continue;
@@ -1225,10 +1234,11 @@ void StepFinder::add_event(size_t file, const Event& e) {
   else p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
   if (is_eager_call(e)) {  // in the wall split: the steps are found on the ops it holds
-    if (starts_with(e.name, "nn.Module: ")) {  // (evaluations: optimizer_bounded)
+    const bool grad_off = e.phase == "inference";
+    if ((grad_off || e.phase == "forward") && starts_with(e.name, "nn.Module: ")) {  // (evaluations: optimizer_bounded)
       Thread* t = e.tid_text == e.pid_text ? &p.main : p.main.top.empty() ? &p.others[std::string(e.tid_text)] : nullptr;
       if (t && t->calls.size() >= kMaxRegionOccurrences) ++capped_;
-      else if (t) t->calls.push_back({e.ts_ns, end, std::string(e.name), e.phase == "inference"});
+      else if (t) t->calls.push_back({e.ts_ns, end, std::hash<std::string_view>{}(e.name), grad_off});
     }
     return;
   }

@@ -142,11 +142,12 @@ class StepFinder : public LineConsumer {
     int64_t ts;
     size_t category;
   };
-  // The LibTorch observer's outermost module call (`nn.Module: Net`): with
-  // grad mode off (phase inference), a model run without training it.
+  // The LibTorch observer's outermost module call (`nn.Module: Net`) of
+  // phase forward (the model trained) or inference (run without training
+  // it); its class name by hash (one per call: a long loop holds millions).
   struct ModelCall {
     int64_t ts, end;
-    std::string name;
+    uint64_t name_hash;
     bool grad_off;
   };
   struct Top {
@@ -166,7 +167,7 @@ class StepFinder : public LineConsumer {
     std::vector<OptStep> optimizer;  // torch's Optimizer.step and GradScaler.step events, any depth
     std::vector<Span> fetches;       // the DataLoader's batch fetches (`enumerate(DataLoader)...`), any depth
     // Zero-length work (in whole microseconds a sub-microsecond op lasts 0,
-    // so it is in no TopLevel) that no later event of the thread holds: the
+    // so it is in no TopLevel) that no later work event of the thread holds: the
     // other work between two calls may be no more (group_by_other_work).
     std::vector<Blip> blips;
     std::vector<ModelCall> calls;  // outermost module calls, by end (merged threads: any order)

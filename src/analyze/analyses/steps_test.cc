@@ -355,6 +355,27 @@ TEST(Steps, TheFirstStepCrossesAPreemptionNextToItsBackward) {
   }
 }
 
+// A warm-up before the loop (a forward and a backward, no optimizer step)
+// 5 ms before it, in a loop that zeroes the gradients after each step: the
+// walk back, still missing a zero_grad, does not cross the gap after the
+// warm-up's backward (a backward borders it, but before, not after it).
+TEST(Steps, TheFirstStepDoesNotReachBackOverAGapAfterAWarmUpsBackward) {
+  std::vector<std::string> v = {ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, 0, 5),
+                                ev("aten::linear", "aten", 10, 10, 10, 20),
+                                ev("AddmmBackward0", "autograd", 10, 10, 35, 20)};
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 5000 + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 50, 15));
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t + 66, 4));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 5000);
+  EXPECT_EQ(r.rows[0].duration_us, 65);
+}
+
 // A compiled loop's first iteration has untraced stretches inside its
 // compile (the backward compiled lazily after the forward ran): one longer
 // than the traced part of any later step (here 50 us against 40) but shorter
@@ -925,26 +946,59 @@ TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
 // us against an EMA update slowed to 40 us): its time tells nothing. Where
 // the observer wrote the model's calls (`nn.Module: Net`, phase forward in
 // the steps), its grad-off calls of that module do: step 3 still begins at
-// its zero_grad, after the last of them. Without the calls it cannot be told.
+// its zero_grad, after the last of them, also where every iteration runs a
+// teacher of the same class under no_grad (the usual wait's call, after the
+// evaluation). Without the calls it cannot be told.
 TEST(Steps, AShortEvaluationIsToldByItsCallsOfTheTrainedModelWhateverItsTime) {
-  for (const bool calls : {true, false}) {
-    std::vector<std::string> v;
-    for (int k = 0; k < 5; ++k) {
-      const long long t = 2000 + 200 * k + (k >= 3 ? 100 : 0);
-      eager_iteration(v, t, 40);
-      if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 22, "\"phase\":\"forward\""));
-      if (k == 2)
-        for (int e = 0; e < 3; ++e) {
-          const long long f = t + 140 + 40 * e;
-          v.push_back(ev("aten::linear", "aten", 10, 10, f + 1, 10, "\"phase\":\"inference\""));
-          if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, f, 12, "\"phase\":\"inference\""));
+  for (const bool calls : {true, false})
+    for (const bool teacher : {false, true}) {
+      std::vector<std::string> v;
+      for (int k = 0; k < 5; ++k) {
+        const long long t = 2000 + 200 * k + (k >= 3 ? 100 : 0);
+        eager_iteration(v, t, 40);
+        if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 22, "\"phase\":\"forward\""));
+        if (teacher) {
+          v.push_back(ev("aten::linear", "aten", 10, 10, t + 36, 2, "\"phase\":\"inference\""));
+          if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 36, 3, "\"phase\":\"inference\""));
         }
+        if (k == 2)
+          for (int e = 0; e < 3; ++e) {
+            const long long f = t + 140 + 40 * e;
+            v.push_back(ev("aten::linear", "aten", 10, 10, f + 1, 10, "\"phase\":\"inference\""));
+            if (calls) v.push_back(ev("nn.Module: Net", "torch", 10, 10, f, 12, "\"phase\":\"inference\""));
+          }
+      }
+      StepReport r = run(lines(v), 1);
+      ASSERT_EQ(r.rows.size(), 5u) << calls << teacher;
+      const long long step2_end = 2000 + 400 + 90, step3_zero_grad = 2000 + 600 + 100;
+      EXPECT_EQ(r.rows[3].start_us, 1'000'000 + (calls ? step3_zero_grad : step2_end)) << calls << teacher;
     }
-    StepReport r = run(lines(v), 1);
-    ASSERT_EQ(r.rows.size(), 5u) << calls;
-    const long long step2_end = 2000 + 400 + 90, step3_zero_grad = 2000 + 600 + 100;
-    EXPECT_EQ(r.rows[3].start_us, 1'000'000 + (calls ? step3_zero_grad : step2_end)) << calls;
+}
+
+// A loop whose iterations run the trained model under no_grad a varying
+// number of times before training it (RL rollouts: 1, 2, 1, 2, ... calls)
+// holds no evaluation: one call more than usual is no evaluation's margin
+// (more than twice the usual count). Every step reaches the previous one's end.
+TEST(Steps, NoGradCallsOfTheTrainedModelVaryingByOneAreNoEvaluation) {
+  std::vector<std::string> v;
+  long long t = 2000;
+  for (int k = 0; k < 7; ++k) {
+    const int rollouts = 1 + k % 2;
+    for (int j = 0; j < rollouts; ++j) {
+      v.push_back(ev("aten::linear", "aten", 10, 10, t + 1, 20, "\"phase\":\"inference\""));
+      v.push_back(ev("nn.Module: Net", "torch", 10, 10, t, 22, "\"phase\":\"inference\""));
+      t += 25;
+    }
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 1, 20));
+    v.push_back(ev("nn.Module: Net", "torch", 10, 10, t, 22, "\"phase\":\"forward\""));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 50, 20));
+    t += 80;
   }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 7u);
+  for (size_t k = 1; k < r.rows.size(); ++k)
+    EXPECT_EQ(r.rows[k].start_us, r.rows[k - 1].start_us + r.rows[k - 1].duration_us) << k;
 }
 
 // The same evaluation opening with grad-on work (a loader's seed drawn, as

@@ -14,7 +14,7 @@ def when_imported(name: str, then: Callable[[], None]) -> None:
     its import (once per callback). A failing callback is one warning: tracing
     never breaks the traced program's import."""
     if name in sys.modules:
-        then()
+        _run(then, name)
         return
     for f in sys.meta_path:
         if isinstance(f, _AfterImport) and f.name == name:
@@ -63,10 +63,14 @@ class _AfterImport:
             except AttributeError:
                 pass
             for then in callbacks:
-                try:
-                    then()
-                except Exception as e:  # tracing never breaks the traced program
-                    warn(f"tracing setup after importing {name} failed: {e}")
+                _run(then, name)
 
         loader.exec_module = exec_module
         return spec
+
+
+def _run(then: Callable[[], None], name: str) -> None:
+    try:
+        then()
+    except Exception as e:  # tracing never breaks the traced program
+        warn(f"tracing setup after importing {name} failed: {e}")
