@@ -656,11 +656,14 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   }
   const size_t usual_n = lower_median(off_n), usual_runs = lower_median(run_n);
   const int64_t usual_t = lower_median(off_t);
-  // More than twice the usual count: a loop whose no_grad calls of the model
-  // vary by one or two (RL rollouts, generate() of varying length) has none.
+  // A wait with more of those calls than usual is told by them alone: more
+  // than twice the usual count (no_grad calls that vary by one, RL rollouts
+  // of 1 or 2, are no evaluation, however long); other waits by time.
   auto runs_the_model = [&](size_t k) { return run_n[k - 1] > 2 * usual_runs; };
   auto evaluation = [&](size_t k) {
-    return off_n[k - 1] > usual_n && (off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32) || runs_the_model(k));
+    if (off_n[k - 1] <= usual_n) return false;
+    if (run_n[k - 1] > usual_runs) return runs_the_model(k);
+    return off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
@@ -741,22 +744,25 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
     int64_t reach = ts;  // the earliest work walked over, compile work too
-    constexpr size_t kTheStep = SIZE_MAX;
-    size_t reach_category = kTheStep;  // that work's (at first the optimizer step itself)
+    size_t reach_category = optimizer;  // that work's (at first the optimizer step's)
+    // Whether the walk is still between the first optimizer step and the
+    // backward before it (its clipping, its unscale): only where one is.
+    bool before_backward = false;
+    for (auto it = work.begin(); it != first_end && !before_backward; ++it) before_backward = it->second.category == backward;
     for (auto it = first_end; it != work.begin() && missing;) {
       --it;
       // A gap next to compile work is the compile's own (Dynamo and AOT
       // autograd's untraced Python between its phases, the first call's
       // wait for a backward compile): the loop's first iteration compiles,
       // the setup before it does not. So is a gap before backward work (its
-      // forward is its own) or between the first backward and the optimizer
-      // step (the process preempted there on a loaded machine), not one after
-      // other backward work: a setup's warm-up backward, or an earlier
-      // micro-batch's (that preemption still cuts the walk).
+      // forward is its own) or between the first optimizer step and the
+      // backward before it (the process preempted there on a loaded
+      // machine), not one after an earlier backward: a setup's warm-up
+      // backward, or an earlier micro-batch's (that preemption still cuts the walk).
       const size_t cat = it->second.category;
-      const bool own_gap = cat == compile || reach_category == compile || reach_category == backward ||
-                           (cat == backward && reach_category == kTheStep);
+      const bool own_gap = cat == compile || reach_category == compile || reach_category == backward || before_backward;
       if (it->second.end < reach && reach - it->second.end > longest && !own_gap) break;  // the setup before the loop
+      if (cat == backward) before_backward = false;
       if (it->first < reach) reach = it->first, reach_category = cat;
       if (!counts(it)) continue;
       ts = std::min(ts, it->first);

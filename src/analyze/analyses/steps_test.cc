@@ -355,6 +355,31 @@ TEST(Steps, TheFirstStepCrossesAPreemptionNextToItsBackward) {
   }
 }
 
+// Gradient clipping between the backward and the optimizer step (grad-off
+// ops): a preemption before the clipping or before the step, in the first
+// iteration and longer than any later step, is still the iteration's own.
+TEST(Steps, TheFirstStepCrossesAPreemptionAroundItsGradientClipping) {
+  for (const bool before_clip : {true, false}) {
+    std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5, "\"grad\":0")};
+    const long long clip = before_clip ? 1540 : 1030, step = before_clip ? 1550 : 1540;
+    v.push_back(ev("aten::linear", "aten", 10, 10, 1000, 10));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, 1012, 10));
+    v.push_back(ev("aten::_foreach_norm", "aten", 10, 10, clip, 5, "\"grad\":0"));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, step, 20));
+    for (int k = 1; k < 4; ++k) {
+      const long long t = 1500 + 100 * k;
+      v.push_back(ev("aten::linear", "aten", 10, 10, t + 20, 10));
+      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 32, 10));
+      v.push_back(ev("aten::_foreach_norm", "aten", 10, 10, t + 45, 5, "\"grad\":0"));
+      v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 52, 20));
+    }
+    StepReport r = run(lines(v), 1);
+    ASSERT_EQ(r.rows.size(), 4u) << before_clip;
+    EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000) << before_clip;
+    EXPECT_EQ(r.rows[0].duration_us, step + 20 - 1000) << before_clip;
+  }
+}
+
 // A warm-up before the loop (a forward and a backward, no optimizer step)
 // 5 ms before it, in a loop that zeroes the gradients after each step: the
 // walk back, still missing a zero_grad, does not cross the gap after the
@@ -978,16 +1003,18 @@ TEST(Steps, AShortEvaluationIsToldByItsCallsOfTheTrainedModelWhateverItsTime) {
 // A loop whose iterations run the trained model under no_grad a varying
 // number of times before training it (RL rollouts: 1, 2, 1, 2, ... calls)
 // holds no evaluation: one call more than usual is no evaluation's margin
-// (more than twice the usual count). Every step reaches the previous one's end.
+// (more than twice the usual count), though those waits' grad-off time is
+// more than twice the usual (25 us calls against 20). Every step reaches the
+// previous one's end.
 TEST(Steps, NoGradCallsOfTheTrainedModelVaryingByOneAreNoEvaluation) {
   std::vector<std::string> v;
   long long t = 2000;
   for (int k = 0; k < 7; ++k) {
     const int rollouts = 1 + k % 2;
     for (int j = 0; j < rollouts; ++j) {
-      v.push_back(ev("aten::linear", "aten", 10, 10, t + 1, 20, "\"phase\":\"inference\""));
-      v.push_back(ev("nn.Module: Net", "torch", 10, 10, t, 22, "\"phase\":\"inference\""));
-      t += 25;
+      v.push_back(ev("aten::linear", "aten", 10, 10, t + 1, rollouts == 1 ? 20 : 25, "\"phase\":\"inference\""));
+      v.push_back(ev("nn.Module: Net", "torch", 10, 10, t, 27, "\"phase\":\"inference\""));
+      t += 30;
     }
     v.push_back(ev("aten::linear", "aten", 10, 10, t + 1, 20));
     v.push_back(ev("nn.Module: Net", "torch", 10, 10, t, 22, "\"phase\":\"forward\""));
