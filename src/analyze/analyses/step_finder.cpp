@@ -220,25 +220,22 @@ void add_thread_event(StepFinder::Thread& t, const Event& e, const Eager& eager,
   ++t.region_count;
 }
 
+// Appends `from` to `into` up to kMaxRegionOccurrences, counting the rest in `capped`.
+template <typename T>
+void append_capped(std::vector<T>& into, std::vector<T>& from, size_t& capped) {
+  const size_t room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.size());
+  const size_t n = std::min(room, from.size());
+  capped += from.size() - n;
+  std::move(from.begin(), from.begin() + n, std::back_inserter(into));
+}
+
 void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top_cap, size_t& capped) {
   for (auto& [ts, t] : from.top) add_top(into.top, ts, t.end, t.name, t.category, top_cap);
   for (auto& [ts, t] : from.work) add_top(into.work, ts, t.end, t.name, t.category, top_cap);
-  const size_t room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.optimizer.size());
-  const size_t n = std::min(room, from.optimizer.size());
-  capped += from.optimizer.size() - n;
-  into.optimizer.insert(into.optimizer.end(), from.optimizer.begin(), from.optimizer.begin() + n);
-  const size_t fetch_room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.fetches.size());
-  const size_t nf = std::min(fetch_room, from.fetches.size());
-  capped += from.fetches.size() - nf;
-  into.fetches.insert(into.fetches.end(), from.fetches.begin(), from.fetches.begin() + nf);
-  const size_t blip_room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.blips.size());
-  const size_t nb = std::min(blip_room, from.blips.size());
-  capped += from.blips.size() - nb;
-  into.blips.insert(into.blips.end(), from.blips.begin(), from.blips.begin() + nb);
-  const size_t call_room = kMaxRegionOccurrences - std::min(kMaxRegionOccurrences, into.calls.size());
-  const size_t nc = std::min(call_room, from.calls.size());
-  capped += from.calls.size() - nc;
-  std::move(from.calls.begin(), from.calls.begin() + nc, std::back_inserter(into.calls));
+  append_capped(into.optimizer, from.optimizer, capped);
+  append_capped(into.fetches, from.fetches, capped);
+  append_capped(into.blips, from.blips, capped);
+  append_capped(into.calls, from.calls, capped);
   into.trains = into.trains || from.trains;
   if (from.optimizer_first < into.optimizer_first) {
     into.optimizer_first = from.optimizer_first;
