@@ -60,6 +60,25 @@ def test_trainer_steps_are_its_optimizer_steps_with_their_micro_batches(tmp_path
                                                 "DFTRACER_TRACE_EAGER": "1", "DFTRACER_DISABLE_IO": "1"},
                   timeout=300)
     [path] = trace_files(str(d))
+    check_trainer_steps(path)
+
+
+def test_a_first_iteration_whose_loss_detach_lasts_zero_microseconds_keeps_its_step(tmp_path):
+    """A real trace of PROGRAM (2-core AMD EPYC, other tests running beside
+    it): every later step detaches its loss twice (1-4 us each); in the first
+    iteration one of them, and the torch `detach` it runs, lasted 0 in whole
+    microseconds. The first step once went looking for it past the iteration
+    into the model's `.to()` under no_grad (inference work inside a step)."""
+    import os
+    import shutil
+
+    path = tmp_path / "run-1.pfw.gz"
+    shutil.copy(os.path.join(os.path.dirname(__file__), "..", "data", "steps", "hf-trainer-first-detach-zero-length.pfw.gz"),
+                path)
+    check_trainer_steps(str(path))
+
+
+def check_trainer_steps(path):
     events = [e for e in read_trace(path) if e.get("ph") == "X"]
 
     doc = analyzer_json("summary", path, "--by", "step")

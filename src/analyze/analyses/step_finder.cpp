@@ -180,7 +180,7 @@ void add_thread_event(StepFinder::Thread& t, const Event& e, const Eager& eager,
   if (end > e.ts_ns) add_top(t.top, e.ts_ns, end, e.name, category, top_cap);
   if (work && end == e.ts_ns) {
     if (t.blips.size() >= kMaxRegionOccurrences) ++capped;
-    else t.blips.push_back({e.ts_ns, work_category(e, category, eager)});
+    else t.blips.push_back({e.ts_ns, work_category(e, category, eager), std::hash<std::string_view>{}(e.name)});
   }
   if (work && end > e.ts_ns) {
     const size_t wc = work_category(e, category, eager);
@@ -504,11 +504,13 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // those every one of the last steps has (by name and count; a name that no
 // work before it has, such as a zero_grad after each step, is not waited
 // for), and the compile work right before them: the setup before the loop (a
-// model's init ops, the batch made once) stays outside. Two things keep a
+// model's init ops, the batch made once) stays outside. Four things keep a
 // name the first iteration lacks from pulling the walk back into the setup:
 // a work whose interval another work shares exactly is not counted (in whole
 // microseconds a sub-microsecond op and its caller can share one, and which
-// contains the other is unknown, so the name is top-level by chance), and the
+// contains the other is unknown, so the name is top-level by chance); a
+// zero-length work is (the same op lasting 0 there); a walk that ends with a
+// name still missing begins the step at the last work it needed; and the
 // walk never crosses a gap with no work longer than the longest later step,
 // each from where it begins (mostly the previous optimizer step's end),
 // unless compile work borders it, backward work follows it, or it lies
@@ -516,9 +518,11 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // of the first iteration's compile (the backward compiled after the forward
 // ran) are often longer than a later step, and on a loaded machine so is a
 // preemption before the first backward or the first optimizer step.
-Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::TopLevel& work,
-                            const StepFinder::TopLevel& top, const std::vector<Span>& fetches,
-                            const std::vector<StepFinder::ModelCall>& calls, const std::string& name) {
+Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::Thread& t,
+                            const std::vector<Span>& fetches) {
+  const StepFinder::TopLevel &work = t.work, &top = t.top;
+  const std::vector<StepFinder::ModelCall>& calls = t.calls;
+  const std::string& name = t.optimizer_name;
   constexpr size_t compile = 0, optimizer = 3;
   // Work that can begin a step; work the first step's walk counts (grad-off
   // work too: a teacher's no_grad forward opening each iteration). Optimizer
@@ -530,7 +534,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     return t.category != compile && t.category != optimizer && t.category != kInferenceWork &&
            t.category != kGradOffWork;
   };
-  auto counted = [](const StepFinder::Top& t) { return t.category != compile && t.category != kInferenceWork; };
+  auto counted = [](size_t category) { return category != compile && category != kInferenceWork; };
   // In whole microseconds an op nested in a grad-off op can share its
   // interval (relu's clamp_min): both are kept as top-level, and the nested
   // one, which carries no grad arg, must not begin a step either.
@@ -545,7 +549,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     return begins(it->second) &&
            !twin(it, [&](const StepFinder::Top& t) { return !begins(t) && t.category != compile; });
   };
-  auto counted_here = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second); };
+  auto counted_here = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second.category); };
   // Moves a start back over the work of the given categories right before it, not before floor.
   auto back_over = [&](int64_t ts, int64_t floor, std::initializer_list<size_t> categories) {
     auto it = work.lower_bound(ts);
@@ -716,7 +720,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     // iterations only (a detach between two autograd nodes) would otherwise
     // send the walk back to the model's construction.
     auto shared = [&](StepFinder::TopLevel::const_iterator it) { return twin(it, [](const StepFinder::Top&) { return true; }); };
-    auto counts = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second) && !shared(it); };
+    auto counts = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second.category) && !shared(it); };
     std::map<std::string_view, size_t> need;
     const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
     int64_t longest = 0;
@@ -740,14 +744,31 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       if (auto n = need.find(it->second.name); n != need.end() && counts(it)) ++before[n->first];
     size_t missing = 0;
     for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
+    // Zero-length work counts too (a warm op under a microsecond lasts 0 in
+    // whole microseconds and is in no TopLevel: the first iteration's detach
+    // of the loss can be one where every later step's lasts 1 µs), once per
+    // start: of an op and the op it runs sharing one, either may be top-level.
+    std::map<uint64_t, std::string_view> needed_by_hash;
+    for (const auto& [n, k] : need)
+      if (k) needed_by_hash.emplace(std::hash<std::string_view>{}(n), n);
+    std::vector<StepFinder::Blip> blips(t.blips);  // by start (threads merged in any order), write order kept
+    std::stable_sort(blips.begin(), blips.end(),
+                     [](const StepFinder::Blip& a, const StepFinder::Blip& b) { return a.ts < b.ts; });
+    auto blip = std::lower_bound(blips.begin(), blips.end(), opt[0].ts,
+                                 [](const StepFinder::Blip& b, int64_t v) { return b.ts < v; });
     int64_t reach = ts;  // the earliest work walked over, compile work too
     size_t reach_category = optimizer;  // that work's (at first the optimizer step's)
     // Whether the walk is still between the first optimizer step and the
     // backward before it (its clipping, its unscale): only where one is.
     bool before_backward = false;
     for (auto it = work.begin(); it != first_end && !before_backward; ++it) before_backward = it->second.category == backward;
-    for (auto it = first_end; it != work.begin() && missing;) {
-      --it;
+    // Where the last needed work was found: a walk that ends with names
+    // still missing (the first iteration lacks one; a setup without it)
+    // begins there, not at the farthest work it walked over.
+    int64_t found = ts;
+    int64_t counted_blip_ts = INT64_MAX;
+    // Takes one work (or blip) of the walk back; false where the walk stops before it.
+    auto take = [&](int64_t start, int64_t end, size_t cat, bool counts_here, std::string_view name) {
       // A gap next to compile work is the compile's own (Dynamo and AOT
       // autograd's untraced Python between its phases, the first call's
       // wait for a backward compile): the loop's first iteration compiles,
@@ -756,16 +777,34 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       // backward before it (the process preempted there on a loaded
       // machine), not one after an earlier backward: a setup's warm-up
       // backward, or an earlier micro-batch's (that preemption still cuts the walk).
-      const size_t cat = it->second.category;
       const bool own_gap = cat == compile || reach_category == compile || reach_category == backward || before_backward;
-      if (it->second.end < reach && reach - it->second.end > longest && !own_gap) break;  // the setup before the loop
+      if (end < reach && reach - end > longest && !own_gap) return false;  // the setup before the loop
       if (cat == backward) before_backward = false;
-      if (it->first < reach) reach = it->first, reach_category = cat;
-      if (!counts(it)) continue;
-      ts = std::min(ts, it->first);
-      auto n = need.find(it->second.name);
-      if (n != need.end() && n->second) --n->second, --missing;
+      if (start < reach) reach = start, reach_category = cat;
+      if (!counts_here) return true;
+      ts = std::min(ts, start);
+      auto n = need.find(name);
+      if (n != need.end() && n->second) --n->second, --missing, found = start;
+      return true;
+    };
+    for (auto it = first_end; missing;) {
+      const bool blip_next = blip != blips.begin() && (it == work.begin() || std::prev(blip)->ts > std::prev(it)->first);
+      if (blip_next) {
+        const StepFinder::Blip& b = *--blip;
+        const auto named = needed_by_hash.find(b.name_hash);
+        const bool once = b.ts != counted_blip_ts && named != needed_by_hash.end() && need.at(named->second) > 0 &&
+                          counted(b.category);
+        if (!take(b.ts, b.ts, b.category, once, once ? named->second : std::string_view{}))
+          break;
+        if (once) counted_blip_ts = b.ts;
+      } else if (it != work.begin()) {
+        --it;
+        if (!take(it->first, it->second.end, it->second.category, counts(it), it->second.name)) break;
+      } else {
+        break;
+      }
     }
+    if (missing) ts = found;
     ts = back_over_compile(ts, INT64_MIN);
   }
   // A step that begins at its first work, not at the previous optimizer
@@ -1356,7 +1395,7 @@ StepPlan StepFinder::plan() {
       for (size_t i = 0; i < starts.size() && i < ps.steps.size(); ++i) ps.steps[i].label = starts[i].value;
     } else if (starts.empty() && !opt.empty()) {
       const std::vector<Span> fetches = sorted_fetches(main);
-      const Candidate c = optimizer_bounded(cycle.closing, main.work, main.top, fetches, main.calls, main.optimizer_name);
+      const Candidate c = optimizer_bounded(cycle.closing, main, fetches);
       ps.steps = region_steps(c, cands);
       ps.region = c.name;
       ps.source = "optimizer";

@@ -141,6 +141,7 @@ class StepFinder : public LineConsumer {
   struct Blip {
     int64_t ts;
     size_t category;
+    uint64_t name_hash;  // std::hash of its name: one per blip, and a long run holds millions
   };
   // The LibTorch observer's outermost module call (`nn.Module: Net`) of
   // phase forward (the model trained) or inference (run without training

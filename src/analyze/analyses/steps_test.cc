@@ -401,6 +401,52 @@ TEST(Steps, TheFirstStepDoesNotReachBackOverAGapAfterAWarmUpsBackward) {
   EXPECT_EQ(r.rows[0].duration_us, 65);
 }
 
+// Every later step detaches its loss (3 us); in the first iteration the
+// detach lasts 0 in whole microseconds, so it is no TopLevel work. The
+// first step's walk finds it anyway and stops at the iteration's first op,
+// not at the setup's detach 45 us before it (a gap shorter than a step).
+TEST(Steps, TheFirstStepFindsAZeroLengthOpOfItsIterationNotTheSetups) {
+  std::vector<std::string> v = {ev("aten::detach", "aten", 10, 10, 0, 2), ev("aten::to", "aten", 10, 10, 10, 5),
+                                ev("aten::linear", "aten", 10, 10, 60, 20),
+                                ev("AddmmBackward0", "autograd", 10, 10, 85, 20),
+                                ev("aten::detach", "aten", 10, 10, 110, 0),
+                                ev("Optimizer.step#AdamW.step", "torch", 10, 10, 120, 15)};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 200 + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
+    v.push_back(ev("aten::detach", "aten", 10, 10, t + 50, 3));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 60, 15));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 60);
+  EXPECT_EQ(r.rows[0].duration_us, 75);
+}
+
+// The first iteration lacks an op every later step has (here no detach at
+// all), and the only earlier one lies past a gap longer than any step. The
+// walk then ends with that name missing: the first step begins where the
+// last name it did find was (the iteration's first op), not at the setup's
+// last work before that gap (its model moved to the device, 40 us earlier).
+TEST(Steps, AFirstStepLackingAnOpOfTheLaterStepsBeginsAtTheLastOpItFound) {
+  std::vector<std::string> v = {ev("aten::detach", "aten", 10, 10, 0, 2), ev("aten::to", "aten", 10, 10, 600, 5),
+                                ev("aten::linear", "aten", 10, 10, 650, 20),
+                                ev("AddmmBackward0", "autograd", 10, 10, 675, 20),
+                                ev("Optimizer.step#AdamW.step", "torch", 10, 10, 710, 15)};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 800 + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
+    v.push_back(ev("aten::detach", "aten", 10, 10, t + 50, 3));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 60, 15));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 650);
+  EXPECT_EQ(r.rows[0].duration_us, 75);
+}
+
 // A compiled loop's first iteration has untraced stretches inside its
 // compile (the backward compiled lazily after the forward ran): one longer
 // than the traced part of any later step (here 50 us against 40) but shorter
