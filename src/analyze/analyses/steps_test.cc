@@ -401,6 +401,18 @@ TEST(Steps, TheFirstStepDoesNotReachBackOverAGapAfterAWarmUpsBackward) {
   EXPECT_EQ(r.rows[0].duration_us, 65);
 }
 
+// n iterations of 100 us from `from`: a forward, its backward, the loss
+// detached (3 us), the optimizer step.
+void add_detaching_iterations(std::vector<std::string>& v, long long from, int n) {
+  for (int k = 0; k < n; ++k) {
+    const long long t = from + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
+    v.push_back(ev("aten::detach", "aten", 10, 10, t + 50, 3));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 60, 15));
+  }
+}
+
 // Every later step detaches its loss (3 us); in the first iteration the
 // detach lasts 0 in whole microseconds, so it is no TopLevel work. The
 // first step's walk finds it anyway and stops at the iteration's first op,
@@ -411,13 +423,7 @@ TEST(Steps, TheFirstStepFindsAZeroLengthOpOfItsIterationNotTheSetups) {
                                 ev("AddmmBackward0", "autograd", 10, 10, 85, 20),
                                 ev("aten::detach", "aten", 10, 10, 110, 0),
                                 ev("Optimizer.step#AdamW.step", "torch", 10, 10, 120, 15)};
-  for (int k = 0; k < 4; ++k) {
-    const long long t = 200 + 100 * k;
-    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
-    v.push_back(ev("aten::detach", "aten", 10, 10, t + 50, 3));
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 60, 15));
-  }
+  add_detaching_iterations(v, 200, 4);
   StepReport r = run(lines(v), 1);
   ASSERT_EQ(r.rows.size(), 5u);
   EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 60);
@@ -434,13 +440,7 @@ TEST(Steps, AFirstStepLackingAnOpOfTheLaterStepsBeginsAtTheLastOpItFound) {
                                 ev("aten::linear", "aten", 10, 10, 650, 20),
                                 ev("AddmmBackward0", "autograd", 10, 10, 675, 20),
                                 ev("Optimizer.step#AdamW.step", "torch", 10, 10, 710, 15)};
-  for (int k = 0; k < 4; ++k) {
-    const long long t = 800 + 100 * k;
-    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 20));
-    v.push_back(ev("aten::detach", "aten", 10, 10, t + 50, 3));
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 60, 15));
-  }
+  add_detaching_iterations(v, 800, 4);
   StepReport r = run(lines(v), 1);
   ASSERT_EQ(r.rows.size(), 5u);
   EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 650);
