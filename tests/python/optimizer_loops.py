@@ -13,13 +13,16 @@ says an evaluation (no_grad forwards) ran after it. backward_s / forward_s
 sum the brackets around the loop's backward / forward calls (and their
 regions, shape ai), *_inside_s the brackets inside those regions.
 
-Every other iteration of compile, gradacc, eager and eager_eval begins with
+Every other iteration of compile, gradacc(_preempt), eager and eager_eval begins with
 4 ms of untraced work.
 
 Shapes:
   compile   torch.compile(m, backend=dftracer_dynamo_backend), AdamW, an
             evaluation of three no_grad forwards after iteration 2
   gradacc   the same, four micro-batches per optimizer step, no evaluation
+  eager_gradacc_preempt  eager with gradacc's four micro-batches, the first
+            iteration kept off the model for 25 ms (a sleep) before its
+            second micro-batch: longer than any later step
   eager     no compile (the LibTorch observer: DFTRACER_TRACE_EAGER=1), the
             model built and a batch made before the loop
   eager_eval  eager with the compile shape's evaluation after iteration 2 (10 ms
@@ -97,7 +100,7 @@ def main():
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
     scaler = torch.amp.GradScaler("cpu", init_scale=1024.0) if shape in SCALED else None
     ema = [p.detach().clone() for p in m.parameters()]
-    micro = 4 if shape == "gradacc" else 1
+    micro = 4 if shape in ("gradacc", "eager_gradacc_preempt") else 1
     if shape == "ai":
         from dftracer.python import ai
         fwd_ctx, bwd_ctx = ai.compute.forward, ai.compute.backward
@@ -109,13 +112,15 @@ def main():
         t0 = time.perf_counter()
         if shape in PREEMPTED:
             preempt(i)
-        if shape in ("compile", "gradacc", "eager") or shape.startswith("eager_eval"):
+        if shape in ("compile", "gradacc", "eager", "eager_gradacc_preempt") or shape.startswith("eager_eval"):
             time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
         zero_grad_after = shape.endswith("_zg")
         if not zero_grad_after:
             opt.zero_grad()
         t_fwd = None
-        for _ in range(micro):
+        for k in range(micro):
+            if shape == "eager_gradacc_preempt" and i == 0 and k == 1:
+                time.sleep(0.025)
             a = time.perf_counter()
             with fwd_ctx:
                 a1 = time.perf_counter()

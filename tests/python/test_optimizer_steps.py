@@ -63,7 +63,7 @@ def step_bounds(its):
 @pytest.mark.parametrize("shape", ["compile", "gradacc", "eager", "eager_eval", "eager_eval_scope", "eager_eval_short",
                                    "eager_eval_zg", "eager_eval_short_zg", "eager_eval_prep", "eager_eval_short_prep",
                                    "eager_preempt", "compile_preempt", "eager_eval_every", "eager_scaler",
-                                   "compile_scaler"])
+                                   "compile_scaler", "eager_gradacc_preempt"])
 def test_optimizer_steps_are_the_iterations(tmp_path, shape):
     loop = run_loop(shape, tmp_path)
     its = loop["iterations"]

@@ -513,11 +513,12 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // name still missing begins the step at the last work it needed; and the
 // walk never crosses a gap with no work longer than the longest later step,
 // each from where it begins (mostly the previous optimizer step's end),
-// unless compile work borders it, backward work follows it, or it lies
-// between the first backward and the optimizer step: the untraced stretches
-// of the first iteration's compile (the backward compiled after the forward
-// ran) are often longer than a later step, and on a loaded machine so is a
-// preemption before the first backward or the first optimizer step.
+// unless compile work borders it, backward work follows it, it lies
+// between the last backward and the optimizer step, or backward work the
+// later steps have is still missing (an earlier micro-batch's): the untraced
+// stretches of the first iteration's compile (the backward compiled after
+// the forward ran) are often longer than a later step, and on a loaded
+// machine so is a preemption anywhere in the first iteration.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::Thread& t,
                             const std::vector<Span>& fetches) {
   const StepFinder::TopLevel &work = t.work, &top = t.top;
@@ -722,13 +723,17 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     auto shared = [&](StepFinder::TopLevel::const_iterator it) { return twin(it, [](const StepFinder::Top&) { return true; }); };
     auto counts = [&](StepFinder::TopLevel::const_iterator it) { return counted(it->second.category) && !shared(it); };
     std::map<std::string_view, size_t> need;
+    std::set<std::string_view> backward_names;  // of the works needed: the backward ones
     const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
     int64_t longest = 0;
     for (size_t k = from; k < c.occ.size(); ++k) {
       longest = std::max(longest, c.occ[k].end - step_start(k));
       std::map<std::string_view, size_t> here;
       for (auto it = work.lower_bound(walked_from[k]); it != work.end() && it->first < c.occ[k].end; ++it)
-        if (counts(it)) ++here[it->second.name];
+        if (counts(it)) {
+          ++here[it->second.name];
+          if (it->second.category == backward) backward_names.insert(it->second.name);
+        }
       if (k == from) {
         need = std::move(here);
         continue;
@@ -742,8 +747,11 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     const auto first_end = work.upper_bound(opt[0].ts);
     for (auto it = work.begin(); it != first_end; ++it)
       if (auto n = need.find(it->second.name); n != need.end() && counts(it)) ++before[n->first];
-    size_t missing = 0;
-    for (auto& [n, k] : need) missing += k = std::min(k, before[n]);
+    size_t missing = 0, missing_backward = 0;
+    for (auto& [n, k] : need) {
+      missing += k = std::min(k, before[n]);
+      if (backward_names.count(n)) missing_backward += k;
+    }
     // Zero-length work counts too (a warm op under a microsecond lasts 0 in
     // whole microseconds and is in no TopLevel: the first iteration's detach
     // of the loss can be one where every later step's lasts 1 µs), once per
@@ -773,18 +781,24 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       // autograd's untraced Python between its phases, the first call's
       // wait for a backward compile): the loop's first iteration compiles,
       // the setup before it does not. So is a gap before backward work (its
-      // forward is its own) or between the first optimizer step and the
+      // forward is its own), one between the first optimizer step and the
       // backward before it (the process preempted there on a loaded
-      // machine), not one after an earlier backward: a setup's warm-up
-      // backward, or an earlier micro-batch's (that preemption still cuts the walk).
-      const bool own_gap = cat == compile || reach_category == compile || reach_category == backward || before_backward;
+      // machine), and any gap while the walk still misses backward work
+      // every later step has: an earlier micro-batch's backward (gradient
+      // accumulation) lies before it. Not one after a setup's warm-up
+      // backward: the first iteration's own backward gave what was needed.
+      const bool own_gap = cat == compile || reach_category == compile || reach_category == backward ||
+                           before_backward || missing_backward > 0;
       if (end < reach && reach - end > longest && !own_gap) return false;  // the setup before the loop
       if (cat == backward) before_backward = false;
       if (start < reach) reach = start, reach_category = cat;
       if (!counts_here) return true;
       ts = std::min(ts, start);
       auto n = need.find(name);
-      if (n != need.end() && n->second) --n->second, --missing, found = start;
+      if (n != need.end() && n->second) {
+        --n->second, --missing, found = start;
+        if (backward_names.count(n->first)) --missing_backward;
+      }
       return true;
     };
     for (auto it = first_end; missing;) {

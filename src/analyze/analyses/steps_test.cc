@@ -355,6 +355,33 @@ TEST(Steps, TheFirstStepCrossesAPreemptionNextToItsBackward) {
   }
 }
 
+// Gradient accumulation over two micro-batches, a warm-up forward and
+// backward before the loop: the first iteration was preempted for 500 us
+// between its micro-batches, longer than any later step. The gap is the
+// iteration's own (the walk still misses a backward every later step has);
+// the one after the warm-up's backward is not.
+TEST(Steps, TheFirstStepCrossesAPreemptionBetweenItsMicroBatches) {
+  std::vector<std::string> v = {ev("aten::linear", "aten", 10, 10, 0, 20),
+                                ev("AddmmBackward0", "autograd", 10, 10, 25, 20)};
+  for (const long long fwd : {1000, 1550}) {  // the first iteration's micro-batches
+    v.push_back(ev("aten::linear", "aten", 10, 10, fwd, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, fwd + 25, 20));
+  }
+  v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, 1600, 20));
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 1700 + 150 * k;
+    for (const long long fwd : {t, t + 50}) {
+      v.push_back(ev("aten::linear", "aten", 10, 10, fwd, 20));
+      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, fwd + 25, 20));
+    }
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 100, 20));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);  // not the second micro-batch, nor the warm-up
+  EXPECT_EQ(r.rows[0].duration_us, 620);
+}
+
 // Gradient clipping between the backward and the optimizer step (grad-off
 // ops): a preemption before the clipping or before the step, in the first
 // iteration and longer than any later step, is still the iteration's own.
