@@ -235,6 +235,15 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
   append_capped(into.optimizer, from.optimizer, capped);
   append_capped(into.fetches, from.fetches, capped);
   append_capped(into.blips, from.blips, capped);
+  // A file read in pieces: a blip at the end of one piece is held by a work
+  // event written in the next, so it was never popped. The merged work
+  // tells (its top-level events; a nested holder's outermost work holds it too).
+  into.blips.erase(std::remove_if(into.blips.begin(), into.blips.end(),
+                                  [&](const StepFinder::Blip& b) {
+                                    auto w = into.work.upper_bound(b.ts);
+                                    return w != into.work.begin() && std::prev(w)->second.end >= b.ts;
+                                  }),
+                   into.blips.end());
   append_capped(into.calls, from.calls, capped);
   into.trains = into.trains || from.trains;
   if (from.optimizer_first < into.optimizer_first) {

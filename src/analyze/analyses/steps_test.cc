@@ -1254,7 +1254,8 @@ TEST(Steps, AnEagerInferenceLoopHasAStepPerForwardFromItsFetch) {
 // length, `gap_us[c]` replaces the gap before call c. Every call's last op
 // holds a zero-length grad-on op at its very end (an enable_grad block):
 // held, it is no work between calls.
-std::string tight_multi_call_loop(const std::vector<long long>& read_us, const std::map<int, long long>& gap_us) {
+std::vector<std::string> tight_multi_call_events(const std::vector<long long>& read_us,
+                                                 const std::map<int, long long>& gap_us) {
   std::vector<std::string> v;
   long long t = 1000;
   for (int c = 0; c < 18; ++c) {
@@ -1273,7 +1274,38 @@ std::string tight_multi_call_loop(const std::vector<long long>& read_us, const s
       v.push_back(ev("aten::item", "aten", 10, 10, t + 6 + r, r));
     }
   }
-  return lines(v);
+  return v;
+}
+
+std::string tight_multi_call_loop(const std::vector<long long>& read_us, const std::map<int, long long>& gap_us) {
+  return lines(tight_multi_call_events(read_us, gap_us));
+}
+
+// The trace of `v` with a padding event (another process's) placed so that
+// a read in two pieces cuts it right after line `after`; with the
+// min_piece_bytes that makes two pieces.
+std::pair<std::string, uint64_t> cut_after(const std::vector<std::string>& v, size_t after) {
+  uint64_t start = 0, size = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i == after) start = size;
+    size += v[i].size();
+  }
+  // The reader cuts at the newline ending the line that holds byte size / 2.
+  const std::string bare = ev("pad", "app", 99, 99, 0, 1, "\"x\":\"\"");
+  const uint64_t min_pad = bare.size();
+  auto pad = [&](uint64_t bytes) {  // a line of `bytes` (at least min_pad)
+    std::string line = bare;
+    return line.insert(line.size() - 4, std::string(bytes - min_pad, 'x'));
+  };
+  std::string text;
+  if (2 * start >= size + min_pad) {  // padded at the end: size / 2 == start
+    text = lines(v) + pad(2 * start - size);
+  } else {  // padded at the front: the line moves by as much as the middle
+    const uint64_t bytes = std::max(min_pad, size - 2 * start);
+    text = pad(bytes) + lines(v);
+    if (bytes != size - 2 * start) return {"", 0};
+  }
+  return {text, text.size() / 2};
 }
 
 // In a warm loop the read's ops can all last less than a microsecond: in
@@ -1286,6 +1318,26 @@ TEST(Steps, AZeroLengthReadBetweenIterationsStillEndsOneOfSeveralCalls) {
   EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);
   for (size_t k = 0; k + 1 < r.rows.size(); ++k) EXPECT_EQ(r.rows[k].duration_us, 3 * 40 + 2 * 10 + 20) << k;
   EXPECT_EQ(r.rows[5].duration_us, 3 * 40 + 2 * 10);
+}
+
+// Read in two pieces cut right after a call's held zero-length op (its
+// grad-on _softmax at the call's end) and before the op holding it: the
+// merged read drops that op too, so no cut makes other work between two
+// calls of one iteration.
+TEST(Steps, AZeroLengthOpHeldAcrossAPieceBoundaryIsNoWorkBetweenCalls) {
+  const std::vector<std::string> v =
+      tight_multi_call_events({2, 1, 1, 0, 1, 0}, {{3, 10}, {6, 10}, {9, 10}, {12, 10}, {15, 10}});  // gaps tell nothing
+  size_t tested = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i].find("aten::_softmax") == std::string::npos) continue;
+    const auto [text, min_piece] = cut_after(v, i);
+    if (text.empty()) continue;  // too near the front to pad exactly
+    StepReport r = run(text, 2, min_piece);
+    ASSERT_EQ(r.rows.size(), 6u) << i;
+    for (size_t k = 0; k + 1 < r.rows.size(); ++k) EXPECT_EQ(r.rows[k].duration_us, 3 * 40 + 3 * 10) << i;
+    ++tested;
+  }
+  EXPECT_GE(tested, 12u);
 }
 
 // Two stray long gaps nine calls apart (the first iteration's warm-up before
