@@ -198,6 +198,17 @@ DFT_TORCH_API void set_data_thread();
 // the innermost open scope is not a recorded optimizer step.
 DFT_TORCH_API void set_optimizer_number(long long n);
 
+// Says whether the optimizer step scope open innermost on the calling
+// thread runs a closure (`optimizer.step(closure)`: LBFGS, Lightning's
+// automatic optimization, which call it inside the step): while it is
+// open, the work its closure opens with grad mode on gets the phase of a
+// thread's outermost work (forward; backward inside a backward call), not
+// optimizer, and the grad-off work after the scope is inference again. Not
+// inside a zero_grad scope, nor grad-off work (the update's). The Python
+// optimizer step pre hook calls it; off (or no recorded step scope open
+// innermost) clears the mark.
+DFT_TORCH_API void set_closure_step(bool on);
+
 }  // namespace torch
 }  // namespace dftracer
 

@@ -43,6 +43,9 @@ Shapes:
             Trainer's does: a loader's seed drawn, then each batch copied
             before its no_grad forward
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
+  eager_closure  eager with `opt.step(closure)` (LBFGS's form, PyTorch
+            Lightning's automatic optimization): zero_grad, the forward and
+            the backward run inside the optimizer's step
   eager_preempt, compile_preempt  eager, compile with no evaluation, 10
             iterations, and the process kept off the model for 25 ms at
             the start of iterations 3 (a sleep) and 7 (a busy wait in
@@ -112,8 +115,22 @@ def main():
         t0 = time.perf_counter()
         if shape in PREEMPTED:
             preempt(i)
-        if shape in ("compile", "gradacc", "eager", "eager_gradacc_preempt") or shape.startswith("eager_eval"):
+        if shape in ("compile", "gradacc", "eager", "eager_gradacc_preempt", "eager_closure") or shape.startswith("eager_eval"):
             time.sleep(0.004 * (i % 2))  # untraced work before the first traced call (a batch read)
+        if shape == "eager_closure":
+            seen = {}
+
+            def closure():
+                opt.zero_grad()
+                loss = fwd(x).sum()
+                seen["t_fwd"] = time.perf_counter()
+                loss.backward()
+                return loss
+
+            t_opt = time.perf_counter()
+            opt.step(closure)
+            its.append([t0, seen["t_fwd"], t_opt, time.perf_counter(), False])
+            continue
         zero_grad_after = shape.endswith("_zg")
         if not zero_grad_after:
             opt.zero_grad()

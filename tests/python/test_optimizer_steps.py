@@ -63,7 +63,7 @@ def step_bounds(its):
 @pytest.mark.parametrize("shape", ["compile", "gradacc", "eager", "eager_eval", "eager_eval_scope", "eager_eval_short",
                                    "eager_eval_zg", "eager_eval_short_zg", "eager_eval_prep", "eager_eval_short_prep",
                                    "eager_preempt", "compile_preempt", "eager_eval_every", "eager_scaler",
-                                   "compile_scaler", "eager_gradacc_preempt"])
+                                   "compile_scaler", "eager_gradacc_preempt", "eager_closure"])
 def test_optimizer_steps_are_the_iterations(tmp_path, shape):
     loop = run_loop(shape, tmp_path)
     its = loop["iterations"]
@@ -90,6 +90,14 @@ def test_optimizer_steps_are_the_iterations(tmp_path, shape):
                                                       "aten::_amp_update_scale_")]
             assert len(ops) == 2 * len(its)
             assert {e["args"].get("phase") for e in ops} == {"optimizer"}, ops
+    if shape == "eager_closure":  # the closure's ops inside the optimizer's step: forward, not optimizer
+        events = [e for p in trace_files(str(tmp_path)) for e in read_trace(p) if e.get("ph") == "X"]
+        scopes = [e for e in events if e["name"] == "Optimizer.step#AdamW.step"]
+        inside = [e for e in events if e["name"] in ("aten::linear", "aten::relu")
+                  and any(s["ts_ns"] <= e["ts_ns"] and e["ts_ns"] + e["dur_ns"] <= s["ts_ns"] + s["dur_ns"]
+                          for s in scopes)]
+        assert len(inside) >= 3 * len(its), [e["name"] for e in inside]
+        assert {e["args"].get("phase") for e in inside} == {"forward"}, inside[:3]
     rows = doc["steps"]
     got = [r["duration_us"] / 1e6 for r in rows]
     bounds = step_bounds(its)

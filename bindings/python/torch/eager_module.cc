@@ -113,6 +113,13 @@ PyObject* py_set_optimizer_number(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* py_set_closure_step(PyObject*, PyObject* arg) {
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return nullptr;
+  dftracer::torch::set_closure_step(on != 0);
+  Py_RETURN_NONE;
+}
+
 // set_module(id, depth): called twice per nn.Module call by the module hooks,
 // so the arguments are read without a format string.
 PyObject* py_set_module(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -184,6 +191,9 @@ PyMethodDef g_methods[] = {
     {"resume_this_thread", py_resume, METH_NOARGS, "Undo one suspend_this_thread."},
     {"set_optimizer_number", py_set_optimizer_number, METH_O,
      "set_optimizer_number(n): args.opt = n on the optimizer step scope open innermost on this thread."},
+    {"set_closure_step", py_set_closure_step, METH_O,
+     "set_closure_step(on): whether the optimizer step scope open innermost on this thread runs a closure (its "
+     "grad-on work is the closure's forward, not the update)."},
     {"set_module", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_set_module)), METH_FASTCALL,
      "set_module(id, depth[, call_name]): the module path id (intern(); 0: none) this thread's ops carry as "
      "args.module, and the number of module calls open on it; call_name (intern()) on a thread's first module call "

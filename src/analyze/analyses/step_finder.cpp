@@ -1296,6 +1296,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
   const std::string_view category = event_category(e, e.extra_args[kArgFhash], runtime_.get());
   const size_t cat = category_index(category);
   if (is_io_event(e) && runtime_ == nullptr) p.wall.add_io(e.extra_args[kArgFhash], e.ts_ns, end);
+  else if (category == "optimizer" && is_optimizer_step(e)) p.wall.add_optimizer_scope(e.ts_ns, end);
   else p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
   if (is_eager_call(e)) {  // in the wall split: the steps are found on the ops it holds

@@ -259,6 +259,44 @@ TEST(Steps, AGradScalerStepEndsTheStepWhoseOptimizerStepItSkipped) {
   for (const auto& row : r.rows) EXPECT_EQ(row.wall_us[kOptimizer], 20 + 5);  // and its zero_grad
 }
 
+// optimizer.step(closure) (LBFGS, Lightning's automatic optimization): each
+// iteration's forward and backward run inside its optimizer step's scope.
+// The scope is optimizer time only where the closure's work is not: each
+// step reads 20 us forward, 35 backward, 45 optimizer (the update's op and
+// the scope's own Python). An optimizer stepping in a backward hook (the
+// scope inside backward work) stays optimizer time whole.
+TEST(Steps, AClosuresForwardAndBackwardInsideTheOptimizerStepAreTheirOwn) {
+  std::vector<std::string> v = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 1000 + 100 * k;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20, "\"phase\":\"forward\""));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 35, 35, "\"phase\":\"backward\""));
+    v.push_back(ev("aten::_foreach_add_", "aten", 10, 10, t + 75, 15, "\"phase\":\"optimizer\""));
+    v.push_back(ev("Optimizer.step#LBFGS.step", "torch", 10, 10, t, 100, "\"phase\":\"optimizer\""));
+  }
+  StepReport r = run(lines(v), 1);
+  ASSERT_EQ(r.rows.size(), 4u);
+  for (const auto& row : r.rows) {
+    EXPECT_EQ(row.wall_us[kForward], 20);
+    EXPECT_EQ(row.wall_us[kBackward], 35);
+    EXPECT_EQ(row.wall_us[kOptimizer], 45);
+  }
+  std::vector<std::string> hook = {ev("aten::uniform_", "aten", 10, 10, 0, 5)};
+  for (int k = 0; k < 4; ++k) {
+    const long long t = 1000 + 100 * k;
+    hook.push_back(ev("aten::linear", "aten", 10, 10, t, 20, "\"phase\":\"forward\""));
+    hook.push_back(ev("aten::_foreach_add_", "aten", 10, 10, t + 50, 5, "\"phase\":\"optimizer\""));
+    hook.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 45, 20, "\"phase\":\"optimizer\""));
+    hook.push_back(ev("Tensor.backward", "torch", 10, 10, t + 25, 60, "\"phase\":\"backward\""));
+  }
+  r = run(lines(hook), 1);
+  ASSERT_EQ(r.rows.size(), 4u);
+  for (size_t i = 1; i < r.rows.size(); ++i) {
+    EXPECT_EQ(r.rows[i].wall_us[kOptimizer], 20) << i;
+    EXPECT_EQ(r.rows[i].wall_us[kBackward], 40) << i;
+  }
+}
+
 // A wait after an optimizer step far beyond the usual one (more than the
 // usual wait plus a step) is outside the steps only when it holds more than
 // the usual wait: here a checkpoint's region (a top-level event, no model

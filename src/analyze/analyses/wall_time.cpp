@@ -65,6 +65,7 @@ void ProcessWall::add_io(std::string_view fhash, int64_t ts, int64_t end) {
 
 void ProcessWall::merge(ProcessWall& o) {
   for (size_t c = 0; c < cats_.size(); ++c) cats_[c].merge(o.cats_[c]);
+  optimizer_scopes_.merge(o.optimizer_scopes_);
   for (auto& [fhash, u] : o.io_) io_[fhash].merge(u);
   o.io_.clear();
   first_ = std::min(first_, o.first_);
@@ -74,13 +75,37 @@ void ProcessWall::merge(ProcessWall& o) {
 void ProcessWall::finish(const RuntimeFiles* runtime) {
   for (auto& [fhash, u] : io_) cats_[runtime != nullptr && runtime->contains(fhash) ? kOther : kData].append(u);
   io_.clear();
+  for (auto& c : cats_) c.normalize();
+  add_optimizer_scopes();
   for (auto& c : cats_) {
-    c.normalize();
     const auto& s = c.spans();
     if (s.empty()) continue;
     first_ = std::min(first_, s.front().first);
     last_ = std::max(last_, s.back().second);
   }
+}
+
+void ProcessWall::add_optimizer_scopes() {
+  optimizer_scopes_.normalize();
+  if (optimizer_scopes_.spans().empty()) return;
+  constexpr size_t kForward = 1, kBackward = 2, kOptimizer = 3;
+  static_assert(std::string_view(kStepCategories[kForward]) == "forward" &&
+                std::string_view(kStepCategories[kBackward]) == "backward" &&
+                std::string_view(kStepCategories[kOptimizer]) == "optimizer");
+  const std::vector<std::pair<int64_t, int64_t>>&fwd = cats_[kForward].spans(), &bwd = cats_[kBackward].spans();
+  std::vector<std::pair<int64_t, int64_t>> inner;  // forward and backward spans, by start
+  std::merge(fwd.begin(), fwd.end(), bwd.begin(), bwd.end(), std::back_inserter(inner));
+  for (const auto& [ts, end] : optimizer_scopes_.spans()) {
+    int64_t at = ts;  // the scope's instants before `at` are placed
+    auto it = std::upper_bound(inner.begin(), inner.end(), std::make_pair(ts, INT64_MAX));  // beginning after ts
+    for (; it != inner.end() && it->first < end; ++it) {
+      if (it->first > at) cats_[kOptimizer].add(at, it->first);
+      at = std::max(at, it->second);
+    }
+    if (at < end) cats_[kOptimizer].add(at, end);
+  }
+  cats_[kOptimizer].normalize();
+  optimizer_scopes_ = IntervalUnion();
 }
 
 int64_t ProcessWall::closed_gap_ns() const {

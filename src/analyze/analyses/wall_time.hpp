@@ -70,6 +70,13 @@ struct WallParts {
 class ProcessWall {
  public:
   void add(size_t category, int64_t ts, int64_t end) { cats_[category].add(ts, end); }
+  // An optimizer's step scope (torch's `Optimizer.step#...`, a GradScaler's
+  // step): optimizer time, but where forward or backward work that begins
+  // inside it runs -- a closure's (`optimizer.step(closure)`: LBFGS,
+  // Lightning's automatic optimization), which would otherwise read as the
+  // update's. Work that holds the scope (an optimizer stepping in a backward
+  // hook) leaves it optimizer. Resolved in finish().
+  void add_optimizer_scope(int64_t ts, int64_t end) { optimizer_scopes_.add(ts, end); }
   // An I/O call on the file `fhash`, data or other once its kind is known.
   void add_io(std::string_view fhash, int64_t ts, int64_t end);
   void merge(ProcessWall& other);
@@ -84,7 +91,9 @@ class ProcessWall {
   int64_t closed_gap_ns() const;
 
  private:
+  void add_optimizer_scopes();  // finish(): the scopes' optimizer time, once forward and backward are known
   std::array<IntervalUnion, kNumWallCategories> cats_;
+  IntervalUnion optimizer_scopes_;  // until finish()
   std::unordered_map<std::string, IntervalUnion> io_;  // by fhash, until finish()
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;
 };

@@ -142,6 +142,11 @@ struct ThreadState {
   // step scope to write with args.opt = opt_number.
   int opt_frame;
   int64_t opt_number;
+  // set_closure_step(): the optimizer step scope (index + 1; 0: none) that
+  // runs a closure (`optimizer.step(closure)`: LBFGS, Lightning's automatic
+  // optimization): its direct children opened with grad mode on are the
+  // closure's forward, decided as outermost work, not the update's.
+  int closure_frame;
   // set_module(): the module the thread runs in now and how many module
   // calls are open on it; RecordFunction's id of this thread (what a node
   // keeps of the thread that ran its forward op).
@@ -550,7 +555,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     const Phase p = (f.info.flags & kAutogradNode) ? kBackward : (f.info.flags & kOptimizerScope) ? kOptimizer : kNoPhase;
     if (p == kOptimizer && !t.data_thread) t.grad_off_phase = phase_bits(kInference);  // the update began: what follows is not its
     f.kind = static_cast<uint8_t>((f.kind & ~kPhaseMask) | kShadows | phase_bits(p));
-  } else if (!(f.kind & kShadows)) {
+  } else if (!(f.kind & kShadows) || (__builtin_expect(d == t.closure_frame, 0) && c10::GradMode::is_enabled())) {
+    // (A closure's work inside its optimizer step, grad mode on: torch's
+    // optimizers update under no_grad, and call the closure under enable_grad.)
+    f.kind = static_cast<uint8_t>(f.kind & ~(kShadows | kPhaseMask));
     // The thread's outermost work: says whether grad mode is off. A region
     // with grad mode on is no work (a wrapper around a step or a loop): no
     // phase, and what runs in it decides its own.
@@ -639,6 +647,12 @@ void finish(ThreadState& t, int index, uint64_t end) {
     args[n].v.i = t.opt_number;
     ++n;
     t.opt_frame = 0;
+  }
+  if (__builtin_expect(f.info.flags & kOptimizerStep, 0) && t.closure_frame == index + 1) {
+    t.closure_frame = 0;
+    // The closure's backward() left grad-off work the update's; the update
+    // is over (as an optimizer scope's start ends it where no closure runs).
+    if (!t.data_thread) t.grad_off_phase = phase_bits(kInference);
   }
   if (f.module != 0) {
     args[n].key = g_key_module;
@@ -1044,7 +1058,8 @@ namespace {
 // forward, an evaluation region), which already holds this time.
 bool inside_work(const ThreadState& t) {
   const int d = t.depth < kMaxDepth ? t.depth : kMaxDepth;
-  return d > 0 && (t.frames[d - 1].kind & kShadows);
+  // (A closure's model call inside its optimizer step is outermost work: on_start.)
+  return d > 0 && (t.frames[d - 1].kind & kShadows) && !(d == t.closure_frame && c10::GradMode::is_enabled());
 }
 
 void write_call(dft_id name, uint64_t begin, uint8_t phase, dft_id module) {
@@ -1129,6 +1144,15 @@ void set_optimizer_number(long long n) {
   if (!(f.kind & kRecorded) || !(f.info.flags & kOptimizerStep)) return;
   st->opt_frame = st->depth;
   st->opt_number = n;
+}
+
+void set_closure_step(bool on) {
+  ThreadState* st = tl_state;
+  if (st == nullptr) return;
+  st->closure_frame = 0;
+  if (!on || st->depth <= 0 || st->depth > kMaxDepth) return;
+  const Frame& f = st->frames[st->depth - 1];
+  if ((f.kind & kRecorded) && (f.info.flags & kOptimizerStep)) st->closure_frame = st->depth;
 }
 
 }  // namespace torch

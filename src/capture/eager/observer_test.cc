@@ -62,6 +62,13 @@ std::map<std::string, int> count_names(const std::vector<Event>& evs) {
   return n;
 }
 
+// The first complete event of that name (a failure and an empty event when none).
+Event first_named(const std::vector<Event>& all, const std::string& name) {
+  auto it = std::find_if(all.begin(), all.end(), [&](const Event& e) { return e.ph == "X" && e.name == name; });
+  EXPECT_NE(it, all.end()) << name;
+  return it == all.end() ? Event{} : *it;
+}
+
 bool inside(const Event& child, const Event& parent) {
   // ts is epoch microseconds: as a double (the parser's type) it keeps only
   // ~0.25 us, so allow half a microsecond at each end.
@@ -182,12 +189,8 @@ TEST(Observer, EachEventCarriesItsPhase) {
     model.forward(x);
   }
   const std::vector<Event> all = trace.finish();
-  auto find = [&](const std::string& name) {
-    auto it = std::find_if(all.begin(), all.end(), [&](const Event& e) { return e.ph == "X" && e.name == name; });
-    EXPECT_NE(it, all.end()) << name;
-    return it == all.end() ? Event{} : *it;
-  };
-  const Event step = find("train_step"), zero = find("Optimizer.zero_grad#SGD.zero_grad"), eval = find("eval");
+  const Event step = first_named(all, "train_step"), zero = first_named(all, "Optimizer.zero_grad#SGD.zero_grad"),
+              eval = first_named(all, "eval");
   EXPECT_EQ(str_arg(step, "phase"), "<missing>");
   EXPECT_EQ(str_arg(zero, "phase"), "optimizer");
   EXPECT_EQ(str_arg(eval, "phase"), "<missing>");
@@ -214,6 +217,84 @@ TEST(Observer, EachEventCarriesItsPhase) {
   EXPECT_GT(by_phase["backward"], 0);
   EXPECT_GT(by_phase["optimizer"], 0);
   EXPECT_GT(by_phase["inference"], 0);
+}
+
+// optimizer.step(closure) (LBFGS, Lightning's automatic optimization): the
+// closure runs inside the step's scope, under enable_grad while the step
+// holds no_grad. Marked by set_closure_step, its forward ops are forward,
+// its backward's seed and nodes backward, a zero_grad scope in it and the
+// update's grad-off ops optimizer, its model call an event of phase forward,
+// and after the scope grad-off work is inference again. Unmarked, the
+// forward ops read optimizer (the scope's) and the call has no event.
+TEST(Observer, AClosuresForwardInsideItsOptimizerStepIsForward) {
+  for (const bool marked : {true, false}) {
+    torch::manual_seed(0);
+    Mlp model;
+    torch::Tensor x = torch::randn({2, 8});
+    Trace trace;
+    dftracer::torch::enable();
+    {
+      RECORD_USER_SCOPE("Optimizer.step#LBFGS.step");
+      dftracer::torch::set_closure_step(marked);
+      torch::NoGradGuard no_grad;  // the step's own grad mode
+      {
+        torch::AutoGradMode closure(true);
+        {
+          RECORD_USER_SCOPE("Optimizer.zero_grad#LBFGS.zero_grad");
+          torch::zeros({1}).add_(1);  // (grad mode on)
+        }
+        dftracer::torch::set_module(dft_intern_cstr("mlp"), 1, dft_intern_cstr("nn.Module: Mlp"));
+        torch::Tensor loss = model.forward(x).sum();
+        dftracer::torch::set_module(0, 0);
+        dftracer::torch::set_in_backward(true);
+        loss.backward();
+        dftracer::torch::set_in_backward(false);
+      }
+      for (auto& p : model.parameters()) p.add_(p.grad(), -0.1);
+    }
+    {
+      torch::NoGradGuard no_grad;
+      RECORD_USER_SCOPE("eval");
+      model.forward(x);
+    }
+    const std::vector<Event> all = trace.finish();
+    const Event step = first_named(all, "Optimizer.step#LBFGS.step"),
+                zero = first_named(all, "Optimizer.zero_grad#LBFGS.zero_grad"), eval = first_named(all, "eval");
+    EXPECT_EQ(str_arg(step, "phase"), "optimizer");
+    std::map<std::string, int> forward_ops, update_ops, eval_ops;
+    for (const Event& e : all) {
+      if (e.ph != "X" || (e.cat != "aten" && e.cat != "autograd")) continue;
+      const std::string phase = str_arg(e, "phase");
+      bool in_node = false;
+      for (const Event& n : with_cat(all, "autograd")) in_node = in_node || inside(e, n);
+      if (e.cat == "autograd" || in_node) {
+        EXPECT_EQ(phase, "backward") << e.name << " marked " << marked;
+      } else if (inside(e, zero)) {
+        EXPECT_EQ(phase, "optimizer") << e.name << " marked " << marked;
+      } else if (inside(e, eval)) {
+        ++eval_ops[phase];
+      } else if (e.name == "aten::addmm" || e.name == "aten::relu" || e.name == "aten::linear") {
+        ++forward_ops[phase];
+      } else if (e.name == "aten::add_") {
+        ++update_ops[phase];
+      }
+    }
+    const auto call = std::find_if(all.begin(), all.end(), [](const Event& e) { return e.name == "nn.Module: Mlp"; });
+    if (marked) {
+      ASSERT_NE(call, all.end()) << "the closure's model call";
+      EXPECT_EQ(str_arg(*call, "phase"), "forward");
+      EXPECT_GT(forward_ops["forward"], 0);
+      EXPECT_EQ(forward_ops.size(), 1u) << "forward ops of another phase";
+      EXPECT_GT(eval_ops["inference"], 0);
+      EXPECT_EQ(eval_ops.size(), 1u) << "evaluation ops of another phase";
+    } else {
+      EXPECT_GT(forward_ops["optimizer"], 0);
+      EXPECT_EQ(forward_ops.size(), 1u);
+      EXPECT_EQ(call, all.end()) << "a model call inside the update's work";
+    }
+    EXPECT_GT(update_ops["optimizer"], 0) << marked;
+    EXPECT_EQ(update_ops.size(), 1u) << marked;
+  }
 }
 
 // set_data_thread(): a DataLoader worker's (or pin-memory) thread's ops are

@@ -211,6 +211,9 @@ def _pre(optimizer, args, kwargs):
         from .. import eager
         if eager.eager_enabled():  # the observer records torch's scope: number it
             eager._ext.set_optimizer_number(_number(optimizer)["opt"])
+            # step(closure): the closure's forward runs inside the scope (args: self first)
+            closure = args[1] if len(args) > 1 else kwargs.get("closure")
+            eager._ext.set_closure_step(closure is not None)
         else:
             stack = getattr(_starts, "stack", None)
             if stack is None or len(stack) > 64:  # a step that raised never popped
