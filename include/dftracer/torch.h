@@ -205,8 +205,9 @@ DFT_TORCH_API void set_optimizer_number(long long n);
 // thread's outermost work (forward; backward inside a backward call), not
 // optimizer, and the grad-off work after the scope is inference again. Not
 // inside a zero_grad scope, nor grad-off work (the update's). The Python
-// optimizer step pre hook calls it; off (or no recorded step scope open
-// innermost) clears the mark.
+// optimizer step pre hook calls it; off clears that scope's mark (an outer
+// step's stays); without a recorded step scope open innermost it does
+// nothing.
 DFT_TORCH_API void set_closure_step(bool on);
 
 }  // namespace torch

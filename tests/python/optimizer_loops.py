@@ -43,9 +43,10 @@ Shapes:
             Trainer's does: a loader's seed drawn, then each batch copied
             before its no_grad forward
   ai        eager, dft_ai's compute.forward / compute.backward around the calls
-  eager_closure  eager with `opt.step(closure)` (LBFGS's form, PyTorch
-            Lightning's automatic optimization): zero_grad, the forward and
-            the backward run inside the optimizer's step
+  eager_closure  eager with `opt.step(closure)` (LBFGS's form; PyTorch
+            Lightning's automatic optimization passes `closure=`, as every
+            other iteration here does): zero_grad, the forward and the
+            backward run inside the optimizer's step
   eager_preempt, compile_preempt  eager, compile with no evaluation, 10
             iterations, and the process kept off the model for 25 ms at
             the start of iterations 3 (a sleep) and 7 (a busy wait in
@@ -128,7 +129,10 @@ def main():
                 return loss
 
             t_opt = time.perf_counter()
-            opt.step(closure)
+            if i % 2:
+                opt.step(closure=closure)  # as Lightning passes it
+            else:
+                opt.step(closure)
             its.append([t0, seen["t_fwd"], t_opt, time.perf_counter(), False])
             continue
         zero_grad_after = shape.endswith("_zg")

@@ -98,6 +98,8 @@ def test_optimizer_steps_are_the_iterations(tmp_path, shape):
                           for s in scopes)]
         assert len(inside) >= 3 * len(its), [e["name"] for e in inside]
         assert {e["args"].get("phase") for e in inside} == {"forward"}, inside[:3]
+        calls = [e for e in events if e["name"] == "nn.Module: Sequential"]  # the closure's model call, each step
+        assert len(calls) == len(its) and {e["args"].get("phase") for e in calls} == {"forward"}, calls
     rows = doc["steps"]
     got = [r["duration_us"] / 1e6 for r in rows]
     bounds = step_bounds(its)

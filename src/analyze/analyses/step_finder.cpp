@@ -237,11 +237,14 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
   append_capped(into.blips, from.blips, capped);
   // A file read in pieces: a blip at the end of one piece is held by a work
   // event written in the next, so it was never popped. The merged work
-  // tells (its top-level events; a nested holder's outermost work holds it too).
+  // tells (its top-level events; a nested holder's outermost work holds it
+  // too) where the blip lies strictly inside one: on one thread that is
+  // nesting. One at a work's very end may be a sibling written after it
+  // (popped in one piece only when written before): kept.
   into.blips.erase(std::remove_if(into.blips.begin(), into.blips.end(),
                                   [&](const StepFinder::Blip& b) {
                                     auto w = into.work.upper_bound(b.ts);
-                                    return w != into.work.begin() && std::prev(w)->second.end >= b.ts;
+                                    return w != into.work.begin() && std::prev(w)->second.end > b.ts;
                                   }),
                    into.blips.end());
   append_capped(into.calls, from.calls, capped);
@@ -523,11 +526,12 @@ std::vector<Candidate> holding_optimizer_cycles(const std::vector<Candidate>& ca
 // walk never crosses a gap with no work longer than the longest later step,
 // each from where it begins (mostly the previous optimizer step's end),
 // unless compile work borders it, backward work follows it, it lies
-// between the last backward and the optimizer step, or backward work the
-// later steps have is still missing (an earlier micro-batch's): the untraced
-// stretches of the first iteration's compile (the backward compiled after
-// the forward ran) are often longer than a later step, and on a loaded
-// machine so is a preemption anywhere in the first iteration.
+// between the last backward and the optimizer step, or some of every
+// backward work the later steps have is still missing (an earlier
+// micro-batch's): the untraced stretches of the first iteration's compile
+// (the backward compiled after the forward ran) are often longer than a
+// later step, and on a loaded machine so is a preemption before the
+// backward, before the optimizer step or between micro-batches.
 Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::Thread& t,
                             const std::vector<Span>& fetches) {
   const StepFinder::TopLevel &work = t.work, &top = t.top;
@@ -756,10 +760,10 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     const auto first_end = work.upper_bound(opt[0].ts);
     for (auto it = work.begin(); it != first_end; ++it)
       if (auto n = need.find(it->second.name); n != need.end() && counts(it)) ++before[n->first];
-    size_t missing = 0, missing_backward = 0;
+    size_t missing = 0, short_backward = 0, needed_backward = 0;  // backward names: still short, needed at all
     for (auto& [n, k] : need) {
       missing += k = std::min(k, before[n]);
-      if (backward_names.count(n)) missing_backward += k;
+      if (backward_names.count(n) && k) ++short_backward, ++needed_backward;
     }
     // Zero-length work counts too (a warm op under a microsecond lasts 0 in
     // whole microseconds and is in no TopLevel: the first iteration's detach
@@ -768,11 +772,12 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     std::map<uint64_t, std::string_view> needed_by_hash;
     for (const auto& [n, k] : need)
       if (k) needed_by_hash.emplace(std::hash<std::string_view>{}(n), n);
-    std::vector<StepFinder::Blip> blips(t.blips);  // by start (threads merged in any order), write order kept
+    std::vector<StepFinder::Blip> blips;  // before the first optimizer step, by start (threads merged in any order)
+    std::copy_if(t.blips.begin(), t.blips.end(), std::back_inserter(blips),
+                 [&](const StepFinder::Blip& b) { return b.ts < opt[0].ts && needed_by_hash.count(b.name_hash); });
     std::stable_sort(blips.begin(), blips.end(),
                      [](const StepFinder::Blip& a, const StepFinder::Blip& b) { return a.ts < b.ts; });
-    auto blip = std::lower_bound(blips.begin(), blips.end(), opt[0].ts,
-                                 [](const StepFinder::Blip& b, int64_t v) { return b.ts < v; });
+    auto blip = blips.end();
     int64_t reach = ts;  // the earliest work walked over, compile work too
     size_t reach_category = optimizer;  // that work's (at first the optimizer step's)
     // Whether the walk is still between the first optimizer step and the
@@ -792,12 +797,14 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       // the setup before it does not. So is a gap before backward work (its
       // forward is its own), one between the first optimizer step and the
       // backward before it (the process preempted there on a loaded
-      // machine), and any gap while the walk still misses backward work
-      // every later step has: an earlier micro-batch's backward (gradient
-      // accumulation) lies before it. Not one after a setup's warm-up
-      // backward: the first iteration's own backward gave what was needed.
+      // machine), and any gap while the walk still misses some of every
+      // backward work the later steps have: an earlier micro-batch's
+      // backward (gradient accumulation) lies before it. Not one after a
+      // setup's warm-up backward: the first iteration's own backward gave
+      // what was needed, or most of it (one node rounded to 0 us and
+      // popped does not open the setup).
       const bool own_gap = cat == compile || reach_category == compile || reach_category == backward ||
-                           before_backward || missing_backward > 0;
+                           before_backward || (short_backward > 0 && short_backward == needed_backward);
       if (end < reach && reach - end > longest && !own_gap) return false;  // the setup before the loop
       if (cat == backward) before_backward = false;
       if (start < reach) reach = start, reach_category = cat;
@@ -806,20 +813,20 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       auto n = need.find(name);
       if (n != need.end() && n->second) {
         --n->second, --missing, found = start;
-        if (backward_names.count(n->first)) --missing_backward;
+        if (!n->second && backward_names.count(n->first)) --short_backward;
       }
       return true;
     };
     for (auto it = first_end; missing;) {
       const bool blip_next = blip != blips.begin() && (it == work.begin() || std::prev(blip)->ts > std::prev(it)->first);
       if (blip_next) {
+        // Only a blip the walk still needs is taken: others neither count
+        // nor split a gap (a setup's zero-length op amid the gap before the loop).
         const StepFinder::Blip& b = *--blip;
-        const auto named = needed_by_hash.find(b.name_hash);
-        const bool once = b.ts != counted_blip_ts && named != needed_by_hash.end() && need.at(named->second) > 0 &&
-                          counted(b.category);
-        if (!take(b.ts, b.ts, b.category, once, once ? named->second : std::string_view{}))
-          break;
-        if (once) counted_blip_ts = b.ts;
+        const std::string_view named = needed_by_hash.at(b.name_hash);
+        if (b.ts == counted_blip_ts || need.at(named) == 0 || !counted(b.category)) continue;
+        if (!take(b.ts, b.ts, b.category, true, named)) break;
+        counted_blip_ts = b.ts;
       } else if (it != work.begin()) {
         --it;
         if (!take(it->first, it->second.end, it->second.category, counts(it), it->second.name)) break;

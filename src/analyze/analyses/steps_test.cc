@@ -396,28 +396,33 @@ TEST(Steps, TheFirstStepCrossesAPreemptionNextToItsBackward) {
 // Gradient accumulation over two micro-batches, a warm-up forward and
 // backward before the loop: the first iteration was preempted for 500 us
 // between its micro-batches, longer than any later step. The gap is the
-// iteration's own (the walk still misses a backward every later step has);
-// the one after the warm-up's backward is not.
+// iteration's own (the walk still misses some of every backward node every
+// later step has); the one after the warm-up's backward is not, also where
+// the first micro-batch lacks a node (rounded to 0 us and popped): one
+// node short opens no gap.
 TEST(Steps, TheFirstStepCrossesAPreemptionBetweenItsMicroBatches) {
-  std::vector<std::string> v = {ev("aten::linear", "aten", 10, 10, 0, 20),
-                                ev("AddmmBackward0", "autograd", 10, 10, 25, 20)};
-  for (const long long fwd : {1000, 1550}) {  // the first iteration's micro-batches
-    v.push_back(ev("aten::linear", "aten", 10, 10, fwd, 20));
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, fwd + 25, 20));
-  }
-  v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, 1600, 20));
-  for (int k = 0; k < 4; ++k) {
-    const long long t = 1700 + 150 * k;
-    for (const long long fwd : {t, t + 50}) {
-      v.push_back(ev("aten::linear", "aten", 10, 10, fwd, 20));
-      v.push_back(ev("AddmmBackward0", "autograd", 10, 10, fwd + 25, 20));
+  auto micro_batch = [](std::vector<std::string>& v, long long t, bool relu) {
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 20));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 25, 10));
+    if (relu) v.push_back(ev("ReluBackward0", "autograd", 10, 10, t + 36, 9));
+  };
+  for (const bool first_lacks_a_node : {false, true}) {
+    std::vector<std::string> v;
+    micro_batch(v, 0, true);  // the warm-up
+    micro_batch(v, 1000, !first_lacks_a_node);
+    micro_batch(v, 1550, true);
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, 1600, 20));
+    for (int k = 0; k < 4; ++k) {
+      const long long t = 1700 + 150 * k;
+      micro_batch(v, t, true);
+      micro_batch(v, t + 50, true);
+      v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 100, 20));
     }
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 100, 20));
+    StepReport r = run(lines(v), 1);
+    ASSERT_EQ(r.rows.size(), 5u) << first_lacks_a_node;
+    EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000) << first_lacks_a_node;  // not the second micro-batch, nor the warm-up
+    EXPECT_EQ(r.rows[0].duration_us, 620) << first_lacks_a_node;
   }
-  StepReport r = run(lines(v), 1);
-  ASSERT_EQ(r.rows.size(), 5u);
-  EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 1000);  // not the second micro-batch, nor the warm-up
-  EXPECT_EQ(r.rows[0].duration_us, 620);
 }
 
 // Gradient clipping between the backward and the optimizer step (grad-off
@@ -1290,7 +1295,7 @@ TEST(Steps, AnEagerInferenceLoopHasAStepPerForwardFromItsFetch) {
 // aten::select then aten::item) sets them apart. Each call is 40 us, calls
 // 10 us apart, iterations 20 us apart; `read_us[k]` is iteration k's read's
 // length, `gap_us[c]` replaces the gap before call c. Every call's last op
-// holds a zero-length grad-on op at its very end (an enable_grad block):
+// holds a zero-length grad-on op near its end (an enable_grad block):
 // held, it is no work between calls.
 std::vector<std::string> tight_multi_call_events(const std::vector<long long>& read_us,
                                                  const std::map<int, long long>& gap_us) {
@@ -1301,7 +1306,7 @@ std::vector<std::string> tight_multi_call_events(const std::vector<long long>& r
     v.push_back(ev("aten::linear", "aten", 10, 10, t, 15, "\"grad\":0"));
     v.push_back(ev("aten::relu", "aten", 10, 10, t + 16, 3, "\"grad\":0"));
     v.push_back(ev("aten::linear", "aten", 10, 10, t + 20, 14, "\"grad\":0"));
-    v.push_back(ev("aten::_softmax", "aten", 10, 10, t + 40, 0));
+    v.push_back(ev("aten::_softmax", "aten", 10, 10, t + 38, 0));
     v.push_back(ev("aten::softmax", "aten", 10, 10, t + 35, 5, "\"grad\":0"));
     t += 40;
     if (c % 3 == 2) {  // the read, in the gap after the iteration's last call
@@ -1359,7 +1364,7 @@ TEST(Steps, AZeroLengthReadBetweenIterationsStillEndsOneOfSeveralCalls) {
 }
 
 // Read in two pieces cut right after a call's held zero-length op (its
-// grad-on _softmax at the call's end) and before the op holding it: the
+// grad-on _softmax near the call's end) and before the op holding it: the
 // merged read drops that op too, so no cut makes other work between two
 // calls of one iteration.
 TEST(Steps, AZeroLengthOpHeldAcrossAPieceBoundaryIsNoWorkBetweenCalls) {
@@ -1376,6 +1381,34 @@ TEST(Steps, AZeroLengthOpHeldAcrossAPieceBoundaryIsNoWorkBetweenCalls) {
     ++tested;
   }
   EXPECT_GE(tested, 12u);
+}
+
+// The result read between iterations is two zero-length ops at the very
+// end of the iteration's last call, written after it (siblings, not held):
+// a read in one piece keeps them, and so does one in two pieces wherever it
+// is cut -- whichever worker reads a piece, the answer is the same.
+TEST(Steps, AZeroLengthOpAtAWorksEndWrittenAfterItStaysAcrossPieces) {
+  std::vector<std::string> v;
+  long long t = 1000;
+  for (int c = 0; c < 18; ++c) {
+    if (c) t += 10;
+    v.push_back(ev("aten::linear", "aten", 10, 10, t, 30, "\"grad\":0"));
+    v.push_back(ev("aten::softmax", "aten", 10, 10, t + 32, 8, "\"grad\":0"));
+    t += 40;
+    if (c % 3 == 2) {  // the read: select then item, both under a microsecond, at the call's end
+      v.push_back(ev("aten::select", "aten", 10, 10, t, 0));
+      v.push_back(ev("aten::item", "aten", 10, 10, t, 0));
+    }
+  }
+  EXPECT_EQ(run(lines(v), 1).rows.size(), 6u);
+  size_t tested = 0;
+  for (size_t i = 0; i + 1 < v.size(); ++i) {
+    const auto [text, min_piece] = cut_after(v, i);
+    if (text.empty()) continue;
+    EXPECT_EQ(run(text, 2, min_piece).rows.size(), 6u) << i;
+    ++tested;
+  }
+  EXPECT_GE(tested, 20u);
 }
 
 // Two stray long gaps nine calls apart (the first iteration's warm-up before

@@ -97,8 +97,11 @@ void ProcessWall::add_optimizer_scopes() {
   std::merge(fwd.begin(), fwd.end(), bwd.begin(), bwd.end(), std::back_inserter(inner));
   for (const auto& [ts, end] : optimizer_scopes_.spans()) {
     int64_t at = ts;  // the scope's instants before `at` are placed
-    auto it = std::upper_bound(inner.begin(), inner.end(), std::make_pair(ts, INT64_MAX));  // beginning after ts
+    // Spans beginning inside it, at its very start too unless they hold it
+    // (in whole microseconds a closure's first op can begin with its scope).
+    auto it = std::lower_bound(inner.begin(), inner.end(), std::make_pair(ts, INT64_MIN));
     for (; it != inner.end() && it->first < end; ++it) {
+      if (it->first == ts && it->second > end) continue;
       if (it->first > at) cats_[kOptimizer].add(at, it->first);
       at = std::max(at, it->second);
     }

@@ -612,7 +612,10 @@ void finish(ThreadState& t, int index, uint64_t end) {
     t.graph_frame = f.outer_graph_frame;
   }
   t.flop_open -= f.flop_op;
-  if (!(f.kind & kRecorded) || end == 0) return;
+  if (!(f.kind & kRecorded) || end == 0) {
+    if (__builtin_expect(t.closure_frame == index + 1, 0)) t.closure_frame = 0;  // a step scope closed out of order
+    return;
+  }
   dft_arg args[12];  // 4 memory + seq, External id, phase, grad, opt, module, flops, shapes: 12 at most
   uint32_t n = 0;
   if ((f.alloc | f.freed | f.dev_alloc | f.dev_freed) != 0) add_memory_args(f, args, n);
@@ -1148,11 +1151,13 @@ void set_optimizer_number(long long n) {
 
 void set_closure_step(bool on) {
   ThreadState* st = tl_state;
-  if (st == nullptr) return;
-  st->closure_frame = 0;
-  if (!on || st->depth <= 0 || st->depth > kMaxDepth) return;
+  if (st == nullptr || st->depth <= 0 || st->depth > kMaxDepth) return;
   const Frame& f = st->frames[st->depth - 1];
-  if ((f.kind & kRecorded) && (f.info.flags & kOptimizerStep)) st->closure_frame = st->depth;
+  if (!(f.kind & kRecorded) || !(f.info.flags & kOptimizerStep)) return;
+  // Off clears this scope's mark only: a wrapper optimizer's step (SAM's)
+  // calling its base optimizer's step without a closure keeps its own.
+  if (on) st->closure_frame = st->depth;
+  else if (st->closure_frame == st->depth) st->closure_frame = 0;
 }
 
 }  // namespace torch

@@ -213,7 +213,7 @@ def _pre(optimizer, args, kwargs):
             eager._ext.set_optimizer_number(_number(optimizer)["opt"])
             # step(closure): the closure's forward runs inside the scope (args: self first)
             closure = args[1] if len(args) > 1 else kwargs.get("closure")
-            eager._ext.set_closure_step(closure is not None)
+            eager._ext.set_closure_step(callable(closure))
         else:
             stack = getattr(_starts, "stack", None)
             if stack is None or len(stack) > 64:  # a step that raised never popped
