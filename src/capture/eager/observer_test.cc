@@ -297,6 +297,38 @@ TEST(Observer, AClosuresForwardInsideItsOptimizerStepIsForward) {
   }
 }
 
+// A wrapper optimizer (SAM) whose closure step calls its base optimizer's
+// step without a closure: the inner step's pre hook (off) leaves the outer
+// mark, so the closure's second forward, after the inner step, is still
+// forward. After the outer scope ends, a grad-on op directly inside a later
+// step without a closure is the update's again.
+TEST(Observer, AnInnerStepWithoutAClosureKeepsTheOuterStepsMark) {
+  Trace trace;
+  dftracer::torch::enable();
+  torch::Tensor w = torch::randn({4, 4}, torch::requires_grad());
+  {
+    RECORD_USER_SCOPE("Optimizer.step#SAM.step");
+    dftracer::torch::set_closure_step(true);
+    torch::NoGradGuard no_grad;
+    {
+      RECORD_USER_SCOPE("Optimizer.step#SGD.step");  // the base optimizer's
+      dftracer::torch::set_closure_step(false);
+    }
+    torch::AutoGradMode closure(true);
+    torch::mm(w, w);  // the closure's forward, after the inner step
+  }
+  {
+    RECORD_USER_SCOPE("Optimizer.step#SGD.step");
+    dftracer::torch::set_closure_step(false);
+    torch::mm(w, w);  // grad mode on inside a step without a closure
+  }
+  const std::vector<Event> all = trace.finish();
+  std::vector<std::string> phases;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.name == "aten::mm") phases.push_back(str_arg(e, "phase"));
+  EXPECT_EQ(phases, (std::vector<std::string>{"forward", "optimizer"}));
+}
+
 // set_data_thread(): a DataLoader worker's (or pin-memory) thread's ops are
 // the dataset's: phase data with grad mode on or off, after a backward call
 // or an optimizer scope, and no module call event; another thread's ops
