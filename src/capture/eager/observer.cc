@@ -492,6 +492,17 @@ __attribute__((noinline)) void record_shapes(ThreadState& t, int d, const at::Re
   if (t.shapes != nullptr) t.frames[d].shapes_len = format_shapes(fn, t.shapes + static_cast<size_t>(d) * kShapesCap);
 }
 
+// A closure's work inside its optimizer step (set_closure_step): a direct
+// child of the step scope opened with grad mode on is decided as a thread's
+// outermost work, the scope's shadow dropped (torch's optimizers update
+// under no_grad and call the closure under enable_grad). Asked of shadowed
+// frames only; most never get past the depth compare.
+inline bool closure_work(const ThreadState& t, int d, Frame& f) {
+  if (__builtin_expect(d != t.closure_frame, 1) || !c10::GradMode::is_enabled()) return false;
+  f.kind = static_cast<uint8_t>(f.kind & ~(kShadows | kPhaseMask));
+  return true;
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   ThreadState* const st = state();
   if (st == nullptr) return nullptr;
@@ -555,10 +566,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     const Phase p = (f.info.flags & kAutogradNode) ? kBackward : (f.info.flags & kOptimizerScope) ? kOptimizer : kNoPhase;
     if (p == kOptimizer && !t.data_thread) t.grad_off_phase = phase_bits(kInference);  // the update began: what follows is not its
     f.kind = static_cast<uint8_t>((f.kind & ~kPhaseMask) | kShadows | phase_bits(p));
-  } else if (!(f.kind & kShadows) || (__builtin_expect(d == t.closure_frame, 0) && c10::GradMode::is_enabled())) {
-    // (A closure's work inside its optimizer step, grad mode on: torch's
-    // optimizers update under no_grad, and call the closure under enable_grad.)
-    f.kind = static_cast<uint8_t>(f.kind & ~(kShadows | kPhaseMask));
+  } else if (!(f.kind & kShadows) || closure_work(t, d, f)) {
     // The thread's outermost work: says whether grad mode is off. A region
     // with grad mode on is no work (a wrapper around a step or a loop): no
     // phase, and what runs in it decides its own.
