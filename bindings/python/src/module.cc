@@ -26,6 +26,7 @@ NB_MODULE(_core, m) {
   dft_py::register_comm(m);
   dft_py::register_logger_fast(m);
   dft_py::register_dynamo(m);
+  dft_py::register_gc(m);
   dft_py::open_cut_at_signal_for_this_thread();
   m.attr("finalizes_after_the_interpreter") = register_finalize_after_the_interpreter();
 }

@@ -28,6 +28,9 @@ void register_logger_fast(nanobind::module_& m);
 // dynamo_hooks.cc: CPython shim of the torch.compile capture (src/capture/compile).
 void register_dynamo(nanobind::module_& m);
 
+// gc_events.cc: gc_callback, Python's garbage collections as events.
+void register_gc(nanobind::module_& m);
+
 }  // namespace dft_py
 
 #endif  // DFTRACER_BINDINGS_PYTHON_MODULE_H_

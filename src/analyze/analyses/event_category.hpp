@@ -1,5 +1,5 @@
 // The kind of work an event is, for "compile vs run" and the per-step split:
-// compile, data, optimizer, forward, backward, comm or other. The conventions are
+// compile, data, optimizer, forward, backward, comm, gc or other. The conventions are
 // the ones the capture sources write (docs/analyzer.md, "Categories"):
 //   compile    cat "compile" (Dynamo tracing, AOT autograd, our instrumentation,
 //              backend compile, recompiles)
@@ -21,6 +21,8 @@
 //   forward    args.phase "forward" or "inference"; dft_ai's compute.forward
 //   comm       cat "comm" (torch.distributed collectives, DDP's bucket
 //              all-reduces)
+//   gc         cat "gc": Python's garbage collections (the Python capture's
+//              gc.gen0..gc.gen2 events)
 //   other      anything else (regions, eager ops outside a phase)
 // The LibTorch observer writes the same phases on eager ops, autograd nodes
 // and optimizer scopes as the capture backend on compiled ones (docs/torch.md).
@@ -74,8 +76,13 @@ inline bool is_device_event(const Event& e) {
 // The phase an event is grouped under (`--by phase`, the report, memory by
 // phase): a compile event's args.phase names the graph it compiles (a
 // backward graph is compiled inside the first backward), not work of that
-// phase, so all compile work is one group of its own, "compile".
-inline std::string_view phase_key(const Event& e) { return e.cat == "compile" ? std::string_view("compile") : e.phase; }
+// phase, so all compile work is one group of its own, "compile"; Python's
+// garbage collections, which run inside any phase, are "gc".
+inline std::string_view phase_key(const Event& e) {
+  if (e.cat == "compile") return "compile";
+  if (e.cat == "gc") return "gc";
+  return e.phase;
+}
 
 // The LibTorch observer's event of a thread's outermost module call
 // ("nn.Module: Net") or Tensor.backward call (cat torch, with a phase): it
@@ -90,6 +97,7 @@ inline bool is_eager_call(const Event& e) {
 
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
+  if (e.cat == "gc") return "gc";
   if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.phase == "data" ||
       e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
       e.name.rfind("DataLoader", 0) == 0 || is_item_fetch(e.name))

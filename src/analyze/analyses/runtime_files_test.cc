@@ -19,7 +19,7 @@
 namespace dftracer::analyze::testing {
 namespace {
 
-enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kOther };
+enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kOther };  // kStepCategories
 
 std::string x(const std::string& name, const std::string& cat, long long ts, long long dur,
               const std::string& args = "") {

@@ -33,8 +33,8 @@
 namespace dftracer::analyze {
 
 // The categories of event_category.hpp, in the order of the columns.
-inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "comm", "data", "other"};
-inline constexpr size_t kNumStepCategories = 7;
+inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "comm", "data", "gc", "other"};
+inline constexpr size_t kNumStepCategories = 8;
 static_assert(kNumStepCategories == kNumWallCategories);
 
 struct StepRow {

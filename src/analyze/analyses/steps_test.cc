@@ -35,7 +35,7 @@ std::string lines(const std::vector<std::string>& v) {
   return s;
 }
 
-enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kOther };
+enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kOther };  // kStepCategories
 
 // pid 10, main thread 10: train_step x3 (the third 10x longer), with compile,
 // forward, backward and optimizer work in step 0 and a worker thread's

@@ -4,7 +4,7 @@
 // (event_category.hpp), the union over all its threads of the intervals of its
 // events, and any window (a step, the run) is split into the categories by
 // priority: an instant belongs to the first category active in it, in the
-// order compile, optimizer, backward, forward, comm, data, other; the instants where
+// order compile, gc, optimizer, backward, forward, comm, data, other; the instants where
 // no event of the process is open are "untraced". So the parts of a window add
 // up to its length and none can exceed it.
 //
@@ -35,10 +35,14 @@ namespace dftracer::analyze {
 class RuntimeFiles;
 
 // The categories in priority order for the partition, as indexes into
-// kStepCategories (steps.hpp): compile, optimizer, backward, forward, comm, data,
-// other. comm comes after the model's work, so it is the exposed wait on peers:
-// a DDP bucket's all-reduce that runs while backward ops do is backward time.
-inline constexpr size_t kWallPriority[] = {0, 3, 2, 1, 4, 5, 6};
+// kStepCategories (steps.hpp): compile, gc, optimizer, backward, forward, comm,
+// data, other. comm comes after the model's work, so it is the exposed wait on
+// peers: a DDP bucket's all-reduce that runs while backward ops do is backward
+// time. A garbage collection stops its thread and every Python thread with it
+// (the GIL), so the forward, update or region it interrupts makes no progress
+// meanwhile: gc comes before them; a compile's collections stay compile, as
+// torch's own compile times count them.
+inline constexpr size_t kWallPriority[] = {0, 6, 3, 2, 1, 4, 5, 7};
 inline constexpr size_t kNumWallCategories = std::size(kWallPriority);
 
 class IntervalUnion {
@@ -85,7 +89,8 @@ class ProcessWall {
   void finish(const RuntimeFiles* runtime);
   // The window [ts, end) split by priority.
   WallParts partition(int64_t ts, int64_t end) const;
-  // The first start and the last end of any event (INT64_MAX / INT64_MIN: none).
+  // The first start and the last end of any event but a garbage collection
+  // (INT64_MAX / INT64_MIN: none).
   int64_t first() const { return first_; }
   int64_t last() const { return last_; }
   int64_t closed_gap_ns() const;

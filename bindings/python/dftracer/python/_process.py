@@ -135,6 +135,9 @@ def tracing_started(from_env):
 
     _note_tracing_started()
     _install_hooks()
+    from . import gc_events
+
+    gc_events.install()  # garbage collections (DFTRACER_TRACE_GC)
     from .distributed import ranks
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.

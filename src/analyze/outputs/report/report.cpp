@@ -212,9 +212,29 @@ std::string ops_line(const Rollup& ops, double traced) {
   return l;
 }
 
+// Python's garbage collections (`gc`: the names of kind gc, gc.gen0..gc.gen2):
+// how many, how long, their share of the run's wall time; "" when none.
+std::string gc_line(const Rollup& gc, const RunWall& w) {
+  uint64_t count = 0, full = 0;
+  int64_t self_ns = 0, longest_ns = 0;
+  for (const auto& [name, g] : gc) {
+    count += g.count;
+    self_ns += g.self_ns;
+    longest_ns = std::max(longest_ns, g.max_ns);
+    if (name == "gc.gen2") full += g.count;
+  }
+  if (count == 0) return "";
+  size_t c = 0;
+  while (c < kNumStepCategories && std::string_view(kStepCategories[c]) != "gc") ++c;
+  return "Python garbage collection: " + std::to_string(count) + " collections (" + std::to_string(full) +
+         " full, generation 2), " + human_time(ns_to_us(self_ns)) + " of thread time, the longest " +
+         human_time(ns_to_us(longest_ns)) + "; " + pct(w.wall_us[c], w.span_us) +
+         " of the run's wall time (those inside compile work count as compile)";
+}
+
 // The answer the page opens on, and `report` prints: the op and the modules
 // with the most self time, compile vs run, I/O (when traced) and the steps, each one line.
-std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& modules,
+std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& gc, const Rollup& modules,
                                       const Rollup& categories, const StepReport& st, const IoView& io) {
   std::vector<std::string> lines;
   const double traced = s.traced_us;
@@ -241,6 +261,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
   if (compile_threads > 1.05 * w.wall_us[0])
     l += "; compile thread time " + human_time(compile_threads) + " (threads added)";
   lines.push_back(l);
+  if (const std::string g = gc_line(gc, w); !g.empty()) lines.push_back(g);
   if (io.total.ops) {  // I/O calls are leaves: their time is their self time
     // The program's data I/O first; the runtime's own (imports, shared
     // libraries, the trace itself: io_view.hpp's io_file_kind) in one clause.
@@ -525,7 +546,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   const IoView io = r.io_.finish(res.stats);
   const Rollup ops = names_of_kind(r.groups_, {"op"});  // the model's own work leads
   const auto [modules, no_module] = modules_and_no_module(r.groups_);
-  std::vector<std::string> answer = answer_lines(s, ops, modules, by_key[kCategory], steps, io);
+  std::vector<std::string> answer =
+      answer_lines(s, ops, names_of_kind(r.groups_, {"gc"}), modules, by_key[kCategory], steps, io);
   const std::string steady = steady_json(files, threads, ro, steps, top_n, &answer);
   for (const std::string& l : answer) res.answer += l + "\n";
 

@@ -13,6 +13,7 @@
 //   graph    a compiled graph's call: cat "dynamo" named "graph.<phase>", or a
 //            name starting "CompiledFunction" (the observer's scope)
 //   comm     cat "comm" (torch.distributed collectives)
+//   gc       cat "gc" (Python's garbage collections)
 //   region   anything else: pydftracer/app regions (dft_fn, dft_ai, user cats),
 //            DataLoader regions, torch's record_function scopes
 #pragma once
@@ -36,6 +37,7 @@ inline std::string_view event_kind(std::string_view cat, std::string_view name) 
     return "op";
   if ((cat == "dynamo" && has_prefix(name, "graph.")) || has_prefix(name, "CompiledFunction")) return "graph";
   if (cat == "comm") return "comm";
+  if (cat == "gc") return "gc";
   return "region";
 }
 
@@ -44,6 +46,7 @@ inline std::string_view event_kind(std::string_view cat, std::string_view name) 
 //   category compile    "(no module: compile)"
 //   category data       "(no module: data loading)"   I/O, DataLoader regions
 //   category optimizer  "(no module: optimizer)"
+//   category gc         "(no module: garbage collection)"
 //   kind graph          "(no module: graph calls, between their ops)"
 //   kind op             "(no module: outside any module)"   ops of no nn.Module
 //   kind comm           "(no module: communication)"
@@ -53,6 +56,7 @@ inline std::string no_module_label(std::string_view category, std::string_view k
   std::string_view what = category == "compile"     ? "compile"
                           : category == "data"      ? "data loading"
                           : category == "optimizer" ? "optimizer"
+                          : category == "gc"        ? "garbage collection"
                           : kind == "graph"         ? "graph calls, between their ops"
                           : kind == "op"            ? "outside any module"
                           : kind == "comm"          ? "communication"
