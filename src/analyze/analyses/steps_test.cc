@@ -325,6 +325,43 @@ TEST(Steps, ALongWaitIsOutsideOnlyWithWorkOrEventsTheUsualWaitLacks) {
   }
 }
 
+// A garbage collection runs wherever allocations trigger it: a full one in
+// the wait before an iteration is that iteration's time (category gc), not
+// other work that would cut the wait out as a checkpoint's; and the
+// collections while the interpreter builds the model or exits, before and
+// after every other event, do not widen the run.
+TEST(Steps, AGarbageCollectionInAWaitIsTheIterationsOwnAndWidensNoRun) {
+  std::vector<std::string> v;
+  v.push_back(ev("gc.gen2", "gc", 10, 10, -900, 200, "\"generation\":2"));
+  long long t = 0;
+  for (int k = 0; k < 6; ++k) {
+    if (k == 3) {
+      v.push_back(ev("gc.gen2", "gc", 10, 10, t + 50, 300, "\"generation\":2,\"collected\":7"));
+      t += 400;
+    }
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t + 10, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 20, 20));
+    v.push_back(ev("gc.gen0", "gc", 10, 10, t + 41, 2, "\"generation\":0"));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 45, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    t += 100;
+  }
+  v.push_back(ev("gc.gen2", "gc", 10, 10, t + 500, 700, "\"generation\":2"));
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(lines(v), threads, 256);
+    ASSERT_EQ(r.rows.size(), 6u) << threads;
+    EXPECT_EQ(r.processes[0].source, "optimizer");
+    for (size_t k = 1; k < 6; ++k) {
+      EXPECT_EQ(r.rows[k].duration_us, k == 3 ? 500 : 100) << "step " << k;
+      EXPECT_EQ(r.rows[k].wall_us[kGc], k == 3 ? 302 : 2) << "step " << k;
+      EXPECT_EQ(r.rows[k].by_category_us[kGc], k == 3 ? 302 : 2) << "step " << k;
+    }
+    ASSERT_EQ(r.runs.size(), 1u);
+    EXPECT_EQ(r.runs[0].span_us, 990 - 10);  // the first zero_grad to the last optimizer step's end
+    EXPECT_EQ(r.runs[0].wall_us[kGc], 300 + 6 * 2);
+  }
+}
+
 // In whole microseconds a sub-microsecond op and its caller can share one
 // interval: both are kept as top-level, so the op's name is top-level in
 // some iterations by chance. Here every later iteration has such an

@@ -226,7 +226,8 @@ std::string gc_line(const Rollup& gc, const RunWall& w) {
   if (count == 0) return "";
   size_t c = 0;
   while (c < kNumStepCategories && std::string_view(kStepCategories[c]) != "gc") ++c;
-  return "Python garbage collection: " + std::to_string(count) + " collections (" + std::to_string(full) +
+  return "Python garbage collection: " + std::to_string(count) + (count == 1 ? " collection (" : " collections (") +
+         std::to_string(full) +
          " full, generation 2), " + human_time(ns_to_us(self_ns)) + " of thread time, the longest " +
          human_time(ns_to_us(longest_ns)) + "; " + pct(w.wall_us[c], w.span_us) +
          " of the run's wall time (those inside compile work count as compile)";
