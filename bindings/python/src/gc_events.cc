@@ -26,7 +26,7 @@ PyObject* g_key_generation = nullptr;  // info's keys, interned once
 PyObject* g_key_collected = nullptr;
 PyObject* g_key_uncollectable = nullptr;
 dft_id g_cat = 0;
-dft_id g_names[3] = {};
+dft_id g_names[3] = {}, g_name_other = 0;  // gc.gen0..gc.gen2; gc.collect without a generation
 dft_id g_arg_generation = 0, g_arg_collected = 0, g_arg_uncollectable = 0;
 
 // info[key] as an integer, -1 when missing or not an int (never raises).
@@ -67,7 +67,7 @@ PyObject* gc_callback(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   a[n].key = g_arg_generation, a[n].type = DFT_ARG_INT, a[n++].v.i = gen;
   if (collected >= 0) a[n].key = g_arg_collected, a[n].type = DFT_ARG_INT, a[n++].v.i = collected;
   if (uncollectable >= 0) a[n].key = g_arg_uncollectable, a[n].type = DFT_ARG_INT, a[n++].v.i = uncollectable;
-  const dft_id name = gen >= 0 && gen <= 2 ? g_names[gen] : g_names[2];
+  const dft_id name = gen >= 0 && gen <= 2 ? g_names[gen] : g_name_other;
   dft_complete_ticks_plain(name, g_cat, start, end, a, n);
   Py_RETURN_NONE;
 }
@@ -91,6 +91,7 @@ void register_gc(nanobind::module_& m) {
   g_names[0] = dft_intern_cstr("gc.gen0");
   g_names[1] = dft_intern_cstr("gc.gen1");
   g_names[2] = dft_intern_cstr("gc.gen2");
+  g_name_other = dft_intern_cstr("gc.collect");
   g_arg_generation = dft_intern_cstr("generation");
   g_arg_collected = dft_intern_cstr("collected");
   g_arg_uncollectable = dft_intern_cstr("uncollectable");

@@ -1304,6 +1304,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
   const size_t cat = category_index(category);
   if (is_io_event(e) && runtime_ == nullptr) p.wall.add_io(e.extra_args[kArgFhash], e.ts_ns, end);
   else if (category == "optimizer" && is_optimizer_step(e)) p.wall.add_optimizer_scope(e.ts_ns, end);
+  else if (category == "gc") p.wall.add_gc(e.tid_text == e.pid_text, e.ts_ns, end);  // the main thread's, or another's
   else p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
   if (is_eager_call(e)) {  // in the wall split: the steps are found on the ops it holds

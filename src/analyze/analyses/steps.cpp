@@ -240,6 +240,9 @@ StepReport analyze_steps(const std::vector<std::string>& files, unsigned threads
         run.span_us = ns_to_us(ps.wall.last() - ps.wall.first());
         for (size_t c = 0; c < kNumStepCategories; ++c) run.wall_us[c] = ns_to_us(w.by_category[c]);
         run.untraced_us = ns_to_us(w.untraced);
+        int64_t longest = 0;
+        ps.wall.gc_in(ps.wall.first(), ps.wall.last(), &run.gc_collections, &longest);
+        run.gc_longest_us = ns_to_us(longest);
       }
       r.runs.push_back(std::move(run));
     }
@@ -254,6 +257,8 @@ RunWall model_run_wall(const StepReport& r) {
     w.span_us += p.span_us;
     w.untraced_us += p.untraced_us;
     for (size_t c = 0; c < kNumStepCategories; ++c) w.wall_us[c] += p.wall_us[c];
+    w.gc_collections += p.gc_collections;
+    w.gc_longest_us = std::max(w.gc_longest_us, p.gc_longest_us);
   }
   return w;
 }
@@ -356,7 +361,8 @@ void write_steps_json(std::ostream& os, const StepReport& r) {
     o += ",\"source\":";
     append_json_string(o, x.source);
     o += ",\"span_us\":" + json_num(x.span_us) + json_categories(x.wall_us, "_us") +
-         ",\"untraced_us\":" + json_num(x.untraced_us) + "}";
+         ",\"untraced_us\":" + json_num(x.untraced_us) + ",\"gc_collections\":" + std::to_string(x.gc_collections) +
+         ",\"gc_longest_us\":" + json_num(x.gc_longest_us) + "}";
   }
   o += "],\"first_step_compile_share\":" +
        (r.rows.empty() ? std::string("null") : json_num(r.rows[0].compile_share));

@@ -59,6 +59,11 @@ struct ProcessRun {
   double span_us = 0;
   double wall_us[kNumStepCategories] = {};
   double untraced_us = 0;
+  // Garbage collections inside the span (on any thread; those while the
+  // interpreter imports, builds the model or exits are outside): how many,
+  // and the longest. Adjacent collections of two threads count once.
+  uint64_t gc_collections = 0;
+  double gc_longest_us = 0;
 };
 
 struct StepReport {
@@ -82,6 +87,8 @@ struct RunWall {
   size_t processes = 0;
   double span_us = 0, untraced_us = 0;
   double wall_us[kNumStepCategories] = {};
+  uint64_t gc_collections = 0;  // ProcessRun's, added; the longest of them
+  double gc_longest_us = 0;
 };
 RunWall model_run_wall(const StepReport& r);
 

@@ -8,7 +8,7 @@
 namespace dftracer::analyze {
 
 void IntervalUnion::add(int64_t ts, int64_t end) {
-  if (end <= ts) return;  // zero-length events take no wall time
+  if (end <= ts || end - ts < min_len_) return;  // zero-length events take no wall time
   v_.emplace_back(ts, end);
   // Amortized: merge once the unsorted tail is as long as the merged head.
   if (v_.size() - normalized_ > std::max<size_t>(normalized_, 4096)) normalize();
@@ -25,6 +25,13 @@ void IntervalUnion::normalize() {
     }
     v_.resize(n);
     if (v_.size() <= kMaxSpans) break;
+    if (drop_short_) {
+      min_len_ = min_len_ ? 2 * min_len_ : 1000;  // from 1 us, doubling
+      v_.erase(std::remove_if(v_.begin(), v_.end(), [&](const auto& s) { return s.second - s.first < min_len_; }),
+               v_.end());
+      if (v_.size() <= kMaxSpans) break;
+      continue;
+    }
     min_gap_ = min_gap_ ? 2 * min_gap_ : 1000;  // from 1 us, doubling
   }
   normalized_ = v_.size();
@@ -32,6 +39,8 @@ void IntervalUnion::normalize() {
 
 void IntervalUnion::merge(IntervalUnion& o) {
   min_gap_ = std::max(min_gap_, o.min_gap_);
+  min_len_ = std::max(min_len_, o.min_len_);
+  drop_short_ = drop_short_ || o.drop_short_;
   v_.insert(v_.end(), o.v_.begin(), o.v_.end());
   o.v_.clear();
   o.normalized_ = 0;
@@ -41,6 +50,7 @@ void IntervalUnion::merge(IntervalUnion& o) {
 
 void IntervalUnion::append(IntervalUnion& o) {
   min_gap_ = std::max(min_gap_, o.min_gap_);
+  min_len_ = std::max(min_len_, o.min_len_);
   v_.insert(v_.end(), o.v_.begin(), o.v_.end());
   o.v_.clear();
   o.normalized_ = 0;
@@ -53,10 +63,28 @@ int64_t WallParts::total() const {
 }
 
 namespace {
-constexpr size_t kData = 5, kGc = 6, kOther = 7;
-static_assert(std::string_view(kStepCategories[kData]) == "data" && std::string_view(kStepCategories[kGc]) == "gc" &&
+constexpr size_t kForward = 1, kData = 5, kGc = 6, kOther = 7;
+static_assert(std::string_view(kStepCategories[kForward]) == "forward" &&
+              std::string_view(kStepCategories[kData]) == "data" && std::string_view(kStepCategories[kGc]) == "gc" &&
               std::string_view(kStepCategories[kOther]) == "other");
 }  // namespace
+
+ProcessWall::ProcessWall() {
+  static_assert(kGcIndex == kGc);
+  cats_[kGc].drop_short_past_cap();
+  gc_other_.drop_short_past_cap();
+}
+
+void ProcessWall::gc_in(int64_t ts, int64_t end, uint64_t* count, int64_t* longest_ns) const {
+  *count = 0;
+  *longest_ns = 0;
+  for (const IntervalUnion* u : {&cats_[kGc], &gc_other_})
+    for (const auto& [a, b] : u->spans())
+      if (a >= ts && b <= end) {
+        ++*count;
+        *longest_ns = std::max(*longest_ns, b - a);
+      }
+}
 
 void ProcessWall::add_io(std::string_view fhash, int64_t ts, int64_t end) {
   auto it = io_.find(std::string(fhash));
@@ -66,6 +94,7 @@ void ProcessWall::add_io(std::string_view fhash, int64_t ts, int64_t end) {
 
 void ProcessWall::merge(ProcessWall& o) {
   for (size_t c = 0; c < cats_.size(); ++c) cats_[c].merge(o.cats_[c]);
+  gc_other_.merge(o.gc_other_);
   optimizer_scopes_.merge(o.optimizer_scopes_);
   for (auto& [fhash, u] : o.io_) io_[fhash].merge(u);
   o.io_.clear();
@@ -77,6 +106,7 @@ void ProcessWall::finish(const RuntimeFiles* runtime) {
   for (auto& [fhash, u] : io_) cats_[runtime != nullptr && runtime->contains(fhash) ? kOther : kData].append(u);
   io_.clear();
   for (auto& c : cats_) c.normalize();
+  gc_other_.normalize();
   add_optimizer_scopes();
   // A garbage collection alone does not widen the run: it runs wherever
   // allocations trigger it, also while the interpreter imports, builds the
@@ -168,10 +198,14 @@ WallParts ProcessWall::partition(int64_t ts, int64_t end) const {
   WallParts p;
   if (end <= ts) return p;
   Spans claimed;
-  for (size_t c : kWallPriority) {
-    Spans mine = clip(cats_[c].spans(), ts, end);  // normalized by finish()
-    p.by_category[c] = uncovered(mine, claimed);
+  auto claim = [&](const IntervalUnion& u, size_t c) {
+    Spans mine = clip(u.spans(), ts, end);  // normalized by finish()
+    p.by_category[c] += uncovered(mine, claimed);
     claimed = unite(claimed, mine);
+  };
+  for (size_t c : kWallPriority) {
+    claim(cats_[c], c);
+    if (c == kForward) claim(gc_other_, kGc);  // other threads' collections: after the model's work
   }
   int64_t covered = 0;
   for (const auto& s : claimed) covered += s.second - s.first;

@@ -48,6 +48,10 @@ inline constexpr size_t kNumWallCategories = std::size(kWallPriority);
 class IntervalUnion {
  public:
   static constexpr size_t kMaxSpans = size_t{1} << 20;
+  // Past kMaxSpans, drop the shortest spans (below a doubling length) rather
+  // than close gaps: for sparse spans of a high priority (garbage
+  // collections, ~100 us apart), closed gaps would claim the work between them.
+  void drop_short_past_cap() { drop_short_ = true; }
   void add(int64_t ts, int64_t end);
   void merge(IntervalUnion& other);
   // merge() without the merging: normalize() does it once for many.
@@ -57,11 +61,15 @@ class IntervalUnion {
   const std::vector<std::pair<int64_t, int64_t>>& spans() const { return v_; }
   // The widest gap closed to bound memory (0: exact).
   int64_t closed_gap_ns() const { return min_gap_; }
+  // With drop_short_past_cap(): spans shorter than this were dropped (0: none).
+  int64_t dropped_below_ns() const { return min_len_; }
 
  private:
   std::vector<std::pair<int64_t, int64_t>> v_;
   size_t normalized_ = 0;  // v_[0, normalized_) is sorted and disjoint
   int64_t min_gap_ = 0;
+  int64_t min_len_ = 0;
+  bool drop_short_ = false;
 };
 
 // One process's wall time by category.
@@ -73,7 +81,16 @@ struct WallParts {
 
 class ProcessWall {
  public:
+  ProcessWall();
   void add(size_t category, int64_t ts, int64_t end) { cats_[category].add(ts, end); }
+  // A garbage collection: on the main thread (the one whose work the steps
+  // are) it stops the loop and is gc time before everything but compile; on
+  // another thread (a pin-memory thread, a logger) the main thread's ops and
+  // the autograd engine run on meanwhile (they release the GIL), so it is gc
+  // time only where no model work is open.
+  void add_gc(bool main_thread, int64_t ts, int64_t end) { (main_thread ? cats_[kGcIndex] : gc_other_).add(ts, end); }
+  // Collections on any thread inside [ts, end): how many and the longest (ns).
+  void gc_in(int64_t ts, int64_t end, uint64_t* count, int64_t* longest_ns) const;
   // An optimizer's step scope (torch's `Optimizer.step#...`, a GradScaler's
   // step): optimizer time, but where forward or backward work that begins
   // inside it runs -- a closure's (`optimizer.step(closure)`: LBFGS,
@@ -97,7 +114,9 @@ class ProcessWall {
 
  private:
   void add_optimizer_scopes();  // finish(): the scopes' optimizer time, once forward and backward are known
+  static constexpr size_t kGcIndex = 6;  // kStepCategories' "gc"
   std::array<IntervalUnion, kNumWallCategories> cats_;
+  IntervalUnion gc_other_;  // other threads' collections (add_gc)
   IntervalUnion optimizer_scopes_;  // until finish()
   std::unordered_map<std::string, IntervalUnion> io_;  // by fhash, until finish()
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;

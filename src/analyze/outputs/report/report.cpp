@@ -212,25 +212,29 @@ std::string ops_line(const Rollup& ops, double traced) {
   return l;
 }
 
-// Python's garbage collections (`gc`: the names of kind gc, gc.gen0..gc.gen2):
-// how many, how long, their share of the run's wall time; "" when none.
+// Python's garbage collections: those inside the run of the processes that
+// run the model (how many, the longest, their wall share), then the whole
+// trace's (`gc`: the names of kind gc, gc.gen0..gc.gen2), which also holds
+// the collections while the interpreter imports, builds the model and exits
+// and a DataLoader worker's; "" when there are none.
 std::string gc_line(const Rollup& gc, const RunWall& w) {
   uint64_t count = 0, full = 0;
-  int64_t self_ns = 0, longest_ns = 0;
+  int64_t self_ns = 0;
   for (const auto& [name, g] : gc) {
     count += g.count;
     self_ns += g.self_ns;
-    longest_ns = std::max(longest_ns, g.max_ns);
     if (name == "gc.gen2") full += g.count;
   }
   if (count == 0) return "";
   size_t c = 0;
   while (c < kNumStepCategories && std::string_view(kStepCategories[c]) != "gc") ++c;
-  return "Python garbage collection: " + std::to_string(count) + (count == 1 ? " collection (" : " collections (") +
-         std::to_string(full) +
-         " full, generation 2), " + human_time(ns_to_us(self_ns)) + " of thread time, the longest " +
-         human_time(ns_to_us(longest_ns)) + "; " + pct(w.wall_us[c], w.span_us) +
-         " of the run's wall time (those inside compile work count as compile)";
+  auto n = [](uint64_t k) { return std::to_string(k) + (k == 1 ? " collection" : " collections"); };
+  std::string l = "Python garbage collection: " + n(w.gc_collections) + " in the run";
+  if (w.gc_collections)
+    l += ", the longest " + human_time(w.gc_longest_us) + ", " + pct(w.wall_us[c], w.span_us) +
+         " of its wall time (those inside compile work count as compile)";
+  return l + "; the whole trace holds " + std::to_string(count) + " (" + std::to_string(full) + " full), " +
+         human_time(ns_to_us(self_ns)) + " of thread time (also at start-up, at exit and in data workers)";
 }
 
 // The answer the page opens on, and `report` prints: the op and the modules
