@@ -109,8 +109,11 @@ def test_the_analyzer_reads_collections_as_gc_time_of_their_step(run_python, tra
     events = [e for evs in read_all(trace_dir).values() for e in evs]
     (full,) = complete_events(events, cat="gc")
     exe = analyzer_exe()
-    steps = json.loads(subprocess.run([exe, "summary", trace_dir, "--by", "step", "--format", "json"],
-                                      check=True, capture_output=True, text=True).stdout)["steps"]
+    doc = json.loads(subprocess.run([exe, "summary", trace_dir, "--by", "step", "--format", "json"],
+                                    check=True, capture_output=True, text=True).stdout)
+    steps = doc["steps"]
+    (run,) = doc["runs"]
+    assert run["gc_collections"] == 1 and run["gc_longest_us"] == full["dur"]
     assert len(steps) == 5
     for i, s in enumerate(steps):
         want = full["dur"] if i == 2 else 0
@@ -125,4 +128,6 @@ def test_the_analyzer_reads_collections_as_gc_time_of_their_step(run_python, tra
     assert "compile > gc > optimizer" in wall["rule"]
     report = subprocess.run([exe, "report", trace_dir, "-o", os.path.join(trace_dir, "r.html")],
                             check=True, capture_output=True, text=True).stdout
-    assert "Python garbage collection: 1 collection (1 full, generation 2)" in report, report
+    assert (f"Python garbage collection: 1 collection in the run, the longest {full['dur'] / 1000:.3f} ms"
+            in report), report
+    assert "the whole trace holds 1 (1 full)" in report, report
