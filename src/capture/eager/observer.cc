@@ -578,8 +578,16 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       // the clipping the update's).
       if (work || off == phase_bits(kInference)) f.kind |= kShadows | kGradOff | off | (work ? 0 : kPhaseHidden);
       else f.kind |= kGradOff;
-    } else if (work)
+    } else if (work) {
       f.kind |= kShadows | t.grad_on_phase;
+    } else if (t.module_depth > 0 && t.grad_on_phase == phase_bits(kForward)) {
+      // A scope inside a training forward (a custom autograd Function's
+      // apply: a reentrant checkpoint's CheckpointFunction, a fused
+      // kernel's Function): its own time is the forward's Python, so its
+      // event carries the phase; it shadows nothing, what runs in it (a
+      // checkpoint's segment under no_grad) decides its own.
+      f.kind |= phase_bits(kForward);
+    }
   }
   f.alloc = f.freed = f.dev_alloc = f.dev_freed = 0;
   f.seq_nr = (f.info.flags & kAutogradNode) ? node_seq_nr(t, f) : fn.seqNr();

@@ -515,6 +515,39 @@ TEST(Observer, GradOffWorkInsideATrainingForwardIsForward) {
   EXPECT_EQ(str_arg(*first["aten::abs"], "phase"), "inference");
 }
 
+// A scope opened with grad mode on inside a training forward -- a custom
+// autograd Function's apply, as a reentrant checkpoint's CheckpointFunction
+// -- is the forward's own Python time: its event is phase forward, and the
+// segment it runs under no_grad is forward too. Outside a model call such a
+// scope is a wrapper with no phase of its own.
+TEST(Observer, AScopeInsideATrainingForwardIsForwardAndItsGradOffSegmentToo) {
+  torch::Tensor w = torch::randn({4}, torch::requires_grad());
+  Trace trace;
+  dftracer::torch::enable();
+  dftracer::torch::set_module(7, 1);  // the model, called with grad mode on
+  {
+    RECORD_USER_SCOPE("CheckpointFunction");
+    torch::NoGradGuard no_grad;
+    torch::Tensor segment = w.neg();
+  }
+  dftracer::torch::set_module(0, 0);
+  {
+    RECORD_USER_SCOPE("loop_region");
+    torch::Tensor outside = w.abs();
+  }
+  const std::vector<Event> all = trace.finish();
+  const Event fn = first_named(all, "CheckpointFunction"), region = first_named(all, "loop_region");
+  EXPECT_EQ(str_arg(fn, "phase"), "forward");
+  EXPECT_EQ(str_arg(region, "phase"), "<missing>");
+  std::map<std::string, const Event*> first;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.cat == "aten" && !first.count(e.name)) first[e.name] = &e;
+  ASSERT_TRUE(first.count("aten::neg") && first.count("aten::abs"));
+  EXPECT_EQ(str_arg(*first["aten::neg"], "phase"), "forward");
+  EXPECT_EQ(int_arg(*first["aten::neg"], "grad"), 0);
+  EXPECT_EQ(str_arg(*first["aten::abs"], "phase"), "forward");
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;
