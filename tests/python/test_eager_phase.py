@@ -146,6 +146,11 @@ def test_every_eager_op_carries_its_regions_phase(tmp_path, regions):
             assert e["args"].get("phase") == "optimizer", e
         if e.get("cat") == "autograd":
             assert e["args"].get("phase") == "backward", e
+    # the reentrant checkpoint's CheckpointFunction (a custom autograd
+    # Function's apply) inside the training forward is the forward's own time
+    fns = [e for e in events if e["name"] == "CheckpointFunction" and any(
+        n == "forward" and inside(e, r) for n, r in truth)]
+    assert len(fns) == 3 and all(e["args"].get("phase") == "forward" for e in fns), fns
     # a wrapper region the observer records says nothing about the work in it
     for name, r in truth:
         assert "phase" not in r.get("args", {}), r
