@@ -217,7 +217,7 @@ std::string ops_line(const Rollup& ops, double traced) {
 // trace's (`gc`: the names of kind gc, gc.gen0..gc.gen2), which also holds
 // the collections while the interpreter imports, builds the model and exits
 // and a DataLoader worker's; "" when there are none.
-std::string gc_line(const Rollup& gc, const RunWall& w) {
+std::string gc_line(const Rollup& gc, const RunWall& w, const StepReport& st) {
   uint64_t count = 0, full = 0;
   int64_t self_ns = 0;
   for (const auto& [name, g] : gc) {
@@ -230,9 +230,16 @@ std::string gc_line(const Rollup& gc, const RunWall& w) {
   while (c < kNumStepCategories && std::string_view(kStepCategories[c]) != "gc") ++c;
   auto n = [](uint64_t k) { return std::to_string(k) + (k == 1 ? " collection" : " collections"); };
   std::string l = "Python garbage collection: " + n(w.gc_collections) + " in the run";
-  if (w.gc_collections)
-    l += ", the longest " + human_time(w.gc_longest_us) + ", " + pct(w.wall_us[c], w.span_us) +
-         " of its wall time (those inside compile work count as compile)";
+  if (w.gc_collections) {
+    l += ", the longest " + human_time(w.gc_longest_us) + ", " + pct(w.wall_us[c], w.span_us) + " of its wall time";
+    double steps_us = 0, steps_gc_us = 0;  // the steps alone: the loop's own collections
+    for (const StepRow& x : st.rows) {
+      steps_us += x.duration_us;
+      steps_gc_us += x.wall_us[c];
+    }
+    if (steps_us > 0) l += " and " + pct(steps_gc_us, steps_us) + " of the steps'";
+    l += " (those inside compile work count as compile)";
+  }
   return l + "; the whole trace holds " + std::to_string(count) + " (" + std::to_string(full) + " full), " +
          human_time(ns_to_us(self_ns)) + " of thread time (also at start-up, at exit and in data workers)";
 }
@@ -266,7 +273,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
   if (compile_threads > 1.05 * w.wall_us[0])
     l += "; compile thread time " + human_time(compile_threads) + " (threads added)";
   lines.push_back(l);
-  if (const std::string g = gc_line(gc, w); !g.empty()) lines.push_back(g);
+  if (const std::string g = gc_line(gc, w, st); !g.empty()) lines.push_back(g);
   if (io.total.ops) {  // I/O calls are leaves: their time is their self time
     // The program's data I/O first; the runtime's own (imports, shared
     // libraries, the trace itself: io_view.hpp's io_file_kind) in one clause.
