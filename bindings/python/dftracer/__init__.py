@@ -37,7 +37,9 @@ def _is_forkserver():
     return True
 
 
-def _init_forked_from_env():
+def _start_from_env():
+    """Starts tracing from the environment as it is now, unless tracing is on
+    (a forkserver's child; `python -m dftracer` after setting it)."""
     if not _core.enabled() and _core.init_from_env():
         _started()
 
@@ -48,6 +50,6 @@ _process.install_exit_hook()
 # One logger per process, shared with C/C++ code in the same process (they
 # all link libdftracer_core.so). The core reads DFTRACER_* once.
 if _is_forkserver():
-    os.register_at_fork(after_in_child=_init_forked_from_env)
+    os.register_at_fork(after_in_child=_start_from_env)
 elif _core.init_from_env():
     _started()

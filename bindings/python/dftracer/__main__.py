@@ -39,9 +39,9 @@ def _fail(msg: str) -> "NoReturn":  # noqa: F821
     raise SystemExit(2)
 
 
-def _parse(argv: list[str]) -> tuple[dict, bool, str, list[str]]:
+def _parse(argv: list[str]) -> tuple[dict, bool, bool, str, list[str]]:
     env: dict[str, str] = {}
-    children = True
+    children = eager = True
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -58,7 +58,7 @@ def _parse(argv: list[str]) -> tuple[dict, bool, str, list[str]]:
             env["DFTRACER_DATA_DIR" if key == "--data-dir" else "DFTRACER_LOG_FILE"] = value
             i += 1
         elif a == "--no-eager":
-            env["DFTRACER_TRACE_EAGER"] = ""
+            eager = False
             i += 1
         elif a == "--no-children":
             children = False
@@ -66,21 +66,19 @@ def _parse(argv: list[str]) -> tuple[dict, bool, str, list[str]]:
         elif a == "-m":
             if i + 1 >= len(argv):
                 _fail("-m needs a module name")
-            return env, children, "-m", argv[i + 1:]
+            return env, children, eager, "-m", argv[i + 1:]
         elif a.startswith("-"):
             _fail(f"unknown option {a!r}")
         else:
-            return env, children, "script", argv[i:]
+            return env, children, eager, "script", argv[i:]
     _fail("no script or -m module to run")
 
 
 def main(argv: list[str] | None = None) -> None:
-    env, children, kind, rest = _parse(sys.argv[1:] if argv is None else argv)
+    env, children, eager, kind, rest = _parse(sys.argv[1:] if argv is None else argv)
     for k, v in env.items():
-        if k == "DFTRACER_TRACE_EAGER":
-            continue
         os.environ[k] = os.path.abspath(v) if k == "DFTRACER_LOG_FILE" else v
-    if "DFTRACER_TRACE_EAGER" not in env:
+    if eager:
         os.environ.setdefault("DFTRACER_TRACE_EAGER", "1")
     os.environ.setdefault("DFTRACER_ENABLE", "1")
     if children:
@@ -90,11 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     # environment as it was: start tracing from the one just set, and apply
     # DFTRACER_TRACE_EAGER (it waits for the program's `import torch`).
     import dftracer
-    from dftracer import _core
     from dftracer.python import eager
 
-    if not _core.enabled() and _core.init_from_env():
-        dftracer._started()
+    dftracer._start_from_env()
     eager._apply_env_at_import()
 
     if kind == "-m":

@@ -26,11 +26,6 @@ constexpr size_t kMaxTopLevelOther = size_t{1} << 16;
 // Region occurrences kept per thread (16 bytes each).
 constexpr size_t kMaxRegionOccurrences = size_t{1} << 21;
 
-size_t category_index(std::string_view cat) {
-  for (size_t i = 0; i < kNumStepCategories; ++i)
-    if (cat == kStepCategories[i]) return i;
-  return kNumStepCategories - 1;  // "other"
-}
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -1301,7 +1296,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
   }
   const int64_t end = saturating_add(e.ts_ns, std::max<int64_t>(e.dur_ns, 0));
   const std::string_view category = event_category(e, e.extra_args[kArgFhash], runtime_.get());
-  const size_t cat = category_index(category);
+  const size_t cat = step_category_index(category);
   if (is_io_event(e) && runtime_ == nullptr) p.wall.add_io(e.extra_args[kArgFhash], e.ts_ns, end);
   else if (category == "optimizer" && is_optimizer_step(e)) p.wall.add_optimizer_scope(e.ts_ns, end);
   else if (category == "gc") p.wall.add_gc(e.tid_text == e.pid_text, e.ts_ns, end);  // the main thread's, or another's

@@ -18,11 +18,6 @@
 namespace dftracer::analyze {
 
 namespace {
-size_t category_index(std::string_view cat) {
-  for (size_t i = 0; i < kNumStepCategories; ++i)
-    if (cat == kStepCategories[i]) return i;
-  return kNumStepCategories - 1;  // "other"
-}
 
 std::string process_key(size_t file, std::string_view pid) { return std::to_string(file) + '\x1f' + std::string(pid); }
 }  // namespace
@@ -66,7 +61,7 @@ class StepAttributor : public LineConsumer {
   void add_event(const Event& e) {
     if (!e.is_complete() || !e.has_dur) return;
     if (is_device_event(e)) return;  // GPU time: step_finder.hpp
-    const size_t cat = category_index(event_category(e, e.extra_args[0], runtime_.get()));
+    const size_t cat = step_category_index(event_category(e, e.extra_args[0], runtime_.get()));
     if (!e.has_ts) {  // cannot be placed nor nested
       *acc(outside_ + cat) = saturating_add(*acc(outside_ + cat), std::max<int64_t>(e.dur_ns, 0));
       return;

@@ -22,6 +22,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +36,12 @@ namespace dftracer::analyze {
 // The categories of event_category.hpp, in the order of the columns.
 inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "comm", "data", "gc", "other"};
 inline constexpr size_t kNumStepCategories = 8;
+// A category's index in kStepCategories; anything else is "other", the last.
+constexpr size_t step_category_index(std::string_view cat) {
+  for (size_t i = 0; i < kNumStepCategories; ++i)
+    if (cat == kStepCategories[i]) return i;
+  return kNumStepCategories - 1;
+}
 static_assert(kNumStepCategories == kNumWallCategories);
 
 struct StepRow {

@@ -226,8 +226,7 @@ std::string gc_line(const Rollup& gc, const RunWall& w, const StepReport& st) {
     if (name == "gc.gen2") full += g.count;
   }
   if (count == 0) return "";
-  size_t c = 0;
-  while (c < kNumStepCategories && std::string_view(kStepCategories[c]) != "gc") ++c;
+  constexpr size_t c = step_category_index("gc");
   auto n = [](uint64_t k) { return std::to_string(k) + (k == 1 ? " collection" : " collections"); };
   std::string l = "Python garbage collection: " + n(w.gc_collections) + " in the run";
   if (w.gc_collections) {
