@@ -577,6 +577,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       // is a wrapper: the work in it decides (a model call an evaluation's,
       // the clipping the update's).
       if (work || off == phase_bits(kInference)) f.kind |= kShadows | kGradOff | off | (work ? 0 : kPhaseHidden);
+      else if (t.module_depth > 0 && off == phase_bits(kForward)) f.kind |= kGradOff | off;  // own time: as below
       else f.kind |= kGradOff;
     } else if (work) {
       f.kind |= kShadows | t.grad_on_phase;

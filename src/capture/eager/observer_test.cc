@@ -548,6 +548,33 @@ TEST(Observer, AScopeInsideATrainingForwardIsForwardAndItsGradOffSegmentToo) {
   EXPECT_EQ(str_arg(*first["aten::abs"], "phase"), "forward");
 }
 
+TEST(Observer, AGradOffScopeInsideATrainingForwardIsForward) {
+  torch::Tensor w = torch::randn({4}, torch::requires_grad());
+  Trace trace;
+  dftracer::torch::enable();
+  dftracer::torch::set_module(7, 1);  // the model, called with grad mode on
+  {
+    torch::NoGradGuard no_grad;  // a mask or position table built in forward
+    RECORD_USER_SCOPE("build_mask");
+    torch::Tensor mask = w.neg();
+  }
+  dftracer::torch::set_module(0, 0);
+  {
+    torch::NoGradGuard no_grad;  // outside any model call: no phase of its own
+    RECORD_USER_SCOPE("loop_region");
+    torch::Tensor outside = w.abs();
+  }
+  const std::vector<Event> all = trace.finish();
+  EXPECT_EQ(str_arg(first_named(all, "build_mask"), "phase"), "forward");
+  EXPECT_EQ(int_arg(first_named(all, "build_mask"), "grad"), 0);
+  EXPECT_EQ(str_arg(first_named(all, "loop_region"), "phase"), "<missing>");
+  std::map<std::string, const Event*> first;
+  for (const Event& e : all)
+    if (e.ph == "X" && e.cat == "aten" && !first.count(e.name)) first[e.name] = &e;
+  ASSERT_TRUE(first.count("aten::neg"));
+  EXPECT_EQ(str_arg(*first["aten::neg"], "phase"), "forward");
+}
+
 TEST(Observer, AnOverloadRedispatchIsOneOp) {
   torch::Tensor x = torch::randn({4, 4});
   Trace trace;
