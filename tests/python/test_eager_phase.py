@@ -43,7 +43,7 @@ class Block(torch.nn.Module):
         self.seg = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
 
     def forward(self, x):
-        with torch.no_grad():
+        with torch.no_grad(), torch.profiler.record_function("frozen_scope"):
             x = self.frozen(x)
         return torch.utils.checkpoint.checkpoint(self.seg, self.inp(x), use_reentrant=True)
 
@@ -151,6 +151,10 @@ def test_every_eager_op_carries_its_regions_phase(tmp_path, regions):
     fns = [e for e in events if e["name"] == "CheckpointFunction" and any(
         n == "forward" and inside(e, r) for n, r in truth)]
     assert len(fns) == 3 and all(e["args"].get("phase") == "forward" for e in fns), fns
+    # so is a scope opened under no_grad inside it (the frozen layer's)
+    frozen = [e for e in events if e["name"] == "frozen_scope" and any(
+        n == "forward" and inside(e, r) for n, r in truth)]
+    assert len(frozen) == 3 and all(e["args"].get("phase") == "forward" for e in frozen), frozen
     # a wrapper region the observer records says nothing about the work in it
     for name, r in truth:
         assert "phase" not in r.get("args", {}), r

@@ -115,9 +115,12 @@ def test_the_sitecustomize_it_shadows_still_runs(tmp_path):
 
 def test_usage_errors_exit_2(tmp_path):
     for args in ([], ["--bogus", "x.py"], ["-o"], [str(tmp_path / "missing.py")]):
-        proc = subprocess.run([sys.executable, "-m", "dftracer", *args], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-m", "dftracer", *args], capture_output=True, text=True, timeout=60,
+                              cwd=str(tmp_path))
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("python -m dftracer: ") and "usage:" in proc.stderr, proc.stderr
+        # refused before tracing started: no trace file in the working directory
+        assert not list(tmp_path.iterdir()), (args, list(tmp_path.iterdir()))
 
 
 def test_torchrun_under_the_launcher_traces_each_rank(tmp_path):

@@ -76,6 +76,8 @@ def _parse(argv: list[str]) -> tuple[dict, bool, bool, str, list[str]]:
 
 def main(argv: list[str] | None = None) -> None:
     env, children, eager, kind, rest = _parse(sys.argv[1:] if argv is None else argv)
+    if kind == "script" and not os.path.exists(rest[0]):
+        _fail(f"no such file: {rest[0]!r}")  # before tracing starts: a usage error leaves no trace file
     for k, v in env.items():
         os.environ[k] = os.path.abspath(v) if k == "DFTRACER_LOG_FILE" else v
     if eager:
@@ -98,8 +100,6 @@ def main(argv: list[str] | None = None) -> None:
         runpy.run_module(rest[0], run_name="__main__", alter_sys=True)
         return
     script = rest[0]
-    if not os.path.exists(script):
-        _fail(f"no such file: {script!r}")
     sys.argv = rest
     sys.path[0] = os.path.dirname(os.path.abspath(script))  # as `python script.py` sets it
     runpy.run_path(script, run_name="__main__")
