@@ -116,16 +116,17 @@ step "pytest"
 cd "$ROOT/tests/python"
 # -rs: each test that skips says why, on one line, under the summary;
 # --durations: the slowest tests, where the CI time goes.
-# PYTEST_WORKERS=N (N > 1): N workers (pytest-xdist, --dist loadfile: a
-# file's tests and its module fixtures in one worker). Most tests wait on one
-# single-threaded child process, so 2 workers on 2 cores halve the suite's
-# time (22 -> 13 min on a 2-core AMD EPYC). Not the default: under that load
-# the step finder's inference-loop rule split an eager loop of three tight
-# calls per iteration into one step per call in 1 of 4 full runs
-# (test_inference_steps.py[eager-infmode-multi-tight]).
+# PYTEST_WORKERS=N: N workers (pytest-xdist, --dist loadfile: a file's tests
+# and its module fixtures in one worker); 1 runs them in this process.
+# Default: 2 where there are 2 cores or more. Most tests wait on one
+# single-threaded child process, so 2 workers on 2 cores about halve the
+# suite's time (22 -> 13 min on a 2-core AMD EPYC), and the tests then run
+# under the load a user's busy machine gives (the step finder's answers must
+# not change with it; tests never assert on time).
 # -p no:benchmark: pytest-benchmark, where the machine has it, only warns
 # under xdist (no test here uses it).
-PYTEST_WORKERS=${PYTEST_WORKERS:-1}
+CORES=$(nproc 2>/dev/null || echo 1)
+PYTEST_WORKERS=${PYTEST_WORKERS:-$(( CORES >= 2 ? 2 : 1 ))}
 XDIST=()
 if [ "$PYTEST_WORKERS" -gt 1 ]; then XDIST=(-n "$PYTEST_WORKERS" --dist loadfile); fi
 "$PY" -m pytest -q -rs -p no:cacheprovider -p no:benchmark --durations=20 "${XDIST[@]}" .
