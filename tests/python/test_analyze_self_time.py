@@ -165,17 +165,18 @@ def test_compile_versus_run_by_category(tmp_path):
            ev(3, "function.mm", "op", 300, 100, phase="forward"),
            ev(4, "function.mm_backward", "op", 400, 200, phase="backward"),
            ev(5, "Optimizer.step#SGD.step", "torch", 600, 100), ev(6, "read", "POSIX", 700, 100),
-           ev(8, "gc.gen2", "gc", 850, 50, generation=2), ev(7, "train_step", "region", 0, 1000, step=0)]
+           ev(8, "gc.gen2", "gc", 850, 50, generation=2), ev(9, "torch.save", "checkpoint", 900, 40),
+           ev(7, "train_step", "region", 0, 1000, step=0)]
     path = tmp_path / "c.pfw"
     path.write_text("[\n" + "".join(json.dumps(e) + ",\n" for e in evs))
     # One thread: each category's wall time is its self time (the thread time beside it).
     df = da.summary(str(path), by="category").set_index("category")
     want = {"compile": 300, "forward": 100, "backward": 200, "optimizer": 100, "comm": 0, "data": 100, "gc": 50,
-            "other": 150}
+            "checkpoint": 40, "other": 110}
     assert df["thread_us"].to_dict() == pytest.approx(dict(want, untraced=0))
     assert df["wall_us"].to_dict() == pytest.approx(dict(want, untraced=0))
     assert df["count"].to_dict() == {"compile": 2, "forward": 1, "backward": 1, "optimizer": 1, "comm": 0, "data": 1,
-                                     "gc": 1, "other": 1, "untraced": 0}
+                                     "gc": 1, "checkpoint": 1, "other": 1, "untraced": 0}
     assert df["wall_share"].sum() == pytest.approx(1.0)
     assert df.loc["compile", "wall_share"] == pytest.approx(0.3)
     assert df.attrs["span_us"] == df.attrs["traced_us"] == 1000

@@ -47,7 +47,7 @@ for step, batch in enumerate((4, 4, 5)):  # step 2: a new shape, a recompile
 log.finalize()
 """
 
-CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "gc", "other")
+CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "gc", "checkpoint", "other")
 
 
 def runtime_files(events):
@@ -63,6 +63,8 @@ def category(e, runtime):
         return "compile"
     if cat == "gc":
         return "gc"
+    if cat == "checkpoint":
+        return "checkpoint"
     if cat in ("POSIX", "STDIO") and str((e.get("args") or {}).get("fhash")) in runtime:
         return "other"
     if (cat in ("POSIX", "STDIO", "dataloader", "data") or name.startswith(("enumerate(DataLoader)", "DataLoader"))

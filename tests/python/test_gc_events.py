@@ -125,7 +125,7 @@ def test_the_analyzer_reads_collections_as_gc_time_of_their_step(run_python, tra
                                      check=True, capture_output=True, text=True).stdout)
     (row,) = [r for r in wall["rows"] if r["category"] == "gc"]
     assert row["wall_us"] == full["dur"] and row["count"] == 1
-    assert "compile > gc > optimizer" in wall["rule"]
+    assert "compile > gc > checkpoint > optimizer" in wall["rule"]
     report = subprocess.run([exe, "report", trace_dir, "-o", os.path.join(trace_dir, "r.html")],
                             check=True, capture_output=True, text=True).stdout
     assert (f"Python garbage collection: 1 collection in the run, the longest {full['dur'] / 1000:.3f} ms"

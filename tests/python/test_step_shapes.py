@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from analyzer_cli import analyzer  # noqa: E402
 from trace_reader import read_all  # noqa: E402
+from dftracer.analyze._common import STEP_CATEGORIES  # noqa: E402
 
 
 def run_shape(shape, out_dir, **more_env):
@@ -144,7 +145,7 @@ def assert_steps_match_the_loop(doc, its, source, events):
         lo, hi = b
         assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
     for r in rows:
-        parts = sum(r[f"{c}_us"] for c in ("compile", "forward", "backward", "optimizer", "comm", "data", "gc", "other"))
+        parts = sum(r[f"{c}_us"] for c in STEP_CATEGORIES)
         assert parts + r["untraced_us"] == pytest.approx(r["duration_us"], abs=0.01)
         assert r["compile_us"] <= r["duration_us"]
     assert rows[0]["compile_us"] > 0.5 * rows[0]["duration_us"]  # the first step compiled

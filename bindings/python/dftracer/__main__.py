@@ -6,7 +6,7 @@
 runs the script (or module) as ``__main__`` with tracing on, as if it began
 with ``import dftracer`` under ``DFTRACER_ENABLE=1``: its eager ATen ops
 (the LibTorch observer, unless --no-eager), torch.compile's compile work and
-optimizer steps, Python's garbage collections, its POSIX/STDIO I/O and its
+optimizer steps, Python's garbage collections, checkpoints, its POSIX/STDIO I/O and its
 torch.distributed collectives. The Python processes it starts trace too,
 each into its own file: forked ones (a DataLoader's workers) as always, new
 interpreters (multiprocessing's spawn, ``subprocess`` running python,

@@ -47,7 +47,7 @@ void write_category_wall(std::ostream& os, const StepReport& steps, const Summar
   const std::string rule =
       "wall: each instant of the run (first to last event of each process that runs the model, added over " +
       std::to_string(w.processes) +
-      " process(es)) goes to the first category any of its threads was in: compile > gc > optimizer > "
+      " process(es)) goes to the first category any of its threads was in: compile > gc > checkpoint > optimizer > "
       "backward > forward > comm > data > other, untraced when none; thread: self time added over threads";
   if (format == "json") {
     std::string o = "{\"span_us\":" + json_num(w.span_us) + ",\"processes\":" + std::to_string(w.processes) +

@@ -1,5 +1,5 @@
 // The kind of work an event is, for "compile vs run" and the per-step split:
-// compile, data, optimizer, forward, backward, comm, gc or other. The conventions are
+// compile, data, optimizer, forward, backward, comm, gc, checkpoint or other. The conventions are
 // the ones the capture sources write (docs/analyzer.md, "Categories"):
 //   compile    cat "compile" (Dynamo tracing, AOT autograd, our instrumentation,
 //              backend compile, recompiles)
@@ -23,6 +23,8 @@
 //              all-reduces)
 //   gc         cat "gc": Python's garbage collections (the Python capture's
 //              gc.gen0..gc.gen2 events)
+//   checkpoint cat "checkpoint": torch.save/torch.load and state_dict /
+//              load_state_dict calls (the Python capture's checkpoint events)
 //   other      anything else (regions, eager ops outside a phase)
 // The LibTorch observer writes the same phases on eager ops, autograd nodes
 // and optimizer scopes as the capture backend on compiled ones (docs/torch.md).
@@ -77,10 +79,12 @@ inline bool is_device_event(const Event& e) {
 // phase): a compile event's args.phase names the graph it compiles (a
 // backward graph is compiled inside the first backward), not work of that
 // phase, so all compile work is one group of its own, "compile"; Python's
-// garbage collections, which run inside any phase, are "gc".
+// garbage collections, which run inside any phase, are "gc", and checkpoint
+// calls, in no phase, "checkpoint".
 inline std::string_view phase_key(const Event& e) {
   if (e.cat == "compile") return "compile";
   if (e.cat == "gc") return "gc";
+  if (e.cat == "checkpoint") return "checkpoint";
   return e.phase;
 }
 
@@ -98,6 +102,7 @@ inline bool is_eager_call(const Event& e) {
 inline std::string_view event_category(const Event& e) {
   if (e.cat == "compile") return "compile";
   if (e.cat == "gc") return "gc";
+  if (e.cat == "checkpoint") return "checkpoint";  // before the names: an `Optimizer...state_dict` is no update
   if (is_io_event(e) || e.cat == "dataloader" || e.cat == "data" || e.phase == "data" ||
       e.name.rfind("enumerate(DataLoader)", 0) == 0 ||
       e.name.rfind("DataLoader", 0) == 0 || is_item_fetch(e.name))

@@ -19,7 +19,8 @@
 namespace dftracer::analyze::testing {
 namespace {
 
-enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kOther };  // kStepCategories
+enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kCheckpoint, kOther };  // kStepCategories
+static_assert(kOther == kNumStepCategories - 1 && kCheckpoint == step_category_index("checkpoint"));
 
 std::string x(const std::string& name, const std::string& cat, long long ts, long long dur,
               const std::string& args = "") {

@@ -215,6 +215,39 @@ void add_thread_event(StepFinder::Thread& t, const Event& e, const Eager& eager,
   ++t.region_count;
 }
 
+// Drops what lies inside the thread's set-aside spans (its garbage
+// collections and checkpoints, add_event): their nested work, blips, module
+// calls, fetches and region occurrences are not the loop's. A thread writes
+// an event when it ends, so the nested ones came first; and a file read in
+// pieces may hold them in another piece than their holder: hence after the
+// merge, once. The top-level events need nothing: a checkpoint there holds
+// its own (add_top), and a collection's are the events a wait holds anyway.
+void drop_set_aside(StepFinder::Thread& t) {
+  if (t.aside.empty()) return;
+  std::vector<StepFinder::Span>& a = t.aside;
+  std::sort(a.begin(), a.end(), [](const auto& x, const auto& y) { return x.ts < y.ts; });
+  size_t n = 0;  // disjoint, by start
+  for (const StepFinder::Span& s : a) {
+    if (n > 0 && s.ts <= a[n - 1].end) a[n - 1].end = std::max(a[n - 1].end, s.end);
+    else a[n++] = s;
+  }
+  a.resize(n);
+  auto inside = [&](int64_t ts, int64_t end) {
+    auto it = std::upper_bound(a.begin(), a.end(), ts, [](int64_t v, const StepFinder::Span& s) { return v < s.ts; });
+    return it != a.begin() && end <= std::prev(it)->end;
+  };
+  for (auto it = t.work.begin(); it != t.work.end();) it = inside(it->first, it->second.end) ? t.work.erase(it) : std::next(it);
+  auto drop = [](auto& v, auto pred) { v.erase(std::remove_if(v.begin(), v.end(), pred), v.end()); };
+  drop(t.blips, [&](const StepFinder::Blip& b) { return inside(b.ts, b.ts); });
+  drop(t.calls, [&](const StepFinder::ModelCall& c) { return inside(c.ts, c.end); });
+  drop(t.fetches, [&](const StepFinder::Span& f) { return inside(f.ts, f.end); });
+  for (auto it = t.regions.begin(); it != t.regions.end();) {
+    drop(it->second, [&](const StepFinder::Span& s) { return inside(s.ts, s.end); });
+    it = it->second.empty() ? t.regions.erase(it) : std::next(it);
+  }
+  a.clear();
+}
+
 // Appends `from` to `into` up to kMaxRegionOccurrences, counting the rest in `capped`.
 template <typename T>
 void append_capped(std::vector<T>& into, std::vector<T>& from, size_t& capped) {
@@ -243,6 +276,7 @@ void merge_thread(StepFinder::Thread& into, StepFinder::Thread& from, size_t top
                                   }),
                    into.blips.end());
   append_capped(into.calls, from.calls, capped);
+  append_capped(into.aside, from.aside, capped);
   into.trains = into.trains || from.trains;
   if (from.optimizer_first < into.optimizer_first) {
     into.optimizer_first = from.optimizer_first;
@@ -1300,6 +1334,7 @@ void StepFinder::add_event(size_t file, const Event& e) {
   if (is_io_event(e) && runtime_ == nullptr) p.wall.add_io(e.extra_args[kArgFhash], e.ts_ns, end);
   else if (category == "optimizer" && is_optimizer_step(e)) p.wall.add_optimizer_scope(e.ts_ns, end);
   else if (category == "gc") p.wall.add_gc(e.tid_text == e.pid_text, e.ts_ns, end);  // the main thread's, or another's
+  else if (category == "checkpoint") p.wall.add_checkpoint(e.tid_text == e.pid_text, e.ts_ns, end);
   else p.wall.add(cat, e.ts_ns, end);
   if (model_work(e, category)) p.model_work = true;  // (work below: the same test)
   if (is_eager_call(e)) {  // in the wall split: the steps are found on the ops it holds
@@ -1317,8 +1352,24 @@ void StepFinder::add_event(size_t file, const Event& e) {
   // events are still attributed to the steps they fall in (pass 2). Nor is a
   // garbage collection, which runs wherever the allocations trigger it: a
   // gen2 collection of 0.3 s between two iterations is the loop's own time,
-  // not other work in a wait.
-  if (is_io_event(e) || category == "gc") return;
+  // not other work in a wait. Nor is a checkpoint (torch.save, a
+  // state_dict), but it is a top-level event of its thread: in a wait it
+  // is more than the usual wait holds, so the wait is no iteration's own (a
+  // checkpoint between two steps is outside them, like an evaluation). The
+  // work nested in either is theirs, not the loop's (a finalizer's region,
+  // state_dict's detach ops with grad mode on, which the observer writes as
+  // forward and which began the next step): their spans are set aside and
+  // plan() drops the work inside them.
+  const bool checkpoint = category == "checkpoint";
+  if (category == "gc" || checkpoint) {
+    Thread* t = e.tid_text == e.pid_text ? &p.main : p.main.top.empty() ? &p.others[std::string(e.tid_text)] : nullptr;
+    if (t && end > e.ts_ns) {
+      if (t->aside.size() >= kMaxRegionOccurrences) ++capped_;
+      else t->aside.push_back({e.ts_ns, end});
+    }
+    if (!checkpoint) return;
+  }
+  if (is_io_event(e)) return;
   if (!e.step.empty()) {
     auto [it, fresh] = p.by_arg.try_emplace(std::string(e.step), e.ts_ns, end);
     if (!fresh) {
@@ -1326,9 +1377,9 @@ void StepFinder::add_event(size_t file, const Event& e) {
       it->second.second = std::max(it->second.second, end);
     }
   }
-  const bool candidate = region_candidate(e, category);
+  const bool candidate = !checkpoint && region_candidate(e, category);
   const Eager eager = eager_of(e);
-  const bool work = model_work(e, category) || eager.compiled_call;
+  const bool work = !checkpoint && (model_work(e, category) || eager.compiled_call);
   if (e.tid_text == e.pid_text) {
     add_thread_event(p.main, e, eager, end, cat, candidate, work, kMaxTopLevel, capped_);
     p.others.clear();  // not needed once the tid == pid thread is known
@@ -1380,6 +1431,8 @@ StepPlan StepFinder::plan() {
   plan.runtime_files = runtime_ ? runtime_ : std::make_shared<const RuntimeFiles>(names_);
   bool any_model_work = false;
   for (auto& [key, p] : processes_) {
+    drop_set_aside(p.main);
+    for (auto& [tid, t] : p.others) drop_set_aside(t);
     p.model_work = p.model_work && !p.data_worker;
     any_model_work = any_model_work || p.model_work;
   }

@@ -172,6 +172,9 @@ class StepFinder : public LineConsumer {
     // other work between two calls may be no more (group_by_other_work).
     std::vector<Blip> blips;
     std::vector<ModelCall> calls;  // outermost module calls, by end (merged threads: any order)
+    // Garbage collections' and checkpoints' spans: the work inside them is
+    // theirs (plan() drops it), any order until then.
+    std::vector<Span> aside;
     std::string optimizer_name;   // the earliest one's name
     int64_t optimizer_first = INT64_MAX;
     bool trains = false;  // holds training work (see trains_work in step_finder.cpp)

@@ -317,7 +317,7 @@ void write_steps_table(std::ostream& os, const StepReport& r) {
     os << helpers << " process" << (helpers > 1 ? "es" : "")
        << " without model work beside one with it (data-loader workers): no steps\n";
   os << "columns compile..untraced: the step's wall time split by what any thread of the process was doing "
-        "(priority compile > gc > optimizer > backward > forward > comm > data > other; untraced: no event open); "
+        "(priority compile > gc > checkpoint > optimizer > backward > forward > comm > data > other; untraced: no event open); "
         "thread_ms: the self time of all its threads' events inside it (threads add up)\n";
   os << "outlier: " << kStepOutlierRule << "\n";
   os << "outside every step: " << ms(r.outside_traced_us) << " ms of thread time\n";

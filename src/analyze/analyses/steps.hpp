@@ -34,8 +34,9 @@
 namespace dftracer::analyze {
 
 // The categories of event_category.hpp, in the order of the columns.
-inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "comm", "data", "gc", "other"};
-inline constexpr size_t kNumStepCategories = 8;
+inline constexpr const char* kStepCategories[] = {"compile", "forward", "backward", "optimizer", "comm",
+                                                   "data",    "gc",      "checkpoint", "other"};
+inline constexpr size_t kNumStepCategories = 9;
 // A category's index in kStepCategories; anything else is "other", the last.
 constexpr size_t step_category_index(std::string_view cat) {
   for (size_t i = 0; i < kNumStepCategories; ++i)

@@ -35,7 +35,8 @@ std::string lines(const std::vector<std::string>& v) {
   return s;
 }
 
-enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kOther };  // kStepCategories
+enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kCheckpoint, kOther };  // kStepCategories
+static_assert(kOther == kNumStepCategories - 1 && kCheckpoint == step_category_index("checkpoint"));
 
 // pid 10, main thread 10: train_step x3 (the third 10x longer), with compile,
 // forward, backward and optimizer work in step 0 and a worker thread's
@@ -1117,6 +1118,40 @@ TEST(Steps, AShortEvaluationIsOutsideTheSteps) {
   EXPECT_EQ(durations(r), (std::vector<double>{90, 150, 150, 90, 150}));
   EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 450 + 100);  // its zero_grad, after the evaluation
   EXPECT_GE(r.outside_traced_us, 3 * 30);
+}
+
+// A checkpoint after iteration 2 (with or without an evaluation before it):
+// `model.state_dict()` detaches every parameter with grad mode on (ops the
+// observer writes with no grad arg, as forward work), then torch.save writes
+// the file. Neither the checkpoint nor the ops inside it begin a step: step 3
+// begins at its zero_grad, step 2 ends with its optimizer step, and the
+// checkpoint's wall time is its own category, outside every step.
+TEST(Steps, ACheckpointBetweenStepsIsOutsideAndTheOpsInsideItBeginNoStep) {
+  for (bool with_eval : {false, true}) {
+    std::vector<std::string> v;
+    for (int k = 0; k < 5; ++k) {
+      const long long t = 2000 + 150 * k + (k >= 3 ? 600 : 0);
+      eager_iteration(v, t, 3);
+      if (k != 2) continue;
+      if (with_eval)
+        for (int e = 0; e < 3; ++e) v.push_back(ev("aten::linear", "aten", 10, 10, t + 100 + 32 * e, 30, "\"grad\":0"));
+      for (int d = 0; d < 3; ++d) v.push_back(ev("aten::detach", "aten", 10, 10, t + 205 + 10 * d, 5, "\"phase\":\"forward\""));
+      v.push_back(ev("Net.state_dict", "checkpoint", 10, 10, t + 200, 50));
+      v.push_back(ev("write", "POSIX", 10, 10, t + 270, 200, "\"fhash\":\"c0ffee\""));
+      v.push_back(ev("torch.save", "checkpoint", 10, 10, t + 260, 300));
+    }
+    for (unsigned threads : {1u, 2u}) {
+      StepReport r = run(lines(v), threads, 256);
+      ASSERT_EQ(r.processes.size(), 1u);
+      EXPECT_EQ(r.processes[0].source, "optimizer");
+      EXPECT_EQ(durations(r), (std::vector<double>{90, 150, 150, 90, 150})) << with_eval << threads;
+      EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 450 + 600) << with_eval << threads;  // its zero_grad
+      for (const StepRow& row : r.rows) EXPECT_EQ(row.wall_us[kCheckpoint], 0);
+      EXPECT_EQ(r.outside_us[kCheckpoint], (50 - 15) + (300 - 200));  // the checkpoint events' self time
+      ASSERT_EQ(r.runs.size(), 1u);
+      EXPECT_EQ(r.runs[0].wall_us[kCheckpoint], 50 + 300);  // before the detaches' forward and the write's data
+    }
+  }
 }
 
 // On a loaded machine a small model's evaluation can take less time than

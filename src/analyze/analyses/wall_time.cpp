@@ -63,14 +63,16 @@ int64_t WallParts::total() const {
 }
 
 namespace {
-constexpr size_t kForward = 1, kData = 5, kGc = 6, kOther = 7;
+constexpr size_t kForward = 1, kComm = 4, kData = 5, kGc = 6, kCheckpoint = 7, kOther = 8;
 static_assert(std::string_view(kStepCategories[kForward]) == "forward" &&
+              std::string_view(kStepCategories[kComm]) == "comm" &&
               std::string_view(kStepCategories[kData]) == "data" && std::string_view(kStepCategories[kGc]) == "gc" &&
+              std::string_view(kStepCategories[kCheckpoint]) == "checkpoint" &&
               std::string_view(kStepCategories[kOther]) == "other");
 }  // namespace
 
 ProcessWall::ProcessWall() {
-  static_assert(kGcIndex == kGc);
+  static_assert(kGcIndex == kGc && kCheckpointIndex == kCheckpoint);
   cats_[kGc].drop_short_past_cap();
   gc_other_.drop_short_past_cap();
 }
@@ -95,6 +97,7 @@ void ProcessWall::add_io(std::string_view fhash, int64_t ts, int64_t end) {
 void ProcessWall::merge(ProcessWall& o) {
   for (size_t c = 0; c < cats_.size(); ++c) cats_[c].merge(o.cats_[c]);
   gc_other_.merge(o.gc_other_);
+  checkpoint_other_.merge(o.checkpoint_other_);
   optimizer_scopes_.merge(o.optimizer_scopes_);
   for (auto& [fhash, u] : o.io_) io_[fhash].merge(u);
   o.io_.clear();
@@ -107,13 +110,14 @@ void ProcessWall::finish(const RuntimeFiles* runtime) {
   io_.clear();
   for (auto& c : cats_) c.normalize();
   gc_other_.normalize();
+  checkpoint_other_.normalize();
   add_optimizer_scopes();
   // A garbage collection alone does not widen the run: it runs wherever
   // allocations trigger it, also while the interpreter imports, builds the
   // model and exits (a 0.27 s full collection at teardown), before and after
   // everything else the trace holds; inside the run it is counted.
-  for (size_t i = 0; i < cats_.size(); ++i) {
-    const auto& s = cats_[i].spans();
+  for (size_t i = 0; i <= cats_.size(); ++i) {
+    const auto& s = i < cats_.size() ? cats_[i].spans() : checkpoint_other_.spans();
     if (s.empty() || i == kGc) continue;
     first_ = std::min(first_, s.front().first);
     last_ = std::max(last_, s.back().second);
@@ -206,6 +210,7 @@ WallParts ProcessWall::partition(int64_t ts, int64_t end) const {
   for (size_t c : kWallPriority) {
     claim(cats_[c], c);
     if (c == kForward) claim(gc_other_, kGc);  // other threads' collections: after the model's work
+    if (c == kComm) claim(checkpoint_other_, kCheckpoint);  // other threads' checkpoints: after its waits too
   }
   int64_t covered = 0;
   for (const auto& s : claimed) covered += s.second - s.first;

@@ -35,14 +35,17 @@ namespace dftracer::analyze {
 class RuntimeFiles;
 
 // The categories in priority order for the partition, as indexes into
-// kStepCategories (steps.hpp): compile, gc, optimizer, backward, forward, comm,
-// data, other. comm comes after the model's work, so it is the exposed wait on
-// peers: a DDP bucket's all-reduce that runs while backward ops do is backward
-// time. A garbage collection stops its thread and every Python thread with it
-// (the GIL), so the forward, update or region it interrupts makes no progress
-// meanwhile: gc comes before them; a compile's collections stay compile, as
-// torch's own compile times count them.
-inline constexpr size_t kWallPriority[] = {0, 6, 3, 2, 1, 4, 5, 7};
+// kStepCategories (steps.hpp): compile, gc, checkpoint, optimizer, backward,
+// forward, comm, data, other. comm comes after the model's work, so it is the
+// exposed wait on peers: a DDP bucket's all-reduce that runs while backward ops
+// do is backward time. A garbage collection stops its thread and every Python
+// thread with it (the GIL), so the forward, update or region it interrupts
+// makes no progress meanwhile: gc comes before them; a compile's collections
+// stay compile, as torch's own compile times count them. A checkpoint on the
+// main thread (torch.save, a state_dict) holds ops the observer calls forward
+// (state_dict's detaches, a device-to-host copy) and file writes that would
+// read as data: it comes before them.
+inline constexpr size_t kWallPriority[] = {0, 6, 7, 3, 2, 1, 4, 5, 8};
 inline constexpr size_t kNumWallCategories = std::size(kWallPriority);
 
 class IntervalUnion {
@@ -89,6 +92,13 @@ class ProcessWall {
   // the autograd engine run on meanwhile (they release the GIL), so it is gc
   // time only where no model work is open.
   void add_gc(bool main_thread, int64_t ts, int64_t end) { (main_thread ? cats_[kGcIndex] : gc_other_).add(ts, end); }
+  // A checkpoint (torch.save/load, a state_dict): on the main thread before
+  // everything but compile and gc; on another thread (an asynchronous save)
+  // the main thread's work and its waits on peers go on meanwhile, so it is
+  // checkpoint time only where neither is open (before data: its writes).
+  void add_checkpoint(bool main_thread, int64_t ts, int64_t end) {
+    (main_thread ? cats_[kCheckpointIndex] : checkpoint_other_).add(ts, end);
+  }
   // Collections on any thread inside [ts, end): how many and the longest (ns).
   void gc_in(int64_t ts, int64_t end, uint64_t* count, int64_t* longest_ns) const;
   // An optimizer's step scope (torch's `Optimizer.step#...`, a GradScaler's
@@ -114,9 +124,11 @@ class ProcessWall {
 
  private:
   void add_optimizer_scopes();  // finish(): the scopes' optimizer time, once forward and backward are known
-  static constexpr size_t kGcIndex = 6;  // kStepCategories' "gc"
+  static constexpr size_t kGcIndex = 6;          // kStepCategories' "gc"
+  static constexpr size_t kCheckpointIndex = 7;  // and "checkpoint"
   std::array<IntervalUnion, kNumWallCategories> cats_;
-  IntervalUnion gc_other_;  // other threads' collections (add_gc)
+  IntervalUnion gc_other_;          // other threads' collections (add_gc)
+  IntervalUnion checkpoint_other_;  // other threads' checkpoints (add_checkpoint)
   IntervalUnion optimizer_scopes_;  // until finish()
   std::unordered_map<std::string, IntervalUnion> io_;  // by fhash, until finish()
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;

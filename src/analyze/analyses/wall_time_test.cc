@@ -1,5 +1,5 @@
-// The wall split's unions (wall_time.hpp): garbage collections by thread,
-// and what bounds a union's memory.
+// The wall split's unions (wall_time.hpp): garbage collections and
+// checkpoints by thread, and what bounds a union's memory.
 #include "wall_time.hpp"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,8 @@
 namespace dftracer::analyze {
 namespace {
 
-enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kOther };  // kStepCategories
+enum Cat { kCompile, kForward, kBackward, kOptimizer, kComm, kData, kGc, kCheckpoint, kOther };  // kStepCategories
+static_assert(kOther == kNumStepCategories - 1 && kCheckpoint == step_category_index("checkpoint"));
 
 // The main thread's collection stops the loop: gc before the forward it
 // interrupts. Another thread's runs while the main thread's ops go on
@@ -37,6 +38,30 @@ TEST(WallTime, AnotherThreadsCollectionIsGcOnlyWhereNoModelWorkIsOpen) {
   w.gc_in(0, 1000, &n, &longest);  // only those wholly inside
   EXPECT_EQ(n, 1u);
   EXPECT_EQ(longest, 100);
+}
+
+// A checkpoint on the main thread is checkpoint time before the forward ops
+// state_dict runs (its detaches) and the data I/O torch.save does. On another
+// thread (an asynchronous save) the main thread's model work and its waits
+// on peers go on: checkpoint only where neither is open, still before data.
+TEST(WallTime, ACheckpointOutranksItsOpsAndWritesAndAnotherThreadsOnlyWhereTheLoopIsIdle) {
+  ProcessWall w;
+  w.add_checkpoint(true, 0, 100);
+  w.add(kForward, 10, 20);  // a detach inside it
+  w.add(kData, 50, 90);     // its write
+  w.add(kForward, 100, 300);
+  w.add(kComm, 300, 400);
+  w.add_checkpoint(false, 250, 600);
+  w.add(kData, 450, 550);  // the other thread's write
+  w.finish(nullptr);
+  const WallParts p = w.partition(0, 700);
+  EXPECT_EQ(p.by_category[kCheckpoint], 100 + 200);  // [0, 100) and [400, 600)
+  EXPECT_EQ(p.by_category[kForward], 200);
+  EXPECT_EQ(p.by_category[kComm], 100);
+  EXPECT_EQ(p.by_category[kData], 0);
+  EXPECT_EQ(p.untraced, 100);
+  EXPECT_EQ(w.first(), 0);
+  EXPECT_EQ(w.last(), 600);  // a checkpoint, on any thread, is the run's work
 }
 
 // Past the cap a union closes its narrowest gaps, but collections are

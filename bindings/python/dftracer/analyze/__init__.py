@@ -236,7 +236,7 @@ def steps(paths, threads=None, *, max_line_mib=None, max_document_mib=None, from
     else torch's optimizer steps (each ends a step).
     Columns: pid, step (0-based within the process), label (the step value, the region
     name or the optimizer step's), start_us, duration_us; compile_us, forward_us, backward_us, optimizer_us,
-    comm_us (exposed communication), data_us, gc_us (Python's garbage collections), other_us, untraced_us (wall time: the duration split by what any thread of
+    comm_us (exposed communication), data_us, gc_us (Python's garbage collections), checkpoint_us (torch.save/load, state_dict calls), other_us, untraced_us (wall time: the duration split by what any thread of
     the process was doing, by priority; they add up to duration_us); traced_us and
     compile_thread_us .. other_thread_us (thread time: self time added over threads);
     compile_share (compile_us / duration_us), outlier (bool), outlier_kind ("slow",

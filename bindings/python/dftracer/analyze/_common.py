@@ -18,7 +18,7 @@ except ImportError as e:  # built without the analyzer (no simdjson)
 
 # The kinds of work of steps() and summary(by="category"), in the analyzer's order
 # (kStepCategories, src/analyze/analyses/steps.hpp).
-STEP_CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "gc", "other")
+STEP_CATEGORIES = ("compile", "forward", "backward", "optimizer", "comm", "data", "gc", "checkpoint", "other")
 
 
 class SkippedInputWarning(UserWarning):

@@ -138,6 +138,9 @@ def tracing_started(from_env):
     from . import gc_events
 
     gc_events.install()  # garbage collections (DFTRACER_TRACE_GC)
+    from . import checkpoint_events
+
+    checkpoint_events.install()  # torch.save/load, state_dict (DFTRACER_TRACE_CHECKPOINT), once torch is imported
     from .distributed import ranks
 
     # Before the I/O hooks: importing ranks.py's own modules is not the program's I/O.

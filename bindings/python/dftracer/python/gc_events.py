@@ -10,16 +10,15 @@ no-op, and a forked child keeps it (and its own trace file)."""
 from __future__ import annotations
 
 import gc
-import os
 
 from .. import _core
+from .env_switch import on_unless_off
 
 GC_ENV = "DFTRACER_TRACE_GC"
 
 
 def enabled_by_env() -> bool:
-    value = os.environ.get(GC_ENV)
-    return value is None or value.strip().lower() not in ("0", "false", "no", "off")
+    return on_unless_off(GC_ENV)
 
 
 def install() -> bool:

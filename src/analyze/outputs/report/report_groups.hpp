@@ -14,6 +14,7 @@
 //            name starting "CompiledFunction" (the observer's scope)
 //   comm     cat "comm" (torch.distributed collectives)
 //   gc       cat "gc" (Python's garbage collections)
+//   checkpoint  cat "checkpoint" (torch.save/load, state_dict calls)
 //   region   anything else: pydftracer/app regions (dft_fn, dft_ai, user cats),
 //            DataLoader regions, torch's record_function scopes
 #pragma once
@@ -38,6 +39,7 @@ inline std::string_view event_kind(std::string_view cat, std::string_view name) 
   if ((cat == "dynamo" && has_prefix(name, "graph.")) || has_prefix(name, "CompiledFunction")) return "graph";
   if (cat == "comm") return "comm";
   if (cat == "gc") return "gc";
+  if (cat == "checkpoint") return "checkpoint";
   return "region";
 }
 
@@ -47,6 +49,7 @@ inline std::string_view event_kind(std::string_view cat, std::string_view name) 
 //   category data       "(no module: data loading)"   I/O, DataLoader regions
 //   category optimizer  "(no module: optimizer)"
 //   category gc         "(no module: garbage collection)"
+//   category checkpoint "(no module: checkpoint)"
 //   kind graph          "(no module: graph calls, between their ops)"
 //   kind op             "(no module: outside any module)"   ops of no nn.Module
 //   kind comm           "(no module: communication)"
@@ -57,6 +60,7 @@ inline std::string no_module_label(std::string_view category, std::string_view k
                           : category == "data"      ? "data loading"
                           : category == "optimizer" ? "optimizer"
                           : category == "gc"        ? "garbage collection"
+                          : category == "checkpoint" ? "checkpoint"
                           : kind == "graph"         ? "graph calls, between their ops"
                           : kind == "op"            ? "outside any module"
                           : kind == "comm"          ? "communication"

@@ -1,0 +1,160 @@
+"""Checkpoint work as events (``DFTRACER_TRACE_CHECKPOINT``, on unless
+``0``/``false``/``no``/``off``): ``torch.save`` and ``torch.load``, and the
+``state_dict()`` and ``load_state_dict()`` of a module or an optimizer, each
+one complete event on the thread that called it, cat ``checkpoint``, named
+``torch.save``, ``torch.load``, ``<Class>.state_dict``,
+``<Class>.load_state_dict`` (``GPT2LMHeadModel.state_dict``,
+``AdamW.load_state_dict``).
+
+Without them a checkpoint between two training steps read as the loop's
+work: ``model.state_dict()`` detaches every parameter with grad mode on,
+ops the LibTorch observer writes as forward, so the next step began there
+and held the whole save (its file writes as data I/O, the pickling as
+untraced time), and was flagged slow. The analyzer gives checkpoint events
+their own category, and neither they nor the work inside them begin or end
+a step (docs/analyzer.md).
+
+Only a thread's outermost such call is an event: a module's ``state_dict``
+calls each child's, a custom ``state_dict`` may call ``torch.save``. Code
+that bound ``torch.save`` before tracing started (``from torch import
+save``) keeps torch's function and records nothing. Inside code Dynamo
+compiles the wrappers call torch's function as it is (no graph break, no
+guard on dftracer's state).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+
+from .. import _core
+from .env_switch import on_unless_off
+
+CHECKPOINT_ENV = "DFTRACER_TRACE_CHECKPOINT"
+_CAT = "checkpoint"
+
+_tls = threading.local()  # .open: a checkpoint call is open on the thread
+_originals: dict = {}  # (owner, attribute) -> torch's function, while installed
+_lock = threading.Lock()
+
+
+def _never_compiling() -> bool:
+    return False
+
+
+_is_compiling = _never_compiling
+
+
+def _wrap(fn, name_of):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _is_compiling() or getattr(_tls, "open", False):  # compiled, or inside another: its work
+            return fn(*args, **kwargs)
+        try:
+            t0 = _core.ticks() if _core.enabled() else None
+        except Exception:  # noqa: BLE001  (tracing never breaks the traced program)
+            t0 = None
+        if t0 is None:
+            return fn(*args, **kwargs)
+        _tls.open = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _tls.open = False
+            try:
+                if _core.enabled():
+                    _core.record_ticks(_core.intern(name_of(args)), _core.intern(_CAT), t0, _core.ticks())
+            except Exception:  # noqa: BLE001
+                pass
+
+    wrapper.__dftracer_wrapped__ = fn
+    return wrapper
+
+
+_WRAPPER_CODE = _wrap(lambda: None, None).__code__
+
+
+def _named(name):
+    return lambda args: name
+
+
+def _method(suffix):
+    # The instance's class: the model's or optimizer's own name.
+    return lambda args: (type(args[0]).__name__ if args else "?") + suffix
+
+
+def _targets():
+    import torch
+
+    return (
+        (torch, "save", _named("torch.save")),
+        (torch, "load", _named("torch.load")),
+        (torch.serialization, "save", _named("torch.save")),
+        (torch.serialization, "load", _named("torch.load")),
+        (torch.nn.Module, "state_dict", _method(".state_dict")),
+        (torch.nn.Module, "load_state_dict", _method(".load_state_dict")),
+        (torch.optim.Optimizer, "state_dict", _method(".state_dict")),
+        (torch.optim.Optimizer, "load_state_dict", _method(".load_state_dict")),
+    )
+
+
+def _install_now() -> None:
+    global _is_compiling
+    with _lock:
+        if _originals:
+            return
+        import torch
+
+        _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never_compiling)
+        wrapped = {}  # one wrapper per function (torch.save is torch.serialization.save)
+        for owner, attr, name_of in _targets():
+            fn = getattr(owner, attr, None)
+            if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
+                continue
+            w = wrapped.get(id(fn))
+            if w is None:
+                w = wrapped[id(fn)] = _wrap(fn, name_of)
+            setattr(owner, attr, w)
+            _originals[(owner, attr)] = fn
+    from .import_hooks import when_imported
+
+    when_imported("torch._dynamo", _skip_in_dynamo)  # (never imported here: seconds)
+
+
+def _skip_in_dynamo() -> None:
+    """Dynamo skips the wrapper's frames as it skips torch's own functions."""
+    from . import torch_compat
+
+    torch_compat.dynamo_skip_code(_WRAPPER_CODE, "a compiled function calling torch.save, torch.load or a "
+                                  "state_dict method traces into dftracer's wrapper around it")
+
+
+def install() -> bool:
+    """Wraps the checkpoint functions once torch is imported (now, or right
+    after the program imports it) unless DFTRACER_TRACE_CHECKPOINT turns
+    them off; True when they will be."""
+    if not on_unless_off(CHECKPOINT_ENV):
+        return False
+    try:
+        from .import_hooks import when_imported
+
+        when_imported("torch", _install_now)
+    except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
+        from .diagnostics import warn
+
+        warn(f"checkpoint events not installed ({type(e).__name__}: {e}); a save between steps may read as a step's")
+        return False
+    return True
+
+
+def uninstall() -> None:
+    """Puts torch's functions back (one another library wrapped since stays)."""
+    with _lock:
+        for (owner, attr), fn in list(_originals.items()):
+            if getattr(getattr(owner, attr, None), "__dftracer_wrapped__", None) is fn:
+                setattr(owner, attr, fn)
+        _originals.clear()
+
+
+def installed() -> bool:
+    return bool(_originals) and "torch" in sys.modules

@@ -1,0 +1,140 @@
+"""Checkpoint events (dftracer/python/checkpoint_events.py) and what the
+analysis makes of them.
+
+A real eager training loop (the LibTorch observer on) evaluates and saves a
+checkpoint (`torch.save(model.state_dict(), path)`) after each epoch, as
+training scripts do. `model.state_dict()` detaches every parameter with grad
+mode on, ops the observer writes as forward work: before checkpoint events,
+the step after each save began at those ops and held the whole save (the
+file writes as data, the pickling untraced) and was flagged slow. Checked:
+one event per outermost call with the class's name, the save's file writes
+and the state_dict's ops inside them, the steps as the loop's perf_counter
+brackets allow with no checkpoint time in any, the checkpoint's own category
+in the run's wall time and `summary --by category`, and nothing recorded and
+torch's own functions in place under DFTRACER_TRACE_CHECKPOINT=0.
+"""
+import json
+import subprocess
+
+import pytest
+
+pytest.importorskip("torch")
+try:
+    from dftracer import _eager  # noqa: F401
+except ImportError:
+    pytest.skip("dftracer was built without the LibTorch observer (dftracer._eager)", allow_module_level=True)
+
+from analyzer_cli import analyzer  # noqa: E402
+from conftest import run_python_in  # noqa: E402
+from test_step_shapes import CLOCK_SLACK_S, loop_bounds, steps_json  # noqa: E402
+from trace_reader import read_trace, trace_files  # noqa: E402
+
+LOOP = """
+import json, os, time, torch
+from dftracer.python import dftracer, trace_eager
+torch.manual_seed(0)
+torch.set_num_threads(1)
+log = dftracer.initialize_log(os.path.join(os.environ["TRACE_DIR"], "run.pfw"), None, -1)
+import torch.nn as nn
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+train = [(torch.randn(32, 64), torch.randint(0, 10, (32,))) for _ in range(5)]
+val = [(torch.randn(128, 64), torch.randint(0, 10, (128,))) for _ in range(4)]
+path = os.path.join(os.environ["TRACE_DIR"], "ckpt.pt")
+its = []
+with trace_eager():
+    for epoch in range(2):
+        model.train()
+        for x, y in train:
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            t0b = time.perf_counter()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            t1a = time.perf_counter()
+            opt.step()
+            its.append([t0, t0b, t1a, time.perf_counter(), epoch])
+        model.eval()
+        with torch.no_grad():
+            correct = sum(int((model(x).argmax(-1) == y).sum()) for x, y in val)
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, path)
+    state = torch.load(path)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+log.finalize()
+with open(os.path.join(os.environ["TRACE_DIR"], "loop.json"), "w") as f:
+    json.dump({"iterations": its, "wrapped": getattr(torch.save, "__dftracer_wrapped__", None) is not None}, f)
+"""
+
+
+def run_loop(tmp_path, env=None):
+    d = tmp_path / "trace"
+    d.mkdir()
+    run_python_in(str(tmp_path), LOOP, env={"TRACE_DIR": str(d), **(env or {})}, timeout=300)
+    with open(d / "loop.json") as f:
+        loop = json.load(f)
+    [path] = trace_files(str(d))
+    return d, path, loop
+
+
+def inside(e, r):
+    return r["ts_ns"] <= e["ts_ns"] and e["ts_ns"] + e["dur_ns"] <= r["ts_ns"] + r["dur_ns"]
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    return run_loop(tmp_path_factory.mktemp("ckpt"))
+
+
+def test_one_event_per_outermost_call_holding_its_ops_and_writes(traced):
+    d, path, loop = traced
+    assert loop["wrapped"]
+    events = [e for e in read_trace(path) if e.get("ph") == "X"]
+    ckpt = [e for e in events if e.get("cat") == "checkpoint"]
+    names = sorted(e["name"] for e in ckpt)
+    # per epoch: the model's and the optimizer's state_dict, the save; then one load of each
+    assert names == sorted(["Sequential.state_dict", "SGD.state_dict", "torch.save"] * 2 +
+                           ["torch.load", "Sequential.load_state_dict", "SGD.load_state_dict"]), names
+    sd = [e for e in ckpt if e["name"] == "Sequential.state_dict"]
+    for s in sd:  # its parameters' detaches (grad mode on: phase forward) are inside it
+        detaches = [e for e in events if e["name"] == "aten::detach" and inside(e, s)]
+        assert len(detaches) >= 6, s
+    saves = [e for e in ckpt if e["name"] == "torch.save"]
+    writes = [e for e in events if e.get("cat") in ("POSIX", "STDIO") and e["name"] in ("write", "writev", "fwrite")]
+    assert all(any(inside(w, s) for w in writes) for s in saves), saves
+
+
+def test_steps_leave_the_checkpoints_out(traced):
+    d, path, loop = traced
+    doc = steps_json(d)
+    rows = doc["steps"]
+    bounds = loop_bounds(loop["iterations"], "optimizer")
+    assert len(rows) == len(bounds) == 10, [r["duration_us"] for r in rows]
+    for i, (r, (lo, hi)) in enumerate(zip(rows, bounds)):
+        g = r["duration_us"] / 1e6
+        assert lo - CLOCK_SLACK_S <= g <= hi + CLOCK_SLACK_S, f"step {i}: {g:.6f} s, the loop's brackets {lo:.6f}..{hi:.6f} s"
+    for i, r in enumerate(rows):
+        assert r["checkpoint_us"] == 0, (i, r)
+    # the run's checkpoint time: its checkpoint events (one thread, disjoint)
+    # less the garbage collections inside them (gc comes first)
+    [run] = [x for x in doc["runs"] if x["pid"] == rows[0]["pid"]]
+    events = [e for e in read_trace(path) if e.get("ph") == "X"]
+    ckpt = [e for e in events if e.get("cat") == "checkpoint"]
+    gcs = [g for g in events if g.get("cat") == "gc" and any(inside(g, c) for c in ckpt)]
+    held = sum(e["dur"] for e in ckpt) - sum(g["dur"] for g in gcs)
+    assert abs(run["checkpoint_us"] - held) <= len(ckpt) + len(gcs), (run, held)
+
+
+def test_summary_by_category_has_the_checkpoints(traced):
+    d, path, loop = traced
+    p = subprocess.run([analyzer(), "summary", str(d), "--by", "category", "--format", "json"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = {r["category"]: r for r in json.loads(p.stdout)["rows"]}
+    assert rows["checkpoint"]["count"] == 9 and rows["checkpoint"]["wall_us"] > 0, rows["checkpoint"]
+
+
+def test_off_records_nothing_and_leaves_torch_as_it_is(tmp_path):
+    d, path, loop = run_loop(tmp_path, env={"DFTRACER_TRACE_CHECKPOINT": "0"})
+    assert not loop["wrapped"]
+    assert not [e for e in read_trace(path) if e.get("cat") == "checkpoint"]
