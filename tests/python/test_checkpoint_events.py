@@ -138,3 +138,14 @@ def test_off_records_nothing_and_leaves_torch_as_it_is(tmp_path):
     d, path, loop = run_loop(tmp_path, env={"DFTRACER_TRACE_CHECKPOINT": "0"})
     assert not loop["wrapped"]
     assert not [e for e in read_trace(path) if e.get("cat") == "checkpoint"]
+
+
+def test_the_report_charts_the_checkpoint_calls_with_the_regions(traced):
+    d, path, loop = traced
+    out = d.parent / "report.html"
+    p = subprocess.run([analyzer(), "report", str(d), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "checkpoint " in p.stdout  # the compile-vs-run line's split
+    html = out.read_text()
+    regions = html.split('"regions":', 1)[1].split("]", 1)[0]
+    assert '"torch.save"' in regions, regions[:500]

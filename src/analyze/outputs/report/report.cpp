@@ -528,7 +528,7 @@ std::string steady_json(const std::vector<std::string>& files, unsigned threads,
   o += ",\"top_ops\":" + totals_json(ops, top_n);
   o += ",\"by_module\":" + totals_json(modules, top_n);
   o += ",\"no_module\":" + totals_json(no_module, 0);
-  o += ",\"regions\":" + totals_json(names_of_kind(r->groups_, {"region", "graph", "comm"}), top_n);
+  o += ",\"regions\":" + totals_json(names_of_kind(r->groups_, {"region", "graph", "comm", "checkpoint"}), top_n);
   o += ",\"by_phase\":" + totals_json(rollup(r->groups_, kPhase), 0);
   return o + "}";
 }
@@ -570,7 +570,7 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   data += ",\"by_module\":" + totals_json(modules, top_n);
   data += ",\"no_module\":" + totals_json(no_module, 0);
   data += ",\"compile_phases\":" + totals_json(names_of_kind(r.groups_, {"compile"}), top_n);
-  data += ",\"regions\":" + totals_json(names_of_kind(r.groups_, {"region", "graph", "comm"}), top_n);
+  data += ",\"regions\":" + totals_json(names_of_kind(r.groups_, {"region", "graph", "comm", "checkpoint"}), top_n);
   data += ",\"by_category\":" + wall_json(model_run_wall(steps));
   data += ",\"steps\":" + steps_report_json(steps, origin_us);
   std::ostringstream tree_json;  // the module icicle from the same groups
