@@ -52,9 +52,18 @@ def _rest_of_args(texts, known):
 
 
 def table_of_arrays(arrays, event_columns, kinds):
-    """One pyarrow Table from a numpy-format batch (dftracer.analyze.events(format="numpy"))."""
+    """One pyarrow Table from a numpy-format batch (dftracer.analyze.events(format="numpy")).
+
+    Its buffers are Arrow's own, not views of the numpy arrays: write_dataset's
+    threads release a batch when its write is done, and a numpy-backed buffer's
+    release takes the GIL; one still pending when the interpreter exits makes
+    that thread exit inside Arrow's C++ frames, which aborts the process
+    ("terminate called without an active exception", apache/arrow#34314)."""
     import numpy as np
     import pyarrow as pa
+
+    def own(a):
+        return pa.concat_arrays([a])  # a copy into Arrow's memory
 
     known = set(_well_known(event_columns, kinds))
     cols = {}
@@ -67,11 +76,11 @@ def table_of_arrays(arrays, event_columns, kinds):
             cols[c] = pa.array(v, type=pa.string())
         elif k == "time_ns":
             absent = np.isnan(arrays[c[:-3]])
-            cols[c] = pa.array(v, type=pa.int64(), mask=absent)
+            cols[c] = own(pa.array(v, type=pa.int64(), mask=absent))
         elif k == "id":
-            cols[c] = pa.array(v, type=pa.int64())
+            cols[c] = own(pa.array(v, type=pa.int64()))
         else:
-            cols[c] = pa.array(v, type=pa.float64())
+            cols[c] = own(pa.array(v, type=pa.float64()))
     cols["args"] = pa.array(_rest_of_args(arrays.get("args", [None] * len(arrays["name"])), known),
                             type=pa.string())
     return pa.table(cols)
