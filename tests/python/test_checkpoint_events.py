@@ -120,9 +120,10 @@ def test_steps_leave_the_checkpoints_out(traced):
     [run] = [x for x in doc["runs"] if x["pid"] == rows[0]["pid"]]
     events = [e for e in read_trace(path) if e.get("ph") == "X"]
     ckpt = [e for e in events if e.get("cat") == "checkpoint"]
-    gcs = [g for g in events if g.get("cat") == "gc" and any(inside(g, c) for c in ckpt)]
-    held = sum(e["dur"] for e in ckpt) - sum(g["dur"] for g in gcs)
-    assert abs(run["checkpoint_us"] - held) <= len(ckpt) + len(gcs), (run, held)
+    gcs = [g for g in events if g.get("cat") == "gc"]
+    overlap = sum(max(0, min(g["ts"] + g["dur"], c["ts"] + c["dur"]) - max(g["ts"], c["ts"])) for g in gcs for c in ckpt)
+    held = sum(e["dur"] for e in ckpt) - overlap
+    assert abs(run["checkpoint_us"] - held) <= 2 * len(ckpt), (run, held, overlap)
 
 
 def test_summary_by_category_has_the_checkpoints(traced):
@@ -147,5 +148,6 @@ def test_the_report_charts_the_checkpoint_calls_with_the_regions(traced):
     assert p.returncode == 0, p.stderr
     assert "checkpoint " in p.stdout  # the compile-vs-run line's split
     html = out.read_text()
-    regions = html.split('"regions":', 1)[1].split("]", 1)[0]
-    assert '"torch.save"' in regions, regions[:500]
+    at = html.index('"regions":') + len('"regions":')
+    regions, _ = json.JSONDecoder().raw_decode(html, at)  # [[name, count, ...], ...]
+    assert "torch.save" in [r[0] for r in regions], regions
