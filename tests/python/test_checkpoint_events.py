@@ -151,3 +151,45 @@ def test_the_report_charts_the_checkpoint_calls_with_the_regions(traced):
     at = html.index('"regions":') + len('"regions":')
     regions, _ = json.JSONDecoder().raw_decode(html, at)  # [[name, count, ...], ...]
     assert "torch.save" in [r[0] for r in regions], regions
+
+
+LIBRARIES = """
+import json, os, torch
+from dftracer.python import dftracer
+d = os.environ["TRACE_DIR"]
+log = dftracer.initialize_log(os.path.join(d, "run.pfw"), None, -1)
+import safetensors.torch as st
+import torch.distributed.checkpoint as dcp
+from safetensors.torch import save_file  # bound after the import: the wrapper
+import transformers as t
+torch.manual_seed(0)
+model = t.GPT2LMHeadModel(t.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16))
+save_file({"w": torch.randn(4, 4)}, os.path.join(d, "a.safetensors"))
+st.load_file(os.path.join(d, "a.safetensors"))
+lin = torch.nn.Linear(4, 4)
+dcp.save({"w": torch.randn(4, 4)}, checkpoint_id=os.path.join(d, "dcp"))
+dcp.load({"w": torch.empty(4, 4)}, checkpoint_id=os.path.join(d, "dcp"))
+model.save_pretrained(os.path.join(d, "hf"))
+log.finalize()
+"""
+
+
+def test_safetensors_dcp_and_save_pretrained_are_one_event_each(tmp_path):
+    """Hugging Face's weights go through safetensors, and `save_pretrained`
+    does tensor work of its own (views finding tied weights) between its
+    state_dict() and the file: each outermost call is one event, holding the
+    safetensors write and the state_dict inside it."""
+    pytest.importorskip("safetensors")
+    pytest.importorskip("transformers")
+    d = tmp_path / "trace"
+    d.mkdir()
+    run_python_in(str(tmp_path), LIBRARIES, env={"TRACE_DIR": str(d)}, timeout=300)
+    [path] = trace_files(str(d))
+    events = [e for e in read_trace(path) if e.get("ph") == "X"]
+    ckpt = [e for e in events if e.get("cat") == "checkpoint"]
+    assert [e["name"] for e in sorted(ckpt, key=lambda e: e["ts_ns"])] == [
+        "safetensors.save_file", "safetensors.load_file", "dcp.save", "dcp.load",
+        "GPT2LMHeadModel.save_pretrained"], ckpt
+    [sp] = [e for e in ckpt if e["name"] == "GPT2LMHeadModel.save_pretrained"]
+    writes = [e for e in events if e.get("cat") in ("POSIX", "STDIO") and e["name"] in ("write", "writev", "fwrite")]
+    assert any(inside(w, sp) for w in writes), "the weights' file write is inside save_pretrained"

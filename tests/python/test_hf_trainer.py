@@ -63,6 +63,53 @@ def test_trainer_steps_are_its_optimizer_steps_with_their_micro_batches(tmp_path
     check_trainer_steps(path)
 
 
+SAVING = PROGRAM.replace('save_strategy="no"', 'save_strategy="steps", save_steps=EVERY').replace(
+    'eval_strategy="steps"', 'eval_strategy="no"').replace(
+    f"max_steps={STEPS}", "max_steps=SAVING_STEPS")
+SAVE_EVERY, SAVING_STEPS = 3, 8
+
+
+def test_a_trainer_saving_checkpoints_keeps_them_out_of_its_steps(tmp_path):
+    """The Trainer saving every 3 optimizer steps (`save_pretrained`'s
+    safetensors weights, then the optimizer's, scheduler's and RNG's
+    `torch.save`, then its JSON): each save lies between two steps, with its
+    file I/O. Before: `save_pretrained` finding tied weights ran views with
+    grad mode on, which began the next step and made it hold the save (twice
+    the usual step, flagged slow); after a save shorter than a step, the
+    step began at the optimizer step before it."""
+    from conftest import run_python_in
+
+    d = tmp_path / "trace"
+    d.mkdir()
+    code = SAVING.replace("EVERY", str(SAVE_EVERY)).replace("SAVING_STEPS", str(SAVING_STEPS))
+    run_python_in(str(tmp_path), code, env={"TRACE_DIR": str(d), "DFTRACER_LOG_FILE": str(d / "run"),
+                                             "DFTRACER_TRACE_EAGER": "1"}, timeout=300)
+    [path] = trace_files(str(d))
+    records = read_trace(path)
+    names = {e["args"]["value"]: e["args"]["name"] for e in records if e.get("name") == "FH" and e.get("ph") == "M"}
+    events = [e for e in records if e.get("ph") == "X"]
+    doc = analyzer_json("summary", path, "--by", "step")
+    [proc] = doc["processes"]
+    assert proc["source"] == "optimizer" and proc["steps"] == SAVING_STEPS, proc
+    steps = [(round(r["start_us"] * 1000), round((r["start_us"] + r["duration_us"]) * 1000)) for r in doc["steps"]]
+
+    def in_a_step(e):
+        return any(a < e["ts_ns"] + e["dur_ns"] and e["ts_ns"] < b for a, b in steps)
+
+    saves = [e for e in events if e.get("cat") == "checkpoint" and e["name"] == "GPT2LMHeadModel.save_pretrained"]
+    assert len(saves) == len(range(SAVE_EVERY, SAVING_STEPS + 1, SAVE_EVERY)) + 1, saves  # and one at the end
+    ckpt = [e for e in events if e.get("cat") == "checkpoint"]
+    assert len([e for e in ckpt if e["name"] == "torch.save"]) >= 3 * len(saves), sorted(e["name"] for e in ckpt)
+    assert not [e for e in ckpt if in_a_step(e)], "a checkpoint event inside a step"
+    io = [e for e in events if e.get("cat") in ("POSIX", "STDIO") and "checkpoint-" in
+          names.get(e.get("args", {}).get("fhash"), "")]
+    assert len(io) > 10 * len(saves), len(io)
+    inside = [(e["name"], names[e["args"]["fhash"]]) for e in io if in_a_step(e)]
+    assert not inside, inside[:5]
+    for r in doc["steps"]:
+        assert r["checkpoint_us"] == 0 and (r["outlier_kind"] != "slow" or r["step"] == 0), r
+
+
 def test_a_first_iteration_whose_loss_detach_lasts_zero_microseconds_keeps_its_step(tmp_path):
     """A real trace of PROGRAM (2-core AMD EPYC, other tests running beside
     it): every later step detaches its loss twice (1-4 us each); in the first

@@ -675,6 +675,8 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   std::vector<int64_t> off_t;
   std::vector<std::vector<int64_t>> run_ends;  // per wait: those calls' ends, in order
   std::vector<std::vector<int64_t>> off_ends;  // per wait: its grad-off works' ends, in order
+  std::vector<std::vector<int64_t>> saved;     // per wait: its checkpoint events' ends, in order
+  const size_t checkpoint = step_category_index("checkpoint");
   for (size_t k = 1; k < c.occ.size(); ++k) {
     int64_t until = c.occ[k].ts;
     for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < opt[k].ts; ++it)
@@ -682,6 +684,9 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
         until = std::max(until, it->first);
         break;
       }
+    saved.emplace_back();
+    for (auto it = top.lower_bound(opt[k - 1].end); it != top.end() && it->first < until; ++it)
+      if (it->second.category == checkpoint) saved.back().push_back(it->second.end);
     size_t n = 0;
     int64_t t = 0;
     off_ends.emplace_back();
@@ -709,14 +714,27 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     if (run_n[k - 1] > usual_runs) return runs_the_model(k);
     return off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
+  // A checkpoint is told by its events alone, whatever its time: a wait
+  // holding more of them than the usual wait, up to the iteration's first
+  // backward work, is no iteration's own (a save every few steps; an EMA's
+  // state_dict() every iteration is the usual wait's). Counted past the
+  // first work: the Trainer's loss logging (grad-on ops) can run between
+  // the optimizer step and the save, and ended the wait before it.
+  std::vector<size_t> saved_n;
+  for (const auto& ends : saved) saved_n.push_back(ends.size());
+  const size_t usual_saved = lower_median(saved_n);
+  auto saves = [&](size_t k) { return saved_n[k - 1] > usual_saved; };
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
   // iteration's own; or its model calls but the usual count's last ones, where
-  // usual work, an EMA update, ran before it too).
+  // usual work, an EMA update, ran before it too). A checkpoint's, after its
+  // events but the usual count's last ones.
   for (size_t k = 1; k < c.occ.size(); ++k) {
-    if (!evaluation(k)) continue;
-    int64_t eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
-    if (runs_the_model(k)) eval_end = std::max(eval_end, run_ends[k - 1][run_n[k - 1] - usual_runs - 1]);
+    if (!evaluation(k) && !saves(k)) continue;
+    int64_t eval_end = INT64_MIN;
+    if (evaluation(k)) eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
+    if (evaluation(k) && runs_the_model(k)) eval_end = std::max(eval_end, run_ends[k - 1][run_n[k - 1] - usual_runs - 1]);
+    if (saves(k)) eval_end = std::max(eval_end, saved[k - 1][saved_n[k - 1] - usual_saved - 1]);
     for (auto it = work.lower_bound(eval_end); it != work.end() && it->first < opt[k].ts; ++it)
       if (begins_here(it)) {
         c.occ[k].ts = std::max(c.occ[k].ts, back_over(it->first, eval_end, {compile, optimizer}));
@@ -734,22 +752,23 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // than a step, and cutting it out would shorten the step by most of it.
   std::vector<int64_t> gaps;
   std::vector<size_t> wait_works, wait_top;
-  auto count = [](const StepFinder::TopLevel& events, int64_t from, int64_t to) {
+  auto count = [](const StepFinder::TopLevel& events, int64_t from, int64_t to, auto&& which) {
     size_t n = 0;
-    for (auto it = events.lower_bound(from); it != events.end() && it->first < to; ++it) ++n;
+    for (auto it = events.lower_bound(from); it != events.end() && it->first < to; ++it) n += which(it->second);
     return n;
   };
+  auto any = [](const StepFinder::Top&) { return true; };
   for (size_t k = 1; k < c.occ.size(); ++k) {
     gaps.push_back(c.occ[k].ts - opt[k - 1].end);
-    wait_works.push_back(count(work, opt[k - 1].end, c.occ[k].ts));
-    wait_top.push_back(count(top, opt[k - 1].end, c.occ[k].ts));
+    wait_works.push_back(count(work, opt[k - 1].end, c.occ[k].ts, any));
+    wait_top.push_back(count(top, opt[k - 1].end, c.occ[k].ts, any));
   }
   const int64_t gap_med = median_of(gaps);
   const int64_t long_gap = std::max(4 * gap_med, gap_med + dur_med);
   const size_t usual_works = lower_median(wait_works), usual_top = lower_median(wait_top);
   auto more_than_usual = [&](size_t k) { return wait_works[k - 1] > usual_works || wait_top[k - 1] > usual_top; };
   auto late = [&](size_t k) {
-    return (c.occ[k].ts - opt[k - 1].end > long_gap && more_than_usual(k)) || evaluation(k);
+    return (c.occ[k].ts - opt[k - 1].end > long_gap && more_than_usual(k)) || evaluation(k) || saves(k);
   };
   auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
   c.apart.assign(c.occ.size(), false);

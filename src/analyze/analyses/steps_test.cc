@@ -1154,6 +1154,49 @@ TEST(Steps, ACheckpointBetweenStepsIsOutsideAndTheOpsInsideItBeginNoStep) {
   }
 }
 
+// A checkpoint is told by its events, not by its wait's length: Hugging
+// Face's Trainer saving every few steps adds less than a step to its wait
+// (here 100 us against steps of 150: the far-beyond bound is 240), and the
+// step after it once began at the optimizer step before the save and held
+// it; also where the Trainer's loss logging (grad-on ops, phase forward)
+// runs between the optimizer step and the save. Step 3 begins at its
+// zero_grad. An EMA taking `state_dict()` after every optimizer step makes a
+// checkpoint event the usual wait's: alone it splits nothing, and a save
+// beside it still does.
+TEST(Steps, ACheckpointIsOutsideTheStepsHoweverShortItsWait) {
+  struct Case {
+    bool ema, save, logged;
+  };
+  for (const Case c : {Case{false, true, false}, Case{false, true, true}, Case{true, true, false},
+                       Case{true, true, true}, Case{true, false, false}}) {
+    std::vector<std::string> v;
+    for (int k = 0; k < 5; ++k) {
+      const long long t = 2000 + 150 * k + (k >= 3 && c.save ? 100 : 0);
+      eager_iteration(v, t, 3);
+      if (c.ema) v.push_back(ev("Net.state_dict", "checkpoint", 10, 10, t + 96, 3));
+      if (k != 2 || !c.save) continue;
+      if (c.logged) v.push_back(ev("aten::mean", "aten", 10, 10, t + 99, 1, "\"phase\":\"forward\""));
+      v.push_back(ev("aten::detach", "aten", 10, 10, t + 105, 5, "\"phase\":\"forward\""));
+      v.push_back(ev("Net.save_pretrained", "checkpoint", 10, 10, t + 100, 20));
+      v.push_back(ev("torch.save", "checkpoint", 10, 10, t + 125, 60));
+    }
+    for (unsigned threads : {1u, 2u}) {
+      StepReport r = run(lines(v), threads, 256);
+      ASSERT_EQ(r.rows.size(), 5u) << c.ema << c.save << c.logged << threads;
+      if (c.save) {
+        EXPECT_EQ(durations(r), (std::vector<double>{90, 150, 150, 90, 150})) << c.ema << c.logged << threads;
+        EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 450 + 100) << c.ema << c.logged << threads;  // its zero_grad
+        // An iteration's EMA is in the next step's wait: none in step 0, nor in step 3 (outside with the save).
+        for (size_t k = 0; k < r.rows.size(); ++k)
+          EXPECT_EQ(r.rows[k].wall_us[kCheckpoint], c.ema && k != 0 && k != 3 ? 3 : 0) << k << c.ema << threads;
+      } else {
+        for (size_t k = 1; k < r.rows.size(); ++k)
+          EXPECT_EQ(r.rows[k].start_us, r.rows[k - 1].start_us + r.rows[k - 1].duration_us) << k << threads;
+      }
+    }
+  }
+}
+
 // On a loaded machine a small model's evaluation can take less time than
 // the metric and EMA ops of a usual wait (here three no_grad forwards of 10
 // us against an EMA update slowed to 40 us): its time tells nothing. Where

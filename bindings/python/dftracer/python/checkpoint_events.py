@@ -1,10 +1,19 @@
 """Checkpoint work as events (``DFTRACER_TRACE_CHECKPOINT``, on unless
-``0``/``false``/``no``/``off``): ``torch.save`` and ``torch.load``, and the
-``state_dict()`` and ``load_state_dict()`` of a module or an optimizer, each
-one complete event on the thread that called it, cat ``checkpoint``, named
-``torch.save``, ``torch.load``, ``<Class>.state_dict``,
-``<Class>.load_state_dict`` (``GPT2LMHeadModel.state_dict``,
-``AdamW.load_state_dict``).
+``0``/``false``/``no``/``off``), each one complete event on the thread that
+called it, cat ``checkpoint``:
+
+- ``torch.save`` and ``torch.load``; the ``state_dict()`` and
+  ``load_state_dict()`` of a module or an optimizer, named
+  ``<Class>.state_dict``, ``<Class>.load_state_dict``
+  (``GPT2LMHeadModel.state_dict``, ``AdamW.load_state_dict``);
+- safetensors' ``save_file``, ``load_file``, ``save``, ``load``,
+  ``save_model``, ``load_model`` (``safetensors.save_file``);
+- ``torch.distributed.checkpoint``'s ``save``, ``async_save``, ``load``
+  (``dcp.save``; an ``async_save`` is its synchronous part, the staging);
+- Hugging Face's ``PreTrainedModel.save_pretrained``
+  (``GPT2LMHeadModel.save_pretrained``).
+
+Each library's functions are wrapped right after it is imported.
 
 Without them a checkpoint between two training steps read as the loop's
 work: ``model.state_dict()`` detaches every parameter with grad mode on,
@@ -15,9 +24,9 @@ their own category, and neither they nor the work inside them begin or end
 a step (docs/analyzer.md).
 
 Only a thread's outermost such call is an event: a module's ``state_dict``
-calls each child's, a custom ``state_dict`` may call ``torch.save``. Code
-that bound ``torch.save`` before tracing started (``from torch import
-save``) keeps torch's function and records nothing. Inside code Dynamo
+calls each child's, ``save_pretrained`` calls ``state_dict`` and
+safetensors. Code that bound ``torch.save`` before tracing started (``from
+torch import save``) keeps torch's function and records nothing. Inside code Dynamo
 compiles the wrappers call torch's function as it is (no graph break, no
 guard on dftracer's state).
 """
@@ -36,6 +45,7 @@ _CAT = "checkpoint"
 _tls = threading.local()  # .open: a checkpoint call is open on the thread
 _originals: dict = {}  # (owner, attribute) -> torch's function, while installed
 _lock = threading.Lock()
+_installing = False  # install() ran and uninstall() has not: libraries imported later are wrapped
 
 
 def _never_compiling() -> bool:
@@ -83,10 +93,12 @@ def _method(suffix):
     return lambda args: (type(args[0]).__name__ if args else "?") + suffix
 
 
-def _targets():
-    import torch
+def _functions(module, prefix, names):
+    return [(module, n, _named(prefix + n)) for n in names]
 
-    return (
+
+def _torch_targets(torch):
+    return [
         (torch, "save", _named("torch.save")),
         (torch, "load", _named("torch.load")),
         (torch.serialization, "save", _named("torch.save")),
@@ -95,30 +107,57 @@ def _targets():
         (torch.nn.Module, "load_state_dict", _method(".load_state_dict")),
         (torch.optim.Optimizer, "state_dict", _method(".state_dict")),
         (torch.optim.Optimizer, "load_state_dict", _method(".load_state_dict")),
-    )
+    ]
 
 
-def _install_now() -> None:
+def _dcp_targets(dcp):
+    # Re-exported from the modules that define them: each owner is wrapped.
+    import importlib
+
+    out = []
+    for owner in (dcp, importlib.import_module(dcp.__name__ + ".state_dict_saver"),
+                  importlib.import_module(dcp.__name__ + ".state_dict_loader")):
+        out += _functions(owner, "dcp.", [n for n in ("save", "async_save", "load") if hasattr(owner, n)])
+    return out
+
+
+# Module -> the checkpoint functions it defines, wrapped right after it is
+# imported. safetensors is the format of Hugging Face's weights, and
+# `save_pretrained` does tensor work of its own (views that find tied
+# weights) between its `state_dict()` and its file: without an event around
+# it those ops read as forward work and began the next training step.
+_LIBRARIES = {
+    "torch": _torch_targets,
+    "safetensors.torch": lambda m: _functions(m, "safetensors.", ("save_file", "load_file", "save", "load",
+                                                                   "save_model", "load_model")),
+    "torch.distributed.checkpoint": _dcp_targets,
+    "transformers.modeling_utils": lambda m: [(m.PreTrainedModel, "save_pretrained", _method(".save_pretrained"))],
+}
+
+_wrappers: dict = {}  # id(function) -> its wrapper: one per function whatever the owners
+
+
+def _install_library(module_name) -> None:
     global _is_compiling
     with _lock:
-        if _originals:
+        if not _installing:
             return
-        import torch
-
-        _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never_compiling)
-        wrapped = {}  # one wrapper per function (torch.save is torch.serialization.save)
-        for owner, attr, name_of in _targets():
+        module = sys.modules[module_name]
+        if module_name == "torch":
+            _is_compiling = getattr(getattr(module, "compiler", None), "is_compiling", _never_compiling)
+        for owner, attr, name_of in _LIBRARIES[module_name](module):
             fn = getattr(owner, attr, None)
             if fn is None or getattr(fn, "__dftracer_wrapped__", None) is not None:
                 continue
-            w = wrapped.get(id(fn))
-            if w is None:
-                w = wrapped[id(fn)] = _wrap(fn, name_of)
+            w = _wrappers.get(id(fn))
+            if w is None or w.__dftracer_wrapped__ is not fn:
+                w = _wrappers[id(fn)] = _wrap(fn, name_of)
             setattr(owner, attr, w)
             _originals[(owner, attr)] = fn
-    from .import_hooks import when_imported
+    if module_name == "torch":
+        from .import_hooks import when_imported
 
-    when_imported("torch._dynamo", _skip_in_dynamo)  # (never imported here: seconds)
+        when_imported("torch._dynamo", _skip_in_dynamo)  # (never imported here: seconds)
 
 
 def _skip_in_dynamo() -> None:
@@ -135,10 +174,13 @@ def install() -> bool:
     them off; True when they will be."""
     if not on_unless_off(CHECKPOINT_ENV):
         return False
+    global _installing
     try:
         from .import_hooks import when_imported
 
-        when_imported("torch", _install_now)
+        _installing = True
+        for name in _LIBRARIES:
+            when_imported(name, functools.partial(_install_library, name))
     except Exception as e:  # noqa: BLE001  (tracing never breaks the traced program)
         from .diagnostics import warn
 
@@ -148,12 +190,16 @@ def install() -> bool:
 
 
 def uninstall() -> None:
-    """Puts torch's functions back (one another library wrapped since stays)."""
+    """Puts the original functions back (one another library wrapped since
+    stays); a library imported later is left alone."""
+    global _installing
     with _lock:
+        _installing = False
         for (owner, attr), fn in list(_originals.items()):
             if getattr(getattr(owner, attr, None), "__dftracer_wrapped__", None) is fn:
                 setattr(owner, attr, fn)
         _originals.clear()
+        _wrappers.clear()
 
 
 def installed() -> bool:
