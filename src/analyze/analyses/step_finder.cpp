@@ -675,8 +675,11 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   std::vector<int64_t> off_t;
   std::vector<std::vector<int64_t>> run_ends;  // per wait: those calls' ends, in order
   std::vector<std::vector<int64_t>> off_ends;  // per wait: its grad-off works' ends, in order
-  std::vector<std::vector<int64_t>> saved;     // per wait: its checkpoint events' ends, in order
-  const size_t checkpoint = step_category_index("checkpoint");
+  // Per wait: the ends of its top-level checkpoint events, and of its
+  // collectives, in order.
+  constexpr size_t kApart = 2;
+  const size_t apart_category[kApart] = {step_category_index("checkpoint"), step_category_index("comm")};
+  std::vector<std::vector<int64_t>> apart_ends[kApart];
   for (size_t k = 1; k < c.occ.size(); ++k) {
     int64_t until = c.occ[k].ts;
     for (auto it = work.lower_bound(opt[k - 1].end); it != work.end() && it->first < opt[k].ts; ++it)
@@ -684,9 +687,10 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
         until = std::max(until, it->first);
         break;
       }
-    saved.emplace_back();
+    for (auto& ends : apart_ends) ends.emplace_back();
     for (auto it = top.lower_bound(opt[k - 1].end); it != top.end() && it->first < until; ++it)
-      if (it->second.category == checkpoint) saved.back().push_back(it->second.end);
+      for (size_t a = 0; a < kApart; ++a)
+        if (it->second.category == apart_category[a]) apart_ends[a].back().push_back(it->second.end);
     size_t n = 0;
     int64_t t = 0;
     off_ends.emplace_back();
@@ -714,27 +718,41 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     if (run_n[k - 1] > usual_runs) return runs_the_model(k);
     return off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
-  // A checkpoint is told by its events alone, whatever its time: a wait
-  // holding more of them than the usual wait, up to the iteration's first
-  // backward work, is no iteration's own (a save every few steps; an EMA's
-  // state_dict() every iteration is the usual wait's). Counted past the
-  // first work: the Trainer's loss logging (grad-on ops) can run between
-  // the optimizer step and the save, and ended the wait before it.
-  std::vector<size_t> saved_n;
-  for (const auto& ends : saved) saved_n.push_back(ends.size());
-  const size_t usual_saved = lower_median(saved_n);
-  auto saves = [&](size_t k) { return saved_n[k - 1] > usual_saved; };
+  // A checkpoint, or a collective, is told by its events alone, whatever
+  // its time: a wait holding more of them than the usual wait, up to the
+  // iteration's first backward work, is no iteration's own (a save every
+  // few steps; a `dist.barrier()` after an epoch, which on the ranks that
+  // do not save waits for the one that does; an EMA's state_dict() every
+  // iteration, FSDP's all-gathers before its forward are the usual wait's).
+  // Counted past the first work: the Trainer's loss logging (grad-on ops)
+  // can run between the optimizer step and the save, and ended the wait
+  // before it. The step begins after them (all but the usual count's last).
+  size_t usual_apart[kApart];
+  for (size_t a = 0; a < kApart; ++a) {
+    std::vector<size_t> n;
+    for (const auto& ends : apart_ends[a]) n.push_back(ends.size());
+    usual_apart[a] = lower_median(n);
+  }
+  auto apart_end = [&](size_t k) {  // where the last of the wait's extra ones ends; INT64_MIN: none
+    int64_t end = INT64_MIN;
+    for (size_t a = 0; a < kApart; ++a) {
+      const std::vector<int64_t>& ends = apart_ends[a][k - 1];
+      if (ends.size() > usual_apart[a]) end = std::max(end, ends[ends.size() - usual_apart[a] - 1]);
+    }
+    return end;
+  };
+  auto apart = [&](size_t k) { return apart_end(k) != INT64_MIN; };
   // An evaluation's step begins after it: at the first work after the
   // evaluation's grad-off works (all but the usual count's last ones, the
   // iteration's own; or its model calls but the usual count's last ones, where
-  // usual work, an EMA update, ran before it too). A checkpoint's, after its
-  // events but the usual count's last ones.
+  // usual work, an EMA update, ran before it too). A checkpoint's or a
+  // collective's, after them.
   for (size_t k = 1; k < c.occ.size(); ++k) {
-    if (!evaluation(k) && !saves(k)) continue;
+    if (!evaluation(k) && !apart(k)) continue;
     int64_t eval_end = INT64_MIN;
     if (evaluation(k)) eval_end = off_ends[k - 1][off_n[k - 1] - usual_n - 1];
     if (evaluation(k) && runs_the_model(k)) eval_end = std::max(eval_end, run_ends[k - 1][run_n[k - 1] - usual_runs - 1]);
-    if (saves(k)) eval_end = std::max(eval_end, saved[k - 1][saved_n[k - 1] - usual_saved - 1]);
+    eval_end = std::max(eval_end, apart_end(k));
     for (auto it = work.lower_bound(eval_end); it != work.end() && it->first < opt[k].ts; ++it)
       if (begins_here(it)) {
         c.occ[k].ts = std::max(c.occ[k].ts, back_over(it->first, eval_end, {compile, optimizer}));
@@ -768,7 +786,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   const size_t usual_works = lower_median(wait_works), usual_top = lower_median(wait_top);
   auto more_than_usual = [&](size_t k) { return wait_works[k - 1] > usual_works || wait_top[k - 1] > usual_top; };
   auto late = [&](size_t k) {
-    return (c.occ[k].ts - opt[k - 1].end > long_gap && more_than_usual(k)) || evaluation(k) || saves(k);
+    return (c.occ[k].ts - opt[k - 1].end > long_gap && more_than_usual(k)) || evaluation(k) || apart(k);
   };
   auto step_start = [&](size_t k) { return late(k) ? c.occ[k].ts : opt[k - 1].end; };
   c.apart.assign(c.occ.size(), false);

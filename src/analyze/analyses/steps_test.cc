@@ -1197,6 +1197,38 @@ TEST(Steps, ACheckpointIsOutsideTheStepsHoweverShortItsWait) {
   }
 }
 
+// A rank that does not save waits in the `dist.barrier()` after an epoch
+// for the one that does (here 100 us, below the far-beyond bound): a
+// collective the usual wait does not hold is no iteration's own, and step 3
+// begins at its zero_grad, as on the saving rank. Collectives every
+// iteration makes before its forward (FSDP's all-gathers) are the usual
+// wait's and split nothing.
+TEST(Steps, AnEpochsBarrierIsOutsideTheStepsAndTheUsualCollectivesSplitNothing) {
+  for (bool gather : {false, true})
+    for (bool barrier : {true, false}) {
+      if (!gather && !barrier) continue;
+      std::vector<std::string> v;
+      for (int k = 0; k < 5; ++k) {
+        const long long t = 2000 + 150 * k + (k >= 3 && barrier ? 100 : 0);
+        eager_iteration(v, t, 3);
+        if (gather) v.push_back(ev("all_gather_into_tensor", "comm", 10, 10, t + 6, 3));
+        if (k == 2 && barrier) v.push_back(ev("barrier", "comm", 10, 10, t + 100, 100));
+      }
+      for (unsigned threads : {1u, 2u}) {
+        StepReport r = run(lines(v), threads, 256);
+        ASSERT_EQ(r.rows.size(), 5u) << gather << barrier << threads;
+        if (barrier) {
+          EXPECT_EQ(durations(r), (std::vector<double>{90, 150, 150, 90, 150})) << gather << threads;
+          EXPECT_EQ(r.rows[3].start_us, 1'000'000 + 2000 + 450 + 100) << gather << threads;  // its zero_grad
+          EXPECT_EQ(r.outside_us[kComm], 100) << gather << threads;
+        } else {
+          for (size_t k = 1; k < r.rows.size(); ++k)
+            EXPECT_EQ(r.rows[k].start_us, r.rows[k - 1].start_us + r.rows[k - 1].duration_us) << k << threads;
+        }
+      }
+    }
+}
+
 // On a loaded machine a small model's evaluation can take less time than
 // the metric and EMA ops of a usual wait (here three no_grad forwards of 10
 // us against an EMA update slowed to 40 us): its time tells nothing. Where
