@@ -193,3 +193,41 @@ def test_safetensors_dcp_and_save_pretrained_are_one_event_each(tmp_path):
     [sp] = [e for e in ckpt if e["name"] == "GPT2LMHeadModel.save_pretrained"]
     writes = [e for e in events if e.get("cat") in ("POSIX", "STDIO") and e["name"] in ("write", "writev", "fwrite")]
     assert any(inside(w, sp) for w in writes), "the weights' file write is inside save_pretrained"
+
+
+SHARDS = """
+import os, sys, torch
+d = os.environ["TRACE_DIR"]
+shards = os.path.join(os.path.dirname(d), "shards")
+os.makedirs(shards, exist_ok=True)
+for i in range(8):
+    torch.save({"x": torch.randn(16), "y": i % 2}, os.path.join(shards, f"{i}.pt"))  # before tracing: no event
+from dftracer.python import dftracer
+log = dftracer.initialize_log(os.path.join(d, "run.pfw"), None, -1)
+
+class Shards(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        s = torch.load(os.path.join(shards, f"{i}.pt"))
+        return s["x"], s["y"]
+
+model = torch.nn.Linear(16, 2)
+for x, y in torch.utils.data.DataLoader(Shards(), batch_size=4, num_workers=int(sys.argv[1])):
+    model(x)
+torch.save(model.state_dict(), os.path.join(shards, "model.pt"))
+log.finalize()
+"""
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataset_loading_its_samples_with_torch_load_is_no_checkpoint(tmp_path, workers):
+    d = tmp_path / "trace"
+    d.mkdir()
+    script = tmp_path / "shards.py"
+    script.write_text(SHARDS)
+    run_python_in(str(tmp_path), f"import runpy, sys; sys.argv = ['shards.py', '{workers}']; "
+                  f"runpy.run_path({str(script)!r}, run_name='__main__')", env={"TRACE_DIR": str(d)}, timeout=300)
+    events = [e for f in trace_files(str(d)) for e in read_trace(f) if e.get("ph") == "X"]
+    # the samples' loads: no event; the model's save after the loop: its two
+    assert [e["name"] for e in events if e.get("cat") == "checkpoint"] == ["Linear.state_dict", "torch.save"]

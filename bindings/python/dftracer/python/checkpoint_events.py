@@ -13,6 +13,9 @@ called it, cat ``checkpoint``:
 - Hugging Face's ``PreTrainedModel.save_pretrained``
   (``GPT2LMHeadModel.save_pretrained``).
 
+None inside a DataLoader's batch fetch: a dataset that loads its samples
+with ``torch.load`` loads data.
+
 Each library's functions are wrapped right after it is imported.
 
 Without them a checkpoint between two training steps read as the loop's
@@ -84,6 +87,23 @@ def _wrap(fn, name_of):
 _WRAPPER_CODE = _wrap(lambda: None, None).__code__
 
 
+def _data_fetch(fn):
+    """A DataLoader's batch fetch: a dataset loading its shards with
+    torch.load or safetensors in `__getitem__` loads data, no checkpoint."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if getattr(_tls, "open", False):
+            return fn(*args, **kwargs)
+        _tls.open = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _tls.open = False
+
+    wrapper.__dftracer_wrapped__ = fn
+    return wrapper
+
+
 def _named(name):
     return lambda args: name
 
@@ -132,6 +152,9 @@ _LIBRARIES = {
                                                                    "save_model", "load_model")),
     "torch.distributed.checkpoint": _dcp_targets,
     "transformers.modeling_utils": lambda m: [(m.PreTrainedModel, "save_pretrained", _method(".save_pretrained"))],
+    # No event: inside, the functions above record nothing (in a worker process and with num_workers=0).
+    "torch.utils.data._utils.fetch": lambda m: [(getattr(m, c), "fetch", None) for c in
+                                                ("_MapDatasetFetcher", "_IterableDatasetFetcher") if hasattr(m, c)],
 }
 
 _wrappers: dict = {}  # id(function) -> its wrapper: one per function whatever the owners
@@ -151,7 +174,7 @@ def _install_library(module_name) -> None:
                 continue
             w = _wrappers.get(id(fn))
             if w is None or w.__dftracer_wrapped__ is not fn:
-                w = _wrappers[id(fn)] = _wrap(fn, name_of)
+                w = _wrappers[id(fn)] = _wrap(fn, name_of) if name_of is not None else _data_fetch(fn)
             setattr(owner, attr, w)
             _originals[(owner, attr)] = fn
     if module_name == "torch":
