@@ -147,6 +147,10 @@ def test_the_report_charts_the_checkpoint_calls_with_the_regions(traced):
     p = subprocess.run([analyzer(), "report", str(d), "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "checkpoint " in p.stdout  # the compile-vs-run line's split
+    # its own line: the 9 calls, none in a step, the longest, the names with the most time
+    [line] = [x for x in p.stdout.splitlines() if x.startswith("Checkpoints: ")]
+    assert line.startswith("Checkpoints: 9 calls, ") and ", 0.0% of the steps'; the longest " in line, line
+    assert "torch.save " in line.split("most time: ")[1], line
     html = out.read_text()
     at = html.index('"regions":') + len('"regions":')
     regions, _ = json.JSONDecoder().raw_decode(html, at)  # [[name, count, ...], ...]

@@ -243,10 +243,45 @@ std::string gc_line(const Rollup& gc, const RunWall& w, const StepReport& st) {
          human_time(ns_to_us(self_ns)) + " of thread time (also at start-up, at exit and in data workers)";
 }
 
+// Checkpoint calls (torch.save, state_dict, safetensors, save_pretrained:
+// the names of kind checkpoint, each one outermost call): how many, their
+// wall time in the run and inside the steps (a save between two steps is
+// outside them), the longest, and the names with the most time; "" when
+// there are none.
+std::string checkpoint_line(const Rollup& ckpt, const RunWall& w, const StepReport& st) {
+  uint64_t count = 0;
+  const Rollup::value_type* longest = nullptr;
+  for (const auto& kv : ckpt) {
+    count += kv.second.count;
+    if (!longest || kv.second.max_ns > longest->second.max_ns) longest = &kv;
+  }
+  if (count == 0) return "";
+  constexpr size_t c = step_category_index("checkpoint");
+  std::string l = "Checkpoints: " + std::to_string(count) + (count == 1 ? " call" : " calls") + ", " +
+                  human_time(w.wall_us[c]) + " of the run's wall time (" + pct(w.wall_us[c], w.span_us) + ")";
+  double steps_us = 0, steps_ckpt_us = 0;
+  for (const StepRow& x : st.rows) {
+    steps_us += x.duration_us;
+    steps_ckpt_us += x.wall_us[c];
+  }
+  if (steps_us > 0) l += ", " + pct(steps_ckpt_us, steps_us) + " of the steps'";
+  l += "; the longest " + longest->first + " " + human_time(ns_to_us(longest->second.max_ns));
+  std::vector<const Rollup::value_type*> v;
+  for (const auto& kv : ckpt) v.push_back(&kv);
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) {
+    return a->second.total_ns != b->second.total_ns ? a->second.total_ns > b->second.total_ns : a->first < b->first;
+  });
+  for (size_t i = 0; i < v.size() && i < 3; ++i)
+    l += (i ? ", " : "; most time: ") + v[i]->first + " " + human_time(ns_to_us(v[i]->second.total_ns)) + " (" +
+         std::to_string(v[i]->second.count) + ")";
+  return l;
+}
+
 // The answer the page opens on, and `report` prints: the op and the modules
 // with the most self time, compile vs run, I/O (when traced) and the steps, each one line.
-std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& gc, const Rollup& modules,
-                                      const Rollup& categories, const StepReport& st, const IoView& io) {
+std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, const Rollup& gc, const Rollup& ckpt,
+                                      const Rollup& modules, const Rollup& categories, const StepReport& st,
+                                      const IoView& io) {
   std::vector<std::string> lines;
   const double traced = s.traced_us;
   if (!s.complete_events) return {"No complete events were read."};
@@ -273,6 +308,7 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     l += "; compile thread time " + human_time(compile_threads) + " (threads added)";
   lines.push_back(l);
   if (const std::string g = gc_line(gc, w, st); !g.empty()) lines.push_back(g);
+  if (const std::string k = checkpoint_line(ckpt, w, st); !k.empty()) lines.push_back(k);
   if (io.total.ops) {  // I/O calls are leaves: their time is their self time
     // The program's data I/O first; the runtime's own (imports, shared
     // libraries, the trace itself: io_view.hpp's io_file_kind) in one clause.
@@ -558,7 +594,8 @@ ReportResult write_report(const std::vector<std::string>& files, const std::stri
   const Rollup ops = names_of_kind(r.groups_, {"op"});  // the model's own work leads
   const auto [modules, no_module] = modules_and_no_module(r.groups_);
   std::vector<std::string> answer =
-      answer_lines(s, ops, names_of_kind(r.groups_, {"gc"}), modules, by_key[kCategory], steps, io);
+      answer_lines(s, ops, names_of_kind(r.groups_, {"gc"}), names_of_kind(r.groups_, {"checkpoint"}), modules,
+                   by_key[kCategory], steps, io);
   const std::string steady = steady_json(files, threads, ro, steps, top_n, &answer);
   for (const std::string& l : answer) res.answer += l + "\n";
 
