@@ -1229,6 +1229,33 @@ TEST(Steps, AnEpochsBarrierIsOutsideTheStepsAndTheUsualCollectivesSplitNothing) 
     }
 }
 
+// An EMA update after every optimizer step, 6 grad-off ops of which a
+// varying number last 0 in whole microseconds (0, 1 or 2: which ones do
+// varies on a loaded machine), and in one wait an op preempted for 120 us.
+// That wait holds the usual update and no evaluation: counted without the
+// zero-length ops it held more grad-off work than the usual wait and, with
+// the preemption's time, was cut out of the steps.
+TEST(Steps, APreemptedOpInTheUsualGradOffWorkIsNoEvaluation) {
+  std::vector<std::string> v;
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 150 * k + (k >= 4 ? 120 : 0);
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 20, "\"phase\":\"forward\""));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 20));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 70, 20));
+    for (int j = 0; j < 6; ++j) {
+      const int dur = j < k % 3 ? 0 : (k == 3 && j == 5 ? 121 : 1);
+      v.push_back(ev("aten::mul", "aten", 10, 10, t + 92 + 3 * j, dur, "\"grad\":0"));
+    }
+  }
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(lines(v), threads, 256);
+    ASSERT_EQ(r.rows.size(), 5u) << threads;
+    for (size_t k = 1; k < r.rows.size(); ++k)
+      EXPECT_EQ(r.rows[k].start_us, r.rows[k - 1].start_us + r.rows[k - 1].duration_us) << k << threads;
+  }
+}
+
 // On a loaded machine a small model's evaluation can take less time than
 // the metric and EMA ops of a usual wait (here three no_grad forwards of 10
 // us against an EMA update slowed to 40 us): its time tells nothing. Where
