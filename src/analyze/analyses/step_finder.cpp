@@ -28,6 +28,7 @@ constexpr size_t kMaxRegionOccurrences = size_t{1} << 21;
 
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
 // Cats the capture sources write for ops, graphs, compile work and their own
 // records: never a user's loop region. Kineto's ops (`cpu_op`) and the CUDA
@@ -683,10 +684,19 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   for (const StepFinder::Blip& b : t.blips)
     if (b.category == kInferenceWork || b.category == kGradOffWork) off_blips.push_back(b.ts);
   std::sort(off_blips.begin(), off_blips.end());
-  // Per wait: the ends of its top-level checkpoint events, and of its
-  // collectives, in order.
+  // Per wait: the ends of its top-level checkpoint events that save or load
+  // a file, and of its barriers, in order. Not a bare state_dict() or
+  // load_state_dict(): a DQN copying its network into the target one every
+  // few steps, an EMA, move weights in memory, and the iteration goes on.
+  // Nor another collective: a metric all-reduced every few steps for the
+  // log is the loop's own.
   constexpr size_t kApart = 2;
-  const size_t apart_category[kApart] = {step_category_index("checkpoint"), step_category_index("comm")};
+  const size_t checkpoint = step_category_index("checkpoint"), comm = step_category_index("comm");
+  auto apart_kind = [&](const StepFinder::Top& e) -> size_t {  // kApart: neither
+    if (e.category == checkpoint)
+      return ends_with(e.name, ".state_dict") || ends_with(e.name, ".load_state_dict") ? kApart : 0;
+    return e.category == comm && e.name == "barrier" ? 1 : kApart;
+  };
   std::vector<std::vector<int64_t>> apart_ends[kApart];
   for (size_t k = 1; k < c.occ.size(); ++k) {
     int64_t until = c.occ[k].ts;
@@ -697,8 +707,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       }
     for (auto& ends : apart_ends) ends.emplace_back();
     for (auto it = top.lower_bound(opt[k - 1].end); it != top.end() && it->first < until; ++it)
-      for (size_t a = 0; a < kApart; ++a)
-        if (it->second.category == apart_category[a]) apart_ends[a].back().push_back(it->second.end);
+      if (const size_t a = apart_kind(it->second); a < kApart) apart_ends[a].back().push_back(it->second.end);
     size_t n = 0;
     int64_t t = 0;
     off_ends.emplace_back();
@@ -731,12 +740,12 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     if (run_n[k - 1] > usual_runs) return runs_the_model(k);
     return off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
-  // A checkpoint, or a collective, is told by its events alone, whatever
+  // A checkpoint, or a barrier, is told by its events alone, whatever
   // its time: a wait holding more of them than the usual wait, up to the
   // iteration's first backward work, is no iteration's own (a save every
   // few steps; a `dist.barrier()` after an epoch, which on the ranks that
-  // do not save waits for the one that does; an EMA's state_dict() every
-  // iteration, FSDP's all-gathers before its forward are the usual wait's).
+  // do not save waits for the one that does; a save every iteration is the
+  // usual wait's).
   // Counted past the first work: the Trainer's loss logging (grad-on ops)
   // can run between the optimizer step and the save, and ended the wait
   // before it. The step begins after them (all but the usual count's last).
@@ -759,7 +768,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // evaluation's grad-off works (all but the usual count's last ones, the
   // iteration's own; or its model calls but the usual count's last ones, where
   // usual work, an EMA update, ran before it too). A checkpoint's or a
-  // collective's, after them.
+  // barrier's, after them.
   for (size_t k = 1; k < c.occ.size(); ++k) {
     if (!evaluation(k) && !apart(k)) continue;
     int64_t eval_end = INT64_MIN;
@@ -817,23 +826,63 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     std::map<std::string_view, size_t> need;
     std::set<std::string_view> backward_names;  // of the works needed: the backward ones
     const size_t from = c.occ.size() > 9 ? c.occ.size() - 8 : 1;
+    // Where the LibTorch observer wrote the model's calls and every one of
+    // those steps calls the trained model, the work before its first call
+    // (the previous iteration's tail after its optimizer step -- a running
+    // loss, a scheduler's ops --, the zero_grad, the batch moved to the
+    // device) is needed apart (need_pre): the first iteration has no
+    // previous one, and looking for the tail's ops sent the walk back into
+    // the setup (a DDP wrapper's, a model's initialisation's). They are
+    // looked for within the usual (median) such stretch before the first
+    // iteration's first call (pre_span), and past it (a first iteration is
+    // slower: an RL rollout's first policy calls) only over as many works as
+    // such a stretch holds at most, with no gap longer than 4 times the
+    // usual longest one (the setup before the loop: the data built
+    // untraced between).
+    std::vector<int64_t> call_starts;  // the trained model's calls (grad on), by start
+    for (const StepFinder::ModelCall& m : calls)
+      if (!m.grad_off) call_starts.push_back(m.ts);
+    std::sort(call_starts.begin(), call_starts.end());
+    bool split_pre = !call_starts.empty();
+    std::vector<int64_t> call0(c.occ.size(), INT64_MIN);  // per step: its first call
+    for (size_t k = from; k < c.occ.size() && split_pre; ++k) {
+      auto it = std::lower_bound(call_starts.begin(), call_starts.end(), walked_from[k]);
+      if (it == call_starts.end() || *it >= c.occ[k].end) split_pre = false;
+      else call0[k] = *it;
+    }
+    std::map<std::string_view, size_t> need_pre;
+    std::vector<int64_t> pre_spans, pre_gaps;  // per step: its stretch before the call, its longest gap there
+    size_t pre_works = 0;
     int64_t longest = 0;
     for (size_t k = from; k < c.occ.size(); ++k) {
       longest = std::max(longest, c.occ[k].end - step_start(k));
-      std::map<std::string_view, size_t> here;
+      std::map<std::string_view, size_t> here, here_pre;
+      int64_t last_end = INT64_MIN, pre_gap = 0;  // the pre stretch's previous work's end, its longest gap
+      size_t n_pre = 0;
       for (auto it = work.lower_bound(walked_from[k]); it != work.end() && it->first < c.occ[k].end; ++it)
         if (counts(it)) {
-          ++here[it->second.name];
+          const bool pre = split_pre && it->first < call0[k];
+          ++(pre ? here_pre : here)[it->second.name];
+          if (pre) {
+            if (last_end != INT64_MIN) pre_gap = std::max(pre_gap, it->first - last_end);
+            last_end = std::max(last_end, it->second.end);
+            ++n_pre;
+          }
           if (it->second.category == backward) backward_names.insert(it->second.name);
         }
+      if (split_pre && last_end != INT64_MIN) pre_gap = std::max(pre_gap, call0[k] - last_end);
+      if (split_pre) pre_spans.push_back(call0[k] - walked_from[k]), pre_gaps.push_back(pre_gap);
+      pre_works = std::max(pre_works, n_pre);
       if (k == from) {
         need = std::move(here);
+        need_pre = std::move(here_pre);
         continue;
       }
-      for (auto& [n, count] : need) {
-        auto h = here.find(n);
-        count = std::min(count, h == here.end() ? size_t{0} : h->second);
-      }
+      for (auto [all, one] : {std::make_pair(&need, &here), std::make_pair(&need_pre, &here_pre)})
+        for (auto& [n, count] : *all) {
+          auto h = one->find(n);
+          count = std::min(count, h == one->end() ? size_t{0} : h->second);
+        }
     }
     std::map<std::string_view, size_t> before;  // what the works before the first optimizer step can give
     const auto first_end = work.upper_bound(opt[0].ts);
@@ -914,6 +963,27 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       }
     }
     if (missing) ts = found;
+    if (split_pre) {  // the first iteration's own work before its first call
+      // The usual stretch (a loop logging every few steps makes some longer).
+      const int64_t pre_span = median_of(pre_spans), pre_gap = median_of(pre_gaps);
+      auto c0 = std::upper_bound(call_starts.begin(), call_starts.end(), ts);
+      const int64_t anchor = c0 == call_starts.begin() ? ts : std::min(ts, *std::prev(c0));
+      ts = anchor;  // the call's own first op may be one only the first iteration runs
+      size_t pre_missing = 0, past = 0;
+      for (const auto& [n, k] : need_pre) pre_missing += k;
+      int64_t edge = anchor;  // the earliest work walked over
+      for (auto it = work.lower_bound(anchor); it != work.begin() && pre_missing;) {
+        --it;
+        if (!counts(it)) continue;
+        if (edge - it->second.end > longest) break;  // the setup before the loop
+        if (it->first < anchor - pre_span && (++past > pre_works || edge - it->second.end > 4 * pre_gap)) break;
+        edge = std::min(edge, it->first);
+        auto n = need_pre.find(it->second.name);
+        if (n == need_pre.end() || n->second == 0) continue;
+        --n->second, --pre_missing;
+        ts = std::min(ts, it->first);
+      }
+    }
     ts = back_over_compile(ts, INT64_MIN);
   }
   // A step that begins at its first work, not at the previous optimizer

@@ -1256,6 +1256,63 @@ TEST(Steps, APreemptedOpInTheUsualGradOffWorkIsNoEvaluation) {
   }
 }
 
+// Every third iteration a DQN copies its network into the target one
+// (`target.load_state_dict(net.state_dict())`: checkpoint events, no file),
+// or a loop all-reduces its running loss for the log: the loop's own work,
+// in its steps, however they differ from the usual wait.
+TEST(Steps, ATargetNetworkSyncOrAMetricAllReduceEveryFewStepsIsTheLoops) {
+  for (bool sync : {true, false}) {
+    std::vector<std::string> v;
+    for (int k = 0; k < 6; ++k) {
+      const long long t = 2000 + 150 * k;
+      eager_iteration(v, t, 3);
+      if (k % 3) continue;
+      if (sync) {
+        v.push_back(ev("Net.state_dict", "checkpoint", 10, 10, t + 100, 5));
+        v.push_back(ev("Net.load_state_dict", "checkpoint", 10, 10, t + 106, 20));
+      } else {
+        v.push_back(ev("all_reduce", "comm", 10, 10, t + 100, 30));
+      }
+    }
+    for (unsigned threads : {1u, 2u}) {
+      StepReport r = run(lines(v), threads, 256);
+      ASSERT_EQ(r.rows.size(), 6u) << sync << threads;
+      for (size_t k = 1; k < r.rows.size(); ++k)
+        EXPECT_EQ(r.rows[k].start_us, r.rows[k - 1].start_us + r.rows[k - 1].duration_us) << k << sync << threads;
+    }
+  }
+}
+
+// A loop adding each loss to a running one after its optimizer step
+// (`running += loss.detach()`): every later step opens with that tail, the
+// previous iteration's, which the first has not. Looking for it, the first
+// step's walk went back over the untraced data set-up (300 us, less than a
+// step) into the DDP wrapper's construction, which runs the same ops, and
+// began there. The work before the model's first call is looked for apart,
+// near that call: the first step begins at its zero_grad.
+TEST(Steps, TheFirstStepDoesNotLookForThePreviousIterationsTailInTheSetup) {
+  std::vector<std::string> v;
+  const std::string fwd = "\"phase\":\"forward\"";
+  v.push_back(ev("aten::detach", "aten", 10, 10, 1690, 3, fwd));  // the wrapper's construction
+  v.push_back(ev("aten::add_", "aten", 10, 10, 1695, 4, fwd));
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 500 * k;
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 190, fwd));
+    v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 192, fwd));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 210, 200));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 420, 50));
+    v.push_back(ev("aten::detach", "aten", 10, 10, t + 475, 2, fwd));
+    v.push_back(ev("aten::add_", "aten", 10, 10, t + 479, 2, fwd));
+  }
+  for (unsigned threads : {1u, 2u}) {
+    StepReport r = run(lines(v), threads, 256);
+    ASSERT_EQ(r.rows.size(), 5u) << threads;
+    EXPECT_EQ(r.rows[0].start_us, 1'000'000 + 2000) << threads;  // its zero_grad
+    EXPECT_EQ(r.rows[0].duration_us, 470) << threads;
+  }
+}
+
 // On a loaded machine a small model's evaluation can take less time than
 // the metric and EMA ops of a usual wait (here three no_grad forwards of 10
 // us against an EMA update slowed to 40 us): its time tells nothing. Where
