@@ -672,7 +672,11 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   for (const StepFinder::ModelCall& m : calls)
     if (m.grad_off && trained.count(m.name_hash)) runs.push_back(&m);
   std::sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->ts < b->ts; });
-  std::vector<size_t> off_n, run_n;
+  std::vector<int64_t> any_runs;  // grad-off calls of any module, by start
+  for (const StepFinder::ModelCall& m : calls)
+    if (m.grad_off) any_runs.push_back(m.ts);
+  std::sort(any_runs.begin(), any_runs.end());
+  std::vector<size_t> off_n, run_n, any_n;
   std::vector<int64_t> off_t;
   std::vector<std::vector<int64_t>> run_ends;  // per wait: those calls' ends, in order
   std::vector<std::vector<int64_t>> off_ends;  // per wait: its grad-off works' ends, in order
@@ -728,6 +732,8 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     run_ends.emplace_back();
     for (; r != runs.end() && (*r)->ts < until; ++r) run_ends.back().push_back((*r)->end);
     run_n.push_back(run_ends.back().size());
+    any_n.push_back(std::lower_bound(any_runs.begin(), any_runs.end(), until) -
+                    std::lower_bound(any_runs.begin(), any_runs.end(), opt[k - 1].end));
   }
   const size_t usual_n = lower_median(off_n), usual_runs = lower_median(run_n);
   const int64_t usual_t = lower_median(off_t);
@@ -735,9 +741,15 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
   // than twice the usual count (no_grad calls that vary by one, RL rollouts
   // of 1 or 2, are no evaluation, however long); other waits by time.
   auto runs_the_model = [&](size_t k) { return run_n[k - 1] > 2 * usual_runs; };
+  // Where the observer wrote the model's calls, an evaluation runs a model
+  // (the trained one's class, or another: a metric's network): grad-off ops
+  // alone, every few steps, are the loop's logging (an accuracy, weight and
+  // gradient norms under no_grad), however long they take.
+  const size_t usual_any = lower_median(any_n);
   auto evaluation = [&](size_t k) {
     if (off_n[k - 1] <= usual_n) return false;
     if (run_n[k - 1] > usual_runs) return runs_the_model(k);
+    if (!trained.empty() && any_n[k - 1] <= usual_any) return false;
     return off_t[k - 1] - usual_t > std::max(usual_t, busy_med / 32);
   };
   // A checkpoint, or a barrier, is told by its events alone, whatever

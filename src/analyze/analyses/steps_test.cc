@@ -1313,6 +1313,36 @@ TEST(Steps, TheFirstStepDoesNotLookForThePreviousIterationsTailInTheSetup) {
   }
 }
 
+// Every third iteration logs its batch accuracy and the weight and
+// gradient norms under no_grad after its optimizer step: many grad-off ops,
+// longer than the usual wait's, and no model call. Where the observer wrote
+// the model's calls that is the loop's logging, in its steps; the same ops
+// inside a call of another network (a metric's: FID's Inception) are an
+// evaluation, outside them.
+TEST(Steps, GradOffLoggingWithoutAModelCallIsNoEvaluation) {
+  for (bool metric_net : {false, true}) {
+    std::vector<std::string> v;
+    for (int k = 0; k < 7; ++k) {
+      const long long t = 2000 + 300 * k;
+      eager_iteration(v, t, 3);
+      v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 22, "\"phase\":\"forward\""));
+      if (k % 3 != 1) continue;
+      for (int j = 0; j < 12; ++j) v.push_back(ev("aten::norm", "aten", 10, 10, t + 100 + 8 * j, 6, "\"grad\":0"));
+      if (metric_net) v.push_back(ev("nn.Module: Inception", "torch", 10, 10, t + 99, 98, "\"phase\":\"inference\""));
+    }
+    for (unsigned threads : {1u, 2u}) {
+      StepReport r = run(lines(v), threads, 256);
+      ASSERT_EQ(r.rows.size(), 7u) << metric_net << threads;
+      const long long step2_zero_grad = 2000 + 600;
+      if (metric_net)
+        EXPECT_EQ(r.rows[2].start_us, 1'000'000 + step2_zero_grad) << threads;
+      else
+        for (size_t k = 1; k < r.rows.size(); ++k)
+          EXPECT_EQ(r.rows[k].start_us, r.rows[k - 1].start_us + r.rows[k - 1].duration_us) << k << threads;
+    }
+  }
+}
+
 // On a loaded machine a small model's evaluation can take less time than
 // the metric and EMA ops of a usual wait (here three no_grad forwards of 10
 // us against an EMA update slowed to 40 us): its time tells nothing. Where
