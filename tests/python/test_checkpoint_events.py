@@ -235,3 +235,13 @@ def test_a_dataset_loading_its_samples_with_torch_load_is_no_checkpoint(tmp_path
     events = [e for f in trace_files(str(d)) for e in read_trace(f) if e.get("ph") == "X"]
     # the samples' loads: no event; the model's save after the loop: its two
     assert [e["name"] for e in events if e.get("cat") == "checkpoint"] == ["Linear.state_dict", "torch.save"]
+
+
+def test_the_saved_files_io_is_checkpoint_io_not_data(traced):
+    d, path, loop = traced
+    p = subprocess.run([analyzer(), "io", str(d), "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    [ckpt] = [f for f in doc["by_file"] if f.endswith("ckpt.pt")]
+    assert doc["by_file"][ckpt]["kind"] == "checkpoint", doc["by_file"][ckpt]
+    assert doc["by_kind"]["checkpoint"]["write_bytes"] >= doc["by_file"][ckpt]["write_bytes"] > 0

@@ -154,7 +154,9 @@ void for_each_parent(std::string_view path, Fn fn) {
 
 }  // namespace
 
-const char* io_kind_name(IoFileKind k) { return k == IoFileKind::Runtime ? "runtime" : "data"; }
+const char* io_kind_name(IoFileKind k) {
+  return k == IoFileKind::Runtime ? "runtime" : k == IoFileKind::Checkpoint ? "checkpoint" : "data";
+}
 
 IoFileKind io_file_kind(std::string_view path) {
   if (path.empty() || path[0] != '/') return IoFileKind::Data;  // no path to judge by
@@ -196,8 +198,9 @@ size_t python_prefix_len(std::string_view path) {
   return std::string_view::npos;
 }
 
-// v.file_kind and the per-kind totals, from the named by_file rows.
-void classify_files(IoView& v) {
+// v.file_kind and the per-kind totals, from the named by_file rows; a data
+// file in `saved` is a checkpoint's.
+void classify_files(IoView& v, const std::unordered_set<std::string>& saved) {
   std::vector<std::string_view> paths;
   paths.reserve(v.by_file.size());
   for (const auto& [path, s] : v.by_file) paths.push_back(path);
@@ -209,6 +212,10 @@ void classify_files(IoView& v) {
     if (kinds[i] == IoFileKind::Runtime) {
       v.runtime.add(s);
       ++v.runtime_files;
+    } else if (saved.count(path)) {
+      v.file_kind[path] = IoFileKind::Checkpoint;
+      v.checkpoint.add(s);
+      ++v.checkpoint_files;
     } else {
       v.data.add(s);
       ++v.data_files;
@@ -295,7 +302,17 @@ void IoAccumulator::add(const Event& ev) {
       paths_.emplace(std::string(ev.extra_args[kValue]), std::string(ev.meta_name));
     return;
   }
+  if (ev.is_complete() && ev.cat == "checkpoint") saved_by(ev);
   if (!ev.is_complete() || !is_io_cat(ev.cat)) return;
+  {
+    const uint64_t thread = std::hash<std::string_view>{}(ev.pid_text) * 31 + std::hash<std::string_view>{}(ev.tid_text);
+    if (last_recent_ == nullptr || thread != last_thread_) last_thread_ = thread, last_recent_ = &recent_[thread];
+    Recent& r = *last_recent_;
+    const std::pair<int64_t, uint64_t> call{ev.ts_ns, std::hash<std::string_view>{}(ev.extra_args[kFhash])};
+    if (r.calls.size() < kRecent) r.calls.push_back(call);
+    else r.calls[r.next] = call;
+    r.next = (r.next + 1) % kRecent;
+  }
   IoStats s;
   s.ops = 1;
   s.time_ns = ev.has_dur ? ev.dur_ns : 0;
@@ -319,6 +336,14 @@ void IoAccumulator::add(const Event& ev) {
     view_.by_bin[floor_to(ev.ts_ns, opt_.bin_ns)].add(s);
     fit_bins();
   }
+}
+
+void IoAccumulator::saved_by(const Event& c) {
+  if (!c.has_ts || !c.has_dur) return;
+  auto it = recent_.find(std::hash<std::string_view>{}(c.pid_text) * 31 + std::hash<std::string_view>{}(c.tid_text));
+  if (it == recent_.end()) return;
+  for (const auto& [ts, fhash] : it->second.calls)
+    if (ts >= c.ts_ns && ts <= c.ts_ns + c.dur_ns) saved_.insert(fhash);
 }
 
 void IoAccumulator::fit_bins() {
@@ -347,6 +372,7 @@ void IoAccumulator::merge(const IoAccumulator& o) {
   for (auto& [k, s] : o.view_.by_bin) view_.by_bin[floor_to(k, opt_.bin_ns)].add(s);
   fit_bins();
   paths_.insert(o.paths_.begin(), o.paths_.end());
+  saved_.insert(o.saved_.begin(), o.saved_.end());
 }
 
 IoView IoAccumulator::finish(const ReadStats& stats) const {
@@ -355,12 +381,15 @@ IoView IoAccumulator::finish(const ReadStats& stats) const {
   v.stats = stats;
   // fhash -> the path its FH record names (the records may sit in any file).
   std::map<std::string, IoStats> named;
+  std::unordered_set<std::string> saved;  // the paths touched inside a checkpoint event
   for (auto& [hash, s] : v.by_file) {
     auto it = paths_.find(hash);
-    named[it != paths_.end() ? it->second : (hash.empty() ? std::string("(no fhash)") : "fhash:" + hash)].add(s);
+    const std::string path = it != paths_.end() ? it->second : (hash.empty() ? std::string("(no fhash)") : "fhash:" + hash);
+    named[path].add(s);
+    if (saved_.count(std::hash<std::string_view>{}(hash))) saved.insert(path);
   }
   v.by_file = std::move(named);
-  classify_files(v);
+  classify_files(v, saved);
   if (!v.by_bin.empty()) v.first_bin_ns = v.by_bin.begin()->first;
   return v;
 }
@@ -381,15 +410,17 @@ IoView io_view(const std::vector<std::string>& files, const IoOptions& options, 
 
 namespace {
 
-// by_file's data files.
-std::map<std::string, IoStats> data_files(const IoView& v) {
+// by_file's files of one kind.
+std::map<std::string, IoStats> files_of(const IoView& v, IoFileKind kind) {
   std::map<std::string, IoStats> out;
   for (const auto& [path, s] : v.by_file) {
     auto k = v.file_kind.find(path);
-    if (k == v.file_kind.end() || k->second == IoFileKind::Data) out.emplace(path, s);
+    if ((k == v.file_kind.end() ? IoFileKind::Data : k->second) == kind) out.emplace(path, s);
   }
   return out;
 }
+
+std::map<std::string, IoStats> data_files(const IoView& v) { return files_of(v, IoFileKind::Data); }
 
 std::string summary_line(const IoView& v) {
   const IoStats& t = v.data;
@@ -430,6 +461,8 @@ std::string io_report_json(const IoView& v, size_t top) {
   append_json_string(o, summary_line(v));
   o += ",\"runtime\":";
   append_json_string(o, runtime_line(v));
+  o += ",\"checkpoint\":";
+  append_json_string(o, checkpoint_io_line(v));
   o += ",\"by_file\":" + rows_json(data_files(v), top) + ",\"by_call\":" + rows_json(v.by_call, top) +
        ",\"by_process\":" + rows_json(v.by_process, top);
   char buf[96];
@@ -443,6 +476,17 @@ std::string io_report_json(const IoView& v, size_t top) {
     first = false;
   }
   return o + "]}}";
+}
+
+std::string checkpoint_io_line(const IoView& v) {
+  if (!v.checkpoint_files) return "";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Checkpoint I/O (files touched inside checkpoint events): %llu calls, %.1f us; read %.3f MiB, wrote "
+                "%.3f MiB over %zu files",
+                static_cast<unsigned long long>(v.checkpoint.ops), v.checkpoint.time_ns / 1e3,
+                mib(v.checkpoint.read_bytes), mib(v.checkpoint.write_bytes), v.checkpoint_files);
+  return line;
 }
 
 std::string runtime_line(const IoView& v) {
@@ -470,7 +514,11 @@ void write_io_table(std::ostream& os, const IoView& v, size_t top) {
   if (v.data_files)
     table(os, "by data file", "file", data_files(v), top);
   else
-    os << "by data file\n  (none: every traced file is the runtime's)\n\n";
+    os << "by data file\n  (none: every traced file is the runtime's or a checkpoint's)\n\n";
+  if (const std::string c = checkpoint_io_line(v); !c.empty()) {
+    os << c << "\n\n";
+    table(os, "by checkpoint file", "file", files_of(v, IoFileKind::Checkpoint), top);
+  }
   if (const std::string r = runtime_line(v); !r.empty()) os << r << "\n\n";
   table(os, "by call", "call", v.by_call, top);
   table(os, "by process", "pid", v.by_process, top);
@@ -494,6 +542,8 @@ void write_io_json(std::ostream& os, const IoView& v) {
   json_stats(out, v.data);
   out += ",\"runtime\":";
   json_stats(out, v.runtime);
+  out += ",\"checkpoint\":";
+  json_stats(out, v.checkpoint);
   out += '}';
   json_map(out, "by_call", v.by_call);
   json_map(out, "by_process", v.by_process);

@@ -10,6 +10,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "event_decoder.hpp"
@@ -26,12 +28,14 @@ struct IoStats {
   void add(const IoStats& o);
 };
 
-// Whose I/O a file's calls are, by its path alone (io_file_kind): the
-// program's data (datasets, checkpoints, its outputs), or the runtime's own
-// (Python's imports, shared libraries, the kernel's pseudo files, the trace
-// files themselves). docs/analyzer.md gives the rule.
-enum class IoFileKind { Data, Runtime };
-const char* io_kind_name(IoFileKind k);  // "data" / "runtime"
+// Whose I/O a file's calls are: by its path (io_file_kind), the program's
+// data (datasets, its outputs) or the runtime's own (Python's imports,
+// shared libraries, the kernel's pseudo files, the trace files themselves);
+// and of the data files, a checkpoint's: one a call inside a checkpoint
+// event (torch.save, save_pretrained, ...) of the same thread touched.
+// docs/analyzer.md gives the rule.
+enum class IoFileKind { Data, Runtime, Checkpoint };
+const char* io_kind_name(IoFileKind k);  // "data" / "runtime" / "checkpoint"
 // The rule on one path: runtime when it is under /proc, /sys, /dev, /etc,
 // /usr/lib, /usr/lib64, /lib, /lib64, /usr/share/locale or
 // /usr/share/zoneinfo (the kernel's and the system's files), names a
@@ -67,8 +71,8 @@ struct IoView {
   std::map<std::string, IoStats> by_file;     // path (or "fhash:<hash>" without its FH record)
   // Each by_file key's kind (io_file_kinds over all of them).
   std::map<std::string, IoFileKind> file_kind;
-  IoStats data, runtime;  // total, split by file kind
-  size_t data_files = 0, runtime_files = 0;
+  IoStats data, runtime, checkpoint;  // total, split by file kind
+  size_t data_files = 0, runtime_files = 0, checkpoint_files = 0;
   std::map<std::string, IoStats> by_call;     // event name
   std::map<std::string, IoStats> by_process;  // pid
   std::map<int64_t, IoStats> by_bin;          // epoch ns of each bin's start (options.bin_ns wide)
@@ -98,9 +102,22 @@ class IoAccumulator {
  private:
   void widen_bins(int64_t bin_ns);  // re-keys by_bin to bins bin_ns wide
   void fit_bins();                  // widens until max_bins span the data
+  void saved_by(const Event& checkpoint);  // marks the files its thread's calls inside it touched
   IoOptions opt_;
   IoView view_;
   std::map<std::string, std::string> paths_;  // fhash -> path
+  // A thread writes an event when it ends: the calls inside a checkpoint
+  // event come before it. Each thread's latest calls (start, fhash's hash),
+  // a ring of kRecent; the hashes of the files touched inside a checkpoint.
+  static constexpr size_t kRecent = 1024;
+  struct Recent {
+    std::vector<std::pair<int64_t, uint64_t>> calls;
+    size_t next = 0;
+  };
+  std::unordered_map<uint64_t, Recent> recent_;  // by the thread's (pid, tid) hash
+  uint64_t last_thread_ = 0;
+  Recent* last_recent_ = nullptr;
+  std::unordered_set<uint64_t> saved_;
 };
 
 // A text report (each table: the `top` rows with the most time, then one
@@ -114,6 +131,9 @@ void write_io_json(std::ostream& os, const IoView& v);
 // "Python imports and libraries (runtime): N calls, T us over F files", or
 // "" when the trace holds none.
 std::string runtime_line(const IoView& v);
+// "Checkpoint I/O (...): N calls, T us; read R MiB, wrote W MiB over F
+// files", or "" when no call lay inside a checkpoint event.
+std::string checkpoint_io_line(const IoView& v);
 
 // The report's I/O section data: {"summary": one line, "runtime":
 // runtime_line, "by_file" (data files only), "by_call"

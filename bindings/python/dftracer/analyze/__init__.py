@@ -545,10 +545,11 @@ def io(paths, threads=None, *, small_bytes=4096, bin_ms=1000, max_line_mib=None,
     "by_file" (key column "file": the path its FH record names, else "fhash:<hash>"),
     "by_call" ("call": the event name), "by_process" ("pid"): one row per key with
         IO_COLUMNS, longest time_us first. by_file has a "kind" column too: "data"
-        (the program's files) or "runtime" (Python's imports, shared libraries,
-        /proc, trace files: docs/analyzer.md); the command's table lists the data
+        (the program's files), "runtime" (Python's imports, shared libraries,
+        /proc, trace files) or "checkpoint" (a file a call inside a checkpoint
+        event touched: docs/analyzer.md); the command's table lists the data
         files and sums the runtime's in one line.
-    "by_kind": {"data": {...}, "runtime": {...}}, IO_COLUMNS summed by kind.
+    "by_kind": {"data": {...}, "runtime": {...}, "checkpoint": {...}}, IO_COLUMNS summed by kind.
     "bandwidth": one row per `bin_ms` bin holding data calls: t_s (seconds since the
         first bin), read_bytes, write_bytes, read_mib_s, write_mib_s.
     "small_bytes", "bin_s": the options used; "stats": what was read and skipped.

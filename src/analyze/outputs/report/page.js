@@ -234,9 +234,9 @@ roofline();
 stepTimeline();
 timeline("timeline");
 if(D.io){ document.getElementById("io-section").hidden=false; document.getElementById("io-summary").textContent=D.io.summary;
-  document.getElementById("io-runtime").textContent=D.io.runtime;
+  document.getElementById("io-runtime").textContent=[D.io.checkpoint, D.io.runtime].filter(function(x){return x;}).join(". ");
   if(D.io.by_file.length) bars("io-by-file", D.io.by_file, "I/O time by data file", ioTip);
-  else document.getElementById("io-by-file").textContent="No data files: every traced file is the runtime's."; bars("io-by-call", D.io.by_call, "I/O time by call", ioTip);
+  else document.getElementById("io-by-file").textContent="No data files: every traced file is the runtime's or a checkpoint's."; bars("io-by-call", D.io.by_call, "I/O time by call", ioTip);
   bars("io-by-process", D.io.by_process, "I/O time by process", ioTip); ioBandwidth(); }
 badInput();
 document.body.setAttribute("data-rendered","yes");

@@ -328,6 +328,10 @@ std::vector<std::string> answer_lines(const Summary& s, const Rollup& names, con
     if (most != io.by_file.end())
       l3 += "; most data I/O time: " + most->first + " " + human_time(most->second.time_ns / 1e3) + " (" +
             std::to_string(most->second.ops) + " calls)";
+    if (io.checkpoint.ops)
+      l3 += "; checkpoint files: " + std::to_string(io.checkpoint.ops) + " calls, " +
+            human_time(io.checkpoint.time_ns / 1e3) + ", read " + mib(io.checkpoint.read_bytes) + ", wrote " +
+            mib(io.checkpoint.write_bytes);
     if (io.runtime.ops)
       l3 += "; Python imports and libraries: " + std::to_string(io.runtime.ops) + " calls, " +
             human_time(io.runtime.time_ns / 1e3);
