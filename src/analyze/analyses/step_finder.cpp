@@ -852,9 +852,11 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     // usual longest one (the setup before the loop: the data built
     // untraced between).
     std::vector<int64_t> call_starts;  // the trained model's calls (grad on), by start
+    std::vector<std::pair<int64_t, int64_t>> call_spans;  // the same, with their ends
     for (const StepFinder::ModelCall& m : calls)
-      if (!m.grad_off) call_starts.push_back(m.ts);
+      if (!m.grad_off) call_starts.push_back(m.ts), call_spans.emplace_back(m.ts, m.end);
     std::sort(call_starts.begin(), call_starts.end());
+    std::sort(call_spans.begin(), call_spans.end());
     bool split_pre = !call_starts.empty();
     std::vector<int64_t> call0(c.occ.size(), INT64_MIN);  // per step: its first call
     for (size_t k = from; k < c.occ.size() && split_pre; ++k) {
@@ -978,9 +980,12 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     if (split_pre) {  // the first iteration's own work before its first call
       // The usual stretch (a loop logging every few steps makes some longer).
       const int64_t pre_span = median_of(pre_spans), pre_gap = median_of(pre_gaps);
-      auto c0 = std::upper_bound(call_starts.begin(), call_starts.end(), ts);
-      const int64_t anchor = c0 == call_starts.begin() ? ts : std::min(ts, *std::prev(c0));
-      ts = anchor;  // the call's own first op may be one only the first iteration runs
+      // The call holding the walk's start (the call's own first op may be
+      // one only the first iteration runs); none: the start itself, never an
+      // earlier call (a forward on a sample batch before the loop).
+      auto c0 = std::upper_bound(call_spans.begin(), call_spans.end(), std::make_pair(ts, INT64_MAX));
+      const int64_t anchor = c0 != call_spans.begin() && std::prev(c0)->second > ts ? std::prev(c0)->first : ts;
+      ts = anchor;
       size_t pre_missing = 0, past = 0;
       for (const auto& [n, k] : need_pre) pre_missing += k;
       int64_t edge = anchor;  // the earliest work walked over
