@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <unordered_set>
@@ -305,13 +306,25 @@ void IoAccumulator::add(const Event& ev) {
   if (ev.is_complete() && ev.cat == "checkpoint") saved_by(ev);
   if (!ev.is_complete() || !is_io_cat(ev.cat)) return;
   {
-    const uint64_t thread = std::hash<std::string_view>{}(ev.pid_text) * 31 + std::hash<std::string_view>{}(ev.tid_text);
-    if (last_recent_ == nullptr || thread != last_thread_) last_thread_ = thread, last_recent_ = &recent_[thread];
+    if (last_recent_ == nullptr || ev.pid_text != std::string_view(last_pid_) || ev.tid_text != std::string_view(last_tid_)) {
+      last_pid_.assign(ev.pid_text);
+      last_tid_.assign(ev.tid_text);
+      last_recent_ = &recent_[{last_pid_, last_tid_}];
+    }
     Recent& r = *last_recent_;
-    const std::pair<int64_t, uint64_t> call{ev.ts_ns, std::hash<std::string_view>{}(ev.extra_args[kFhash])};
+    Call call{ev.ts_ns, {}, 0};
+    const std::string_view h = ev.extra_args[kFhash];
+    if (h.size() <= sizeof call.fhash) {
+      std::memcpy(call.fhash, h.data(), h.size());
+      call.size = static_cast<uint8_t>(h.size());
+    } else {
+      const uint64_t hashed = std::hash<std::string_view>{}(h);
+      std::memcpy(call.fhash, &hashed, sizeof hashed);
+      call.size = 255;
+    }
     if (r.calls.size() < kRecent) r.calls.push_back(call);
     else r.calls[r.next] = call;
-    r.next = (r.next + 1) % kRecent;
+    r.next = (r.next + 1) & (kRecent - 1);
   }
   IoStats s;
   s.ops = 1;
@@ -329,21 +342,41 @@ void IoAccumulator::add(const Event& ev) {
     s.small_writes = moved < opt_.small_bytes;
   }
   view_.total.add(s);
-  view_.by_file[std::string(ev.extra_args[kFhash])].add(s);
-  view_.by_call[std::string(ev.name)].add(s);
-  view_.by_process[std::string(ev.pid_text)].add(s);
+  slot(view_.by_file, last_file_, ev.extra_args[kFhash]).add(s);
+  slot(view_.by_call, last_call_, ev.name).add(s);
+  slot(view_.by_process, last_process_, ev.pid_text).add(s);
   if (ev.has_ts && dir != 0) {
     view_.by_bin[floor_to(ev.ts_ns, opt_.bin_ns)].add(s);
     fit_bins();
   }
 }
 
+// A long fhash (not ours: DFTracer's numeric ones are shorter) by its hash.
+static std::string long_fhash_key(uint64_t hashed) { return "#" + std::to_string(hashed); }
+
 void IoAccumulator::saved_by(const Event& c) {
   if (!c.has_ts || !c.has_dur) return;
-  auto it = recent_.find(std::hash<std::string_view>{}(c.pid_text) * 31 + std::hash<std::string_view>{}(c.tid_text));
+  auto it = recent_.find({std::string(c.pid_text), std::string(c.tid_text)});
   if (it == recent_.end()) return;
-  for (const auto& [ts, fhash] : it->second.calls)
-    if (ts >= c.ts_ns && ts <= c.ts_ns + c.dur_ns) saved_.insert(fhash);
+  for (const Call& call : it->second.calls) {
+    if (call.ts < c.ts_ns || call.ts > c.ts_ns + c.dur_ns) continue;
+    if (call.size <= sizeof call.fhash) {
+      saved_.emplace(call.fhash, call.size);
+    } else {
+      uint64_t hashed;
+      std::memcpy(&hashed, call.fhash, sizeof hashed);
+      saved_.insert(long_fhash_key(hashed));
+    }
+  }
+}
+
+IoStats& IoAccumulator::slot(std::map<std::string, IoStats>& m, LastKey& last, std::string_view key) {
+  if (!last.valid || key != std::string_view(last.key)) {
+    last.key.assign(key);
+    last.it = m.try_emplace(last.key).first;
+    last.valid = true;
+  }
+  return last.it->second;
 }
 
 void IoAccumulator::fit_bins() {
@@ -386,7 +419,7 @@ IoView IoAccumulator::finish(const ReadStats& stats) const {
     auto it = paths_.find(hash);
     const std::string path = it != paths_.end() ? it->second : (hash.empty() ? std::string("(no fhash)") : "fhash:" + hash);
     named[path].add(s);
-    if (saved_.count(std::hash<std::string_view>{}(hash))) saved.insert(path);
+    if (saved_.count(hash.size() <= 16 ? hash : long_fhash_key(std::hash<std::string_view>{}(hash)))) saved.insert(path);
   }
   v.by_file = std::move(named);
   classify_files(v, saved);

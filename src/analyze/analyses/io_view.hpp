@@ -91,6 +91,9 @@ IoView io_view(const std::vector<std::string>& files, const IoOptions& options, 
 class IoAccumulator {
  public:
   explicit IoAccumulator(const IoOptions& options) : opt_(options) {}
+  // It keeps iterators and a pointer into its own maps (slot, recent_).
+  IoAccumulator(const IoAccumulator&) = delete;
+  IoAccumulator& operator=(const IoAccumulator&) = delete;
   // The args add() reads, in these extra_args slots (0, 1, 2): fhash, ret, value.
   static ArgCapture capture();
   void add(const Event& ev);
@@ -103,21 +106,36 @@ class IoAccumulator {
   void widen_bins(int64_t bin_ns);  // re-keys by_bin to bins bin_ns wide
   void fit_bins();                  // widens until max_bins span the data
   void saved_by(const Event& checkpoint);  // marks the files its thread's calls inside it touched
+  // A by_* map's entry for `key`, the last one's without a lookup: a
+  // thread's calls come in runs on one file, of one call, in one process.
+  struct LastKey {
+    std::string key;
+    std::map<std::string, IoStats>::iterator it;
+    bool valid = false;
+  };
+  static IoStats& slot(std::map<std::string, IoStats>& m, LastKey& last, std::string_view key);
+  LastKey last_file_, last_call_, last_process_;
   IoOptions opt_;
   IoView view_;
   std::map<std::string, std::string> paths_;  // fhash -> path
   // A thread writes an event when it ends: the calls inside a checkpoint
-  // event come before it. Each thread's latest calls (start, fhash's hash),
-  // a ring of kRecent; the hashes of the files touched inside a checkpoint.
-  static constexpr size_t kRecent = 1024;
+  // event come before it. Each thread's latest calls (start, fhash; a hash
+  // of 16 characters, ours, is kept as it is: hashed only when a checkpoint
+  // marks it), a ring of kRecent; the files touched inside a checkpoint.
+  static constexpr size_t kRecent = 1024;  // a power of two
+  struct Call {
+    int64_t ts;
+    char fhash[16];
+    uint8_t size;  // of fhash: > 16, a longer one's std::hash in its first 8 bytes
+  };
   struct Recent {
-    std::vector<std::pair<int64_t, uint64_t>> calls;
+    std::vector<Call> calls;
     size_t next = 0;
   };
-  std::unordered_map<uint64_t, Recent> recent_;  // by the thread's (pid, tid) hash
-  uint64_t last_thread_ = 0;
+  std::map<std::pair<std::string, std::string>, Recent> recent_;  // by (pid, tid)
+  std::string last_pid_, last_tid_;
   Recent* last_recent_ = nullptr;
-  std::unordered_set<uint64_t> saved_;
+  std::unordered_set<std::string> saved_;  // fhashes (a longer one: "#<its hash>")
 };
 
 // A text report (each table: the `top` rows with the most time, then one
