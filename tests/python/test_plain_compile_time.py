@@ -30,9 +30,10 @@ LOOP = textwrap.dedent("""
     m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
     f = torch.compile(m, backend="aot_eager")
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-    x = torch.randn(16, 64)
+    last = int(sys.argv[2])  # the last batch's size: a smaller one recompiles
     its = []
     for i in range({steps}):
+        x = torch.randn(last if i == {steps} - 1 else 16, 64)
         t0 = time.perf_counter()
         f(x).sum().backward()
         opt.step()
@@ -40,10 +41,10 @@ LOOP = textwrap.dedent("""
         its.append([t0, time.perf_counter()])
     log.finalize()
     from torch._dynamo.utils import compilation_time_metrics
-    frame = sum(compilation_time_metrics.get("_compile.compile_inner", []))
+    frames = compilation_time_metrics.get("_compile.compile_inner", [])
     assert "dftracer.python.dynamo" not in sys.modules
     with open(os.path.join(out, "loop.json"), "w") as fh:
-        json.dump({{"iterations": its, "frame_compile_s": frame}}, fh)
+        json.dump({{"iterations": its, "frame_compile_s": sum(frames), "first_compile_s": frames[0]}}, fh)
 """).format(steps=STEPS)
 
 
@@ -53,15 +54,23 @@ def analyze(*args):
     return out.stdout
 
 
-def test_plain_torch_compile_time_and_steps_are_recorded(tmp_path):
+@pytest.mark.parametrize("last", [16, 5])
+def test_plain_torch_compile_time_and_steps_are_recorded(tmp_path, last):
+    """last=5: the last batch smaller, as a DataLoader's without drop_last:
+    that step recompiles and calls the frame's second graph ("0/1"), and the
+    first compile must still be the first step's (with the ops traced it
+    once fell outside every step: the later steps no longer all called
+    "0/0")."""
     script = tmp_path / "loop.py"
     script.write_text(LOOP)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_")}
     env.update({"DFTRACER_ENABLE": "1", "DFTRACER_DISABLE_IO": "1", "OMP_NUM_THREADS": "1"})
+    if last != 16:  # the ops and the frames' "Torch-Compiled Region: 0/N" calls, which the steps are found on
+        env["DFTRACER_TRACE_EAGER"] = "1"
     traces = tmp_path / "traces"
     traces.mkdir()
-    proc = subprocess.run([sys.executable, str(script), str(traces)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, str(script), str(traces), str(last)], env=env, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(traces / "loop.json") as f:
         loop = json.load(f)
@@ -75,11 +84,18 @@ def test_plain_torch_compile_time_and_steps_are_recorded(tmp_path):
     # backward's lazy compile included, all within the first iteration;
     # Dynamo's own total for the frame compile (_compile.compile_inner) also
     # counts its bookkeeping around the phases.
-    assert 0.95 * loop["frame_compile_s"] <= compile_s <= first, (loop, compile_s, first)
+    # all within the first iteration, and the last where it recompiles.
+    recompiled = loop["iterations"][-1][1] - loop["iterations"][-1][0] if last != 16 else 0
+    assert 0.95 * loop["frame_compile_s"] <= compile_s <= first + recompiled, (loop, compile_s, first)
 
     steps = json.loads(analyze("summary", "--by", "step", "--format", "json", str(traces)))
     assert [p["source"] for p in steps["processes"] if p["steps"]] == ["optimizer"]
     assert len(steps["steps"]) == STEPS
-    assert steps["steps"][0]["compile_us"] / 1e6 == pytest.approx(compile_s, abs=1e-6)
-    # The plain backend's graphs are not traced, and the process says so.
-    assert "nothing of it is traced" in proc.stderr, proc.stderr[-2000:]
+    if last == 16:
+        assert steps["steps"][0]["compile_us"] / 1e6 == pytest.approx(compile_s, abs=1e-6)
+    else:  # the recompile is the last step's
+        assert steps["steps"][0]["compile_us"] / 1e6 >= 0.95 * loop["first_compile_s"], (steps["steps"][0], loop)
+        assert steps["steps"][-1]["compile_us"] > 0, steps["steps"][-1]
+    # The plain backend's graphs are not traced, and the process says so
+    # (with the ops traced eagerly they are).
+    assert last != 16 or "nothing of it is traced" in proc.stderr, proc.stderr[-2000:]

@@ -30,6 +30,18 @@ constexpr size_t kMaxRegionOccurrences = size_t{1} << 21;
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool ends_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
+// What the first step's walk looks for a work by: its name, and a compiled
+// frame's call by its frame, not its compile ("Torch-Compiled Region: 0/1",
+// the recompile for a smaller last batch or automatic dynamic shapes, is the
+// frame "0/0" the first iteration ran: by name the later steps did not all
+// hold it, and the first step began after it and its compile).
+std::string_view need_key(std::string_view name) {
+  constexpr std::string_view kRegion = "Torch-Compiled Region: ";
+  if (!starts_with(name, kRegion)) return name;
+  const size_t slash = name.find('/', kRegion.size());
+  return slash == std::string_view::npos ? name : name.substr(0, slash);
+}
+
 // Cats the capture sources write for ops, graphs, compile work and their own
 // records: never a user's loop region. Kineto's ops (`cpu_op`) and the CUDA
 // runtime and driver calls (dftracer's CUDA source and Kineto write them on
@@ -876,13 +888,13 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       for (auto it = work.lower_bound(walked_from[k]); it != work.end() && it->first < c.occ[k].end; ++it)
         if (counts(it)) {
           const bool pre = split_pre && it->first < call0[k];
-          ++(pre ? here_pre : here)[it->second.name];
+          ++(pre ? here_pre : here)[need_key(it->second.name)];
           if (pre) {
             if (last_end != INT64_MIN) pre_gap = std::max(pre_gap, it->first - last_end);
             last_end = std::max(last_end, it->second.end);
             ++n_pre;
           }
-          if (it->second.category == backward) backward_names.insert(it->second.name);
+          if (it->second.category == backward) backward_names.insert(need_key(it->second.name));
         }
       if (split_pre && last_end != INT64_MIN) pre_gap = std::max(pre_gap, call0[k] - last_end);
       if (split_pre) pre_spans.push_back(call0[k] - walked_from[k]), pre_gaps.push_back(pre_gap);
@@ -901,7 +913,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
     std::map<std::string_view, size_t> before;  // what the works before the first optimizer step can give
     const auto first_end = work.upper_bound(opt[0].ts);
     for (auto it = work.begin(); it != first_end; ++it)
-      if (auto n = need.find(it->second.name); n != need.end() && counts(it)) ++before[n->first];
+      if (auto n = need.find(need_key(it->second.name)); n != need.end() && counts(it)) ++before[n->first];
     size_t missing = 0, short_backward = 0, needed_backward = 0;  // backward names: still short, needed at all
     for (auto& [n, k] : need) {
       missing += k = std::min(k, before[n]);
@@ -952,7 +964,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
       if (start < reach) reach = start, reach_category = cat;
       if (!counts_here) return true;
       ts = std::min(ts, start);
-      auto n = need.find(name);
+      auto n = need.find(need_key(name));
       if (n != need.end() && n->second) {
         --n->second, --missing, found = start;
         if (!n->second && backward_names.count(n->first)) --short_backward;
@@ -995,7 +1007,7 @@ Candidate optimizer_bounded(const std::vector<OptStep>& opt, const StepFinder::T
         if (edge - it->second.end > longest) break;  // the setup before the loop
         if (it->first < anchor - pre_span && (++past > pre_works || edge - it->second.end > 4 * pre_gap)) break;
         edge = std::min(edge, it->first);
-        auto n = need_pre.find(it->second.name);
+        auto n = need_pre.find(need_key(it->second.name));
         if (n == need_pre.end() || n->second == 0) continue;
         --n->second, --pre_missing;
         ts = std::min(ts, it->first);
