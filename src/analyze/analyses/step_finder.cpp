@@ -61,11 +61,15 @@ bool model_work(const Event& e, std::string_view category) {
 }
 
 // A user region that could bound steps: not an op, graph call, compile, I/O,
-// data-loading or optimizer event, nor one of torch's wrappers of a compiled call.
+// data-loading or optimizer event, nor one of torch's wrappers of a compiled
+// call (its guard check, "TorchDynamo Cache Lookup", opens each call of a
+// compiled function: 4 per iteration of a loop whose compiled optimizer step
+// breaks into frames, each once taken for a step).
 bool region_candidate(const Event& e, std::string_view category) {
   if (category != "other" || !e.phase.empty() || tracer_cat(e.cat)) return false;
   if (e.cat == "torch" && (starts_with(e.name, "CompiledFunction") || starts_with(e.name, "Torch-Compiled Region") ||
-                           starts_with(e.name, "aten::") || starts_with(e.name, "autograd::")))
+                           starts_with(e.name, "TorchDynamo Cache Lookup") || starts_with(e.name, "aten::") ||
+                           starts_with(e.name, "autograd::")))
     return false;
   return true;
 }

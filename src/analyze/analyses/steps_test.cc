@@ -199,6 +199,27 @@ TEST(Steps, NoStepsWithoutArgOrRepeatedRegion) {
   EXPECT_NE(os.str().find("no steps found"), std::string::npos);
 }
 
+// An eager model with a compiled optimizer step (`@torch.compile def
+// step(): opt.step()`, which breaks into 4 frames): no Optimizer.step event,
+// and torch's guard-check scope opens each compiled call, 4 per iteration.
+// It is no user region: once taken for one, the loop of 12 iterations read
+// as 44 steps of 6-180 us. No steps, said so, rather than wrong ones.
+TEST(Steps, TorchsGuardCheckScopeIsNoStepRegion) {
+  std::vector<std::string> v;
+  for (int k = 0; k < 6; ++k) {
+    const long long t = 1000 + 200 * k;
+    v.push_back(ev("nn.Module: Sequential", "torch", 10, 10, t, 30, "\"phase\":\"forward\""));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 40, 30));
+    for (int f = 0; f < 4; ++f) {
+      v.push_back(ev("TorchDynamo Cache Lookup", "torch", 10, 10, t + 80 + 25 * f, 5));
+      v.push_back(ev("Torch-Compiled Region: " + std::to_string(f) + "/0", "torch", 10, 10, t + 86 + 25 * f, 15));
+    }
+    v.push_back(ev("Optimizer.zero_grad#Adam.zero_grad", "torch", 10, 10, t + 185, 5, "\"phase\":\"optimizer\""));
+  }
+  StepReport r = run(lines(v), 1);
+  EXPECT_TRUE(r.rows.empty()) << r.rows.size() << (r.processes.empty() ? "" : " " + r.processes[0].region);
+}
+
 // A loop that marks no step (no region around an iteration, no
 // update(step=...)), as the LibTorch observer records an eager one: torch's
 // Optimizer.step events end the steps. The model's init ops before the loop
