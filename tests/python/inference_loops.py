@@ -12,7 +12,7 @@ batch's fetch, else its first graph call or op) lies between t0 and t0b, the
 iteration's last traced work between t1a and t1 (brackets around the calls,
 so a preempted thread moves a bracket's end, not the event out of it).
 
-Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile|-midrecompile][-tight]):
+Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile|-midrecompile][-tight][-gpt2]):
   MODE    compile  torch.compile(m) (Inductor), the capture's hooks on
           capture  torch.compile(m, backend=dftracer_dynamo_backend)
           eager    no compile; the LibTorch observer (DFTRACER_TRACE_EAGER=1)
@@ -30,6 +30,9 @@ Shapes (SHAPE is MODE-GRAD[-loader][-break][-multi][-recompile|-midrecompile][-t
   tight   no untraced work after the forward: the next iteration's first
           call follows the last one's result read (`float(y[0, 0])`, with
           grad mode on) about as closely as one call follows another
+  gpt2    the model is a 2-layer GPT-2 built from a config (transformers),
+          on token ids made from the batch: eager, its view, transpose and
+          dropout ops last 0 us on some calls and 1 on others
 
 Every iteration but a tight one's ends with 6 ms of untraced work (post-processing, a reply);
 the model is built and warmed by nothing before the loop.
@@ -63,6 +66,12 @@ def main():
             return self.b(h).softmax(-1)
 
     m = Net().eval()
+    if "gpt2" in extra:  # a transformer: some of its ops last 0 us on some calls and 1 on others
+        import transformers
+
+        gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128,
+                                                                   n_positions=64)).eval()
+        m = lambda x: gpt2(input_ids=(x.abs() * 100).long() % 128).logits[:, -1]  # noqa: E731
     if mode == "compile":
         fwd = torch.compile(m)
     elif mode == "capture":

@@ -39,7 +39,8 @@ def run_loop(shape, out_dir):
                                    "compile-nograd-multi", "capture-nograd-multi", "eager-nograd-multi", "eager-infmode-multi",
                                    "eager-nograd-multi-tight", "eager-infmode-multi-tight",
                                    "compile-nograd-recompile", "capture-nograd-recompile",
-                                   "compile-nograd-midrecompile", "capture-nograd-midrecompile"])
+                                   "compile-nograd-midrecompile", "capture-nograd-midrecompile",
+                                   "eager-infmode-gpt2", "eager-nograd-loader-gpt2"])
 def test_inference_steps_are_the_loop_iterations(tmp_path, shape):
     its = run_loop(shape, tmp_path)
     doc = steps_json(tmp_path)
