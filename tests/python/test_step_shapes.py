@@ -60,7 +60,12 @@ def loop_bounds(its, source):
     A step runs to the next one's start; a region's step ends with its region
     when it is the last of an epoch or its gap to the next is far beyond the
     usual one (docs/analyzer.md, "Where a step ends"; a gap within 10 % of that
-    limit allows both). The last one is None for marks (estimated)."""
+    limit allows both). The last one is None for marks (estimated).
+    An optimizer-ended step (source "optimizer") ends with its optimizer step,
+    inside [t1a, t1], and begins with the previous one's end, inside the
+    previous [t1a, t1]; the first, and one after an epoch's end or a gap far
+    beyond the usual (an evaluation, a checkpoint), at its own first work,
+    inside [t0, t0b]."""
     durs = [(t1a + t1) / 2 - (t0 + t0b) / 2 for t0, t0b, t1a, t1, _ in its]
     gaps = [max(0.0, (n[0] + n[1]) / 2 - (c[2] + c[3]) / 2) for c, n in zip(its, its[1:])]
     long_gap = max(4 * median_s(gaps), median_s(gaps) + median_s(durs)) if gaps else 0
@@ -68,6 +73,16 @@ def loop_bounds(its, source):
     for i, (t0, t0b, t1a, t1, epoch) in enumerate(its):
         nxt = its[i + 1] if i + 1 < len(its) else None
         own = (t1a - t0b, t1 - t0)
+        if source == "optimizer":
+            prev = its[i - 1] if i else None
+            after = (t1a - prev[3], t1 - prev[2]) if prev else None
+            if prev is None or prev[4] != epoch or gaps[i - 1] > 1.1 * long_gap:
+                out.append(own)
+            elif gaps[i - 1] < 0.9 * long_gap:
+                out.append(after)
+            else:
+                out.append((min(own[0], after[0]), max(own[1], after[1])))
+            continue
         if nxt is None:
             out.append(None if source == "marks" else own)
             continue
