@@ -192,9 +192,9 @@ def _skip_in_dynamo() -> None:
 
 
 def install() -> bool:
-    """Wraps the checkpoint functions once torch is imported (now, or right
-    after the program imports it) unless DFTRACER_TRACE_CHECKPOINT turns
-    them off; True when they will be."""
+    """Wraps each library's checkpoint functions once it is imported (now,
+    or right after the program imports it) unless DFTRACER_TRACE_CHECKPOINT
+    turns them off; True when they will be."""
     if not on_unless_off(CHECKPOINT_ENV):
         return False
     global _installing
