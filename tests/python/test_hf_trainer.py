@@ -106,8 +106,8 @@ def test_a_trainer_saving_checkpoints_keeps_them_out_of_its_steps(tmp_path):
     assert len(io) > 10 * len(saves), len(io)
     inside = [(e["name"], names[e["args"]["fhash"]]) for e in io if in_a_step(e)]
     assert not inside, inside[:5]
-    for r in doc["steps"]:
-        assert r["checkpoint_us"] == 0 and (r["outlier_kind"] != "slow" or r["step"] == 0), r
+    for r in doc["steps"]:  # (not whether a step is flagged slow: on a loaded machine a preemption can)
+        assert r["checkpoint_us"] == 0, r
 
 
 def test_a_first_iteration_whose_loss_detach_lasts_zero_microseconds_keeps_its_step(tmp_path):
