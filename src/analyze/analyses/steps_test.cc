@@ -1304,6 +1304,23 @@ TEST(Steps, ATargetNetworkSyncOrAMetricAllReduceEveryFewStepsIsTheLoops) {
   }
 }
 
+// Five iterations of an eager loop adding each loss to a running one after
+// its optimizer step (`running += loss.detach()`), 500 us apart from 2000;
+// the first iteration's zero_grad at `first_zero_grad` for `first_dur` us.
+void running_loss_loop(std::vector<std::string>& v, long long first_zero_grad = 2000, int first_dur = 5) {
+  const std::string fwd = "\"phase\":\"forward\"";
+  for (int k = 0; k < 5; ++k) {
+    const long long t = 2000 + 500 * k;
+    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, k ? t : first_zero_grad, k ? 5 : first_dur));
+    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 190, fwd));
+    v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 192, fwd));
+    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 210, 200));
+    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 420, 50));
+    v.push_back(ev("aten::detach", "aten", 10, 10, t + 475, 2, fwd));
+    v.push_back(ev("aten::add_", "aten", 10, 10, t + 479, 2, fwd));
+  }
+}
+
 // A loop adding each loss to a running one after its optimizer step
 // (`running += loss.detach()`): every later step opens with that tail, the
 // previous iteration's, which the first has not. Looking for it, the first
@@ -1316,16 +1333,7 @@ TEST(Steps, TheFirstStepDoesNotLookForThePreviousIterationsTailInTheSetup) {
   const std::string fwd = "\"phase\":\"forward\"";
   v.push_back(ev("aten::detach", "aten", 10, 10, 1690, 3, fwd));  // the wrapper's construction
   v.push_back(ev("aten::add_", "aten", 10, 10, 1695, 4, fwd));
-  for (int k = 0; k < 5; ++k) {
-    const long long t = 2000 + 500 * k;
-    v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
-    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 190, fwd));
-    v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 192, fwd));
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 210, 200));
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 420, 50));
-    v.push_back(ev("aten::detach", "aten", 10, 10, t + 475, 2, fwd));
-    v.push_back(ev("aten::add_", "aten", 10, 10, t + 479, 2, fwd));
-  }
+  running_loss_loop(v);
   for (unsigned threads : {1u, 2u}) {
     StepReport r = run(lines(v), threads, 256);
     ASSERT_EQ(r.rows.size(), 5u) << threads;
@@ -1401,18 +1409,7 @@ TEST(Steps, ARecompileInALaterStepLeavesTheFirstCompileInTheFirstStep) {
 // the first step's, as each later step holds its own.
 TEST(Steps, TheFirstStepHoldsItsSlowFirstZeroGrad) {
   std::vector<std::string> v;
-  const std::string fwd = "\"phase\":\"forward\"";
-  for (int k = 0; k < 5; ++k) {
-    const long long t = 2000 + 500 * k;
-    if (k == 0) v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, 1650, 259));
-    else v.push_back(ev("Optimizer.zero_grad#AdamW.zero_grad", "torch", 10, 10, t, 5));
-    v.push_back(ev("aten::linear", "aten", 10, 10, t + 10, 190, fwd));
-    v.push_back(ev("nn.Module: Net", "torch", 10, 10, t + 9, 192, fwd));
-    v.push_back(ev("AddmmBackward0", "autograd", 10, 10, t + 210, 200));
-    v.push_back(ev("Optimizer.step#AdamW.step", "torch", 10, 10, t + 420, 50));
-    v.push_back(ev("aten::detach", "aten", 10, 10, t + 475, 2, fwd));
-    v.push_back(ev("aten::add_", "aten", 10, 10, t + 479, 2, fwd));
-  }
+  running_loss_loop(v, 1650, 259);
   for (unsigned threads : {1u, 2u}) {
     StepReport r = run(lines(v), threads, 256);
     ASSERT_EQ(r.rows.size(), 5u) << threads;
